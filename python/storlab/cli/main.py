@@ -1,0 +1,67 @@
+"""Entry point of the `storlab` command: builds the subcommand parsers and maps errors to exit codes.
+
+Each subcommand lives in its own module `storlab.cli.<name>` exposing
+`register(subparsers) -> None`, which adds its parser and sets `func=run` on it, where
+`run(args) -> int` returns the exit code. Errors a user can fix are raised as `UsageError`
+(or any `ValueError` subclass from option parsing) and printed as one line.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+from enum import IntEnum
+
+from .. import __version__
+
+# Order shown in `storlab --help`.
+SUBCOMMANDS = ("run", "sweep", "meta", "scale", "plan", "doctor", "results", "report")
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    FAILURE = 1          # the run itself failed (I/O error, verification mismatch ...)
+    USAGE = 2            # bad option, bad job file, refused target
+    INTERRUPTED = 130    # Ctrl-C; partial results were written
+
+
+class UsageError(Exception):
+    """A mistake the user can fix; printed as one line, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="storlab",
+        description="Measure, model, plan and check storage for HPC and data-heavy clusters.",
+    )
+    parser.add_argument("--version", action="version", version=f"storlab {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        module_name = f"{__package__}.{name}"
+        if importlib.util.find_spec(module_name) is None:
+            continue  # subcommand not built yet
+        importlib.import_module(module_name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return ExitCode.USAGE
+    try:
+        return int(args.func(args))
+    except (UsageError, ValueError) as e:
+        print(f"storlab {args.command}: error: {e}", file=sys.stderr)
+        return ExitCode.USAGE
+    except KeyboardInterrupt:
+        print(f"storlab {args.command}: interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        return ExitCode.FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,280 @@
+"""THE option table: every option of `storlab run` described once.
+
+The table drives the command-line parser, TOML job files, `--help`, the generated reference page
+(docs/options.md) and the plain-data job spec handed to the Rust engine. A test keeps the names of
+the engine-bound options (`core=True`) equal to the fields of the Rust job spec, so they cannot drift.
+
+Values are validated here only (parsing touches no file or device); resolving against the system
+(file sizes, alignment, ring set-up) happens when the engine builds its plan.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from .units import UnitError, parse_duration, parse_size
+
+__all__ = ["Option", "OptionError", "OPTIONS", "BY_NAME", "parse_value", "defaults", "render_reference"]
+
+
+class OptionError(ValueError):
+    """A bad option value; the message names the option and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str                      # canonical snake_case name; TOML key; --name-with-dashes on the CLI
+    kind: str                      # size | duration | int | percent | choice | bool | str | paths
+    help: str                      # one line
+    default: Any = None            # in canonical units (bytes, seconds) or None for "not set"
+    category: str = "workload"     # target | workload | timing | engine | output | safety
+    choices: Mapping[str, str] = field(default_factory=dict)   # value -> help, for kind=choice
+    minimum: float | None = None
+    maximum: float | None = None
+    unit: str = ""                 # unit of the canonical value: bytes, s, % ...
+    engine: str | None = None      # backend this option belongs to (io_uring for uring.*)
+    core: bool = True              # part of the job spec handed to the engine
+    short: str | None = None       # single-letter CLI alias
+    negative: str | None = None    # CLI flag that sets a bool to False (e.g. --buffered)
+    metavar: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-").replace(".", "-")
+
+
+def _choice(**values: str) -> dict[str, str]:
+    return dict(values)
+
+
+RW_CHOICES = _choice(
+    read="sequential reads",
+    write="sequential writes",
+    randread="random reads, uniform over the range, aligned to bs",
+    randwrite="random writes, uniform over the range, aligned to bs",
+    rw="sequential mixed reads and writes (see rwmix_read)",
+    randrw="random mixed reads and writes (see rwmix_read)",
+)
+
+OPTIONS: tuple[Option, ...] = (
+    # --- targets ---------------------------------------------------------------------------
+    Option("target", "paths", "file or block device to do I/O on (repeatable); default: a scratch "
+           "file in a temporary folder under the current directory, removed afterwards",
+           default=(), category="target", metavar="PATH"),
+    Option("size", "size", "length of the I/O range on each target; files are created this size; "
+           "default: the whole device or existing file (256 MiB for the scratch file)",
+           default=None, category="target", unit="bytes", minimum=1),
+    Option("offset", "size", "start of the I/O range on each target", default=0,
+           category="target", unit="bytes", minimum=0),
+    Option("thread_layout", "choice", "how threads share a target",
+           default="region", category="target",
+           choices=_choice(region="each thread owns an equal, bs-aligned slice of the range",
+                           shared="every thread covers the whole range")),
+    Option("allow_destroy", "paths", "block device that storlab may write to even though it holds "
+           "a partition table, file system, RAID/LVM/swap signature (repeatable; name the exact device)",
+           default=(), category="safety", core=False, metavar="DEVICE"),
+    # --- workload -------------------------------------------------------------------------
+    Option("rw", "choice", "access pattern", default="read", choices=RW_CHOICES, short=None),
+    Option("rwmix_read", "percent", "share of reads in rw/randrw, in percent", default=50,
+           minimum=0, maximum=100, unit="%"),
+    Option("bs", "size", "request (block) size", default=4096, unit="bytes", minimum=1),
+    Option("threads", "int", "worker threads per target", default=1, minimum=1, maximum=4096),
+    Option("qd", "int", "requests in flight per thread (io_uring; psync is always 1)",
+           default=1, minimum=1, maximum=65536),
+    Option("seed", "int", "seed of the random offsets and read/write choice", default=0x5EED,
+           minimum=0, maximum=2**63 - 1),
+    Option("io_size", "size", "bytes to transfer per thread (default: one pass over its range)",
+           default=None, unit="bytes", minimum=1),
+    Option("io_total", "size", "bytes to transfer in total, split evenly over all threads",
+           default=None, unit="bytes", minimum=1),
+    Option("fsync_every", "int", "fsync after every N writes per thread (0: never)", default=0,
+           minimum=0),
+    Option("fsync_end", "bool", "fsync written targets at the end of the phase, inside the timed "
+           "window, so buffered writes are not reported at page-cache speed", default=True,
+           negative="--no-fsync-end"),
+    # --- timing ---------------------------------------------------------------------------
+    Option("time", "duration", "run for this long, wrapping around the range (time-based run)",
+           default=None, category="timing", unit="s", minimum=0.001),
+    Option("ramp", "duration", "run this long before measuring; ramp I/O is excluded from results",
+           default=0.0, category="timing", unit="s", minimum=0),
+    Option("interval", "duration", "length of one time-series interval", default=1.0,
+           category="timing", unit="s", minimum=0.01),
+    # --- engine ---------------------------------------------------------------------------
+    Option("engine", "choice", "I/O backend", default="psync", category="engine",
+           choices=_choice(psync="pread/pwrite, one request at a time per thread",
+                           io_uring="Linux io_uring: queue depth, batched submit and reap",
+                           null="no kernel I/O: completes at once; measures storlab itself")),
+    Option("direct", "bool", "O_DIRECT: bypass the page cache (buffers and offsets aligned)",
+           default=False, category="engine", negative="--buffered"),
+    Option("null_delay", "duration", "synthetic completion delay of the null backend",
+           default=0.0, category="engine", unit="s", engine="null", minimum=0),
+    Option("uring.fixed_buffers", "bool", "register the I/O buffers with the ring (READ/WRITE_FIXED)",
+           default=False, category="engine", engine="io_uring"),
+    Option("uring.fixed_files", "bool", "register the target files with the ring",
+           default=False, category="engine", engine="io_uring"),
+    Option("uring.sqpoll", "bool", "kernel thread polls the submission queue (SQPOLL)",
+           default=False, category="engine", engine="io_uring"),
+    Option("uring.batch", "int", "submit after this many queued requests (default: the queue depth)",
+           default=0, category="engine", engine="io_uring", minimum=0),
+    # --- output ---------------------------------------------------------------------------
+    Option("json", "str", "write the JSON result to PATH ('-' for standard output)",
+           default=None, category="output", core=False, metavar="PATH"),
+    Option("quiet", "bool", "no progress line and no table", default=False, category="output",
+           core=False, short="q"),
+    Option("store", "str", "results database (default: $STORLAB_STORE or "
+           "~/.local/share/storlab/results.db)", default=None, category="output", core=False,
+           metavar="PATH"),
+    Option("no_store", "bool", "do not save the run in the results store", default=False,
+           category="output", core=False),
+    Option("tag", "paths", "tag the stored run (repeatable)", default=(), category="output",
+           core=False, metavar="TAG"),
+    Option("note", "str", "free-text note kept with the stored run", default=None,
+           category="output", core=False, metavar="TEXT"),
+    Option("fio", "str", "run a fio job file (supported options translated; others rejected)",
+           default=None, category="target", core=False, metavar="JOBFILE"),
+)
+
+BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
+
+
+def _allowed(opt: Option) -> str:
+    if opt.kind == "choice":
+        return "one of " + ", ".join(opt.choices)
+    bounds = []
+    if opt.minimum is not None:
+        bounds.append(f">= {opt.minimum:g}")
+    if opt.maximum is not None:
+        bounds.append(f"<= {opt.maximum:g}")
+    return " and ".join(bounds)
+
+
+def _check_bounds(opt: Option, value: float, shown: Any) -> None:
+    if (opt.minimum is not None and value < opt.minimum) or (opt.maximum is not None and value > opt.maximum):
+        raise OptionError(f"{opt.name}: {shown!r} is out of range; allowed: {_allowed(opt)}")
+
+
+_PARSERS: dict[str, Callable[[Option, Any], Any]] = {}
+
+
+def _parser(kind: str):
+    def register(fn):
+        _PARSERS[kind] = fn
+        return fn
+    return register
+
+
+@_parser("size")
+def _parse_size(opt: Option, raw: Any) -> int:
+    try:
+        v = parse_size(raw, opt.name)
+    except UnitError as e:
+        raise OptionError(str(e)) from None
+    _check_bounds(opt, v, raw)
+    return v
+
+
+@_parser("duration")
+def _parse_duration(opt: Option, raw: Any) -> float:
+    try:
+        v = parse_duration(raw, opt.name)
+    except UnitError as e:
+        raise OptionError(str(e)) from None
+    _check_bounds(opt, v, raw)
+    return v
+
+
+@_parser("int")
+def _parse_int(opt: Option, raw: Any) -> int:
+    if isinstance(raw, bool):
+        raise OptionError(f"{opt.name}: expected a whole number, got {raw!r}")
+    try:
+        v = int(raw, 0) if isinstance(raw, str) else int(raw)
+        if isinstance(raw, float) and raw != v:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise OptionError(f"{opt.name}: expected a whole number, got {raw!r}") from None
+    _check_bounds(opt, v, raw)
+    return v
+
+
+@_parser("percent")
+def _parse_percent(opt: Option, raw: Any) -> int:
+    text = raw.rstrip("% ") if isinstance(raw, str) else raw
+    return _parse_int(opt, text)
+
+
+@_parser("choice")
+def _parse_choice(opt: Option, raw: Any) -> str:
+    if not isinstance(raw, str) or raw not in opt.choices:
+        raise OptionError(f"{opt.name}: {raw!r} is not allowed; use one of: {', '.join(opt.choices)}")
+    return raw
+
+
+@_parser("bool")
+def _parse_bool(opt: Option, raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if isinstance(raw, str) and raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise OptionError(f"{opt.name}: expected true or false, got {raw!r}")
+
+
+@_parser("str")
+def _parse_str(opt: Option, raw: Any) -> str:
+    if not isinstance(raw, str) or not raw:
+        raise OptionError(f"{opt.name}: expected a non-empty text, got {raw!r}")
+    return raw
+
+
+@_parser("paths")
+def _parse_paths(opt: Option, raw: Any) -> tuple[str, ...]:
+    items = [raw] if isinstance(raw, str) else list(raw)
+    for item in items:
+        if not isinstance(item, str) or not item:
+            raise OptionError(f"{opt.name}: expected a path, got {item!r}")
+    return tuple(items)
+
+
+def parse_value(name: str, raw: Any) -> Any:
+    """Validate one option value (from the CLI or a job file) into canonical units."""
+    opt = BY_NAME.get(name)
+    if opt is None:
+        raise OptionError(f"unknown option {name!r}; see `storlab run --help` for the list")
+    if raw is None:
+        return None
+    return _PARSERS[opt.kind](opt, raw)
+
+
+def defaults() -> dict[str, Any]:
+    """Every option at its default value."""
+    return {o.name: o.default for o in OPTIONS}
+
+
+def render_reference() -> str:
+    """The Markdown reference page for docs/options.md, generated from the table."""
+    lines = ["# `storlab run` options", "",
+             "Generated from `python/storlab/options.py`; do not edit by hand "
+             "(`python -m storlab.options > docs/options.md`).", ""]
+    categories: dict[str, list[Option]] = {}
+    for o in OPTIONS:
+        categories.setdefault(o.category, []).append(o)
+    for cat, opts in categories.items():
+        lines += [f"## {cat}", "", "| option | job-file key | type | default | help |", "|---|---|---|---|---|"]
+        for o in opts:
+            flag = o.flag + (f" / {o.negative}" if o.negative else "")
+            default = "—" if o.default in (None, ()) else repr(o.default)
+            text = o.help
+            if o.choices:
+                text += "<br>" + "<br>".join(f"`{k}`: {v}" for k, v in o.choices.items())
+            if o.engine:
+                text += f" (only with engine {o.engine})"
+            unit = f" ({o.unit})" if o.unit else ""
+            lines.append(f"| `{flag}` | `{o.name}` | {o.kind}{unit} | {default} | {text} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(render_reference())

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The one test command (README, .ci/run): sets up a fresh machine, then runs the Rust and Python tests.
+# Installs: Debian packages the tests use (when root and missing), the Python package with its test
+# extras (builds the Rust engine via maturin), then `cargo test` and `pytest`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_pkgs=()
+command -v mkfs.xfs   >/dev/null || need_pkgs+=(xfsprogs)
+command -v mkfs.ext4  >/dev/null || need_pkgs+=(e2fsprogs)
+command -v mkfs.btrfs >/dev/null || need_pkgs+=(btrfs-progs)
+command -v sfdisk     >/dev/null || need_pkgs+=(fdisk)
+command -v chromium   >/dev/null || need_pkgs+=(chromium)
+if [ "${#need_pkgs[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "== installing Debian packages: ${need_pkgs[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+fi
+
+echo "== building and installing storlab with test extras"
+python3 -m pip install -q --disable-pip-version-check -e '.[test,mpi,report]'
+
+echo "== cargo test"
+cargo test -q -p storlab-core
+
+echo "== pytest"
+python3 -m pytest -q "$@"
