@@ -1,0 +1,150 @@
+"""Python side of the `loglinear6` latency histogram (docs/result-format.md): bucket index and bounds,
+merging, percentiles, summaries and CDFs computed from the raw buckets kept in results.
+
+Values are nanoseconds. Buckets are lists of `[index, count]` pairs, as stored in `lat_hist.buckets`.
+Every percentile is the midpoint of the bucket holding the sample of that rank, so its relative
+error is at most 1/128 (0.78 %); values below 128 ns are exact.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable, Sequence
+
+__all__ = [
+    "SCHEME", "EXACT_LIMIT", "index", "bucket_bounds", "bucket_value", "histogram", "merge",
+    "count", "percentile", "summary", "cdf",
+]
+
+SCHEME = "loglinear6"
+SUB_BITS = 6                      # 64 linear sub-buckets per power of two
+EXACT_LIMIT = 2 << SUB_BITS       # 128: values below this have their own bucket
+
+Buckets = Sequence[Sequence[int]]
+
+
+def index(v: int) -> int:
+    """Bucket index of a latency `v` in nanoseconds (v >= 0)."""
+    v = int(v)
+    if v < 0:
+        raise ValueError(f"latency: must not be negative, got {v}")
+    if v < EXACT_LIMIT:
+        return v
+    shift = v.bit_length() - 1 - SUB_BITS
+    return (shift + 1) * 64 + ((v >> shift) & 63)
+
+
+def bucket_bounds(i: int) -> tuple[int, int]:
+    """Half-open range `[lower, upper)` of nanosecond values that fall in bucket `i`."""
+    i = int(i)
+    if i < 0:
+        raise ValueError(f"bucket index: must not be negative, got {i}")
+    if i < EXACT_LIMIT:
+        return i, i + 1
+    shift = i // 64 - 1
+    lower = (64 + i % 64) << shift
+    return lower, lower + (1 << shift)
+
+
+def bucket_value(i: int) -> float:
+    """Representative value of bucket `i`: the midpoint of the whole nanoseconds it holds.
+
+    For an exact bucket (width 1) that is the value itself; for width 2^s it is
+    lower + (2^s - 1) / 2, at most 1/128 of the value away from any member.
+    """
+    lower, upper = bucket_bounds(i)
+    return lower + (upper - 1 - lower) / 2
+
+
+def histogram(values_ns: Iterable[int]) -> list[list[int]]:
+    """Buckets of a list of latencies (used to build fixtures and in tests)."""
+    counts: dict[int, int] = {}
+    for v in values_ns:
+        i = index(v)
+        counts[i] = counts.get(i, 0) + 1
+    return [[i, counts[i]] for i in sorted(counts)]
+
+
+def _checked(buckets: Buckets) -> list[tuple[int, int]]:
+    out = []
+    for pair in buckets:
+        if len(pair) != 2:
+            raise ValueError(f"histogram buckets: expected [index, count] pairs, got {pair!r}")
+        i, c = int(pair[0]), int(pair[1])
+        if i < 0 or c < 0:
+            raise ValueError(f"histogram buckets: index and count must not be negative, got {pair!r}")
+        if c:
+            out.append((i, c))
+    out.sort()
+    return out
+
+
+def merge(*bucket_lists: Buckets) -> list[list[int]]:
+    """Bucket-wise sum of several histograms (threads, passes, ranks): exact, order-independent."""
+    counts: dict[int, int] = {}
+    for buckets in bucket_lists:
+        for i, c in _checked(buckets):
+            counts[i] = counts.get(i, 0) + c
+    return [[i, counts[i]] for i in sorted(counts)]
+
+
+def count(buckets: Buckets) -> int:
+    """Number of samples in a histogram."""
+    return sum(c for _, c in _checked(buckets))
+
+
+def percentile(buckets: Buckets, q: float) -> float | None:
+    """Latency (ns) at percentile `q` (0..100, e.g. 99.9), nearest rank; None when empty.
+
+    The rank is ceil(q/100 * n) (at least 1), as for an exact nearest-rank percentile of the samples;
+    the value returned is the midpoint of the bucket holding that sample.
+    """
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile: q must be between 0 and 100, got {q!r}")
+    pairs = _checked(buckets)
+    n = sum(c for _, c in pairs)
+    if n == 0:
+        return None
+    rank = max(1, math.ceil(q / 100 * n))
+    seen = 0
+    for i, c in pairs:
+        seen += c
+        if seen >= rank:
+            return bucket_value(i)
+    return bucket_value(pairs[-1][0])  # unreachable unless rounding; the last bucket holds rank n
+
+
+def summary(buckets: Buckets) -> dict[str, float | None]:
+    """Approximate {min, mean, stddev, p50, p90, p99, p999, max} in ns from the buckets alone.
+
+    The engine reports exact min, max and mean; these are the histogram's estimates, used when
+    histograms were merged across runs or ranks.
+    """
+    pairs = _checked(buckets)
+    keys = ("min", "mean", "stddev", "p50", "p90", "p99", "p999", "max")
+    n = sum(c for _, c in pairs)
+    if n == 0:
+        return {k: None for k in keys}
+    mean = sum(bucket_value(i) * c for i, c in pairs) / n
+    var = sum(c * (bucket_value(i) - mean) ** 2 for i, c in pairs) / n
+    return {
+        "min": bucket_value(pairs[0][0]),
+        "mean": mean,
+        "stddev": math.sqrt(var),
+        "p50": percentile(pairs, 50),
+        "p90": percentile(pairs, 90),
+        "p99": percentile(pairs, 99),
+        "p999": percentile(pairs, 99.9),
+        "max": bucket_value(pairs[-1][0]),
+    }
+
+
+def cdf(buckets: Buckets) -> list[tuple[float, float]]:
+    """Cumulative distribution: (latency_ns at the bucket's upper end, fraction of samples <= it)."""
+    pairs = _checked(buckets)
+    n = sum(c for _, c in pairs)
+    out: list[tuple[float, float]] = []
+    seen = 0
+    for i, c in pairs:
+        seen += c
+        out.append((float(bucket_bounds(i)[1] - 1), seen / n))
+    return out
