@@ -1,0 +1,77 @@
+//! Aligned I/O buffers, allocated once per worker (one per request slot). O_DIRECT needs the
+//! memory aligned to the device's DMA alignment; 4 KiB covers every common device.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+
+use crate::workload::Rng;
+
+pub struct AlignedBuf {
+    ptr: *mut u8,
+    layout: Layout,
+}
+
+// The buffer is plain memory owned by one worker; moving it to the worker thread is safe.
+unsafe impl Send for AlignedBuf {}
+
+impl AlignedBuf {
+    pub fn new(len: usize, align: usize) -> AlignedBuf {
+        let layout = Layout::from_size_align(len.max(1), align.max(1)).expect("valid buffer layout");
+        // SAFETY: layout has non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        AlignedBuf { ptr, layout }
+    }
+
+    pub fn len(&self) -> usize {
+        self.layout.size()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.layout.size() == 0
+    }
+
+    pub fn as_mut_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr is valid for len bytes for the life of self.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len()) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and &mut self gives exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len()) }
+    }
+
+    /// Fill with pseudo-random bytes so compressing or deduplicating storage cannot shortcut writes.
+    pub fn fill_random(&mut self, seed: u64) {
+        let mut rng = Rng::new(seed);
+        for chunk in self.as_mut_slice().chunks_mut(8) {
+            let v = rng.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&v[..chunk.len()]);
+        }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this exact layout.
+        unsafe { dealloc(self.ptr, self.layout) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligned_and_filled() {
+        let mut b = AlignedBuf::new(8192 + 3, 4096);
+        assert_eq!(b.as_mut_ptr() as usize % 4096, 0);
+        b.fill_random(1);
+        assert!(b.as_slice().iter().filter(|&&x| x == 0).count() < 200);
+    }
+}

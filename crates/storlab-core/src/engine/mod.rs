@@ -1,0 +1,84 @@
+//! The I/O backend trait (after fio's `ioengine_ops`) and its three implementations.
+//!
+//! A backend only talks to the kernel: the worker (`worker.rs`) stamps times, counts bytes and
+//! keeps statistics. A blocking backend (psync) completes inside `queue`; an asynchronous one
+//! (io_uring, null with a delay) returns `Queued::Pending` and hands completions back from `reap`.
+
+pub mod null;
+pub mod psync;
+pub mod uring;
+
+use std::os::fd::RawFd;
+
+use crate::error::Result;
+use crate::spec::{EngineKind, GroupSpec};
+
+/// One request. `slot` identifies the request slot (and its buffer) in the worker.
+#[derive(Debug, Clone, Copy)]
+pub struct Request {
+    pub slot: u32,
+    pub is_read: bool,
+    pub offset: u64,
+    pub len: u32,
+    pub buf: *mut u8,
+}
+
+/// Outcome of `queue`: completed at once with a result (bytes or -errno), or in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Queued {
+    Completed(i64),
+    Pending,
+}
+
+/// A finished request: its slot and result (bytes transferred, or -errno).
+#[derive(Debug, Clone, Copy)]
+pub struct Completion {
+    pub slot: u32,
+    pub result: i64,
+}
+
+/// What the worker needs to know about a backend.
+#[derive(Debug, Clone, Copy)]
+pub struct Caps {
+    /// `queue` may return Pending; `commit` and `reap` must be called.
+    pub asynchronous: bool,
+    /// Submission is a separate step whose latency is worth recording (io_uring).
+    pub records_submit_latency: bool,
+}
+
+/// Required of every backend.
+pub trait Engine {
+    fn caps(&self) -> Caps;
+    /// Required. Start one request. Blocking backends do the I/O here.
+    fn queue(&mut self, req: &Request) -> Result<Queued>;
+    /// Asynchronous backends: submit everything queued so far. Blocking ones: nothing.
+    fn commit(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// Asynchronous backends: wait for at least `min` completions and append all available ones
+    /// to `out` (which has capacity for the queue depth; no allocation). Blocking ones: nothing.
+    fn reap(&mut self, _min: usize, _out: &mut Vec<Completion>) -> Result<()> {
+        Ok(())
+    }
+    /// Set-up flags actually in use (io_uring), recorded in every result.
+    fn setup_flags(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// What a backend gets at set-up: the worker's open target and its slot buffers.
+pub struct EngineSetup<'a> {
+    pub fd: RawFd,
+    pub buffers: &'a [(*mut u8, usize)],
+    pub qd: u32,
+    pub group: &'a GroupSpec,
+}
+
+/// Create the backend a group asks for. Called on the worker thread (io_uring rings are per thread).
+pub fn create(setup: &EngineSetup) -> Result<Box<dyn Engine>> {
+    Ok(match setup.group.engine {
+        EngineKind::Psync => Box::new(psync::Psync::new(setup.fd)),
+        EngineKind::Null => Box::new(null::Null::new(setup.group.null_delay, setup.qd)),
+        EngineKind::IoUring => Box::new(uring::Uring::new(setup)?),
+    })
+}

@@ -1,0 +1,66 @@
+//! null: no kernel I/O. Completes at once, or after a fixed synthetic delay per request (then it
+//! behaves like a device with that latency and unlimited parallelism, up to the queue depth).
+//! Measures storlab's own overhead and lets orchestration tests run anywhere.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use super::{Caps, Completion, Engine, Queued, Request};
+use crate::error::Result;
+
+pub struct Null {
+    delay: Duration,
+    /// In-flight requests in submission order; with a constant delay they finish in that order.
+    pending: VecDeque<(Instant, Completion)>,
+}
+
+impl Null {
+    pub fn new(delay_s: f64, qd: u32) -> Null {
+        Null { delay: Duration::from_secs_f64(delay_s), pending: VecDeque::with_capacity(qd as usize) }
+    }
+}
+
+/// Sleep for long waits, spin for short ones (sleep overshoots by tens of microseconds).
+fn wait_until(t: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= t {
+            return;
+        }
+        let left = t - now;
+        if left > Duration::from_micros(200) {
+            std::thread::sleep(left - Duration::from_micros(100));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+impl Engine for Null {
+    fn caps(&self) -> Caps {
+        Caps { asynchronous: !self.delay.is_zero(), records_submit_latency: false }
+    }
+
+    #[inline]
+    fn queue(&mut self, r: &Request) -> Result<Queued> {
+        if self.delay.is_zero() {
+            return Ok(Queued::Completed(r.len as i64));
+        }
+        self.pending.push_back((Instant::now() + self.delay, Completion { slot: r.slot, result: r.len as i64 }));
+        Ok(Queued::Pending)
+    }
+
+    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<()> {
+        let mut got = 0;
+        while let Some(&(due, c)) = self.pending.front() {
+            if got >= min && due > Instant::now() {
+                break;
+            }
+            wait_until(due);
+            self.pending.pop_front();
+            out.push(c);
+            got += 1;
+        }
+        Ok(())
+    }
+}

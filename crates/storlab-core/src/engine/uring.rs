@@ -1,0 +1,196 @@
+//! io_uring: one ring per worker thread, requests batched into the submission queue, submitted by
+//! `commit` and reaped in bulk. Set-up flags are probed from best to plainest and the ones the
+//! kernel accepted are recorded (`setup_flags`), as are registered buffers and files.
+
+use std::os::fd::RawFd;
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+
+use super::{Caps, Completion, Engine, EngineSetup, Queued, Request};
+use crate::error::{Error, Result};
+
+type Ring = IoUring<squeue::Entry, cqueue::Entry>;
+
+pub struct Uring {
+    ring: Ring,
+    fd: RawFd,
+    fixed_buffers: bool,
+    fixed_files: bool,
+    queued: u32,
+    flags: Vec<String>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Flag {
+    SingleIssuer,
+    DeferTaskrun,
+    CoopTaskrun,
+    Sqpoll,
+}
+
+impl Flag {
+    fn name(self) -> &'static str {
+        match self {
+            Flag::SingleIssuer => "SINGLE_ISSUER",
+            Flag::DeferTaskrun => "DEFER_TASKRUN",
+            Flag::CoopTaskrun => "COOP_TASKRUN",
+            Flag::Sqpoll => "SQPOLL",
+        }
+    }
+}
+
+/// Candidate flag sets, best first. DEFER_TASKRUN needs SINGLE_ISSUER and excludes SQPOLL.
+fn candidates(sqpoll: bool) -> Vec<Vec<Flag>> {
+    use Flag::*;
+    let mut sets = Vec::new();
+    if sqpoll {
+        sets.push(vec![Sqpoll, SingleIssuer]);
+        sets.push(vec![Sqpoll]);
+    }
+    sets.push(vec![SingleIssuer, DeferTaskrun]);
+    sets.push(vec![SingleIssuer, CoopTaskrun]);
+    sets.push(vec![CoopTaskrun]);
+    sets.push(vec![]);
+    sets
+}
+
+fn build_ring(entries: u32, flags: &[Flag]) -> std::io::Result<Ring> {
+    let mut b = IoUring::<squeue::Entry, cqueue::Entry>::builder();
+    for f in flags {
+        match f {
+            Flag::SingleIssuer => b.setup_single_issuer(),
+            Flag::DeferTaskrun => b.setup_defer_taskrun(),
+            Flag::CoopTaskrun => b.setup_coop_taskrun(),
+            Flag::Sqpoll => b.setup_sqpoll(1000),
+        };
+    }
+    b.build(entries)
+}
+
+impl Uring {
+    pub fn new(setup: &EngineSetup) -> Result<Uring> {
+        let g = setup.group;
+        let entries = setup.qd.next_power_of_two().max(2);
+        let mut last_err = None;
+        let mut chosen = None;
+        for set in candidates(g.uring_sqpoll) {
+            match build_ring(entries, &set) {
+                Ok(r) => {
+                    chosen = Some((r, set));
+                    break;
+                }
+                Err(e) => last_err = Some(e),
+            }
+        }
+        let (ring, set) = chosen.ok_or_else(|| {
+            Error::engine(format!(
+                "io_uring set-up failed with every flag set ({}); is io_uring disabled (/proc/sys/kernel/io_uring_disabled)?",
+                last_err.map(|e| e.to_string()).unwrap_or_default()
+            ))
+        })?;
+        let mut flags: Vec<String> = set.iter().map(|f| f.name().to_string()).collect();
+        if g.uring_sqpoll && !set.contains(&Flag::Sqpoll) {
+            flags.push("SQPOLL_REFUSED".into());
+        }
+
+        let mut fixed_buffers = false;
+        if g.uring_fixed_buffers {
+            let iovecs: Vec<libc::iovec> = setup
+                .buffers
+                .iter()
+                .map(|&(p, len)| libc::iovec { iov_base: p as *mut libc::c_void, iov_len: len })
+                .collect();
+            // SAFETY: the buffers outlive the ring (the worker drops the engine before them).
+            match unsafe { ring.submitter().register_buffers(&iovecs) } {
+                Ok(()) => {
+                    fixed_buffers = true;
+                    flags.push("FIXED_BUFFERS".into());
+                }
+                Err(e) => flags.push(format!("FIXED_BUFFERS_REFUSED({e})")),
+            }
+        }
+        let mut fixed_files = false;
+        if g.uring_fixed_files {
+            match ring.submitter().register_files(&[setup.fd]) {
+                Ok(()) => {
+                    fixed_files = true;
+                    flags.push("FIXED_FILES".into());
+                }
+                Err(e) => flags.push(format!("FIXED_FILES_REFUSED({e})")),
+            }
+        }
+        Ok(Uring { ring, fd: setup.fd, fixed_buffers, fixed_files, queued: 0, flags })
+    }
+
+    fn entry(&self, r: &Request) -> squeue::Entry {
+        let ud = r.slot as u64;
+        macro_rules! build {
+            ($target:expr) => {
+                match (r.is_read, self.fixed_buffers) {
+                    (true, false) => opcode::Read::new($target, r.buf, r.len).offset(r.offset).build(),
+                    (false, false) => opcode::Write::new($target, r.buf, r.len).offset(r.offset).build(),
+                    (true, true) => opcode::ReadFixed::new($target, r.buf, r.len, r.slot as u16).offset(r.offset).build(),
+                    (false, true) => opcode::WriteFixed::new($target, r.buf, r.len, r.slot as u16).offset(r.offset).build(),
+                }
+            };
+        }
+        let e = if self.fixed_files { build!(types::Fixed(0)) } else { build!(types::Fd(self.fd)) };
+        e.user_data(ud)
+    }
+}
+
+impl Engine for Uring {
+    fn caps(&self) -> Caps {
+        Caps { asynchronous: true, records_submit_latency: true }
+    }
+
+    #[inline]
+    fn queue(&mut self, r: &Request) -> Result<Queued> {
+        let e = self.entry(r);
+        // SAFETY: the buffer stays valid and untouched until this request's completion is reaped.
+        unsafe { self.ring.submission().push(&e) }
+            .map_err(|_| Error::engine("io_uring submission queue full (more requests than the queue depth)"))?;
+        self.queued += 1;
+        Ok(Queued::Pending)
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        while self.queued > 0 {
+            match self.ring.submit() {
+                Ok(n) => self.queued -= (n as u32).min(self.queued),
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) || e.raw_os_error() == Some(libc::EBUSY) => {
+                    // Completion queue pressure: the caller reaps, then commits again.
+                    break;
+                }
+                Err(e) => return Err(Error::engine(format!("io_uring submit failed: {e}"))),
+            }
+            if self.ring.params().is_setup_sqpoll() {
+                self.queued = 0; // the kernel thread consumes the queue
+            }
+        }
+        Ok(())
+    }
+
+    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<()> {
+        if min > 0 && self.ring.completion().len() < min {
+            loop {
+                match self.ring.submit_and_wait(min) {
+                    Ok(_) => break,
+                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => break,
+                    Err(e) => return Err(Error::engine(format!("io_uring wait failed: {e}"))),
+                }
+            }
+            self.queued = 0;
+        }
+        for cqe in self.ring.completion() {
+            out.push(Completion { slot: cqe.user_data() as u32, result: cqe.result() as i64 });
+        }
+        Ok(())
+    }
+
+    fn setup_flags(&self) -> Vec<String> {
+        self.flags.clone()
+    }
+}

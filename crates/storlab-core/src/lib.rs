@@ -1,0 +1,29 @@
+//! storlab-core: the I/O engine of storlab. No Python in here.
+//!
+//! Data flows one way: a JSON job spec (`spec`) is validated and built into an immutable plan
+//! (`plan`: targets opened, sizes and alignment resolved, each worker's work fixed); `run` starts
+//! one thread per worker (`worker`), each driving a backend (`engine`: psync, io_uring, null) and
+//! owning its statistics (`stats`, `histogram`); the phase result merges them.
+
+pub mod buffer;
+pub mod engine;
+pub mod error;
+pub mod histogram;
+pub mod plan;
+pub mod run;
+pub mod spec;
+pub mod stats;
+pub mod worker;
+pub mod workload;
+
+pub use error::{Error, ErrorKind, Result};
+pub use plan::Plan;
+pub use run::{run_phase, Control, PhaseResult};
+pub use spec::{GroupSpec, PhaseSpec};
+
+/// Build and run one phase from its JSON spec, blocking until it ends.
+pub fn run_json(spec_json: &str) -> Result<PhaseResult> {
+    let plan = Plan::build(PhaseSpec::from_json(spec_json)?)?;
+    let control = Control::new(plan.workers.len());
+    Ok(run_phase(&plan, &control))
+}

@@ -1,0 +1,285 @@
+//! From a validated spec to an immutable plan: targets opened (files created, preallocated or laid
+//! out with data when a read needs it), sizes resolved, O_DIRECT alignment checked, and the work of
+//! every worker fixed (its target, block range and byte budget). All system access happens here,
+//! before the timed part of the run.
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::buffer::AlignedBuf;
+use crate::error::{Error, Result};
+use crate::spec::{GroupSpec, PhaseSpec, ThreadLayout};
+use crate::workload::Rng;
+
+/// What storlab found out about a target, reported in the result's environment.
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetInfo {
+    pub path: String,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub size_bytes: u64,
+    pub created: bool,
+    /// Bytes written before the run so a read phase reads real data (not holes).
+    pub laid_out_bytes: u64,
+    /// Alignment O_DIRECT needs for offsets and sizes on this target.
+    pub direct_align_bytes: u64,
+}
+
+/// The work of one worker thread.
+pub struct WorkerPlan {
+    pub id: usize,
+    pub group: usize,
+    pub target: usize,
+    pub file: File,
+    pub first_block: u64,
+    pub blocks: u64,
+    /// Bytes to transfer; u64::MAX for "until the time runs out".
+    pub io_limit: u64,
+    pub seed: u64,
+}
+
+pub struct Plan {
+    pub spec: PhaseSpec,
+    pub targets: Vec<TargetInfo>,
+    pub workers: Vec<WorkerPlan>,
+    /// Alignment of the I/O buffers (O_DIRECT DMA alignment, at least a page).
+    pub buffer_align: usize,
+}
+
+const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+const BLKSSZGET: libc::c_ulong = 0x1268;
+
+fn block_device_size(f: &File) -> std::io::Result<u64> {
+    let mut size: u64 = 0;
+    // SAFETY: BLKGETSIZE64 writes one u64.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64, &mut size as *mut u64) };
+    if rc < 0 { Err(std::io::Error::last_os_error()) } else { Ok(size) }
+}
+
+fn block_logical_sector(f: &File) -> u64 {
+    let mut ssz: libc::c_int = 0;
+    // SAFETY: BLKSSZGET writes one int.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKSSZGET, &mut ssz as *mut libc::c_int) };
+    if rc < 0 || ssz <= 0 { 512 } else { ssz as u64 }
+}
+
+/// O_DIRECT offset alignment of a regular file from statx (STATX_DIOALIGN, Linux 6.1+), else 512.
+fn file_direct_align(path: &str) -> u64 {
+    let Ok(cpath) = std::ffi::CString::new(path) else { return 512 };
+    // SAFETY: statx fills the zeroed struct; we only read it on success.
+    unsafe {
+        let mut stx: libc::statx = std::mem::zeroed();
+        const STATX_DIOALIGN: u32 = 0x2000;
+        if libc::statx(libc::AT_FDCWD, cpath.as_ptr(), 0, STATX_DIOALIGN, &mut stx) == 0
+            && stx.stx_mask & STATX_DIOALIGN != 0
+            && stx.stx_dio_offset_align > 0
+        {
+            return stx.stx_dio_offset_align as u64;
+        }
+    }
+    512
+}
+
+struct OpenTarget {
+    info: TargetInfo,
+    writes: bool,
+    reads: bool,
+    /// Start and length of the I/O range in bytes.
+    range_start: u64,
+    range_len: u64,
+}
+
+fn open_file(path: &str, writes: bool, direct: bool, create: bool) -> Result<File> {
+    let mut o = OpenOptions::new();
+    o.read(true).write(writes).create(create && writes);
+    if direct {
+        o.custom_flags(libc::O_DIRECT);
+    }
+    o.open(path).map_err(|e| {
+        if direct && e.raw_os_error() == Some(libc::EINVAL) {
+            Error::target(path, "cannot open with O_DIRECT: the file system does not support it (use --buffered)")
+        } else {
+            Error::target(path, format!("cannot open: {e}"))
+        }
+    })
+}
+
+/// Write pattern data over [from, to) so reads hit allocated blocks, then flush it.
+fn lay_out(path: &str, from: u64, to: u64, seed: u64) -> Result<()> {
+    let f = OpenOptions::new().write(true).open(path).map_err(|e| Error::target(path, format!("cannot open to lay out: {e}")))?;
+    let mut buf = AlignedBuf::new(1 << 20, 4096);
+    buf.fill_random(seed);
+    let mut off = from;
+    while off < to {
+        let n = ((to - off) as usize).min(buf.len());
+        // SAFETY: buf holds at least n bytes.
+        let w = unsafe { libc::pwrite(f.as_raw_fd(), buf.as_mut_ptr() as *const libc::c_void, n, off as libc::off_t) };
+        if w <= 0 {
+            return Err(Error::target(path, format!("laying out data at offset {off} failed: {}", std::io::Error::last_os_error())));
+        }
+        off += w as u64;
+    }
+    f.sync_all().map_err(|e| Error::target(path, format!("flushing laid-out data failed: {e}")))
+}
+
+fn preallocate(f: &File, path: &str, len: u64) -> Result<()> {
+    // SAFETY: plain syscall on an open descriptor.
+    let rc = unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, len as libc::off_t) };
+    if rc == 0 {
+        return Ok(());
+    }
+    if rc == libc::EOPNOTSUPP || rc == libc::EINVAL {
+        return f.set_len(len).map_err(|e| Error::target(path, format!("cannot size to {len} bytes: {e}")));
+    }
+    Err(Error::target(path, format!("cannot preallocate {len} bytes: {}", std::io::Error::from_raw_os_error(rc))))
+}
+
+fn resolve_target(path: &str, g: &GroupSpec) -> Result<OpenTarget> {
+    let read_pct = g.rw.read_percent(g.rwmix_read);
+    let (reads, writes) = (read_pct > 0, read_pct < 100);
+    let meta = std::fs::metadata(path);
+    let mut created = false;
+    let (kind, existing_size, align) = match &meta {
+        Ok(m) if m.file_type().is_block_device() => {
+            let f = File::open(path).map_err(|e| Error::target(path, format!("cannot open: {e}")))?;
+            let size = block_device_size(&f).map_err(|e| Error::target(path, format!("cannot read the device size: {e}")))?;
+            ("block", size, block_logical_sector(&f))
+        }
+        Ok(m) if m.is_file() => ("file", m.len(), 0),
+        Ok(_) => return Err(Error::target(path, "is neither a regular file nor a block device")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if g.size.is_none() {
+                return Err(Error::spec(format!("size: needed to create {path}, which does not exist")));
+            }
+            created = true;
+            ("file", 0, 0)
+        }
+        Err(e) => return Err(Error::target(path, format!("cannot stat: {e}"))),
+    };
+    let range_len = match g.size {
+        Some(s) => s,
+        None => existing_size.checked_sub(g.offset).filter(|&n| n > 0).ok_or_else(|| {
+            Error::spec(format!("offset: {} is at or beyond the end of {path} ({existing_size} bytes)", g.offset))
+        })?,
+    };
+    let end = g.offset + range_len;
+    if kind == "block" && end > existing_size {
+        return Err(Error::spec(format!(
+            "size: offset {} + size {range_len} runs past the end of {path} ({existing_size} bytes)",
+            g.offset
+        )));
+    }
+    if kind == "file" && (created || end > existing_size) {
+        // Create and size the file; a read needs real data, not holes.
+        let f = open_file(path, true, false, true)?;
+        if reads {
+            drop(f);
+            lay_out(path, existing_size.min(end), end, Rng::derive(g.seed, 0xFEED))?;
+        } else {
+            preallocate(&f, path, end)?;
+        }
+    }
+    let laid_out_bytes = if kind == "file" && reads && end > existing_size { end - existing_size.min(end) } else { 0 };
+    let align = if kind == "file" { file_direct_align(path) } else { align };
+    let size_bytes = if kind == "file" { existing_size.max(end) } else { existing_size };
+    Ok(OpenTarget {
+        info: TargetInfo { path: path.to_string(), kind, size_bytes, created, laid_out_bytes, direct_align_bytes: align },
+        writes,
+        reads,
+        range_start: g.offset,
+        range_len,
+    })
+}
+
+impl Plan {
+    /// Resolve every target and fix every worker's work. Touches the file system.
+    pub fn build(spec: PhaseSpec) -> Result<Plan> {
+        spec.validate()?;
+        let mut targets: Vec<TargetInfo> = Vec::new();
+        let mut workers: Vec<WorkerPlan> = Vec::new();
+        let mut buffer_align = 4096usize;
+        for (gi, g) in spec.groups.iter().enumerate() {
+            let group_workers = g.target.len() as u64 * g.threads as u64;
+            for path in &g.target {
+                let t = resolve_target(path, g)?;
+                let _ = t.reads;
+                if g.direct {
+                    let a = t.info.direct_align_bytes;
+                    if g.bs % a != 0 {
+                        return Err(Error::alignment(format!(
+                            "bs: {} bytes is not a multiple of {a} bytes, the O_DIRECT alignment of {path}", g.bs
+                        )));
+                    }
+                    if t.range_start % a != 0 {
+                        return Err(Error::alignment(format!(
+                            "offset: {} is not a multiple of {a} bytes, the O_DIRECT alignment of {path}", t.range_start
+                        )));
+                    }
+                    buffer_align = buffer_align.max(a as usize);
+                }
+                let blocks = t.range_len / g.bs;
+                if blocks == 0 {
+                    return Err(Error::spec(format!(
+                        "size: the range of {} bytes on {path} is smaller than bs ({} bytes)", t.range_len, g.bs
+                    )));
+                }
+                if g.thread_layout == ThreadLayout::Region && blocks < g.threads as u64 {
+                    return Err(Error::spec(format!(
+                        "threads: {} threads cannot each own a slice of {blocks} blocks of {} bytes on {path}; use a larger size or thread_layout=shared",
+                        g.threads, g.bs
+                    )));
+                }
+                let ti = targets.len();
+                let first_block_of_range = t.range_start / g.bs;
+                // A range start that is not a multiple of bs is honoured by shifting in bytes.
+                let misalign = t.range_start - first_block_of_range * g.bs;
+                if misalign != 0 {
+                    return Err(Error::alignment(format!(
+                        "offset: {} is not a multiple of bs ({} bytes)", t.range_start, g.bs
+                    )));
+                }
+                for th in 0..g.threads as u64 {
+                    let (first, count) = match g.thread_layout {
+                        ThreadLayout::Shared => (0, blocks),
+                        ThreadLayout::Region => {
+                            let lo = blocks * th / g.threads as u64;
+                            let hi = blocks * (th + 1) / g.threads as u64;
+                            (lo, hi - lo)
+                        }
+                    };
+                    let io_limit = match (g.io_size, g.io_total, g.time) {
+                        (Some(n), _, _) => (n / g.bs).max(1) * g.bs,
+                        (_, Some(n), _) => (n / group_workers / g.bs).max(1) * g.bs,
+                        (None, None, Some(_)) => u64::MAX,
+                        (None, None, None) => count * g.bs,
+                    };
+                    let file = open_file(path, t.writes, g.direct, false)?;
+                    let id = workers.len();
+                    workers.push(WorkerPlan {
+                        id,
+                        group: gi,
+                        target: ti,
+                        file,
+                        first_block: first_block_of_range + first,
+                        blocks: count,
+                        io_limit,
+                        seed: Rng::derive(g.seed, id as u64),
+                    });
+                }
+                targets.push(t.info);
+            }
+        }
+        Ok(Plan { spec, targets, workers, buffer_align })
+    }
+
+    pub fn group(&self, w: &WorkerPlan) -> &GroupSpec {
+        &self.spec.groups[w.group]
+    }
+}
+
+/// Shared, read-only view handed to worker threads.
+pub type SharedPlan = Arc<Plan>;

@@ -1,0 +1,251 @@
+//! The job spec: plain data handed over from Python (JSON), one field per engine-bound option of
+//! python/storlab/options.py, with the same names. A phase holds one or more groups that run at
+//! the same time (fio's jobs between two stonewalls). Validation of values happens here; touching
+//! the system (opening, sizing, alignment) happens in `plan`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rw {
+    Read,
+    Write,
+    Randread,
+    Randwrite,
+    Rw,
+    Randrw,
+}
+
+impl Rw {
+    pub fn is_random(self) -> bool {
+        matches!(self, Rw::Randread | Rw::Randwrite | Rw::Randrw)
+    }
+    /// Percentage of reads implied by the pattern (mixed patterns use rwmix_read).
+    pub fn read_percent(self, rwmix_read: u32) -> u32 {
+        match self {
+            Rw::Read | Rw::Randread => 100,
+            Rw::Write | Rw::Randwrite => 0,
+            Rw::Rw | Rw::Randrw => rwmix_read,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineKind {
+    Psync,
+    #[serde(rename = "io_uring")]
+    IoUring,
+    Null,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThreadLayout {
+    /// Each thread owns an equal, bs-aligned slice of the range.
+    Region,
+    /// Every thread covers the whole range.
+    Shared,
+}
+
+/// One group of identical workers (fio: one job section with numjobs).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSpec {
+    #[serde(default)]
+    pub name: String,
+    pub target: Vec<String>,
+    pub size: Option<u64>,
+    pub offset: u64,
+    pub thread_layout: ThreadLayout,
+    pub rw: Rw,
+    pub rwmix_read: u32,
+    pub bs: u64,
+    pub threads: u32,
+    pub qd: u32,
+    pub seed: u64,
+    pub io_size: Option<u64>,
+    pub io_total: Option<u64>,
+    pub fsync_every: u64,
+    pub fsync_end: bool,
+    pub time: Option<f64>,
+    pub ramp: f64,
+    pub interval: f64,
+    pub engine: EngineKind,
+    pub direct: bool,
+    pub null_delay: f64,
+    #[serde(rename = "uring.fixed_buffers")]
+    pub uring_fixed_buffers: bool,
+    #[serde(rename = "uring.fixed_files")]
+    pub uring_fixed_files: bool,
+    #[serde(rename = "uring.sqpoll")]
+    pub uring_sqpoll: bool,
+    #[serde(rename = "uring.batch")]
+    pub uring_batch: u32,
+}
+
+impl Default for GroupSpec {
+    fn default() -> Self {
+        GroupSpec {
+            name: String::new(),
+            target: Vec::new(),
+            size: None,
+            offset: 0,
+            thread_layout: ThreadLayout::Region,
+            rw: Rw::Read,
+            rwmix_read: 50,
+            bs: 4096,
+            threads: 1,
+            qd: 1,
+            seed: 0x5EED,
+            io_size: None,
+            io_total: None,
+            fsync_every: 0,
+            fsync_end: true,
+            time: None,
+            ramp: 0.0,
+            interval: 1.0,
+            engine: EngineKind::Psync,
+            direct: false,
+            null_delay: 0.0,
+            uring_fixed_buffers: false,
+            uring_fixed_files: false,
+            uring_sqpoll: false,
+            uring_batch: 0,
+        }
+    }
+}
+
+/// A phase: groups that run concurrently and are measured together.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseSpec {
+    #[serde(default)]
+    pub name: String,
+    pub groups: Vec<GroupSpec>,
+}
+
+impl PhaseSpec {
+    pub fn from_json(text: &str) -> Result<PhaseSpec> {
+        let spec: PhaseSpec =
+            serde_json::from_str(text).map_err(|e| Error::spec(format!("job spec: {e}")))?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// Checks of values and combinations that need no system access.
+    pub fn validate(&self) -> Result<()> {
+        if self.groups.is_empty() {
+            return Err(Error::spec("phase has no groups"));
+        }
+        let first = &self.groups[0];
+        for g in &self.groups {
+            g.validate()?;
+            if g.ramp != first.ramp || g.interval != first.interval {
+                return Err(Error::spec(format!(
+                    "groups of one phase must share ramp and interval ({} has ramp={}s interval={}s, {} has ramp={}s interval={}s)",
+                    first.name, first.ramp, first.interval, g.name, g.ramp, g.interval
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Names of the spec fields, as the option table must list them.
+    pub fn group_field_names() -> Vec<String> {
+        match serde_json::to_value(GroupSpec::default()) {
+            Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl GroupSpec {
+    pub fn validate(&self) -> Result<()> {
+        let who = if self.name.is_empty() { String::new() } else { format!("{}: ", self.name) };
+        let bad = |field: &str, msg: String| Error::spec(format!("{who}{field}: {msg}"));
+        if self.target.is_empty() {
+            return Err(bad("target", "no target given".into()));
+        }
+        if self.bs == 0 || self.bs > (1 << 30) {
+            return Err(bad("bs", format!("{} is out of range; allowed: 1 byte to 1 GiB", self.bs)));
+        }
+        if self.threads == 0 {
+            return Err(bad("threads", "must be at least 1".into()));
+        }
+        if self.qd == 0 || self.qd > 65536 {
+            return Err(bad("qd", format!("{} is out of range; allowed: 1 to 65536", self.qd)));
+        }
+        if self.rwmix_read > 100 {
+            return Err(bad("rwmix_read", format!("{} is out of range; allowed: 0 to 100", self.rwmix_read)));
+        }
+        if self.io_size.is_some() && self.io_total.is_some() {
+            return Err(bad("io_size", "give io_size (per thread) or io_total, not both".into()));
+        }
+        if let Some(t) = self.time {
+            if !(t > 0.0 && t.is_finite()) {
+                return Err(bad("time", format!("{t} is not a positive duration")));
+            }
+        }
+        if !(self.ramp >= 0.0 && self.ramp.is_finite()) {
+            return Err(bad("ramp", format!("{} is not a duration >= 0", self.ramp)));
+        }
+        if !(self.interval >= 0.01 && self.interval.is_finite()) {
+            return Err(bad("interval", format!("{} is out of range; allowed: >= 0.01 s", self.interval)));
+        }
+        if !(self.null_delay >= 0.0 && self.null_delay.is_finite()) {
+            return Err(bad("null_delay", format!("{} is not a duration >= 0", self.null_delay)));
+        }
+        let uring_opts = self.uring_fixed_buffers || self.uring_fixed_files || self.uring_sqpoll || self.uring_batch > 0;
+        if uring_opts && self.engine != EngineKind::IoUring {
+            return Err(bad(
+                "uring.*",
+                format!("io_uring options need engine io_uring (engine is {:?})", self.engine).to_lowercase(),
+            ));
+        }
+        if self.null_delay > 0.0 && self.engine != EngineKind::Null {
+            return Err(bad("null_delay", "only the null engine has a synthetic delay".into()));
+        }
+        if self.engine == EngineKind::Psync && self.qd > 1 {
+            return Err(bad("qd", format!("psync does one request at a time; qd {} needs engine io_uring (or null)", self.qd)));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phase_json(extra: &str) -> String {
+        let mut v = serde_json::to_value(GroupSpec { target: vec!["/tmp/x".into()], ..Default::default() }).unwrap();
+        let extra: serde_json::Value = serde_json::from_str(extra).unwrap();
+        for (k, val) in extra.as_object().unwrap() {
+            v[k] = val.clone();
+        }
+        format!("{{\"name\":\"p\",\"groups\":[{v}]}}")
+    }
+
+    #[test]
+    fn round_trip_and_field_names() {
+        let p = PhaseSpec::from_json(&phase_json("{}")).unwrap();
+        assert_eq!(p.groups[0].bs, 4096);
+        let names = PhaseSpec::group_field_names();
+        assert!(names.contains(&"uring.fixed_buffers".to_string()));
+        assert!(names.contains(&"rwmix_read".to_string()));
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = PhaseSpec::from_json(&phase_json(r#"{"qd": 8}"#)).unwrap_err();
+        assert!(e.message.contains("qd"), "{}", e.message);
+        let e = PhaseSpec::from_json(&phase_json(r#"{"uring.sqpoll": true}"#)).unwrap_err();
+        assert!(e.message.contains("uring"), "{}", e.message);
+        let e = PhaseSpec::from_json(&phase_json(r#"{"rw": "sideways"}"#)).unwrap_err();
+        assert!(e.message.contains("sideways"), "{}", e.message);
+        let e = PhaseSpec::from_json(&phase_json(r#"{"bogus": 1}"#)).unwrap_err();
+        assert!(e.message.contains("bogus"), "{}", e.message);
+    }
+}

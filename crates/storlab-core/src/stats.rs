@@ -1,0 +1,145 @@
+//! Per-worker statistics and their merge into a phase result. Workers own their counters (no
+//! locks, no atomics on the hot path); the phase sums throughput counters and merges latency
+//! histograms by bucket addition once all workers are done.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use serde::Serialize;
+
+use crate::histogram::{Histogram, LatencySummary, SCHEME};
+
+/// Counters of one direction (read or write) of one worker.
+#[derive(Clone, Default)]
+pub struct DirStats {
+    pub ops: u64,
+    pub bytes: u64,
+    /// Completion latency.
+    pub lat: Histogram,
+    /// Submission latency (io_uring only).
+    pub slat: Histogram,
+    /// Per-interval [bytes, ops], indexed by completion time after the ramp.
+    pub series: Vec<[u64; 2]>,
+}
+
+impl DirStats {
+    pub fn with_intervals(expected: usize) -> DirStats {
+        DirStats { series: Vec::with_capacity(expected), ..Default::default() }
+    }
+
+    #[inline(always)]
+    pub fn record(&mut self, bytes: u64, lat_ns: u64, interval: usize) {
+        self.ops += 1;
+        self.bytes += bytes;
+        self.lat.record(lat_ns);
+        if interval >= self.series.len() {
+            // Grows once per interval (about once a second), never per I/O.
+            self.series.resize(interval + 1, [0, 0]);
+        }
+        let s = &mut self.series[interval];
+        s[0] += bytes;
+        s[1] += 1;
+    }
+
+    pub fn merge(&mut self, o: &DirStats) {
+        self.ops += o.ops;
+        self.bytes += o.bytes;
+        self.lat.merge(&o.lat);
+        self.slat.merge(&o.slat);
+        if o.series.len() > self.series.len() {
+            self.series.resize(o.series.len(), [0, 0]);
+        }
+        for (a, b) in self.series.iter_mut().zip(o.series.iter()) {
+            a[0] += b[0];
+            a[1] += b[1];
+        }
+    }
+}
+
+/// Live progress of one worker, read by the front end while the phase runs. Padded to its own
+/// cache line so workers never share one; written with plain relaxed stores of worker-local totals.
+#[repr(align(64))]
+#[derive(Default)]
+pub struct WorkerProgress {
+    pub bytes: AtomicU64,
+    pub ops: AtomicU64,
+    pub done: AtomicBool,
+}
+
+impl WorkerProgress {
+    #[inline(always)]
+    pub fn publish(&self, bytes: u64, ops: u64) {
+        self.bytes.store(bytes, Ordering::Relaxed);
+        self.ops.store(ops, Ordering::Relaxed);
+    }
+}
+
+#[derive(Debug, Serialize, Clone)]
+pub struct Histo {
+    pub scheme: &'static str,
+    pub buckets: Vec<[u64; 2]>,
+}
+
+impl Histo {
+    pub fn of(h: &Histogram) -> Histo {
+        Histo { scheme: SCHEME, buckets: h.sparse_buckets() }
+    }
+}
+
+#[derive(Debug, Serialize, Clone)]
+pub struct TimeSeries {
+    pub interval_s: f64,
+    pub bw_bytes: Vec<f64>,
+    pub iops: Vec<f64>,
+}
+
+/// One direction of a phase, as reported (see docs/result-format.md).
+#[derive(Debug, Serialize, Clone)]
+pub struct DirResult {
+    pub bytes: u64,
+    pub ops: u64,
+    pub seconds: f64,
+    pub iops: f64,
+    pub bw_bytes: f64,
+    pub lat_ns: LatencySummary,
+    pub lat_hist: Histo,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slat_ns: Option<LatencySummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slat_hist: Option<Histo>,
+    pub timeseries: TimeSeries,
+}
+
+impl DirResult {
+    /// `seconds` is the phase's measured window; `interval_s` the series interval.
+    pub fn from_stats(s: &DirStats, seconds: f64, interval_s: f64, with_slat: bool) -> DirResult {
+        let rate = |x: u64| if seconds > 0.0 { x as f64 / seconds } else { 0.0 };
+        // Intervals are full except the last, which ends with the window.
+        let n = s.series.len();
+        let last_len = seconds - interval_s * (n.saturating_sub(1)) as f64;
+        let len_of = |i: usize| if i + 1 == n && last_len > 0.0 && last_len < interval_s { last_len } else { interval_s };
+        DirResult {
+            bytes: s.bytes,
+            ops: s.ops,
+            seconds,
+            iops: rate(s.ops),
+            bw_bytes: rate(s.bytes),
+            lat_ns: s.lat.summary(),
+            lat_hist: Histo::of(&s.lat),
+            slat_ns: if with_slat { Some(s.slat.summary()) } else { None },
+            slat_hist: if with_slat { Some(Histo::of(&s.slat)) } else { None },
+            timeseries: TimeSeries {
+                interval_s,
+                bw_bytes: s.series.iter().enumerate().map(|(i, v)| v[0] as f64 / len_of(i)).collect(),
+                iops: s.series.iter().enumerate().map(|(i, v)| v[1] as f64 / len_of(i)).collect(),
+            },
+        }
+    }
+}
+
+/// fsync calls of a phase.
+#[derive(Debug, Serialize, Clone)]
+pub struct SyncResult {
+    pub ops: u64,
+    pub lat_ns: LatencySummary,
+    pub lat_hist: Histo,
+}

@@ -1,0 +1,287 @@
+//! One worker thread: keeps up to `qd` requests in flight on its target, stamps their times,
+//! and records each completion in its own statistics. Request slots and their aligned buffers are
+//! created once; the loop allocates nothing per I/O.
+//!
+//! Times: `queued_at` when the request is handed to the backend, `issued_at` after the submitting
+//! system call returned (io_uring) — slat = issued_at - queued_at, and the completion latency
+//! lat = completion - issued_at. For psync both stamps coincide and lat is the pread/pwrite call.
+
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::buffer::AlignedBuf;
+use crate::engine::{self, Completion, EngineSetup, Queued, Request};
+use crate::error::{Error, Result};
+use crate::histogram::Histogram;
+use crate::plan::{Plan, WorkerPlan};
+use crate::run::Control;
+use crate::stats::DirStats;
+use crate::workload::OffsetGenerator;
+
+struct Slot {
+    buf: AlignedBuf,
+    queued_at: Instant,
+    issued_at: Instant,
+    is_read: bool,
+    offset: u64,
+}
+
+/// Everything a finished worker hands back to the phase.
+pub struct WorkerOutcome {
+    pub id: usize,
+    pub read: DirStats,
+    pub write: DirStats,
+    pub sync: Histogram,
+    pub summary: WorkerSummary,
+    pub setup_flags: Vec<String>,
+}
+
+/// Per-worker line of the result: its window and totals (times relative to the phase start).
+#[derive(Debug, Serialize, Clone, Default)]
+pub struct WorkerSummary {
+    pub id: usize,
+    pub group: String,
+    pub target: String,
+    pub start_s: f64,
+    pub end_s: f64,
+    pub read_bytes: u64,
+    pub read_ops: u64,
+    pub write_bytes: u64,
+    pub write_ops: u64,
+}
+
+#[inline(always)]
+fn ns_between(a: Instant, b: Instant) -> u64 {
+    b.saturating_duration_since(a).as_nanos() as u64
+}
+
+pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<WorkerOutcome> {
+    let g = plan.group(w);
+    let target = &plan.targets[w.target];
+    let qd = g.qd as usize;
+    let bs = g.bs as usize;
+    let fd = w.file.as_raw_fd();
+
+    let mut slots: Vec<Slot> = (0..qd)
+        .map(|i| {
+            let mut buf = AlignedBuf::new(bs, plan.buffer_align);
+            buf.fill_random(w.seed ^ i as u64);
+            let now = Instant::now();
+            Slot { buf, queued_at: now, issued_at: now, is_read: true, offset: 0 }
+        })
+        .collect();
+    let buffers: Vec<(*mut u8, usize)> = slots.iter().map(|s| (s.buf.as_mut_ptr(), s.buf.len())).collect();
+    let backend = engine::create(&EngineSetup { fd, buffers: &buffers, qd: g.qd, group: g });
+    // Every worker reaches the start line, even one whose set-up failed, so nobody waits forever.
+    control.ready.wait();
+    let mut backend = backend?;
+    let caps = backend.caps();
+    let setup_flags = backend.setup_flags();
+
+    let mut free: Vec<u32> = (0..qd as u32).rev().collect();
+    let mut completions: Vec<Completion> = Vec::with_capacity(qd.max(64) * 2);
+    let mut gen = OffsetGenerator::new(g.rw, g.rwmix_read, g.bs, w.first_block, w.blocks, w.seed);
+    let batch = if g.uring_batch == 0 { qd } else { (g.uring_batch as usize).min(qd) };
+
+    let interval_ns = (g.interval * 1e9) as u64;
+    let expected_intervals = g.time.map(|t| (t / g.interval) as usize + 2).unwrap_or(16);
+    let mut read = DirStats::with_intervals(expected_intervals);
+    let mut write = DirStats::with_intervals(expected_intervals);
+    let mut sync = Histogram::new();
+
+    // All workers started together; the phase clock was set by the coordinator.
+    let phase_start = control.phase_start();
+    let measure_start = phase_start + Duration::from_secs_f64(g.ramp);
+    let deadline = g.time.map(|t| measure_start + Duration::from_secs_f64(t));
+    let progress = &control.progress[w.id];
+
+    let mut issued_bytes: u64 = 0;
+    let mut done_bytes: u64 = 0;
+    let mut done_ops: u64 = 0;
+    let mut inflight = 0usize;
+    // Slots queued but not yet submitted, so their issue time can be stamped after the submit.
+    let mut unsubmitted: Vec<u32> = Vec::with_capacity(qd);
+    let mut writes_since_sync: u64 = 0;
+    let mut wrote_any = false;
+    let mut issuing = true;
+    let mut now = Instant::now();
+    let start_instant = now;
+
+    // Account one completion; returns an error for a failed or short transfer.
+    let complete = |slot: &Slot, result: i64, t: Instant, with_slat: bool,
+                        read: &mut DirStats, write: &mut DirStats| -> Result<()> {
+        if result != bs as i64 {
+            let dir = if slot.is_read { "read" } else { "write" };
+            return Err(if result < 0 {
+                let err = std::io::Error::from_raw_os_error((-result) as i32);
+                let hint = if g.direct && -result == libc::EINVAL as i64 {
+                    format!(" (O_DIRECT needs offsets and sizes aligned to {} bytes)", target.direct_align_bytes)
+                } else {
+                    String::new()
+                };
+                Error::io(format!("{dir} of {bs} bytes at offset {} on {} failed: {err}{hint}", slot.offset, target.path))
+            } else {
+                Error::io(format!(
+                    "short {dir}: {result} of {bs} bytes at offset {} on {} (end of the target?)",
+                    slot.offset, target.path
+                ))
+            });
+        }
+        if t >= measure_start {
+            let interval = (ns_between(measure_start, t) / interval_ns) as usize;
+            let lat = ns_between(slot.issued_at, t);
+            let stats = if slot.is_read { read } else { write };
+            stats.record(bs as u64, lat, interval);
+            if with_slat {
+                stats.slat.record(ns_between(slot.queued_at, slot.issued_at));
+            }
+        }
+        Ok(())
+    };
+
+    // The loop's errors break out of this block (not `?`) so in-flight requests are always
+    // drained below: the kernel may still be writing into their buffers.
+    let loop_result: Result<()> = 'run: {
+        macro_rules! attempt {
+            ($e:expr) => {
+                match $e {
+                    Ok(v) => v,
+                    Err(err) => break 'run Err(err),
+                }
+            };
+        }
+        loop {
+            // 1. Fill the queue.
+            while issuing && inflight < qd {
+                if issued_bytes >= w.io_limit
+                    || deadline.is_some_and(|d| now >= d)
+                    || control.stop.load(Ordering::Relaxed)
+                {
+                    issuing = false;
+                    break;
+                }
+                if g.fsync_every > 0 && writes_since_sync >= g.fsync_every {
+                    break; // drain first, then sync (below)
+                }
+                let io = gen.next();
+                let slot_id = free.pop().expect("a free slot while inflight < qd");
+                let slot = &mut slots[slot_id as usize];
+                slot.is_read = io.is_read;
+                slot.offset = io.offset;
+                let req = Request { slot: slot_id, is_read: io.is_read, offset: io.offset, len: bs as u32, buf: slot.buf.as_mut_ptr() };
+                issued_bytes += bs as u64;
+                if !io.is_read {
+                    writes_since_sync += 1;
+                    wrote_any = true;
+                }
+                let t0 = Instant::now();
+                slot.queued_at = t0;
+                slot.issued_at = t0;
+                match attempt!(backend.queue(&req)) {
+                    Queued::Completed(res) => {
+                        now = Instant::now();
+                        attempt!(complete(&slots[slot_id as usize], res, now, false, &mut read, &mut write));
+                        free.push(slot_id);
+                        done_bytes += bs as u64;
+                        done_ops += 1;
+                        progress.publish(done_bytes, done_ops);
+                    }
+                    Queued::Pending => {
+                        inflight += 1;
+                        unsubmitted.push(slot_id);
+                        if unsubmitted.len() >= batch {
+                            attempt!(submit(&mut *backend, &mut slots, &mut unsubmitted));
+                        }
+                    }
+                }
+            }
+            if !unsubmitted.is_empty() {
+                attempt!(submit(&mut *backend, &mut slots, &mut unsubmitted));
+            }
+
+            // 2. Reap.
+            if inflight > 0 {
+                completions.clear();
+                attempt!(backend.reap(1, &mut completions));
+                now = Instant::now();
+                inflight -= completions.len();
+                for c in completions.iter() {
+                    free.push(c.slot);
+                    attempt!(complete(&slots[c.slot as usize], c.result, now, caps.records_submit_latency, &mut read, &mut write));
+                    done_bytes += bs as u64;
+                    done_ops += 1;
+                }
+                progress.publish(done_bytes, done_ops);
+                continue;
+            }
+
+            // 3. Nothing in flight: sync if due, or finish.
+            if g.fsync_every > 0 && writes_since_sync >= g.fsync_every {
+                attempt!(fsync_timed(fd, &target.path, &mut sync));
+                writes_since_sync = 0;
+                now = Instant::now();
+                continue;
+            }
+            if !issuing {
+                break 'run Ok(());
+            }
+        }
+    };
+    if let Err(e) = loop_result {
+        // Let the kernel finish with every buffer before they are freed.
+        let _ = backend.commit();
+        while inflight > 0 {
+            completions.clear();
+            if backend.reap(1, &mut completions).is_err() {
+                // Cannot prove the kernel is done with the buffers: leak them rather than free.
+                std::mem::forget(slots);
+                break;
+            }
+            inflight = inflight.saturating_sub(completions.len());
+        }
+        return Err(e);
+    }
+    if g.fsync_end && wrote_any && control.error.lock().map(|e| e.is_none()).unwrap_or(true) {
+        fsync_timed(fd, &target.path, &mut sync)?;
+        now = Instant::now();
+    }
+
+    let rel = |t: Instant| t.saturating_duration_since(phase_start).as_secs_f64();
+    let summary = WorkerSummary {
+        id: w.id,
+        group: g.name.clone(),
+        target: target.path.clone(),
+        start_s: rel(start_instant.max(measure_start)),
+        end_s: rel(now.max(measure_start)),
+        read_bytes: read.bytes,
+        read_ops: read.ops,
+        write_bytes: write.bytes,
+        write_ops: write.ops,
+    };
+    drop(backend);
+    Ok(WorkerOutcome { id: w.id, read, write, sync, summary, setup_flags })
+}
+
+/// Submit queued requests and stamp their issue time after the system call returned.
+fn submit(backend: &mut dyn engine::Engine, slots: &mut [Slot], unsubmitted: &mut Vec<u32>) -> Result<()> {
+    backend.commit()?;
+    let t = Instant::now();
+    for &id in unsubmitted.iter() {
+        slots[id as usize].issued_at = t;
+    }
+    unsubmitted.clear();
+    Ok(())
+}
+
+fn fsync_timed(fd: i32, path: &str, sync: &mut Histogram) -> Result<()> {
+    let t0 = Instant::now();
+    // SAFETY: plain syscall on an open descriptor.
+    if unsafe { libc::fsync(fd) } != 0 {
+        return Err(Error::io(format!("fsync of {path} failed: {}", std::io::Error::last_os_error())));
+    }
+    sync.record(ns_between(t0, Instant::now()));
+    Ok(())
+}

@@ -1,0 +1,144 @@
+//! `storlab._core`: thin PyO3 bindings over storlab-core. Nothing here measures anything; it moves
+//! JSON specs in and JSON results out, releases the GIL around every long call, and maps core
+//! errors to one Python exception carrying (kind, message).
+
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyRuntimeError};
+use pyo3::prelude::*;
+
+use storlab_core::histogram;
+use storlab_core::{run_phase, Control, Error, PhaseResult, PhaseSpec, Plan};
+
+create_exception!(_core, CoreError, PyException, "An engine error: args are (kind, message).");
+
+fn to_py(e: Error) -> PyErr {
+    CoreError::new_err((format!("{:?}", e.kind).to_lowercase(), e.message))
+}
+
+/// One phase: built (targets opened, sized, laid out) on construction, run on `start`.
+#[pyclass(module = "storlab._core")]
+struct PhaseRun {
+    plan: Arc<Plan>,
+    control: Arc<Control>,
+    thread: Mutex<Option<JoinHandle<PhaseResult>>>,
+    result: Mutex<Option<String>>,
+}
+
+#[pymethods]
+impl PhaseRun {
+    #[new]
+    fn new(py: Python<'_>, spec_json: &str) -> PyResult<PhaseRun> {
+        let spec_json = spec_json.to_owned();
+        let plan = py
+            .detach(move || PhaseSpec::from_json(&spec_json).and_then(Plan::build))
+            .map_err(to_py)?;
+        let control = Arc::new(Control::new(plan.workers.len()));
+        Ok(PhaseRun { plan: Arc::new(plan), control, thread: Mutex::new(None), result: Mutex::new(None) })
+    }
+
+    /// What the plan found out about each target, as JSON.
+    fn targets_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.plan.targets).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    }
+
+    #[getter]
+    fn workers(&self) -> usize {
+        self.plan.workers.len()
+    }
+
+    /// Start the phase on a background thread.
+    fn start(&self) -> PyResult<()> {
+        let mut t = self.thread.lock().unwrap();
+        if t.is_some() || self.result.lock().unwrap().is_some() {
+            return Err(PyRuntimeError::new_err("phase already started"));
+        }
+        let (plan, control) = (self.plan.clone(), self.control.clone());
+        *t = Some(
+            std::thread::Builder::new()
+                .name("storlab-phase".into())
+                .spawn(move || run_phase(&plan, &control))
+                .map_err(|e| PyRuntimeError::new_err(format!("cannot start the phase thread: {e}")))?,
+        );
+        Ok(())
+    }
+
+    /// Wait up to `timeout_s` seconds (GIL released); True once the phase has ended.
+    fn wait(&self, py: Python<'_>, timeout_s: f64) -> PyResult<bool> {
+        let deadline = Instant::now() + Duration::from_secs_f64(timeout_s.max(0.0));
+        let mut guard = self.thread.lock().unwrap();
+        let Some(handle) = guard.as_ref() else {
+            return Ok(self.result.lock().unwrap().is_some());
+        };
+        let finished = py.detach(|| {
+            while !handle.is_finished() {
+                if Instant::now() >= deadline {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            true
+        });
+        if finished {
+            let result = guard.take().unwrap().join().map_err(|_| PyRuntimeError::new_err("phase thread panicked"))?;
+            let json = serde_json::to_string(&result).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+            *self.result.lock().unwrap() = Some(json);
+        }
+        Ok(finished)
+    }
+
+    /// Ask the workers to stop (Ctrl-C); the result will say complete=false, interrupted.
+    fn interrupt(&self) {
+        self.control.interrupt();
+    }
+
+    /// (bytes done, ops done, seconds since start, workers finished) — including the ramp.
+    fn progress(&self) -> (u64, u64, f64, usize) {
+        let (b, o) = self.control.progress_totals();
+        let done = self.control.progress.iter().filter(|p| p.done.load(std::sync::atomic::Ordering::Acquire)).count();
+        (b, o, self.control.elapsed_s(), done)
+    }
+
+    /// The phase result as JSON, once `wait` returned True.
+    fn result_json(&self) -> Option<String> {
+        self.result.lock().unwrap().clone()
+    }
+}
+
+/// Names of the job-spec fields, for the option-table consistency test.
+#[pyfunction]
+fn spec_field_names() -> Vec<String> {
+    PhaseSpec::group_field_names()
+}
+
+/// Validate a phase spec without touching the system; raises CoreError on a bad spec.
+#[pyfunction]
+fn validate_spec(spec_json: &str) -> PyResult<()> {
+    PhaseSpec::from_json(spec_json).map(|_| ()).map_err(to_py)
+}
+
+#[pyfunction]
+fn hist_index(v: u64) -> usize {
+    histogram::index(v)
+}
+
+#[pyfunction]
+fn hist_bounds(i: usize) -> (u64, u64) {
+    histogram::bounds(i)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("CoreError", m.py().get_type::<CoreError>())?;
+    m.add("HIST_SCHEME", histogram::SCHEME)?;
+    m.add("HIST_BUCKETS", histogram::BUCKETS)?;
+    m.add_class::<PhaseRun>()?;
+    m.add_function(wrap_pyfunction!(spec_field_names, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_spec, m)?)?;
+    m.add_function(wrap_pyfunction!(hist_index, m)?)?;
+    m.add_function(wrap_pyfunction!(hist_bounds, m)?)?;
+    Ok(())
+}
