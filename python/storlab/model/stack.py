@@ -1,0 +1,499 @@
+"""Stack description: drive type, RAID layout, aggregation, file system and hardware path tree.
+
+A stack is plain, immutable data built either in Python (the dataclasses below) or from a TOML file
+(`load_stack`) / dict (`stack_from_dict`). Validation happens here and every problem is a one-line
+`StackError` naming the table and key, so `storlab plan` can print it as is. The geometry,
+reliability and performance modules only read a `Stack`.
+
+Layering, bottom up: drives -> RAID groups (spans) of `raid.layout` with the intra-chunk `raid.chunk`
+-> RAID devices (a RAID 50/60 device stripes its spans with `raid.span_chunk`) -> `raid.count`
+copies of that layout -> the volume: host striping (`stripe`, with its own inter-chunk), concatenation
+(`concat`) or the devices left separate (`none`) -> file system.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterator, Mapping
+
+from ..units import UnitError, parse_rate, parse_size
+from .notation import NotationError, RaidNotation, parse_raid
+from .quantities import mtbf_h_from_afr, parse_afr, parse_ber, parse_mtbf_h, parse_period_h
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python < 3.11 only
+    import tomli as tomllib
+
+__all__ = [
+    "StackError", "DriveType", "RaidSpec", "Volume", "Filesystem", "Component", "ComponentInstance",
+    "Stack", "load_stack", "stack_from_dict", "stack_from_notation", "AGGREGATIONS", "RAID_ENGINES",
+    "FILESYSTEMS", "DEFAULT_DRIVE",
+]
+
+AGGREGATIONS = ("stripe", "concat", "none")
+RAID_ENGINES = ("controller", "md")
+FILESYSTEMS = ("xfs", "ext4", "btrfs", "none")
+
+
+class StackError(ValueError):
+    """An invalid stack description; the message is one line naming what is wrong."""
+
+
+@dataclass(frozen=True)
+class DriveType:
+    name: str
+    capacity_bytes: int
+    mtbf_h: float
+    ber_per_bit: float = 1e-15               # unrecoverable read errors per bit read
+    sector_bytes: int = 512
+    seq_read_bw_bytes: float = 150e6         # bytes/s, one drive, large sequential reads
+    seq_write_bw_bytes: float = 150e6
+    random_read_iops: float = 80.0           # one drive, small random reads
+    random_write_iops: float = 80.0
+    rotational: bool = True
+
+    def __post_init__(self) -> None:
+        if self.capacity_bytes <= 0:
+            raise StackError(f"drive {self.name!r}: capacity must be positive")
+        if self.mtbf_h <= 0:
+            raise StackError(f"drive {self.name!r}: mtbf must be positive")
+        if not 0 <= self.ber_per_bit < 1:
+            raise StackError(f"drive {self.name!r}: ber must be a probability per bit below 1")
+        for label, value in (("seq_read", self.seq_read_bw_bytes), ("seq_write", self.seq_write_bw_bytes),
+                             ("random_read_iops", self.random_read_iops),
+                             ("random_write_iops", self.random_write_iops)):
+            if value <= 0:
+                raise StackError(f"drive {self.name!r}: {label} must be positive")
+
+
+# A 2 TB nearline SAS drive with the assumptions of the Dell reliability study (MTBF 600,000 h,
+# BER 1e-15, 512-byte sectors); the rates are typical 7.2K rpm values, not from a study.
+DEFAULT_DRIVE = DriveType("nearline SAS 2 TB 7.2K rpm", capacity_bytes=2 * 10**12, mtbf_h=600_000.0)
+
+
+@dataclass(frozen=True)
+class RaidSpec:
+    """The RAID layout built `count` times (e.g. once per controller)."""
+    layout: RaidNotation
+    chunk_bytes: int                      # intra-chunk (segment): bytes per drive before the next drive
+    span_chunk_bytes: int | None = None   # RAID 50/60: unit the controller stripes spans with
+    count: int = 1
+    engine: str = "controller"            # where parity is computed: a RAID controller or Linux md
+    mttr_h: float | None = None           # time to rebuild one drive, given directly ...
+    rebuild_rate_bytes: float | None = None   # ... or derived from the drive capacity at this rate
+
+    def __post_init__(self) -> None:
+        text = self.layout.text
+        if not self.layout.is_resolved:
+            raise StackError(f"{text}: total number of drives is not chosen (x); give the number of drives")
+        if self.chunk_bytes <= 0 or self.chunk_bytes % 512:
+            raise StackError(f"{text}: chunk must be a positive multiple of 512 bytes, got {self.chunk_bytes}")
+        if self.span_chunk_bytes is not None:
+            if not self.layout.level.nested:
+                raise StackError(f"{text}: span_chunk only applies to RAID 50/60")
+            if self.span_chunk_bytes <= 0 or self.span_chunk_bytes % 512:
+                raise StackError(f"{text}: span_chunk must be a positive multiple of 512 bytes")
+        if self.count < 1:
+            raise StackError(f"{text}: count must be at least 1")
+        if self.engine not in RAID_ENGINES:
+            raise StackError(f"{text}: engine must be one of {', '.join(RAID_ENGINES)}, got {self.engine!r}")
+        if self.mttr_h is not None and self.mttr_h <= 0:
+            raise StackError(f"{text}: mttr must be positive")
+        if self.rebuild_rate_bytes is not None and self.rebuild_rate_bytes <= 0:
+            raise StackError(f"{text}: rebuild_rate must be positive")
+
+    @property
+    def effective_span_chunk_bytes(self) -> int:
+        """A controller that takes one size uses it for both chunks (the H800 of the Dell study)."""
+        return self.span_chunk_bytes if self.span_chunk_bytes is not None else self.chunk_bytes
+
+    @property
+    def spans_per_device(self) -> int:
+        return self.layout.spans if self.layout.level.nested else 1
+
+    @property
+    def devices(self) -> int:
+        """RAID devices (LUNs / md arrays) the host sees."""
+        per_layout = 1 if self.layout.level.nested else self.layout.spans
+        return self.count * per_layout
+
+    @property
+    def groups(self) -> int:
+        """Span-sized RAID groups in total."""
+        return self.count * self.layout.spans
+
+    @property
+    def drives(self) -> int:
+        return self.groups * self.layout.span
+
+
+@dataclass(frozen=True)
+class Volume:
+    """How the host combines the RAID devices."""
+    aggregate: str = "none"                  # stripe | concat | none
+    inter_chunk_bytes: int | None = None     # host stripe size; None = one device stripe width
+
+    def __post_init__(self) -> None:
+        if self.aggregate not in AGGREGATIONS:
+            raise StackError(f"volume: aggregate must be one of {', '.join(AGGREGATIONS)}, got {self.aggregate!r}")
+        if self.inter_chunk_bytes is not None:
+            if self.aggregate != "stripe":
+                raise StackError("volume: inter_chunk only applies to aggregate = \"stripe\"")
+            if self.inter_chunk_bytes <= 0 or self.inter_chunk_bytes % 512:
+                raise StackError("volume: inter_chunk must be a positive multiple of 512 bytes")
+
+
+@dataclass(frozen=True)
+class Filesystem:
+    kind: str = "xfs"
+    block_bytes: int = 4096
+
+    def __post_init__(self) -> None:
+        if self.kind not in FILESYSTEMS:
+            raise StackError(f"filesystem: type must be one of {', '.join(FILESYSTEMS)}, got {self.kind!r}")
+        if self.block_bytes < 512 or self.block_bytes & (self.block_bytes - 1):
+            raise StackError(f"filesystem: block must be a power of two of at least 512 bytes, got {self.block_bytes}")
+
+
+@dataclass(frozen=True)
+class Component:
+    """One component type of the hardware path; `count` instances of it under each parent instance."""
+    name: str
+    kind: str = "component"
+    read_bw_bytes: float | None = None       # bytes/s it can carry towards the host; None = no limit
+    write_bw_bytes: float | None = None      # bytes/s it can carry towards the drives
+    iops: float | None = None                # operations/s it can carry; None = no limit
+    count: int = 1
+    groups: int = 0                          # RAID groups (spans) whose drives hang under each instance
+    raid_engine: bool = False                # parity is computed here: it and below carry parity traffic
+    children: tuple["Component", ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise StackError(f"component {self.name!r}: count must be at least 1")
+        if self.groups < 0:
+            raise StackError(f"component {self.name!r}: groups must not be negative")
+        for label, value in (("read", self.read_bw_bytes), ("write", self.write_bw_bytes), ("iops", self.iops)):
+            if value is not None and value <= 0:
+                raise StackError(f"component {self.name!r}: {label} limit must be positive")
+
+    def cap_bw_bytes(self, direction: str) -> float | None:
+        return self.read_bw_bytes if direction == "read" else self.write_bw_bytes
+
+
+@dataclass(frozen=True)
+class ComponentInstance:
+    """One concrete component: its template, a path name such as 'p690/drawer[3]/planar[1]', its
+    depth, the ids of the RAID groups directly under it and its child instances."""
+    template: Component
+    path: str
+    depth: int
+    group_ids: tuple[int, ...]
+    children: tuple["ComponentInstance", ...]
+    carries_parity: bool
+
+    def walk(self) -> Iterator["ComponentInstance"]:
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+    def all_group_ids(self) -> tuple[int, ...]:
+        ids = list(self.group_ids)
+        for child in self.children:
+            ids.extend(child.all_group_ids())
+        return tuple(ids)
+
+
+@dataclass(frozen=True)
+class Stack:
+    drive: DriveType
+    raid: RaidSpec
+    volume: Volume = field(default_factory=Volume)
+    filesystem: Filesystem = field(default_factory=Filesystem)
+    path: Component | None = None
+    name: str = "stack"
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.volume.aggregate != "none" and self.raid.devices < 2:
+            raise StackError(f"volume: aggregate = {self.volume.aggregate!r} needs at least 2 RAID devices; "
+                             f"{self.raid.layout.text} x {self.raid.count} makes 1")
+        if self.path is not None:
+            attached = _count_groups(self.path)
+            if attached != self.raid.groups:
+                raise StackError(f"path: components carry {attached} RAID groups but the stack has "
+                                 f"{self.raid.groups} ({self.raid.layout.text} x {self.raid.count}); "
+                                 f"set groups = N on the components the drives hang under")
+
+    @property
+    def mttr_h(self) -> float:
+        """Hours to rebuild one failed drive: given, or capacity / rebuild rate."""
+        if self.raid.mttr_h is not None:
+            return self.raid.mttr_h
+        if self.raid.rebuild_rate_bytes is not None:
+            return self.drive.capacity_bytes / self.raid.rebuild_rate_bytes / 3600.0
+        raise StackError("raid: give mttr or rebuild_rate to compute reliability")
+
+    def instances(self) -> ComponentInstance | None:
+        """Expand the path templates into instances, handing out group ids 0.. in tree order."""
+        if self.path is None:
+            return None
+        next_group = [0]
+        all_carry = self.raid.engine == "md"   # software RAID: parity crosses every component
+
+        def expand(template: Component, prefix: str, index: int | None, depth: int,
+                   parity_from_above: bool) -> ComponentInstance:
+            label = template.name if index is None else f"{template.name}[{index}]"
+            path = f"{prefix}/{label}" if prefix else label
+            carries = all_carry or parity_from_above or template.raid_engine
+            ids = tuple(range(next_group[0], next_group[0] + template.groups))
+            next_group[0] += template.groups
+            children = []
+            for child in template.children:
+                for i in range(child.count):
+                    children.append(expand(child, path, i + 1 if child.count > 1 else None, depth + 1, carries))
+            return ComponentInstance(template, path, depth, ids, tuple(children), carries)
+
+        return expand(self.path, "", None, 0, False)
+
+
+def _count_groups(component: Component, multiplier: int = 1) -> int:
+    own = component.groups * multiplier
+    return own + sum(_count_groups(child, multiplier * child.count) for child in component.children)
+
+
+# ----------------------------------------------------------------------------------------------
+# Building from plain data (TOML)
+
+_TOP_KEYS = {"name", "description", "drive", "raid", "volume", "filesystem", "component"}
+_DRIVE_KEYS = {"name", "capacity", "mtbf", "afr", "ber", "sector", "seq_read", "seq_write", "seq",
+               "random_iops", "random_read_iops", "random_write_iops", "rotational"}
+_RAID_KEYS = {"layout", "drives", "chunk", "span_chunk", "count", "engine", "mttr", "rebuild_rate"}
+_VOLUME_KEYS = {"aggregate", "inter_chunk"}
+_FS_KEYS = {"type", "block"}
+_COMPONENT_KEYS = {"name", "kind", "parent", "count", "bw", "read", "write", "iops", "groups", "raid_engine"}
+
+
+def _check_keys(table: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    if not isinstance(table, Mapping):
+        raise StackError(f"{where}: expected a table")
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise StackError(f"{where}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(allowed))}")
+
+
+def _convert(where: str, key: str, value: Any, parser: Any) -> Any:
+    try:
+        return parser(value)
+    except (UnitError, NotationError, ValueError, TypeError) as e:
+        message = str(e)
+        raise StackError(f"{where}: {key}: {message}") from None
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"expected a whole number, got {value!r}")
+    return value
+
+
+def _float(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {value!r}")
+    return float(value)
+
+
+def drive_from_dict(table: Mapping[str, Any], where: str = "[drive]") -> DriveType:
+    _check_keys(table, _DRIVE_KEYS, where)
+    if "capacity" not in table:
+        raise StackError(f"{where}: capacity is required (e.g. capacity = \"2TB\")")
+    if "mtbf" in table and "afr" in table:
+        raise StackError(f"{where}: give mtbf or afr, not both")
+    kwargs: dict[str, Any] = {"name": str(table.get("name", "drive"))}
+    kwargs["capacity_bytes"] = _convert(where, "capacity", table["capacity"], lambda v: parse_size(v, "capacity"))
+    if "afr" in table:
+        kwargs["mtbf_h"] = mtbf_h_from_afr(_convert(where, "afr", table["afr"], parse_afr))
+    else:
+        kwargs["mtbf_h"] = _convert(where, "mtbf", table.get("mtbf", DEFAULT_DRIVE.mtbf_h), parse_mtbf_h)
+    if "ber" in table:
+        kwargs["ber_per_bit"] = _convert(where, "ber", table["ber"], parse_ber)
+    if "sector" in table:
+        kwargs["sector_bytes"] = _convert(where, "sector", table["sector"], lambda v: parse_size(v, "sector"))
+    seq = table.get("seq")
+    if "seq_read" in table or seq is not None:
+        kwargs["seq_read_bw_bytes"] = _convert(where, "seq_read", table.get("seq_read", seq), parse_rate)
+    if "seq_write" in table or seq is not None or "seq_read" in table:
+        kwargs["seq_write_bw_bytes"] = _convert(where, "seq_write",
+                                                table.get("seq_write", seq if seq is not None else table.get("seq_read")),
+                                                parse_rate)
+    random_iops = table.get("random_iops")
+    for key, attr in (("random_read_iops", "random_read_iops"), ("random_write_iops", "random_write_iops")):
+        value = table.get(key, random_iops)
+        if value is not None:
+            kwargs[attr] = _convert(where, key, value, _float)
+    if "rotational" in table:
+        kwargs["rotational"] = bool(table["rotational"])
+    try:
+        return DriveType(**kwargs)
+    except StackError as e:
+        raise StackError(f"{where}: {e}") from None
+
+
+def raid_from_dict(table: Mapping[str, Any], where: str = "[raid]") -> RaidSpec:
+    _check_keys(table, _RAID_KEYS, where)
+    if "layout" not in table:
+        raise StackError(f"{where}: layout is required (e.g. layout = \"R6/12\")")
+    layout = _convert(where, "layout", table["layout"], parse_raid)
+    if "drives" in table:
+        total = _convert(where, "drives", table["drives"], _int)
+        if layout.total_drives is not None and layout.total_drives != total:
+            raise StackError(f"{where}: drives = {total} contradicts layout {layout.text}")
+        layout = _convert(where, "drives", total, layout.with_total)
+    if "chunk" not in table:
+        raise StackError(f"{where}: chunk is required (e.g. chunk = \"512KiB\")")
+    if "mttr" in table and "rebuild_rate" in table:
+        raise StackError(f"{where}: give mttr or rebuild_rate, not both")
+    kwargs: dict[str, Any] = {
+        "layout": layout,
+        "chunk_bytes": _convert(where, "chunk", table["chunk"], lambda v: parse_size(v, "chunk")),
+        "count": _convert(where, "count", table.get("count", 1), _int),
+        "engine": str(table.get("engine", "controller")),
+    }
+    if "span_chunk" in table:
+        kwargs["span_chunk_bytes"] = _convert(where, "span_chunk", table["span_chunk"], lambda v: parse_size(v, "span_chunk"))
+    if "mttr" in table:
+        kwargs["mttr_h"] = _convert(where, "mttr", table["mttr"], lambda v: parse_period_h(v, "mttr", bare_unit_h=1.0))
+    if "rebuild_rate" in table:
+        kwargs["rebuild_rate_bytes"] = _convert(where, "rebuild_rate", table["rebuild_rate"], parse_rate)
+    try:
+        return RaidSpec(**kwargs)
+    except StackError as e:
+        raise StackError(f"{where}: {e}") from None
+
+
+def _components_from_list(rows: Any) -> Component:
+    """Build the tree from `[[component]]` rows that name their parent; one root."""
+    if not isinstance(rows, list) or not rows:
+        raise StackError("[[component]]: expected a list of tables")
+    by_name: dict[str, dict[str, Any]] = {}
+    parents: dict[str, str | None] = {}
+    order: list[str] = []
+    for i, row in enumerate(rows, 1):
+        where = f"[[component]] #{i}"
+        _check_keys(row, _COMPONENT_KEYS, where)
+        if "name" not in row:
+            raise StackError(f"{where}: name is required")
+        name = str(row["name"])
+        where = f"[[component]] {name!r}"
+        if name in by_name:
+            raise StackError(f"{where}: name used twice; component names must be unique")
+        if "bw" in row and ("read" in row or "write" in row):
+            raise StackError(f"{where}: give bw (both directions) or read/write, not both")
+        both = row.get("bw")
+        fields: dict[str, Any] = {
+            "name": name,
+            "kind": str(row.get("kind", "component")),
+            "read_bw_bytes": None if row.get("read", both) is None else _convert(where, "read", row.get("read", both), parse_rate),
+            "write_bw_bytes": None if row.get("write", both) is None else _convert(where, "write", row.get("write", both), parse_rate),
+            "iops": None if "iops" not in row else _convert(where, "iops", row["iops"], _float),
+            "count": _convert(where, "count", row.get("count", 1), _int),
+            "groups": _convert(where, "groups", row.get("groups", 0), _int),
+            "raid_engine": bool(row.get("raid_engine", False)),
+        }
+        by_name[name] = fields
+        parents[name] = None if row.get("parent") is None else str(row["parent"])
+        order.append(name)
+    roots = [n for n in order if parents[n] is None]
+    for name in order:
+        parent = parents[name]
+        if parent is not None and parent not in by_name:
+            raise StackError(f"[[component]] {name!r}: parent {parent!r} is not a component")
+    if len(roots) != 1:
+        listed = ", ".join(repr(r) for r in roots) or "none"
+        raise StackError(f"[[component]]: exactly one component must have no parent (the host side); found {listed}")
+
+    def build(name: str, seen: tuple[str, ...]) -> Component:
+        if name in seen:
+            raise StackError(f"[[component]] {name!r}: parent chain forms a loop")
+        children = tuple(build(child, seen + (name,)) for child in order if parents[child] == name)
+        try:
+            return Component(children=children, **by_name[name])
+        except StackError as e:
+            raise StackError(f"[[component]] {name!r}: {e}") from None
+
+    tree = build(roots[0], ())
+    reachable = sum(1 for _ in _walk_templates(tree))
+    if reachable != len(order):
+        raise StackError("[[component]]: some components are not connected to the root (parent loop)")
+    return tree
+
+
+def _walk_templates(component: Component) -> Iterator[Component]:
+    yield component
+    for child in component.children:
+        yield from _walk_templates(child)
+
+
+def stack_from_dict(data: Mapping[str, Any], source: str = "stack") -> Stack:
+    """Build and validate a Stack from the TOML structure documented in docs/model.md."""
+    _check_keys(data, _TOP_KEYS, source)
+    if "raid" not in data:
+        raise StackError(f"{source}: a [raid] table is required")
+    drive = drive_from_dict(data["drive"]) if "drive" in data else DEFAULT_DRIVE
+    raid = raid_from_dict(data["raid"])
+    volume_table = data.get("volume", {})
+    _check_keys(volume_table, _VOLUME_KEYS, "[volume]")
+    volume = Volume(
+        aggregate=str(volume_table.get("aggregate", "none")),
+        inter_chunk_bytes=None if "inter_chunk" not in volume_table else
+        _convert("[volume]", "inter_chunk", volume_table["inter_chunk"], lambda v: parse_size(v, "inter_chunk")),
+    )
+    fs_table = data.get("filesystem", {})
+    _check_keys(fs_table, _FS_KEYS, "[filesystem]")
+    filesystem = Filesystem(
+        kind=str(fs_table.get("type", "xfs")),
+        block_bytes=_convert("[filesystem]", "block", fs_table.get("block", 4096), lambda v: parse_size(v, "block")),
+    )
+    path = _components_from_list(data["component"]) if "component" in data else None
+    return Stack(drive=drive, raid=raid, volume=volume, filesystem=filesystem, path=path,
+                 name=str(data.get("name", source)), description=str(data.get("description", "")))
+
+
+def load_stack(path: str | os.PathLike[str]) -> Stack:
+    """Read a stack TOML file; errors name the file."""
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise StackError(f"{name}: no such stack file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise StackError(f"{name}: not valid TOML: {e}") from None
+    try:
+        stack = stack_from_dict(data, source=os.path.basename(name))
+    except StackError as e:
+        raise StackError(f"{name}: {e}") from None
+    if "name" not in data:
+        stack = replace(stack, name=os.path.splitext(os.path.basename(name))[0])
+    return stack
+
+
+def stack_from_notation(layout: str | RaidNotation, chunk_bytes: int = 512 * 1024, *,
+                        drive: DriveType = DEFAULT_DRIVE, drives: int | None = None, count: int = 1,
+                        span_chunk_bytes: int | None = None, aggregate: str | None = None,
+                        inter_chunk_bytes: int | None = None, engine: str = "controller",
+                        mttr_h: float | None = None, rebuild_rate_bytes: float | None = None,
+                        filesystem: Filesystem | None = None, path: Component | None = None) -> Stack:
+    """A stack from the short notation plus options (the CLI's `storlab plan ... R60/12/24`)."""
+    notation = parse_raid(layout) if isinstance(layout, str) else layout
+    if drives is not None:
+        if notation.total_drives is not None and notation.total_drives != drives:
+            raise StackError(f"{notation.text}: --drives {drives} contradicts the layout")
+        notation = notation.with_total(drives)
+    raid = RaidSpec(notation, chunk_bytes, span_chunk_bytes, count, engine, mttr_h, rebuild_rate_bytes)
+    if aggregate is None:
+        aggregate = "stripe" if raid.devices > 1 else "none"
+    volume = Volume(aggregate, inter_chunk_bytes)
+    return Stack(drive=drive, raid=raid, volume=volume, filesystem=filesystem or Filesystem(), path=path,
+                 name=notation.text)
