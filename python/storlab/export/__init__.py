@@ -1,0 +1,29 @@
+"""Exporters: one module per format, all rendering the same rows (export/base.py).
+
+`render_table(doc)` is the human table printed after a run; `EXPORTERS` maps a format name to a
+function `docs -> str` for `storlab results export`.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from .csv import to_csv
+from .json import to_json
+from .markdown import to_markdown
+from .table import render_table
+
+__all__ = ["render_table", "to_json", "to_csv", "to_markdown", "EXPORTERS", "export"]
+
+EXPORTERS: dict[str, Callable[[Sequence[dict[str, Any]]], str]] = {
+    "json": to_json,
+    "csv": to_csv,
+    "md": to_markdown,
+}
+
+
+def export(docs: Sequence[dict[str, Any]], fmt: str) -> str:
+    try:
+        fn = EXPORTERS[fmt]
+    except KeyError:
+        raise ValueError(f"format: {fmt!r} is not supported; use one of: {', '.join(EXPORTERS)}") from None
+    return fn(docs)

@@ -1,0 +1,207 @@
+"""Side-by-side comparison of runs: values per phase x direction with ratios to the first run (the
+baseline), the job options that differ, and the differences in job or environment that make the
+numbers incomparable (another kernel, engine, direct vs buffered, data in RAM vs not, cache mode ...).
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..options import BY_NAME
+from ..units import format_size
+from .base import Column, align, fmt_number, iter_runs, short_id
+
+__all__ = ["compare", "render_compare", "METRICS"]
+
+MiB = 1 << 20
+
+# Compared values: (key in the row, human header, scale, higher is better)
+METRICS: tuple[tuple[Column, bool], ...] = (
+    (Column("bw_bytes", "bw MiB/s", MiB), True),
+    (Column("iops", "IOPS"), True),
+    (Column("lat_mean_ns", "lat mean us", 1e3), False),
+    (Column("lat_p50_ns", "lat p50 us", 1e3), False),
+    (Column("lat_p99_ns", "lat p99 us", 1e3), False),
+    (Column("lat_p999_ns", "lat p99.9 us", 1e3), False),
+)
+_LAT = {"lat_mean_ns": "mean", "lat_p50_ns": "p50", "lat_p99_ns": "p99", "lat_p999_ns": "p999"}
+
+# job options that are bookkeeping, not workload: a difference there is not worth a line
+_IGNORED_JOB_KEYS = {"json", "quiet", "store", "no_store", "tag", "note", "fio"}
+
+
+def _value(doc: dict[str, Any], phase_name: str, direction: str, key: str) -> float | None:
+    for phase in doc.get("phases") or []:
+        if phase.get("name") == phase_name and isinstance(phase.get(direction), dict):
+            d = phase[direction]
+            return (d.get("lat_ns") or {}).get(_LAT[key]) if key in _LAT else d.get(key)
+    return None
+
+
+def _working_set_bytes(doc: dict[str, Any]) -> int | None:
+    env, job = doc.get("environment") or {}, doc.get("job") or {}
+    sizes = [t.get("size_bytes") for t in env.get("targets") or []]
+    if sizes and all(isinstance(s, int) for s in sizes):
+        return sum(sizes)
+    if isinstance(job.get("size"), int):
+        return job["size"] * max(1, len(job.get("target") or []))
+    return None
+
+
+def _fits_in_ram(doc: dict[str, Any]) -> bool | None:
+    """True when a buffered run's data fits in RAM (reads may come from the page cache)."""
+    if (doc.get("job") or {}).get("direct"):
+        return None
+    ws, mem = _working_set_bytes(doc), (doc.get("environment") or {}).get("memory_bytes")
+    if ws is None or not mem:
+        return None
+    return ws <= mem
+
+
+def _incomparable(base: dict[str, Any], other: dict[str, Any]) -> list[dict[str, str]]:
+    """Reasons why `other`'s numbers cannot be read against `base`'s like for like."""
+    out = []
+    b_env, o_env = base.get("environment") or {}, other.get("environment") or {}
+    b_job, o_job = base.get("job") or {}, other.get("job") or {}
+    a, b = short_id(base.get("run_id")), short_id(other.get("run_id"))
+
+    def differs(code: str, what: str, bv: Any, ov: Any, why: str) -> None:
+        if bv != ov:
+            out.append({"code": code, "run": other.get("run_id"),
+                        "message": f"{what} differs: {bv} ({a}) vs {ov} ({b}); {why}"})
+
+    differs("kernel", "kernel", b_env.get("kernel"), o_env.get("kernel"),
+            "block layer, file system and page cache behaviour change between kernels")
+    differs("engine", "engine", b_env.get("engine") or b_job.get("engine"),
+            o_env.get("engine") or o_job.get("engine"), "the I/O path and its overhead differ")
+    differs("direct", "direct I/O",
+            "direct" if b_job.get("direct") else "buffered",
+            "direct" if o_job.get("direct") else "buffered",
+            "buffered I/O goes through the page cache")
+    if "cache" in b_job or "cache" in o_job:
+        differs("cache", "cache mode", b_job.get("cache"), o_job.get("cache"),
+                "in-cache and out-of-cache runs measure different things")
+    fb, fo = _fits_in_ram(base), _fits_in_ram(other)
+    if fb is not None and fo is not None and fb != fo:
+        desc = {True: "fits in RAM", False: "is larger than RAM"}
+        out.append({"code": "size_vs_ram", "run": other.get("run_id"),
+                    "message": f"data size relative to RAM differs: the data {desc[fb]} in {a} but "
+                               f"{desc[fo]} in {b}; buffered reads of the smaller one may come "
+                               f"from the page cache"})
+    b_types = sorted({t.get("type") for t in b_env.get("targets") or []} - {None})
+    o_types = sorted({t.get("type") for t in o_env.get("targets") or []} - {None})
+    if b_types and o_types:
+        differs("target_type", "target type", ",".join(b_types), ",".join(o_types),
+                "a file system adds its own layer over the device")
+    b_fs = sorted({t.get("fs_type") for t in b_env.get("targets") or []} - {None})
+    o_fs = sorted({t.get("fs_type") for t in o_env.get("targets") or []} - {None})
+    if b_fs and o_fs:
+        differs("fs_type", "file system", ",".join(b_fs), ",".join(o_fs),
+                "file systems differ in allocation, caching and locking")
+    for doc, rid in ((base, a), (other, b)):
+        if doc.get("complete") is False and not any(
+                r["code"] == "incomplete" and r["run"] == doc.get("run_id") for r in out):
+            out.append({"code": "incomplete", "run": doc.get("run_id"),
+                        "message": f"run {rid} is incomplete ({doc.get('stop_reason')}); "
+                                   f"its figures cover only the time until the stop"})
+    return out
+
+
+def _job_differences(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    keys: list[str] = []
+    for r in runs:
+        for k in r.get("job") or {}:
+            if k not in keys and k not in _IGNORED_JOB_KEYS:
+                keys.append(k)
+    diffs = []
+    for k in keys:
+        values = [(r.get("job") or {}).get(k) for r in runs]
+        if len({repr(v) for v in values}) > 1:
+            diffs.append({"option": k, "values": values})
+    return diffs
+
+
+def _env_differences(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    diffs = []
+    for k in ("host", "os", "cpu_model", "cpu_count", "memory_bytes", "python", "io_uring"):
+        values = [(r.get("environment") or {}).get(k) for r in runs]
+        if len({repr(v) for v in values}) > 1:
+            diffs.append({"field": k, "values": values})
+    versions = [r.get("storlab_version") for r in runs]
+    if len(set(map(str, versions))) > 1:
+        diffs.append({"field": "storlab_version", "values": versions})
+    return diffs
+
+
+def compare(docs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Compare two or more runs (sweep documents contribute their runs); the first is the baseline."""
+    runs = list(iter_runs(docs))
+    if len(runs) < 2:
+        raise ValueError(f"compare: needs at least two runs, got {len(runs)}")
+    keys: list[tuple[str, str]] = []
+    for r in runs:
+        for phase in r.get("phases") or []:
+            for direction in ("read", "write"):
+                k = (phase.get("name"), direction)
+                if isinstance(phase.get(direction), dict) and k not in keys:
+                    keys.append(k)
+    rows = []
+    for phase_name, direction in keys:
+        for col, higher_better in METRICS:
+            values = [_value(r, phase_name, direction, col.key) for r in runs]
+            base = values[0]
+            ratios = [None if v is None or not base else v / base for v in values[1:]]
+            rows.append({"phase": phase_name, "direction": direction, "metric": col.key,
+                         "higher_is_better": higher_better, "values": values, "ratios": ratios})
+    incomparable = []
+    for other in runs[1:]:
+        for item in _incomparable(runs[0], other):
+            if item not in incomparable:
+                incomparable.append(item)
+    return {"runs": [r.get("run_id") for r in runs], "rows": rows,
+            "job_differences": _job_differences(runs),
+            "environment_differences": _env_differences(runs),
+            "incomparable": incomparable}
+
+
+def _show(v: Any, key: str = "") -> str:
+    opt = BY_NAME.get(key)
+    if opt is not None and opt.kind == "size" and isinstance(v, int):
+        return format_size(v)
+    if key == "memory_bytes" and isinstance(v, int):
+        return format_size(v)
+    if isinstance(v, dict):
+        return " ".join(f"{k}={_show(x)}" for k, x in v.items() if x not in (None, False, [], ""))
+    if isinstance(v, float):
+        return fmt_number(v)
+    if isinstance(v, (list, tuple)):
+        return ",".join(map(str, v))
+    return str(v)
+
+
+def render_compare(cmp: dict[str, Any]) -> str:
+    """Plain-text comparison: one line per phase x direction x metric, ratios as 'x' factors."""
+    ids = [short_id(r) for r in cmp["runs"]]
+    cols = {c.key: c for c, _ in METRICS}
+    headers = ["phase", "dir", "metric"] + ids + [f"{i}/{ids[0]}" for i in ids[1:]]
+    cells = []
+    for row in cmp["rows"]:
+        col = cols[row["metric"]]
+        if all(v is None for v in row["values"]):
+            continue
+        cells.append([str(row["phase"]), row["direction"], col.header]
+                     + [fmt_number(None if v is None else v / col.scale) for v in row["values"]]
+                     + ["-" if r is None else f"{r:.2f}x" for r in row["ratios"]])
+    numeric = [False, False, False] + [True] * (len(headers) - 3)
+    lines = align(headers, cells, numeric)
+    if cmp["job_differences"]:
+        lines += ["", "job options that differ:"]
+        lines += [f"  {d['option']}: " + " | ".join(_show(v, d["option"]) for v in d["values"])
+                  for d in cmp["job_differences"]]
+    if cmp["environment_differences"]:
+        lines += ["", "environment that differs:"]
+        lines += [f"  {d['field']}: " + " | ".join(_show(v, d["field"]) for v in d["values"])
+                  for d in cmp["environment_differences"]]
+    if cmp["incomparable"]:
+        lines += ["", "WARNING: these runs are not comparable like for like:"]
+        lines += [f"  - {i['message']}" for i in cmp["incomparable"]]
+    return "\n".join(lines)
