@@ -60,6 +60,14 @@ def test_percentiles_within_one_percent_of_exact(seed):
         assert abs(approx - exact) <= 0.01 * exact + 0.5, (q, exact, approx)
 
 
+def test_bucket_value_is_the_engines_representative():
+    assert stats.bucket_value(100) == 100                 # unit width: the value itself
+    assert stats.bucket_bounds(128) == (128, 130)
+    assert stats.bucket_value(128) == 129                 # lower + width / 2
+    lo, hi = stats.bucket_bounds(1000)
+    assert stats.bucket_value(1000) == lo + (hi - lo) // 2
+
+
 def test_small_values_are_exact():
     buckets = stats.histogram([5, 7, 7, 9, 100])
     assert stats.percentile(buckets, 50) == 7
@@ -75,7 +83,7 @@ def test_summary_approximates_mean_min_max():
     assert s["max"] == pytest.approx(max(values), rel=0.01)
     assert s["mean"] == pytest.approx(sum(values) / len(values), rel=0.01)
     mean = sum(values) / len(values)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
     assert s["stddev"] == pytest.approx(sd, rel=0.01)
     assert s["p999"] == pytest.approx(exact_percentile(values, 99.9), rel=0.01)
 

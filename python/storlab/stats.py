@@ -45,14 +45,12 @@ def bucket_bounds(i: int) -> tuple[int, int]:
     return lower, lower + (1 << shift)
 
 
-def bucket_value(i: int) -> float:
-    """Representative value of bucket `i`: the midpoint of the whole nanoseconds it holds.
-
-    For an exact bucket (width 1) that is the value itself; for width 2^s it is
-    lower + (2^s - 1) / 2, at most 1/128 of the value away from any member.
-    """
+def bucket_value(i: int) -> int:
+    """Representative value of bucket `i`, as the engine reports it (crates/storlab-core
+    histogram.rs `representative`): the value itself for a unit-width bucket, else
+    lower + width / 2, at most 1/128 of the value away from any member."""
     lower, upper = bucket_bounds(i)
-    return lower + (upper - 1 - lower) / 2
+    return lower if upper - lower == 1 else lower + (upper - lower) // 2
 
 
 def histogram(values_ns: Iterable[int]) -> list[list[int]]:
@@ -92,7 +90,7 @@ def count(buckets: Buckets) -> int:
     return sum(c for _, c in _checked(buckets))
 
 
-def percentile(buckets: Buckets, q: float) -> float | None:
+def percentile(buckets: Buckets, q: float) -> int | None:
     """Latency (ns) at percentile `q` (0..100, e.g. 99.9), nearest rank; None when empty.
 
     The rank is ceil(q/100 * n) (at least 1), as for an exact nearest-rank percentile of the samples;
@@ -117,7 +115,8 @@ def summary(buckets: Buckets) -> dict[str, float | None]:
     """Approximate {min, mean, stddev, p50, p90, p99, p999, max} in ns from the buckets alone.
 
     The engine reports exact min, max and mean; these are the histogram's estimates, used when
-    histograms were merged across runs or ranks.
+    histograms were merged across runs or ranks. stddev is the sample standard deviation (n - 1),
+    as the engine computes it.
     """
     pairs = _checked(buckets)
     keys = ("min", "mean", "stddev", "p50", "p90", "p99", "p999", "max")
@@ -125,7 +124,7 @@ def summary(buckets: Buckets) -> dict[str, float | None]:
     if n == 0:
         return {k: None for k in keys}
     mean = sum(bucket_value(i) * c for i, c in pairs) / n
-    var = sum(c * (bucket_value(i) - mean) ** 2 for i, c in pairs) / n
+    var = sum(c * (bucket_value(i) - mean) ** 2 for i, c in pairs) / (n - 1) if n > 1 else 0.0
     return {
         "min": bucket_value(pairs[0][0]),
         "mean": mean,
