@@ -213,18 +213,15 @@ class AlignmentReport:
     sampled: bool                       # too many distinct offsets: an even sample was evaluated
     stripe_writes_per_request: float
     full_stripe_fraction: float         # of stripe writes: covered every data chunk, no reads
-    rmw_fraction: float                 # of stripe writes: partial, cheaper as read-modify-write
-    rcw_fraction: float                 # of stripe writes: partial, cheaper as reconstruct-write
+    partial_stripe_fraction: float      # of stripe writes: not every data chunk fully written
+    rmw_fraction: float                 # of stripe writes: partial, parity by read-modify-write
+    rcw_fraction: float                 # of stripe writes: partial, parity by reconstruct-write
     requests_all_full_fraction: float   # of requests: every stripe it touched was full
     disk_reads_per_write: float
     disk_writes_per_write: float
     data_chunk_writes_per_write: float  # data chunks (pieces) the request writes
     disk_reads_per_read: float          # chunk pieces a read request touches
     write_amplification: float          # drive bytes moved (read + written) per host byte written
-
-    @property
-    def partial_stripe_fraction(self) -> float:
-        return self.rmw_fraction + self.rcw_fraction
 
     @property
     def disk_ops_per_write(self) -> float:
@@ -353,7 +350,8 @@ def analyse_alignment(geometry: Geometry, request_bytes: int, pattern: str = "se
     return AlignmentReport(
         request_bytes=request_bytes, pattern=pattern, offsets_evaluated=n, sampled=sampled,
         stripe_writes_per_request=tally.stripes / n,
-        full_stripe_fraction=tally.full / stripes, rmw_fraction=tally.rmw / stripes, rcw_fraction=tally.rcw / stripes,
+        full_stripe_fraction=tally.full / stripes, partial_stripe_fraction=(tally.stripes - tally.full) / stripes,
+        rmw_fraction=tally.rmw / stripes, rcw_fraction=tally.rcw / stripes,
         requests_all_full_fraction=tally.all_full_requests / n,
         disk_reads_per_write=tally.reads / n, disk_writes_per_write=tally.writes / n,
         data_chunk_writes_per_write=tally.pieces / n, disk_reads_per_read=read_pieces / n,
