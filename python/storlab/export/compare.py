@@ -29,12 +29,12 @@ _LAT = {"lat_mean_ns": "mean", "lat_p50_ns": "p50", "lat_p99_ns": "p99", "lat_p9
 _IGNORED_JOB_KEYS = {"json", "quiet", "store", "no_store", "tag", "note", "fio"}
 
 
-def _value(doc: dict[str, Any], phase_name: str, direction: str, key: str) -> float | None:
-    for phase in doc.get("phases") or []:
-        if phase.get("name") == phase_name and isinstance(phase.get(direction), dict):
-            d = phase[direction]
-            return (d.get("lat_ns") or {}).get(_LAT[key]) if key in _LAT else d.get(key)
-    return None
+def _value(doc: dict[str, Any], phase_index: int, direction: str, key: str) -> float | None:
+    phases = doc.get("phases") or []
+    if phase_index >= len(phases) or not isinstance(phases[phase_index].get(direction), dict):
+        return None
+    d = phases[phase_index][direction]
+    return (d.get("lat_ns") or {}).get(_LAT[key]) if key in _LAT else d.get(key)
 
 
 def _working_set_bytes(doc: dict[str, Any]) -> int | None:
@@ -137,20 +137,27 @@ def compare(docs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     runs = list(iter_runs(docs))
     if len(runs) < 2:
         raise ValueError(f"compare: needs at least two runs, got {len(runs)}")
-    keys: list[tuple[str, str]] = []
+    # Phases are matched by position (the n-th phase of each run), since runs that differ in rw
+    # name their phases differently; the label joins the distinct names.
+    keys: list[tuple[int, str]] = []
+    names: dict[int, list[str]] = {}
     for r in runs:
-        for phase in r.get("phases") or []:
+        for pi, phase in enumerate(r.get("phases") or []):
+            name = str(phase.get("name", pi))
+            if name not in names.setdefault(pi, []):
+                names[pi].append(name)
             for direction in ("read", "write"):
-                k = (phase.get("name"), direction)
-                if isinstance(phase.get(direction), dict) and k not in keys:
-                    keys.append(k)
+                if isinstance(phase.get(direction), dict) and (pi, direction) not in keys:
+                    keys.append((pi, direction))
+    keys.sort(key=lambda k: (k[0], k[1] != "read"))
     rows = []
-    for phase_name, direction in keys:
+    for pi, direction in keys:
         for col, higher_better in METRICS:
-            values = [_value(r, phase_name, direction, col.key) for r in runs]
+            values = [_value(r, pi, direction, col.key) for r in runs]
             base = values[0]
             ratios = [None if v is None or not base else v / base for v in values[1:]]
-            rows.append({"phase": phase_name, "direction": direction, "metric": col.key,
+            rows.append({"phase": "/".join(names[pi]), "phase_index": pi, "direction": direction,
+                         "metric": col.key,
                          "higher_is_better": higher_better, "values": values, "ratios": ratios})
     incomparable = []
     for other in runs[1:]:

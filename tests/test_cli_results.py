@@ -1,0 +1,154 @@
+"""In-process tests of `storlab results list|show|compare|export|delete|tag`."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "results"))
+
+import rundoc  # noqa: E402
+
+from storlab import store  # noqa: E402
+from storlab.cli.main import main  # noqa: E402
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    path = tmp_path / "results.db"
+    monkeypatch.setenv("STORLAB_STORE", str(path))
+    return path
+
+
+@pytest.fixture
+def filled(db):
+    sweep = rundoc.bs_sweep(sizes=(4096, 65536, 1 << 20))
+    for d in sweep:
+        store.save(d, db, tags=["sweep"])
+    odd = rundoc.interrupted(rundoc.make_run(seed=77, rw="randrw", kernel="6.1.0",
+                                            started_at="2026-11-22T09:00:00.000Z"))
+    store.save(odd, db, note="stopped by hand")
+    return sweep, odd
+
+
+def cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_list_shows_every_run_with_incomplete_marked(filled, capsys):
+    sweep, odd = filled
+    code, out, err = cli(capsys, "results", "list")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["run", "started", "(UTC)"]
+    assert len(lines) == 5
+    assert lines[-1].startswith(odd["run_id"][:8]) and " NO " in lines[-1]
+    assert "stopped by hand" in lines[-1]
+    assert "64KiB" in out and "1MiB" in out
+
+
+def test_list_filters_and_json(filled, capsys):
+    sweep, odd = filled
+    code, out, _ = cli(capsys, "results", "list", "--tag", "sweep", "--json")
+    assert code == 0
+    assert [r["run_id"] for r in json.loads(out)] == [d["run_id"] for d in sweep]
+    code, out, _ = cli(capsys, "results", "list", "--since", "2026-11-22", "--json")
+    assert [r["run_id"] for r in json.loads(out)] == [odd["run_id"]]
+    code, out, _ = cli(capsys, "results", "list", "--limit", "2", "--json")
+    assert len(json.loads(out)) == 2
+    code, out, err = cli(capsys, "results", "list", "--tag", "nothing")
+    assert code == 0 and out == "" and "no stored runs" in err
+
+
+def test_show_prints_environment_job_and_table(filled, capsys):
+    sweep, _ = filled
+    code, out, _ = cli(capsys, "results", "show", sweep[1]["run_id"][:10])
+    assert code == 0
+    assert f"run {sweep[1]['run_id']}" in out
+    assert "kernel 6.18.44" in out and "bs=64KiB" in out and "tags: sweep" in out
+    assert "bw MiB/s" in out
+    code, out, _ = cli(capsys, "results", "show", sweep[1]["run_id"], "--json")
+    assert json.loads(out) == sweep[1]
+
+
+def test_show_reads_a_json_result_file(tmp_path, db, capsys):
+    doc = rundoc.make_run(seed=3)
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps(doc))
+    code, out, _ = cli(capsys, "results", "show", str(f))
+    assert code == 0 and doc["run_id"] in out
+
+
+def test_compare_prints_ratios_and_warnings(filled, capsys):
+    sweep, odd = filled
+    code, out, _ = cli(capsys, "results", "compare", sweep[0]["run_id"][:8], odd["run_id"][:8])
+    assert code == 0
+    assert "x" in out.splitlines()[1]
+    assert "WARNING" in out and "kernel differs" in out and "incomplete" in out
+    code, out, _ = cli(capsys, "results", "compare", sweep[0]["run_id"], sweep[2]["run_id"], "--json")
+    cmp = json.loads(out)
+    assert cmp["job_differences"] == [{"option": "bs", "values": [4096, 1 << 20]}]
+
+
+def test_compare_needs_two_runs(filled, capsys):
+    sweep, _ = filled
+    code, _, err = cli(capsys, "results", "compare", sweep[0]["run_id"])
+    assert code == 2 and "at least two" in err
+
+
+def test_export_formats(filled, capsys, tmp_path):
+    sweep, _ = filled
+    code, out, _ = cli(capsys, "results", "export", "--tag", "sweep", "--format", "csv")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [int(r["bs"]) for r in rows] == [4096, 65536, 1 << 20]
+    code, out, _ = cli(capsys, "results", "export", sweep[0]["run_id"])
+    assert json.loads(out) == sweep[0]
+    dest = tmp_path / "out.md"
+    code, out, err = cli(capsys, "results", "export", "--tag", "sweep", "-f", "md", "-o", str(dest))
+    assert code == 0 and out == "" and "wrote 3 run(s)" in err
+    assert dest.read_text().startswith("| run |")
+
+
+def test_export_needs_a_selection(filled, capsys):
+    code, _, err = cli(capsys, "results", "export")
+    assert code == 2 and "name the runs" in err
+    code, _, err = cli(capsys, "results", "export", "abc", "--tag", "x")
+    assert code == 2 and "not both" in err
+
+
+def test_tag_note_and_delete(filled, capsys, db):
+    sweep, odd = filled
+    rid = sweep[0]["run_id"]
+    code, out, err = cli(capsys, "results", "tag", rid[:8], "nvme", "baseline", "--note", "fw 2.1")
+    assert code == 0 and out == "" and "baseline, nvme, sweep" in err
+    s = store.summary(rid, db)
+    assert s["tags"] == ["baseline", "nvme", "sweep"] and s["note"] == "fw 2.1"
+    code, _, err = cli(capsys, "results", "tag", rid[:8], "nvme", "--remove")
+    assert store.summary(rid, db)["tags"] == ["baseline", "sweep"]
+    code, _, err = cli(capsys, "results", "tag", rid[:8])
+    assert code == 2 and "--note" in err
+    code, out, err = cli(capsys, "results", "delete", rid[:8], odd["run_id"][:8])
+    assert code == 0 and "deleted 2 run(s)" in err
+    assert len(store.list_runs(db)) == 2
+
+
+def test_unknown_and_ambiguous_runs_are_usage_errors(filled, capsys):
+    code, _, err = cli(capsys, "results", "show", "ffffffff")
+    assert code == 2 and "no stored run matches 'ffffffff'" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_explicit_store_option_wins_over_environment(tmp_path, db, capsys):
+    other = tmp_path / "other.db"
+    store.save(rundoc.make_run(seed=5), other)
+    code, out, _ = cli(capsys, "results", "list", "--store", str(other), "--json")
+    assert len(json.loads(out)) == 1
+    code, out, _ = cli(capsys, "results", "list", "--json")
+    assert json.loads(out) == []
