@@ -1,0 +1,56 @@
+"""Typed, actionable warnings about a measured phase: results that are not what they seem.
+
+Each warning has a stable code (for filtering and tests) and a message that says what to do.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .units import format_size
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+MIN_RELIABLE_SECONDS = 1.0
+
+
+def check_phase(phase, result: dict[str, Any], env: dict[str, Any]) -> list[Finding]:
+    """Warnings for one phase, from its definition, its result and the host environment."""
+    out: list[Finding] = []
+    ram = env.get("memory_bytes") or 0
+    for g in phase.groups:
+        v = g.values
+        reads = v["rw"] in ("read", "randread") or (v["rw"] in ("rw", "randrw") and v["rwmix_read"] > 0)
+        if reads and not v["direct"] and v["engine"] != "null" and ram:
+            sizes = {t["path"]: t.get("size_bytes", 0) for t in result.get("targets", [])}
+            span = sum(v["size"] or sizes.get(path, 0) for path in v["target"])
+            if 0 < span < ram:
+                out.append(Finding(
+                    "small_buffered_read",
+                    f"{g.name or phase.name}: buffered reads over {format_size(span)}, less than RAM "
+                    f"({format_size(ram)}): reads may come from the page cache; use --direct or a "
+                    f"size larger than RAM"))
+    if result.get("complete") and result.get("seconds", 0) < MIN_RELIABLE_SECONDS:
+        did_io = any(result.get(d, {}).get("ops") for d in ("read", "write"))
+        if did_io:
+            out.append(Finding(
+                "short_run",
+                f"{phase.name}: measured for only {result['seconds']:.3f} s; results this short are "
+                f"noisy: use --time 10s or a larger --size"))
+        else:
+            out.append(Finding(
+                "nothing_measured",
+                f"{phase.name}: no I/O completed after the ramp; shorten --ramp or run longer"))
+    refused = [f for f in result.get("engine", {}).get("setup_flags", []) if "REFUSED" in f]
+    for f in refused:
+        out.append(Finding("uring_option_refused", f"{phase.name}: io_uring refused {f.split('_REFUSED')[0]}; "
+                                                  "the run used the plain path instead"))
+    return out

@@ -1,0 +1,122 @@
+"""`storlab run`: run an I/O job on files or block devices and report what was measured."""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from ..errors import StorlabError
+from ..job import load_jobfile, resolve_job
+from ..runner import run_job
+from ..units import format_rate
+from .main import ExitCode
+from .options_cli import add_option_arguments, given_options
+
+EXAMPLES = """examples:
+  storlab run                                   # 256 MiB scratch file under ./, removed afterwards
+  storlab run --target /dev/shm/a.dat --size 1g --rw randread --bs 4k --time 10s
+  storlab run --target /dev/nvme0n1 --rw randread --engine io_uring --qd 32 --direct --time 30s
+  storlab run job.toml --threads 8              # job file, with a flag overriding it
+  storlab run --fio job.fio                     # a fio job file, translated
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run an I/O job and report bandwidth, IOPS and latency",
+                       description="Run an I/O job on files or block devices.", epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("jobfile", nargs="?", help="TOML job file (options as keys; [[phase]] tables)")
+    add_option_arguments(p)
+    p.set_defaults(func=run)
+
+
+class ProgressLine:
+    """A live progress line on a terminal (stderr), with bandwidth over the last update."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.last: tuple[float, int, int] | None = None
+
+    def __call__(self, phase: str, done_bytes: int, done_ops: int, elapsed: float) -> None:
+        now = time.monotonic()
+        if self.last is None or done_bytes < self.last[1]:
+            self.last = (now, 0, 0)
+        dt = max(now - self.last[0], 1e-9)
+        bw = (done_bytes - self.last[1]) / dt
+        iops = (done_ops - self.last[2]) / dt
+        self.last = (now, done_bytes, done_ops)
+        self.stream.write(f"\r\x1b[K{phase}: {elapsed:6.1f} s  {format_rate(bw):>12}  {iops:12,.0f} IOPS")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.last is not None:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def _write_json(doc: dict[str, Any], target: str) -> None:
+    text = json.dumps(doc, indent=None if target == "-" else 1)
+    if target == "-":
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    else:
+        tmp = target + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        os.replace(tmp, target)
+
+
+def _store(doc: dict[str, Any], settings: dict[str, Any]) -> None:
+    if settings.get("no_store") or importlib.util.find_spec("storlab.store") is None:
+        return
+    from .. import store
+
+    try:
+        store.save(doc, path=settings.get("store"), tags=settings.get("tag") or (), note=settings.get("note"))
+    except Exception as e:  # the measurement is worth more than the store: report, don't fail
+        print(f"storlab run: warning: result not stored: {e}", file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    cli = given_options(args)
+    jobfile = load_jobfile(args.jobfile) if args.jobfile else None
+    phases = None
+    if cli.get("fio"):
+        from .. import fiojob
+
+        phases = fiojob.translate(cli["fio"])
+    job = resolve_job(cli, jobfile, jobfile_name=args.jobfile or "job file", phases=phases)
+    settings = job.run
+    json_target = settings.get("json")
+    quiet = bool(settings.get("quiet"))
+    progress = ProgressLine(sys.stderr) if sys.stderr.isatty() and not quiet and not os.environ.get("NO_COLOR") else None
+
+    try:
+        doc = run_job(job, argv=["storlab", "run", *sys.argv[2:]], progress=progress)
+    except StorlabError:
+        raise
+    finally:
+        if progress:
+            progress.finish()
+
+    _store(doc, settings)
+    if json_target:
+        _write_json(doc, json_target)
+    if not quiet:
+        from ..export import render_table
+
+        out = sys.stderr if json_target == "-" else sys.stdout
+        out.write(render_table(doc) + "\n")
+    for w in doc["warnings"]:
+        print(f"warning: {w['message']}", file=sys.stderr)
+    if doc["stop_reason"] == "interrupted":
+        print("storlab run: interrupted; partial results kept (complete: false)", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    if doc["stop_reason"] == "error":
+        print(f"storlab run: error: {doc['error']}", file=sys.stderr)
+        return ExitCode.FAILURE
+    return ExitCode.OK

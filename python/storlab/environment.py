@@ -1,0 +1,71 @@
+"""The environment a result was measured in: host, kernel, CPU, memory, Python, and the targets.
+
+Kept with every result so runs can be judged comparable (same kernel, same memory size relative
+to the file size ...). Reading it never fails: unknown fields are None.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import sys
+from typing import Any
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def cpu_model() -> str | None:
+    text = _read("/proc/cpuinfo") or ""
+    for line in text.splitlines():
+        if line.startswith(("model name", "Processor", "cpu model")):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or None
+
+
+def memory_bytes() -> int | None:
+    text = _read("/proc/meminfo") or ""
+    for line in text.splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def os_name() -> str | None:
+    text = _read("/etc/os-release") or ""
+    for line in text.splitlines():
+        if line.startswith("PRETTY_NAME="):
+            return line.split("=", 1)[1].strip().strip('"')
+    return None
+
+
+def host_environment() -> dict[str, Any]:
+    """Everything about the machine that does not depend on the job."""
+    return {
+        "host": socket.gethostname(),
+        "kernel": platform.release(),
+        "os": os_name(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "memory_bytes": memory_bytes(),
+        "python": platform.python_version(),
+        "platform": sys.platform,
+    }
+
+
+def describe_target(engine_info: dict[str, Any]) -> dict[str, Any]:
+    """Merge what the engine found about a target with what sysfs and mountinfo say about it."""
+    from .devices.safety import describe_path
+
+    described = describe_path(engine_info["path"])
+    merged = {k: v for k, v in described.items() if v is not None}
+    merged.update(engine_info)  # the engine's size and type are what the run used
+    for key in ("fs_type", "mount_point", "device", "logical_block_size", "physical_block_size",
+                "rotational", "model", "scheduler"):
+        merged.setdefault(key, described.get(key))
+    return merged

@@ -1,0 +1,169 @@
+"""A job: what `storlab run` will do, resolved from defaults, a job file and command-line flags.
+
+A job is a sequence of phases run one after the other (e.g. write, then read back); a phase is
+one or more groups of identical workers that run at the same time (fio's jobs between two
+stonewalls). Precedence, lowest first: option defaults, the job file's top level, its
+`[[phase]]`, its `[[phase.group]]`, then command-line flags (which apply to every group).
+
+Job file (TOML), keys are option names from the option table:
+
+    target = ["/dev/shm/a.dat"]
+    size = "1g"
+    bs = "4k"
+
+    [[phase]]
+    name = "write"
+    rw = "write"
+
+    [[phase]]
+    name = "read"
+    rw = "randread"
+    time = "10s"
+
+Parsing only validates; nothing on the system is touched here.
+"""
+from __future__ import annotations
+
+import difflib
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .options import BY_NAME, OPTIONS, OptionError, parse_value
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python < 3.11 only
+    import tomli as tomllib
+
+__all__ = ["GroupDef", "PhaseDef", "Job", "resolve_job", "load_jobfile", "core_spec", "JOB_ONLY_KEYS"]
+
+# Options that make sense once per run, not per phase or group.
+RUN_LEVEL = frozenset(o.name for o in OPTIONS if not o.core)
+JOB_ONLY_KEYS = frozenset({"phase", "group", "name"})
+
+
+@dataclass
+class GroupDef:
+    name: str
+    values: dict[str, Any]           # every engine-bound option, canonical units
+
+
+@dataclass
+class PhaseDef:
+    name: str
+    groups: list[GroupDef]
+
+
+@dataclass
+class Job:
+    phases: list[PhaseDef]
+    run: dict[str, Any] = field(default_factory=dict)   # run-level options (json, store, ...)
+
+    @property
+    def uses_default_target(self) -> bool:
+        return any(not g.values["target"] for p in self.phases for g in p.groups)
+
+
+def _unknown(key: str, where: str) -> OptionError:
+    close = difflib.get_close_matches(key, list(BY_NAME), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return OptionError(f"{where}: unknown option {key!r}{hint}")
+
+
+def _parse_section(section: Mapping[str, Any], where: str, allow_run_level: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, raw in section.items():
+        if key in JOB_ONLY_KEYS:
+            continue
+        if key not in BY_NAME:
+            raise _unknown(key, where)
+        if key in RUN_LEVEL and not allow_run_level:
+            raise OptionError(f"{where}: option {key!r} applies to the whole run; put it at the top of the job file")
+        try:
+            out[key] = parse_value(key, raw)
+        except OptionError as e:
+            raise OptionError(f"{where}: {e}") from None
+    return out
+
+
+def load_jobfile(path: str) -> dict[str, Any]:
+    """Read a TOML job file into a plain dict, with a one-line error naming the file."""
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise OptionError(f"job file {path}: not found") from None
+    except tomllib.TOMLDecodeError as e:
+        raise OptionError(f"job file {path}: not valid TOML: {e}") from None
+
+
+def _phase_name(explicit: str | None, groups: list[GroupDef], index: int) -> str:
+    if explicit:
+        return explicit
+    kinds = sorted({g.values["rw"] for g in groups})
+    return "+".join(kinds) if kinds else f"phase{index + 1}"
+
+
+def resolve_job(cli_values: Mapping[str, Any], jobfile: Mapping[str, Any] | None = None,
+                jobfile_name: str = "job file", phases: list[dict] | None = None) -> Job:
+    """Resolve options into a Job.
+
+    cli_values: options given on the command line (raw text or values), only those set.
+    jobfile: parsed TOML (see load_jobfile). phases: an already structured list
+    [{"name", "groups": [{"name", "options": {...}}]}] (from a translated fio job file).
+    """
+    base = {o.name: o.default for o in OPTIONS}
+    top = _parse_section(jobfile or {}, jobfile_name, allow_run_level=True)
+    cli = _parse_section(cli_values, "command line", allow_run_level=True)
+    run = {k: v for k, v in {**base, **top, **cli}.items() if k in RUN_LEVEL}
+
+    raw_phases: list[dict] = []
+    if phases is not None:
+        raw_phases = phases
+    elif jobfile and "phase" in jobfile:
+        raw_phases = jobfile["phase"]
+        if not isinstance(raw_phases, list) or not all(isinstance(p, dict) for p in raw_phases):
+            raise OptionError(f"{jobfile_name}: 'phase' must be a list of tables ([[phase]])")
+    if not raw_phases:
+        raw_phases = [{}]
+
+    resolved: list[PhaseDef] = []
+    for pi, p in enumerate(raw_phases):
+        where = f"{jobfile_name} phase {pi + 1}"
+        phase_opts = _parse_section(p.get("options", p), where, allow_run_level=False)
+        raw_groups = p.get("group") or p.get("groups") or [{}]
+        groups: list[GroupDef] = []
+        for gi, graw in enumerate(raw_groups):
+            gwhere = f"{where} group {gi + 1}"
+            gopts = _parse_section(graw.get("options", graw), gwhere, allow_run_level=False)
+            merged = {**base, **top, **phase_opts, **gopts, **cli}
+            values = {k: v for k, v in merged.items() if BY_NAME[k].core}
+            name = graw.get("name") or (f"g{gi + 1}" if len(raw_groups) > 1 else "")
+            _check_group(values, gwhere)
+            groups.append(GroupDef(name=name, values=values))
+        resolved.append(PhaseDef(name=_phase_name(p.get("name"), groups, pi), groups=groups))
+    return Job(phases=resolved, run=run)
+
+
+def _check_group(v: dict[str, Any], where: str) -> None:
+    """Combination rules the option table alone cannot express."""
+    engine = v["engine"]
+    for name, opt in BY_NAME.items():
+        if opt.engine and opt.core and v[name] != opt.default and opt.engine != engine:
+            raise OptionError(f"{where}: {name} belongs to engine {opt.engine}, but engine is {engine}")
+    if engine == "psync" and v["qd"] > 1:
+        raise OptionError(f"{where}: qd {v['qd']} needs an asynchronous engine (io_uring or null); psync does one request at a time")
+    if v["io_size"] is not None and v["io_total"] is not None:
+        raise OptionError(f"{where}: give io_size (per thread) or io_total, not both")
+
+
+def core_spec(phase: PhaseDef) -> dict[str, Any]:
+    """The plain-data phase spec handed to the Rust engine (JSON-serialisable)."""
+    groups = []
+    for g in phase.groups:
+        d = {"name": g.name}
+        for k, v in g.values.items():
+            d[k] = list(v) if isinstance(v, tuple) else v
+        groups.append(d)
+    return {"name": phase.name, "groups": groups}

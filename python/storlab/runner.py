@@ -1,0 +1,192 @@
+"""Runs a resolved job through the engine and assembles the result document.
+
+Order of work: resolve the default scratch target, refuse unsafe block-device writes, then for
+each phase build the engine plan, run it on a background thread while reporting progress, and
+collect its result. Ctrl-C stops the current phase cleanly; the partial result is kept with
+`complete: false`. The document layout is docs/result-format.md.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shutil
+import stat
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import __version__
+from .checks import check_phase
+from .environment import describe_target, host_environment
+from .errors import StorlabError, from_core
+from .job import Job, core_spec
+
+SCHEMA = "storlab.run/1"
+SCRATCH_SIZE_BYTES = 256 << 20
+
+ProgressFn = Callable[[str, int, int, float], None]
+
+
+def _now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class Scratch:
+    """The default target: a file in a temporary folder under the current directory."""
+    directory: str | None = None
+
+    def path(self) -> str:
+        if self.directory is None:
+            self.directory = tempfile.mkdtemp(prefix="storlab-scratch-", dir=os.getcwd())
+        return os.path.join(self.directory, "scratch.dat")
+
+    def remove(self) -> None:
+        if self.directory:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            self.directory = None
+
+
+def _is_block_device(path: str) -> bool:
+    try:
+        return stat.S_ISBLK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _writes(values: dict[str, Any]) -> bool:
+    rw = values["rw"]
+    return rw in ("write", "randwrite") or (rw in ("rw", "randrw") and values["rwmix_read"] < 100)
+
+
+def check_targets_safe(job: Job) -> None:
+    """Refuse to write to a block device holding data, unless the user named it in --allow-destroy."""
+    from .devices.safety import check_write_allowed
+
+    allowed = job.run.get("allow_destroy") or ()
+    for phase in job.phases:
+        for g in phase.groups:
+            if not _writes(g.values):
+                continue
+            for path in g.values["target"]:
+                if _is_block_device(path):
+                    check_write_allowed(path, allowed)
+
+
+@dataclass
+class Runner:
+    job: Job
+    argv: list[str] = field(default_factory=list)
+    progress: ProgressFn | None = None
+    progress_interval_s: float = 0.5
+
+    def run(self) -> dict[str, Any]:
+        """Run every phase; returns the result document (complete or partial)."""
+        scratch = Scratch()
+        doc = self._new_document()
+        try:
+            if self.job.uses_default_target:
+                path = scratch.path()
+                for p in self.job.phases:
+                    for g in p.groups:
+                        if not g.values["target"]:
+                            g.values["target"] = (path,)
+                            if g.values["size"] is None:
+                                g.values["size"] = SCRATCH_SIZE_BYTES
+            check_targets_safe(self.job)
+            doc["job"] = self._job_record()
+            targets: dict[str, dict[str, Any]] = {}
+            for phase in self.job.phases:
+                result = self._run_phase(phase)
+                doc["warnings"].extend(w.as_dict() for w in check_phase(phase, result, doc["environment"]))
+                for t in result.pop("targets", []):
+                    targets.setdefault(t["path"], describe_target(t))
+                engine = result.pop("engine", {})
+                doc["environment"].setdefault("engine", engine.get("name"))
+                if any(g.values["engine"] == "io_uring" for g in phase.groups):
+                    doc["environment"]["io_uring"] = self._uring_record(phase, engine)
+                doc["phases"].append(result)
+                if not result["complete"]:
+                    doc["complete"] = False
+                    doc["stop_reason"] = result["stop_reason"]
+                    doc["error"] = result.get("error")
+                    break
+            doc["environment"]["targets"] = list(targets.values())
+        finally:
+            doc["finished_at"] = _now_iso()
+            scratch.remove()
+        return doc
+
+    def _new_document(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "kind": "run",
+            "storlab_version": __version__,
+            "run_id": uuid.uuid4().hex,
+            "started_at": _now_iso(),
+            "finished_at": None,
+            "complete": True,
+            "stop_reason": "done",
+            "error": None,
+            "argv": list(self.argv),
+            "job": {},
+            "environment": {**host_environment(), "io_uring": None},
+            "warnings": [],
+            "phases": [],
+        }
+
+    def _job_record(self) -> dict[str, Any]:
+        """Flat options of the first group (for filtering) plus every phase in full."""
+        phases = [core_spec(p) for p in self.job.phases]
+        first = dict(phases[0]["groups"][0])
+        first.pop("name", None)
+        run_level = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.job.run.items()}
+        return {**first, **run_level, "phases": phases}
+
+    @staticmethod
+    def _uring_record(phase, engine: dict[str, Any]) -> dict[str, Any]:
+        g = next(g for g in phase.groups if g.values["engine"] == "io_uring").values
+        return {
+            "setup_flags": engine.get("setup_flags", []),
+            "fixed_buffers": "FIXED_BUFFERS" in engine.get("setup_flags", []),
+            "fixed_files": "FIXED_FILES" in engine.get("setup_flags", []),
+            "sqpoll": "SQPOLL" in engine.get("setup_flags", []),
+            "requested": {k: g[k] for k in ("uring.fixed_buffers", "uring.fixed_files", "uring.sqpoll", "uring.batch")},
+        }
+
+    def _run_phase(self, phase) -> dict[str, Any]:
+        from . import _core
+
+        spec = json.dumps(core_spec(phase))
+        try:
+            run = _core.PhaseRun(spec)
+        except _core.CoreError as e:
+            raise from_core(*e.args) from None
+        run.start()
+        try:
+            while not run.wait(self.progress_interval_s):
+                self._report(phase.name, run)
+        except KeyboardInterrupt:
+            run.interrupt()
+            while not run.wait(0.5):
+                pass
+        self._report(phase.name, run)
+        result = json.loads(run.result_json())
+        result["rw"] = "+".join(sorted({g.values["rw"] for g in phase.groups}))
+        result["groups"] = [g.name for g in phase.groups]
+        return result
+
+    def _report(self, name: str, run) -> None:
+        if self.progress is not None:
+            b, o, elapsed, _done = run.progress()
+            self.progress(name, b, o, elapsed)
+
+
+def run_job(job: Job, argv: list[str] | None = None, progress: ProgressFn | None = None) -> dict[str, Any]:
+    """Run a job and return its result document. Raises StorlabError subclasses for bad targets."""
+    return Runner(job, argv or [], progress).run()
+
+
+__all__ = ["Runner", "run_job", "check_targets_safe", "SCHEMA", "StorlabError"]
