@@ -1,0 +1,203 @@
+"""`storlab report`: one self-contained HTML file (charts embedded as base64 PNG, inline CSS, no
+script, nothing fetched) built from stored or exported result documents.
+
+The report reads documents only, never the live engine. Charts are chosen from what the runs
+contain (report/charts.py); then come the results table, the job, the environment, warnings, and
+what makes the runs incomparable when there are several.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from .. import __version__
+from ..export.base import RESULT_COLUMNS, RUN_COLUMNS, human, result_rows, short_id, varying
+from ..export.compare import compare
+from ..units import format_size
+from .charts import Chart, all_charts
+from .data import fmt_param, split_runs, varying_options
+
+__all__ = ["build_report", "write_report", "charts_for"]
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
+       max-width: 1200px; color: #1d1d1f; background: #fff; line-height: 1.4; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 1.8em; border-bottom: 1px solid #ddd; }
+.meta { color: #555; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
+th { background: #f2f2f2; text-align: left; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+figure { margin: 1.2em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { color: #555; font-size: 0.9em; }
+.warn { background: #fff4e5; border-left: 4px solid #f0a020; padding: 0.5em 1em; }
+.bad { color: #b00020; font-weight: bold; }
+pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.85em; }
+"""
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[bool]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>" + "".join(f'<td class="num">{_e(c)}</td>' if num else f"<td>{_e(c)}</td>"
+                         for c, num in zip(row, numeric)) + "</tr>"
+        for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _results_section(runs: list[dict[str, Any]]) -> str:
+    rows = result_rows(runs)
+    if not rows:
+        return "<p>No I/O was measured.</p>"
+    run_cols = [RUN_COLUMNS[0]] + (varying(rows, RUN_COLUMNS[1:]) if len(runs) > 1 else [])
+    cols = run_cols + list(RESULT_COLUMNS)
+    return _table([c.header for c in cols], [[human(c, r.get(c.key)) for c in cols] for r in rows],
+                  [c.kind == "num" for c in cols])
+
+
+def _job_value(key: str, value: Any) -> str:
+    if isinstance(value, list):
+        value = tuple(value)
+    return fmt_param(key, value) if value is not None else "-"
+
+
+def _job_section(runs: list[dict[str, Any]]) -> str:
+    keys: list[str] = []
+    for r in runs:
+        keys += [k for k in (r.get("job") or {}) if k not in keys]
+    if not keys:
+        return ""
+    differ = set(varying_options(runs)) if len(runs) > 1 else set()
+    common = [[k, _job_value(k, (runs[0].get("job") or {}).get(k))] for k in keys if k not in differ]
+    out = "<h3>Options common to all runs</h3>" if differ else ""
+    out += _table(["option", "value"], common, [False, False])
+    if differ:
+        headers = ["run"] + [k for k in keys if k in differ]
+        rows = [[short_id(r.get("run_id"))] + [_job_value(k, (r.get("job") or {}).get(k))
+                                              for k in headers[1:]] for r in runs]
+        out += "<h3>Options that differ</h3>" + _table(headers, rows, [False] * len(headers))
+    return out
+
+
+def _environment_section(runs: list[dict[str, Any]]) -> str:
+    seen: list[str] = []
+    parts = []
+    for r in runs:
+        env = r.get("environment") or {}
+        key = json.dumps({k: v for k, v in env.items() if k != "targets"}, sort_keys=True)
+        if key in seen:
+            continue
+        seen.append(key)
+        rows = [[k, env.get(k)] for k in ("host", "kernel", "os", "cpu_model", "cpu_count", "python",
+                                          "engine") if env.get(k) is not None]
+        if env.get("memory_bytes"):
+            rows.append(["memory", format_size(env["memory_bytes"])])
+        uring = env.get("io_uring")
+        if uring:
+            rows.append(["io_uring", ", ".join(f"{k}={v}" for k, v in uring.items())])
+        users = [short_id(x.get("run_id")) for x in runs
+                 if json.dumps({k: v for k, v in (x.get("environment") or {}).items()
+                                if k != "targets"}, sort_keys=True) == key]
+        parts.append(f"<p>Runs: {_e(', '.join(users))}</p>" + _table(["field", "value"], rows,
+                                                                     [False, False]))
+    targets: dict[str, dict[str, Any]] = {}
+    for r in runs:
+        for t in (r.get("environment") or {}).get("targets") or []:
+            targets.setdefault(str(t.get("path")), t)
+    if targets:
+        rows = [[p, t.get("type"), format_size(t["size_bytes"]) if t.get("size_bytes") is not None
+                 else "-", t.get("fs_type") or "-", t.get("model") or "-",
+                 {True: "yes", False: "no"}.get(t.get("rotational"), "-")]
+                for p, t in targets.items()]
+        parts.append("<h3>Targets</h3>" + _table(
+            ["path", "type", "size", "file system", "model", "rotational"], rows, [False] * 6))
+    return "".join(parts)
+
+
+def _notes_section(runs: list[dict[str, Any]]) -> str:
+    items = []
+    for r in runs:
+        rid = short_id(r.get("run_id"))
+        if r.get("complete") is False:
+            err = f": {r['error']}" if r.get("error") else ""
+            items.append(f'<li class="bad">run {_e(rid)} is incomplete ({_e(r.get("stop_reason"))}'
+                         f"{_e(err)}); its figures cover only the time until the stop</li>")
+        for w in r.get("warnings") or []:
+            items.append(f"<li>run {_e(rid)} [{_e(w.get('code'))}]: {_e(w.get('message'))}</li>")
+    if len(runs) > 1:
+        for item in compare(runs)["incomparable"]:
+            if item["code"] != "incomplete":
+                items.append(f"<li>not comparable like for like: {_e(item['message'])}</li>")
+    return f'<div class="warn"><ul>{"".join(items)}</ul></div>' if items else ""
+
+
+def charts_for(docs: Sequence[dict[str, Any]]) -> list[Chart]:
+    runs, _ = split_runs(docs)
+    return all_charts(runs)
+
+
+def build_report(docs: Sequence[dict[str, Any]], title: str | None = None,
+                 charts: Sequence[Chart] | None = None) -> str:
+    """The HTML text of a report on these documents."""
+    runs, others = split_runs(docs)
+    if not runs and not others:
+        raise ValueError("report: no documents to report on")
+    charts = list(charts) if charts is not None else all_charts(runs)
+    differ = varying_options(runs)
+    title = title or (f"storlab report: {len(runs)} run(s)" + (
+        f" varying {', '.join(differ)}" if differ else ""))
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    body = [f"<h1>{_e(title)}</h1>",
+            f'<p class="meta">Generated {now} by storlab {_e(__version__)} from {len(runs)} run(s)'
+            + (f" and {len(others)} other document(s)" if others else "") + "</p>"]
+    notes = _notes_section(runs)
+    if notes:
+        body += ["<h2>Warnings</h2>", notes]
+    if charts:
+        body.append("<h2>Charts</h2>")
+        for c in charts:
+            data = base64.b64encode(c.png()).decode("ascii")
+            cap = _e(c.title) + (f" — {_e(c.note)}" if c.note else "")
+            body.append(f'<figure><img src="data:image/png;base64,{data}" alt="{_e(c.title)}">'
+                        f"<figcaption>{cap}</figcaption></figure>")
+    if runs:
+        body += ["<h2>Results</h2>", _results_section(runs),
+                 "<p class=\"meta\">Units: MiB = 2<sup>20</sup> bytes; latency is completion "
+                 "latency in microseconds; bandwidth and IOPS are summed over workers.</p>",
+                 "<h2>Job</h2>", _job_section(runs),
+                 "<h2>Environment</h2>", _environment_section(runs)]
+    if others:
+        body.append("<h2>Other documents</h2>")
+        for d in others:
+            text = json.dumps(d, indent=1)
+            if len(text) > 20000:
+                text = text[:20000] + "\n…"
+            body.append(f"<h3>{_e(d.get('kind'))} {_e(short_id(d.get('run_id')))}</h3><pre>{_e(text)}</pre>")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
+
+
+def write_report(docs: Sequence[dict[str, Any]], path: str | Path, png_dir: str | Path | None = None,
+                 title: str | None = None) -> list[Path]:
+    """Write the HTML report (and with `png_dir`, every chart as NN-name.png); returns the files."""
+    charts = charts_for(docs)
+    text = build_report(docs, title=title, charts=charts)
+    out = Path(path)
+    out.write_text(text, encoding="utf-8")
+    written = [out]
+    if png_dir is not None:
+        d = Path(png_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        for n, c in enumerate(charts, 1):
+            f = d / f"{n:02d}-{c.name}.png"
+            f.write_bytes(c.png())
+            written.append(f)
+    return written
