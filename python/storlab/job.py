@@ -24,12 +24,11 @@ Parsing only validates; nothing on the system is touched here.
 """
 from __future__ import annotations
 
-import difflib
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .options import BY_NAME, OPTIONS, OptionError, parse_value
+from .options import BY_NAME, OPTIONS, OptionError, parse_value, suggest
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -66,9 +65,7 @@ class Job:
 
 
 def _unknown(key: str, where: str) -> OptionError:
-    close = difflib.get_close_matches(key, list(BY_NAME), n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return OptionError(f"{where}: unknown option {key!r}{hint}")
+    return OptionError(f"{where}: unknown option {key!r}{suggest(key)}")
 
 
 def _parse_section(section: Mapping[str, Any], where: str, allow_run_level: bool) -> dict[str, Any]:

@@ -37,6 +37,7 @@ class Option:
     short: str | None = None       # single-letter CLI alias
     negative: str | None = None    # CLI flag that sets a bool to False (e.g. --buffered)
     metavar: str | None = None
+    fio_name: str | None = None    # what fio calls it, for "did you mean" hints
 
     @property
     def flag(self) -> str:
@@ -60,7 +61,7 @@ OPTIONS: tuple[Option, ...] = (
     # --- targets ---------------------------------------------------------------------------
     Option("target", "paths", "file or block device to do I/O on (repeatable); default: a scratch "
            "file in a temporary folder under the current directory, removed afterwards",
-           default=(), category="target", metavar="PATH"),
+           default=(), category="target", metavar="PATH", fio_name="filename"),
     Option("size", "size", "length of the I/O range on each target; files are created this size; "
            "default: the whole device or existing file (256 MiB for the scratch file)",
            default=None, category="target", unit="bytes", minimum=1),
@@ -74,13 +75,13 @@ OPTIONS: tuple[Option, ...] = (
            "a partition table, file system, RAID/LVM/swap signature (repeatable; name the exact device)",
            default=(), category="safety", core=False, metavar="DEVICE"),
     # --- workload -------------------------------------------------------------------------
-    Option("rw", "choice", "access pattern", default="read", choices=RW_CHOICES, short=None),
+    Option("rw", "choice", "access pattern", default="read", choices=RW_CHOICES, short=None, fio_name="readwrite"),
     Option("rwmix_read", "percent", "share of reads in rw/randrw, in percent", default=50,
-           minimum=0, maximum=100, unit="%"),
-    Option("bs", "size", "request (block) size", default=4096, unit="bytes", minimum=1),
-    Option("threads", "int", "worker threads per target", default=1, minimum=1, maximum=4096),
+           minimum=0, maximum=100, unit="%", fio_name="rwmixread"),
+    Option("bs", "size", "request (block) size", default=4096, unit="bytes", minimum=1, fio_name="blocksize"),
+    Option("threads", "int", "worker threads per target", default=1, minimum=1, maximum=4096, fio_name="numjobs"),
     Option("qd", "int", "requests in flight per thread (io_uring; psync is always 1)",
-           default=1, minimum=1, maximum=65536),
+           default=1, minimum=1, maximum=65536, fio_name="iodepth"),
     Option("seed", "int", "seed of the random offsets and read/write choice", default=0x5EED,
            minimum=0, maximum=2**63 - 1),
     Option("io_size", "size", "bytes to transfer per thread (default: one pass over its range)",
@@ -88,22 +89,22 @@ OPTIONS: tuple[Option, ...] = (
     Option("io_total", "size", "bytes to transfer in total, split evenly over all threads",
            default=None, unit="bytes", minimum=1),
     Option("fsync_every", "int", "fsync after every N writes per thread (0: never)", default=0,
-           minimum=0),
+           minimum=0, fio_name="fsync"),
     Option("fsync_end", "bool", "fsync written targets at the end of the phase, inside the timed "
            "window, so buffered writes are not reported at page-cache speed", default=True,
-           negative="--no-fsync-end"),
+           negative="--no-fsync-end", fio_name="end_fsync"),
     # --- timing ---------------------------------------------------------------------------
     Option("time", "duration", "run for this long, wrapping around the range (time-based run)",
-           default=None, category="timing", unit="s", minimum=0.001),
+           default=None, category="timing", unit="s", minimum=0.001, fio_name="runtime"),
     Option("ramp", "duration", "run this long before measuring; ramp I/O is excluded from results",
-           default=0.0, category="timing", unit="s", minimum=0),
+           default=0.0, category="timing", unit="s", minimum=0, fio_name="ramp_time"),
     Option("interval", "duration", "length of one time-series interval", default=1.0,
            category="timing", unit="s", minimum=0.01),
     # --- engine ---------------------------------------------------------------------------
     Option("engine", "choice", "I/O backend", default="psync", category="engine",
            choices=_choice(psync="pread/pwrite, one request at a time per thread",
                            io_uring="Linux io_uring: queue depth, batched submit and reap",
-                           null="no kernel I/O: completes at once; measures storlab itself")),
+                           null="no kernel I/O: completes at once; measures storlab itself"), fio_name="ioengine"),
     Option("direct", "bool", "O_DIRECT: bypass the page cache (buffers and offsets aligned)",
            default=False, category="engine", negative="--buffered"),
     Option("null_delay", "duration", "synthetic completion delay of the null backend",
@@ -135,6 +136,17 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
+BY_FIO_NAME: dict[str, Option] = {o.fio_name: o for o in OPTIONS if o.fio_name}
+
+
+def suggest(name: str) -> str:
+    """A hint for an unknown option name: its storlab name if it is fio's, else the closest name."""
+    import difflib
+
+    if name in BY_FIO_NAME:
+        return f" (storlab calls it {BY_FIO_NAME[name].name!r})"
+    close = difflib.get_close_matches(name, list(BY_NAME), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _allowed(opt: Option) -> str:
@@ -241,7 +253,7 @@ def parse_value(name: str, raw: Any) -> Any:
     """Validate one option value (from the CLI or a job file) into canonical units."""
     opt = BY_NAME.get(name)
     if opt is None:
-        raise OptionError(f"unknown option {name!r}; see `storlab run --help` for the list")
+        raise OptionError(f"unknown option {name!r}{suggest(name)}; see `storlab run --help` for the list")
     if raw is None:
         return None
     return _PARSERS[opt.kind](opt, raw)

@@ -113,10 +113,6 @@ impl DirResult {
     /// `seconds` is the phase's measured window; `interval_s` the series interval.
     pub fn from_stats(s: &DirStats, seconds: f64, interval_s: f64, with_slat: bool) -> DirResult {
         let rate = |x: u64| if seconds > 0.0 { x as f64 / seconds } else { 0.0 };
-        // Intervals are full except the last, which ends with the window.
-        let n = s.series.len();
-        let last_len = seconds - interval_s * (n.saturating_sub(1)) as f64;
-        let len_of = |i: usize| if i + 1 == n && last_len > 0.0 && last_len < interval_s { last_len } else { interval_s };
         DirResult {
             bytes: s.bytes,
             ops: s.ops,
@@ -127,11 +123,36 @@ impl DirResult {
             lat_hist: Histo::of(&s.lat),
             slat_ns: if with_slat { Some(s.slat.summary()) } else { None },
             slat_hist: if with_slat { Some(Histo::of(&s.slat)) } else { None },
-            timeseries: TimeSeries {
-                interval_s,
-                bw_bytes: s.series.iter().enumerate().map(|(i, v)| v[0] as f64 / len_of(i)).collect(),
-                iops: s.series.iter().enumerate().map(|(i, v)| v[1] as f64 / len_of(i)).collect(),
-            },
+            timeseries: TimeSeries::of(&s.series, seconds, interval_s),
+        }
+    }
+}
+
+impl TimeSeries {
+    /// Rates per interval. Every interval is full except the last, which ends with the window;
+    /// a last remainder shorter than half an interval is folded into the one before it, so a
+    /// single late completion cannot show as a spike.
+    pub fn of(series: &[[u64; 2]], seconds: f64, interval_s: f64) -> TimeSeries {
+        let mut sums: Vec<[u64; 2]> = series.to_vec();
+        let mut lengths: Vec<f64> = vec![interval_s; sums.len()];
+        if let Some(last) = lengths.last_mut() {
+            let remainder = seconds - interval_s * (sums.len() - 1) as f64;
+            if remainder > 0.0 && remainder < interval_s {
+                *last = remainder;
+            }
+        }
+        if sums.len() >= 2 && lengths[sums.len() - 1] < interval_s / 2.0 {
+            let tail = sums.pop().unwrap();
+            let tail_len = lengths.pop().unwrap();
+            let prev = sums.last_mut().unwrap();
+            prev[0] += tail[0];
+            prev[1] += tail[1];
+            *lengths.last_mut().unwrap() += tail_len;
+        }
+        TimeSeries {
+            interval_s,
+            bw_bytes: sums.iter().zip(&lengths).map(|(v, l)| v[0] as f64 / l).collect(),
+            iops: sums.iter().zip(&lengths).map(|(v, l)| v[1] as f64 / l).collect(),
         }
     }
 }
@@ -142,4 +163,24 @@ pub struct SyncResult {
     pub ops: u64,
     pub lat_ns: LatencySummary,
     pub lat_hist: Histo,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_rates_use_real_interval_lengths() {
+        // 2.5 s window, 1 s intervals: the last one is half long, so its rate doubles
+        let ts = TimeSeries::of(&[[100, 10], [100, 10], [50, 5]], 2.5, 1.0);
+        assert_eq!(ts.iops, vec![10.0, 10.0, 10.0]);
+        assert_eq!(ts.bw_bytes, vec![100.0, 100.0, 100.0]);
+    }
+
+    #[test]
+    fn a_tiny_last_interval_is_folded_into_the_previous_one() {
+        let ts = TimeSeries::of(&[[1000, 100], [1000, 100], [10, 1]], 2.01, 1.0);
+        assert_eq!(ts.iops.len(), 2);
+        assert!((ts.iops[1] - 101.0 / 1.01).abs() < 1e-9);
+    }
 }

@@ -130,7 +130,8 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                 ))
             });
         }
-        if t >= measure_start {
+        // Time-based runs measure exactly [ramp end, deadline]; what completes later is drained only.
+        if t >= measure_start && deadline.map_or(true, |d| t <= d) {
             let interval = (ns_between(measure_start, t) / interval_ns) as usize;
             let lat = ns_between(slot.issued_at, t);
             let stats = if slot.is_read { read } else { write };
@@ -244,9 +245,13 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
         }
         return Err(e);
     }
+    let mut end = match deadline {
+        Some(d) if now > d => d,
+        _ => now,
+    };
     if g.fsync_end && wrote_any && control.error.lock().map(|e| e.is_none()).unwrap_or(true) {
         fsync_timed(fd, &target.path, &mut sync)?;
-        now = Instant::now();
+        end = Instant::now();
     }
 
     let rel = |t: Instant| t.saturating_duration_since(phase_start).as_secs_f64();
@@ -255,7 +260,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
         group: g.name.clone(),
         target: target.path.clone(),
         start_s: rel(start_instant.max(measure_start)),
-        end_s: rel(now.max(measure_start)),
+        end_s: rel(end.max(measure_start)),
         read_bytes: read.bytes,
         read_ops: read.ops,
         write_bytes: write.bytes,

@@ -1,0 +1,247 @@
+"""`storlab run` end to end: real files on tmpfs, every backend, JSON schema, safety, Ctrl-C."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from importlib import resources
+
+import pytest
+
+from storlab.cli.main import main
+
+ENGINES = [
+    pytest.param(("psync", 1), id="psync"),
+    pytest.param(("io_uring", 1), id="io_uring-qd1"),
+    pytest.param(("io_uring", 8), id="io_uring-qd8"),
+]
+
+
+def run_cli(*args: str) -> dict:
+    """Run `storlab run ... --json FILE -q` in-process and return the result document."""
+    import tempfile
+
+    fd, out = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        rc = main(["run", *args, "--json", out, "-q", "--no-store"])
+        with open(out) as f:
+            text = f.read()
+        doc = json.loads(text) if text else None
+        return {"rc": rc, "doc": doc}
+    finally:
+        os.unlink(out)
+
+
+def schema() -> dict:
+    return json.loads(resources.files("storlab.schemas").joinpath("run-1.schema.json").read_text())
+
+
+def test_result_is_valid_json_against_the_schema(shm_dir):
+    import jsonschema
+
+    r = run_cli("--target", f"{shm_dir}/a.dat", "--size", "4m", "--rw", "randrw", "--bs", "4k",
+                "--io-size", "1m", "--engine", "io_uring", "--qd", "4")
+    assert r["rc"] == 0
+    doc = r["doc"]
+    jsonschema.validate(doc, schema())
+    assert doc["schema"] == "storlab.run/1" and doc["complete"] is True
+    phase = doc["phases"][0]
+    for d in ("read", "write"):
+        s = phase[d]
+        assert sum(c for _, c in s["lat_hist"]["buckets"]) == s["ops"]
+        lat = s["lat_ns"]
+        assert lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p999"] <= lat["max"]
+        assert "slat_ns" in s  # io_uring records submission latency
+    assert phase["read"]["ops"] + phase["write"]["ops"] == 256
+    env = doc["environment"]
+    assert env["engine"] == "io_uring" and env["io_uring"]["setup_flags"]
+    assert env["targets"][0]["type"] == "file" and env["targets"][0]["size_bytes"] == 4 << 20
+    assert env["targets"][0]["fs_type"] == "tmpfs"
+
+
+def test_json_on_stdout_is_nothing_but_json(shm_dir):
+    out = subprocess.run([sys.executable, "-m", "storlab", "run", "--target", f"{shm_dir}/a.dat",
+                          "--size", "1m", "--json", "-", "--no-store"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)  # the whole stream parses: no table, no messages
+    assert doc["phases"][0]["read"]["bytes"] == 1 << 20
+    assert "phase" in out.stderr  # the table went to stderr instead
+
+
+@pytest.mark.parametrize("direct", [False, True], ids=["buffered", "direct"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_sequential_write_covers_every_block_on_every_backend(shm_dir, engine, direct):
+    name, qd = engine
+    path = f"{shm_dir}/w.dat"
+    size, bs = 4 << 20, 64 << 10
+    with open(path, "wb") as f:
+        f.truncate(size)  # a hole reads as zeros: any block not written stays zero
+    args = ["--target", path, "--rw", "write", "--bs", "64k", "--threads", "3",
+            "--engine", name, "--qd", str(qd)]
+    r = run_cli(*args, *(["--direct"] if direct else []))
+    assert r["rc"] == 0, r
+    w = r["doc"]["phases"][0]["write"]
+    blocks = size // bs
+    # 64 blocks over 3 threads: slices of 21, 21, 22 blocks, together the whole range once
+    assert (w["ops"], w["bytes"]) == (blocks, size)
+    assert sorted(x["write_ops"] for x in r["doc"]["phases"][0]["workers"]) == [21, 21, 22]
+    with open(path, "rb") as f:
+        data = f.read()
+    zero = bytes(bs)
+    assert all(data[i:i + bs] != zero for i in range(0, size, bs))
+
+
+@pytest.mark.parametrize("direct", [False, True], ids=["buffered", "direct"])
+def test_backends_agree_on_bytes_and_ops(shm_dir, direct):
+    path = f"{shm_dir}/r.dat"
+    counts = set()
+    for engine, qd in [("psync", 1), ("io_uring", 1), ("io_uring", 16), ("null", 1), ("null", 16)]:
+        r = run_cli("--target", path, "--size", "2m", "--rw", "randrw", "--bs", "4k", "--threads", "2",
+                    "--engine", engine, "--qd", str(qd), "--seed", "7", *(["--direct"] if direct else []))
+        assert r["rc"] == 0, (engine, r)
+        p = r["doc"]["phases"][0]
+        counts.add((p["read"]["ops"], p["read"]["bytes"], p["write"]["ops"], p["write"]["bytes"]))
+    assert len(counts) == 1, counts
+    (rops, rbytes, wops, wbytes), = counts
+    assert rops + wops == 512 and rbytes + wbytes == 2 << 20
+    assert 0.4 < rops / 512 < 0.6  # rwmix_read defaults to 50 %
+
+
+def test_time_based_run_with_ramp_excludes_ramp_io(shm_dir):
+    # null backend with a 1 ms synthetic delay at QD 1: about 1000 IOPS, so the numbers are known
+    r = run_cli("--target", f"{shm_dir}/t.dat", "--size", "1m", "--engine", "null", "--null-delay", "1ms",
+                "--ramp", "300ms", "--time", "600ms", "--interval", "200ms")
+    assert r["rc"] == 0
+    p = r["doc"]["phases"][0]
+    assert p["seconds"] == pytest.approx(0.6, abs=0.05)
+    assert 450 <= p["read"]["ops"] <= 610  # not the ~900 a count including the ramp would give
+    assert p["read"]["lat_ns"]["p50"] == pytest.approx(1_000_000, rel=0.15)
+    ts = p["read"]["timeseries"]
+    assert ts["interval_s"] == pytest.approx(0.2) and len(ts["iops"]) == 3
+    assert all(700 < x < 1100 for x in ts["iops"]), ts["iops"]
+
+
+def test_queue_depth_multiplies_null_throughput(shm_dir):
+    r1 = run_cli("--target", f"{shm_dir}/q.dat", "--size", "1m", "--engine", "null", "--null-delay", "2ms",
+                 "--time", "400ms")
+    r8 = run_cli("--target", f"{shm_dir}/q.dat", "--size", "1m", "--engine", "null", "--null-delay", "2ms",
+                 "--time", "400ms", "--qd", "8")
+    iops1 = r1["doc"]["phases"][0]["read"]["iops"]
+    iops8 = r8["doc"]["phases"][0]["read"]["iops"]
+    assert 6 < iops8 / iops1 < 9
+
+
+def test_fsync_every_counts_syncs(shm_dir):
+    r = run_cli("--target", f"{shm_dir}/s.dat", "--size", "1m", "--rw", "write", "--bs", "64k",
+                "--fsync-every", "4")
+    p = r["doc"]["phases"][0]
+    assert p["write"]["ops"] == 16
+    assert p["sync"]["ops"] == 16 // 4 + 1  # every 4 writes, plus the one at the end
+
+
+def test_io_uring_registered_buffers_and_files_are_recorded(shm_dir):
+    r = run_cli("--target", f"{shm_dir}/u.dat", "--size", "1m", "--engine", "io_uring", "--qd", "4",
+                "--uring-fixed-buffers", "--uring-fixed-files", "--direct")
+    flags = r["doc"]["environment"]["io_uring"]["setup_flags"]
+    assert "FIXED_BUFFERS" in flags and "FIXED_FILES" in flags
+    assert r["doc"]["phases"][0]["read"]["ops"] == 256
+
+
+def test_direct_alignment_error_names_size(shm_dir, capsys):
+    rc = main(["run", "--target", f"{shm_dir}/a.dat", "--size", "1m", "--bs", "1000", "--direct", "--no-store"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert "bs: 1000 bytes is not a multiple of" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--rw", "sideways"], ["rw", "randread"]),
+    (["--bs", "4q"], ["bs", "unknown size unit"]),
+    (["--engine", "psync", "--qd", "4"], ["qd 4", "io_uring"]),
+    (["--uring-sqpoll"], ["uring.sqpoll", "io_uring"]),
+    (["--time", "fast"], ["time", "duration"]),
+])
+def test_bad_flags_give_one_line_error_and_exit_2(args, words, capsys):
+    rc = main(["run", "--no-store", *args])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1
+    for w in words:
+        assert w in err, err
+
+
+def test_missing_size_for_new_file(shm_dir, capsys):
+    rc = main(["run", "--target", f"{shm_dir}/new.dat", "--no-store"])
+    assert rc == 2 and "size: needed to create" in capsys.readouterr().err
+
+
+def test_default_scratch_target_is_removed(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    rc = main(["run", "--size", "1m", "--no-store"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "read" in out and "MiB/s" in out
+    assert list(tmp_path.iterdir()) == []  # the scratch folder is gone
+
+
+def test_sigint_keeps_a_partial_result(shm_dir, tmp_path):
+    out = tmp_path / "partial.json"
+    proc = subprocess.Popen([sys.executable, "-m", "storlab", "run", "--target", f"{shm_dir}/i.dat",
+                             "--size", "1m", "--engine", "null", "--null-delay", "100us", "--time", "60s",
+                             "--json", str(out), "-q", "--no-store"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert time.monotonic() - t0 < 5, "Ctrl-C must stop the run promptly"
+    assert proc.returncode == 130, err
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is False and doc["stop_reason"] == "interrupted"
+    assert doc["phases"][0]["complete"] is False
+    assert doc["phases"][0]["read"]["ops"] > 100
+
+
+def test_run_is_saved_in_the_store(shm_dir, private_store):
+    rc = main(["run", "--target", f"{shm_dir}/a.dat", "--size", "1m", "-q", "--tag", "t1"])
+    assert rc == 0 and private_store.exists()
+    from storlab import store
+
+    runs = store.list_runs(path=str(private_store), tag="t1")
+    assert len(runs) == 1
+
+
+@pytest.mark.root
+@pytest.mark.loop
+def test_refuses_to_write_to_a_loop_device_with_ext4(loop_device, capsys):
+    import shutil
+
+    if not shutil.which("mkfs.ext4"):
+        pytest.skip("mkfs.ext4 not installed")
+    dev = loop_device(32 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+    rc = main(["run", "--target", dev, "--rw", "write", "--bs", "64k", "--io-size", "1m", "--no-store", "-q"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "ext4" in err and f"--allow-destroy {dev}" in err
+    with open(dev, "rb") as f:
+        f.seek(1080)
+        assert f.read(2) == b"\x53\xef", "the file system must be untouched"
+    # reads are always allowed
+    assert main(["run", "--target", dev, "--rw", "randread", "--io-size", "256k", "--no-store", "-q"]) == 0
+    # naming the exact device opts in
+    rc = main(["run", "--target", dev, "--rw", "write", "--bs", "64k", "--io-size", "1m",
+               "--allow-destroy", dev, "--no-store", "-q"])
+    assert rc == 0
+
+
+@pytest.mark.root
+@pytest.mark.loop
+def test_blank_loop_device_direct_io_uring(loop_device):
+    dev = loop_device(16 << 20, backing_dir="/dev/shm")
+    r = run_cli("--target", dev, "--rw", "write", "--bs", "128k", "--engine", "io_uring", "--qd", "8", "--direct")
+    assert r["rc"] == 0
+    t = r["doc"]["environment"]["targets"][0]
+    assert t["type"] == "block" and t["size_bytes"] == 16 << 20
+    assert r["doc"]["phases"][0]["write"]["bytes"] == 16 << 20
