@@ -167,7 +167,8 @@ class Component:
     iops: float | None = None                # operations/s it can carry; None = no limit
     count: int = 1
     groups: int = 0                          # RAID groups (spans) whose drives hang under each instance
-    raid_engine: bool = False                # parity is computed here: it and below carry parity traffic
+    raid_engine: bool = False                # parity is added here: its host side carries host bytes,
+                                             # everything below it carries parity and RMW reads too
     children: tuple["Component", ...] = ()
 
     def __post_init__(self) -> None:
@@ -247,13 +248,14 @@ class Stack:
                    parity_from_above: bool) -> ComponentInstance:
             label = template.name if index is None else f"{template.name}[{index}]"
             path = f"{prefix}/{label}" if prefix else label
-            carries = all_carry or parity_from_above or template.raid_engine
+            carries = all_carry or parity_from_above
             ids = tuple(range(next_group[0], next_group[0] + template.groups))
             next_group[0] += template.groups
             children = []
             for child in template.children:
                 for i in range(child.count):
-                    children.append(expand(child, path, i + 1 if child.count > 1 else None, depth + 1, carries))
+                    children.append(expand(child, path, i + 1 if child.count > 1 else None, depth + 1,
+                                           carries or template.raid_engine))
             return ComponentInstance(template, path, depth, ids, tuple(children), carries)
 
         return expand(self.path, "", None, 0, False)

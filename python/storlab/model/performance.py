@@ -1,0 +1,244 @@
+"""Throughput and bottleneck of a stack: sequential bandwidth and random IOPS from the drives, with the
+write penalties of the geometry, then capped by every component on the hardware path.
+
+Drive level (steady state, no cache; OSTEP's table extended to RAID 6, modelling-and-linux.md §2.2):
+- sequential read  = data drives x drive sequential read rate;
+- sequential write = all drives x drive write rate / write amplification (drive bytes moved per host
+  byte: (d + p) / d for full stripes, more for partial stripes), i.e. d x rate for full stripes;
+- random read IOPS = drives that hold data (all, with rotating parity or mirrors; N - p with dedicated
+  parity) x drive IOPS / chunk pieces per request;
+- random write IOPS = all drives x drive IOPS / drive operations per request (4 for a small RAID 5
+  write, 6 for RAID 6, 2 for mirrors); RAID 3/4 are also capped by their one parity drive.
+Path level: a component carries the sum of what its children carry; components below a RAID engine
+(or every component, for md software RAID) carry the drive bytes including parity and RMW reads.
+Two ways to share the load: `lockstep` (a striped volume: every group moves the same amount, so the
+most loaded component per group sets the pace) and `independent` (separate streams per device: each
+component passes min(its cap, what its children deliver), i.e. the max flow of the tree).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Iterable
+
+from .geometry import AlignmentReport, Geometry, analyse_alignment, geometry_of
+from .stack import Component, ComponentInstance, Stack, StackError
+
+__all__ = [
+    "DriveLevelRates", "ComponentLoad", "MetricResult", "PerfReport", "drive_level_rates", "performance_of",
+    "mixed_iops", "with_cap_chain", "METRICS", "SHARING_MODES",
+]
+
+METRICS = ("seq_read", "seq_write", "random_read", "random_write")
+SHARING_MODES = ("lockstep", "independent")
+_TIE = 1e-9
+
+
+@dataclass(frozen=True)
+class DriveLevelRates:
+    """What the drives of the whole stack can do, before any component cap."""
+    seq_read_bw_bytes: float
+    seq_write_bw_bytes: float
+    random_read_iops: float
+    random_write_iops: float
+    seq_write: AlignmentReport
+    random_write: AlignmentReport
+
+    def value(self, metric: str) -> float:
+        return {"seq_read": self.seq_read_bw_bytes, "seq_write": self.seq_write_bw_bytes,
+                "random_read": self.random_read_iops, "random_write": self.random_write_iops}[metric]
+
+
+def drive_level_rates(stack: Stack, geometry: Geometry, seq_request_bytes: int, random_request_bytes: int,
+                      seq_pattern: str = "sequential", random_pattern: str = "random") -> DriveLevelRates:
+    drive, layout = stack.drive, stack.raid.layout
+    groups = stack.raid.groups
+    drives_total = stack.raid.drives
+    data_total = groups * layout.data_drives_per_span
+    seq = analyse_alignment(geometry, seq_request_bytes, seq_pattern)
+    rnd = analyse_alignment(geometry, random_request_bytes, random_pattern)
+    seq_read = data_total * drive.seq_read_bw_bytes
+    seq_write = min(data_total * drive.seq_write_bw_bytes,
+                    drives_total * drive.seq_write_bw_bytes / seq.write_amplification)
+    readers = drives_total - (groups * layout.level.parity_drives if layout.level.dedicated_parity else 0)
+    random_read = readers * drive.random_read_iops / rnd.disk_reads_per_read
+    random_write = drives_total * drive.random_write_iops / rnd.disk_ops_per_write
+    if layout.level.dedicated_parity:
+        # each stripe write reads and writes its group's one parity drive (OSTEP: RAID 4 = R / 2)
+        parity_drive_ops_per_request = 2 * rnd.stripe_writes_per_request
+        random_write = min(random_write, groups * drive.random_write_iops / parity_drive_ops_per_request)
+    return DriveLevelRates(seq_read, seq_write, random_read, random_write, seq, rnd)
+
+
+def mixed_iops(read_iops: float, write_iops: float, read_fraction: float) -> float:
+    """IOPS of a read/write mix: each host I/O takes 1/IOPS of the back end (harmonic mean); equals
+    n I / (R + F W) when read_iops = n I and write_iops = n I / F."""
+    if not 0.0 <= read_fraction <= 1.0:
+        raise ValueError("read fraction must be between 0 and 1")
+    return 1.0 / (read_fraction / read_iops + (1.0 - read_fraction) / write_iops)
+
+
+@dataclass(frozen=True)
+class ComponentLoad:
+    """A component template's load at the predicted rate (worst instance), in the component's units."""
+    name: str
+    kind: str
+    instances: int
+    capacity: float | None          # seq: bytes/s on the component; random: host IOPS it lets through
+    load: float                     # what its busiest instance carries, same units
+    carries_parity: bool
+    binding: bool                   # at its limit
+
+    @property
+    def headroom(self) -> float | None:
+        return None if self.capacity is None else self.capacity - self.load
+
+    @property
+    def headroom_fraction(self) -> float | None:
+        return None if self.capacity is None else (self.capacity - self.load) / self.capacity
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    metric: str
+    unit: str                       # "bytes/s" or "IOPS" (host side)
+    drives_value: float             # what the drives alone could do
+    value: float                    # predicted, after every cap
+    limiting: str                   # component path, or "drives"
+    components: tuple[ComponentLoad, ...]
+
+
+@dataclass(frozen=True)
+class PerfReport:
+    stack_name: str
+    layout: str
+    mode: str
+    seq_request_bytes: int
+    random_request_bytes: int
+    drives: DriveLevelRates
+    metrics: dict[str, MetricResult]
+
+    def value(self, metric: str) -> float:
+        return self.metrics[metric].value
+
+
+def with_cap_chain(stack: Stack, caps: Iterable[tuple[str, float | None, float | None]]) -> Stack:
+    """Put a chain of components (host side first) above all groups: ("pcie", read, write) ..."""
+    caps = list(caps)
+    if not caps:
+        return stack
+    if stack.path is not None:
+        raise StackError("the stack already has a hardware path; add components in its file instead")
+    node: Component | None = None
+    for name, read_bw, write_bw in reversed(caps):
+        node = Component(name, kind="cap", read_bw_bytes=read_bw, write_bw_bytes=write_bw,
+                         groups=stack.raid.groups if node is None else 0,
+                         children=() if node is None else (node,))
+    return replace(stack, path=node)
+
+
+def _component_capacity_host(instance: ComponentInstance, metric: str, amplification: float,
+                             ops_per_request: float, request_bytes: int) -> float | None:
+    """The most host traffic (bytes/s or IOPS) this one instance lets through."""
+    template = instance.template
+    direction = "read" if metric.endswith("read") else "write"
+    factor = amplification if instance.carries_parity else 1.0
+    bw = template.cap_bw_bytes(direction)
+    limits: list[float] = []
+    if metric.startswith("seq"):
+        if bw is not None:
+            limits.append(bw / factor)
+    else:
+        if bw is not None:
+            limits.append(bw / (request_bytes * factor))
+        if template.iops is not None:
+            limits.append(template.iops / (ops_per_request if instance.carries_parity else 1.0))
+    return min(limits) if limits else None
+
+
+def _solve_metric(stack: Stack, root: ComponentInstance | None, metric: str, drives_value: float,
+                  amplification: float, ops_per_request: float, request_bytes: int, mode: str) -> MetricResult:
+    unit = "bytes/s" if metric.startswith("seq") else "IOPS"
+    groups = stack.raid.groups
+    per_group = drives_value / groups
+    if root is None:
+        return MetricResult(metric, unit, drives_value, drives_value, "drives", ())
+    instances = list(root.walk())
+    groups_under = {id(i): len(i.all_group_ids()) for i in instances}
+    caps_host = {id(i): _component_capacity_host(i, metric, amplification, ops_per_request, request_bytes)
+                 for i in instances}
+    flow: dict[int, float] = {}
+    if mode == "lockstep":
+        limits = [(drives_value, -1, "drives")]
+        for i in instances:
+            cap, n = caps_host[id(i)], groups_under[id(i)]
+            if cap is not None and n:
+                limits.append((cap * groups / n, i.depth, i.path))
+        value = min(limit for limit, _, _ in limits)
+        # ties go to the component nearest the host; drives only when strictly lowest
+        tied = [(depth, path) for limit, depth, path in limits if limit <= value * (1 + _TIE) and depth >= 0]
+        limiting = min(tied)[1] if tied else "drives"
+        for i in instances:
+            flow[id(i)] = value * groups_under[id(i)] / groups
+    elif mode == "independent":
+        binding_paths: list[tuple[float, int, str]] = []
+
+        def deliver(instance: ComponentInstance) -> float:
+            offered = len(instance.group_ids) * per_group + sum(deliver(c) for c in instance.children)
+            cap = caps_host[id(instance)]
+            passed = offered if cap is None else min(cap, offered)
+            if cap is not None and cap <= offered * (1 + _TIE) and offered > 0:
+                binding_paths.append((passed, -instance.depth, instance.path))
+            flow[id(instance)] = passed
+            return passed
+
+        value = deliver(root)
+        limiting = max(binding_paths)[2] if binding_paths else "drives"
+    else:
+        raise ValueError(f"mode must be one of {', '.join(SHARING_MODES)}, got {mode!r}")
+
+    rows: dict[str, dict] = {}
+    for i in instances:
+        if metric.startswith("seq"):
+            # bandwidth in the component's own bytes: parity and RMW reads included below the engine
+            capacity = i.template.cap_bw_bytes("read" if metric == "seq_read" else "write")
+            load = flow[id(i)] * (amplification if i.carries_parity else 1.0)
+        else:
+            # IOPS are reported as host IOPS: the most the component lets through versus what it carries
+            capacity = caps_host[id(i)]
+            load = flow[id(i)]
+        template = i.template
+        binding = capacity is not None and load >= capacity * (1 - 1e-9)
+        row = rows.setdefault(template.name, {"kind": template.kind, "instances": 0, "capacity": capacity,
+                                              "load": 0.0, "carries": i.carries_parity, "binding": False})
+        row["instances"] += 1
+        row["load"] = max(row["load"], load)
+        row["binding"] = row["binding"] or binding
+    components = tuple(ComponentLoad(name, r["kind"], r["instances"], r["capacity"], r["load"], r["carries"],
+                                     r["binding"]) for name, r in rows.items())
+    return MetricResult(metric, unit, drives_value, value, limiting, components)
+
+
+def performance_of(stack: Stack, seq_request_bytes: int | None = None, random_request_bytes: int = 4096,
+                   mode: str | None = None, seq_pattern: str = "sequential",
+                   random_pattern: str = "random") -> PerfReport:
+    """Predicted sequential bandwidth and random IOPS, the limiting component and every headroom.
+    The sequential request defaults to one full stripe of the volume; the sharing mode defaults to
+    lockstep for a striped volume and independent otherwise."""
+    geometry = geometry_of(stack)
+    seq_request = seq_request_bytes or geometry.full_stripe_bytes
+    if mode is None:
+        mode = "lockstep" if stack.volume.aggregate == "stripe" or stack.raid.layout.level.nested else "independent"
+    drives = drive_level_rates(stack, geometry, seq_request, random_request_bytes, seq_pattern, random_pattern)
+    root = stack.instances()
+    metrics = {
+        "seq_read": _solve_metric(stack, root, "seq_read", drives.seq_read_bw_bytes, 1.0, 1.0, seq_request, mode),
+        "seq_write": _solve_metric(stack, root, "seq_write", drives.seq_write_bw_bytes,
+                                   drives.seq_write.write_amplification, drives.seq_write.disk_ops_per_write,
+                                   seq_request, mode),
+        "random_read": _solve_metric(stack, root, "random_read", drives.random_read_iops, 1.0,
+                                     drives.random_write.disk_reads_per_read, random_request_bytes, mode),
+        "random_write": _solve_metric(stack, root, "random_write", drives.random_write_iops,
+                                      drives.random_write.write_amplification,
+                                      drives.random_write.disk_ops_per_write, random_request_bytes, mode),
+    }
+    return PerfReport(stack.name, stack.raid.layout.text, mode, seq_request, random_request_bytes, drives, metrics)
