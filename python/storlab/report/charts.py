@@ -198,7 +198,7 @@ def latency_charts(runs: Sequence[dict[str, Any]]) -> list[Chart]:
         _log_latency_axis(ax, "x")
         ax.set_ylim(0, 1.02)
         ax.set_xlabel("completion latency (µs)")
-        ax.set_ylabel("fraction of I/Os at or below")
+        ax.set_ylabel("fraction of I/Os at or below (0-1)")
         ax.set_title("Latency CDF (from histogram buckets)")
         ax.legend(fontsize="small", loc="lower right")
         charts.append(Chart("latency-cdf", "Latency CDF", fig, _cut_note(cut)))
