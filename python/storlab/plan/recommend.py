@@ -1,0 +1,224 @@
+"""Recommendation: enumerate candidate layouts for a drive inventory and keep the Pareto set.
+
+Candidates: RAID level (5, 6, 10, 50, 60 by default), span (the divisors of the enclosure's bays that
+the level allows, so groups tile enclosures, as the Dell study's "one group of twelve or two of six"),
+chunk (64 KiB .. 1 MiB) and aggregation (controller RAID 50/60 per controller; single groups striped
+by the host across every group). Drives that do not fill a group are left as hot spares.
+Each candidate is scored on usable capacity, sequential read/write bandwidth at the request size,
+random read/write IOPS and MTTDL (all to maximise). A candidate is kept if no other candidate is at
+least as good on every score and better on one; the reason lists where it ranks first or second.
+Hard needs (minimum capacity, bandwidth, IOPS, MTTDL, maximum annual loss probability) filter first.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..model.geometry import capacity_of, is_power_of_two
+from ..model.notation import RAID_LEVELS, parse_raid
+from ..model.performance import performance_of
+from ..model.quantities import HOURS_PER_YEAR
+from ..model.reliability import reliability_of
+from ..model.stack import Component, DriveType, Stack, StackError, stack_from_notation
+from ..units import format_si_bytes, format_size
+
+__all__ = ["Needs", "Inventory", "Candidate", "Recommendation", "recommend", "OBJECTIVES", "DEFAULT_CHUNKS",
+           "DEFAULT_LEVELS"]
+
+DEFAULT_CHUNKS = (64 * 1024, 128 * 1024, 256 * 1024, 512 * 1024, 1024 * 1024)
+DEFAULT_LEVELS = (5, 6, 10, 50, 60)
+
+# (key, label, formatter) - every objective is maximised
+OBJECTIVES = (
+    ("usable_bytes", "usable capacity", lambda v: format_si_bytes(v)),
+    ("seq_read_bw_bytes", "sequential read", lambda v: f"{v / 1e6:.0f} MB/s"),
+    ("seq_write_bw_bytes", "sequential write", lambda v: f"{v / 1e6:.0f} MB/s"),
+    ("random_read_iops", "random read IOPS", lambda v: f"{v:.0f}"),
+    ("random_write_iops", "random write IOPS", lambda v: f"{v:.0f}"),
+    ("mttdl_h", "MTTDL", lambda v: f"{v / HOURS_PER_YEAR:.3g} years"),
+)
+
+
+@dataclass(frozen=True)
+class Needs:
+    usable_bytes: int | None = None
+    seq_read_bw_bytes: float | None = None
+    seq_write_bw_bytes: float | None = None
+    random_read_iops: float | None = None
+    random_write_iops: float | None = None
+    min_mttdl_h: float | None = None
+    max_annual_loss: float | None = None
+    request_bytes: int = 1024 * 1024          # sequential request size the layout should suit
+    random_request_bytes: int = 4096
+
+
+@dataclass(frozen=True)
+class Inventory:
+    drive: DriveType
+    drives: int
+    bays_per_enclosure: int
+    controllers: int = 1
+    controller_read_bw_bytes: float | None = None
+    controller_write_bw_bytes: float | None = None
+    rebuild_rate_bytes: float | None = None
+    mttr_h: float | None = None
+    levels: tuple[int, ...] = DEFAULT_LEVELS
+    chunks: tuple[int, ...] = DEFAULT_CHUNKS
+
+    def __post_init__(self) -> None:
+        if self.drives < 1 or self.bays_per_enclosure < 1 or self.controllers < 1:
+            raise StackError("inventory: drives, bays per enclosure and controllers must be at least 1")
+        unknown = [level for level in self.levels if level not in RAID_LEVELS]
+        if unknown:
+            raise StackError(f"inventory: unknown RAID level {unknown[0]}")
+        if self.rebuild_rate_bytes is None and self.mttr_h is None:
+            raise StackError("inventory: give a rebuild rate or an MTTR to compare reliability")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    stack: Stack
+    description: str
+    drives_used: int
+    spares: int
+    scores: dict[str, float]
+    annual_loss_probability: float
+    misses: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+    equivalent: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    candidates_considered: int
+    feasible: int
+    pareto: tuple[Candidate, ...]
+    note: str = ""
+
+
+def _spans(level: int, bays: int) -> list[int]:
+    minimum = RAID_LEVELS[level].min_span
+    spans = [s for s in range(minimum, bays + 1) if bays % s == 0]
+    if level == 10:
+        spans = [s for s in spans if s % 2 == 0]
+    return spans
+
+
+def _controller_path(inventory: Inventory, groups_per_controller: int) -> Component | None:
+    if inventory.controllers == 1 and inventory.controller_read_bw_bytes is None and inventory.controller_write_bw_bytes is None:
+        return None
+    controller = Component("controller", kind="controller", count=inventory.controllers,
+                           read_bw_bytes=inventory.controller_read_bw_bytes,
+                           write_bw_bytes=inventory.controller_write_bw_bytes,
+                           groups=groups_per_controller, raid_engine=True)
+    return Component("host", kind="host", children=(controller,))
+
+
+def _candidates(inventory: Inventory) -> list[tuple[Stack, str, int]]:
+    out: list[tuple[Stack, str, int]] = []
+    per_controller = inventory.drives // inventory.controllers
+    for level in inventory.levels:
+        nested = RAID_LEVELS[level].nested
+        for span in _spans(level, inventory.bays_per_enclosure):
+            groups_per_controller = per_controller // span
+            if groups_per_controller < (2 if nested else 1):
+                continue
+            used = groups_per_controller * span * inventory.controllers
+            path = _controller_path(inventory, groups_per_controller)
+            for chunk in inventory.chunks:
+                if nested:
+                    layout = parse_raid(f"R{level}/{span}/{groups_per_controller * span}")
+                    count = inventory.controllers
+                else:
+                    layout = parse_raid(f"R{level}/{span}")
+                    count = groups_per_controller * inventory.controllers
+                inter = None
+                if count > 1:
+                    device_stripe = layout.data_drives_per_span * chunk * (layout.spans if nested else 1)
+                    inter = device_stripe if is_power_of_two(device_stripe) else max(chunk, 1024 * 1024)
+                stack = stack_from_notation(
+                    layout, chunk, drive=inventory.drive, count=count, aggregate="stripe" if count > 1 else "none",
+                    inter_chunk_bytes=inter, rebuild_rate_bytes=inventory.rebuild_rate_bytes, mttr_h=inventory.mttr_h,
+                    path=path)
+                how = (f"{layout.text} x {count}" if count > 1 else layout.text) + f", chunk {format_size(chunk)}"
+                if count > 1:
+                    how += f", host stripe {format_size(inter)}"
+                out.append((stack, how, used))
+    return out
+
+
+def _score(stack: Stack, needs: Needs) -> tuple[dict[str, float], float]:
+    perf = performance_of(stack, seq_request_bytes=needs.request_bytes, random_request_bytes=needs.random_request_bytes)
+    reliability = reliability_of(stack)
+    scores = {
+        "usable_bytes": float(capacity_of(stack).usable_bytes),
+        "seq_read_bw_bytes": perf.value("seq_read"),
+        "seq_write_bw_bytes": perf.value("seq_write"),
+        "random_read_iops": perf.value("random_read"),
+        "random_write_iops": perf.value("random_write"),
+        "mttdl_h": reliability.mttdl_h,
+    }
+    return scores, reliability.annual_loss_probability
+
+
+def _misses(scores: dict[str, float], annual_loss: float, needs: Needs) -> tuple[str, ...]:
+    misses = []
+    checks = (("usable_bytes", needs.usable_bytes), ("seq_read_bw_bytes", needs.seq_read_bw_bytes),
+              ("seq_write_bw_bytes", needs.seq_write_bw_bytes), ("random_read_iops", needs.random_read_iops),
+              ("random_write_iops", needs.random_write_iops), ("mttdl_h", needs.min_mttdl_h))
+    labels = {key: (label, fmt) for key, label, fmt in OBJECTIVES}
+    for key, wanted in checks:
+        if wanted is not None and scores[key] < wanted:
+            label, fmt = labels[key]
+            misses.append(f"{label} {fmt(scores[key])} < {fmt(wanted)}")
+    if needs.max_annual_loss is not None and annual_loss > needs.max_annual_loss:
+        misses.append(f"annual loss probability {annual_loss:.3g} > {needs.max_annual_loss:.3g}")
+    return tuple(misses)
+
+
+def _dominates(a: dict[str, float], b: dict[str, float]) -> bool:
+    keys = [key for key, _, _ in OBJECTIVES]
+    return all(a[k] >= b[k] for k in keys) and any(a[k] > b[k] for k in keys)
+
+
+def _reasons(candidate: Candidate, front: list[Candidate]) -> tuple[str, ...]:
+    reasons = []
+    for key, label, fmt in OBJECTIVES:
+        better = sorted({c.scores[key] for c in front}, reverse=True)
+        rank = better.index(candidate.scores[key]) + 1
+        if rank == 1:
+            reasons.append(f"highest {label} ({fmt(candidate.scores[key])})")
+        elif rank == 2:
+            reasons.append(f"second-highest {label} ({fmt(candidate.scores[key])})")
+    if not reasons:
+        reasons.append("no other candidate is at least as good on every need")
+    return tuple(reasons)
+
+
+def recommend(inventory: Inventory, needs: Needs = Needs()) -> Recommendation:
+    built = _candidates(inventory)
+    if not built:
+        raise StackError(f"no layout fits {inventory.drives} drives over {inventory.controllers} controller(s) "
+                         f"with {inventory.bays_per_enclosure}-bay enclosures and levels "
+                         f"{', '.join(map(str, inventory.levels))}")
+    scored: list[Candidate] = []
+    for stack, how, used in built:
+        scores, annual_loss = _score(stack, needs)
+        scored.append(Candidate(stack, how, used, inventory.drives - used, scores, annual_loss,
+                                _misses(scores, annual_loss, needs)))
+    feasible = [c for c in scored if not c.misses]
+    pool, note = (feasible, "") if feasible else (scored, "no candidate meets every need; showing the best trade-offs and what each misses")
+    # identical scores: keep the first, list the others as equivalent
+    unique: dict[tuple, list[Candidate]] = {}
+    for c in pool:
+        unique.setdefault(tuple(round(c.scores[k], 9) for k, _, _ in OBJECTIVES), []).append(c)
+    representatives = []
+    for same in unique.values():
+        first = same[0]
+        representatives.append(Candidate(first.stack, first.description, first.drives_used, first.spares,
+                                         first.scores, first.annual_loss_probability, first.misses,
+                                         equivalent=tuple(c.description for c in same[1:])))
+    front = [c for c in representatives if not any(_dominates(o.scores, c.scores) for o in representatives)]
+    front = [Candidate(c.stack, c.description, c.drives_used, c.spares, c.scores, c.annual_loss_probability,
+                       c.misses, _reasons(c, front), c.equivalent) for c in front]
+    front.sort(key=lambda c: (-c.scores["usable_bytes"], -c.scores["mttdl_h"]))
+    return Recommendation(len(scored), len(feasible), tuple(front), note)
