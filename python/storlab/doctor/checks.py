@@ -169,12 +169,15 @@ def check_lvm(inv: Inventory) -> list[Finding]:
         if seg is None:
             continue
         lv = f"{seg.vg_name}/{seg.lv_name}"
+        reported_stripe = False
         for pv_path in seg.devices:
             pv = pv_path.rsplit("/", 1)[-1]
             s = inv.striping.get(pv)   # PVs are in scope: discovery follows slaves down
             if s is None:
                 continue
-            if seg.segtype == "striped" and seg.stripes > 1 and seg.stripe_size_bytes < s.unit_bytes:
+            if (not reported_stripe and seg.segtype == "striped" and seg.stripes > 1
+                    and seg.stripe_size_bytes < s.unit_bytes):
+                reported_stripe = True
                 out.append(Finding("lvm-stripe-smaller-than-chunk", "warning", name,
                                    f"LV {lv} stripes {_size(seg.stripe_size_bytes)} per PV, smaller than the "
                                    f"{_size(s.unit_bytes)} chunk of {pv}: each LV stripe is a partial RAID stripe",
@@ -182,7 +185,6 @@ def check_lvm(inv: Inventory) -> list[Finding]:
                                    f"below: {s.source}",
                                    f"re-create the LV with a stripe size of the {pv} full stripe: lvcreate -i {seg.stripes} "
                                    f"-I {s.width_bytes // 1024}k ... (a power of two; see reference §3.2)"))
-                break
             pvinfo = inv.pvs.get(pv)
             if pvinfo and s.data_members > 1 and pvinfo.pe_start_bytes % s.width_bytes:
                 out.append(Finding("lvm-pe-start-not-stripe-aligned", "warning", pv,

@@ -59,6 +59,7 @@ class Inventory:
     striping: dict[str, Striping] = field(default_factory=dict)
     loop_views: dict[str, PartitionView] = field(default_factory=dict)   # loop name -> partition it shows
     scope: list[str] = field(default_factory=list)
+    roots: list[str] = field(default_factory=list)      # devices the targets named (all file systems if none)
     notes: list[str] = field(default_factory=list)
 
     def mounts_of(self, name: str) -> list[Mount]:
@@ -249,6 +250,8 @@ def _filesystems(inv: Inventory, names: list[str], sysfs_root: str, dev_root: st
                     geo = ext_geometry_from_superblock(dev_path, name, sorted(fs & {"ext2", "ext3", "ext4"})[0])
                 elif "btrfs" in fs:
                     geo = btrfs_geometry(name, None, sysfs_root, run)
+        except FileNotFoundError:
+            pass  # no device node (a recorded tree, or udev has not created it): nothing to read
         except OSError as e:
             inv.notes.append(f"{name}: cannot read the device ({e.strerror}); run as root for superblocks and signatures")
         if geo is not None:
@@ -397,11 +400,14 @@ def discover(targets: list[str] | tuple[str, ...] = (), *, sysfs_root: str = "/s
         roots: list[str] = []
         for t in targets:
             roots += _resolve_target(inv, t)
-        inv.scope = _expand_scope(inv, roots)
+        inv.roots = list(dict.fromkeys(roots))
+        inv.scope = _expand_scope(inv, inv.roots)
     else:
         inv.scope = sorted(inv.devices, key=lambda n: (inv.devices[n].parent or n, n))
     _filesystems(inv, [n for n in inv.scope if n not in inv.filesystems and not inv.mounts_of(n)],
                  sysfs_root, dev_root, run)
+    if not targets:
+        inv.roots = [n for n in inv.scope if n in inv.filesystems]
     for name in inv.scope:
         _striping(inv, name)
     return inv
