@@ -31,6 +31,10 @@ __all__ = [
 MAX_EVALUATED_OFFSETS = 4096
 
 
+def _percent(fraction: float) -> str:
+    return f"{100 * fraction:.0f} %"
+
+
 def is_power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
@@ -402,10 +406,14 @@ def geometry_flags(stack: Stack, geometry: Geometry, request_bytes: int | None =
             flags.append(Flag("fs-stripe-unit", (
                 f"stripe unit {format_size(unit)} is not a multiple of the {stack.filesystem.kind} block "
                 f"{format_size(stack.filesystem.block_bytes)}")))
-    if request_bytes is not None and geometry.has_parity and request_bytes % geometry.full_stripe_bytes:
-        flags.append(Flag("partial-stripe-requests", (
-            f"{format_size(request_bytes)} requests are not a multiple of the {format_size(geometry.full_stripe_bytes)} "
-            f"full stripe: writes include partial stripes (read-modify-write)")))
+    if request_bytes is not None and geometry.has_parity:
+        # even requests aligned to their own size: do they still leave partial stripes on some group?
+        aligned = analyse_alignment(geometry, request_bytes, "aligned")
+        if aligned.full_stripe_fraction < 1.0:
+            flags.append(Flag("partial-stripe-requests", (
+                f"{format_size(request_bytes)} requests, even aligned to their size, write partial stripes "
+                f"({_percent(aligned.partial_stripe_fraction)} of stripe writes need parity reads); group stripe "
+                f"{format_size(group_sw)}, volume full stripe {format_size(geometry.full_stripe_bytes)}")))
     return flags
 
 

@@ -1,0 +1,123 @@
+"""`storlab plan` run in-process: rendered text, JSON on stdout only, one-line errors with exit code 2."""
+import json
+from pathlib import Path
+
+import pytest
+
+from storlab.cli.main import main
+
+STACKS = Path(__file__).resolve().parents[1] / "examples" / "stacks"
+
+
+def run(capsys, *argv):
+    code = main(["plan", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_reliability_from_notation_matches_the_model(capsys):
+    code, out, err = run(capsys, "reliability", "R60/6/48", "--drive", "2TB", "--mtbf", "600000h",
+                         "--ber", "1e-15", "--rebuild-rate", "50MB/s", "--json")
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    assert doc["schema"] == "storlab.plan.reliability/1"
+    assert doc["groups_in_series"] == 8
+    assert doc["mttr_h"] == pytest.approx(2e12 / 50e6 / 3600)
+    # critical RAID 6 rebuild of a 6-drive span reads 4 x 2 TB: h = 1 - exp(-6.4e13 * 1e-15) = 6.2 %
+    assert doc["group"]["critical_ure_probability"] == pytest.approx(0.06199, abs=1e-5)
+
+
+def test_reliability_human_output(capsys):
+    code, out, _ = run(capsys, "reliability", "R50/8/24", "--drive", "16TB", "--mtbf", "1.2e6", "--ber", "1e-15",
+                       "--rebuild-rate", "100MB/s", "--period", "5y")
+    assert code == 0
+    assert "3 group(s) in series" in out
+    assert "MTTDL of the volume: 9.646 years" in out
+    assert "in 5 year(s): 0.4045" in out
+
+
+def test_geometry_text_and_flags(capsys):
+    code, out, _ = run(capsys, "geometry", "R5/8", "--chunk", "64k", "--request", "1MiB")
+    assert code == 0
+    assert "stripe width: group 448 KiB" in out
+    assert "uneven:" in out and "partial-stripe-requests:" in out
+
+
+def test_geometry_json_of_the_ltg_match(capsys):
+    code, out, _ = run(capsys, "geometry", "R5/9", "--chunk", "128k", "--count", "4", "--inter-chunk", "1MiB",
+                       "--request", "1MiB", "--pattern", "aligned", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["schema"] == "storlab.plan.geometry/1"
+    assert doc["group_stripe_width_bytes"] == 1 << 20 and doc["full_stripe_bytes"] == 4 << 20
+    assert doc["alignment"]["full_stripe_fraction"] == 1.0
+    assert doc["alignment"]["write_penalty"] == pytest.approx(9 / 8)
+    assert doc["flags"] == []
+
+
+def test_perf_from_file_names_the_bottleneck(capsys):
+    code, out, _ = run(capsys, "perf", str(STACKS / "sas-jbod-4x12-two-raid-adapters.toml"))
+    assert code == 0
+    assert "seq_write" in out and "limited by host/raid-adapter[1]" in out
+    assert "at its limit" in out
+
+
+def test_perf_caps_and_json(capsys):
+    code, out, _ = run(capsys, "perf", "R6/12", "--count", "4", "--drive-read", "130MB/s", "--cap", "pcie=4GB/s",
+                       "--cap", "ctl=3GB/s/1.3GB/s", "--json")
+    doc = json.loads(out)
+    assert code == 0
+    assert doc["metrics"]["seq_read"]["value"] == pytest.approx(3e9)
+    assert doc["metrics"]["seq_write"]["value"] == pytest.approx(1.3e9)
+    assert doc["metrics"]["seq_write"]["limiting"] == "pcie/ctl"
+
+
+def test_recommend(capsys):
+    code, out, _ = run(capsys, "recommend", "--drives", "12", "--bays", "12", "--levels", "5,6", "--chunks", "64k",
+                       "--capacity", "21TB")
+    assert code == 0
+    assert "7 candidate layouts" in out and "1 meet every need" in out and "- R5/12" in out
+    code, out, _ = run(capsys, "recommend", "--drives", "24", "--controllers", "2", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["schema"] == "storlab.plan.recommend/1" and doc["pareto"]
+
+
+def test_script_to_stdout_and_file(capsys, tmp_path):
+    code, out, err = run(capsys, "script", "R6/10", "--engine", "md", "--chunk", "512k", "--fs", "ext4")
+    assert code == 0
+    assert "mkfs.ext4 -b 4096 -E stride=128,stripe_width=1024 /dev/md0" in out
+    assert "placeholders" in err
+    target = tmp_path / "build.sh"
+    code, out, _ = run(capsys, "script", str(STACKS / "r6-12-nlsas-md.toml"), "--output", str(target),
+                       "--devices", ",".join(f"/dev/sd{c}" for c in "bcdefghijklm"))
+    assert code == 0 and "wrote" in out
+    assert "mkfs.xfs -b size=4096 -d su=512k,sw=10 /dev/md0" in target.read_text()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["geometry", "R6/3"], "storlab plan: error: R6/3: RAID 6 needs at least 4 drives per span\n"),
+    (["geometry", "R50/6/x"], "storlab plan: error: R50/6/x: total number of drives is not chosen (x); give the number of drives\n"),
+    (["reliability", "R6/12"], "storlab plan: error: raid: give mttr or rebuild_rate to compute reliability\n"),
+    (["geometry", "missing.toml"], "storlab plan: error: missing.toml: no such stack file\n"),
+    (["geometry", "R6/12", "--chunk", "12parsecs"], None),
+    (["perf", "R6/12", "--cap", "oops"], None),
+    (["script", str(STACKS / "p690-rio2-fastt600.toml"), "--count", "3"], None),
+])
+def test_errors_are_one_line_exit_2(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("storlab plan: error: ")
+    if message:
+        assert err == message
+
+
+def test_x_resolved_with_drives(capsys):
+    code, out, _ = run(capsys, "geometry", "R50/6/x", "--drives", "24", "--chunk", "256k", "--json")
+    assert code == 0 and json.loads(out)["groups"] == 4
+
+
+def test_every_example_stack_loads_and_runs(capsys):
+    for path in sorted(STACKS.glob("*.toml")):
+        for command in ("geometry", "reliability", "perf"):
+            code, out, err = run(capsys, command, str(path), "--json")
+            assert code == 0, (path, command, err)
+            json.loads(out)
