@@ -22,7 +22,8 @@ use crate::stats::DirStats;
 use crate::workload::OffsetGenerator;
 
 struct Slot {
-    buf: AlignedBuf,
+    /// This slot's part of the worker's buffer region.
+    buf: *mut u8,
     queued_at: Instant,
     issued_at: Instant,
     is_read: bool,
@@ -65,15 +66,16 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     let bs = g.bs as usize;
     let fd = w.file.as_raw_fd();
 
+    // One region for all slots (page-aligned strides), allocated and filled once.
+    let stride = bs.div_ceil(plan.buffer_align) * plan.buffer_align;
+    let mut region = AlignedBuf::new(stride * qd, plan.buffer_align);
+    region.fill_random(w.seed);
+    let now = Instant::now();
     let mut slots: Vec<Slot> = (0..qd)
-        .map(|i| {
-            let mut buf = AlignedBuf::new(bs, plan.buffer_align);
-            buf.fill_random(w.seed ^ i as u64);
-            let now = Instant::now();
-            Slot { buf, queued_at: now, issued_at: now, is_read: true, offset: 0 }
-        })
+        // SAFETY: i * stride + bs <= stride * qd, inside the region.
+        .map(|i| Slot { buf: unsafe { region.as_mut_ptr().add(i * stride) }, queued_at: now, issued_at: now, is_read: true, offset: 0 })
         .collect();
-    let buffers: Vec<(*mut u8, usize)> = slots.iter().map(|s| (s.buf.as_mut_ptr(), s.buf.len())).collect();
+    let buffers: Vec<(*mut u8, usize)> = slots.iter().map(|s| (s.buf, bs)).collect();
     let backend = engine::create(&EngineSetup { fd, buffers: &buffers, qd: g.qd, group: g });
     // Every worker reaches the start line, even one whose set-up failed, so nobody waits forever.
     control.ready.wait();
@@ -172,7 +174,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                 let slot = &mut slots[slot_id as usize];
                 slot.is_read = io.is_read;
                 slot.offset = io.offset;
-                let req = Request { slot: slot_id, is_read: io.is_read, offset: io.offset, len: bs as u32, buf: slot.buf.as_mut_ptr() };
+                let req = Request { slot: slot_id, is_read: io.is_read, offset: io.offset, len: bs as u32, buf: slot.buf };
                 issued_bytes += bs as u64;
                 if !io.is_read {
                     writes_since_sync += 1;
@@ -238,7 +240,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
             completions.clear();
             if backend.reap(1, &mut completions).is_err() {
                 // Cannot prove the kernel is done with the buffers: leak them rather than free.
-                std::mem::forget(slots);
+                std::mem::forget(region);
                 break;
             }
             inflight = inflight.saturating_sub(completions.len());
