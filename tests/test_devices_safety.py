@@ -111,16 +111,18 @@ def test_blank_loop_device_passes(loops):
 
 @pytest.mark.root
 @pytest.mark.loop
-def test_mounted_loop_device_is_refused_even_with_allow_destroy(loops):
+def test_mounted_loop_device_is_refused_unless_named(loops):
     need_tool("mkfs.ext4")
     img = loops.image("ext4.img", 64 * MiB)
     run("mkfs.ext4", "-q", "-F", img)
     dev = loops.attach(img)
     mnt = loops.mount(dev, "mnt")
-    for allow in ([], [dev]):
+    for allow in ([], ["/dev/null"]):
         with pytest.raises(TargetRefused) as e:
             check_write_allowed(dev, allow_destroy=allow)
-        assert str(e.value) == f"refusing to write to {dev}: it is mounted at {mnt} (ext4); unmount it first"
+        assert str(e.value) == (f"refusing to write to {dev}: it is mounted at {mnt} (ext4); unmount it first, "
+                                f"or pass --allow-destroy {dev} to write anyway and destroy what is on it")
+    check_write_allowed(dev, allow_destroy=[dev])  # the exact device named: the user's opt-in
 
 
 @pytest.mark.root
@@ -153,8 +155,10 @@ def test_device_with_holders_is_refused(loops, tmp_path):
     (block / "holders" / "md0").mkdir(parents=True)
     (block / "dev").write_text(f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}\n")
     with pytest.raises(TargetRefused) as e:
-        check_write_allowed(dev, allow_destroy=[dev], sysfs_root=str(tmp_path / "sys"))
-    assert str(e.value) == f"refusing to write to {dev}: {dev} is held by md0 (sysfs holders); remove or stop md0 first"
+        check_write_allowed(dev, sysfs_root=str(tmp_path / "sys"))
+    assert str(e.value) == (f"refusing to write to {dev}: {dev} is held by md0 (sysfs holders); remove or stop "
+                            f"md0 first, or pass --allow-destroy {dev} to write anyway and destroy what is on it")
+    check_write_allowed(dev, allow_destroy=[dev], sysfs_root=str(tmp_path / "sys"))
 
 
 @pytest.mark.root

@@ -76,8 +76,8 @@ def check_write_allowed(path: str | os.PathLike, allow_destroy: Iterable[str] = 
 
     Refused: a block device that is mounted (or has a mounted partition), is active swap, has
     holders, is busy for O_EXCL, has partitions, or carries any signature. `allow_destroy` lists
-    devices the user agreed to overwrite; a match (same device number, so links count) lifts the
-    signature and partition refusals but never the in-use ones, which would corrupt a live system.
+    devices the user agreed to overwrite; a match (same device number, so links count) lifts every
+    refusal, including in-use ones (the message warns that writing corrupts the live data).
     Missing paths and non-block paths (regular files, directories) are allowed: the engine creates
     or rejects them itself.
     """
@@ -92,12 +92,14 @@ def check_write_allowed(path: str | os.PathLike, allow_destroy: Iterable[str] = 
         return
     dev = device_by_devnum(os.major(st.st_rdev), os.minor(st.st_rdev), sysfs_root)
 
-    in_use = _in_use_reason(path, st, dev, sysfs_root, proc_root)
-    if in_use:
-        raise TargetRefused(f"refusing to write to {path}: {in_use}")
-
+    # Naming the exact device is the user's informed opt-in, for every refusal below (the spec:
+    # "unless the user opts in for that exact device"); the in-use message says what that costs.
     if any(same_block_device(path, os.fspath(a)) for a in allow_destroy):
         return
+    in_use = _in_use_reason(path, st, dev, sysfs_root, proc_root)
+    if in_use:
+        raise TargetRefused(f"refusing to write to {path}: {in_use}, or pass --allow-destroy {path} "
+                            f"to write anyway and destroy what is on it")
     try:
         found = [s.describe() for s in probe_signatures(path)]
     except OSError as e:
