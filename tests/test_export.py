@@ -140,3 +140,21 @@ def test_compare_missing_phase_gives_no_ratio():
     b = rundoc.make_run(seed=2)
     rows = [r for r in compare([a, b])["rows"] if r["phase"] == "extra"]
     assert rows and all(r["ratios"] == [None] for r in rows)
+
+
+# Real output of `storlab run --engine null --bs 4k|64k|1m --threads 2` (default scratch target),
+# kept so the exporters follow what the engine writes, not only the hand-built fixtures.
+ENGINE_SWEEP = Path(__file__).parent / "fixtures" / "results" / "engine-null-bs-sweep.json"
+
+
+def test_engine_output_renders_and_compares_on_bs_only():
+    docs = json.loads(ENGINE_SWEEP.read_text())
+    for d in docs:
+        lines = render_table(d).splitlines()
+        assert len(lines) == 2 and lines[1].split()[:2] == ["randread", "read"]
+    cmp = compare(docs)
+    # the scratch directory differs every run and the job records its resolved phases:
+    # neither is a difference between the runs
+    assert [d["option"] for d in cmp["job_differences"]] == ["bs"]
+    assert cmp["incomparable"] == []
+    assert len(list(csv.DictReader(io.StringIO(to_csv(docs))))) == 3

@@ -234,3 +234,13 @@ def test_report_renders_in_headless_chromium(kind, tmp_path):
     assert check == {"images": nimages, "broken": 0, "errors": [], "height": check["height"]}
     assert check["height"] > 2000
     assert _console_lines(res.stderr) == []
+
+
+def test_engine_output_bs_sweep_gets_one_series_vs_request_size():
+    """Real `storlab run` documents: the per-run scratch directory must not split the series."""
+    docs = json.loads((Path(__file__).parent / "fixtures" / "results" /
+                       "engine-null-bs-sweep.json").read_text())
+    chart = next(c for c in charts_for(docs) if c.name == "throughput-vs-bs")
+    (line,) = chart.figure.axes[0].get_lines()
+    assert list(line.get_xdata()) == [4096, 65536, 1 << 20]
+    assert "phases" not in build_report(docs)

@@ -192,3 +192,13 @@ def test_two_concurrent_writer_processes_both_land(db):
     assert len(store.list_runs(db, tag="w1000")) == 25
     assert len(store.list_runs(db, tag="w2000")) == 25
     assert len(store.list_runs(db)) == 50
+
+
+def test_engine_output_round_trips(db):
+    docs = json.loads((FIXTURES / "engine-null-bs-sweep.json").read_text())
+    for d in docs:
+        store.save(d, db)
+    runs = store.list_runs(db)
+    assert [r["bs"] for r in runs] == [4096, 65536, 1 << 20]
+    assert all(r["engine"] == "null" and r["host"] for r in runs)
+    assert [store.load(r["run_id"], db) for r in runs] == docs

@@ -4,11 +4,12 @@ human (unit in the header, scaled value). Exporters differ only in how they prin
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 __all__ = ["Column", "RUN_COLUMNS", "RESULT_COLUMNS", "result_rows", "human", "fmt_number",
-           "short_id", "iter_runs", "varying", "align"]
+           "short_id", "iter_runs", "varying", "align", "normalise_target", "job_parameter"]
 
 KiB, MiB = 1 << 10, 1 << 20
 
@@ -52,6 +53,29 @@ RESULT_COLUMNS: tuple[Column, ...] = (
 
 _LAT_KEYS = {"lat_mean_ns": "mean", "lat_p50_ns": "p50", "lat_p99_ns": "p99",
              "lat_p999_ns": "p999", "lat_max_ns": "max"}
+
+
+_SCRATCH_DIR = re.compile(r"storlab-scratch-[^/]*/")
+
+
+def normalise_target(path: Any) -> Any:
+    """A target path with storlab's default scratch directory (a new temporary name each run,
+    runner.py) replaced by `storlab-scratch/`, so runs on the default target compare equal."""
+    return _SCRATCH_DIR.sub("storlab-scratch/", path) if isinstance(path, str) else path
+
+
+def job_parameter(job: dict[str, Any], key: str) -> Any:
+    """A job option as compared between runs: lists become tuples, scratch paths are normalised,
+    and nested structures (the resolved `phases` a run records) give None: they are not one
+    parameter but a copy of the others."""
+    v = job.get(key)
+    if isinstance(v, (list, tuple)):
+        if not all(isinstance(x, (str, int, float, bool)) or x is None for x in v):
+            return None
+        return tuple(normalise_target(x) for x in v) if key == "target" else tuple(v)
+    if isinstance(v, dict):
+        return None
+    return normalise_target(v) if key == "target" else v
 
 
 def iter_runs(docs: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:

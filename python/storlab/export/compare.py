@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 from ..options import BY_NAME
 from ..units import format_size
-from .base import Column, align, fmt_number, iter_runs, short_id
+from .base import Column, align, fmt_number, iter_runs, job_parameter, short_id
 
 __all__ = ["compare", "render_compare", "METRICS"]
 
@@ -26,7 +26,7 @@ METRICS: tuple[tuple[Column, bool], ...] = (
 _LAT = {"lat_mean_ns": "mean", "lat_p50_ns": "p50", "lat_p99_ns": "p99", "lat_p999_ns": "p999"}
 
 # job options that are bookkeeping, not workload: a difference there is not worth a line
-_IGNORED_JOB_KEYS = {"json", "quiet", "store", "no_store", "tag", "note", "fio"}
+_IGNORED_JOB_KEYS = {"json", "quiet", "store", "no_store", "tag", "note", "fio", "allow_destroy"}
 
 
 def _value(doc: dict[str, Any], phase_index: int, direction: str, key: str) -> float | None:
@@ -114,9 +114,9 @@ def _job_differences(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 keys.append(k)
     diffs = []
     for k in keys:
-        values = [(r.get("job") or {}).get(k) for r in runs]
-        if len({repr(v) for v in values}) > 1:
-            diffs.append({"option": k, "values": values})
+        compared = [job_parameter(r.get("job") or {}, k) for r in runs]
+        if len({repr(v) for v in compared}) > 1:
+            diffs.append({"option": k, "values": [(r.get("job") or {}).get(k) for r in runs]})
     return diffs
 
 

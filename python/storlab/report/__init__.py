@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .. import __version__
-from ..export.base import RESULT_COLUMNS, RUN_COLUMNS, human, result_rows, short_id, varying
+from ..export.base import (RESULT_COLUMNS, RUN_COLUMNS, human, job_parameter, result_rows,
+                           short_id, varying)
 from ..export.compare import compare
 from ..units import format_size
 from .charts import Chart, all_charts
@@ -71,7 +72,10 @@ def _job_value(key: str, value: Any) -> str:
 def _job_section(runs: list[dict[str, Any]]) -> str:
     keys: list[str] = []
     for r in runs:
-        keys += [k for k in (r.get("job") or {}) if k not in keys]
+        job = r.get("job") or {}
+        # nested structures (the resolved phases a run records) repeat the options shown here
+        keys += [k for k in job if k not in keys
+                 and not (job[k] is not None and job_parameter(job, k) is None)]
     if not keys:
         return ""
     differ = set(varying_options(runs)) if len(runs) > 1 else set()

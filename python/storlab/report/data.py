@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from ..export.base import iter_runs
+from ..export.base import iter_runs, job_parameter
 from ..options import BY_NAME
 from ..units import format_size
 
@@ -22,7 +22,8 @@ __all__ = ["Point", "points", "split_runs", "varying_options", "series_along", "
 SWEEP_AXES = ("bs", "threads", "qd", "ranks")
 
 # Job options that are bookkeeping or follow from others; they never split runs into series.
-_NOT_PARAMETERS = {"json", "quiet", "store", "no_store", "tag", "note", "fio", "seed", "argv"}
+_NOT_PARAMETERS = {"json", "quiet", "store", "no_store", "tag", "note", "fio", "seed", "argv",
+                   "allow_destroy", "phases"}
 
 
 @dataclass
@@ -81,8 +82,7 @@ def param(run: dict[str, Any], name: str) -> Any:
         ranks = {w.get("rank") for p in run.get("phases") or [] for w in p.get("workers") or []
                  if w.get("rank") is not None}
         return len(ranks) or None
-    v = job.get(name)
-    return tuple(v) if isinstance(v, list) else v
+    return job_parameter(job, name)
 
 
 def varying_options(runs: Sequence[dict[str, Any]]) -> list[str]:
@@ -96,7 +96,8 @@ def varying_options(runs: Sequence[dict[str, Any]]) -> list[str]:
                 names.append(k)
     if "ranks" not in names:
         names.append("ranks")
-    return [n for n in names if len({repr(param(r, n)) for r in runs}) > 1]
+    return [n for n in names if len({repr(param(r, n)) for r in runs}) > 1
+            and any(param(r, n) is not None for r in runs)]
 
 
 def fmt_param(name: str, value: Any) -> str:
