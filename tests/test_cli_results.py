@@ -150,5 +150,7 @@ def test_explicit_store_option_wins_over_environment(tmp_path, db, capsys):
     store.save(rundoc.make_run(seed=5), other)
     code, out, _ = cli(capsys, "results", "list", "--store", str(other), "--json")
     assert len(json.loads(out)) == 1
+    code, out, _ = cli(capsys, "results", "--store", str(other), "list", "--json")
+    assert len(json.loads(out)) == 1
     code, out, _ = cli(capsys, "results", "list", "--json")
     assert json.loads(out) == []

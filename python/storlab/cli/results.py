@@ -25,8 +25,10 @@ __all__ = ["register", "run", "load_docs"]
 MiB = 1 << 20
 
 
-def _store_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", metavar="PATH", default=None,
+def _store_option(p: argparse.ArgumentParser, top: bool = False) -> None:
+    # accepted before and after the action; the action's parser must not reset a value given
+    # before it, hence SUPPRESS there
+    p.add_argument("--store", metavar="PATH", default=None if top else argparse.SUPPRESS,
                    help="results database (default: $STORLAB_STORE or ~/.local/share/storlab/results.db)")
 
 
@@ -43,6 +45,7 @@ def _filter_options(p: argparse.ArgumentParser) -> None:
 def register(subparsers) -> None:
     p = subparsers.add_parser("results", help="list, show, compare, export, delete and tag stored runs",
                               description=__doc__.split("\n\n")[0])
+    _store_option(p, top=True)
     sub = p.add_subparsers(dest="results_command", metavar="ACTION")
     sub.required = True
 

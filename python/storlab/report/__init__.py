@@ -117,11 +117,12 @@ def _environment_section(runs: list[dict[str, Any]]) -> str:
             targets.setdefault(str(t.get("path")), t)
     if targets:
         rows = [[p, t.get("type"), format_size(t["size_bytes"]) if t.get("size_bytes") is not None
-                 else "-", t.get("fs_type") or "-", t.get("model") or "-",
-                 {True: "yes", False: "no"}.get(t.get("rotational"), "-")]
+                 else "-", t.get("fs_type") or "-", t.get("device") or "-", t.get("model") or "-",
+                 {True: "yes", False: "no"}.get(t.get("rotational"), "-"), t.get("scheduler") or "-"]
                 for p, t in targets.items()]
         parts.append("<h3>Targets</h3>" + _table(
-            ["path", "type", "size", "file system", "model", "rotational"], rows, [False] * 6))
+            ["path", "type", "size", "file system", "device", "model", "rotational", "scheduler"],
+            rows, [False] * 8))
     return "".join(parts)
 
 
