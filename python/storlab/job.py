@@ -39,7 +39,7 @@ __all__ = ["GroupDef", "PhaseDef", "Job", "resolve_job", "load_jobfile", "core_s
 
 # Options that make sense once per run, not per phase or group.
 RUN_LEVEL = frozenset(o.name for o in OPTIONS if not o.core)
-JOB_ONLY_KEYS = frozenset({"phase", "group", "name"})
+JOB_ONLY_KEYS = frozenset({"phase", "group", "groups", "options", "name"})
 
 
 @dataclass

@@ -98,6 +98,9 @@ OPTIONS: tuple[Option, ...] = (
            default=None, category="timing", unit="s", minimum=0.001, fio_name="runtime"),
     Option("ramp", "duration", "run this long before measuring; ramp I/O is excluded from results",
            default=0.0, category="timing", unit="s", minimum=0, fio_name="ramp_time"),
+    Option("start_delay", "duration", "wait this long after the phase starts before issuing I/O "
+           "(staggered starts; shows in the de-skew and straggler report)", default=0.0,
+           category="timing", unit="s", minimum=0, fio_name="startdelay"),
     Option("interval", "duration", "length of one time-series interval", default=1.0,
            category="timing", unit="s", minimum=0.01),
     # --- engine ---------------------------------------------------------------------------

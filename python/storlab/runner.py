@@ -29,6 +29,25 @@ SCRATCH_SIZE_BYTES = 256 << 20
 ProgressFn = Callable[[str, int, int, float], None]
 
 
+class PhaseHooks:
+    """Points where an orchestrator (MPI) joins a run; every method is optional to override.
+
+    `before_start` runs after the phase's plan is built (targets opened and laid out) and before
+    the clock starts: the place for a barrier. `poll` runs at every progress tick while the phase
+    runs (call `run.interrupt()` to stop it, e.g. when another rank failed). `after_end` gets the
+    finished engine object (for `run.bytes_in_window`) and the phase result, which it may extend.
+    """
+
+    def before_start(self, phase, run) -> None:
+        pass
+
+    def poll(self, phase, run) -> None:
+        pass
+
+    def after_end(self, phase, run, result: dict) -> None:
+        pass
+
+
 def _now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -81,6 +100,7 @@ class Runner:
     argv: list[str] = field(default_factory=list)
     progress: ProgressFn | None = None
     progress_interval_s: float = 0.5
+    hooks: PhaseHooks = field(default_factory=PhaseHooks)
 
     def run(self) -> dict[str, Any]:
         """Run every phase; returns the result document (complete or partial)."""
@@ -164,10 +184,12 @@ class Runner:
             run = _core.PhaseRun(spec)
         except _core.CoreError as e:
             raise from_core(*e.args) from None
+        self.hooks.before_start(phase, run)
         run.start()
         try:
             while not run.wait(self.progress_interval_s):
                 self._report(phase.name, run)
+                self.hooks.poll(phase, run)
         except KeyboardInterrupt:
             run.interrupt()
             while not run.wait(0.5):
@@ -176,6 +198,7 @@ class Runner:
         result = json.loads(run.result_json())
         result["rw"] = "+".join(sorted({g.values["rw"] for g in phase.groups}))
         result["groups"] = [g.name for g in phase.groups]
+        self.hooks.after_end(phase, run, result)
         return result
 
     def _report(self, name: str, run) -> None:
@@ -184,9 +207,10 @@ class Runner:
             self.progress(name, b, o, elapsed)
 
 
-def run_job(job: Job, argv: list[str] | None = None, progress: ProgressFn | None = None) -> dict[str, Any]:
+def run_job(job: Job, argv: list[str] | None = None, progress: ProgressFn | None = None,
+            hooks: PhaseHooks | None = None) -> dict[str, Any]:
     """Run a job and return its result document. Raises StorlabError subclasses for bad targets."""
-    return Runner(job, argv or [], progress).run()
+    return Runner(job, argv or [], progress, hooks=hooks or PhaseHooks()).run()
 
 
-__all__ = ["Runner", "run_job", "check_targets_safe", "SCHEMA", "StorlabError"]
+__all__ = ["Runner", "PhaseHooks", "run_job", "check_targets_safe", "SCHEMA", "StorlabError"]

@@ -18,12 +18,12 @@ pub mod workload;
 
 pub use error::{Error, ErrorKind, Result};
 pub use plan::Plan;
-pub use run::{run_phase, Control, PhaseResult};
+pub use run::{run_phase, Control, PhaseOutcome, PhaseResult};
 pub use spec::{GroupSpec, PhaseSpec};
 
 /// Build and run one phase from its JSON spec, blocking until it ends.
 pub fn run_json(spec_json: &str) -> Result<PhaseResult> {
     let plan = Plan::build(PhaseSpec::from_json(spec_json)?)?;
     let control = Control::new(plan.workers.len());
-    Ok(run_phase(&plan, &control))
+    Ok(run_phase(&plan, &control).result)
 }

@@ -3,14 +3,14 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex, OnceLock};
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
 use crate::error::Error;
 use crate::histogram::Histogram;
 use crate::plan::{Plan, TargetInfo};
-use crate::stats::{DirResult, DirStats, Histo, SyncResult, WorkerProgress};
+use crate::stats::{DirResult, DirStats, Histo, ProgressLog, SyncResult, WorkerProgress};
 use crate::worker::{run_worker, WorkerSummary};
 
 /// Shared between the coordinator, the workers and the front end.
@@ -23,6 +23,8 @@ pub struct Control {
     /// Workers plus the coordinator meet here before the clock starts.
     pub ready: Barrier,
     start: OnceLock<Instant>,
+    /// The same moment on the wall clock (seconds since the Unix epoch), to line up MPI ranks.
+    start_unix_s: OnceLock<f64>,
     pub finished: AtomicBool,
 }
 
@@ -35,6 +37,7 @@ impl Control {
             progress: (0..workers).map(|_| WorkerProgress::default()).collect(),
             ready: Barrier::new(workers + 1),
             start: OnceLock::new(),
+            start_unix_s: OnceLock::new(),
             finished: AtomicBool::new(false),
         }
     }
@@ -76,6 +79,74 @@ pub struct EngineInfo {
     pub setup_flags: Vec<String>,
 }
 
+/// How the workers of a phase add up (definitions in docs/methodology.md). Times are seconds
+/// since the phase start.
+#[derive(Debug, Serialize, Clone, Default)]
+pub struct Aggregate {
+    pub workers: usize,
+    pub bytes: u64,
+    pub first_start_s: f64,
+    pub last_start_s: f64,
+    pub first_done_s: f64,
+    pub last_done_s: f64,
+    /// All bytes over (last done - first start), as IOR reports.
+    pub bw_bytes: f64,
+    /// The window in which every worker was active: [last start, first done]; None if empty.
+    pub deskew_window_s: Option<[f64; 2]>,
+    pub deskew_bytes: Option<f64>,
+    /// Bytes moved inside that window over its length, as Xdd reports.
+    pub deskew_bw_bytes: Option<f64>,
+    /// last done - first done: how long the stragglers kept going alone.
+    pub straggler_s: f64,
+    /// The worker with the lowest own bandwidth, and that bandwidth.
+    pub slowest_worker: Option<usize>,
+    pub slowest_bw_bytes: Option<f64>,
+}
+
+impl Aggregate {
+    pub fn of(workers: &[WorkerSummary], logs: &[ProgressLog]) -> Aggregate {
+        if workers.is_empty() {
+            return Aggregate::default();
+        }
+        let fold = |f: fn(&WorkerSummary) -> f64, min: bool| {
+            workers.iter().map(f).fold(if min { f64::INFINITY } else { f64::NEG_INFINITY }, |a, b| if min { a.min(b) } else { a.max(b) })
+        };
+        let first_start_s = fold(|w| w.start_s, true);
+        let last_start_s = fold(|w| w.start_s, false);
+        let first_done_s = fold(|w| w.end_s, true);
+        let last_done_s = fold(|w| w.end_s, false);
+        let bytes: u64 = workers.iter().map(|w| w.read_bytes + w.write_bytes).sum();
+        let span = last_done_s - first_start_s;
+        let (deskew_window_s, deskew_bytes, deskew_bw_bytes) = if first_done_s > last_start_s {
+            let (t0, t1) = (last_start_s * 1e9, first_done_s * 1e9);
+            let b: f64 = logs.iter().map(|l| l.bytes_between(t0, t1)).sum();
+            (Some([last_start_s, first_done_s]), Some(b), Some(b / (first_done_s - last_start_s)))
+        } else {
+            (None, None, None)
+        };
+        let own_bw = |w: &WorkerSummary| {
+            let d = w.end_s - w.start_s;
+            if d > 0.0 { (w.read_bytes + w.write_bytes) as f64 / d } else { 0.0 }
+        };
+        let slowest = workers.iter().min_by(|a, b| own_bw(a).total_cmp(&own_bw(b)));
+        Aggregate {
+            workers: workers.len(),
+            bytes,
+            first_start_s,
+            last_start_s,
+            first_done_s,
+            last_done_s,
+            bw_bytes: if span > 0.0 { bytes as f64 / span } else { 0.0 },
+            deskew_window_s,
+            deskew_bytes,
+            deskew_bw_bytes,
+            straggler_s: last_done_s - first_done_s,
+            slowest_worker: slowest.map(|w| w.id),
+            slowest_bw_bytes: slowest.map(own_bw),
+        }
+    }
+}
+
 /// The engine's part of a phase result (docs/result-format.md); the front end adds the rest.
 #[derive(Debug, Serialize, Clone)]
 pub struct PhaseResult {
@@ -87,6 +158,9 @@ pub struct PhaseResult {
     /// Measured window: end of the ramp to the last worker's end.
     pub seconds: f64,
     pub ramp_s: f64,
+    /// Wall-clock time of the phase start (seconds since the Unix epoch).
+    pub start_unix_s: f64,
+    pub aggregate: Aggregate,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read: Option<DirResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -98,9 +172,22 @@ pub struct PhaseResult {
     pub engine: EngineInfo,
 }
 
+/// A finished phase: the result, and each worker's progress log for later window queries.
+pub struct PhaseOutcome {
+    pub result: PhaseResult,
+    pub logs: Vec<ProgressLog>,
+}
+
+impl PhaseOutcome {
+    /// Bytes all workers moved in [t0, t1] seconds after the phase start.
+    pub fn bytes_in_window(&self, t0_s: f64, t1_s: f64) -> f64 {
+        self.logs.iter().map(|l| l.bytes_between(t0_s * 1e9, t1_s * 1e9)).sum()
+    }
+}
+
 /// Run a built plan to the end (or until stopped). Blocking; call from a thread of its own when
 /// the caller wants to watch progress.
-pub fn run_phase(plan: &Plan, control: &Control) -> PhaseResult {
+pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
     let outcomes = std::thread::scope(|s| {
         let handles: Vec<_> = plan
             .workers
@@ -120,6 +207,7 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseResult {
             })
             .collect();
         let _ = control.start.set(Instant::now());
+        let _ = control.start_unix_s.set(SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0));
         control.ready.wait();
         handles.into_iter().map(|h| h.join()).collect::<Vec<_>>()
     });
@@ -130,6 +218,7 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseResult {
     let mut write = DirStats::default();
     let mut sync = Histogram::new();
     let mut workers = Vec::new();
+    let mut logs = Vec::new();
     let mut flags: Vec<String> = Vec::new();
     for o in outcomes {
         match o {
@@ -143,6 +232,7 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseResult {
                     }
                 }
                 workers.push(w.summary);
+                logs.push(w.log);
             }
             Ok(Err(_)) => {} // recorded in control.error
             Err(_) => control.fail(Error::engine("a worker thread panicked")),
@@ -150,8 +240,9 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseResult {
     }
     control.finished.store(true, Ordering::Release);
 
-    let end_s = workers.iter().map(|w| w.end_s).fold(0.0f64, f64::max);
-    let seconds = (end_s - ramp_s).max(0.0);
+    let aggregate = Aggregate::of(&workers, &logs);
+    // The plain window: earliest start (not before the ramp ends) to the last finish.
+    let seconds = if workers.is_empty() { 0.0 } else { (aggregate.last_done_s - aggregate.first_start_s.max(ramp_s)).max(0.0) };
     let error = control.error.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let interrupted = control.interrupted.load(Ordering::SeqCst);
     let (stop_reason, complete) = match (&error, interrupted) {
@@ -170,7 +261,7 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseResult {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
-    PhaseResult {
+    let result = PhaseResult {
         name: plan.spec.name.clone(),
         complete,
         stop_reason,
@@ -178,11 +269,14 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseResult {
         error_kind: error.as_ref().map(|e| format!("{:?}", e.kind).to_lowercase()),
         seconds,
         ramp_s,
+        start_unix_s: control.start_unix_s.get().copied().unwrap_or(0.0),
+        aggregate,
         read: does(true).then(|| DirResult::from_stats(&read, seconds, interval_s, uring)),
         write: does(false).then(|| DirResult::from_stats(&write, seconds, interval_s, uring)),
         sync: (sync.count() > 0).then(|| SyncResult { ops: sync.count(), lat_ns: sync.summary(), lat_hist: Histo::of(&sync) }),
         workers,
         targets: plan.targets.clone(),
         engine: EngineInfo { name: engine_name, setup_flags: flags },
-    }
+    };
+    PhaseOutcome { result, logs }
 }

@@ -73,6 +73,8 @@ pub struct GroupSpec {
     pub time: Option<f64>,
     pub ramp: f64,
     pub interval: f64,
+    /// Wait this long after the phase start before issuing (staggered starts, fio's startdelay).
+    pub start_delay: f64,
     pub engine: EngineKind,
     pub direct: bool,
     pub null_delay: f64,
@@ -107,6 +109,7 @@ impl Default for GroupSpec {
             time: None,
             ramp: 0.0,
             interval: 1.0,
+            start_delay: 0.0,
             engine: EngineKind::Psync,
             direct: false,
             null_delay: 0.0,
@@ -194,6 +197,9 @@ impl GroupSpec {
         }
         if !(self.interval >= 0.01 && self.interval.is_finite()) {
             return Err(bad("interval", format!("{} is out of range; allowed: >= 0.01 s", self.interval)));
+        }
+        if !(self.start_delay >= 0.0 && self.start_delay.is_finite()) {
+            return Err(bad("start_delay", format!("{} is not a duration >= 0", self.start_delay)));
         }
         if !(self.null_delay >= 0.0 && self.null_delay.is_finite()) {
             return Err(bad("null_delay", format!("{} is not a duration >= 0", self.null_delay)));

@@ -55,6 +55,77 @@ impl DirStats {
     }
 }
 
+/// A worker's cumulative measured bytes over time, sampled every `period` (10 ms to start with;
+/// halved in resolution whenever it reaches MAX_POINTS, so memory stays bounded on long runs).
+/// Used after the phase to ask "how many bytes did this worker move between t0 and t1" — the
+/// de-skewed aggregate across workers, threads or MPI ranks.
+#[derive(Clone, Debug)]
+pub struct ProgressLog {
+    period_ns: u64,
+    next_ns: u64,
+    /// [time since phase start in ns, cumulative bytes], times increasing.
+    points: Vec<[u64; 2]>,
+}
+
+const MAX_POINTS: usize = 1 << 16;
+
+impl ProgressLog {
+    pub fn new(start_ns: u64) -> ProgressLog {
+        let period_ns = 10_000_000;
+        let mut points = Vec::with_capacity(1024);
+        points.push([start_ns, 0]);
+        ProgressLog { period_ns, next_ns: start_ns + period_ns, points }
+    }
+
+    #[inline(always)]
+    pub fn record(&mut self, t_ns: u64, cumulative_bytes: u64) {
+        if t_ns >= self.next_ns {
+            self.push(t_ns, cumulative_bytes);
+        }
+    }
+
+    #[cold]
+    fn push(&mut self, t_ns: u64, cumulative_bytes: u64) {
+        self.points.push([t_ns, cumulative_bytes]);
+        self.next_ns = t_ns + self.period_ns;
+        if self.points.len() >= MAX_POINTS {
+            // keep the first point and every second one after it; sample half as often from now on
+            let kept: Vec<[u64; 2]> = self.points.iter().step_by(2).copied().collect();
+            self.points = kept;
+            self.period_ns *= 2;
+        }
+    }
+
+    /// The last point: the worker's end time and total.
+    pub fn finish(&mut self, t_ns: u64, cumulative_bytes: u64) {
+        if self.points.last().is_some_and(|p| p[0] == t_ns) {
+            self.points.pop();
+        }
+        self.points.push([t_ns, cumulative_bytes]);
+    }
+
+    /// Bytes moved by time `t_ns`, linearly interpolated between samples.
+    pub fn bytes_at(&self, t_ns: f64) -> f64 {
+        let first = self.points[0];
+        let last = *self.points.last().unwrap();
+        if t_ns <= first[0] as f64 {
+            return first[1] as f64;
+        }
+        if t_ns >= last[0] as f64 {
+            return last[1] as f64;
+        }
+        let i = self.points.partition_point(|p| (p[0] as f64) <= t_ns);
+        let (a, b) = (self.points[i - 1], self.points[i]);
+        let span = (b[0] - a[0]) as f64;
+        a[1] as f64 + (b[1] - a[1]) as f64 * ((t_ns - a[0] as f64) / span)
+    }
+
+    /// Bytes moved in [t0, t1] (times in ns since the phase start).
+    pub fn bytes_between(&self, t0_ns: f64, t1_ns: f64) -> f64 {
+        (self.bytes_at(t1_ns) - self.bytes_at(t0_ns)).max(0.0)
+    }
+}
+
 /// Live progress of one worker, read by the front end while the phase runs. Padded to its own
 /// cache line so workers never share one; written with plain relaxed stores of worker-local totals.
 #[repr(align(64))]
@@ -168,6 +239,20 @@ pub struct SyncResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_log_interpolates_and_stays_bounded() {
+        let mut log = ProgressLog::new(0);
+        // 1 byte per ns for 2 s, sampled at every completion of 1000 ns
+        for t in (1000..2_000_000_000u64).step_by(1000) {
+            log.record(t, t);
+        }
+        log.finish(2_000_000_000, 2_000_000_000);
+        assert!(log.points.len() < MAX_POINTS);
+        assert!((log.bytes_between(0.5e9, 1.5e9) - 1e9).abs() < 1e9 * 1e-6);
+        assert_eq!(log.bytes_at(-1.0), 0.0);
+        assert_eq!(log.bytes_at(3e9), 2e9);
+    }
 
     #[test]
     fn series_rates_use_real_interval_lengths() {

@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::histogram::Histogram;
 use crate::plan::{Plan, WorkerPlan};
 use crate::run::Control;
-use crate::stats::DirStats;
+use crate::stats::{DirStats, ProgressLog};
 use crate::workload::OffsetGenerator;
 
 struct Slot {
@@ -38,6 +38,7 @@ pub struct WorkerOutcome {
     pub sync: Histogram,
     pub summary: WorkerSummary,
     pub setup_flags: Vec<String>,
+    pub log: ProgressLog,
 }
 
 /// Per-worker line of the result: its window and totals (times relative to the phase start).
@@ -97,7 +98,6 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     // All workers started together; the phase clock was set by the coordinator.
     let phase_start = control.phase_start();
     let measure_start = phase_start + Duration::from_secs_f64(g.ramp);
-    let deadline = g.time.map(|t| measure_start + Duration::from_secs_f64(t));
     let progress = &control.progress[w.id];
 
     let mut issued_bytes: u64 = 0;
@@ -109,12 +109,21 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     let mut writes_since_sync: u64 = 0;
     let mut wrote_any = false;
     let mut issuing = true;
+    if g.start_delay > 0.0 {
+        let go = phase_start + Duration::from_secs_f64(g.start_delay);
+        while Instant::now() < go && !control.stop.load(Ordering::Relaxed) {
+            std::thread::sleep((go - Instant::now()).min(Duration::from_millis(10)));
+        }
+    }
     let mut now = Instant::now();
     let start_instant = now;
+    let mut log = ProgressLog::new(ns_between(phase_start, start_instant.max(measure_start)));
+    // A time-based worker runs for `time` from its own measured start (fio's startdelay semantics).
+    let deadline = g.time.map(|t| start_instant.max(measure_start) + Duration::from_secs_f64(t));
 
     // Account one completion; returns an error for a failed or short transfer.
     let complete = |slot: &Slot, result: i64, t: Instant, with_slat: bool,
-                        read: &mut DirStats, write: &mut DirStats| -> Result<()> {
+                        read: &mut DirStats, write: &mut DirStats, log: &mut ProgressLog| -> Result<()> {
         if result != bs as i64 {
             let dir = if slot.is_read { "read" } else { "write" };
             return Err(if result < 0 {
@@ -136,11 +145,12 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
         if t >= measure_start && deadline.map_or(true, |d| t <= d) {
             let interval = (ns_between(measure_start, t) / interval_ns) as usize;
             let lat = ns_between(slot.issued_at, t);
-            let stats = if slot.is_read { read } else { write };
+            let stats = if slot.is_read { &mut *read } else { &mut *write };
             stats.record(bs as u64, lat, interval);
             if with_slat {
                 stats.slat.record(ns_between(slot.queued_at, slot.issued_at));
             }
+            log.record(ns_between(phase_start, t), read.bytes + write.bytes);
         }
         Ok(())
     };
@@ -186,7 +196,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                 match attempt!(backend.queue(&req)) {
                     Queued::Completed(res) => {
                         now = Instant::now();
-                        attempt!(complete(&slots[slot_id as usize], res, now, false, &mut read, &mut write));
+                        attempt!(complete(&slots[slot_id as usize], res, now, false, &mut read, &mut write, &mut log));
                         free.push(slot_id);
                         done_bytes += bs as u64;
                         done_ops += 1;
@@ -213,7 +223,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                 inflight -= completions.len();
                 for c in completions.iter() {
                     free.push(c.slot);
-                    attempt!(complete(&slots[c.slot as usize], c.result, now, caps.records_submit_latency, &mut read, &mut write));
+                    attempt!(complete(&slots[c.slot as usize], c.result, now, caps.records_submit_latency, &mut read, &mut write, &mut log));
                     done_bytes += bs as u64;
                     done_ops += 1;
                 }
@@ -256,6 +266,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
         end = Instant::now();
     }
 
+    log.finish(ns_between(phase_start, end.max(measure_start)), read.bytes + write.bytes);
     let rel = |t: Instant| t.saturating_duration_since(phase_start).as_secs_f64();
     let summary = WorkerSummary {
         id: w.id,
@@ -269,7 +280,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
         write_ops: write.ops,
     };
     drop(backend);
-    Ok(WorkerOutcome { id: w.id, read, write, sync, summary, setup_flags })
+    Ok(WorkerOutcome { id: w.id, read, write, sync, summary, setup_flags, log })
 }
 
 /// Submit queued requests and stamp their issue time after the system call returned.

@@ -11,7 +11,7 @@ use pyo3::exceptions::{PyException, PyRuntimeError};
 use pyo3::prelude::*;
 
 use storlab_core::histogram;
-use storlab_core::{run_phase, Control, Error, PhaseResult, PhaseSpec, Plan};
+use storlab_core::{run_phase, Control, Error, PhaseOutcome, PhaseSpec, Plan};
 
 create_exception!(_core, CoreError, PyException, "An engine error: args are (kind, message).");
 
@@ -24,8 +24,9 @@ fn to_py(e: Error) -> PyErr {
 struct PhaseRun {
     plan: Arc<Plan>,
     control: Arc<Control>,
-    thread: Mutex<Option<JoinHandle<PhaseResult>>>,
+    thread: Mutex<Option<JoinHandle<PhaseOutcome>>>,
     result: Mutex<Option<String>>,
+    outcome: Mutex<Option<PhaseOutcome>>,
 }
 
 #[pymethods]
@@ -37,7 +38,7 @@ impl PhaseRun {
             .detach(move || PhaseSpec::from_json(&spec_json).and_then(Plan::build))
             .map_err(to_py)?;
         let control = Arc::new(Control::new(plan.workers.len()));
-        Ok(PhaseRun { plan: Arc::new(plan), control, thread: Mutex::new(None), result: Mutex::new(None) })
+        Ok(PhaseRun { plan: Arc::new(plan), control, thread: Mutex::new(None), result: Mutex::new(None), outcome: Mutex::new(None) })
     }
 
     /// What the plan found out about each target, as JSON.
@@ -83,9 +84,10 @@ impl PhaseRun {
             true
         });
         if finished {
-            let result = guard.take().unwrap().join().map_err(|_| PyRuntimeError::new_err("phase thread panicked"))?;
-            let json = serde_json::to_string(&result).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+            let outcome = guard.take().unwrap().join().map_err(|_| PyRuntimeError::new_err("phase thread panicked"))?;
+            let json = serde_json::to_string(&outcome.result).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
             *self.result.lock().unwrap() = Some(json);
+            *self.outcome.lock().unwrap() = Some(outcome);
         }
         Ok(finished)
     }
@@ -100,6 +102,12 @@ impl PhaseRun {
         let (b, o) = self.control.progress_totals();
         let done = self.control.progress.iter().filter(|p| p.done.load(std::sync::atomic::Ordering::Acquire)).count();
         (b, o, self.control.elapsed_s(), done)
+    }
+
+    /// Bytes all workers moved between t0_s and t1_s seconds after the phase start (interpolated
+    /// from their progress logs); for de-skew across MPI ranks. None before the phase ended.
+    fn bytes_in_window(&self, t0_s: f64, t1_s: f64) -> Option<f64> {
+        self.outcome.lock().unwrap().as_ref().map(|o| o.bytes_in_window(t0_s, t1_s))
     }
 
     /// The phase result as JSON, once `wait` returned True.
