@@ -134,6 +134,12 @@ OPTIONS: tuple[Option, ...] = (
            core=False, metavar="TAG"),
     Option("note", "str", "free-text note kept with the stored run", default=None,
            category="output", core=False, metavar="TEXT"),
+    Option("reorder", "int", "under MPI: read phases read what rank (rank + N) mod size wrote, so "
+           "no node reads its own data back from its client cache (IOR's -C/-Q)", default=0,
+           category="mpi", core=False, minimum=0),
+    Option("rank_timeout", "duration", "under MPI: how long the other ranks wait for a rank that "
+           "failed or vanished before the whole run ends with an error naming it", default=30.0,
+           category="mpi", core=False, unit="s", minimum=1),
     Option("fio", "str", "run a fio job file (supported options translated; others rejected)",
            default=None, category="target", core=False, metavar="JOBFILE"),
 )
