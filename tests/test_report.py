@@ -199,41 +199,72 @@ def _console_lines(stderr: str) -> list[str]:
     return [ln for ln in stderr.splitlines() if ":CONSOLE" in ln or "Uncaught" in ln]
 
 
-@pytest.mark.browser
-@pytest.mark.skipif(_chromium() is None, reason="chromium not installed (apt-get install chromium)")
-@pytest.mark.parametrize("kind", list(REPORTS))
-def test_report_renders_in_headless_chromium(kind, tmp_path):
+def _in_page_check(html_file: Path, workdir: Path) -> tuple[dict, list[str]]:
+    """Load a copy of the page with an error hook that writes its findings into the DOM."""
+    hooked = workdir / ("hooked-" + html_file.name)
+    hooked.write_text(html_file.read_text().replace("<head>", "<head>" + _CHECK_HOOK, 1))
+    res = _run_chromium(["--dump-dom", "--virtual-time-budget=10000", hooked.as_uri()], workdir)
+    assert res.returncode == 0, res.stderr[-2000:]
+    m = re.search(r'<pre id="storlab-check">(.*?)</pre>', res.stdout)
+    assert m, "the page did not finish loading"
+    return json.loads(m.group(1).replace("&quot;", '"')), _console_lines(res.stderr)
+
+
+def _screenshot(html_file: Path, workdir: Path):
+    """(colours in a downscaled screenshot, share of non-white pixels, console lines, size)."""
     from PIL import Image
 
+    shot = workdir / (html_file.stem + ".png")
+    res = _run_chromium([f"--screenshot={shot}", "--window-size=1280,2400", html_file.as_uri()], workdir)
+    assert res.returncode == 0, res.stderr[-2000:]
+    img = Image.open(shot).convert("RGB")
+    small = img.resize((320, 600))
+    colors = small.getcolors(maxcolors=1 << 20)
+    non_white = sum(n for n, c in colors if sum(c) < 3 * 245) / (320 * 600)
+    return len(colors), non_white, _console_lines(res.stderr), img.size
+
+
+needs_chromium = pytest.mark.skipif(_chromium() is None,
+                                    reason="chromium not installed (apt-get install chromium)")
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_browser_checks_catch_a_broken_page(tmp_path):
+    """The checks below can fail: a page with a bad image and a script error is caught."""
+    bad = tmp_path / "bad.html"
+    bad.write_text('<!DOCTYPE html><html><head></head><body><p>x</p>'
+                   '<img src="data:image/png;base64,AAAA"><script>undefinedFn();</script></body></html>')
+    check, console = _in_page_check(bad, tmp_path)
+    assert check["images"] == 1 and check["broken"] == 1
+    assert check["errors"] and "undefinedFn" in check["errors"][0]
+    assert any("undefinedFn" in ln for ln in console)
+    ncolors, non_white, console, _ = _screenshot(bad, tmp_path)
+    assert non_white < 0.03 and ncolors <= 50      # what the blank-page check rejects
+    assert console
+
+
+@pytest.mark.browser
+@needs_chromium
+@pytest.mark.parametrize("kind", list(REPORTS))
+def test_report_renders_in_headless_chromium(kind, tmp_path):
     docs = REPORTS[kind]()
     html_file = tmp_path / "report.html"
     write_report(docs, html_file)
     nimages = len(embedded_pngs(html_file.read_text()))
 
     # 1. the report as written: screenshot, and no console output at all
-    shot = tmp_path / "shot.png"
-    res = _run_chromium([f"--screenshot={shot}", "--window-size=1280,2400", html_file.as_uri()], tmp_path)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert _console_lines(res.stderr) == []
-    img = Image.open(shot).convert("RGB")
-    assert img.size == (1280, 2400)
-    small = img.resize((320, 600))
-    colors = small.getcolors(maxcolors=1 << 20)
-    non_white = sum(n for n, c in colors if sum(c) < 3 * 245)
-    assert len(colors) > 50, "screenshot is (nearly) one colour"
-    assert non_white / (320 * 600) > 0.03, "screenshot is blank"
+    ncolors, non_white, console, size = _screenshot(html_file, tmp_path)
+    assert console == []
+    assert size == (1280, 2400)
+    assert ncolors > 50, "screenshot is (nearly) one colour"
+    assert non_white > 0.03, "screenshot is blank"
 
     # 2. a copy with an error hook that writes into the DOM: every image decoded, no errors
-    hooked = tmp_path / "hooked.html"
-    hooked.write_text(html_file.read_text().replace("<head>", "<head>" + _CHECK_HOOK, 1))
-    res = _run_chromium(["--dump-dom", "--virtual-time-budget=10000", hooked.as_uri()], tmp_path)
-    assert res.returncode == 0, res.stderr[-2000:]
-    m = re.search(r'<pre id="storlab-check">(.*?)</pre>', res.stdout)
-    assert m, "the page did not finish loading"
-    check = json.loads(m.group(1).replace("&quot;", '"'))
+    check, console = _in_page_check(html_file, tmp_path)
     assert check == {"images": nimages, "broken": 0, "errors": [], "height": check["height"]}
     assert check["height"] > 2000
-    assert _console_lines(res.stderr) == []
+    assert console == []
 
 
 def test_engine_output_bs_sweep_gets_one_series_vs_request_size():
