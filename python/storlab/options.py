@@ -67,10 +67,28 @@ OPTIONS: tuple[Option, ...] = (
            default=None, category="target", unit="bytes", minimum=1),
     Option("offset", "size", "start of the I/O range on each target", default=0,
            category="target", unit="bytes", minimum=0),
-    Option("thread_layout", "choice", "how threads share a target",
-           default="region", category="target",
-           choices=_choice(region="each thread owns an equal, bs-aligned slice of the range",
-                           shared="every thread covers the whole range")),
+    Option("thread_layout", "choice", "how the participants (threads; ranks x threads under MPI) "
+           "share a target", default="region", category="target",
+           choices=_choice(region="each participant owns an equal, bs-aligned slice of the range",
+                           shared="every participant covers the whole range",
+                           segmented="IOR segments: in each of `segments` segments participant p "
+                                     "owns the p-th `block`, done in transfers of bs",
+                           strided="round-robin transfers: participant p does transfers p, p+P, "
+                                   "p+2P ... of bs (IOR segments with block = bs)")),
+    Option("files", "choice", "one shared file or a file per thread", default="shared",
+           category="target",
+           choices=_choice(shared="every thread works on the target itself",
+                           per_thread="each thread its own file PATH.N, N its participant index "
+                                      "(file per process under MPI)")),
+    Option("segments", "int", "number of segments of the segmented layout (IOR -s)", default=1,
+           category="target", minimum=1),
+    Option("block", "size", "bytes each participant owns per segment (IOR -b); default: the range "
+           "split evenly; a multiple of bs (the transfer size, IOR -t)", default=None,
+           category="target", unit="bytes", minimum=1),
+    Option("participants", "int", "participants sharing a target's layout (0: the threads); "
+           "set by MPI runs to ranks x threads", default=0, category="target", minimum=0),
+    Option("participant_base", "int", "participant index of this process's first thread; set by "
+           "MPI runs to rank x threads", default=0, category="target", minimum=0),
     Option("allow_destroy", "paths", "block device that storlab may write to even though it holds "
            "a partition table, file system, RAID/LVM/swap signature (repeatable; name the exact device)",
            default=(), category="safety", core=False, metavar="DEVICE"),

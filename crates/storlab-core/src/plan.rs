@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use crate::buffer::AlignedBuf;
 use crate::error::{Error, Result};
-use crate::spec::{GroupSpec, PhaseSpec, ThreadLayout};
-use crate::workload::Rng;
+use crate::spec::{FileLayout, GroupSpec, PhaseSpec, ThreadLayout};
+use crate::workload::{AccessMap, Rng};
 
 /// What storlab found out about a target, reported in the result's environment.
 #[derive(Debug, Clone, Serialize)]
@@ -35,8 +35,10 @@ pub struct WorkerPlan {
     pub group: usize,
     pub target: usize,
     pub file: File,
-    pub first_block: u64,
-    pub blocks: u64,
+    /// The transfers this worker may do.
+    pub map: AccessMap,
+    /// Participant index (thread index within the group, shifted by participant_base).
+    pub participant: u64,
     /// Bytes to transfer; u64::MAX for "until the time runs out".
     pub io_limit: u64,
     pub seed: u64,
@@ -87,7 +89,6 @@ fn file_direct_align(path: &str) -> u64 {
 struct OpenTarget {
     info: TargetInfo,
     writes: bool,
-    reads: bool,
     /// Start and length of the I/O range in bytes.
     range_start: u64,
     range_len: u64,
@@ -138,7 +139,7 @@ fn preallocate(f: &File, path: &str, len: u64) -> Result<()> {
     Err(Error::target(path, format!("cannot preallocate {len} bytes: {}", std::io::Error::from_raw_os_error(rc))))
 }
 
-fn resolve_target(path: &str, g: &GroupSpec) -> Result<OpenTarget> {
+fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>) -> Result<OpenTarget> {
     let read_pct = g.rw.read_percent(g.rwmix_read);
     let (reads, writes) = (read_pct > 0, read_pct < 100);
     let meta = std::fs::metadata(path);
@@ -152,7 +153,7 @@ fn resolve_target(path: &str, g: &GroupSpec) -> Result<OpenTarget> {
         Ok(m) if m.is_file() => ("file", m.len(), 0),
         Ok(_) => return Err(Error::target(path, "is neither a regular file nor a block device")),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if g.size.is_none() {
+            if size.is_none() {
                 return Err(Error::spec(format!("size: needed to create {path}, which does not exist")));
             }
             created = true;
@@ -160,7 +161,7 @@ fn resolve_target(path: &str, g: &GroupSpec) -> Result<OpenTarget> {
         }
         Err(e) => return Err(Error::target(path, format!("cannot stat: {e}"))),
     };
-    let range_len = match g.size {
+    let range_len = match size {
         Some(s) => s,
         None => existing_size.checked_sub(g.offset).filter(|&n| n > 0).ok_or_else(|| {
             Error::spec(format!("offset: {} is at or beyond the end of {path} ({existing_size} bytes)", g.offset))
@@ -189,10 +190,96 @@ fn resolve_target(path: &str, g: &GroupSpec) -> Result<OpenTarget> {
     Ok(OpenTarget {
         info: TargetInfo { path: path.to_string(), kind, size_bytes, created, laid_out_bytes, direct_align_bytes: align },
         writes,
-        reads,
         range_start: g.offset,
         range_len,
     })
+}
+
+/// The range length a group needs on a target it must create: its size, or for the segmented
+/// layouts segments × participants × block when the block is known.
+fn wanted_size(g: &GroupSpec) -> Option<u64> {
+    let participants = g.participant_count();
+    match (g.size, g.thread_layout, g.block) {
+        (Some(s), _, _) => Some(s),
+        (None, ThreadLayout::Segmented, Some(b)) => Some(g.segments * participants * b),
+        (None, ThreadLayout::Strided, _) => None,
+        _ => None,
+    }
+}
+
+/// The access map of participant `p` on a resolved range, with the checks that go with it.
+fn access_map(g: &GroupSpec, t: &OpenTarget, p: u64, participants: u64) -> Result<AccessMap> {
+    let path = &t.info.path;
+    let blocks = t.range_len / g.bs;
+    if blocks == 0 {
+        return Err(Error::spec(format!(
+            "size: the range of {} bytes on {path} is smaller than bs ({} bytes)", t.range_len, g.bs
+        )));
+    }
+    let first_block_of_range = t.range_start / g.bs;
+    if t.range_start % g.bs != 0 {
+        return Err(Error::alignment(format!("offset: {} is not a multiple of bs ({} bytes)", t.range_start, g.bs)));
+    }
+    let per_participant = participants.max(1);
+    Ok(match g.thread_layout {
+        ThreadLayout::Shared => AccessMap::Contiguous { first_block: first_block_of_range, blocks },
+        ThreadLayout::Region => {
+            if blocks < per_participant {
+                return Err(Error::spec(format!(
+                    "threads: {per_participant} participants cannot each own a slice of {blocks} blocks of {} bytes on {path}; use a larger size or thread_layout=shared",
+                    g.bs
+                )));
+            }
+            let lo = blocks * p / per_participant;
+            let hi = blocks * (p + 1) / per_participant;
+            AccessMap::Contiguous { first_block: first_block_of_range + lo, blocks: hi - lo }
+        }
+        ThreadLayout::Segmented | ThreadLayout::Strided => {
+            let block_bytes = match (g.thread_layout, g.block) {
+                (ThreadLayout::Strided, _) => g.bs,
+                (_, Some(b)) => b,
+                (_, None) => (t.range_len / (g.segments * per_participant) / g.bs) * g.bs,
+            };
+            let segments = if g.thread_layout == ThreadLayout::Strided {
+                t.range_len / (per_participant * g.bs)
+            } else {
+                g.segments
+            };
+            if block_bytes == 0 || segments == 0 {
+                return Err(Error::spec(format!(
+                    "size: {} bytes on {path} cannot hold {} segment(s) of {per_participant} participants x one transfer of {} bytes",
+                    t.range_len, g.segments, g.bs
+                )));
+            }
+            let needed = segments * per_participant * block_bytes;
+            if needed > t.range_len {
+                return Err(Error::spec(format!(
+                    "size: segments ({segments}) x participants ({per_participant}) x block ({block_bytes} bytes) = {needed} bytes exceeds the range of {} bytes on {path}",
+                    t.range_len
+                )));
+            }
+            AccessMap::Segmented { base: t.range_start, segments, participants: per_participant, participant: p, block_bytes }
+        }
+    })
+}
+
+fn check_direct(g: &GroupSpec, t: &OpenTarget, buffer_align: &mut usize) -> Result<()> {
+    if !g.direct {
+        return Ok(());
+    }
+    let (a, path) = (t.info.direct_align_bytes, &t.info.path);
+    if g.bs % a != 0 {
+        return Err(Error::alignment(format!(
+            "bs: {} bytes is not a multiple of {a} bytes, the O_DIRECT alignment of {path}", g.bs
+        )));
+    }
+    if t.range_start % a != 0 {
+        return Err(Error::alignment(format!(
+            "offset: {} is not a multiple of {a} bytes, the O_DIRECT alignment of {path}", t.range_start
+        )));
+    }
+    *buffer_align = (*buffer_align).max(a as usize);
+    Ok(())
 }
 
 impl Plan {
@@ -204,73 +291,53 @@ impl Plan {
         let mut buffer_align = 4096usize;
         for (gi, g) in spec.groups.iter().enumerate() {
             let group_workers = g.target.len() as u64 * g.threads as u64;
-            for path in &g.target {
-                let t = resolve_target(path, g)?;
-                let _ = t.reads;
-                if g.direct {
-                    let a = t.info.direct_align_bytes;
-                    if g.bs % a != 0 {
-                        return Err(Error::alignment(format!(
-                            "bs: {} bytes is not a multiple of {a} bytes, the O_DIRECT alignment of {path}", g.bs
-                        )));
-                    }
-                    if t.range_start % a != 0 {
-                        return Err(Error::alignment(format!(
-                            "offset: {} is not a multiple of {a} bytes, the O_DIRECT alignment of {path}", t.range_start
-                        )));
-                    }
-                    buffer_align = buffer_align.max(a as usize);
+            let participants = g.participant_count();
+            let size = wanted_size(g);
+            for (target_no, path) in g.target.iter().enumerate() {
+                // One file per thread (PATH.N, N the participant index) or all threads on PATH.
+                let per_thread = g.files == FileLayout::PerThread;
+                let shared = if per_thread { None } else { Some(resolve_target(path, g, size)?) };
+                if let Some(t) = &shared {
+                    check_direct(g, t, &mut buffer_align)?;
                 }
-                let blocks = t.range_len / g.bs;
-                if blocks == 0 {
-                    return Err(Error::spec(format!(
-                        "size: the range of {} bytes on {path} is smaller than bs ({} bytes)", t.range_len, g.bs
-                    )));
-                }
-                if g.thread_layout == ThreadLayout::Region && blocks < g.threads as u64 {
-                    return Err(Error::spec(format!(
-                        "threads: {} threads cannot each own a slice of {blocks} blocks of {} bytes on {path}; use a larger size or thread_layout=shared",
-                        g.threads, g.bs
-                    )));
-                }
-                let ti = targets.len();
-                let first_block_of_range = t.range_start / g.bs;
-                // A range start that is not a multiple of bs is honoured by shifting in bytes.
-                let misalign = t.range_start - first_block_of_range * g.bs;
-                if misalign != 0 {
-                    return Err(Error::alignment(format!(
-                        "offset: {} is not a multiple of bs ({} bytes)", t.range_start, g.bs
-                    )));
+                let shared_index = targets.len();
+                if let Some(t) = &shared {
+                    targets.push(t.info.clone());
                 }
                 for th in 0..g.threads as u64 {
-                    let (first, count) = match g.thread_layout {
-                        ThreadLayout::Shared => (0, blocks),
-                        ThreadLayout::Region => {
-                            let lo = blocks * th / g.threads as u64;
-                            let hi = blocks * (th + 1) / g.threads as u64;
-                            (lo, hi - lo)
+                    let p = g.participant_base + th;
+                    let own;
+                    let (t, ti, map) = match &shared {
+                        Some(t) => (t, shared_index, access_map(g, t, p, participants)?),
+                        None => {
+                            own = resolve_target(&format!("{path}.{p}"), g, size)?;
+                            check_direct(g, &own, &mut buffer_align)?;
+                            targets.push(own.info.clone());
+                            let map = access_map(g, &own, 0, 1)?;
+                            (&own, targets.len() - 1, map)
                         }
                     };
+                    let transfers = map.transfers(g.bs);
                     let io_limit = match (g.io_size, g.io_total, g.time) {
                         (Some(n), _, _) => (n / g.bs).max(1) * g.bs,
                         (_, Some(n), _) => (n / group_workers / g.bs).max(1) * g.bs,
                         (None, None, Some(_)) => u64::MAX,
-                        (None, None, None) => count * g.bs,
+                        (None, None, None) => transfers * g.bs,
                     };
-                    let file = open_file(path, t.writes, g.direct, false)?;
+                    let file = open_file(&t.info.path, t.writes, g.direct, false)?;
                     let id = workers.len();
                     workers.push(WorkerPlan {
                         id,
                         group: gi,
                         target: ti,
                         file,
-                        first_block: first_block_of_range + first,
-                        blocks: count,
+                        map,
+                        participant: p,
                         io_limit,
-                        seed: Rng::derive(g.seed, id as u64),
+                        // Stable across processes: the same participant draws the same offsets.
+                        seed: Rng::derive(g.seed, ((gi as u64) << 48) | ((target_no as u64) << 32) | p),
                     });
                 }
-                targets.push(t.info);
             }
         }
         Ok(Plan { spec, targets, workers, buffer_align })

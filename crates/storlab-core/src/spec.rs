@@ -44,10 +44,23 @@ pub enum EngineKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ThreadLayout {
-    /// Each thread owns an equal, bs-aligned slice of the range.
+    /// Each participant owns an equal, bs-aligned slice of the range.
     Region,
-    /// Every thread covers the whole range.
+    /// Every participant covers the whole range.
     Shared,
+    /// IOR segments: in each of `segments` segments, participant p owns the p-th `block`.
+    Segmented,
+    /// Round-robin transfers: participant p does transfers p, p+P, p+2P ... (segments of bs).
+    Strided,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileLayout {
+    /// All threads on the target itself.
+    Shared,
+    /// Each thread its own file, named PATH.N with N the participant index.
+    PerThread,
 }
 
 /// One group of identical workers (fio: one job section with numjobs).
@@ -60,6 +73,13 @@ pub struct GroupSpec {
     pub size: Option<u64>,
     pub offset: u64,
     pub thread_layout: ThreadLayout,
+    pub files: FileLayout,
+    pub segments: u64,
+    pub block: Option<u64>,
+    /// Participants sharing the layout (0: this group's threads); more under MPI.
+    pub participants: u64,
+    /// Participant index of this process's first thread (rank × threads under MPI).
+    pub participant_base: u64,
     pub rw: Rw,
     pub rwmix_read: u32,
     pub bs: u64,
@@ -96,6 +116,11 @@ impl Default for GroupSpec {
             size: None,
             offset: 0,
             thread_layout: ThreadLayout::Region,
+            files: FileLayout::Shared,
+            segments: 1,
+            block: None,
+            participants: 0,
+            participant_base: 0,
             rw: Rw::Read,
             rwmix_read: 50,
             bs: 4096,
@@ -166,6 +191,11 @@ impl PhaseSpec {
 }
 
 impl GroupSpec {
+    /// Participants sharing one target's layout.
+    pub fn participant_count(&self) -> u64 {
+        if self.participants == 0 { self.threads as u64 } else { self.participants }
+    }
+
     pub fn validate(&self) -> Result<()> {
         let who = if self.name.is_empty() { String::new() } else { format!("{}: ", self.name) };
         let bad = |field: &str, msg: String| Error::spec(format!("{who}{field}: {msg}"));
@@ -183,6 +213,24 @@ impl GroupSpec {
         }
         if self.rwmix_read > 100 {
             return Err(bad("rwmix_read", format!("{} is out of range; allowed: 0 to 100", self.rwmix_read)));
+        }
+        if self.segments == 0 {
+            return Err(bad("segments", "must be at least 1".into()));
+        }
+        if let Some(b) = self.block {
+            if b == 0 || b % self.bs != 0 {
+                return Err(bad("block", format!("{b} bytes is not a whole number of transfers of bs = {} bytes", self.bs)));
+            }
+        }
+        let participants = self.participant_count();
+        if self.participant_base + self.threads as u64 > participants {
+            return Err(bad("participant_base", format!(
+                "participants {}..{} do not fit in participants = {participants}",
+                self.participant_base, self.participant_base + self.threads as u64
+            )));
+        }
+        if self.files == FileLayout::PerThread && matches!(self.thread_layout, ThreadLayout::Segmented | ThreadLayout::Strided) {
+            return Err(bad("thread_layout", "segmented and strided layouts share one file; they need files=shared".into()));
         }
         if self.io_size.is_some() && self.io_total.is_some() {
             return Err(bad("io_size", "give io_size (per thread) or io_total, not both".into()));

@@ -86,7 +86,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
 
     let mut free: Vec<u32> = (0..qd as u32).rev().collect();
     let mut completions: Vec<Completion> = Vec::with_capacity(qd.max(64) * 2);
-    let mut gen = OffsetGenerator::new(g.rw, g.rwmix_read, g.bs, w.first_block, w.blocks, w.seed);
+    let mut gen = OffsetGenerator::new(g.rw, g.rwmix_read, g.bs, w.map, w.seed);
     let batch = if g.uring_batch == 0 { qd } else { (g.uring_batch as usize).min(qd) };
 
     let interval_ns = (g.interval * 1e9) as u64;

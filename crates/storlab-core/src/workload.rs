@@ -67,10 +67,44 @@ pub struct NextIo {
     pub offset: u64,
 }
 
-/// Generates the offsets of one worker over its block range `[first_block, first_block + blocks)`.
+/// Which byte offsets a worker may touch, as a numbered list of transfers: transfer k of n.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccessMap {
+    /// Transfers of bs over blocks [first_block, first_block + blocks).
+    Contiguous { first_block: u64, blocks: u64 },
+    /// IOR's layout: `segments` segments of `participants` blocks of `block_bytes`; this worker owns
+    /// block `participant` of each segment, read or written in transfers of bs.
+    Segmented { base: u64, segments: u64, participants: u64, participant: u64, block_bytes: u64 },
+}
+
+impl AccessMap {
+    /// Number of distinct transfers.
+    pub fn transfers(&self, bs: u64) -> u64 {
+        match *self {
+            AccessMap::Contiguous { blocks, .. } => blocks,
+            AccessMap::Segmented { segments, block_bytes, .. } => segments * (block_bytes / bs),
+        }
+    }
+
+    /// Byte offset of transfer k.
+    #[inline(always)]
+    pub fn offset(&self, k: u64, bs: u64) -> u64 {
+        match *self {
+            AccessMap::Contiguous { first_block, .. } => (first_block + k) * bs,
+            AccessMap::Segmented { base, participants, participant, block_bytes, .. } => {
+                let per_block = block_bytes / bs;
+                let (segment, within) = (k / per_block, k % per_block);
+                base + (segment * participants + participant) * block_bytes + within * bs
+            }
+        }
+    }
+}
+
+/// Generates the offsets of one worker: transfer indices (in order or uniformly at random) mapped
+/// to byte offsets by its `AccessMap`.
 pub struct OffsetGenerator {
     bs: u64,
-    first_block: u64,
+    map: AccessMap,
     blocks: u64,
     random: bool,
     read_percent: u32,
@@ -80,11 +114,12 @@ pub struct OffsetGenerator {
 }
 
 impl OffsetGenerator {
-    pub fn new(rw: Rw, rwmix_read: u32, bs: u64, first_block: u64, blocks: u64, seed: u64) -> Self {
-        assert!(blocks > 0, "a worker needs at least one block");
+    pub fn new(rw: Rw, rwmix_read: u32, bs: u64, map: AccessMap, seed: u64) -> Self {
+        let blocks = map.transfers(bs);
+        assert!(blocks > 0, "a worker needs at least one transfer");
         OffsetGenerator {
             bs,
-            first_block,
+            map,
             blocks,
             random: rw.is_random(),
             read_percent: rw.read_percent(rwmix_read),
@@ -112,7 +147,7 @@ impl OffsetGenerator {
             0 => false,
             p => self.mix_rng.below(100) < p as u64,
         };
-        NextIo { is_read, offset: (self.first_block + block) * self.bs }
+        NextIo { is_read, offset: self.map.offset(block, self.bs) }
     }
 }
 
@@ -120,9 +155,26 @@ impl OffsetGenerator {
 mod tests {
     use super::*;
 
+    fn contiguous(first_block: u64, blocks: u64) -> AccessMap {
+        AccessMap::Contiguous { first_block, blocks }
+    }
+
+    /// IOR's picture: 2 segments, 3 participants, blocks of 2 transfers; participant 1 owns the
+    /// second block of each segment.
+    #[test]
+    fn segmented_map_follows_ior_layout() {
+        let m = AccessMap::Segmented { base: 1000, segments: 2, participants: 3, participant: 1, block_bytes: 200 };
+        assert_eq!(m.transfers(100), 4);
+        let offs: Vec<u64> = (0..4).map(|k| m.offset(k, 100)).collect();
+        assert_eq!(offs, vec![1200, 1300, 1800, 1900]);
+        // strided = segments of one transfer: participant 1 of 3 does transfers 1, 4, 7 ...
+        let s = AccessMap::Segmented { base: 0, segments: 3, participants: 3, participant: 1, block_bytes: 100 };
+        assert_eq!((0..3).map(|k| s.offset(k, 100)).collect::<Vec<_>>(), vec![100, 400, 700]);
+    }
+
     #[test]
     fn sequential_covers_range_in_order_and_wraps() {
-        let mut g = OffsetGenerator::new(Rw::Read, 0, 4096, 10, 3, 1);
+        let mut g = OffsetGenerator::new(Rw::Read, 0, 4096, contiguous(10, 3), 1);
         let offs: Vec<u64> = (0..5).map(|_| g.next().offset).collect();
         assert_eq!(offs, vec![40960, 45056, 49152, 40960, 45056]);
     }
@@ -130,8 +182,8 @@ mod tests {
     #[test]
     fn random_is_aligned_in_range_reproducible_and_roughly_uniform() {
         let blocks = 64;
-        let mut g1 = OffsetGenerator::new(Rw::Randread, 0, 512, 100, blocks, 42);
-        let mut g2 = OffsetGenerator::new(Rw::Randread, 0, 512, 100, blocks, 42);
+        let mut g1 = OffsetGenerator::new(Rw::Randread, 0, 512, contiguous(100, blocks), 42);
+        let mut g2 = OffsetGenerator::new(Rw::Randread, 0, 512, contiguous(100, blocks), 42);
         let mut hits = vec![0u32; blocks as usize];
         for _ in 0..64_000 {
             let a = g1.next();
@@ -143,14 +195,14 @@ mod tests {
         }
         // each block expected 1000 times; a fair generator stays well within +-20 %
         assert!(hits.iter().all(|&h| (800..1200).contains(&h)), "{hits:?}");
-        let mut g3 = OffsetGenerator::new(Rw::Randread, 0, 512, 100, blocks, 43);
+        let mut g3 = OffsetGenerator::new(Rw::Randread, 0, 512, contiguous(100, blocks), 43);
         let differs = (0..100).any(|_| g3.next() != g1.next());
         assert!(differs, "another seed must give other offsets");
     }
 
     #[test]
     fn mixed_honours_read_percentage() {
-        let mut g = OffsetGenerator::new(Rw::Randrw, 70, 4096, 0, 1000, 7);
+        let mut g = OffsetGenerator::new(Rw::Randrw, 70, 4096, contiguous(0, 1000), 7);
         let reads = (0..100_000).filter(|_| g.next().is_read).count();
         assert!((69_000..71_000).contains(&reads), "{reads}");
     }
