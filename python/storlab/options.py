@@ -111,6 +111,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("fsync_end", "bool", "fsync written targets at the end of the phase, inside the timed "
            "window, so buffered writes are not reported at page-cache speed", default=True,
            negative="--no-fsync-end", fio_name="end_fsync"),
+    Option("verify", "choice", "stamp written blocks with a header and checksum; check every read "
+           "block against them (a read-only run verifies data written earlier)", default="off",
+           choices=_choice(off="no verification",
+                           crc32c="CRC-32C over header and payload (hardware accelerated)",
+                           xxh3="64-bit xxh3 over header and payload"), fio_name="verify"),
+    Option("verify_pass", "int", "pass number written into headers; when not 0 a read requires it "
+           "(stale data from an earlier pass is reported)", default=0, minimum=0, maximum=2**32 - 1),
+    Option("verify_report", "int", "mismatches reported in full; the rest are counted", default=10,
+           minimum=0, maximum=100000),
     # --- timing ---------------------------------------------------------------------------
     Option("time", "duration", "run for this long, wrapping around the range (time-based run)",
            default=None, category="timing", unit="s", minimum=0.001, fio_name="runtime"),

@@ -13,6 +13,7 @@ pub mod plan;
 pub mod run;
 pub mod spec;
 pub mod stats;
+pub mod verify;
 pub mod worker;
 pub mod workload;
 

@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::buffer::AlignedBuf;
 use crate::error::{Error, Result};
 use crate::spec::{FileLayout, GroupSpec, PhaseSpec, ThreadLayout};
+use crate::verify::{self, Expect, VerifyKind};
 use crate::workload::{AccessMap, Rng};
 
 /// What storlab found out about a target, reported in the result's environment.
@@ -109,14 +110,22 @@ fn open_file(path: &str, writes: bool, direct: bool, create: bool) -> Result<Fil
     })
 }
 
-/// Write pattern data over [from, to) so reads hit allocated blocks, then flush it.
-fn lay_out(path: &str, from: u64, to: u64, seed: u64) -> Result<()> {
+/// Write data over [from, to) so reads hit allocated blocks (not holes), then flush it. With
+/// verification on, every block of bs from `from` is stamped as a verified write would be.
+fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec) -> Result<()> {
     let f = OpenOptions::new().write(true).open(path).map_err(|e| Error::target(path, format!("cannot open to lay out: {e}")))?;
-    let mut buf = AlignedBuf::new(1 << 20, 4096);
-    buf.fill_random(seed);
+    let chunk = if g.verify == VerifyKind::Off { 1 << 20 } else { (((1 << 20) / g.bs).max(1) * g.bs) as usize };
+    let mut buf = AlignedBuf::new(chunk, 4096);
+    buf.fill_random(Rng::derive(g.seed, 0xFEED));
     let mut off = from;
     while off < to {
-        let n = ((to - off) as usize).min(buf.len());
+        let n = ((to - off) as usize).min(chunk);
+        if g.verify != VerifyKind::Off {
+            for (i, block) in buf.as_mut_slice()[..n].chunks_exact_mut(g.bs as usize).enumerate() {
+                let at = off + (i as u64) * g.bs;
+                verify::stamp(block, g.verify, Expect { offset: at, seed: g.seed, pass: g.verify_pass }, 0);
+            }
+        }
         // SAFETY: buf holds at least n bytes.
         let w = unsafe { libc::pwrite(f.as_raw_fd(), buf.as_mut_ptr() as *const libc::c_void, n, off as libc::off_t) };
         if w <= 0 {
@@ -179,12 +188,18 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>) -> Result<OpenTa
         let f = open_file(path, true, false, true)?;
         if reads {
             drop(f);
-            lay_out(path, existing_size.min(end), end, Rng::derive(g.seed, 0xFEED))?;
+            // Verified reads need every block of the range stamped, so lay out all of it.
+            let from = if g.verify == VerifyKind::Off { existing_size.min(end) } else { g.offset };
+            lay_out(path, from, end, g)?;
         } else {
             preallocate(&f, path, end)?;
         }
     }
-    let laid_out_bytes = if kind == "file" && reads && end > existing_size { end - existing_size.min(end) } else { 0 };
+    let laid_out_bytes = match (kind == "file" && reads && end > existing_size, g.verify) {
+        (false, _) => 0,
+        (true, VerifyKind::Off) => end - existing_size.min(end),
+        (true, _) => range_len,
+    };
     let align = if kind == "file" { file_direct_align(path) } else { align };
     let size_bytes = if kind == "file" { existing_size.max(end) } else { existing_size };
     Ok(OpenTarget {

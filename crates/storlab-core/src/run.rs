@@ -11,6 +11,7 @@ use crate::error::Error;
 use crate::histogram::Histogram;
 use crate::plan::{Plan, TargetInfo};
 use crate::stats::{DirResult, DirStats, Histo, ProgressLog, SyncResult, WorkerProgress};
+use crate::verify::{VerifyKind, VerifyTally};
 use crate::worker::{run_worker, WorkerSummary};
 
 /// Shared between the coordinator, the workers and the front end.
@@ -147,6 +148,14 @@ impl Aggregate {
     }
 }
 
+/// Verification outcome of a phase.
+#[derive(Debug, Serialize, Clone)]
+pub struct VerifyResult {
+    pub kind: VerifyKind,
+    #[serde(flatten)]
+    pub tally: VerifyTally,
+}
+
 /// The engine's part of a phase result (docs/result-format.md); the front end adds the rest.
 #[derive(Debug, Serialize, Clone)]
 pub struct PhaseResult {
@@ -167,6 +176,8 @@ pub struct PhaseResult {
     pub write: Option<DirResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync: Option<SyncResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifyResult>,
     pub workers: Vec<WorkerSummary>,
     pub targets: Vec<TargetInfo>,
     pub engine: EngineInfo,
@@ -219,6 +230,8 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
     let mut sync = Histogram::new();
     let mut workers = Vec::new();
     let mut logs = Vec::new();
+    let mut verify = VerifyTally::default();
+    let keep = plan.spec.groups.iter().map(|g| g.verify_report as usize).max().unwrap_or(10);
     let mut flags: Vec<String> = Vec::new();
     for o in outcomes {
         match o {
@@ -233,6 +246,7 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
                 }
                 workers.push(w.summary);
                 logs.push(w.log);
+                verify.merge(&w.verify, keep);
             }
             Ok(Err(_)) => {} // recorded in control.error
             Err(_) => control.fail(Error::engine("a worker thread panicked")),
@@ -273,6 +287,7 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
         aggregate,
         read: does(true).then(|| DirResult::from_stats(&read, seconds, interval_s, uring)),
         write: does(false).then(|| DirResult::from_stats(&write, seconds, interval_s, uring)),
+        verify: plan.spec.groups.iter().find(|g| g.verify != VerifyKind::Off).map(|g| VerifyResult { kind: g.verify, tally: verify }),
         sync: (sync.count() > 0).then(|| SyncResult { ops: sync.count(), lat_ns: sync.summary(), lat_hist: Histo::of(&sync) }),
         workers,
         targets: plan.targets.clone(),

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::verify::{VerifyKind, MIN_BLOCK};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -90,6 +91,12 @@ pub struct GroupSpec {
     pub io_total: Option<u64>,
     pub fsync_every: u64,
     pub fsync_end: bool,
+    /// Stamp written blocks and check read ones (see verify.rs).
+    pub verify: VerifyKind,
+    /// Pass number written into headers and, when not 0, required on reads.
+    pub verify_pass: u32,
+    /// Mismatches reported in full; the rest are counted.
+    pub verify_report: u32,
     pub time: Option<f64>,
     pub ramp: f64,
     pub interval: f64,
@@ -131,6 +138,9 @@ impl Default for GroupSpec {
             io_total: None,
             fsync_every: 0,
             fsync_end: true,
+            verify: VerifyKind::Off,
+            verify_pass: 0,
+            verify_report: 10,
             time: None,
             ramp: 0.0,
             interval: 1.0,
@@ -213,6 +223,9 @@ impl GroupSpec {
         }
         if self.rwmix_read > 100 {
             return Err(bad("rwmix_read", format!("{} is out of range; allowed: 0 to 100", self.rwmix_read)));
+        }
+        if self.verify != VerifyKind::Off && self.bs < MIN_BLOCK {
+            return Err(bad("bs", format!("{} bytes is too small to carry a verification header; verify needs bs >= {MIN_BLOCK}", self.bs)));
         }
         if self.segments == 0 {
             return Err(bad("segments", "must be at least 1".into()));

@@ -19,6 +19,7 @@ use crate::histogram::Histogram;
 use crate::plan::{Plan, WorkerPlan};
 use crate::run::Control;
 use crate::stats::{DirStats, ProgressLog};
+use crate::verify::{self, Expect, VerifyKind, VerifyTally};
 use crate::workload::OffsetGenerator;
 
 struct Slot {
@@ -39,6 +40,7 @@ pub struct WorkerOutcome {
     pub summary: WorkerSummary,
     pub setup_flags: Vec<String>,
     pub log: ProgressLog,
+    pub verify: VerifyTally,
 }
 
 /// Per-worker line of the result: its window and totals (times relative to the phase start).
@@ -118,12 +120,16 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     let mut now = Instant::now();
     let start_instant = now;
     let mut log = ProgressLog::new(ns_between(phase_start, start_instant.max(measure_start)));
+    let verifying = g.verify != VerifyKind::Off;
+    let mut tally = VerifyTally::default();
+    let mut write_sequence: u64 = 0;
     // A time-based worker runs for `time` from its own measured start (fio's startdelay semantics).
     let deadline = g.time.map(|t| start_instant.max(measure_start) + Duration::from_secs_f64(t));
 
     // Account one completion; returns an error for a failed or short transfer.
     let complete = |slot: &Slot, result: i64, t: Instant, with_slat: bool,
-                        read: &mut DirStats, write: &mut DirStats, log: &mut ProgressLog| -> Result<()> {
+                        read: &mut DirStats, write: &mut DirStats, log: &mut ProgressLog,
+                        tally: &mut VerifyTally| -> Result<()> {
         if result != bs as i64 {
             let dir = if slot.is_read { "read" } else { "write" };
             return Err(if result < 0 {
@@ -140,6 +146,12 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                     slot.offset, target.path
                 ))
             });
+        }
+        if verifying && slot.is_read {
+            // SAFETY: the slot's buffer holds bs bytes, just filled by the completed read.
+            let block = unsafe { std::slice::from_raw_parts(slot.buf, bs) };
+            let expect = Expect { offset: slot.offset, seed: g.seed, pass: g.verify_pass };
+            tally.record(verify::check(block, g.verify, expect, &target.path), g.verify_report as usize);
         }
         // Time-based runs measure exactly [ramp end, deadline]; what completes later is drained only.
         if t >= measure_start && deadline.map_or(true, |d| t <= d) {
@@ -189,6 +201,12 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                 if !io.is_read {
                     writes_since_sync += 1;
                     wrote_any = true;
+                    if verifying {
+                        write_sequence += 1;
+                        // SAFETY: the slot's buffer holds bs bytes and no request is using it.
+                        let block = unsafe { std::slice::from_raw_parts_mut(slot.buf, bs) };
+                        verify::stamp(block, g.verify, Expect { offset: io.offset, seed: g.seed, pass: g.verify_pass }, write_sequence);
+                    }
                 }
                 let t0 = Instant::now();
                 slot.queued_at = t0;
@@ -196,7 +214,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                 match attempt!(backend.queue(&req)) {
                     Queued::Completed(res) => {
                         now = Instant::now();
-                        attempt!(complete(&slots[slot_id as usize], res, now, false, &mut read, &mut write, &mut log));
+                        attempt!(complete(&slots[slot_id as usize], res, now, false, &mut read, &mut write, &mut log, &mut tally));
                         free.push(slot_id);
                         done_bytes += bs as u64;
                         done_ops += 1;
@@ -223,7 +241,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                 inflight -= completions.len();
                 for c in completions.iter() {
                     free.push(c.slot);
-                    attempt!(complete(&slots[c.slot as usize], c.result, now, caps.records_submit_latency, &mut read, &mut write, &mut log));
+                    attempt!(complete(&slots[c.slot as usize], c.result, now, caps.records_submit_latency, &mut read, &mut write, &mut log, &mut tally));
                     done_bytes += bs as u64;
                     done_ops += 1;
                 }
@@ -280,7 +298,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
         write_ops: write.ops,
     };
     drop(backend);
-    Ok(WorkerOutcome { id: w.id, read, write, sync, summary, setup_flags, log })
+    Ok(WorkerOutcome { id: w.id, read, write, sync, summary, setup_flags, log, verify: tally })
 }
 
 /// Submit queued requests and stamp their issue time after the system call returned.

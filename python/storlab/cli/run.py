@@ -113,10 +113,32 @@ def run(args: argparse.Namespace) -> int:
         out.write(render_table(doc) + "\n")
     for w in doc["warnings"]:
         print(f"warning: {w['message']}", file=sys.stderr)
+    mismatches = _report_verification(doc)
     if doc["stop_reason"] == "interrupted":
         print("storlab run: interrupted; partial results kept (complete: false)", file=sys.stderr)
         return ExitCode.INTERRUPTED
     if doc["stop_reason"] == "error":
         print(f"storlab run: error: {doc['error']}", file=sys.stderr)
         return ExitCode.FAILURE
+    if mismatches:
+        return ExitCode.FAILURE
     return ExitCode.OK
+
+
+def _report_verification(doc: dict[str, Any]) -> int:
+    """Print verification failures (the first ones in full); returns the number of mismatches."""
+    total = 0
+    for phase in doc["phases"]:
+        v = phase.get("verify")
+        if not v or not v["mismatches"]:
+            continue
+        total += v["mismatches"]
+        print(f"storlab run: verification failed in {phase['name']}: {v['mismatches']} of "
+              f"{v['checked_blocks']} blocks ({v['kind']})", file=sys.stderr)
+        for m in v["first"]:
+            where = f" at byte {m['first_bad_byte']} of the block" if m["first_bad_byte"] is not None else ""
+            print(f"  {m['target']} offset {m['offset']}: {m['field']} expected {m['expected']}, "
+                  f"found {m['found']}{where}", file=sys.stderr)
+        if v["mismatches"] > len(v["first"]):
+            print(f"  ... and {v['mismatches'] - len(v['first'])} more", file=sys.stderr)
+    return total

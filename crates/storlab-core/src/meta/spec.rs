@@ -1,0 +1,272 @@
+//! The metadata benchmark's spec: plain data from Python (JSON), one field per engine-bound option
+//! of the meta option table in python/storlab/meta.py, with the same names, plus the fields an
+//! orchestrator (MPI) sets. Validation of values happens here; the file system is touched only
+//! when the run is built (`run::MetaRun::new`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// The phases of a metadata run, in the only order they can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MetaPhase {
+    /// Make the directory tree(s).
+    Mkdir,
+    /// Create each file (open O_CREAT|O_EXCL, write `file_size` bytes, optional fsync, close).
+    Create,
+    /// fstatat each file.
+    Stat,
+    /// Open each file, read `file_size` bytes, close.
+    Read,
+    /// Rename each file to a second name in the same directory.
+    Rename,
+    /// Unlink each file.
+    Remove,
+    /// Remove the directory tree(s).
+    Rmdir,
+}
+
+impl MetaPhase {
+    pub const ALL: [MetaPhase; 7] = [
+        MetaPhase::Mkdir,
+        MetaPhase::Create,
+        MetaPhase::Stat,
+        MetaPhase::Read,
+        MetaPhase::Rename,
+        MetaPhase::Remove,
+        MetaPhase::Rmdir,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MetaPhase::Mkdir => "mkdir",
+            MetaPhase::Create => "create",
+            MetaPhase::Stat => "stat",
+            MetaPhase::Read => "read",
+            MetaPhase::Rename => "rename",
+            MetaPhase::Remove => "remove",
+            MetaPhase::Rmdir => "rmdir",
+        }
+    }
+
+    /// Phases that work on files (as opposed to the directory tree).
+    pub fn is_item_phase(self) -> bool {
+        !matches!(self, MetaPhase::Mkdir | MetaPhase::Rmdir)
+    }
+}
+
+/// Where the workers' files live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DirMode {
+    /// One tree for all workers (and all MPI ranks): contention on the same directories.
+    Shared,
+    /// One tree per worker.
+    Unique,
+}
+
+/// Order in which stat and read visit the files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// Creation order.
+    Sequential,
+    /// A random permutation per worker (seeded).
+    Random,
+}
+
+/// Longest file-name prefix: leaves room for the worker and item numbers within NAME_MAX (255).
+pub const MAX_PREFIX_BYTES: usize = 200;
+/// Upper bound on the directories of one tree, so a typo cannot ask for billions of them.
+pub const MAX_TREE_DIRS: u64 = 1_000_000;
+/// Upper bound on the tree depth (path length stays far below PATH_MAX).
+pub const MAX_DEPTH: u32 = 64;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetaSpec {
+    /// Existing directory the trees are made in.
+    pub target: String,
+    /// Worker threads.
+    pub threads: u32,
+    /// Files each worker creates.
+    pub files: u64,
+    /// Bytes written to each file at create and read back by read.
+    pub file_size: u64,
+    pub dir: DirMode,
+    /// Levels of subdirectories below each tree root (0: files in the root itself).
+    pub depth: u32,
+    /// Subdirectories per directory; files go into the leaves, round-robin.
+    pub fanout: u32,
+    pub order: Order,
+    /// fsync each file after writing it (inside the create latency).
+    pub fsync_files: bool,
+    /// fsync every directory a worker changed at the end of mkdir, create, rename, remove and
+    /// rmdir (inside the phase's timed window; reported separately as dir_sync).
+    pub fsync_dirs: bool,
+    /// Time limit of each file phase in seconds; a worker stops there and later phases work on
+    /// exactly the items it finished.
+    pub stonewall: Option<f64>,
+    /// Phases to run, in order; must start with mkdir, create.
+    pub phases: Vec<MetaPhase>,
+    /// Recorded for the front end; the engine never removes anything on its own, `cleanup` is
+    /// called by the front end unless this is set.
+    pub keep: bool,
+    /// Seed of the random stat/read order.
+    pub seed: u64,
+    /// Prefix of every file name and per-worker tree name (rank-unique under MPI, e.g. "r3.").
+    pub name_prefix: String,
+    /// Whether this process makes and removes the shared tree (only one MPI rank does).
+    pub shared_tree_owner: bool,
+}
+
+impl Default for MetaSpec {
+    fn default() -> Self {
+        MetaSpec {
+            target: String::new(),
+            threads: 1,
+            files: 1000,
+            file_size: 0,
+            dir: DirMode::Unique,
+            depth: 0,
+            fanout: 10,
+            order: Order::Sequential,
+            fsync_files: false,
+            fsync_dirs: false,
+            stonewall: None,
+            phases: MetaPhase::ALL.to_vec(),
+            keep: false,
+            seed: 0x5EED,
+            name_prefix: String::new(),
+            shared_tree_owner: true,
+        }
+    }
+}
+
+impl MetaSpec {
+    pub fn from_json(text: &str) -> Result<MetaSpec> {
+        let spec: MetaSpec = serde_json::from_str(text).map_err(|e| Error::spec(format!("meta spec: {e}")))?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// Names of the spec's fields (for the test that keeps the option table in step).
+    pub fn field_names() -> Vec<String> {
+        match serde_json::to_value(MetaSpec::default()) {
+            Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Leaf directories of one tree: fanout^depth.
+    pub fn leaves(&self) -> u64 {
+        (self.fanout as u64).pow(self.depth)
+    }
+
+    /// All directories of one tree, root included: sum of fanout^level for level 0..=depth.
+    pub fn tree_dirs(&self) -> u64 {
+        (0..=self.depth).map(|l| (self.fanout as u64).pow(l)).sum()
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.target.is_empty() {
+            return Err(Error::spec("target: a directory is required"));
+        }
+        if self.threads == 0 {
+            return Err(Error::spec("threads: must be at least 1"));
+        }
+        if self.files == 0 {
+            return Err(Error::spec("files: must be at least 1"));
+        }
+        if self.files > u32::MAX as u64 {
+            return Err(Error::spec(format!("files: {} per thread is more than the limit of {}", self.files, u32::MAX)));
+        }
+        if self.fanout == 0 {
+            return Err(Error::spec("fanout: must be at least 1"));
+        }
+        if self.depth > MAX_DEPTH {
+            return Err(Error::spec(format!("depth: {} is more than the limit of {MAX_DEPTH}", self.depth)));
+        }
+        let dirs = (0..=self.depth)
+            .try_fold(0u64, |acc, l| (self.fanout as u64).checked_pow(l).and_then(|n| acc.checked_add(n)));
+        match dirs {
+            Some(n) if n <= MAX_TREE_DIRS => {}
+            _ => {
+                return Err(Error::spec(format!(
+                    "depth/fanout: a tree of depth {} and fanout {} has more than {MAX_TREE_DIRS} directories",
+                    self.depth, self.fanout
+                )))
+            }
+        }
+        if let Some(s) = self.stonewall {
+            if !(s > 0.0 && s.is_finite()) {
+                return Err(Error::spec(format!("stonewall: must be a positive number of seconds, got {s}")));
+            }
+        }
+        if self.name_prefix.len() > MAX_PREFIX_BYTES || self.name_prefix.bytes().any(|b| b == b'/' || b == 0) {
+            return Err(Error::spec(format!(
+                "name_prefix: {:?} must be at most {MAX_PREFIX_BYTES} bytes without '/' or NUL",
+                self.name_prefix
+            )));
+        }
+        if self.phases.first() != Some(&MetaPhase::Mkdir) || self.phases.get(1) != Some(&MetaPhase::Create) {
+            return Err(Error::spec("phases: must start with mkdir, create (the files the other phases work on)"));
+        }
+        if self.phases.windows(2).any(|w| w[0] >= w[1]) {
+            let names: Vec<&str> = MetaPhase::ALL.iter().map(|p| p.name()).collect();
+            return Err(Error::spec(format!("phases: each at most once and in the order {}", names.join(", "))));
+        }
+        if self.phases.contains(&MetaPhase::Rmdir) && !self.phases.contains(&MetaPhase::Remove) {
+            return Err(Error::spec("phases: rmdir needs remove before it (directories must be empty)"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(extra: &str) -> Result<MetaSpec> {
+        let sep = if extra.is_empty() { "" } else { ", " };
+        MetaSpec::from_json(&format!(r#"{{"target": "/tmp"{sep}{extra}}}"#))
+    }
+
+    #[test]
+    fn defaults_are_valid_and_complete() {
+        let s = spec("").unwrap();
+        assert_eq!(s.phases.len(), 7);
+        assert_eq!(s.leaves(), 1);
+        assert_eq!(s.tree_dirs(), 1);
+        assert!(MetaSpec::field_names().contains(&"fsync_dirs".to_string()));
+    }
+
+    #[test]
+    fn tree_counts() {
+        let s = spec(r#""depth": 2, "fanout": 3"#).unwrap();
+        assert_eq!(s.leaves(), 9);
+        assert_eq!(s.tree_dirs(), 1 + 3 + 9);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        for (extra, field) in [
+            (r#""threads": 0"#, "threads"),
+            (r#""files": 0"#, "files"),
+            (r#""fanout": 0"#, "fanout"),
+            (r#""depth": 40, "fanout": 10"#, "depth"),
+            (r#""stonewall": -1"#, "stonewall"),
+            (r#""name_prefix": "a/b""#, "name_prefix"),
+            (r#""phases": ["create"]"#, "phases"),
+            (r#""phases": ["mkdir", "create", "read", "stat"]"#, "phases"),
+            (r#""phases": ["mkdir", "create", "rmdir"]"#, "rmdir"),
+            (r#""dir": "sideways""#, "sideways"),
+            (r#""filez": 3"#, "filez"),
+        ] {
+            let e = spec(extra).unwrap_err();
+            assert!(e.message.contains(field), "{extra}: {}", e.message);
+        }
+        assert!(MetaSpec::from_json("{}").unwrap_err().message.contains("target"));
+    }
+}

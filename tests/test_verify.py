@@ -1,0 +1,79 @@
+"""Verification end to end: stamped writes, checked reads, every kind of mismatch reported."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from storlab.cli.main import main
+from test_cli_run import run_cli  # tests/ is on sys.path (pytest prepend mode)
+
+BS = 4096
+
+
+def flip(path: str, position: int, mask: int = 0x01) -> None:
+    with open(path, "r+b") as f:
+        f.seek(position)
+        b = f.read(1)[0]
+        f.seek(position)
+        f.write(bytes([b ^ mask]))
+
+
+@pytest.mark.parametrize("kind", ["crc32c", "xxh3"])
+@pytest.mark.parametrize("engine", [("psync", "1"), ("io_uring", "8")], ids=["psync", "io_uring"])
+def test_byte_flipped_between_write_and_read_is_caught(shm_dir, kind, engine, capsys):
+    path = f"{shm_dir}/v.dat"
+    common = ["--target", path, "--bs", "4k", "--verify", kind, "--engine", engine[0], "--qd", engine[1]]
+    assert run_cli(*common, "--size", "1m", "--rw", "write")["rc"] == 0
+    rng = random.Random(1)
+    block = rng.randrange(256)
+    position = block * BS + rng.randrange(64, BS)  # somewhere in the payload
+    flip(path, position)
+    r = run_cli(*common, "--rw", "read")
+    assert r["rc"] == 1
+    v = r["doc"]["phases"][0]["verify"]
+    assert (v["checked_blocks"], v["mismatches"]) == (256, 1)
+    m = v["first"][0]
+    assert (m["target"], m["offset"], m["field"]) == (path, block * BS, "checksum")
+    assert m["first_bad_byte"] == position - block * BS
+    assert "verification failed" in capsys.readouterr().err
+
+
+def test_flips_in_the_header_are_caught_too(shm_dir):
+    path = f"{shm_dir}/h.dat"
+    assert run_cli("--target", path, "--size", "64k", "--rw", "write", "--verify", "crc32c")["rc"] == 0
+    for block, byte in enumerate([0, 5, 9, 17, 21, 27, 35, 44]):  # magic .. checksum fields
+        flip(path, block * BS + byte)
+    r = run_cli("--target", path, "--rw", "read", "--verify", "crc32c", "--verify-report", "3")
+    v = r["doc"]["phases"][0]["verify"]
+    assert v["mismatches"] == 8 and len(v["first"]) == 3  # first 3 in full, the rest counted
+
+
+def test_random_mixed_run_verifies_clean_and_verify_only_rereads(shm_dir):
+    path = f"{shm_dir}/m.dat"
+    r = run_cli("--target", path, "--size", "2m", "--rw", "randrw", "--verify", "xxh3", "--threads", "2",
+                "--io-size", "1m")
+    v = r["doc"]["phases"][0]["verify"]
+    assert r["rc"] == 0 and v["mismatches"] == 0 and v["checked_blocks"] == r["doc"]["phases"][0]["read"]["ops"]
+    # verify-only: a plain read of data an earlier run wrote
+    r = run_cli("--target", path, "--rw", "read", "--verify", "xxh3")
+    assert r["rc"] == 0 and r["doc"]["phases"][0]["verify"]["checked_blocks"] == 512
+
+
+def test_stale_pass_and_unstamped_data_are_named(shm_dir):
+    path = f"{shm_dir}/p.dat"
+    run_cli("--target", path, "--size", "64k", "--rw", "write", "--verify", "crc32c", "--verify-pass", "1")
+    r = run_cli("--target", path, "--rw", "read", "--verify", "crc32c", "--verify-pass", "2")
+    v = r["doc"]["phases"][0]["verify"]
+    assert v["mismatches"] == 16 and v["first"][0]["field"] == "pass"
+    # a file storlab did not write with --verify
+    with open(f"{shm_dir}/plain.dat", "wb") as f:
+        f.write(bytes(64 * 1024))
+    r = run_cli("--target", f"{shm_dir}/plain.dat", "--rw", "read", "--verify", "crc32c")
+    assert r["doc"]["phases"][0]["verify"]["first"][0]["field"] == "magic"
+
+
+def test_verify_needs_room_for_the_header(shm_dir, capsys):
+    rc = main(["run", "--target", f"{shm_dir}/x.dat", "--size", "1m", "--bs", "32", "--verify", "crc32c",
+               "--no-store", "-q"])
+    assert rc == 2 and "verify needs bs >= 64" in capsys.readouterr().err
