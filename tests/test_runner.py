@@ -68,3 +68,31 @@ def test_hooks_see_every_phase_and_can_interrupt(shm_dir):
     p = runner_doc["phases"][0]
     assert p["complete"] is False and runner_doc["stop_reason"] == "interrupted"
     assert p["window_bytes"] == pytest.approx(p["read"]["bytes"], rel=0.01)
+
+
+def test_stalled_requests_are_reported_with_target_offset_and_age(shm_dir):
+    messages = []
+    job = resolve_job({"target": [f"{shm_dir}/s.dat"], "size": "1m", "engine": "null", "null_delay": "250ms",
+                       "stall_after": "100ms", "io_size": "12k", "qd": "2"})
+    doc = run_job(job, notify=messages.append)
+    p = doc["phases"][0]
+    assert doc["complete"] and p["read"]["ops"] == 3
+    stalls = p["stalls"]
+    # every request outlives 100 ms; each is reported once, with its own offset
+    assert sorted(s["offset"] for s in stalls) == [0, 4096, 8192]
+    assert all(0.1 <= s["age_s"] < 0.25 and s["target"].endswith("s.dat") for s in stalls)
+    assert len(messages) == 3 and "stalled I/O" in messages[0]
+
+
+def test_fast_requests_are_not_stalls(shm_dir):
+    job = resolve_job({"target": [f"{shm_dir}/s.dat"], "size": "1m", "engine": "null", "null_delay": "1ms",
+                       "stall_after": "200ms", "time": "300ms"})
+    assert run_job(job)["phases"][0]["stalls"] == []
+
+
+def test_stall_abort_ends_the_phase_with_an_error(shm_dir):
+    job = resolve_job({"target": [f"{shm_dir}/s.dat"], "size": "1m", "engine": "null", "null_delay": "300ms",
+                       "stall_after": "50ms", "stall_abort": True, "time": "10s"})
+    doc = run_job(job)
+    assert doc["stop_reason"] == "error" and "stalled I/O" in doc["error"]
+    assert doc["phases"][0]["seconds"] < 1.0

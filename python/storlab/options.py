@@ -125,6 +125,11 @@ OPTIONS: tuple[Option, ...] = (
            default=None, category="timing", unit="s", minimum=0.001, fio_name="runtime"),
     Option("ramp", "duration", "run this long before measuring; ramp I/O is excluded from results",
            default=0.0, category="timing", unit="s", minimum=0, fio_name="ramp_time"),
+    Option("stall_after", "duration", "report a request outstanding longer than this (the studies' "
+           "dropped-I/O rule), with target, offset and age, while the run goes on", default=60.0,
+           category="timing", unit="s", minimum=0.001),
+    Option("stall_abort", "bool", "end the phase with an error at the first stalled request",
+           default=False, category="timing"),
     Option("start_delay", "duration", "wait this long after the phase starts before issuing I/O "
            "(staggered starts; shows in the de-skew and straggler report)", default=0.0,
            category="timing", unit="s", minimum=0, fio_name="startdelay"),

@@ -101,6 +101,8 @@ class Runner:
     progress: ProgressFn | None = None
     progress_interval_s: float = 0.5
     hooks: PhaseHooks = field(default_factory=PhaseHooks)
+    # Live messages while a phase runs (stalled I/O); the CLI prints them on stderr.
+    notify: Callable[[str], None] | None = None
 
     def run(self) -> dict[str, Any]:
         """Run every phase; returns the result document (complete or partial)."""
@@ -186,9 +188,11 @@ class Runner:
             raise from_core(*e.args) from None
         self.hooks.before_start(phase, run)
         run.start()
+        stalls_seen = 0
         try:
             while not run.wait(self.progress_interval_s):
                 self._report(phase.name, run)
+                stalls_seen = self._notify_stalls(phase.name, run, stalls_seen)
                 self.hooks.poll(phase, run)
         except KeyboardInterrupt:
             run.interrupt()
@@ -201,6 +205,14 @@ class Runner:
         self.hooks.after_end(phase, run, result)
         return result
 
+    def _notify_stalls(self, name: str, run, seen: int) -> int:
+        new = json.loads(run.stalls_json(seen))
+        if self.notify:
+            for e in new:
+                self.notify(f"{name}: stalled I/O: offset {e['offset']} on {e['target']} outstanding "
+                            f"for {e['age_s']:.1f} s (worker {e['worker']})")
+        return seen + len(new)
+
     def _report(self, name: str, run) -> None:
         if self.progress is not None:
             b, o, elapsed, _done = run.progress()
@@ -208,9 +220,9 @@ class Runner:
 
 
 def run_job(job: Job, argv: list[str] | None = None, progress: ProgressFn | None = None,
-            hooks: PhaseHooks | None = None) -> dict[str, Any]:
+            hooks: PhaseHooks | None = None, notify: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run a job and return its result document. Raises StorlabError subclasses for bad targets."""
-    return Runner(job, argv or [], progress, hooks=hooks or PhaseHooks()).run()
+    return Runner(job, argv or [], progress, hooks=hooks or PhaseHooks(), notify=notify).run()
 
 
 __all__ = ["Runner", "PhaseHooks", "run_job", "check_targets_safe", "SCHEMA", "StorlabError"]

@@ -27,6 +27,19 @@ pub struct Control {
     /// The same moment on the wall clock (seconds since the Unix epoch), to line up MPI ranks.
     start_unix_s: OnceLock<f64>,
     pub finished: AtomicBool,
+    /// Stalled requests seen so far, in the order found.
+    pub stalls: Mutex<Vec<StallEvent>>,
+}
+
+/// A request outstanding longer than `stall_after` (reported once per request, while the run goes on).
+#[derive(Debug, Serialize, Clone)]
+pub struct StallEvent {
+    pub worker: usize,
+    pub target: String,
+    pub offset: u64,
+    /// Age of the request when it was found, and when that was (since the phase start).
+    pub age_s: f64,
+    pub at_s: f64,
 }
 
 impl Control {
@@ -40,6 +53,7 @@ impl Control {
             start: OnceLock::new(),
             start_unix_s: OnceLock::new(),
             finished: AtomicBool::new(false),
+            stalls: Mutex::new(Vec::new()),
         }
     }
 
@@ -178,9 +192,53 @@ pub struct PhaseResult {
     pub sync: Option<SyncResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify: Option<VerifyResult>,
+    /// Requests outstanding longer than stall_after.
+    pub stalls: Vec<StallEvent>,
     pub workers: Vec<WorkerSummary>,
     pub targets: Vec<TargetInfo>,
     pub engine: EngineInfo,
+}
+
+/// The coordinator's watch while workers run: any request outstanding longer than its group's
+/// `stall_after` is recorded once (worker, target, offset, age); with `stall_abort` the phase
+/// stops with an error. Returns when every worker is done.
+fn watch_for_stalls(plan: &Plan, control: &Control) {
+    let mut reported: Vec<u64> = vec![0; plan.workers.len()];
+    let start = control.phase_start();
+    loop {
+        let all_done = control.progress.iter().all(|p| p.done.load(Ordering::Acquire));
+        if all_done {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let now_ns = start.elapsed().as_nanos() as u64;
+        for (w, p) in plan.workers.iter().zip(control.progress.iter()) {
+            let issued = p.oldest_issue_ns.load(Ordering::Relaxed);
+            if issued == 0 || issued == reported[w.id] {
+                continue;
+            }
+            let g = plan.group(w);
+            let age_ns = now_ns.saturating_sub(issued - 1);
+            if (age_ns as f64) < g.stall_after * 1e9 {
+                continue;
+            }
+            reported[w.id] = issued;
+            let event = StallEvent {
+                worker: w.id,
+                target: plan.targets[w.target].path.clone(),
+                offset: p.oldest_offset.load(Ordering::Relaxed),
+                age_s: age_ns as f64 / 1e9,
+                at_s: now_ns as f64 / 1e9,
+            };
+            if g.stall_abort {
+                control.fail(Error::io(format!(
+                    "stalled I/O: a request at offset {} on {} has been outstanding for {:.1} s (stall_after {} s)",
+                    event.offset, event.target, event.age_s, g.stall_after
+                )));
+            }
+            control.stalls.lock().unwrap_or_else(|e| e.into_inner()).push(event);
+        }
+    }
 }
 
 /// A finished phase: the result, and each worker's progress log for later window queries.
@@ -207,11 +265,19 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
                 std::thread::Builder::new()
                     .name(format!("storlab-w{}", w.id))
                     .spawn_scoped(s, move || {
+                        // Marks the worker done however it ends, even by a panic, so the
+                        // coordinator's watch loop always ends.
+                        struct Done<'a>(&'a AtomicBool);
+                        impl Drop for Done<'_> {
+                            fn drop(&mut self) {
+                                self.0.store(true, Ordering::Release);
+                            }
+                        }
+                        let _done = Done(&control.progress[w.id].done);
                         let r = run_worker(plan, w, control);
                         if let Err(e) = &r {
                             control.fail(e.clone());
                         }
-                        control.progress[w.id].done.store(true, Ordering::Release);
                         r
                     })
                     .expect("spawn worker thread")
@@ -220,6 +286,7 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
         let _ = control.start.set(Instant::now());
         let _ = control.start_unix_s.set(SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0));
         control.ready.wait();
+        watch_for_stalls(plan, control);
         handles.into_iter().map(|h| h.join()).collect::<Vec<_>>()
     });
 
@@ -287,6 +354,7 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
         aggregate,
         read: does(true).then(|| DirResult::from_stats(&read, seconds, interval_s, uring)),
         write: does(false).then(|| DirResult::from_stats(&write, seconds, interval_s, uring)),
+        stalls: control.stalls.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         verify: plan.spec.groups.iter().find(|g| g.verify != VerifyKind::Off).map(|g| VerifyResult { kind: g.verify, tally: verify }),
         sync: (sync.count() > 0).then(|| SyncResult { ops: sync.count(), lat_ns: sync.summary(), lat_hist: Histo::of(&sync) }),
         workers,

@@ -99,6 +99,10 @@ pub struct GroupSpec {
     pub verify_report: u32,
     pub time: Option<f64>,
     pub ramp: f64,
+    /// A request outstanding this long is reported as stalled (the studies' dropped-I/O rule).
+    pub stall_after: f64,
+    /// End the phase with an error on the first stall.
+    pub stall_abort: bool,
     pub interval: f64,
     /// Wait this long after the phase start before issuing (staggered starts, fio's startdelay).
     pub start_delay: f64,
@@ -143,6 +147,8 @@ impl Default for GroupSpec {
             verify_report: 10,
             time: None,
             ramp: 0.0,
+            stall_after: 60.0,
+            stall_abort: false,
             interval: 1.0,
             start_delay: 0.0,
             engine: EngineKind::Psync,
@@ -258,6 +264,9 @@ impl GroupSpec {
         }
         if !(self.interval >= 0.01 && self.interval.is_finite()) {
             return Err(bad("interval", format!("{} is out of range; allowed: >= 0.01 s", self.interval)));
+        }
+        if !(self.stall_after > 0.0 && self.stall_after.is_finite()) {
+            return Err(bad("stall_after", format!("{} is not a positive duration", self.stall_after)));
         }
         if !(self.start_delay >= 0.0 && self.start_delay.is_finite()) {
             return Err(bad("start_delay", format!("{} is not a duration >= 0", self.start_delay)));

@@ -134,6 +134,10 @@ pub struct WorkerProgress {
     pub bytes: AtomicU64,
     pub ops: AtomicU64,
     pub done: AtomicBool,
+    /// Issue time of the worker's oldest outstanding request, in ns since the phase start plus 1
+    /// (0: nothing outstanding), and its offset: what the stall monitor watches.
+    pub oldest_issue_ns: AtomicU64,
+    pub oldest_offset: AtomicU64,
 }
 
 impl WorkerProgress {
@@ -141,6 +145,14 @@ impl WorkerProgress {
     pub fn publish(&self, bytes: u64, ops: u64) {
         self.bytes.store(bytes, Ordering::Relaxed);
         self.ops.store(ops, Ordering::Relaxed);
+    }
+
+    #[inline(always)]
+    pub fn set_oldest(&self, issue_ns: Option<u64>, offset: u64) {
+        // offset first: the monitor reads the time, then the offset; a stale offset next to a
+        // fresh time only mislabels a report, it never hides a stall.
+        self.oldest_offset.store(offset, Ordering::Relaxed);
+        self.oldest_issue_ns.store(issue_ns.map_or(0, |t| t + 1), Ordering::Relaxed);
     }
 }
 

@@ -110,6 +110,12 @@ impl PhaseRun {
         self.outcome.lock().unwrap().as_ref().map(|o| o.bytes_in_window(t0_s, t1_s))
     }
 
+    /// Stalled requests found so far, from the `since`-th on, as a JSON list (for live reports).
+    fn stalls_json(&self, since: usize) -> PyResult<String> {
+        let stalls = self.control.stalls.lock().unwrap();
+        serde_json::to_string(&stalls[since.min(stalls.len())..]).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    }
+
     /// The phase result as JSON, once `wait` returned True.
     fn result_json(&self) -> Option<String> {
         self.result.lock().unwrap().clone()

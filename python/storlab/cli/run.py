@@ -96,7 +96,9 @@ def run(args: argparse.Namespace) -> int:
     progress = ProgressLine(sys.stderr) if sys.stderr.isatty() and not quiet and not os.environ.get("NO_COLOR") else None
 
     try:
-        doc = run_job(job, argv=["storlab", "run", *sys.argv[2:]], progress=progress)
+        doc = run_job(job, argv=["storlab", "run", *sys.argv[2:]], progress=progress,
+                      notify=lambda msg: print(f"\r\x1b[Kwarning: {msg}" if progress else f"warning: {msg}",
+                                               file=sys.stderr))
     except StorlabError:
         raise
     finally:
