@@ -1,0 +1,725 @@
+"""Sweeps: one `storlab run` job per point of a matrix of option values, and what the results say
+about the knee, the latency climb and where a series stopped rising (docs/sweep.md).
+
+Work is split as everywhere in storlab: parsing (lists of option values -> axes) validates only;
+`run_sweep` runs the points one after the other through `runner.run_job`; `analyse` works out the
+findings from plain numbers; `render_table` / `to_csv` print the result document. The document
+(`storlab.sweep/1`) holds every point's full run document under `runs`, so the report and the
+exporters, which expand `runs`, see a sweep as the runs it is made of.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import csv
+import io
+import itertools
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from . import __version__
+from .options import BY_NAME, Option, OptionError, _PARSERS, parse_value, suggest
+from .units import format_duration, format_size
+
+__all__ = [
+    "SCHEMA", "SWEEP_OPTIONS", "SWEEP_BY_NAME", "Axis", "Settings", "parse_settings",
+    "split_values", "parse_sweep_spec", "build_axes", "expand", "knee", "latency_climb",
+    "EarlyStop", "measure", "analyse", "summarise_warnings", "run_sweep", "render_table",
+    "to_csv", "fmt_value", "LIST_KINDS",
+]
+
+SCHEMA = "storlab.sweep/1"
+
+# Option kinds whose command-line value is split at commas into a list of values to sweep.
+# Not split: bool (a flag without a value: sweep it with --sweep direct=false,true), paths
+# (repeatable; a path may hold a comma: --sweep target=/a,/b) and str (run-level texts).
+LIST_KINDS = frozenset({"size", "duration", "int", "percent", "choice"})
+
+LATENCY_STATS = {"mean": "mean completion latency", "p50": "median completion latency",
+                 "p99": "99th percentile completion latency", "p999": "99.9th percentile completion latency"}
+
+# The settings of `storlab sweep` itself, in the shape of the run option table (options.Option),
+# so the CLI flags, their help and the docs page come from one place.
+SWEEP_OPTIONS: tuple[Option, ...] = (
+    Option("sweep", "paths", "sweep any run option, including on/off ones and targets: "
+           "OPTION=V1,V2,... (repeatable), e.g. --sweep direct=false,true", default=(),
+           category="sweep", core=False, metavar="OPTION=LIST"),
+    Option("series", "str", "the innermost axis: the one each series runs along and early stop "
+           "applies to (default: the swept option given last on the command line)",
+           default=None, category="sweep", core=False, metavar="OPTION"),
+    Option("metric", "choice", "throughput measure used for the knee, the climb and early stop",
+           default="bw", category="sweep", core=False,
+           choices={"bw": "bandwidth, bytes/s, reads plus writes",
+                    "iops": "operations per second, reads plus writes"}),
+    Option("knee", "percent", "the knee of a series is its smallest setting whose throughput "
+           "reaches this share of the series' best", default=95, category="sweep", core=False,
+           minimum=1, maximum=100, unit="%"),
+    Option("climb", "percent", "latency climb: latency more than this many percent above the "
+           "lowest latency at smaller settings (50: 1.5x) ...", default=50, category="sweep",
+           core=False, minimum=1, maximum=100000, unit="%"),
+    Option("climb_gain", "percent", "... while throughput rose by less than this many percent "
+           "over the previous setting", default=5, category="sweep", core=False, minimum=0,
+           maximum=1000, unit="%"),
+    Option("climb_latency", "choice", "which latency the climb is judged on", default="mean",
+           category="sweep", core=False, choices=LATENCY_STATS),
+    Option("stop_flat", "percent", "early stop: end a series once throughput rose by less than "
+           "this many percent over the series' best so far, --stop-count points in a row "
+           "(0: run every point)", default=0, category="sweep", core=False, minimum=0,
+           maximum=1000, unit="%"),
+    Option("stop_count", "int", "early stop: how many flat points in a row end a series",
+           default=2, category="sweep", core=False, minimum=1, maximum=1000),
+    Option("phase", "str", "which phase of a multi-phase job is measured (default: the last "
+           "phase that did I/O)", default=None, category="sweep", core=False, metavar="NAME"),
+    Option("csv", "str", "write the sweep table as CSV to PATH ('-' for standard output)",
+           default=None, category="sweep", core=False, metavar="PATH"),
+)
+
+SWEEP_BY_NAME: dict[str, Option] = {o.name: o for o in SWEEP_OPTIONS}
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Settings:
+    """How a sweep judges its results (the SWEEP_OPTIONS other than axes and output)."""
+    metric: str = "bw"
+    knee_pct: int = 95
+    climb_pct: int = 50
+    climb_gain_pct: int = 5
+    climb_latency: str = "mean"
+    stop_flat_pct: int = 0
+    stop_count: int = 2
+    phase: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "knee_pct": self.knee_pct, "climb_pct": self.climb_pct,
+                "climb_gain_pct": self.climb_gain_pct, "climb_latency": self.climb_latency,
+                "stop_flat_pct": self.stop_flat_pct, "stop_count": self.stop_count,
+                "phase": self.phase}
+
+
+def _parse_setting(name: str, raw: Any) -> Any:
+    opt = SWEEP_BY_NAME[name]
+    if raw is None:
+        return opt.default
+    # the same parsers (and one-line messages) as the run options
+    return _PARSERS[opt.kind](opt, raw)
+
+
+def parse_settings(raw: Mapping[str, Any]) -> Settings:
+    """Settings from raw values (command-line text or numbers); unset ones take their default."""
+    v = {name: _parse_setting(name, raw.get(name)) for name in
+         ("metric", "knee", "climb", "climb_gain", "climb_latency", "stop_flat", "stop_count", "phase")}
+    return Settings(metric=v["metric"], knee_pct=v["knee"], climb_pct=v["climb"],
+                    climb_gain_pct=v["climb_gain"], climb_latency=v["climb_latency"],
+                    stop_flat_pct=v["stop_flat"], stop_count=v["stop_count"], phase=v["phase"])
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One swept option and its values in canonical units, in the order they are run."""
+    name: str
+    values: tuple
+
+    @property
+    def numeric(self) -> bool:
+        """Knee, climb and early stop need ordered numbers (bs, threads, qd, ...), not choices."""
+        return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in self.values)
+
+    @property
+    def ascending(self) -> bool:
+        return all(a < b for a, b in zip(self.values, self.values[1:]))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "values": [list(v) if isinstance(v, tuple) else v for v in self.values],
+                "numeric": self.numeric}
+
+
+def _sweepable(name: str) -> Option:
+    opt = BY_NAME.get(name)
+    if opt is None:
+        raise OptionError(f"sweep: unknown option {name!r}{suggest(name)}; "
+                          f"see `storlab run --help` for the list")
+    if not opt.core:
+        raise OptionError(f"sweep: {name} applies to the whole sweep and cannot be swept")
+    return opt
+
+
+def split_values(name: str, raw: Any) -> list[Any]:
+    """The canonical values of one option given as 'V1,V2,...' (one value: a list of one).
+
+    Every item is validated by the option table; an empty item or a value given twice is an
+    error naming the option."""
+    opt = _sweepable(name)
+    items = raw.split(",") if isinstance(raw, str) else list(raw)
+    values: list[Any] = []
+    for item in items:
+        if isinstance(item, str):
+            item = item.strip()
+            if not item:
+                raise OptionError(f"{name}: empty value in {raw!r}; separate values with single commas")
+        if opt.kind == "paths":
+            item = (item,)   # one sweep value = one target
+        value = parse_value(name, item)
+        if value in values:
+            raise OptionError(f"{name}: {item!r} is given twice in {raw!r}; give each value once")
+        values.append(value)
+    return values
+
+
+def parse_sweep_spec(spec: str) -> tuple[str, list[Any]]:
+    """'OPTION=V1,V2' (from --sweep) -> (option name, canonical values)."""
+    name, sep, rest = spec.partition("=")
+    name = name.strip().replace("-", "_")
+    if name.startswith("uring_"):
+        name = "uring." + name[len("uring_"):]
+    if not sep or not name or not rest.strip():
+        raise OptionError(f"sweep: {spec!r} is not OPTION=V1,V2,...; e.g. --sweep direct=false,true")
+    return name, split_values(name, rest)
+
+
+def build_axes(given: Sequence[tuple[str, Any]], sweep_specs: Sequence[str] = (),
+               series: str | None = None) -> tuple[list[Axis], dict[str, Any]]:
+    """Split command-line options into swept axes and fixed values.
+
+    given: (option name, raw value) pairs in command-line order, where ('sweep', 'OPTION=LIST')
+    stands for a --sweep entry; a value of a LIST_KINDS option with a comma is a list to sweep.
+    sweep_specs: more --sweep entries, taken after `given`. The axis order is the command-line
+    order, outermost first; `series` moves that axis to the innermost place.
+    Returns (axes, fixed raw values for resolve_job)."""
+    axes: dict[str, Axis] = {}
+    fixed: dict[str, Any] = {}
+    flags: set[str] = set()
+    specced: set[str] = set()
+    for name, raw in [*given, *(("sweep", s) for s in sweep_specs)]:
+        if name == "sweep":
+            name, values = parse_sweep_spec(raw)
+            if name in flags or name in specced:
+                raise OptionError(f"{name}: given both as {BY_NAME[name].flag} and in --sweep; use one")
+            specced.add(name)
+        else:
+            if name in specced:
+                raise OptionError(f"{name}: given both as {BY_NAME[name].flag} and in --sweep; use one")
+            flags.add(name)
+            opt = BY_NAME.get(name)
+            if not (opt is not None and opt.core and opt.kind in LIST_KINDS
+                    and isinstance(raw, str) and "," in raw):
+                fixed[name] = raw
+                continue
+            values = split_values(name, raw)
+        if len(values) == 1:
+            fixed[name] = values[0]
+        else:
+            axes[name] = Axis(name, tuple(values))
+    ordered = list(axes.values())
+    if series is not None:
+        key = series.replace("-", "_")
+        match = [a for a in ordered if a.name == key]
+        if not match:
+            swept = ", ".join(a.name for a in ordered) or "none"
+            raise OptionError(f"series: {series!r} is not a swept option; swept: {swept}")
+        ordered = [a for a in ordered if a.name != key] + match
+    return ordered, fixed
+
+
+def expand(axes: Sequence[Axis]) -> list[dict[str, Any]]:
+    """Every point of the matrix as {option: value}: the cartesian product with the first axis
+    outermost and the last innermost, each axis in the order its values were given."""
+    return [dict(zip([a.name for a in axes], combo))
+            for combo in itertools.product(*[a.values for a in axes])]
+
+
+def check_early_stop(axes: Sequence[Axis], settings: Settings) -> None:
+    """Early stop looks for throughput that stopped rising: the series axis must go upwards."""
+    if not settings.stop_flat_pct or not axes:
+        return
+    inner = axes[-1]
+    if not inner.numeric:
+        raise OptionError(f"stop_flat: the series axis {inner.name} is not numeric; early stop needs "
+                          f"numbers in ascending order (bs, threads, qd ...); choose one with --series")
+    if not inner.ascending:
+        raise OptionError(f"stop_flat: {inner.name} values {', '.join(fmt_value(inner.name, v) for v in inner.values)} "
+                          f"are not in ascending order; give them smallest first")
+
+
+# --- findings on plain numbers ---------------------------------------------------------------
+
+def knee(throughput: Sequence[float | None], pct: float) -> int | None:
+    """Index of the knee of a series ordered by ascending setting: the first (smallest) setting
+    whose throughput is at least pct % of the series' best. None without a positive best."""
+    known = [t for t in throughput if t is not None]
+    best = max(known, default=0.0)
+    if best <= 0:
+        return None
+    threshold = best * pct / 100.0
+    return next(i for i, t in enumerate(throughput) if t is not None and t >= threshold)
+
+
+def latency_climb(throughput: Sequence[float | None], latency: Sequence[float | None],
+                  climb_pct: float, gain_pct: float) -> int | None:
+    """Index where latency starts to climb, in a series ordered by ascending setting: the first
+    point i >= 1 whose latency exceeds (1 + climb_pct/100) x the lowest latency of the points
+    before it, while its throughput is less than gain_pct % above the previous point's. Rising
+    latency that buys throughput is not a climb; latency that buys nothing is. None if none."""
+    lowest: float | None = None
+    for i, (t, lat) in enumerate(zip(throughput, latency)):
+        if i > 0 and lat is not None and lowest is not None and t is not None:
+            prev = throughput[i - 1]
+            gain = (t / prev - 1.0) * 100.0 if prev else float("inf")
+            if lat > lowest * (1.0 + climb_pct / 100.0) and gain < gain_pct:
+                return i
+        if lat is not None:
+            lowest = lat if lowest is None else min(lowest, lat)
+    return None
+
+
+@dataclass
+class EarlyStop:
+    """Decides, point by point along a series, when throughput has stopped rising: a point is
+    flat when its throughput is less than flat_pct % above the best of the points before it;
+    `count` flat points in a row end the series. flat_pct = 0 never stops."""
+    flat_pct: float
+    count: int
+    best: float | None = None
+    flat_run: int = 0
+
+    def add(self, throughput: float) -> bool:
+        """Record the next point's throughput; True when the series should stop here."""
+        if self.best is not None:
+            flat = throughput < self.best * (1.0 + self.flat_pct / 100.0)
+            self.flat_run = self.flat_run + 1 if flat else 0
+        self.best = throughput if self.best is None else max(self.best, throughput)
+        return self.flat_pct > 0 and self.flat_run >= self.count
+
+
+# --- one point's figures ---------------------------------------------------------------------
+
+def _measured_phase(doc: dict[str, Any], phase: str | None) -> dict[str, Any] | None:
+    phases = doc.get("phases") or []
+    if phase is not None:
+        named = [p for p in phases if p.get("name") == phase]
+        if not named and phases:
+            names = ", ".join(str(p.get("name")) for p in phases)
+            raise OptionError(f"phase: the job has no phase {phase!r}; its phases: {names}")
+        return named[0] if named else None
+    with_io = [p for p in phases if any(isinstance(p.get(d), dict) and p[d].get("ops") for d in ("read", "write"))]
+    return with_io[-1] if with_io else (phases[-1] if phases else None)
+
+
+def measure(doc: dict[str, Any], phase: str | None = None) -> dict[str, Any]:
+    """The figures of one point from its run document, for the measured phase: bandwidth and
+    IOPS summed over reads and writes; latency of all its I/Os (for a mix of reads and writes the
+    two histograms are merged, so the percentiles are exact to the bucket width; the mean is the
+    ops-weighted mean of the two exact means)."""
+    from . import stats
+
+    p = _measured_phase(doc, phase)
+    dirs = [p[d] for d in ("read", "write") if p is not None and isinstance(p.get(d), dict)]
+    out: dict[str, Any] = {"phase": p.get("name") if p else None,
+                           "bw_bytes": None, "iops": None, "lat_mean_ns": None,
+                           "lat_p50_ns": None, "lat_p99_ns": None, "lat_p999_ns": None}
+    if not dirs:
+        return out
+    out["bw_bytes"] = sum(d.get("bw_bytes") or 0.0 for d in dirs)
+    out["iops"] = sum(d.get("iops") or 0.0 for d in dirs)
+    if len(dirs) == 1:
+        lat = dirs[0].get("lat_ns") or {}
+    else:
+        lat = stats.summary(stats.merge(*[(d.get("lat_hist") or {}).get("buckets") or [] for d in dirs]))
+        ops = [d.get("ops") or 0 for d in dirs]
+        means = [(d.get("lat_ns") or {}).get("mean") for d in dirs]
+        if sum(ops) and all(m is not None for m in means):
+            lat["mean"] = sum(m * n for m, n in zip(means, ops)) / sum(ops)
+    for key in ("mean", "p50", "p99", "p999"):
+        out[f"lat_{key}_ns"] = lat.get(key)
+    return out
+
+
+def _throughput(point: dict[str, Any], metric: str) -> float | None:
+    return point.get("bw_bytes" if metric == "bw" else "iops")
+
+
+# --- analysis of a whole sweep ---------------------------------------------------------------
+
+def analyse(axes: Sequence[Axis], points: Sequence[dict[str, Any]], settings: Settings) -> list[dict[str, Any]]:
+    """Knee and latency climb of every series: for each numeric axis, the measured points that
+    agree on every other axis, ordered by ascending value of that axis (2 points or more)."""
+    done = [p for p in points if p.get("status") == "done"]
+    series_list: list[dict[str, Any]] = []
+    for axis in axes:
+        if not axis.numeric:
+            continue
+        others = [a.name for a in axes if a.name != axis.name]
+        groups: dict[tuple, list[dict[str, Any]]] = {}
+        for p in done:
+            key = tuple(repr(p["params"][n]) for n in others)
+            groups.setdefault(key, []).append(p)
+        for group in groups.values():
+            if len(group) < 2:
+                continue
+            group.sort(key=lambda p: p["params"][axis.name])
+            tput = [_throughput(p, settings.metric) for p in group]
+            lat = [p.get(f"lat_{settings.climb_latency}_ns") for p in group]
+            values = [p["params"][axis.name] for p in group]
+            entry: dict[str, Any] = {
+                "axis": axis.name,
+                "fixed": {n: group[0]["params"][n] for n in others},
+                "inner": axis is axes[-1],
+                "values": values,
+                "points": [p["index"] for p in group],
+                "best": None, "knee": None, "latency_climb": None,
+            }
+            k = knee(tput, settings.knee_pct)
+            if k is not None:
+                best_i = max(range(len(tput)), key=lambda i: tput[i] or 0.0)
+                best = tput[best_i]
+                entry["best"] = {"value": values[best_i], "point": group[best_i]["index"], "throughput": best}
+                entry["knee"] = {"value": values[k], "point": group[k]["index"], "throughput": tput[k],
+                                 "share_of_best_pct": 100.0 * tput[k] / best,
+                                 # the knee at the largest setting means throughput was still rising
+                                 "saturated": k < len(values) - 1}
+            c = latency_climb(tput, lat, settings.climb_pct, settings.climb_gain_pct)
+            if c is not None:
+                lowest = min(x for x in lat[:c] if x is not None)
+                entry["latency_climb"] = {
+                    "value": values[c], "point": group[c]["index"], "previous_value": values[c - 1],
+                    "latency": settings.climb_latency, "latency_ns": lat[c], "lowest_ns": lowest,
+                    "ratio": lat[c] / lowest if lowest else None,
+                    "throughput_gain_pct": (tput[c] / tput[c - 1] - 1.0) * 100.0 if tput[c - 1] else None}
+            series_list.append(entry)
+    return series_list
+
+
+def summarise_warnings(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs' warnings once per code: the first message, and which points raised it."""
+    by_code: dict[str, dict[str, Any]] = {}
+    for i, run in enumerate(runs):
+        for w in run.get("warnings") or []:
+            code = str(w.get("code"))
+            entry = by_code.setdefault(code, {"code": code, "message": w.get("message"), "points": []})
+            if i not in entry["points"]:
+                entry["points"].append(i)
+    return list(by_code.values())
+
+
+# --- running ---------------------------------------------------------------------------------
+
+def _now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def point_label(params: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={fmt_value(k, v)}" for k, v in params.items())
+
+
+@dataclass
+class SweepPlan:
+    """A validated sweep: the axes, the jobs of every point (resolved before anything runs, so a
+    bad combination fails at once) and the settings."""
+    axes: list[Axis]
+    points: list[dict[str, Any]]          # params of every point, in run order
+    jobs: list[Any]                       # storlab.job.Job per point
+    settings: Settings
+    run_options: dict[str, Any] = field(default_factory=dict)
+
+
+def plan_sweep(axes: list[Axis], fixed: Mapping[str, Any], settings: Settings,
+               jobfile: Mapping[str, Any] | None = None, jobfile_name: str = "job file",
+               phases: list[dict] | None = None) -> SweepPlan:
+    """Resolve the job of every point; errors name the point."""
+    from .job import resolve_job
+
+    check_early_stop(axes, settings)
+    params = expand(axes)
+    jobs = []
+    for p in params:
+        try:
+            jobs.append(resolve_job({**fixed, **p}, jobfile, jobfile_name=jobfile_name, phases=phases))
+        except OptionError as e:
+            raise OptionError(f"point {point_label(p)}: {e}" if p else str(e)) from None
+    if settings.phase is not None and jobs:
+        names = [ph.name for ph in jobs[0].phases]
+        if settings.phase not in names:
+            raise OptionError(f"phase: the job has no phase {settings.phase!r}; its phases: {', '.join(names)}")
+    run_options = jobs[0].run if jobs else {}
+    return SweepPlan(axes=axes, points=params, jobs=jobs, settings=settings, run_options=run_options)
+
+
+@dataclass
+class SweepHooks:
+    """What the caller does around each point (all optional): `before(i, n, params)` before a point
+    runs, and returns a progress function for runner.run_job (or None); `after(i, n, params, point,
+    run_doc)` once the point's run document exists (e.g. to store it); `skipped(params, reason)`."""
+    before: Callable[[int, int, dict], Any] | None = None
+    after: Callable[[int, int, dict, dict, dict], None] | None = None
+    skipped: Callable[[dict, str], None] | None = None
+
+
+def _series_key(params: Mapping[str, Any], axes: Sequence[Axis]) -> tuple:
+    return tuple(repr(params[a.name]) for a in axes[:-1])
+
+
+def run_sweep(plan: SweepPlan, argv: Sequence[str] = (), hooks: SweepHooks | None = None,
+              sweep_id: str | None = None,
+              run_job: Callable[..., dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Run every point of the plan (skipping the rest of a series that early stop ended) and
+    return the sweep document. Ctrl-C (during a point or between points) ends the sweep; the
+    points done are kept and the document says `complete: false`."""
+    from .runner import SCRATCH_SIZE_BYTES, Scratch
+    from .runner import run_job as _run_job
+    from .environment import host_environment
+
+    run_job = run_job or _run_job
+    hooks = hooks or SweepHooks()
+    settings, axes = plan.settings, plan.axes
+    doc: dict[str, Any] = {
+        "schema": SCHEMA, "kind": "sweep", "storlab_version": __version__,
+        "run_id": sweep_id or uuid.uuid4().hex, "started_at": _now_iso(), "finished_at": None,
+        "complete": True, "stop_reason": "done", "error": None, "argv": list(argv),
+        "axes": [a.as_dict() for a in axes], "settings": settings.as_dict(),
+        "job": {}, "environment": {**host_environment()},
+        "points": [], "series": [], "early_stops": [], "warnings": [], "runs": [],
+    }
+    scratch = Scratch()
+    stops: dict[tuple, EarlyStop] = {}
+    stopped: dict[tuple, dict[str, Any]] = {}
+    n = len(plan.points)
+    try:
+        for i, (params, job) in enumerate(zip(plan.points, plan.jobs)):
+            key = _series_key(params, axes)
+            if key in stopped:
+                stopped[key]["skipped"].append(params[axes[-1].name])
+                doc["points"].append({"index": i, "params": params, "status": "skipped",
+                                      "run_id": None, "reason": "early_stop"})
+                if hooks.skipped:
+                    hooks.skipped(params, "early_stop")
+                continue
+            if job.uses_default_target:
+                # one scratch file for the whole sweep, laid out once, instead of one per point
+                path = scratch.path()
+                for ph in job.phases:
+                    for g in ph.groups:
+                        if not g.values["target"]:
+                            g.values["target"] = (path,)
+                            if g.values["size"] is None:
+                                g.values["size"] = SCRATCH_SIZE_BYTES
+            progress = hooks.before(i, n, params) if hooks.before else None
+            try:
+                run = run_job(job, argv=list(argv), progress=progress)
+            except KeyboardInterrupt:
+                doc["complete"], doc["stop_reason"] = False, "interrupted"
+                doc["points"].append({"index": i, "params": params, "status": "interrupted", "run_id": None})
+                break
+            run["sweep"] = {"run_id": doc["run_id"], "point": i, "params": {k: _plain(v) for k, v in params.items()}}
+            point = {"index": i, "params": params, "run_id": run["run_id"],
+                     "status": "done" if run.get("complete") else run.get("stop_reason", "error"),
+                     **measure(run, settings.phase)}
+            doc["points"].append(point)
+            doc["runs"].append(run)
+            if hooks.after:
+                hooks.after(i, n, params, point, run)
+            if not run.get("complete"):
+                doc["complete"], doc["stop_reason"] = False, run.get("stop_reason") or "error"
+                doc["error"] = run.get("error")
+                if doc["error"]:
+                    doc["error"] = f"point {point_label(params)}: {doc['error']}"
+                break
+            t = _throughput(point, settings.metric)
+            if axes and settings.stop_flat_pct:
+                es = stops.setdefault(key, EarlyStop(settings.stop_flat_pct, settings.stop_count))
+                if t is not None and es.add(t) and params[axes[-1].name] != axes[-1].values[-1]:
+                    stopped[key] = {"fixed": {a.name: _plain(params[a.name]) for a in axes[:-1]},
+                                    "axis": axes[-1].name, "last_run": params[axes[-1].name],
+                                    "flat_points": es.flat_run, "skipped": []}
+    except KeyboardInterrupt:
+        doc["complete"], doc["stop_reason"] = False, "interrupted"
+    finally:
+        doc["finished_at"] = _now_iso()
+        scratch.remove()
+    doc["early_stops"] = list(stopped.values())
+    doc["series"] = analyse(axes, doc["points"], settings)
+    doc["warnings"] = summarise_warnings(doc["runs"])
+    _fill_shared(doc, axes)
+    doc["points"] = [{**p, "params": {k: _plain(v) for k, v in p["params"].items()}} for p in doc["points"]]
+    for s in doc["series"]:
+        s["values"] = [_plain(v) for v in s["values"]]
+        s["fixed"] = {k: _plain(v) for k, v in s["fixed"].items()}
+    return doc
+
+
+def _fill_shared(doc: dict[str, Any], axes: Sequence[Axis]) -> None:
+    """`job`: the resolved options every point shares (swept ones left out, they are in `axes`);
+    `environment`: the host, and the engine and targets when every run used the same."""
+    runs = doc["runs"]
+    if not runs:
+        return
+    swept = {a.name for a in axes}
+    first = runs[0].get("job") or {}
+    doc["job"] = {k: v for k, v in first.items() if k not in swept and k != "phases"
+                  and all((r.get("job") or {}).get(k) == v for r in runs)}
+    env0 = runs[0].get("environment") or {}
+    for key in ("engine", "io_uring", "targets"):
+        if all((r.get("environment") or {}).get(key) == env0.get(key) for r in runs):
+            doc["environment"][key] = env0.get(key)
+
+
+# --- rendering -------------------------------------------------------------------------------
+
+def fmt_value(name: str, value: Any) -> str:
+    """A parameter value as a human reads it: sizes in binary units, durations with a unit."""
+    opt = BY_NAME.get(name)
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if opt is not None and opt.kind == "size" and isinstance(value, int):
+        return format_size(value).replace(" ", "")
+    if opt is not None and opt.kind == "duration" and isinstance(value, (int, float)):
+        return format_duration(value).replace(" ", "")
+    return str(value)
+
+
+_MiB = float(1 << 20)
+# (header, key, scale): canonical value / scale is shown
+_RESULT_COLUMNS = (("bw MiB/s", "bw_bytes", _MiB), ("IOPS", "iops", 1.0),
+                   ("mean us", "lat_mean_ns", 1e3), ("p50 us", "lat_p50_ns", 1e3),
+                   ("p99 us", "lat_p99_ns", 1e3))
+
+
+def _marks(doc: dict[str, Any]) -> dict[int, list[str]]:
+    """Markers of each point from the series along the innermost axis (the table's series)."""
+    marks: dict[int, list[str]] = {}
+    for s in doc.get("series") or []:
+        if not s.get("inner"):
+            continue
+        if s.get("knee"):
+            marks.setdefault(s["knee"]["point"], []).append("knee")
+        if s.get("best"):
+            marks.setdefault(s["best"]["point"], []).append("best")
+        if s.get("latency_climb"):
+            marks.setdefault(s["latency_climb"]["point"], []).append("latency climbs")
+    for p in doc.get("points") or []:
+        if p.get("status") not in ("done", "skipped"):
+            marks.setdefault(p["index"], []).append(str(p.get("status")))
+    return marks
+
+
+def table_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per point that ran, canonical units: the swept options, the figures, the marks."""
+    axes = [a["name"] for a in doc.get("axes") or []]
+    marks = _marks(doc)
+    rows = []
+    for p in doc.get("points") or []:
+        if p.get("status") == "skipped" or p.get("run_id") is None:
+            continue
+        row = {name: p["params"].get(name) for name in axes}
+        row.update({"run_id": p.get("run_id"), "status": p.get("status")})
+        row.update({key: p.get(key) for _, key, _ in _RESULT_COLUMNS})
+        row["lat_p999_ns"] = p.get("lat_p999_ns")
+        row["marks"] = marks.get(p["index"], [])
+        rows.append(row)
+    return rows
+
+
+def _num(v: float | None) -> str:
+    from .export.base import fmt_number
+    return fmt_number(v)
+
+
+def render_table(doc: dict[str, Any]) -> str:
+    """The sweep as one plain-text table (swept options as columns) and its findings."""
+    from .export.base import align
+
+    axes = [a["name"] for a in doc.get("axes") or []]
+    rows = table_rows(doc)
+    headers = axes + [h for h, _, _ in _RESULT_COLUMNS] + ["finding"]
+    numeric = [True] * len(axes) + [True] * len(_RESULT_COLUMNS) + [False]
+    cells = []
+    for r in rows:
+        cells.append([fmt_value(a, r[a]) for a in axes]
+                     + [_num(None if r[k] is None else r[k] / scale) for _, k, scale in _RESULT_COLUMNS]
+                     + [", ".join(r["marks"])])
+    lines = align(headers, cells, numeric) if rows else ["(no point of the sweep was measured)"]
+    lines += findings_text(doc)
+    return "\n".join(lines)
+
+
+def _rate(doc: dict[str, Any], value: float | None) -> str:
+    if value is None:
+        return "-"
+    if doc.get("settings", {}).get("metric") == "iops":
+        return f"{_num(value)} IOPS"
+    return f"{_num(value / _MiB)} MiB/s"
+
+
+def findings_text(doc: dict[str, Any]) -> list[str]:
+    """Knee, latency climb and early stop of every series, one line each."""
+    st = doc.get("settings") or {}
+    metric = "IOPS" if st.get("metric") == "iops" else "bandwidth"
+    lines: list[str] = []
+    series = doc.get("series") or []
+    if series:
+        lines.append("")
+    for s in series:
+        where = (" at " + point_label(s["fixed"])) if s["fixed"] else ""
+        axis = s["axis"]
+        k, best, climb = s.get("knee"), s.get("best"), s.get("latency_climb")
+        if k:
+            text = (f"knee along {axis}{where}: {axis}={fmt_value(axis, k['value'])} reaches "
+                    f"{k['share_of_best_pct']:.0f}% of the best {metric} "
+                    f"({_rate(doc, best['throughput'])} at {axis}={fmt_value(axis, best['value'])})")
+            if not k["saturated"]:
+                text += f"; still rising at the largest {axis}: the knee may lie beyond"
+            lines.append(text)
+        if climb:
+            lines.append(
+                f"latency climbs along {axis}{where} from {axis}={fmt_value(axis, climb['value'])}: "
+                f"{climb['latency']} {_num(climb['latency_ns'] / 1e3)} us is {climb['ratio']:.2f}x the "
+                f"lowest ({_num(climb['lowest_ns'] / 1e3)} us) while {metric} changed "
+                f"{climb['throughput_gain_pct']:+.1f}% over {axis}={fmt_value(axis, climb['previous_value'])}")
+        elif k:
+            lines.append(f"latency along {axis}{where}: no climb (no point above "
+                         f"{100 + st.get('climb_pct', 50)}% of the lowest {st.get('climb_latency', 'mean')} "
+                         f"with {metric} gaining < {st.get('climb_gain_pct', 5)}%)")
+    for e in doc.get("early_stops") or []:
+        where = (" at " + point_label(e["fixed"])) if e["fixed"] else ""
+        axis = e["axis"]
+        skipped = ", ".join(fmt_value(axis, v) for v in e["skipped"]) or "none"
+        lines.append(f"early stop{where}: {metric} rose < {st.get('stop_flat_pct')}% for "
+                     f"{e['flat_points']} points up to {axis}={fmt_value(axis, e['last_run'])}; "
+                     f"skipped {axis} {skipped}")
+    if doc.get("complete") is False:
+        done = sum(1 for p in doc.get("points") or [] if p.get("status") == "done")
+        total = 1
+        for a in doc.get("axes") or []:
+            total *= len(a["values"])
+        detail = f": {doc['error']}" if doc.get("error") else ""
+        lines.append(f"incomplete sweep ({doc.get('stop_reason')}{detail}): {done} of {total} points measured")
+    return lines
+
+
+CSV_RESULT_COLUMNS = ("run_id", "status", "bw_bytes", "iops", "lat_mean_ns", "lat_p50_ns",
+                      "lat_p99_ns", "lat_p999_ns", "marks")
+
+
+def to_csv(doc: dict[str, Any]) -> str:
+    """The sweep table as CSV: swept options in canonical units (bytes, seconds), then the
+    figures in canonical units (bw_bytes = bytes/s, *_ns), full precision; marks separated by ';'."""
+    axes = [a["name"] for a in doc.get("axes") or []]
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(axes + list(CSV_RESULT_COLUMNS))
+    for r in table_rows(doc):
+        cells = [",".join(map(str, r[a])) if isinstance(r[a], (list, tuple)) else r[a] for a in axes]
+        cells += [";".join(r["marks"]) if c == "marks" else r.get(c) for c in CSV_RESULT_COLUMNS]
+        w.writerow(["" if c is None else c for c in cells])
+    return out.getvalue()
+
+
+def iter_points(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
+    """The points of a sweep document that were measured."""
+    return (p for p in doc.get("points") or [] if p.get("status") == "done")
