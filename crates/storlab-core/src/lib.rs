@@ -25,6 +25,6 @@ pub use spec::{GroupSpec, PhaseSpec};
 /// Build and run one phase from its JSON spec, blocking until it ends.
 pub fn run_json(spec_json: &str) -> Result<PhaseResult> {
     let plan = Plan::build(PhaseSpec::from_json(spec_json)?)?;
-    let control = Control::new(plan.workers.len());
+    let control = Control::for_plan(&plan);
     Ok(run_phase(&plan, &control).result)
 }

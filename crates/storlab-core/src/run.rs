@@ -43,18 +43,26 @@ pub struct StallEvent {
 }
 
 impl Control {
-    pub fn new(workers: usize) -> Control {
+    /// `slots_per_worker`: the queue depth of each worker, in worker order.
+    pub fn new(slots_per_worker: &[usize]) -> Control {
+        let workers = slots_per_worker.len();
         Control {
             stop: AtomicBool::new(false),
             interrupted: AtomicBool::new(false),
             error: Mutex::new(None),
-            progress: (0..workers).map(|_| WorkerProgress::default()).collect(),
+            progress: slots_per_worker.iter().map(|&qd| WorkerProgress::with_slots(qd)).collect(),
             ready: Barrier::new(workers + 1),
             start: OnceLock::new(),
             start_unix_s: OnceLock::new(),
             finished: AtomicBool::new(false),
             stalls: Mutex::new(Vec::new()),
         }
+    }
+
+    /// A Control for the workers of a plan.
+    pub fn for_plan(plan: &Plan) -> Control {
+        let qds: Vec<usize> = plan.workers.iter().map(|w| plan.group(w).qd as usize).collect();
+        Control::new(&qds)
     }
 
     pub fn phase_start(&self) -> Instant {
@@ -203,7 +211,8 @@ pub struct PhaseResult {
 /// `stall_after` is recorded once (worker, target, offset, age); with `stall_abort` the phase
 /// stops with an error. Returns when every worker is done.
 fn watch_for_stalls(plan: &Plan, control: &Control) {
-    let mut reported: Vec<u64> = vec![0; plan.workers.len()];
+    // Per worker and slot: the issue time already reported, so each request is reported once.
+    let mut reported: Vec<Vec<u64>> = control.progress.iter().map(|p| vec![0; p.slots.len()]).collect();
     let start = control.phase_start();
     loop {
         let all_done = control.progress.iter().all(|p| p.done.load(Ordering::Acquire));
@@ -213,30 +222,32 @@ fn watch_for_stalls(plan: &Plan, control: &Control) {
         std::thread::sleep(std::time::Duration::from_millis(20));
         let now_ns = start.elapsed().as_nanos() as u64;
         for (w, p) in plan.workers.iter().zip(control.progress.iter()) {
-            let issued = p.oldest_issue_ns.load(Ordering::Relaxed);
-            if issued == 0 || issued == reported[w.id] {
-                continue;
-            }
             let g = plan.group(w);
-            let age_ns = now_ns.saturating_sub(issued - 1);
-            if (age_ns as f64) < g.stall_after * 1e9 {
-                continue;
+            for (slot, watch) in p.slots.iter().enumerate() {
+                let issued = watch.issue_ns.load(Ordering::Relaxed);
+                if issued == 0 || issued == reported[w.id][slot] {
+                    continue;
+                }
+                let age_ns = now_ns.saturating_sub(issued - 1);
+                if (age_ns as f64) < g.stall_after * 1e9 {
+                    continue;
+                }
+                reported[w.id][slot] = issued;
+                let event = StallEvent {
+                    worker: w.id,
+                    target: plan.targets[w.target].path.clone(),
+                    offset: watch.offset.load(Ordering::Relaxed),
+                    age_s: age_ns as f64 / 1e9,
+                    at_s: now_ns as f64 / 1e9,
+                };
+                if g.stall_abort {
+                    control.fail(Error::io(format!(
+                        "stalled I/O: a request at offset {} on {} has been outstanding for {:.1} s (stall_after {} s)",
+                        event.offset, event.target, event.age_s, g.stall_after
+                    )));
+                }
+                control.stalls.lock().unwrap_or_else(|e| e.into_inner()).push(event);
             }
-            reported[w.id] = issued;
-            let event = StallEvent {
-                worker: w.id,
-                target: plan.targets[w.target].path.clone(),
-                offset: p.oldest_offset.load(Ordering::Relaxed),
-                age_s: age_ns as f64 / 1e9,
-                at_s: now_ns as f64 / 1e9,
-            };
-            if g.stall_abort {
-                control.fail(Error::io(format!(
-                    "stalled I/O: a request at offset {} on {} has been outstanding for {:.1} s (stall_after {} s)",
-                    event.offset, event.target, event.age_s, g.stall_after
-                )));
-            }
-            control.stalls.lock().unwrap_or_else(|e| e.into_inner()).push(event);
         }
     }
 }

@@ -134,13 +134,24 @@ pub struct WorkerProgress {
     pub bytes: AtomicU64,
     pub ops: AtomicU64,
     pub done: AtomicBool,
-    /// Issue time of the worker's oldest outstanding request, in ns since the phase start plus 1
-    /// (0: nothing outstanding), and its offset: what the stall monitor watches.
-    pub oldest_issue_ns: AtomicU64,
-    pub oldest_offset: AtomicU64,
+    /// One entry per request slot: what the stall monitor watches.
+    pub slots: Box<[SlotWatch]>,
+}
+
+/// Issue time of the request in a slot, in ns since the phase start plus 1 (0: slot idle), and its
+/// offset. Written by the worker with relaxed stores (offset first; a stale offset next to a fresh
+/// time can only mislabel a report, never hide a stall).
+#[derive(Default)]
+pub struct SlotWatch {
+    pub issue_ns: AtomicU64,
+    pub offset: AtomicU64,
 }
 
 impl WorkerProgress {
+    pub fn with_slots(qd: usize) -> WorkerProgress {
+        WorkerProgress { slots: (0..qd).map(|_| SlotWatch::default()).collect(), ..Default::default() }
+    }
+
     #[inline(always)]
     pub fn publish(&self, bytes: u64, ops: u64) {
         self.bytes.store(bytes, Ordering::Relaxed);
@@ -148,11 +159,15 @@ impl WorkerProgress {
     }
 
     #[inline(always)]
-    pub fn set_oldest(&self, issue_ns: Option<u64>, offset: u64) {
-        // offset first: the monitor reads the time, then the offset; a stale offset next to a
-        // fresh time only mislabels a report, it never hides a stall.
-        self.oldest_offset.store(offset, Ordering::Relaxed);
-        self.oldest_issue_ns.store(issue_ns.map_or(0, |t| t + 1), Ordering::Relaxed);
+    pub fn issued(&self, slot: u32, issue_ns: u64, offset: u64) {
+        let w = &self.slots[slot as usize];
+        w.offset.store(offset, Ordering::Relaxed);
+        w.issue_ns.store(issue_ns + 1, Ordering::Relaxed);
+    }
+
+    #[inline(always)]
+    pub fn completed(&self, slot: u32) {
+        self.slots[slot as usize].issue_ns.store(0, Ordering::Relaxed);
     }
 }
 

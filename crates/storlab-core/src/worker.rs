@@ -25,8 +25,6 @@ use crate::workload::OffsetGenerator;
 struct Slot {
     /// This slot's part of the worker's buffer region.
     buf: *mut u8,
-    /// In flight in an asynchronous backend.
-    busy: bool,
     queued_at: Instant,
     issued_at: Instant,
     is_read: bool,
@@ -78,7 +76,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     let now = Instant::now();
     let mut slots: Vec<Slot> = (0..qd)
         // SAFETY: i * stride + bs <= stride * qd, inside the region.
-        .map(|i| Slot { buf: unsafe { region.as_mut_ptr().add(i * stride) }, busy: false, queued_at: now, issued_at: now, is_read: true, offset: 0 })
+        .map(|i| Slot { buf: unsafe { region.as_mut_ptr().add(i * stride) }, queued_at: now, issued_at: now, is_read: true, offset: 0 })
         .collect();
     let buffers: Vec<(*mut u8, usize)> = slots.iter().map(|s| (s.buf, bs)).collect();
     let backend = engine::create(&EngineSetup { fd, buffers: &buffers, qd: g.qd, group: g });
@@ -125,7 +123,6 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     let verifying = g.verify != VerifyKind::Off;
     let mut tally = VerifyTally::default();
     let mut write_sequence: u64 = 0;
-    let mut oldest_slot: Option<u32> = None;
     // A time-based worker runs for `time` from its own measured start (fio's startdelay semantics).
     let deadline = g.time.map(|t| start_instant.max(measure_start) + Duration::from_secs_f64(t));
 
@@ -214,16 +211,11 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                 let t0 = Instant::now();
                 slot.queued_at = t0;
                 slot.issued_at = t0;
-                if !caps.asynchronous {
-                    progress.set_oldest(Some(ns_between(phase_start, t0)), io.offset);
-                } else if oldest_slot.is_none() {
-                    oldest_slot = Some(slot_id);
-                    progress.set_oldest(Some(ns_between(phase_start, t0)), io.offset);
-                }
+                progress.issued(slot_id, ns_between(phase_start, t0), io.offset);
                 match attempt!(backend.queue(&req)) {
                     Queued::Completed(res) => {
                         now = Instant::now();
-                        progress.set_oldest(None, 0);
+                        progress.completed(slot_id);
                         attempt!(complete(&slots[slot_id as usize], res, now, false, &mut read, &mut write, &mut log, &mut tally));
                         free.push(slot_id);
                         done_bytes += bs as u64;
@@ -231,7 +223,6 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                         progress.publish(done_bytes, done_ops);
                     }
                     Queued::Pending => {
-                        slots[slot_id as usize].busy = true;
                         inflight += 1;
                         unsubmitted.push(slot_id);
                         if unsubmitted.len() >= batch {
@@ -250,24 +241,14 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                 attempt!(backend.reap(1, &mut completions));
                 now = Instant::now();
                 inflight -= completions.len();
-                let mut oldest_done = false;
                 for c in completions.iter() {
                     free.push(c.slot);
-                    slots[c.slot as usize].busy = false;
-                    oldest_done |= oldest_slot == Some(c.slot);
+                    progress.completed(c.slot);
                     attempt!(complete(&slots[c.slot as usize], c.result, now, caps.records_submit_latency, &mut read, &mut write, &mut log, &mut tally));
                     done_bytes += bs as u64;
                     done_ops += 1;
                 }
                 progress.publish(done_bytes, done_ops);
-                if oldest_done {
-                    // Only when the oldest request finished can the oldest change: rescan then.
-                    oldest_slot = (0..qd as u32).filter(|&i| slots[i as usize].busy).min_by_key(|&i| slots[i as usize].queued_at);
-                    match oldest_slot {
-                        Some(i) => progress.set_oldest(Some(ns_between(phase_start, slots[i as usize].queued_at)), slots[i as usize].offset),
-                        None => progress.set_oldest(None, 0),
-                    }
-                }
                 continue;
             }
 

@@ -37,7 +37,7 @@ impl PhaseRun {
         let plan = py
             .detach(move || PhaseSpec::from_json(&spec_json).and_then(Plan::build))
             .map_err(to_py)?;
-        let control = Arc::new(Control::new(plan.workers.len()));
+        let control = Arc::new(Control::for_plan(&plan));
         Ok(PhaseRun { plan: Arc::new(plan), control, thread: Mutex::new(None), result: Mutex::new(None), outcome: Mutex::new(None) })
     }
 
