@@ -96,3 +96,32 @@ def test_stall_abort_ends_the_phase_with_an_error(shm_dir):
     doc = run_job(job)
     assert doc["stop_reason"] == "error" and "stalled I/O" in doc["error"]
     assert doc["phases"][0]["seconds"] < 1.0
+
+
+@pytest.mark.parametrize("mode", ["lockstep", "lag"])
+@pytest.mark.parametrize("engine", ["psync", "io_uring"])
+def test_read_behind_write_never_reads_ahead_of_the_writer(shm_dir, mode, engine):
+    # The file starts as zeros; a read that overtook the writer would find no verification header.
+    job = resolve_job({"target": [f"{shm_dir}/rbw.dat"], "size": "8m", "rw": "write", "bs": "16k",
+                       "rbw": mode, "rbw_lag": "4", "verify": "crc32c", "engine": engine})
+    doc = run_job(job)
+    p = doc["phases"][0]
+    rbw, v = p["rbw"], p["verify"]
+    assert doc["complete"] and v["mismatches"] == 0
+    assert rbw["records_written"] == 512 == p["write"]["ops"]
+    assert rbw["records_read"] == 512
+    assert p["read"]["ops"] + rbw["records_skipped"] == 512
+    if mode == "lockstep":
+        assert rbw["records_skipped"] == 0 and p["read"]["ops"] == 512
+    duplex = (p["read"]["bytes"] + p["write"]["bytes"]) / p["seconds"]
+    assert rbw["duplex_bw_bytes"] == pytest.approx(duplex)
+
+
+def test_lag_mode_accounts_for_every_record(shm_dir):
+    # a reader at most 1 record behind a writer that never waits: every record is either read
+    # (and verified clean) or counted as skipped
+    job = resolve_job({"target": [f"{shm_dir}/lag.dat"], "size": "32m", "rw": "write", "bs": "4k",
+                       "rbw": "lag", "rbw_lag": "1", "verify": "xxh3"})
+    p = run_job(job)["phases"][0]
+    assert p["verify"]["mismatches"] == 0
+    assert p["read"]["ops"] + p["rbw"]["records_skipped"] == 8192

@@ -111,6 +111,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("fsync_end", "bool", "fsync written targets at the end of the phase, inside the timed "
            "window, so buffered writes are not reported at page-cache speed", default=True,
            negative="--no-fsync-end", fio_name="end_fsync"),
+    Option("rbw", "choice", "read-behind-write: with rw=write, add a reader per target that "
+           "follows the writer record by record; reports write, read and duplex bandwidth",
+           default="off",
+           choices=_choice(off="no reader",
+                           lockstep="the writer waits until the reader has read each record (Xdd)",
+                           lag="the writer never waits; the reader never passes it and stays at "
+                               "most rbw_lag records behind, skipping ahead (counted) if slower")),
+    Option("rbw_lag", "int", "records the reader may trail the writer in rbw=lag", default=8,
+           minimum=1),
     Option("verify", "choice", "stamp written blocks with a header and checksum; check every read "
            "block against them (a read-only run verifies data written earlier)", default="off",
            choices=_choice(off="no verification",

@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use crate::buffer::AlignedBuf;
 use crate::error::{Error, Result};
-use crate::spec::{FileLayout, GroupSpec, PhaseSpec, ThreadLayout};
+use crate::rbw::{Channel, Role};
+use crate::spec::{FileLayout, GroupSpec, PhaseSpec, RbwMode, ThreadLayout};
 use crate::verify::{self, Expect, VerifyKind};
 use crate::workload::{AccessMap, Rng};
 
@@ -40,6 +41,8 @@ pub struct WorkerPlan {
     pub map: AccessMap,
     /// Participant index (thread index within the group, shifted by participant_base).
     pub participant: u64,
+    /// Read-behind-write role and the channel shared with the other side.
+    pub rbw: Option<(Role, Arc<Channel>)>,
     /// Bytes to transfer; u64::MAX for "until the time runs out".
     pub io_limit: u64,
     pub seed: u64,
@@ -51,6 +54,8 @@ pub struct Plan {
     pub workers: Vec<WorkerPlan>,
     /// Alignment of the I/O buffers (O_DIRECT DMA alignment, at least a page).
     pub buffer_align: usize,
+    /// Read-behind-write channels, one per target of an rbw group.
+    pub rbw_channels: Vec<Arc<Channel>>,
 }
 
 const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
@@ -304,6 +309,7 @@ impl Plan {
         let mut targets: Vec<TargetInfo> = Vec::new();
         let mut workers: Vec<WorkerPlan> = Vec::new();
         let mut buffer_align = 4096usize;
+        let mut rbw_channels = Vec::new();
         for (gi, g) in spec.groups.iter().enumerate() {
             let group_workers = g.target.len() as u64 * g.threads as u64;
             let participants = g.participant_count();
@@ -340,22 +346,39 @@ impl Plan {
                         (None, None, None) => transfers * g.bs,
                     };
                     let file = open_file(&t.info.path, t.writes, g.direct, false)?;
-                    let id = workers.len();
+                    // Stable across processes: the same participant draws the same offsets.
+                    let seed = Rng::derive(g.seed, ((gi as u64) << 48) | ((target_no as u64) << 32) | p);
+                    let rbw = (g.rbw != RbwMode::Off).then(|| Arc::new(Channel::default()));
                     workers.push(WorkerPlan {
-                        id,
+                        id: workers.len(),
                         group: gi,
                         target: ti,
                         file,
                         map,
                         participant: p,
+                        rbw: rbw.clone().map(|ch| (Role::Writer, ch)),
                         io_limit,
-                        // Stable across processes: the same participant draws the same offsets.
-                        seed: Rng::derive(g.seed, ((gi as u64) << 48) | ((target_no as u64) << 32) | p),
+                        seed,
                     });
+                    if let Some(ch) = rbw {
+                        // The reader follows the writer record by record; its own gate ends it.
+                        workers.push(WorkerPlan {
+                            id: workers.len(),
+                            group: gi,
+                            target: ti,
+                            file: open_file(&t.info.path, false, g.direct, false)?,
+                            map,
+                            participant: p,
+                            rbw: Some((Role::Reader, ch.clone())),
+                            io_limit: u64::MAX,
+                            seed,
+                        });
+                        rbw_channels.push(ch);
+                    }
                 }
             }
         }
-        Ok(Plan { spec, targets, workers, buffer_align })
+        Ok(Plan { spec, targets, workers, buffer_align, rbw_channels })
     }
 
     pub fn group(&self, w: &WorkerPlan) -> &GroupSpec {

@@ -11,6 +11,8 @@ use crate::error::Error;
 use crate::histogram::Histogram;
 use crate::plan::{Plan, TargetInfo};
 use crate::stats::{DirResult, DirStats, Histo, ProgressLog, SyncResult, WorkerProgress};
+use crate::rbw::RbwResult;
+use crate::spec::RbwMode;
 use crate::verify::{VerifyKind, VerifyTally};
 use crate::worker::{run_worker, WorkerSummary};
 
@@ -202,6 +204,8 @@ pub struct PhaseResult {
     pub verify: Option<VerifyResult>,
     /// Requests outstanding longer than stall_after.
     pub stalls: Vec<StallEvent>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rbw: Option<RbwResult>,
     pub workers: Vec<WorkerSummary>,
     pub targets: Vec<TargetInfo>,
     pub engine: EngineInfo,
@@ -345,7 +349,7 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
     let does = |reads: bool| {
         plan.spec.groups.iter().any(|g| {
             let p = g.rw.read_percent(g.rwmix_read);
-            if reads { p > 0 } else { p < 100 }
+            if reads { p > 0 || g.rbw != RbwMode::Off } else { p < 100 }
         })
     };
     let uring = plan.spec.groups.iter().any(|g| g.engine == crate::spec::EngineKind::IoUring);
@@ -365,6 +369,17 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
         aggregate,
         read: does(true).then(|| DirResult::from_stats(&read, seconds, interval_s, uring)),
         write: does(false).then(|| DirResult::from_stats(&write, seconds, interval_s, uring)),
+        rbw: plan.spec.groups.iter().find(|g| g.rbw != RbwMode::Off).map(|g| {
+            let sum = |f: fn(&crate::rbw::Channel) -> u64| plan.rbw_channels.iter().map(|c| f(c)).sum::<u64>();
+            RbwResult {
+                mode: g.rbw,
+                lag_records: if g.rbw == RbwMode::Lag { g.rbw_lag } else { 0 },
+                records_written: sum(|c| c.written.load(Ordering::Relaxed)),
+                records_read: sum(|c| c.read.load(Ordering::Relaxed)),
+                records_skipped: sum(|c| c.skipped.load(Ordering::Relaxed)),
+                duplex_bw_bytes: if seconds > 0.0 { (read.bytes + write.bytes) as f64 / seconds } else { 0.0 },
+            }
+        }),
         stalls: control.stalls.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         verify: plan.spec.groups.iter().find(|g| g.verify != VerifyKind::Off).map(|g| VerifyResult { kind: g.verify, tally: verify }),
         sync: (sync.count() > 0).then(|| SyncResult { ops: sync.count(), lat_ns: sync.summary(), lat_hist: Histo::of(&sync) }),

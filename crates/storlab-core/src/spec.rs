@@ -55,6 +55,18 @@ pub enum ThreadLayout {
     Strided,
 }
 
+/// Read-behind-write: a writer and a reader per target, the reader following the writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RbwMode {
+    Off,
+    /// The writer waits until the reader has read each record (Xdd's lockstep).
+    Lockstep,
+    /// The writer never waits; the reader never passes it and stays at most `rbw_lag` records
+    /// behind, skipping ahead (counted) when it falls further back.
+    Lag,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FileLayout {
@@ -91,6 +103,8 @@ pub struct GroupSpec {
     pub io_total: Option<u64>,
     pub fsync_every: u64,
     pub fsync_end: bool,
+    pub rbw: RbwMode,
+    pub rbw_lag: u64,
     /// Stamp written blocks and check read ones (see verify.rs).
     pub verify: VerifyKind,
     /// Pass number written into headers and, when not 0, required on reads.
@@ -142,6 +156,8 @@ impl Default for GroupSpec {
             io_total: None,
             fsync_every: 0,
             fsync_end: true,
+            rbw: RbwMode::Off,
+            rbw_lag: 8,
             verify: VerifyKind::Off,
             verify_pass: 0,
             verify_report: 10,
@@ -232,6 +248,17 @@ impl GroupSpec {
         }
         if self.verify != VerifyKind::Off && self.bs < MIN_BLOCK {
             return Err(bad("bs", format!("{} bytes is too small to carry a verification header; verify needs bs >= {MIN_BLOCK}", self.bs)));
+        }
+        if self.rbw != RbwMode::Off {
+            if self.rw != Rw::Write {
+                return Err(bad("rbw", "read-behind-write needs rw=write: a writer, and storlab adds a reader per target".into()));
+            }
+            if self.qd != 1 || self.threads != 1 || self.files != FileLayout::Shared {
+                return Err(bad("rbw", "read-behind-write runs one writer and one reader per target at qd 1: use threads=1, qd=1, files=shared".into()));
+            }
+            if self.rbw == RbwMode::Lag && self.rbw_lag == 0 {
+                return Err(bad("rbw_lag", "must be at least 1 record".into()));
+            }
         }
         if self.segments == 0 {
             return Err(bad("segments", "must be at least 1".into()));

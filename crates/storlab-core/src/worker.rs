@@ -17,6 +17,8 @@ use crate::engine::{self, Completion, EngineSetup, Queued, Request};
 use crate::error::{Error, Result};
 use crate::histogram::Histogram;
 use crate::plan::{Plan, WorkerPlan};
+use crate::rbw::{Gate, Role, WriterDone};
+use crate::spec::Rw;
 use crate::run::Control;
 use crate::stats::{DirStats, ProgressLog};
 use crate::verify::{self, Expect, VerifyKind, VerifyTally};
@@ -88,7 +90,9 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
 
     let mut free: Vec<u32> = (0..qd as u32).rev().collect();
     let mut completions: Vec<Completion> = Vec::with_capacity(qd.max(64) * 2);
-    let mut gen = OffsetGenerator::new(g.rw, g.rwmix_read, g.bs, w.map, w.seed);
+    let role = w.rbw.as_ref().map(|(r, _)| *r);
+    let rw = if role == Some(Role::Reader) { Rw::Read } else { g.rw };
+    let mut gen = OffsetGenerator::new(rw, g.rwmix_read, g.bs, w.map, w.seed);
     let batch = if g.uring_batch == 0 { qd } else { (g.uring_batch as usize).min(qd) };
 
     let interval_ns = (g.interval * 1e9) as u64;
@@ -123,6 +127,10 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     let verifying = g.verify != VerifyKind::Off;
     let mut tally = VerifyTally::default();
     let mut write_sequence: u64 = 0;
+    // Read-behind-write: this worker's next record and the one in flight (qd is 1 there).
+    let mut record: u64 = 0;
+    let mut record_in_flight: u64 = 0;
+    let writer_done = w.rbw.as_ref().filter(|(r, _)| *r == Role::Writer).map(|(_, ch)| WriterDone(ch));
     // A time-based worker runs for `time` from its own measured start (fio's startdelay semantics).
     let deadline = g.time.map(|t| start_instant.max(measure_start) + Duration::from_secs_f64(t));
 
@@ -191,7 +199,28 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                 if g.fsync_every > 0 && writes_since_sync >= g.fsync_every {
                     break; // drain first, then sync (below)
                 }
+                if let Some((role, ch)) = &w.rbw {
+                    let stopped = || control.stop.load(Ordering::Relaxed);
+                    let gate = match role {
+                        Role::Writer => ch.writer_gate(g.rbw, record, &stopped),
+                        Role::Reader => ch.reader_gate(g.rbw, g.rbw_lag, record, &stopped),
+                    };
+                    match gate {
+                        Gate::Finish => {
+                            issuing = false;
+                            break;
+                        }
+                        Gate::Go(k) if k != record => {
+                            gen.seek(k);
+                            record = k;
+                        }
+                        Gate::Go(_) => {}
+                    }
+                    now = Instant::now();
+                }
                 let io = gen.next();
+                record_in_flight = record;
+                record += 1;
                 let slot_id = free.pop().expect("a free slot while inflight < qd");
                 let slot = &mut slots[slot_id as usize];
                 slot.is_read = io.is_read;
@@ -217,6 +246,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                         now = Instant::now();
                         progress.completed(slot_id);
                         attempt!(complete(&slots[slot_id as usize], res, now, false, &mut read, &mut write, &mut log, &mut tally));
+                        rbw_published(w, record_in_flight);
                         free.push(slot_id);
                         done_bytes += bs as u64;
                         done_ops += 1;
@@ -244,6 +274,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                 for c in completions.iter() {
                     free.push(c.slot);
                     progress.completed(c.slot);
+                    rbw_published(w, record_in_flight); // rbw runs at qd 1: this is the one
                     attempt!(complete(&slots[c.slot as usize], c.result, now, caps.records_submit_latency, &mut read, &mut write, &mut log, &mut tally));
                     done_bytes += bs as u64;
                     done_ops += 1;
@@ -278,6 +309,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
         }
         return Err(e);
     }
+    drop(writer_done); // the reader may finish now
     let mut end = match deadline {
         Some(d) if now > d => d,
         _ => now,
@@ -302,6 +334,15 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     };
     drop(backend);
     Ok(WorkerOutcome { id: w.id, read, write, sync, summary, setup_flags, log, verify: tally })
+}
+
+/// Read-behind-write: tell the other side that record `k` is done.
+#[inline]
+fn rbw_published(w: &WorkerPlan, k: u64) {
+    if let Some((role, ch)) = &w.rbw {
+        let counter = if *role == Role::Writer { &ch.written } else { &ch.read };
+        counter.store(k + 1, Ordering::Release);
+    }
 }
 
 /// Submit queued requests and stamp their issue time after the system call returned.

@@ -130,6 +130,11 @@ impl OffsetGenerator {
         }
     }
 
+    /// Continue a sequential pattern at transfer `k` (wrapping like `next`).
+    pub fn seek(&mut self, k: u64) {
+        self.next_seq = k % self.blocks;
+    }
+
     #[inline(always)]
     pub fn next(&mut self) -> NextIo {
         let block = if self.random {
