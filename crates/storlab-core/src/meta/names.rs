@@ -8,7 +8,7 @@
 //! `i mod fanout^depth` (round-robin), so every leaf gets an equal share and a stonewalled run
 //! still spreads over the tree.
 
-use std::ffi::c_char;
+use std::ffi::CStr;
 
 use super::spec::{DirMode, MetaSpec};
 
@@ -40,9 +40,24 @@ impl Shape {
         Shape { depth: spec.depth, fanout, powers, leaves: spec.leaves() }
     }
 
-    /// Directories at `level` (the root is level 0).
-    pub fn dirs_at(&self, level: u32) -> u64 {
-        self.fanout.pow(level)
+    /// All directories of the tree, root included.
+    pub fn total_dirs(&self) -> u64 {
+        (0..=self.depth).map(|l| self.fanout.pow(l)).sum()
+    }
+
+    /// (level, index within the level) of the directory at position `pos` of the breadth-first
+    /// order (root first, then level 1 ...): mkdir goes forwards through it, rmdir backwards, so
+    /// "the first n directories exist" is all the state a partial tree needs.
+    pub fn bfs(&self, mut pos: u64) -> (u32, u64) {
+        let mut width = 1u64;
+        for level in 0..=self.depth {
+            if pos < width {
+                return (level, pos);
+            }
+            pos -= width;
+            width *= self.fanout;
+        }
+        panic!("directory position beyond the tree");
     }
 }
 
@@ -112,7 +127,7 @@ impl NameBuf {
 
     /// Path of file `item` with the given stem (`{prefix}f{worker}.`), NUL-terminated.
     #[inline(always)]
-    pub fn file(&mut self, shape: &Shape, stem: &[u8], item: u64) -> *const c_char {
+    pub fn file(&mut self, shape: &Shape, stem: &[u8], item: u64) -> &CStr {
         self.reset();
         self.push_leaf_dirs(shape, item);
         self.push(stem);
@@ -122,7 +137,7 @@ impl NameBuf {
 
     /// Path of directory `index` at `level` of a tree (the root is level 0): `/d{a}/d{b}` after
     /// the head (which holds the tree root's name).
-    pub fn dir(&mut self, shape: &Shape, level: u32, index: u64) -> *const c_char {
+    pub fn dir(&mut self, shape: &Shape, level: u32, index: u64) -> &CStr {
         self.reset();
         let fanout = shape.fanout;
         for l in (0..level).rev() {
@@ -133,21 +148,22 @@ impl NameBuf {
     }
 
     /// Path of leaf directory `leaf` (for its fsync), after the head.
-    pub fn leaf_dir(&mut self, shape: &Shape, leaf: u64) -> *const c_char {
+    pub fn leaf_dir(&mut self, shape: &Shape, leaf: u64) -> &CStr {
         self.dir(shape, shape.depth, leaf)
     }
 
     #[inline(always)]
-    fn finish(&mut self) -> *const c_char {
+    fn finish(&mut self) -> &CStr {
         self.buf.push(0);
-        let p = self.buf.as_ptr() as *const c_char;
-        self.buf.pop(); // keep the NUL in memory (capacity unchanged) but out of the length
-        p
+        // SAFETY: names are made of the prefix (checked to hold no NUL), digits and fixed ASCII,
+        // so the only NUL is the one just pushed, at the end.
+        unsafe { CStr::from_bytes_with_nul_unchecked(&self.buf) }
     }
 
     /// The path last built, for error messages.
     pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.buf).into_owned()
+        let end = self.buf.len() - usize::from(self.buf.last() == Some(&0));
+        String::from_utf8_lossy(&self.buf[..end]).into_owned()
     }
 }
 
@@ -162,11 +178,9 @@ pub fn stems(spec: &MetaSpec, worker: usize) -> (Vec<u8>, Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::CStr;
 
-    fn text_of(p: *const c_char) -> String {
-        // SAFETY: the buffer is NUL-terminated right after `finish`.
-        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    fn text_of(p: &CStr) -> String {
+        p.to_string_lossy().into_owned()
     }
 
     fn shape(depth: u32, fanout: u32) -> Shape {
@@ -210,10 +224,23 @@ mod tests {
         let s = shape(3, 4);
         let mut b = NameBuf::new();
         b.set_head(b"");
-        let p0 = b.file(&s, b"f0.", 0);
+        let p0 = b.file(&s, b"f0.", 0).as_ptr();
         for i in 0..10_000 {
-            assert_eq!(b.file(&s, b"f0.", i), p0);
+            assert_eq!(b.file(&s, b"f0.", i).as_ptr(), p0);
         }
+    }
+
+    #[test]
+    fn breadth_first_positions_cover_every_level() {
+        let s = shape(2, 3);
+        assert_eq!(s.total_dirs(), 13);
+        let got: Vec<(u32, u64)> = (0..13).map(|p| s.bfs(p)).collect();
+        assert_eq!(got[0], (0, 0));
+        assert_eq!(&got[1..4], &[(1, 0), (1, 1), (1, 2)]);
+        assert_eq!(got[4], (2, 0));
+        assert_eq!(got[12], (2, 8));
+        let flat = shape(0, 10);
+        assert_eq!((flat.total_dirs(), flat.bfs(0)), (1, (0, 0)));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! whole path from `/` for every operation) on NUL-terminated names built by `names`. They return
 //! the failing step and the OS error; the caller adds the operation and the full path.
 
-use std::ffi::{c_char, CString};
+use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Instant;
@@ -40,13 +40,13 @@ impl Dir {
     /// Open `path` (absolute or relative to the current directory).
     pub fn open(path: &str) -> io::Result<Dir> {
         let c = CString::new(path).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
-        Dir::open_at(libc::AT_FDCWD, c.as_ptr())
+        Dir::open_at(libc::AT_FDCWD, &c)
     }
 
     /// Open `path` relative to directory `parent`.
-    pub fn open_at(parent: RawFd, path: *const c_char) -> io::Result<Dir> {
-        // SAFETY: `path` is NUL-terminated (CString or NameBuf); the fd is owned from here on.
-        let fd = unsafe { libc::openat(parent, path, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    pub fn open_at(parent: RawFd, path: &CStr) -> io::Result<Dir> {
+        // SAFETY: `path` is a C string; the fd is owned from here on.
+        let fd = unsafe { libc::openat(parent, path.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -61,36 +61,36 @@ impl Dir {
 }
 
 #[inline(always)]
-pub fn mkdir(dir: RawFd, path: *const c_char) -> OpResult<()> {
+pub fn mkdir(dir: RawFd, path: &CStr) -> OpResult<()> {
     // SAFETY: NUL-terminated path; plain system call.
-    if unsafe { libc::mkdirat(dir, path, 0o755) } != 0 {
+    if unsafe { libc::mkdirat(dir, path.as_ptr(), 0o755) } != 0 {
         return Err(OpError::last("mkdir"));
     }
     Ok(())
 }
 
 #[inline(always)]
-pub fn rmdir(dir: RawFd, path: *const c_char) -> OpResult<()> {
+pub fn rmdir(dir: RawFd, path: &CStr) -> OpResult<()> {
     // SAFETY: as above.
-    if unsafe { libc::unlinkat(dir, path, libc::AT_REMOVEDIR) } != 0 {
+    if unsafe { libc::unlinkat(dir, path.as_ptr(), libc::AT_REMOVEDIR) } != 0 {
         return Err(OpError::last("rmdir"));
     }
     Ok(())
 }
 
 #[inline(always)]
-pub fn unlink(dir: RawFd, path: *const c_char) -> OpResult<()> {
+pub fn unlink(dir: RawFd, path: &CStr) -> OpResult<()> {
     // SAFETY: as above.
-    if unsafe { libc::unlinkat(dir, path, 0) } != 0 {
+    if unsafe { libc::unlinkat(dir, path.as_ptr(), 0) } != 0 {
         return Err(OpError::last("unlink"));
     }
     Ok(())
 }
 
 #[inline(always)]
-pub fn rename(dir: RawFd, from: *const c_char, to: *const c_char) -> OpResult<()> {
+pub fn rename(dir: RawFd, from: &CStr, to: &CStr) -> OpResult<()> {
     // SAFETY: as above; both names are in separate buffers.
-    if unsafe { libc::renameat(dir, from, dir, to) } != 0 {
+    if unsafe { libc::renameat(dir, from.as_ptr(), dir, to.as_ptr()) } != 0 {
         return Err(OpError::last("rename"));
     }
     Ok(())
@@ -119,10 +119,10 @@ fn timed_fsync(fd: RawFd, sync: &mut Histogram) -> OpResult<()> {
 /// close it. If anything after the open fails the file is unlinked again, so a failed create
 /// leaves nothing behind.
 #[inline(always)]
-pub fn create(dir: RawFd, path: *const c_char, data: &[u8], size: u64, fsync: Option<&mut Histogram>) -> OpResult<()> {
+pub fn create(dir: RawFd, path: &CStr, data: &[u8], size: u64, fsync: Option<&mut Histogram>) -> OpResult<()> {
     // SAFETY: NUL-terminated path; plain system call.
     let fd = unsafe {
-        libc::openat(dir, path, libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC, 0o644 as libc::c_uint)
+        libc::openat(dir, path.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC, 0o644 as libc::c_uint)
     };
     if fd < 0 {
         return Err(OpError::last("open"));
@@ -150,13 +150,13 @@ pub fn create(dir: RawFd, path: *const c_char, data: &[u8], size: u64, fsync: Op
         // SAFETY: fd is open; path NUL-terminated. Undo the create: the error is what matters.
         unsafe {
             libc::close(fd);
-            libc::unlinkat(dir, path, 0);
+            libc::unlinkat(dir, path.as_ptr(), 0);
         }
         return Err(e);
     }
     if let Err(e) = close(fd) {
         // SAFETY: as above.
-        unsafe { libc::unlinkat(dir, path, 0) };
+        unsafe { libc::unlinkat(dir, path.as_ptr(), 0) };
         return Err(e);
     }
     Ok(())
@@ -164,10 +164,10 @@ pub fn create(dir: RawFd, path: *const c_char, data: &[u8], size: u64, fsync: Op
 
 /// fstatat without following a symbolic link; checks that it is a regular file of `size` bytes.
 #[inline(always)]
-pub fn stat(dir: RawFd, path: *const c_char, size: u64) -> OpResult<()> {
+pub fn stat(dir: RawFd, path: &CStr, size: u64) -> OpResult<()> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: st is written by the kernel on success and read only then.
-    if unsafe { libc::fstatat(dir, path, st.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) } != 0 {
+    if unsafe { libc::fstatat(dir, path.as_ptr(), st.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) } != 0 {
         return Err(OpError::last("stat"));
     }
     // SAFETY: fstatat returned 0, so st is initialised.
@@ -186,9 +186,9 @@ pub fn stat(dir: RawFd, path: *const c_char, size: u64) -> OpResult<()> {
 
 /// Open a file read-only, read `size` bytes into `buf` (in pieces of at most its length), close.
 #[inline(always)]
-pub fn read(dir: RawFd, path: *const c_char, buf: &mut [u8], size: u64) -> OpResult<()> {
+pub fn read(dir: RawFd, path: &CStr, buf: &mut [u8], size: u64) -> OpResult<()> {
     // SAFETY: NUL-terminated path; plain system call.
-    let fd = unsafe { libc::openat(dir, path, libc::O_RDONLY | libc::O_CLOEXEC) };
+    let fd = unsafe { libc::openat(dir, path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
     if fd < 0 {
         return Err(OpError::last("open"));
     }
@@ -216,9 +216,9 @@ pub fn read(dir: RawFd, path: *const c_char, buf: &mut [u8], size: u64) -> OpRes
 }
 
 /// Open a directory, fsync it, close it; the fsync's duration goes to `sync`.
-pub fn fsync_dir(dir: RawFd, path: *const c_char, sync: &mut Histogram) -> OpResult<()> {
+pub fn fsync_dir(dir: RawFd, path: &CStr, sync: &mut Histogram) -> OpResult<()> {
     // SAFETY: NUL-terminated path; plain system call.
-    let fd = unsafe { libc::openat(dir, path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    let fd = unsafe { libc::openat(dir, path.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
     if fd < 0 {
         return Err(OpError::last("open"));
     }
@@ -240,23 +240,23 @@ mod tests {
         let (a, b) = (CString::new("a").unwrap(), CString::new("b").unwrap());
         let data = vec![7u8; 1000];
         let mut h = Histogram::new();
-        create(d.fd(), a.as_ptr(), &data, 2500, Some(&mut h)).unwrap();
+        create(d.fd(), &a, &data, 2500, Some(&mut h)).unwrap();
         assert_eq!(h.count(), 1);
         assert_eq!(std::fs::metadata(tmp.path().join("a")).unwrap().len(), 2500);
-        stat(d.fd(), a.as_ptr(), 2500).unwrap();
-        let e = stat(d.fd(), a.as_ptr(), 10).unwrap_err();
+        stat(d.fd(), &a, 2500).unwrap();
+        let e = stat(d.fd(), &a, 10).unwrap_err();
         assert!(e.err.to_string().contains("expected a regular file of 10 bytes"), "{}", e.err);
         let mut buf = vec![0u8; 64];
-        read(d.fd(), a.as_ptr(), &mut buf, 2500).unwrap();
-        let e = read(d.fd(), a.as_ptr(), &mut buf, 2600).unwrap_err();
+        read(d.fd(), &a, &mut buf, 2500).unwrap();
+        let e = read(d.fd(), &a, &mut buf, 2600).unwrap_err();
         assert_eq!(e.step, "read");
         assert!(e.err.to_string().contains("100 bytes short"), "{}", e.err);
-        let e = create(d.fd(), a.as_ptr(), &data, 0, None).unwrap_err();
+        let e = create(d.fd(), &a, &data, 0, None).unwrap_err();
         assert_eq!((e.step, e.errno()), ("open", Some(libc::EEXIST)));
-        rename(d.fd(), a.as_ptr(), b.as_ptr()).unwrap();
+        rename(d.fd(), &a, &b).unwrap();
         assert!(!tmp.path().join("a").exists() && tmp.path().join("b").exists());
-        unlink(d.fd(), b.as_ptr()).unwrap();
-        assert_eq!(unlink(d.fd(), b.as_ptr()).unwrap_err().errno(), Some(libc::ENOENT));
+        unlink(d.fd(), &b).unwrap();
+        assert_eq!(unlink(d.fd(), &b).unwrap_err().errno(), Some(libc::ENOENT));
     }
 
     #[test]
@@ -264,14 +264,14 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let d = Dir::open(tmp.path().to_str().unwrap()).unwrap();
         let sub = CString::new("sub").unwrap();
-        mkdir(d.fd(), sub.as_ptr()).unwrap();
-        assert_eq!(mkdir(d.fd(), sub.as_ptr()).unwrap_err().errno(), Some(libc::EEXIST));
+        mkdir(d.fd(), &sub).unwrap();
+        assert_eq!(mkdir(d.fd(), &sub).unwrap_err().errno(), Some(libc::EEXIST));
         let mut h = Histogram::new();
-        fsync_dir(d.fd(), sub.as_ptr(), &mut h).unwrap();
+        fsync_dir(d.fd(), &sub, &mut h).unwrap();
         assert_eq!(h.count(), 1);
-        let inner = Dir::open_at(d.fd(), sub.as_ptr()).unwrap();
+        let inner = Dir::open_at(d.fd(), &sub).unwrap();
         assert!(inner.fd() >= 0);
-        rmdir(d.fd(), sub.as_ptr()).unwrap();
+        rmdir(d.fd(), &sub).unwrap();
         assert!(!tmp.path().join("sub").exists());
     }
 }

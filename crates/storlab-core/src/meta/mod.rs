@@ -1,0 +1,24 @@
+//! The metadata benchmark (`storlab meta`, after mdtest and NERSC's METABENCH): each worker thread
+//! creates N files in a directory tree of its own or one shared by all, then stats, reads,
+//! renames and removes them and removes the tree, each operation its own timed phase with
+//! per-operation latency histograms. No Python in here.
+//!
+//! `spec` (plain data, validated) → `run::MetaRun` (target opened, per-worker state kept between
+//! phases) → `worker` threads doing one system call per item (`ops`, names from `names`) →
+//! `result` merged per phase. The front end runs one phase at a time and calls `cleanup` unless
+//! the user asked to keep the files.
+
+pub mod names;
+pub mod ops;
+pub mod result;
+pub mod run;
+pub mod spec;
+pub mod worker;
+
+pub use result::{MetaPhaseResult, MetaWorkerSummary};
+pub use run::{run_all, CleanupReport, MetaControl, MetaOutcome, MetaRun};
+pub use spec::{DirMode, MetaPhase, MetaSpec, Order};
+pub use worker::WorkerState;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,255 @@
+//! A metadata run: the target directory opened once, each worker's state carried from phase to
+//! phase, phases run one at a time (so an orchestrator can put a barrier between them, as mdtest
+//! does between its phases across ranks), and the clean-up of whatever still exists.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::run::Control;
+
+use super::names::Shape;
+use super::ops::Dir;
+use super::result::MetaPhaseResult;
+use super::spec::{DirMode, MetaPhase, MetaSpec};
+use super::worker::{self, owns_tree, PhaseCtx, WorkerPhase, WorkerState};
+
+/// Shared by the coordinator, the workers and the front end during one phase. The stop flag,
+/// error slot, per-worker progress and start barrier are the engine's `Control`; the phase clock
+/// is kept here because a metadata run has one per phase.
+pub struct MetaControl {
+    pub base: Control,
+    pub phase: MetaPhase,
+    start: OnceLock<Instant>,
+    start_unix_s: OnceLock<f64>,
+}
+
+impl MetaControl {
+    pub fn new(workers: usize, phase: MetaPhase) -> MetaControl {
+        // no request slots: the stall monitor watches queued I/O, which a metadata phase has none of
+        MetaControl { base: Control::new(&vec![0; workers]), phase, start: OnceLock::new(), start_unix_s: OnceLock::new() }
+    }
+
+    /// The phase start; set by the coordinator before it releases the workers.
+    pub fn start(&self) -> Instant {
+        *self.start.get().expect("the phase start is set before workers are released")
+    }
+
+    fn set_start(&self) {
+        let _ = self.start.set(Instant::now());
+        let unix = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+        let _ = self.start_unix_s.set(unix);
+    }
+
+    /// Seconds since the phase started (0 before).
+    pub fn elapsed_s(&self) -> f64 {
+        self.start.get().map(|t| t.elapsed().as_secs_f64()).unwrap_or(0.0)
+    }
+
+    /// Ctrl-C: workers stop after their current operation.
+    pub fn interrupt(&self) {
+        self.base.interrupt();
+    }
+
+    /// Record the first error and stop every worker.
+    pub fn fail(&self, e: Error) {
+        let mut slot = self.base.error.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(e);
+        }
+        self.base.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// (bytes, operations, seconds since the start, workers finished) so far.
+    pub fn progress(&self) -> (u64, u64, f64, usize) {
+        let (bytes, ops) = self.base.progress_totals();
+        let done = self.base.progress.iter().filter(|p| p.done.load(Ordering::Acquire)).count();
+        (bytes, ops, self.elapsed_s(), done)
+    }
+}
+
+/// What the clean-up removed.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct CleanupReport {
+    pub files_removed: u64,
+    pub dirs_removed: u64,
+}
+
+pub struct MetaRun {
+    spec: MetaSpec,
+    shape: Shape,
+    /// The target directory, the anchor of every relative path.
+    base: Dir,
+    states: Vec<WorkerState>,
+    next: usize,
+}
+
+impl MetaRun {
+    /// Validate the spec and open the target directory (which must exist).
+    pub fn new(spec: MetaSpec) -> Result<MetaRun> {
+        spec.validate()?;
+        let base = Dir::open(&spec.target).map_err(|e| Error::target(&spec.target, format!("cannot open the directory: {e}")))?;
+        Ok(MetaRun {
+            shape: Shape::of(&spec),
+            states: vec![WorkerState::default(); spec.threads as usize],
+            spec,
+            base,
+            next: 0,
+        })
+    }
+
+    pub fn spec(&self) -> &MetaSpec {
+        &self.spec
+    }
+
+    pub fn workers(&self) -> usize {
+        self.states.len()
+    }
+
+    /// The phase `run_next` will run, or None when all ran (or the run was stopped).
+    pub fn next_phase(&self) -> Option<MetaPhase> {
+        self.spec.phases.get(self.next).copied()
+    }
+
+    /// Each worker's files and directories that exist now.
+    pub fn states(&self) -> &[WorkerState] {
+        &self.states
+    }
+
+    /// Run no further phases (after an error or an interrupt).
+    pub fn stop(&mut self) {
+        self.next = self.spec.phases.len();
+    }
+
+    /// Run the next phase with a fresh `control` (made for `next_phase()`), blocking until every
+    /// worker finished. A failed or interrupted phase ends the run: no later phase follows it.
+    pub fn run_next(&mut self, control: &MetaControl) -> Result<MetaPhaseResult> {
+        let phase = self.next_phase().ok_or_else(|| Error::spec("meta: every phase has run"))?;
+        if control.phase != phase || control.base.progress.len() != self.states.len() {
+            return Err(Error::spec(format!("meta: the control was made for {}, the next phase is {}", control.phase.name(), phase.name())));
+        }
+        self.next += 1;
+        let MetaRun { spec, shape, base, states, .. } = self;
+        let ctx = PhaseCtx { spec, shape, base, phase, control };
+        let panicked = Mutex::new(false);
+        let mut done: Vec<WorkerPhase> = std::thread::scope(|s| {
+            let handles: Vec<_> = states
+                .iter_mut()
+                .enumerate()
+                .map(|(w, st)| {
+                    let ctx = &ctx;
+                    std::thread::Builder::new()
+                        .name(format!("storlab-meta{w}"))
+                        .spawn_scoped(s, move || {
+                            let (out, err) = worker::run(ctx, w, st);
+                            if let Some(e) = err {
+                                ctx.control.fail(e);
+                            }
+                            ctx.control.base.progress[w].done.store(true, Ordering::Release);
+                            out
+                        })
+                        .expect("spawn a meta worker thread")
+                })
+                .collect();
+            control.set_start();
+            control.base.ready.wait();
+            handles
+                .into_iter()
+                .filter_map(|h| h.join().map_err(|_| *panicked.lock().unwrap() = true).ok())
+                .collect()
+        });
+        if *panicked.lock().unwrap() {
+            control.fail(Error::engine(format!("meta: a worker thread panicked during {}", phase.name())));
+        }
+        control.base.finished.store(true, Ordering::Release);
+        done.sort_by_key(|w| w.id);
+
+        let error = control.base.error.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let interrupted = control.base.interrupted.load(Ordering::SeqCst);
+        let stop = match (&error, interrupted) {
+            (Some(e), _) => ("error", Some(e.message.clone()), Some(format!("{:?}", e.kind).to_lowercase())),
+            (None, true) => ("interrupted", None, None),
+            (None, false) => ("done", None, None),
+        };
+        if stop.0 != "done" {
+            self.stop();
+        }
+        let start_unix_s = control.start_unix_s.get().copied().unwrap_or(0.0);
+        Ok(MetaPhaseResult::merge(phase, &done, control.start(), start_unix_s, self.spec.stonewall, stop))
+    }
+
+    /// Remove every file and directory of this run that still exists (not timed), in parallel
+    /// per worker, and run no further phases. Entries already gone are skipped; an entry that
+    /// cannot be removed is reported with its path after trying all the others.
+    pub fn cleanup(&mut self) -> Result<CleanupReport> {
+        self.stop();
+        let MetaRun { spec, shape, base, states, .. } = self;
+        let (spec, shape, base) = (&*spec, &*shape, &*base);
+        let per_worker: Vec<(u64, u64, Option<Error>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = states
+                .iter_mut()
+                .enumerate()
+                .map(|(w, st)| {
+                    s.spawn(move || {
+                        let (files, e1) = worker::remove_leftover_files(spec, shape, base, w, st);
+                        let (dirs, e2) = if spec.dir == DirMode::Unique && e1.is_none() {
+                            worker::remove_tree(spec, shape, base, w, st)
+                        } else {
+                            (0, None)
+                        };
+                        (files, dirs, e1.or(e2))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or((0, 0, Some(Error::engine("clean-up thread panicked"))))).collect()
+        });
+        let mut report = CleanupReport::default();
+        let mut first_err = None;
+        for (f, d, e) in per_worker {
+            report.files_removed += f;
+            report.dirs_removed += d;
+            first_err = first_err.or(e);
+        }
+        if spec.dir == DirMode::Shared && owns_tree(spec, 0) && first_err.is_none() {
+            let (d, e) = worker::remove_tree(spec, shape, base, 0, &mut states[0]);
+            report.dirs_removed += d;
+            first_err = e;
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(report),
+        }
+    }
+}
+
+/// The outcome of `run_all`.
+#[derive(Debug, Serialize)]
+pub struct MetaOutcome {
+    pub phases: Vec<MetaPhaseResult>,
+    /// None when `keep` was set (nothing removed).
+    pub cleanup: Option<CleanupReport>,
+    pub cleanup_error: Option<String>,
+}
+
+/// Run every phase of a spec, stop at the first failed one, then clean up unless `keep`.
+pub fn run_all(spec: MetaSpec) -> Result<MetaOutcome> {
+    let keep = spec.keep;
+    let mut run = MetaRun::new(spec)?;
+    let mut phases = Vec::new();
+    while let Some(p) = run.next_phase() {
+        let control = MetaControl::new(run.workers(), p);
+        phases.push(run.run_next(&control)?);
+    }
+    let (cleanup, cleanup_error) = if keep {
+        (None, None)
+    } else {
+        match run.cleanup() {
+            Ok(r) => (Some(r), None),
+            Err(e) => (None, Some(e.message)),
+        }
+    };
+    Ok(MetaOutcome { phases, cleanup, cleanup_error })
+}
