@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import StorlabError
 from ..job import load_jobfile, resolve_job
+from ..mpi.launch import detect as detect_mpi_launch
 from ..runner import run_job
 from ..units import format_rate
 from .main import ExitCode
@@ -95,10 +96,17 @@ def run(args: argparse.Namespace) -> int:
     quiet = bool(settings.get("quiet"))
     progress = ProgressLine(sys.stderr) if sys.stderr.isatty() and not quiet and not os.environ.get("NO_COLOR") else None
 
+    notify = lambda msg: print(f"\r\x1b[Kwarning: {msg}" if progress else f"warning: {msg}", file=sys.stderr)  # noqa: E731
+    launch = detect_mpi_launch()
     try:
-        doc = run_job(job, argv=["storlab", "run", *sys.argv[2:]], progress=progress,
-                      notify=lambda msg: print(f"\r\x1b[Kwarning: {msg}" if progress else f"warning: {msg}",
-                                               file=sys.stderr))
+        if launch is None:
+            doc = run_job(job, argv=["storlab", "run", *sys.argv[2:]], progress=progress, notify=notify)
+        else:  # one rank of an MPI job: rank 0 gets the merged document, the others an exit code
+            from ..mpi.orchestrator import run_cli
+
+            doc, code = run_cli(job, ["storlab", "run", *sys.argv[2:]], launch, progress, notify)
+            if doc is None:
+                return code
     except StorlabError:
         raise
     finally:
@@ -113,6 +121,10 @@ def run(args: argparse.Namespace) -> int:
 
         out = sys.stderr if json_target == "-" else sys.stdout
         out.write(render_table(doc) + "\n")
+        if "mpi" in doc:
+            from ..mpi.render import render_summary
+
+            out.write(render_summary(doc) + "\n")
     for w in doc["warnings"]:
         print(f"warning: {w['message']}", file=sys.stderr)
     mismatches = _report_verification(doc)

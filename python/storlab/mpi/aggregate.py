@@ -1,0 +1,298 @@
+"""Cross-rank aggregation: one phase result of the `storlab.run/1` layout from every rank's.
+
+Time base. Rank r's phase started at `start_unix_s` on its own clock; `offset_s` (clock.py)
+turns that into rank 0's clock: base_r = start_unix_s + offset_s. The merged phase starts at
+T0 = min over ranks of base_r, and every time in it (workers, aggregate, per-rank records) is in
+seconds after T0: a rank's own times are shifted by base_r - T0.
+
+What the aggregates mean (the same keys as the engine's single-process `aggregate`, over every
+worker of every rank; docs/mpi.md repeats this):
+- `bytes`: all bytes of all ranks (summed).
+- `bw_bytes`: bytes / (latest finish - earliest start) over all workers of all ranks (IOR).
+- `deskew_window_s`: [latest worker start, earliest worker finish], the window in which every
+  worker of every rank was active; `deskew_bytes` is what all of them moved in it (each rank
+  counts its own from its progress logs, `bytes_in_window`, and they are summed);
+  `deskew_bw_bytes` = deskew_bytes / window length (Xdd's de-skewed rate). None if no overlap.
+- `first_done_s` / `last_done_s`: the first and last worker to finish; `straggler_s` their gap.
+- `slowest_worker` (index into the merged `workers`), `slowest_rank`: lowest own bandwidth.
+- `read`/`write`: bytes and ops summed; rates over the merged measured `seconds`; latency
+  histograms merged exactly by adding buckets (stats.merge); min/max exact; mean and stddev
+  exact by the parallel (pooled) formula; percentiles from the merged histogram.
+- `timeseries`: interval k summed over ranks, each rank's intervals counted from its own phase
+  start (ranks start within the barrier skew recorded as `mpi.start_skew_s`).
+- `mpi.ranks` / `mpi.nodes`: per rank and per node; `mpi.stragglers`: the ranks that finished
+  last, latest first; `mpi.slowest_ranks`: the lowest own bandwidths, against the median.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any, Sequence
+
+from .. import stats
+
+__all__ = ["time_bases", "deskew_window", "merge_direction", "merge_phase", "REPORTED_RANKS"]
+
+REPORTED_RANKS = 3   # ranks named in the straggler and slowest-rank lists
+
+
+def time_bases(reports: Sequence[dict[str, Any] | None]) -> tuple[float, list[float | None]]:
+    """(T0, shift per rank): T0 on rank 0's clock, shift_r = base_r - T0 (None: no report)."""
+    bases = [None if r is None else r["start_unix_s"] + r["offset_s"] for r in reports]
+    known = [b for b in bases if b is not None]
+    if not known:
+        raise ValueError("merge: no rank reported a result")
+    t0 = min(known)
+    return t0, [None if b is None else b - t0 for b in bases]
+
+
+def _worker_times(reports, shifts) -> list[tuple[float, float]]:
+    return [(w["start_s"] + s, w["end_s"] + s)
+            for r, s in zip(reports, shifts) if r is not None for w in r["workers"]]
+
+
+def deskew_window(reports: Sequence[dict[str, Any] | None]) -> tuple[float, list[float | None], list[float] | None]:
+    """(T0, shifts, [t0, t1]): the window (seconds after T0) in which every worker of every
+    reporting rank was active, or None when some worker finished before another started.
+
+    Each report needs `start_unix_s`, `offset_s` and `workers` (start_s/end_s per worker).
+    """
+    t0, shifts = time_bases(reports)
+    times = _worker_times(reports, shifts)
+    if not times:
+        return t0, shifts, None
+    last_start = max(s for s, _ in times)
+    first_done = min(e for _, e in times)
+    return t0, shifts, ([last_start, first_done] if first_done > last_start else None)
+
+
+def _pooled(dirs: Sequence[dict[str, Any]], key: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """Merged summary and histogram of latency `key` (lat / slat) over directions with ops."""
+    parts = [d for d in dirs if d.get(f"{key}_hist") and d.get(f"{key}_ns") and d.get("ops")]
+    if not parts:
+        return None
+    hist = stats.merge(*(d[f"{key}_hist"]["buckets"] for d in parts))
+    n_i = [stats.count(d[f"{key}_hist"]["buckets"]) for d in parts]
+    lat = [d[f"{key}_ns"] for d in parts]
+    n = sum(n_i)
+    if n == 0:
+        return None
+    mean = sum(c * s["mean"] for c, s in zip(n_i, lat)) / n
+    # Pooled variance: within-part sums of squares plus between-part spread (n - 1 denominators,
+    # as the engine computes stddev).
+    m2 = sum((c - 1) * (s.get("stddev") or 0.0) ** 2 + c * (s["mean"] - mean) ** 2 for c, s in zip(n_i, lat) if c)
+    summary = {
+        "min": min(s["min"] for s in lat),
+        "mean": mean,
+        "stddev": math.sqrt(m2 / (n - 1)) if n > 1 else 0.0,
+        "p50": stats.percentile(hist, 50),
+        "p90": stats.percentile(hist, 90),
+        "p99": stats.percentile(hist, 99),
+        "p999": stats.percentile(hist, 99.9),
+        "max": max(s["max"] for s in lat),
+    }
+    return summary, {"scheme": stats.SCHEME, "buckets": hist}
+
+
+def _sum_series(series: Sequence[Sequence[float]]) -> list[float]:
+    out: list[float] = []
+    for s in series:
+        for i, v in enumerate(s):
+            if i < len(out):
+                out[i] += v
+            else:
+                out.append(v)
+    return out
+
+
+def merge_direction(dirs: Sequence[dict[str, Any]], seconds: float) -> dict[str, Any]:
+    """One `read` or `write` section from the ranks' sections of it (see the module doc)."""
+    b = sum(d["bytes"] for d in dirs)
+    ops = sum(d["ops"] for d in dirs)
+    out: dict[str, Any] = {
+        "bytes": b, "ops": ops, "seconds": seconds,
+        "iops": ops / seconds if seconds > 0 else 0.0,
+        "bw_bytes": b / seconds if seconds > 0 else 0.0,
+    }
+    for key in ("lat", "slat"):
+        pooled = _pooled(dirs, key)
+        if pooled is not None:
+            out[f"{key}_ns"], out[f"{key}_hist"] = pooled
+        elif key == "lat":
+            out["lat_ns"] = {k: None for k in ("min", "mean", "stddev", "p50", "p90", "p99", "p999", "max")}
+            out["lat_hist"] = {"scheme": stats.SCHEME, "buckets": []}
+    ts = [d["timeseries"] for d in dirs if d.get("timeseries")]
+    if ts:
+        out["timeseries"] = {"interval_s": ts[0]["interval_s"],
+                             "bw_bytes": _sum_series([t["bw_bytes"] for t in ts]),
+                             "iops": _sum_series([t["iops"] for t in ts])}
+    return out
+
+
+def _merge_sync(parts: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    parts = [p for p in parts if p]
+    if not parts:
+        return None
+    pooled = _pooled(parts, "lat")
+    out = {"ops": sum(p["ops"] for p in parts)}
+    if pooled:
+        out["lat_ns"], out["lat_hist"] = pooled
+    return out
+
+
+def _merge_verify(parts: Sequence[tuple[int, dict[str, Any]]]) -> dict[str, Any] | None:
+    """Verification counts summed; the first mismatches of every rank kept, each naming its rank."""
+    if not parts:
+        return None
+    out = dict(parts[0][1])
+    for key in ("mismatches", "checked_blocks"):
+        if all(isinstance(p.get(key), int) for _, p in parts):
+            out[key] = sum(p[key] for _, p in parts)
+    out["first"] = [{**m, "rank": rank} for rank, p in parts for m in p.get("first") or []]
+    return out
+
+
+def _own_bw(nbytes: float, start: float, end: float) -> float:
+    return nbytes / (end - start) if end > start else 0.0
+
+
+def merge_phase(results: Sequence[dict[str, Any] | None], window_bytes: Sequence[float | None] | None = None,
+                nodes: Sequence[str] | None = None) -> dict[str, Any]:
+    """The merged phase from each rank's phase result (None: the rank sent none).
+
+    Each result is the runner's phase dict plus `offset_s` (clock offset of its rank) and
+    optionally `data_rank` and `targets`. `window_bytes[r]` is what rank r moved inside the
+    de-skew window (from `bytes_in_window`), None when unknown.
+    """
+    size = len(results)
+    nodes = list(nodes) if nodes is not None else ["?"] * size
+    present = [(r, res) for r, res in enumerate(results) if res is not None]
+    t0, shifts, window = deskew_window(results)
+    first = present[0][1]
+    ramp = first.get("ramp_s", 0.0)
+
+    workers: list[dict[str, Any]] = []
+    per_rank: list[dict[str, Any]] = []
+    for r, res in present:
+        s = shifts[r]
+        ws = []
+        for w in res["workers"]:
+            ws.append({**w, "id": len(workers) + len(ws), "rank": r, "local_id": w["id"],
+                       "start_s": w["start_s"] + s, "end_s": w["end_s"] + s})
+        workers.extend(ws)
+        nbytes = sum(w["read_bytes"] + w["write_bytes"] for w in res["workers"])
+        start = min((w["start_s"] for w in ws), default=s)
+        end = max((w["end_s"] for w in ws), default=s)
+        rec: dict[str, Any] = {
+            "rank": r, "node": nodes[r], "data_rank": res.get("data_rank", r),
+            "targets": res.get("targets") or sorted({w["target"] for w in res["workers"]}),
+            "offset_s": res["offset_s"], "start_unix_s": res["start_unix_s"], "shift_s": s,
+            "start_s": start, "end_s": end, "bytes": nbytes, "bw_bytes": _own_bw(nbytes, start, end),
+            "deskew_bytes": None if window_bytes is None else window_bytes[r],
+            "complete": res["complete"], "stop_reason": res["stop_reason"], "error": res.get("error"),
+        }
+        for d in ("read", "write"):
+            if isinstance(res.get(d), dict):
+                rec[d] = {k: res[d][k] for k in ("bytes", "ops", "bw_bytes", "lat_ns", "lat_hist") if k in res[d]}
+        if res.get("verify"):
+            rec["verify"] = res["verify"]
+        per_rank.append(rec)
+
+    nbytes = sum(w["read_bytes"] + w["write_bytes"] for w in workers)
+    if workers:
+        first_start = min(w["start_s"] for w in workers)
+        last_start = max(w["start_s"] for w in workers)
+        first_done = min(w["end_s"] for w in workers)
+        last_done = max(w["end_s"] for w in workers)
+    else:
+        first_start = last_start = first_done = last_done = 0.0
+    # Measured window as the engine defines it, over all ranks: from the earliest moment any rank
+    # measured (its first start, not before its own ramp ended) to the last finish.
+    starts = [shifts[r] + max(min((w["start_s"] for w in res["workers"]), default=0.0), ramp)
+              for r, res in present if res["workers"]]
+    seconds = max(0.0, last_done - min(starts)) if starts else 0.0
+    span = last_done - first_start
+
+    dbytes = None
+    if window is not None and window_bytes is not None and all(window_bytes[r] is not None for r, _ in present):
+        dbytes = float(sum(window_bytes[r] for r, _ in present))
+    slowest = min(workers, key=lambda w: _own_bw(w["read_bytes"] + w["write_bytes"], w["start_s"], w["end_s"]),
+                  default=None)
+    slow_rank = min(per_rank, key=lambda x: x["bw_bytes"], default=None)
+    aggregate = {
+        "workers": len(workers), "ranks": len(present), "bytes": nbytes,
+        "first_start_s": first_start, "last_start_s": last_start,
+        "first_done_s": first_done, "last_done_s": last_done,
+        "bw_bytes": nbytes / span if span > 0 else 0.0,
+        "deskew_window_s": window,
+        "deskew_bytes": dbytes if window is not None else None,
+        "deskew_bw_bytes": dbytes / (window[1] - window[0]) if window is not None and dbytes is not None else None,
+        "straggler_s": last_done - first_done,
+        "slowest_worker": slowest["id"] if slowest else None,
+        "slowest_bw_bytes": _own_bw(slowest["read_bytes"] + slowest["write_bytes"], slowest["start_s"], slowest["end_s"]) if slowest else None,
+        "slowest_rank": slow_rank["rank"] if slow_rank else None,
+    }
+
+    errors = [(r, res) for r, res in present if res["stop_reason"] == "error"]
+    interrupted = any(res["stop_reason"] == "interrupted" for _, res in present)
+    missing = [r for r, res in enumerate(results) if res is None]
+    complete = not missing and all(res["complete"] for _, res in present)
+    if errors:
+        stop_reason, error = "error", errors[0][1].get("error")
+    elif missing:
+        stop_reason, error = "error", f"no result from rank {', '.join(map(str, missing))}"
+    else:
+        stop_reason, error = ("interrupted" if interrupted else "done"), None
+
+    out: dict[str, Any] = {
+        "name": first["name"], "complete": complete, "stop_reason": stop_reason, "error": error,
+        "error_kind": errors[0][1].get("error_kind") if errors else None,
+        "seconds": seconds, "ramp_s": ramp, "start_unix_s": t0, "aggregate": aggregate,
+    }
+    for d in ("read", "write"):
+        parts = [res[d] for _, res in present if isinstance(res.get(d), dict)]
+        if parts:
+            out[d] = merge_direction(parts, seconds)
+    sync = _merge_sync([res.get("sync") for _, res in present])
+    if sync:
+        out["sync"] = sync
+    verify = _merge_verify([(r, res["verify"]) for r, res in present if res.get("verify")])
+    if verify:
+        out["verify"] = verify
+    out["workers"] = workers
+    for key in ("rw", "groups"):
+        if key in first:
+            out[key] = first[key]
+    out["mpi"] = _mpi_section(per_rank, nodes, missing)
+    return out
+
+
+def _mpi_section(per_rank: list[dict[str, Any]], nodes: Sequence[str], missing: list[int]) -> dict[str, Any]:
+    by_node: dict[str, list[dict[str, Any]]] = {}
+    for rec in per_rank:
+        by_node.setdefault(rec["node"], []).append(rec)
+    node_recs = []
+    for node, recs in by_node.items():
+        start, end = min(x["start_s"] for x in recs), max(x["end_s"] for x in recs)
+        nbytes = sum(x["bytes"] for x in recs)
+        dparts = [x["deskew_bytes"] for x in recs]
+        node_recs.append({"node": node, "ranks": [x["rank"] for x in recs], "bytes": nbytes,
+                          "start_s": start, "end_s": end, "bw_bytes": _own_bw(nbytes, start, end),
+                          "deskew_bytes": None if None in dparts else sum(dparts)})
+    section: dict[str, Any] = {"ranks": per_rank, "nodes": node_recs, "missing_ranks": missing}
+    if per_rank:
+        by_end = sorted(per_rank, key=lambda x: x["end_s"])
+        first_done = by_end[0]
+        section["first_done"] = {"rank": first_done["rank"], "node": first_done["node"], "s": first_done["end_s"]}
+        section["last_done"] = {"rank": by_end[-1]["rank"], "node": by_end[-1]["node"], "s": by_end[-1]["end_s"]}
+        section["start_skew_s"] = max(x["shift_s"] for x in per_rank) - min(x["shift_s"] for x in per_rank)
+        section["stragglers"] = [
+            {"rank": x["rank"], "node": x["node"], "start_s": x["start_s"], "end_s": x["end_s"],
+             "behind_s": x["end_s"] - first_done["end_s"], "bw_bytes": x["bw_bytes"]}
+            for x in reversed(by_end[-REPORTED_RANKS:]) if len(per_rank) > 1]
+        median = statistics.median(x["bw_bytes"] for x in per_rank)
+        section["slowest_ranks"] = [
+            {"rank": x["rank"], "node": x["node"], "bw_bytes": x["bw_bytes"],
+             "vs_median": x["bw_bytes"] / median if median > 0 else None}
+            for x in sorted(per_rank, key=lambda x: x["bw_bytes"])[:REPORTED_RANKS] if len(per_rank) > 1]
+    return section

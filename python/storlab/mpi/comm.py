@@ -1,0 +1,314 @@
+"""The communicator storlab's MPI runs talk through: star-shaped collectives around rank 0 that
+never wait without watching for failures, and a liveness thread that notices a rank that raised,
+was killed or lost its node, so every rank ends within `rank_timeout` instead of hanging.
+
+Why not MPI's own collectives: a blocking MPI_Barrier or MPI_Gather waits forever for a dead
+rank, and the non-blocking ones cannot be cancelled. Here each collective is point-to-point
+messages to and from rank 0, polled together with the liveness state; at most `size - 1`
+messages meet at rank 0, which is fine for the few collectives per phase a benchmark does.
+
+Liveness: rank 0 and every other rank exchange heartbeats on a private duplicate of the world
+communicator, from a thread of their own, so they go on while the main thread builds a plan
+(laying out large files can take minutes) or runs a phase. Rank 0 watches every rank, the
+others watch rank 0. A rank whose own run failed sends ABORT to rank 0, which forwards it to all.
+Shutdown is an orderly BYE exchange, so no message is left unmatched when MPI is finalised.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from mpi4py import MPI
+
+from ..errors import StorlabError
+
+__all__ = ["RankFailure", "Liveness", "Comm"]
+
+# Tags on the private control communicator (liveness thread) ...
+TAG_HEARTBEAT, TAG_ABORT, TAG_BYE = 1, 2, 3
+# ... and on the data communicator (main thread).
+TAG_GATHER, TAG_BCAST, TAG_CLOCK, TAG_FINAL = 10, 11, 12, 13
+
+# Busy-poll this many times before sleeping between polls: a barrier released while a rank sleeps
+# starts that rank late by the sleep, so the first milliseconds of a wait are spent spinning.
+_SPINS = 2000
+_MAX_SLEEP_S = 0.001
+
+
+class RankFailure(StorlabError):
+    """A rank failed or vanished; the message names it (`rank 2 (node n17) failed: ...`)."""
+
+    def __init__(self, rank: int, message: str) -> None:
+        super().__init__(message)
+        self.rank = rank
+
+
+@dataclass
+class _Peer:
+    last_seen: float          # time.monotonic() of the last message from it
+    bye: bool = False         # it has said goodbye: nothing more will come from it
+    dead: bool = False
+
+
+class Liveness:
+    """Heartbeats and failure notices between rank 0 and the other ranks (see the module doc)."""
+
+    def __init__(self, world, timeout_s: float) -> None:
+        self.ctl = world.Dup()
+        self.rank = self.ctl.Get_rank()
+        self.size = self.ctl.Get_size()
+        self.timeout_s = float(timeout_s)
+        # Five heartbeats per timeout: a rank is declared gone only after several missed ones.
+        self.interval_s = min(1.0, self.timeout_s / 5)
+        self.nodes: list[str] = ["?" for _ in range(self.size)]
+        self.failure: RankFailure | None = None
+        self.dead: set[int] = set()
+        self._lock = threading.Lock()
+        now = time.monotonic()
+        watched = range(1, self.size) if self.rank == 0 else ([0] if self.size > 1 else [])
+        self._peers = {r: _Peer(now) for r in watched}
+        self._sends: list[Any] = []
+        self._forwarded: set[int] = set()
+        self._closing = False
+        self._said_bye = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="storlab-mpi-liveness", daemon=True)
+        self._thread.start()
+
+    # -- called from the main thread ------------------------------------------------------------
+    def who(self, rank: int) -> str:
+        return f"rank {rank} (node {self.nodes[rank]})"
+
+    def report(self, message: str) -> RankFailure:
+        """This rank failed: tell everyone (through rank 0) and return the failure."""
+        failure = RankFailure(self.rank, f"{self.who(self.rank)} failed: {message}")
+        with self._lock:
+            if self.failure is None:
+                self.failure = failure
+            dests = [0] if self.rank != 0 else [r for r in range(1, self.size) if r not in self.dead]
+            for d in dests:
+                self._send((self.rank, failure.args[0]), d, TAG_ABORT)
+        return failure
+
+    def close(self) -> bool:
+        """Say goodbye to the peers and stop the thread; True when every peer answered (MPI can
+        then be finalised), False when some were dead or silent (do not finalise: it may hang)."""
+        with self._lock:
+            self._closing = True
+        deadline = time.monotonic() + self.timeout_s + 1.0
+        self._thread.join(max(0.0, deadline - time.monotonic()))
+        clean = not self._thread.is_alive() and not self.dead
+        self._stop.set()
+        self._thread.join(1.0)
+        if clean:
+            for req in self._sends:
+                req.wait()
+            self._sends.clear()
+            self.ctl.Free()
+        return clean
+
+    # -- the thread -----------------------------------------------------------------------------
+    def _send(self, obj: Any, dest: int, tag: int) -> None:
+        self._sends.append(self.ctl.isend(obj, dest, tag))
+
+    def _loop(self) -> None:
+        next_beat = 0.0
+        while not self._stop.is_set():
+            now = time.monotonic()
+            with self._lock:
+                self._drain(now)
+                if self._closing and self._bye_step():
+                    return
+                if now >= next_beat and not self._said_bye:
+                    for r, p in self._peers.items():
+                        if not p.dead:
+                            self._send(None, r, TAG_HEARTBEAT)
+                    next_beat = now + self.interval_s
+                self._check(now)
+                self._sends = [r for r in self._sends if not r.test()[0]]
+            self._stop.wait(0.02)
+
+    def _drain(self, now: float) -> None:
+        status = MPI.Status()
+        while True:
+            msg = self.ctl.improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, status)
+            if msg is None:
+                return
+            payload = msg.recv()
+            src, tag = status.Get_source(), status.Get_tag()
+            peer = self._peers.get(src)
+            if peer is not None:
+                peer.last_seen = now
+                if tag == TAG_BYE:
+                    peer.bye = True
+            if tag == TAG_ABORT:
+                origin, message = payload
+                if self.failure is None:
+                    self.failure = RankFailure(origin, message)
+                if self.rank == 0:
+                    self._forward(origin, message)
+
+    def _check(self, now: float) -> None:
+        for r, p in self._peers.items():
+            if p.dead or p.bye or now - p.last_seen <= self.timeout_s:
+                continue
+            p.dead = True
+            self.dead.add(r)
+            failure = RankFailure(r, f"{self.who(r)} stopped responding: no sign of life for "
+                                     f"{self.timeout_s:g} s (killed, or its node is down)")
+            if self.failure is None:
+                self.failure = failure
+            if self.rank == 0:
+                self._forward(r, failure.args[0])
+
+    def _forward(self, origin: int, message: str) -> None:
+        """Rank 0 passes a failure notice on to every rank but the one it is about."""
+        if origin in self._forwarded:
+            return
+        self._forwarded.add(origin)
+        for r, p in self._peers.items():
+            if r != origin and not p.dead and not p.bye:
+                self._send((origin, message), r, TAG_ABORT)
+
+    def _bye_step(self) -> bool:
+        """One step of the shutdown handshake; True when this rank is done."""
+        if self.rank != 0:
+            if not self._said_bye:
+                self._send(None, 0, TAG_BYE)
+                self._said_bye = True
+            root = self._peers.get(0)
+            return root is None or root.bye or root.dead
+        if all(p.bye or p.dead for p in self._peers.values()):
+            if not self._said_bye:
+                for r, p in self._peers.items():
+                    if not p.dead:
+                        self._send(None, r, TAG_BYE)
+                self._said_bye = True
+            return True
+        return False
+
+
+class Comm:
+    """A communicator (world or a sub-communicator of it) with failure-aware collectives.
+
+    Every collective is entered by all ranks of the communicator in the same order; each call
+    carries a sequence number so a message left over from a collective that was abandoned (after
+    a failure) is recognised and dropped rather than taken for a newer one.
+    """
+
+    def __init__(self, comm, liveness: Liveness) -> None:
+        self.data = comm.Dup()
+        self.rank = self.data.Get_rank()
+        self.size = self.data.Get_size()
+        self.liveness = liveness
+        self._seq = 0
+
+    @property
+    def failure(self) -> RankFailure | None:
+        return self.liveness.failure
+
+    def free(self) -> None:
+        self.data.Free()
+
+    # -- waiting --------------------------------------------------------------------------------
+    def _check(self) -> None:
+        f = self.liveness.failure
+        if f is not None:
+            raise RankFailure(f.rank, f.args[0])
+
+    def _wait_request(self, req, deadline: float | None = None) -> bool:
+        spins = 0
+        while not req.test()[0]:
+            self._check()
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            spins += 1
+            if spins > _SPINS:
+                time.sleep(_MAX_SLEEP_S)
+        return True
+
+    def _recv(self, source: int, tag: int, seq: int | None, deadline: float | None = None,
+              check: bool = True) -> tuple[int, Any] | None:
+        """(source, payload) of the next message with this tag and sequence number."""
+        spins = 0
+        status = MPI.Status()
+        while True:
+            msg = self.data.improbe(source, tag, status)
+            if msg is not None:
+                got_seq, payload = msg.recv()
+                if seq is None or got_seq == seq:
+                    return status.Get_source(), payload
+                if got_seq > seq:
+                    raise RuntimeError(f"MPI protocol: message {got_seq} arrived while waiting for {seq}")
+                continue  # left over from an abandoned collective
+            if check:
+                self._check()
+            if deadline is not None and time.monotonic() > deadline:
+                return None
+            spins += 1
+            if spins > _SPINS:
+                time.sleep(_MAX_SLEEP_S)
+
+    def _next(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    # -- collectives (root is rank 0 of this communicator) ----------------------------------------
+    def gather(self, obj: Any) -> list[Any] | None:
+        """Every rank's `obj`, in rank order, on rank 0; None on the others."""
+        seq = self._next()
+        if self.rank != 0:
+            self._wait_request(self.data.isend((seq, obj), 0, TAG_GATHER))
+            return None
+        out: list[Any] = [None] * self.size
+        out[0] = obj
+        for _ in range(self.size - 1):
+            src, payload = self._recv(MPI.ANY_SOURCE, TAG_GATHER, seq)
+            out[src] = payload
+        return out
+
+    def bcast(self, obj: Any) -> Any:
+        """Rank 0's `obj` on every rank."""
+        seq = self._next()
+        if self.rank == 0:
+            reqs = [self.data.isend((seq, obj), r, TAG_BCAST) for r in range(1, self.size)]
+            for req in reqs:
+                self._wait_request(req)
+            return obj
+        return self._recv(0, TAG_BCAST, seq)[1]
+
+    def barrier(self) -> None:
+        self.gather(None)
+        self.bcast(None)
+
+    def allgather(self, obj: Any) -> list[Any]:
+        return self.bcast(self.gather(obj))
+
+    # -- point to point, for the clock exchange ----------------------------------------------------
+    def send(self, obj: Any, dest: int, tag: int = TAG_CLOCK) -> None:
+        self._wait_request(self.data.isend((0, obj), dest, tag))
+
+    def recv(self, source: int, tag: int = TAG_CLOCK) -> Any:
+        return self._recv(source, tag, 0)[1]
+
+    # -- the last exchange of a run: survives failures ----------------------------------------------
+    def gather_surviving(self, obj: Any, timeout_s: float) -> dict[int, Any]:
+        """Like gather, but for the end of a failed run: rank 0 takes what arrives from the ranks
+        still alive within `timeout_s` (rank -> obj); other ranks return {} after sending."""
+        deadline = time.monotonic() + timeout_s
+        if self.rank != 0:
+            req = self.data.isend((0, obj), 0, TAG_FINAL)
+            while not req.test()[0] and time.monotonic() < deadline and 0 not in self.liveness.dead:
+                time.sleep(_MAX_SLEEP_S)
+            return {}
+        out = {0: obj}
+        waiting = set(range(1, self.size))
+        while waiting - self.liveness.dead and time.monotonic() < deadline:
+            got = self._recv(MPI.ANY_SOURCE, TAG_FINAL, 0, deadline=min(deadline, time.monotonic() + 0.1),
+                             check=False)
+            if got is not None:
+                out[got[0]] = got[1]
+                waiting.discard(got[0])
+        return out
