@@ -10,6 +10,8 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyRuntimeError};
 use pyo3::prelude::*;
 
+mod meta;
+
 use storlab_core::histogram;
 use storlab_core::{run_phase, Control, Error, PhaseOutcome, PhaseSpec, Plan};
 
@@ -154,5 +156,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_spec, m)?)?;
     m.add_function(wrap_pyfunction!(hist_index, m)?)?;
     m.add_function(wrap_pyfunction!(hist_bounds, m)?)?;
+    meta::register(m)?;
     Ok(())
 }

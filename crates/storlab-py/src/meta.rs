@@ -1,0 +1,192 @@
+//! Python bindings of the metadata benchmark (storlab_core::meta): `MetaRun(spec_json)` runs one
+//! phase at a time on a background thread, so the front end can report progress, handle Ctrl-C and
+//! (under MPI) hold a barrier between phases. Same shape as `PhaseRun`: start / wait (GIL
+//! released) / interrupt / progress / result_json, plus cleanup.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+use storlab_core::meta::{self, MetaControl, MetaPhaseResult, MetaSpec};
+use storlab_core::Result;
+
+use crate::to_py;
+
+fn json_err(e: serde_json::Error) -> PyErr {
+    PyRuntimeError::new_err(e.to_string())
+}
+
+/// A metadata run: the target directory is opened on construction; each `start` runs the next
+/// phase. Nothing is removed unless `cleanup` is called.
+#[pyclass(module = "storlab._core", name = "MetaRun")]
+struct MetaRun {
+    run: Arc<Mutex<meta::MetaRun>>,
+    workers: usize,
+    phases: Vec<String>,
+    control: Mutex<Option<Arc<MetaControl>>>,
+    thread: Mutex<Option<JoinHandle<Result<MetaPhaseResult>>>>,
+    result: Mutex<Option<String>>,
+}
+
+impl MetaRun {
+    /// The run, unless a phase is running on the background thread right now.
+    fn idle(&self) -> PyResult<MutexGuard<'_, meta::MetaRun>> {
+        if self.thread.lock().unwrap().is_some() {
+            return Err(PyRuntimeError::new_err("a meta phase is running; wait for it first"));
+        }
+        Ok(self.run.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+#[pymethods]
+impl MetaRun {
+    #[new]
+    fn new(py: Python<'_>, spec_json: &str) -> PyResult<MetaRun> {
+        let spec_json = spec_json.to_owned();
+        let run = py.detach(move || MetaSpec::from_json(&spec_json).and_then(meta::MetaRun::new)).map_err(to_py)?;
+        Ok(MetaRun {
+            workers: run.workers(),
+            phases: run.spec().phases.iter().map(|p| p.name().to_string()).collect(),
+            run: Arc::new(Mutex::new(run)),
+            control: Mutex::new(None),
+            thread: Mutex::new(None),
+            result: Mutex::new(None),
+        })
+    }
+
+    #[getter]
+    fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// Names of the phases this run does, in order.
+    #[getter]
+    fn phases(&self) -> Vec<String> {
+        self.phases.clone()
+    }
+
+    /// Name of the phase `start` will run; None when all ran or the run was stopped.
+    #[getter]
+    fn next_phase(&self) -> PyResult<Option<String>> {
+        Ok(self.idle()?.next_phase().map(|p| p.name().to_string()))
+    }
+
+    /// Start the next phase on a background thread.
+    fn start(&self) -> PyResult<()> {
+        let mut t = self.thread.lock().unwrap();
+        if t.is_some() {
+            return Err(PyRuntimeError::new_err("a meta phase is already running"));
+        }
+        let phase = self
+            .run
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .next_phase()
+            .ok_or_else(|| PyRuntimeError::new_err("every meta phase has run (or the run was stopped)"))?;
+        let control = Arc::new(MetaControl::new(self.workers, phase));
+        *self.control.lock().unwrap() = Some(control.clone());
+        *self.result.lock().unwrap() = None;
+        let run = self.run.clone();
+        *t = Some(
+            std::thread::Builder::new()
+                .name("storlab-meta".into())
+                .spawn(move || run.lock().unwrap_or_else(|p| p.into_inner()).run_next(&control))
+                .map_err(|e| PyRuntimeError::new_err(format!("cannot start the meta phase thread: {e}")))?,
+        );
+        Ok(())
+    }
+
+    /// Wait up to `timeout_s` seconds (GIL released); True once the phase has ended.
+    fn wait(&self, py: Python<'_>, timeout_s: f64) -> PyResult<bool> {
+        let deadline = Instant::now() + Duration::from_secs_f64(timeout_s.max(0.0));
+        let mut guard = self.thread.lock().unwrap();
+        let Some(handle) = guard.as_ref() else {
+            return Ok(self.result.lock().unwrap().is_some());
+        };
+        let finished = py.detach(|| {
+            while !handle.is_finished() {
+                if Instant::now() >= deadline {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            true
+        });
+        if finished {
+            let outcome = guard.take().unwrap().join().map_err(|_| PyRuntimeError::new_err("meta phase thread panicked"))?;
+            let result = outcome.map_err(to_py)?;
+            *self.result.lock().unwrap() = Some(serde_json::to_string(&result).map_err(json_err)?);
+        }
+        Ok(finished)
+    }
+
+    /// Ask the workers of the running phase to stop (Ctrl-C); its result says interrupted.
+    fn interrupt(&self) {
+        if let Some(c) = self.control.lock().unwrap().as_ref() {
+            c.interrupt();
+        }
+    }
+
+    /// (phase, bytes, operations, seconds since the phase start, workers finished) of the
+    /// current or last phase; None before the first `start`.
+    fn progress(&self) -> Option<(String, u64, u64, f64, usize)> {
+        self.control.lock().unwrap().as_ref().map(|c| {
+            let (bytes, ops, elapsed, done) = c.progress();
+            (c.phase.name().to_string(), bytes, ops, elapsed, done)
+        })
+    }
+
+    /// The last finished phase's result as JSON, once `wait` returned True.
+    fn result_json(&self) -> Option<String> {
+        self.result.lock().unwrap().clone()
+    }
+
+    /// What exists of each worker's files and tree, as JSON: [{dirs, created, renamed, removed}].
+    fn states_json(&self) -> PyResult<String> {
+        let run = self.idle()?;
+        let states: Vec<serde_json::Value> = run
+            .states()
+            .iter()
+            .map(|s| serde_json::json!({"dirs": s.dirs, "created": s.created, "renamed": s.renamed, "removed": s.removed}))
+            .collect();
+        serde_json::to_string(&states).map_err(json_err)
+    }
+
+    /// Run no further phases.
+    fn stop(&self) -> PyResult<()> {
+        self.idle()?.stop();
+        Ok(())
+    }
+
+    /// Remove every file and directory of this run that still exists (GIL released) and run no
+    /// further phases; returns {"files_removed", "dirs_removed"} as JSON. Raises CoreError naming
+    /// the first entry that could not be removed.
+    fn cleanup(&self, py: Python<'_>) -> PyResult<String> {
+        drop(self.idle()?);
+        let run = self.run.clone();
+        let report = py.detach(move || run.lock().unwrap_or_else(|p| p.into_inner()).cleanup()).map_err(to_py)?;
+        serde_json::to_string(&report).map_err(json_err)
+    }
+}
+
+/// Names of the meta spec's fields, for the option-table consistency test.
+#[pyfunction]
+fn meta_spec_field_names() -> Vec<String> {
+    MetaSpec::field_names()
+}
+
+/// Validate a meta spec without touching the system; raises CoreError on a bad spec.
+#[pyfunction]
+fn validate_meta_spec(spec_json: &str) -> PyResult<()> {
+    MetaSpec::from_json(spec_json).map(|_| ()).map_err(to_py)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<MetaRun>()?;
+    m.add_function(wrap_pyfunction!(meta_spec_field_names, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_meta_spec, m)?)?;
+    Ok(())
+}
