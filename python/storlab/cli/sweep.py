@@ -53,7 +53,7 @@ def _help(o: Option) -> str:
         text += " [" + ", ".join(f"{k}: {v}" for k, v in o.choices.items()) + "]"
     if o.default not in (None, (), False):
         text += f" (default: {o.default}{o.unit if o.unit == '%' else ''})"
-    return text
+    return text.replace("%", "%%")   # argparse formats help with %
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
@@ -214,7 +214,9 @@ def run(args: argparse.Namespace) -> int:
     for w in doc["warnings"]:
         where = "every point" if len(w["points"]) == n_points else \
             f"{len(w['points'])} of {n_points} points"
-        print(f"warning ({where}): {w['message']}", file=sys.stderr)
+        first = next((p for p in doc["points"] if p.get("run_id") == doc["runs"][w["points"][0]]["run_id"]), None)
+        at = f"; first at {sw.point_label(first['params'])}" if first and len(w["points"]) > 1 else ""
+        print(f"warning ({where}{at}): {w['message']}", file=sys.stderr)
     if store_on and not quiet:
         print(f"stored sweep {doc['run_id'][:12]}; its runs are tagged {sweep_tag}", file=sys.stderr)
     if doc["stop_reason"] == "interrupted":
