@@ -153,7 +153,7 @@ def test_ctrl_c_stops_the_sweep_and_keeps_the_points_done(shm_dir, tmp_path):
     assert doc["complete"] is False and doc["stop_reason"] == "interrupted"
     statuses = [p["status"] for p in doc["points"]]
     assert statuses[0] == "done" and statuses[-1] == "interrupted" and len(statuses) == 2, statuses
-    assert doc["points"][0]["iops"] == pytest.approx(10_000, rel=0.2)
+    assert doc["runs"][0]["complete"] is True and doc["runs"][0]["phases"][0]["read"]["ops"] > 1000
 
 
 def test_help_lists_the_sweep_options(capsys):

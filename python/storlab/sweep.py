@@ -25,7 +25,7 @@ __all__ = [
     "SCHEMA", "SWEEP_OPTIONS", "SWEEP_BY_NAME", "Axis", "Settings", "parse_settings",
     "split_values", "parse_sweep_spec", "build_axes", "expand", "knee", "latency_climb",
     "EarlyStop", "measure", "analyse", "summarise_warnings", "run_sweep", "render_table",
-    "to_csv", "fmt_value", "LIST_KINDS",
+    "to_csv", "fmt_value", "LIST_KINDS", "sweepable",
 ]
 
 SCHEMA = "storlab.sweep/1"
@@ -33,7 +33,15 @@ SCHEMA = "storlab.sweep/1"
 # Option kinds whose command-line value is split at commas into a list of values to sweep.
 # Not split: bool (a flag without a value: sweep it with --sweep direct=false,true), paths
 # (repeatable; a path may hold a comma: --sweep target=/a,/b) and str (run-level texts).
-LIST_KINDS = frozenset({"size", "duration", "int", "percent", "choice"})
+LIST_KINDS = frozenset({"size", "duration", "int", "float", "percent", "rate", "choice"})
+
+# Options that say where results go or what is allowed, not what is measured: never swept.
+NOT_SWEPT = frozenset({"allow_destroy", "fio"})
+NOT_SWEPT_CATEGORIES = frozenset({"output"})
+
+
+def sweepable(opt: Option) -> bool:
+    return opt.name not in NOT_SWEPT and opt.category not in NOT_SWEPT_CATEGORIES
 
 LATENCY_STATS = {"mean": "mean completion latency", "p50": "median completion latency",
                  "p99": "99th percentile completion latency", "p999": "99.9th percentile completion latency"}
@@ -140,7 +148,7 @@ def _sweepable(name: str) -> Option:
     if opt is None:
         raise OptionError(f"sweep: unknown option {name!r}{suggest(name)}; "
                           f"see `storlab run --help` for the list")
-    if not opt.core:
+    if not sweepable(opt):
         raise OptionError(f"sweep: {name} applies to the whole sweep and cannot be swept")
     return opt
 
@@ -202,7 +210,7 @@ def build_axes(given: Sequence[tuple[str, Any]], sweep_specs: Sequence[str] = ()
                 raise OptionError(f"{name}: given both as {BY_NAME[name].flag} and in --sweep; use one")
             flags.add(name)
             opt = BY_NAME.get(name)
-            if not (opt is not None and opt.core and opt.kind in LIST_KINDS
+            if not (opt is not None and sweepable(opt) and opt.kind in LIST_KINDS
                     and isinstance(raw, str) and "," in raw):
                 fixed[name] = raw
                 continue
@@ -657,48 +665,59 @@ def _rate(doc: dict[str, Any], value: float | None) -> str:
 
 
 def findings_text(doc: dict[str, Any]) -> list[str]:
-    """Knee, latency climb and early stop of every series, one line each."""
+    """Knee, latency climb and early stop of every series, each block headed by its rule."""
     st = doc.get("settings") or {}
     metric = "IOPS" if st.get("metric") == "iops" else "bandwidth"
-    lines: list[str] = []
     series = doc.get("series") or []
-    if series:
-        lines.append("")
-    for s in series:
-        where = (" at " + point_label(s["fixed"])) if s["fixed"] else ""
-        axis = s["axis"]
-        k, best, climb = s.get("knee"), s.get("best"), s.get("latency_climb")
-        if k:
-            text = (f"knee along {axis}{where}: {axis}={fmt_value(axis, k['value'])} reaches "
-                    f"{k['share_of_best_pct']:.0f}% of the best {metric} "
-                    f"({_rate(doc, best['throughput'])} at {axis}={fmt_value(axis, best['value'])})")
+    lines: list[str] = []
+
+    def where(s: dict[str, Any]) -> str:
+        return s["axis"] + (" at " + point_label(s["fixed"]) if s["fixed"] else "")
+
+    knees = [s for s in series if s.get("knee")]
+    if knees:
+        lines += ["", f"knee (smallest setting reaching {st.get('knee_pct')}% of the series' best {metric}):"]
+        for s in knees:
+            axis, k, best = s["axis"], s["knee"], s["best"]
+            text = (f"  along {where(s)}: {axis}={fmt_value(axis, k['value'])} "
+                    f"({k['share_of_best_pct']:.0f}% of {_rate(doc, best['throughput'])} "
+                    f"at {axis}={fmt_value(axis, best['value'])})")
             if not k["saturated"]:
-                text += f"; still rising at the largest {axis}: the knee may lie beyond"
+                text += f"; still rising at the largest {axis}, the knee may lie beyond"
             lines.append(text)
-        if climb:
-            lines.append(
-                f"latency climbs along {axis}{where} from {axis}={fmt_value(axis, climb['value'])}: "
-                f"{climb['latency']} {_num(climb['latency_ns'] / 1e3)} us is {climb['ratio']:.2f}x the "
-                f"lowest ({_num(climb['lowest_ns'] / 1e3)} us) while {metric} changed "
-                f"{climb['throughput_gain_pct']:+.1f}% over {axis}={fmt_value(axis, climb['previous_value'])}")
-        elif k:
-            lines.append(f"latency along {axis}{where}: no climb (no point above "
-                         f"{100 + st.get('climb_pct', 50)}% of the lowest {st.get('climb_latency', 'mean')} "
-                         f"with {metric} gaining < {st.get('climb_gain_pct', 5)}%)")
-    for e in doc.get("early_stops") or []:
-        where = (" at " + point_label(e["fixed"])) if e["fixed"] else ""
-        axis = e["axis"]
-        skipped = ", ".join(fmt_value(axis, v) for v in e["skipped"]) or "none"
-        lines.append(f"early stop{where}: {metric} rose < {st.get('stop_flat_pct')}% for "
-                     f"{e['flat_points']} points up to {axis}={fmt_value(axis, e['last_run'])}; "
-                     f"skipped {axis} {skipped}")
+    if series:
+        lat = st.get("climb_latency", "mean")
+        lines += ["", f"latency climb (first setting whose {lat} latency is over "
+                      f"{1 + st.get('climb_pct', 50) / 100:g}x the lowest at smaller settings while "
+                      f"{metric} gains < {st.get('climb_gain_pct')}% over the previous setting):"]
+        climbs = [s for s in series if s.get("latency_climb")]
+        for s in climbs:
+            axis, c = s["axis"], s["latency_climb"]
+            lines.append(f"  along {where(s)}: from {axis}={fmt_value(axis, c['value'])}: "
+                         f"{_num(c['latency_ns'] / 1e3)} us is {c['ratio']:.2f}x the lowest "
+                         f"{_num(c['lowest_ns'] / 1e3)} us; {metric} {c['throughput_gain_pct']:+.1f}% "
+                         f"over {axis}={fmt_value(axis, c['previous_value'])}")
+        quiet_axes = sorted({s["axis"] for s in series} - {s["axis"] for s in climbs})
+        for axis in quiet_axes:
+            lines.append(f"  along {axis}: none")
+    stops = doc.get("early_stops") or []
+    if stops:
+        lines += ["", f"early stop ({metric} less than {st.get('stop_flat_pct')}% above the series' "
+                      f"best so far for {st.get('stop_count')} points in a row):"]
+        for e in stops:
+            axis = e["axis"]
+            at = point_label(e["fixed"]) + ": " if e["fixed"] else ""
+            skipped = ", ".join(fmt_value(axis, v) for v in e["skipped"]) or "none"
+            lines.append(f"  {at}stopped after {axis}={fmt_value(axis, e['last_run'])}; "
+                         f"skipped {axis} {skipped}")
     if doc.get("complete") is False:
         done = sum(1 for p in doc.get("points") or [] if p.get("status") == "done")
         total = 1
         for a in doc.get("axes") or []:
             total *= len(a["values"])
         detail = f": {doc['error']}" if doc.get("error") else ""
-        lines.append(f"incomplete sweep ({doc.get('stop_reason')}{detail}): {done} of {total} points measured")
+        lines += ["", f"incomplete sweep ({doc.get('stop_reason')}{detail}): "
+                      f"{done} of {total} points measured"]
     return lines
 
 
