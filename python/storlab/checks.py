@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .cache import likely_cached
 from .units import format_size
 
 
@@ -22,8 +23,10 @@ class Finding:
 MIN_RELIABLE_SECONDS = 1.0
 
 
-def check_phase(phase, result: dict[str, Any], env: dict[str, Any]) -> list[Finding]:
-    """Warnings for one phase, from its definition, its result and the host environment."""
+def check_phase(phase, result: dict[str, Any], env: dict[str, Any],
+                settings: dict[str, Any] | None = None) -> list[Finding]:
+    """Warnings for one phase, from its definition, its result, the host and the run settings."""
+    settings = settings or {}
     out: list[Finding] = []
     ram = env.get("memory_bytes") or 0
     for g in phase.groups:
@@ -38,6 +41,15 @@ def check_phase(phase, result: dict[str, Any], env: dict[str, Any]) -> list[Find
                     f"{g.name or phase.name}: buffered reads over {format_size(span)}, less than RAM "
                     f"({format_size(ram)}): reads may come from the page cache; use --direct or a "
                     f"size larger than RAM"))
+    read = result.get("read")
+    buffered_readers = [g for g in phase.groups if not g.values["direct"] and g.values["engine"] != "null"]
+    if read and read.get("ops") and buffered_readers:
+        threads = sum(g.values["threads"] * len(g.values["target"]) for g in buffered_readers)
+        why = likely_cached(read["bw_bytes"], threads, settings.get("bw_ceiling"), read["lat_ns"]["p50"])
+        if why:
+            out.append(Finding("likely_cached",
+                               f"{phase.name}: reads likely served from cache: {why}; use --direct, "
+                               f"--cache out, or a working set larger than RAM"))
     if result.get("complete") and result.get("seconds", 0) < MIN_RELIABLE_SECONDS:
         did_io = any(result.get(d, {}).get("ops") for d in ("read", "write"))
         if did_io:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from .units import UnitError, parse_duration, parse_size
+from .units import UnitError, parse_duration, parse_rate, parse_size
 
 __all__ = ["Option", "OptionError", "OPTIONS", "BY_NAME", "parse_value", "defaults", "render_reference"]
 
@@ -24,7 +24,7 @@ class OptionError(ValueError):
 @dataclass(frozen=True)
 class Option:
     name: str                      # canonical snake_case name; TOML key; --name-with-dashes on the CLI
-    kind: str                      # size | duration | int | percent | choice | bool | str | paths
+    kind: str                      # size | duration | rate | int | float | percent | choice | bool | str | paths
     help: str                      # one line
     default: Any = None            # in canonical units (bytes, seconds) or None for "not set"
     category: str = "workload"     # target | workload | timing | engine | output | safety
@@ -175,6 +175,33 @@ OPTIONS: tuple[Option, ...] = (
            core=False, metavar="TAG"),
     Option("note", "str", "free-text note kept with the stored run", default=None,
            category="output", core=False, metavar="TEXT"),
+    # --- methodology (whole run) ----------------------------------------------------------
+    Option("passes", "int", "run the whole job this many times; each pass reported, then mean, "
+           "stddev, min/max and 95 % confidence interval", default=1, category="method", core=False,
+           minimum=1, maximum=1000),
+    Option("pass_delay", "duration", "pause between passes", default=0.0, category="method",
+           core=False, unit="s", minimum=0),
+    Option("pass_spread", "float", "warn when passes differ in bandwidth by more than this "
+           "(max - min, in % of the mean)", default=10.0, category="method", core=False, unit="%",
+           minimum=0),
+    Option("cache", "choice", "page-cache and controller-cache control", default="off",
+           category="method", core=False,
+           choices=_choice(off="no sizing, no dropping",
+                           **{"in": "size the working set to fit cache: cache_bytes if declared, "
+                                    "else cache_in_pct of RAM"},
+                           out="size the working set to cache_out_multiple x RAM + cache_bytes and "
+                               "drop the page cache before every buffered read phase",
+                           auto="keep the sizes; drop the page cache before a buffered read phase "
+                                "that follows a phase writing the same targets")),
+    Option("cache_bytes", "size", "declared controller (array) cache size", default=0,
+           category="method", core=False, unit="bytes", minimum=0),
+    Option("cache_in_pct", "float", "cache=in without cache_bytes: working set as % of RAM",
+           default=50.0, category="method", core=False, unit="%", minimum=0.1, maximum=100),
+    Option("cache_out_multiple", "float", "cache=out: working set as a multiple of RAM (plus "
+           "cache_bytes)", default=2.0, category="method", core=False, minimum=1),
+    Option("bw_ceiling", "rate", "the most bandwidth the target can plausibly give (e.g. 2GB/s); "
+           "faster results are flagged as served from cache", default=None, category="method",
+           core=False, unit="bytes/s", minimum=1),
     Option("reorder", "int", "under MPI: read phases read what rank (rank + N) mod size wrote, so "
            "no node reads its own data back from its client cache (IOR's -C/-Q)", default=0,
            category="mpi", core=False, minimum=0),
@@ -241,6 +268,28 @@ def _parse_duration(opt: Option, raw: Any) -> float:
         v = parse_duration(raw, opt.name)
     except UnitError as e:
         raise OptionError(str(e)) from None
+    _check_bounds(opt, v, raw)
+    return v
+
+
+@_parser("rate")
+def _parse_rate(opt: Option, raw: Any) -> float:
+    try:
+        v = parse_rate(raw, opt.name)
+    except UnitError as e:
+        raise OptionError(str(e)) from None
+    _check_bounds(opt, v, raw)
+    return v
+
+
+@_parser("float")
+def _parse_float(opt: Option, raw: Any) -> float:
+    if isinstance(raw, bool):
+        raise OptionError(f"{opt.name}: expected a number, got {raw!r}")
+    try:
+        v = float(raw)
+    except (TypeError, ValueError):
+        raise OptionError(f"{opt.name}: expected a number, got {raw!r}") from None
     _check_bounds(opt, v, raw)
     return v
 

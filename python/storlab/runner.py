@@ -7,18 +7,21 @@ collect its result. Ctrl-C stops the current phase cleanly; the partial result i
 """
 from __future__ import annotations
 
+import copy
 import datetime as _dt
 import json
 import os
 import shutil
 import stat
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import __version__
+from . import __version__, cache, passes
 from .checks import check_phase
+from .cpu import CpuSample, cpu_usage
 from .environment import describe_target, host_environment
 from .errors import StorlabError, from_core
 from .job import Job, core_spec
@@ -105,41 +108,91 @@ class Runner:
     notify: Callable[[str], None] | None = None
 
     def run(self) -> dict[str, Any]:
-        """Run every phase; returns the result document (complete or partial)."""
+        """Run every pass of every phase; returns the result document (complete or partial)."""
         scratch = Scratch()
         doc = self._new_document()
+        settings = self.job.run
         try:
-            if self.job.uses_default_target:
-                path = scratch.path()
-                for p in self.job.phases:
-                    for g in p.groups:
-                        if not g.values["target"]:
-                            g.values["target"] = (path,)
-                            if g.values["size"] is None:
-                                g.values["size"] = SCRATCH_SIZE_BYTES
+            self._use_scratch_where_no_target(scratch)
             check_targets_safe(self.job)
+            doc["warnings"].extend(cache.apply_sizing(self.job, settings, doc["environment"]["memory_bytes"]))
             doc["job"] = self._job_record()
             targets: dict[str, dict[str, Any]] = {}
-            for phase in self.job.phases:
-                result = self._run_phase(phase)
-                doc["warnings"].extend(w.as_dict() for w in check_phase(phase, result, doc["environment"]))
-                for t in result.pop("targets", []):
-                    targets.setdefault(t["path"], describe_target(t))
-                engine = result.pop("engine", {})
-                doc["environment"].setdefault("engine", engine.get("name"))
-                if any(g.values["engine"] == "io_uring" for g in phase.groups):
-                    doc["environment"]["io_uring"] = self._uring_record(phase, engine)
-                doc["phases"].append(result)
-                if not result["complete"]:
-                    doc["complete"] = False
-                    doc["stop_reason"] = result["stop_reason"]
-                    doc["error"] = result.get("error")
+            pass_count = settings.get("passes") or 1
+            written: set[str] = set()
+            for pass_no in range(1, pass_count + 1):
+                if pass_no > 1 and settings.get("pass_delay"):
+                    time.sleep(settings["pass_delay"])
+                for phase in self.job.phases:
+                    phase = self._for_pass(phase, pass_no, pass_count)
+                    dropped = None
+                    to_drop = cache.should_drop(phase, settings.get("cache", "off"), written)
+                    if to_drop:
+                        dropped = cache.drop_page_cache(to_drop)
+                    result = self._run_phase(phase)
+                    if dropped:
+                        result["cache"] = {"mode": settings["cache"], "dropped": to_drop, **dropped}
+                    if pass_count > 1:
+                        result["pass"] = pass_no
+                    written |= cache.written_paths(phase)
+                    self._add_warnings(doc, check_phase(phase, result, doc["environment"], settings))
+                    for t in result.pop("targets", []):
+                        targets.setdefault(t["path"], describe_target(t))
+                    engine = result.pop("engine", {})
+                    doc["environment"].setdefault("engine", engine.get("name"))
+                    if any(g.values["engine"] == "io_uring" for g in phase.groups):
+                        doc["environment"]["io_uring"] = self._uring_record(phase, engine)
+                    doc["phases"].append(result)
+                    if not result["complete"]:
+                        doc["complete"] = False
+                        doc["stop_reason"] = result["stop_reason"]
+                        doc["error"] = result.get("error")
+                        break
+                if not doc["complete"]:
                     break
+            if pass_count > 1:
+                summaries, spread = passes.summarise(doc["phases"], settings.get("pass_spread", 10.0))
+                doc["passes"] = {"count": pass_count, "delay_s": settings.get("pass_delay") or 0.0,
+                                 "phases": summaries}
+                self._add_warnings(doc, spread)
             doc["environment"]["targets"] = list(targets.values())
         finally:
             doc["finished_at"] = _now_iso()
             scratch.remove()
         return doc
+
+    @staticmethod
+    def _add_warnings(doc: dict[str, Any], found) -> None:
+        """Add warnings once each: passes repeat the same phases."""
+        seen = {(w["code"], w["message"]) for w in doc["warnings"]}
+        for w in found:
+            w = w if isinstance(w, dict) else w.as_dict()
+            if (w["code"], w["message"]) not in seen:
+                seen.add((w["code"], w["message"]))
+                doc["warnings"].append(w)
+
+    def _use_scratch_where_no_target(self, scratch: Scratch) -> None:
+        if not self.job.uses_default_target:
+            return
+        path = scratch.path()
+        for p in self.job.phases:
+            for g in p.groups:
+                if not g.values["target"]:
+                    g.values["target"] = (path,)
+                    if g.values["size"] is None and self.job.run.get("cache", "off") not in ("in", "out"):
+                        g.values["size"] = SCRATCH_SIZE_BYTES
+
+    @staticmethod
+    def _for_pass(phase, pass_no: int, pass_count: int):
+        """With several passes, verified data carries its pass number, so a read finding data of
+        an earlier pass reports it as stale."""
+        if pass_count == 1 or not any(g.values["verify"] != "off" for g in phase.groups):
+            return phase
+        phase = copy.deepcopy(phase)
+        for g in phase.groups:
+            if g.values["verify"] != "off" and g.values["verify_pass"] == 0:
+                g.values["verify_pass"] = pass_no
+        return phase
 
     def _new_document(self) -> dict[str, Any]:
         return {
@@ -187,6 +240,7 @@ class Runner:
         except _core.CoreError as e:
             raise from_core(*e.args) from None
         self.hooks.before_start(phase, run)
+        cpu_before = CpuSample.now()
         run.start()
         stalls_seen = 0
         try:
@@ -198,8 +252,11 @@ class Runner:
             run.interrupt()
             while not run.wait(0.5):
                 pass
+        cpu_after = CpuSample.now()
         self._report(phase.name, run)
         result = json.loads(run.result_json())
+        bw = sum(result[d]["bw_bytes"] for d in ("read", "write") if d in result)
+        result["cpu"] = cpu_usage(cpu_before, cpu_after, bw)
         result["rw"] = "+".join(sorted({g.values["rw"] for g in phase.groups}))
         result["groups"] = [g.name for g in phase.groups]
         self.hooks.after_end(phase, run, result)

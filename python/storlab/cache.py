@@ -1,0 +1,201 @@
+"""Cache control: size the working set in or out of cache, drop the page cache between phases,
+and judge whether a result could have come from the device at all.
+
+- in-cache: the working set fits a declared controller cache, or a fraction of RAM;
+- out-of-cache: it is a multiple of RAM plus the declared cache, and before every buffered read
+  phase that follows writes (or any buffered read in `out` mode) the page cache is dropped:
+  /proc/sys/vm/drop_caches when we may, otherwise posix_fadvise(DONTNEED) per target. Which was
+  used, and how much of the targets stayed resident (mincore), is recorded.
+- plausibility: a buffered read faster per thread than half of a measured single-thread memory
+  copy, or faster than a declared ceiling, is flagged "likely served from cache".
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import mmap
+import os
+import stat
+import time
+from typing import Any, Iterable
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+
+PAGE = mmap.PAGESIZE
+MEMCPY_PROBE_BYTES = 64 << 20
+_memcpy_rate: float | None = None
+
+
+def working_set_bytes(mode: str, ram_bytes: int, cache_bytes: int, ram_fraction: float,
+                      ram_multiple: float) -> int | None:
+    """The working set a cache mode asks for (None: keep what the job says)."""
+    if mode == "in":
+        return cache_bytes if cache_bytes else int(ram_bytes * ram_fraction)
+    if mode == "out":
+        return int(ram_bytes * ram_multiple) + cache_bytes
+    return None
+
+
+def resident_bytes(path: str) -> int | None:
+    """Bytes of a regular file now in the page cache (mincore over a read-only mapping)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    if st.st_size == 0:
+        return 0
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = _libc.mmap(None, st.st_size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        if addr in (None, ctypes.c_void_p(-1).value):
+            return None
+        try:
+            pages = (st.st_size + PAGE - 1) // PAGE
+            vec = (ctypes.c_ubyte * pages)()
+            if _libc.mincore(ctypes.c_void_p(addr), st.st_size, vec) != 0:
+                return None
+            return sum(b & 1 for b in vec) * PAGE
+        finally:
+            _libc.munmap(ctypes.c_void_p(addr), st.st_size)
+    finally:
+        os.close(fd)
+
+
+def drop_page_cache(paths: Iterable[str]) -> dict[str, Any]:
+    """Drop cached pages of the targets; returns how, and residency before and after."""
+    paths = list(dict.fromkeys(paths))
+    before = [resident_bytes(p) for p in paths]
+    os.sync()
+    method = None
+    if os.geteuid() == 0:
+        try:
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("3\n")
+            method = "drop_caches"
+        except OSError:
+            method = None
+    if method is None:
+        method = "fadvise"
+        for p in paths:
+            try:
+                fd = os.open(p, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                os.fsync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+    after = [resident_bytes(p) for p in paths]
+    total = lambda xs: sum(x for x in xs if x is not None) if any(x is not None for x in xs) else None  # noqa: E731
+    return {"method": method, "resident_before_bytes": total(before), "resident_after_bytes": total(after)}
+
+
+def memcpy_rate_bytes() -> float:
+    """Single-thread memory-copy bandwidth of this host (bytes/s), measured once per process."""
+    global _memcpy_rate
+    if _memcpy_rate is None:
+        src = bytearray(os.urandom(1 << 20)) * (MEMCPY_PROBE_BYTES >> 20)
+        dst = bytearray(len(src))
+        dst[:] = src  # fault the pages in first
+        best = 0.0
+        for _ in range(3):
+            t0 = time.perf_counter()
+            dst[:] = src  # a plain memcpy in CPython
+            best = max(best, len(src) / (time.perf_counter() - t0))
+        _memcpy_rate = best
+    return _memcpy_rate
+
+
+# No storage device completes a read this fast; the page cache (a memory copy) does.
+DEVICE_MIN_READ_LATENCY_NS = 5_000
+
+
+def likely_cached(bw_bytes: float, threads: int, ceiling_bytes: float | None,
+                  p50_read_latency_ns: float | None = None) -> str | None:
+    """Why a buffered read result is implausible for the device, or None."""
+    if ceiling_bytes:
+        if bw_bytes > ceiling_bytes:
+            return f"faster than the declared ceiling of {ceiling_bytes / 1e6:,.0f} MB/s"
+        return None
+    if p50_read_latency_ns is not None and 0 < p50_read_latency_ns < DEVICE_MIN_READ_LATENCY_NS:
+        return (f"half the reads completed within {p50_read_latency_ns / 1000:.1f} us, faster than any "
+                f"storage device answers ({DEVICE_MIN_READ_LATENCY_NS / 1000:.0f} us)")
+    per_thread = bw_bytes / max(threads, 1)
+    rate = memcpy_rate_bytes()
+    if per_thread > 0.5 * rate:
+        return (f"{per_thread / 1e6:,.0f} MB/s per thread is more than half this host's memory-copy "
+                f"rate ({rate / 1e6:,.0f} MB/s)")
+    return None
+
+
+def _reads(values: dict[str, Any]) -> bool:
+    rw = values["rw"]
+    return rw in ("read", "randread") or (rw in ("rw", "randrw") and values["rwmix_read"] > 0) \
+        or values.get("rbw", "off") != "off"
+
+
+def _writes(values: dict[str, Any]) -> bool:
+    rw = values["rw"]
+    return rw in ("write", "randwrite") or (rw in ("rw", "randrw") and values["rwmix_read"] < 100)
+
+
+def target_paths(values: dict[str, Any]) -> list[str]:
+    """The files a group touches (PATH.N for files=per_thread)."""
+    if values.get("files") == "per_thread":
+        base = values.get("participant_base", 0)
+        return [f"{t}.{p}" for t in values["target"] for p in range(base, base + values["threads"])]
+    return list(values["target"])
+
+
+def apply_sizing(job, settings: dict[str, Any], ram_bytes: int | None) -> list[dict[str, str]]:
+    """Set each group's size for cache=in|out where the job gave none; warn where a given size
+    contradicts the mode. Returns warnings as {code, message}."""
+    mode = settings.get("cache", "off")
+    if mode not in ("in", "out") or not ram_bytes:
+        return []
+    ws = working_set_bytes(mode, ram_bytes, settings.get("cache_bytes") or 0,
+                           (settings.get("cache_in_pct") or 50.0) / 100.0, settings.get("cache_out_multiple") or 2.0)
+    warnings = []
+    for phase in job.phases:
+        for g in phase.groups:
+            v = g.values
+            files = max(len(target_paths(v)), 1)
+            per_file = max(ws // files // v["bs"], 1) * v["bs"]
+            if v["size"] is None:
+                v["size"] = per_file
+                continue
+            total = v["size"] * files
+            if (mode == "in" and total > ws) or (mode == "out" and total < ws):
+                want = "fits in" if mode == "in" else "exceeds"
+                warnings.append({"code": "cache_size_mismatch",
+                                 "message": f"{phase.name}: cache={mode} wants a working set that {want} "
+                                            f"{ws / 2**30:.1f} GiB, but size gives {total / 2**30:.1f} GiB; "
+                                            f"leave --size out to let storlab size it"})
+    return warnings
+
+
+def should_drop(phase, mode: str, written: set[str]) -> list[str]:
+    """Targets whose page cache to drop before this phase (empty: none)."""
+    if mode not in ("out", "auto"):
+        return []
+    paths: list[str] = []
+    for g in phase.groups:
+        v = g.values
+        if _reads(v) and not v["direct"] and v["engine"] != "null":
+            paths += target_paths(v)
+    if mode == "auto":
+        paths = [p for p in paths if p in written]
+    return list(dict.fromkeys(paths))
+
+
+def written_paths(phase) -> set[str]:
+    return {p for g in phase.groups if _writes(g.values) for p in target_paths(g.values)}

@@ -1,0 +1,64 @@
+"""Passes: summary statistics against hand-computed values, exact histogram merging, spread warning."""
+import pytest
+
+from storlab import stats
+from storlab.job import resolve_job
+from storlab.passes import describe, summarise, t95
+from storlab.runner import run_job
+
+
+def test_describe_matches_hand_computation():
+    d = describe([10.0, 12.0, 14.0])
+    # mean 12, sample sd 2, t(2 dof) = 4.303, half-width = 4.303 * 2 / sqrt(3) = 4.9687
+    assert d["mean"] == 12.0 and d["stddev"] == pytest.approx(2.0)
+    assert d["ci95"] == pytest.approx([12 - 4.96867, 12 + 4.96867], abs=1e-4)
+    assert (d["min"], d["max"]) == (10.0, 14.0)
+    assert d["spread_pct"] == pytest.approx(100 * 4 / 12)
+    assert t95(1) == 12.706 and t95(30) == 2.042 and t95(200) == 1.96
+    one = describe([5.0])
+    assert one["stddev"] == 0.0 and one["ci95"] == [5.0, 5.0]
+
+
+def phase(name, bw, samples):
+    buckets = stats.histogram(samples)
+    return {"name": name, "read": {"bw_bytes": bw, "iops": bw / 4096, "bytes": 4096 * len(samples),
+                                   "ops": len(samples), "lat_hist": {"scheme": "loglinear6", "buckets": buckets},
+                                   "lat_ns": {"min": min(samples), "max": max(samples),
+                                              "mean": sum(samples) / len(samples)}}}
+
+
+def test_summary_merges_histograms_exactly_and_warns_on_spread():
+    a, b = [1000, 2000, 3000], [5000, 7000]
+    summaries, warnings = summarise([phase("r", 100.0, a), phase("r", 130.0, b)], spread_warn_pct=10)
+    s = summaries[0]["read"]
+    assert s["lat_hist"]["buckets"] == stats.histogram(a + b)
+    assert (s["lat_ns"]["min"], s["lat_ns"]["max"]) == (1000, 7000)
+    assert s["lat_ns"]["mean"] == pytest.approx(sum(a + b) / 5)
+    assert s["ops"] == 5
+    assert [w["code"] for w in warnings] == ["pass_spread"]
+    _, quiet = summarise([phase("r", 100.0, a), phase("r", 105.0, b)], spread_warn_pct=10)
+    assert quiet == []
+
+
+def test_three_passes_end_to_end(shm_dir):
+    job = resolve_job({"target": [f"{shm_dir}/p.dat"], "size": "1m", "engine": "null", "null_delay": "1ms",
+                       "time": "200ms", "passes": "3", "pass_delay": "50ms"})
+    doc = run_job(job)
+    assert [p["pass"] for p in doc["phases"]] == [1, 2, 3]
+    summary = doc["passes"]["phases"][0]["read"]
+    assert summary["bw_bytes"]["n"] == 3
+    assert summary["ops"] == sum(p["read"]["ops"] for p in doc["phases"])
+    assert stats.count(summary["lat_hist"]["buckets"]) == summary["ops"]
+    lo, hi = summary["bw_bytes"]["ci95"]
+    assert lo <= summary["bw_bytes"]["mean"] <= hi
+
+
+def test_verified_passes_carry_their_pass_number(shm_dir):
+    job = resolve_job({"target": [f"{shm_dir}/v.dat"], "size": "256k", "rw": "write", "verify": "crc32c",
+                       "passes": "2"})
+    run_job(job)
+    # the data on disk is from pass 2: a read expecting pass 1 calls it stale
+    stale = run_job(resolve_job({"target": [f"{shm_dir}/v.dat"], "rw": "read", "verify": "crc32c",
+                                 "verify_pass": "1"}))
+    v = stale["phases"][0]["verify"]
+    assert v["mismatches"] == 64 and v["first"][0]["field"] == "pass" and v["first"][0]["found"].startswith("2")
