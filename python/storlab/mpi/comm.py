@@ -229,20 +229,24 @@ class Comm:
                 time.sleep(_MAX_SLEEP_S)
         return True
 
-    def _recv(self, source: int, tag: int, seq: int | None, deadline: float | None = None,
+    def _recv(self, sources: set[int], tag: int, seq: int | None, deadline: float | None = None,
               check: bool = True) -> tuple[int, Any] | None:
-        """(source, payload) of the next message with this tag and sequence number."""
+        """(source, payload) of the next message with this tag and sequence number from any of
+        `sources`. Each source is probed on its own: messages from one rank arrive in order, but a
+        fast rank's message for the next collective may arrive before a slow rank's for this one."""
         spins = 0
-        status = MPI.Status()
         while True:
-            msg = self.data.improbe(source, tag, status)
-            if msg is not None:
+            for source in sources:
+                msg = self.data.improbe(source, tag)
+                if msg is None:
+                    continue
                 got_seq, payload = msg.recv()
                 if seq is None or got_seq == seq:
-                    return status.Get_source(), payload
+                    return source, payload
                 if got_seq > seq:
-                    raise RuntimeError(f"MPI protocol: message {got_seq} arrived while waiting for {seq}")
-                continue  # left over from an abandoned collective
+                    raise RuntimeError(f"MPI protocol: message {got_seq} from rank {source} arrived "
+                                       f"while waiting for {seq}")
+                # else: left over from a collective abandoned after a failure; dropped
             if check:
                 self._check()
             if deadline is not None and time.monotonic() > deadline:
@@ -264,9 +268,11 @@ class Comm:
             return None
         out: list[Any] = [None] * self.size
         out[0] = obj
-        for _ in range(self.size - 1):
-            src, payload = self._recv(MPI.ANY_SOURCE, TAG_GATHER, seq)
+        pending = set(range(1, self.size))
+        while pending:
+            src, payload = self._recv(pending, TAG_GATHER, seq)
             out[src] = payload
+            pending.discard(src)
         return out
 
     def bcast(self, obj: Any) -> Any:
@@ -277,7 +283,7 @@ class Comm:
             for req in reqs:
                 self._wait_request(req)
             return obj
-        return self._recv(0, TAG_BCAST, seq)[1]
+        return self._recv({0}, TAG_BCAST, seq)[1]
 
     def barrier(self) -> None:
         self.gather(None)
@@ -291,11 +297,11 @@ class Comm:
         self._wait_request(self.data.isend((0, obj), dest, tag))
 
     def recv(self, source: int, tag: int = TAG_CLOCK) -> Any:
-        return self._recv(source, tag, 0)[1]
+        return self._recv({source}, tag, 0)[1]
 
     # -- the last exchange of a run: survives failures ----------------------------------------------
     def gather_surviving(self, obj: Any, timeout_s: float) -> dict[int, Any]:
-        """Like gather, but for the end of a failed run: rank 0 takes what arrives from the ranks
+        """The last exchange of a run, failed or not: rank 0 takes what arrives from the ranks
         still alive within `timeout_s` (rank -> obj); other ranks return {} after sending."""
         deadline = time.monotonic() + timeout_s
         if self.rank != 0:
@@ -306,8 +312,8 @@ class Comm:
         out = {0: obj}
         waiting = set(range(1, self.size))
         while waiting - self.liveness.dead and time.monotonic() < deadline:
-            got = self._recv(MPI.ANY_SOURCE, TAG_FINAL, 0, deadline=min(deadline, time.monotonic() + 0.1),
-                             check=False)
+            got = self._recv(waiting - self.liveness.dead, TAG_FINAL, 0,
+                             deadline=min(deadline, time.monotonic() + 0.1), check=False)
             if got is not None:
                 out[got[0]] = got[1]
                 waiting.discard(got[0])

@@ -230,20 +230,12 @@ class Session:
         try:
             tell = None if notify is None else (lambda msg: notify(f"rank {comm.rank}: {msg}"))
             doc = run_job(job, argv=argv, progress=progress if comm.rank == 0 else None, hooks=hooks, notify=tell)
-        except (Exception, KeyboardInterrupt) as e:  # noqa: BLE001 - any failure must reach the others
+        except (Exception, KeyboardInterrupt) as e:  # noqa: BLE001 - every failure must reach the others
             error = _one_line(e) if not isinstance(e, KeyboardInterrupt) else "interrupted (Ctrl-C)"
             hooks._fail(comm.liveness.report(error))
         payload = {"doc": doc, "phases": hooks.local if doc is None else None, "error": error,
                    "sides": [{k: x[k] for k in ("offset_s", "data_rank", "targets")} for x in hooks.local]}
-        failed = hooks.failure is not None or comm.failure is not None
-        if failed:
-            got = comm.gather_surviving(payload, rank_timeout)
-        else:
-            try:
-                got = dict(enumerate(comm.gather(payload) or []))
-            except RankFailure as e:
-                hooks._fail(e)
-                got = comm.gather_surviving(payload, rank_timeout)
+        got = comm.gather_surviving(payload, rank_timeout)
         failure = hooks.failure or comm.failure
         if failure is not None:
             self.exit_code = 1

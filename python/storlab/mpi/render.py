@@ -7,7 +7,7 @@ from typing import Any
 
 from ..units import format_rate
 
-__all__ = ["render_summary"]
+__all__ = ["render_summary", "render_scale"]
 
 
 def _rate(v: float | None) -> str:
@@ -54,4 +54,28 @@ def render_summary(doc: dict[str, Any]) -> str:
     for s in mpi.get("stonewall") or []:
         lines.append(f"stonewall: {s['phase']} reads per thread what {s['from_phase']} wrote: "
                      + ", ".join(f"rank {r} {sizes}" for r, sizes in enumerate(s["io_size_bytes"])) + " bytes")
+    return "\n".join(lines)
+
+
+def render_scale(doc: dict[str, Any]) -> str:
+    """The scaling table of a `scale` document: rate, speedup and efficiency per rank count."""
+    from ..export.base import align
+
+    headers = ["phase", "ranks", "nodes", "bw MiB/s", "speedup", "efficiency %",
+               "de-skewed MiB/s", "de-skewed eff. %"]
+    cells = []
+
+    def num(v: float | None, scale: float = 1.0, fmt: str = "{:.2f}") -> str:
+        return "-" if v is None else fmt.format(v / scale)
+    for c in doc["scale"]["curve"]:
+        for pt in c["points"]:
+            cells.append([c["phase"], str(pt["ranks"]), str(pt["nodes"]), num(pt["bw_bytes"], 2**20, "{:.1f}"),
+                          num(pt["speedup"]), num(pt["efficiency"], 0.01, "{:.0f}"),
+                          num(pt["deskew_bw_bytes"], 2**20, "{:.1f}"), num(pt["deskew_efficiency"], 0.01, "{:.0f}")])
+    lines = align(headers, cells, [False] + [True] * 7)
+    base = {c["base_ranks"] for c in doc["scale"]["curve"]}
+    lines.append(f"speedup = rate / rate at {', '.join(map(str, sorted(base)))} rank(s); efficiency = "
+                 "speedup / ideal speedup (every rank runs the whole job)")
+    if not doc["complete"]:
+        lines.append(f"incomplete ({doc['stop_reason']}: {doc['error']})")
     return "\n".join(lines)

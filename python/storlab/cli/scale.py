@@ -1,0 +1,142 @@
+"""`storlab scale`: the same job at 1, 2, 4 ... N ranks of one MPI launch, and how it scales.
+
+Each rank count runs on a sub-communicator of the first n ranks (made once at start, while every
+rank is known to be alive); the other ranks wait. Rank 0 writes one document of kind `scale`:
+the merged run at each count under `runs`, and the scaling curve with parallel efficiency under
+`scale` (definitions in storlab/mpi/scaling.py and docs/mpi.md).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import uuid
+from typing import Any
+
+from .main import ExitCode, UsageError
+from .options_cli import add_option_arguments, given_options
+
+EXAMPLES = """examples:
+  mpiexec -n 8 storlab scale --target '/scratch/f{rank}' --size 1g --rw write --bs 1m
+  mpiexec -n 8 storlab scale job.toml --ranks 1,2,4,8
+  srun -n 64 storlab scale job.toml --json scale.json
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("scale", help="run a job at 1, 2, 4 ... N MPI ranks and report the scaling curve",
+                       description="Run the same job at growing rank counts of one MPI launch "
+                                   "(mpiexec/srun) and report rate, speedup and parallel efficiency.",
+                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("jobfile", nargs="?", help="TOML job file (options as keys; [[phase]] tables)")
+    p.add_argument("--ranks", metavar="LIST", default=None,
+                   help="rank counts to run, comma-separated (default: 1, 2, 4 ... and all ranks)")
+    add_option_arguments(p)
+    p.set_defaults(func=run)
+
+
+def _counts(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"--ranks: expected comma-separated whole numbers, got {text!r}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..job import load_jobfile, resolve_job
+    from ..mpi.launch import detect
+
+    cli = given_options(args)
+    jobfile = load_jobfile(args.jobfile) if args.jobfile else None
+    phases = None
+    if cli.get("fio"):
+        from .. import fiojob
+
+        phases = fiojob.translate(cli["fio"])
+    job = resolve_job(cli, jobfile, jobfile_name=args.jobfile or "job file", phases=phases)
+    wanted = _counts(args.ranks)
+    try:
+        from ..mpi.orchestrator import Session
+    except ImportError:
+        raise UsageError("needs mpi4py and an MPI: pip install 'storlab[mpi]', then "
+                         "mpiexec -n N storlab scale ... (see docs/mpi.md)") from None
+    from ..mpi.comm import RankFailure
+    from ..mpi.scaling import rank_counts
+
+    launch = detect()
+    settings = job.run
+    # Every rank checks the counts against the same size, so they all fail alike on a bad list.
+    from mpi4py import MPI
+
+    counts = rank_counts(MPI.COMM_WORLD.Get_size(), wanted)
+    session = Session.start(float(settings.get("rank_timeout") or 30.0), launch,
+                            sub_sizes=tuple(n for n in counts if n != MPI.COMM_WORLD.Get_size()))
+    argv = ["storlab", "scale", *sys.argv[2:]]
+    runs: list[dict[str, Any]] = []
+    for n in counts:
+        comm = session.sub(n)
+        try:
+            doc = session.run(job, comm, argv) if comm is not None else None
+            if session.rank == 0 and doc is not None:
+                runs.append(doc)
+            if session.liveness.failure is not None:
+                break   # every rank hears of the failure and stops here; rank 0 keeps what ran
+            # The ranks that sat this count out learn from rank 0 whether to go on.
+            if not session.world.bcast(session.rank == 0 and doc is not None and doc["complete"]):
+                break
+        except RankFailure:
+            session.exit_code = 1
+            break
+    if session.rank != 0:
+        return session.exit_code
+    if not runs:
+        print("storlab scale: error: no rank count finished a run", file=sys.stderr)
+        return ExitCode.FAILURE
+    doc = scale_document(runs, counts, argv)
+    return _output(doc, settings)
+
+
+def scale_document(runs: list[dict[str, Any]], counts: list[int], argv: list[str]) -> dict[str, Any]:
+    """The `scale` document: the runs at each count and the scaling curve."""
+    from ..mpi.scaling import scaling_curve
+
+    first, last = runs[0], runs[-1]
+    done = [r["mpi"]["size"] for r in runs]
+    incomplete = next((r for r in runs if not r["complete"]), None)
+    warnings: list[dict[str, Any]] = []
+    for r in runs:
+        for w in r["warnings"]:
+            if all((w["code"], w["message"]) != (x["code"], x["message"]) for x in warnings):
+                warnings.append(w)
+    doc = {
+        "schema": first["schema"], "kind": "scale", "storlab_version": first["storlab_version"],
+        "run_id": uuid.uuid4().hex, "started_at": first["started_at"], "finished_at": last["finished_at"],
+        "complete": incomplete is None and done == counts,
+        "stop_reason": incomplete["stop_reason"] if incomplete else ("done" if done == counts else "error"),
+        "error": incomplete["error"] if incomplete else (None if done == counts else "not every rank count ran"),
+        "argv": argv, "job": first["job"], "environment": first["environment"], "warnings": warnings,
+        "phases": [],
+        "runs": runs,
+        "scale": {"ranks_planned": counts, "ranks_run": done, "curve": scaling_curve(runs)},
+    }
+    return doc
+
+
+def _output(doc: dict[str, Any], settings: dict[str, Any]) -> int:
+    from ..mpi.render import render_scale
+    from .run import _store, _write_json
+
+    _store(doc, settings)
+    json_target = settings.get("json")
+    if json_target:
+        _write_json(doc, json_target)
+    if not settings.get("quiet"):
+        out = sys.stderr if json_target == "-" else sys.stdout
+        out.write(render_scale(doc) + "\n")
+    for w in doc["warnings"]:
+        print(f"warning: {w['message']}", file=sys.stderr)
+    if not doc["complete"]:
+        print(f"storlab scale: error: {doc['error']}", file=sys.stderr)
+        return ExitCode.FAILURE
+    return ExitCode.OK
