@@ -189,6 +189,15 @@ def test_measure_sums_directions_and_merges_latency_of_a_mix():
         measure(doc, phase="x")
 
 
+def test_measure_averages_passes_and_merges_their_latency():
+    doc = {"phases": [{"name": "read", "pass": 1, "read": _direction(100.0, 10.0, 10, [1000] * 10)},
+                      {"name": "read", "pass": 2, "read": _direction(300.0, 30.0, 30, [3000] * 30)}]}
+    m = measure(doc)
+    assert m["passes"] == 2 and m["bw_bytes"] == 200.0 and m["iops"] == 20.0
+    assert m["lat_mean_ns"] == pytest.approx((10 * 1000 + 30 * 3000) / 40)
+    assert m["lat_p50_ns"] == pytest.approx(3000, rel=0.01)
+
+
 def test_warnings_are_summarised_once_per_code():
     runs = [{"warnings": [{"code": "short_run", "message": "a: 0.2 s"}]},
             {"warnings": [{"code": "short_run", "message": "a: 0.3 s"},
@@ -334,11 +343,12 @@ def _e2e(shm_dir, settings=Settings(), **lists):
 
 def test_null_device_scales_linearly_with_queue_depth(shm_dir):
     # a 1 ms device with unlimited parallelism: qd q gives q x 1000 IOPS, latency stays 1 ms
+    # (a busy host wakes the timer late: up to 20 % slower, never faster)
     doc = _e2e(shm_dir, size="1m", null_delay="1ms", time="0.3s", qd="1,2,4,8,16")
     assert doc["complete"] is True
     for p in doc["points"]:
-        assert p["iops"] == pytest.approx(1000 * p["params"]["qd"], rel=0.1), p
-        assert p["lat_mean_ns"] == pytest.approx(1e6, rel=0.1)
+        assert 0.8 * 1000 * p["params"]["qd"] <= p["iops"] <= 1.02 * 1000 * p["params"]["qd"], p
+        assert 1e6 <= p["lat_mean_ns"] <= 1.25e6, p
     (s,) = doc["series"]
     # still doubling at the largest qd: the knee is the last point and is flagged as not saturated
     assert s["knee"]["value"] == 16 and s["knee"]["saturated"] is False

@@ -316,26 +316,34 @@ def _measured_phase(doc: dict[str, Any], phase: str | None) -> dict[str, Any] | 
 
 def measure(doc: dict[str, Any], phase: str | None = None) -> dict[str, Any]:
     """The figures of one point from its run document, for the measured phase: bandwidth and
-    IOPS summed over reads and writes; latency of all its I/Os (for a mix of reads and writes the
-    two histograms are merged, so the percentiles are exact to the bucket width; the mean is the
-    ops-weighted mean of the two exact means)."""
+    IOPS summed over reads and writes (with several passes, the mean over the passes); latency of
+    all its I/Os (for reads and writes, or several passes, the histograms are merged, so the
+    percentiles are exact to the bucket width, and the mean is the ops-weighted mean of the
+    exact means)."""
     from . import stats
 
     p = _measured_phase(doc, phase)
-    dirs = [p[d] for d in ("read", "write") if p is not None and isinstance(p.get(d), dict)]
-    out: dict[str, Any] = {"phase": p.get("name") if p else None,
+    out: dict[str, Any] = {"phase": p.get("name") if p else None, "passes": 1,
                            "bw_bytes": None, "iops": None, "lat_mean_ns": None,
                            "lat_p50_ns": None, "lat_p99_ns": None, "lat_p999_ns": None}
-    if not dirs:
+    if p is None:
         return out
-    out["bw_bytes"] = sum(d.get("bw_bytes") or 0.0 for d in dirs)
-    out["iops"] = sum(d.get("iops") or 0.0 for d in dirs)
-    if len(dirs) == 1:
-        lat = dirs[0].get("lat_ns") or {}
+    # `storlab run --passes N` repeats every phase; each repeat carries its pass number
+    repeats = [q for q in doc.get("phases") or [] if q.get("name") == p.get("name") and "pass" in q] or [p]
+    per_pass = [[q[d] for d in ("read", "write") if isinstance(q.get(d), dict)] for q in repeats]
+    per_pass = [dirs for dirs in per_pass if dirs]
+    if not per_pass:
+        return out
+    out["passes"] = len(per_pass)
+    out["bw_bytes"] = sum(sum(d.get("bw_bytes") or 0.0 for d in dirs) for dirs in per_pass) / len(per_pass)
+    out["iops"] = sum(sum(d.get("iops") or 0.0 for d in dirs) for dirs in per_pass) / len(per_pass)
+    every = [d for dirs in per_pass for d in dirs]
+    if len(every) == 1:
+        lat = every[0].get("lat_ns") or {}
     else:
-        lat = stats.summary(stats.merge(*[(d.get("lat_hist") or {}).get("buckets") or [] for d in dirs]))
-        ops = [d.get("ops") or 0 for d in dirs]
-        means = [(d.get("lat_ns") or {}).get("mean") for d in dirs]
+        lat = stats.summary(stats.merge(*[(d.get("lat_hist") or {}).get("buckets") or [] for d in every]))
+        ops = [d.get("ops") or 0 for d in every]
+        means = [(d.get("lat_ns") or {}).get("mean") for d in every]
         if sum(ops) and all(m is not None for m in means):
             lat["mean"] = sum(m * n for m, n in zip(means, ops)) / sum(ops)
     for key in ("mean", "p50", "p99", "p999"):
