@@ -1,0 +1,123 @@
+"""`storlab meta`: the metadata benchmark — create, stat, read, rename and remove many files in
+shared or per-thread directory trees and report ops/s and latency per phase (python/storlab/meta.py).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from ..job import load_jobfile
+from ..meta import META_OPTIONS, SHARED_RUN_OPTIONS, render_table, resolve_meta_options, run_meta
+from ..options import OPTIONS, Option
+from .main import ExitCode
+from .options_cli import _help, add_option_arguments
+from .run import _write_json
+
+EXAMPLES = """examples:
+  storlab meta                                      # 10000 files, one thread, under ./
+  storlab meta --target /mnt/lustre/scratch --threads 8 --files 10000 --dir shared
+  storlab meta --target /dev/shm --depth 2 --fanout 10 --file-size 4k --order random
+  storlab meta --files 1000000 --stonewall 10s      # each file phase stops after 10 s
+  storlab meta --keep --phases create,stat          # leave the files for inspection
+"""
+
+
+def _add_meta_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags of the meta table (the output options shared with `storlab run` come from
+    add_option_arguments, so they read the same in both commands)."""
+    groups: dict[str, Any] = {}
+    for o in META_OPTIONS:
+        if o.name in SHARED_RUN_OPTIONS:
+            continue
+        group = groups.setdefault(o.category, parser.add_argument_group(f"{o.category} options"))
+        if o.kind == "bool":
+            group.add_argument(o.flag, dest=o.name, action="store_const", const=True, default=None,
+                               help=_help(o))
+        else:
+            metavar = o.metavar or ("{" + ",".join(o.choices) + "}" if o.choices else o.kind.upper())
+            group.add_argument(o.flag, dest=o.name, default=None, metavar=metavar, help=_help(o))
+    add_option_arguments(parser, skip=[o.name for o in OPTIONS if o.name not in SHARED_RUN_OPTIONS])
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("meta", help="metadata benchmark: create/stat/read/rename/remove rates and latency",
+                       description="Metadata benchmark: each thread creates files in a directory "
+                                   "tree, then stats, reads, renames and removes them; each operation "
+                                   "is its own phase with ops/s and latency percentiles.",
+                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("jobfile", nargs="?", help="TOML file with meta options as top-level keys")
+    _add_meta_arguments(p)
+    p.set_defaults(func=run)
+
+
+class ProgressLine:
+    """Live progress on a terminal (stderr): phase, elapsed time, operations and recent rate."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.last: tuple[str, float, int] | None = None
+
+    def __call__(self, phase: str, done_ops: int, elapsed_s: float) -> None:
+        now = time.monotonic()
+        if self.last is None or self.last[0] != phase or done_ops < self.last[2]:
+            self.last = (phase, now, 0)
+        rate = (done_ops - self.last[2]) / max(now - self.last[1], 1e-9)
+        self.last = (phase, now, done_ops)
+        self.stream.write(f"\r\x1b[K{phase}: {elapsed_s:6.1f} s  {done_ops:12,d} ops  {rate:12,.0f} ops/s")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.last is not None:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def _given(args: argparse.Namespace, table: tuple[Option, ...]) -> dict[str, Any]:
+    return {o.name: getattr(args, o.name) for o in table if getattr(args, o.name, None) is not None}
+
+
+def _store(doc: dict[str, Any], values: dict[str, Any]) -> None:
+    if values.get("no_store"):
+        return
+    from .. import store
+
+    try:
+        store.save(doc, path=values.get("store"), tags=values.get("tag") or (), note=values.get("note"))
+    except Exception as e:  # the measurement is worth more than the store: report, don't fail
+        print(f"storlab meta: warning: result not stored: {e}", file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    jobfile = load_jobfile(args.jobfile) if args.jobfile else None
+    values = resolve_meta_options(_given(args, META_OPTIONS), jobfile, args.jobfile or "job file")
+    json_target = values.get("json")
+    quiet = bool(values.get("quiet"))
+    progress = (ProgressLine(sys.stderr)
+                if sys.stderr.isatty() and not quiet and not os.environ.get("NO_COLOR") else None)
+    try:
+        doc = run_meta(values, argv=["storlab", "meta", *sys.argv[2:]], progress=progress)
+    finally:
+        if progress:
+            progress.finish()
+
+    _store(doc, values)
+    if json_target:
+        _write_json(doc, json_target)
+    if not quiet:
+        out = sys.stderr if json_target == "-" else sys.stdout
+        out.write(render_table(doc) + "\n")
+    for w in doc["warnings"]:
+        print(f"warning: {w['message']}", file=sys.stderr)
+    if doc["stop_reason"] == "interrupted":
+        print("storlab meta: interrupted; partial results kept (complete: false)", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    if doc["stop_reason"] == "error":
+        print(f"storlab meta: error: {doc['error']}", file=sys.stderr)
+        return ExitCode.FAILURE
+    if (doc.get("cleanup") or {}).get("error"):
+        print(f"storlab meta: error: clean-up incomplete: {doc['cleanup']['error']}", file=sys.stderr)
+        return ExitCode.FAILURE
+    return ExitCode.OK
