@@ -65,3 +65,19 @@ def test_docs_options_page_is_current():
     docs = pathlib.Path(__file__).resolve().parent.parent / "docs" / "options.md"
     assert docs.read_text() == render_reference() + "\n", \
         "docs/options.md is stale: python -m storlab.options > docs/options.md"
+
+
+def test_every_subcommand_help_renders():
+    """Help texts go through argparse's %-formatting: a stray % must not break --help."""
+    import contextlib
+    import io
+
+    from storlab.cli.main import SUBCOMMANDS, build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    for name in SUBCOMMANDS:
+        if name in sub.choices:
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                sub.choices[name].print_help()
+            assert name in out.getvalue()

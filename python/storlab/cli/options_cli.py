@@ -19,7 +19,7 @@ def _help(o: Option) -> str:
         text += f" (default: {o.default}{' ' + o.unit if o.unit and o.unit != '%' else ''})"
     if o.engine:
         text += f" [engine {o.engine} only]"
-    return text
+    return text.replace("%", "%%")  # argparse formats help with %
 
 
 def add_option_arguments(parser: argparse.ArgumentParser, skip: Iterable[str] = ()) -> None:

@@ -9,15 +9,88 @@ from .base import RESULT_COLUMNS, align, human, result_rows
 __all__ = ["render_table"]
 
 
+MiB = 1 << 20
+
+
+def _rate(bw_bytes: float | None) -> str:
+    return "-" if bw_bytes is None else f"{bw_bytes / MiB:,.1f} MiB/s"
+
+
+def _phase_notes(phase: dict[str, Any]) -> list[str]:
+    """The lines under the table for one phase: how workers added up, and what else was measured."""
+    label = phase["name"] + (f" #{phase['pass']}" if "pass" in phase else "")
+    out = []
+    a = phase.get("aggregate") or {}
+    if a.get("workers", 0) > 1:
+        deskew = (f"de-skewed {_rate(a['deskew_bw_bytes'])} over {a['deskew_window_s'][0]:.3f}-"
+                  f"{a['deskew_window_s'][1]:.3f} s" if a.get("deskew_window_s") else
+                  "no de-skew window (workers never all ran at once)")
+        out.append(f"{label}: {a['workers']} workers: plain {_rate(a['bw_bytes'])}, {deskew}; "
+                   f"first done {a['first_done_s']:.3f} s, last done {a['last_done_s']:.3f} s; "
+                   f"slowest worker {a['slowest_worker']} at {_rate(a['slowest_bw_bytes'])}")
+    r = phase.get("rbw")
+    if r:
+        out.append(f"{label}: read-behind-write {r['mode']}: duplex {_rate(r['duplex_bw_bytes'])}, "
+                   f"{r['records_written']} records written, {r['records_read']} read, "
+                   f"{r['records_skipped']} skipped")
+    v = phase.get("verify")
+    if v:
+        out.append(f"{label}: verify {v['kind']}: {v['checked_blocks']} blocks checked, "
+                   f"{v['mismatches']} mismatches")
+    c = phase.get("cache")
+    if c:
+        before, after = c.get("resident_before_bytes"), c.get("resident_after_bytes")
+        resident = (f"; resident {before / MiB:,.1f} -> {after / MiB:,.1f} MiB"
+                    if before is not None and after is not None else "")
+        out.append(f"{label}: page cache dropped before the phase ({c['method']}){resident}")
+    cpu = phase.get("cpu")
+    if cpu and "host_busy_pct" in cpu:
+        cost = (f"; {cpu['host_pct_per_100MBps']:.2f} % host CPU per 100 MB/s"
+                if "host_pct_per_100MBps" in cpu else "")
+        out.append(f"{label}: cpu: host {cpu['host_busy_pct']:.0f} % busy ({cpu['host_user_pct']:.0f} user, "
+                   f"{cpu['host_system_pct']:.0f} system, {cpu['host_iowait_pct']:.0f} iowait), "
+                   f"storlab {cpu['self_pct']:.0f} %{cost}")
+    if phase.get("stalls"):
+        out.append(f"{label}: {len(phase['stalls'])} stalled requests (see the JSON result)")
+    return out
+
+
+def _pass_notes(doc: dict[str, Any]) -> list[str]:
+    p = doc.get("passes")
+    if not p:
+        return []
+    out = []
+    for entry in p["phases"]:
+        for d in ("read", "write"):
+            s = entry.get(d)
+            if not s:
+                continue
+            bw = s["bw_bytes"]
+            out.append(f"{entry['name']} {d} over {bw['n']} passes: mean {_rate(bw['mean'])} "
+                       f"(sd {bw['stddev'] / MiB:,.1f}, 95 % CI {bw['ci95'][0] / MiB:,.1f}-"
+                       f"{bw['ci95'][1] / MiB:,.1f}, min {bw['min'] / MiB:,.1f}, max {bw['max'] / MiB:,.1f} MiB/s); "
+                       f"p99 latency of all passes {s['lat_ns']['p99'] / 1e3:,.1f} us")
+    return out
+
+
 def render_table(doc: dict[str, Any]) -> str:
     """Compact plain-text table of a run document (no colour, no trailing newline)."""
     rows = result_rows([doc], with_run=False)
+    phases = doc.get("phases") or []
+    if any("pass" in p for p in phases):
+        # label rows with their pass: result_rows keeps phase order, one or two rows per phase
+        labels = [p["name"] + f" #{p['pass']}" for p in phases for d in ("read", "write") if d in p]
+        for row, label in zip(rows, labels):
+            row["phase"] = label
     if not rows:
         lines = ["(no I/O was measured)"]
     else:
         cols = RESULT_COLUMNS
         cells = [[human(c, r.get(c.key)) for c in cols] for r in rows]
         lines = align([c.header for c in cols], cells, [c.kind == "num" for c in cols])
+    for phase in phases:
+        lines += _phase_notes(phase)
+    lines += _pass_notes(doc)
     if doc.get("complete") is False:
         reason = doc.get("stop_reason") or "interrupted"
         detail = f": {doc['error']}" if doc.get("error") else ""
