@@ -289,6 +289,8 @@ def test_early_stop_skips_the_rest_of_each_series_only():
     assert doc["early_stops"][0] == {"fixed": {"bs": 4096}, "axis": "qd", "last_run": 8, "flat_points": 2,
                                      "skipped": [16, 32]}
     assert doc["complete"] is True
+    # warnings name the points that raised them, not the positions of their runs
+    assert doc["warnings"][0]["points"] == [0, 1, 2, 3, 6, 7, 8, 9]
     assert "skipped qd 16KiB" not in render_table(doc) and "skipped qd 16, 32" in render_table(doc)
 
 

@@ -407,9 +407,11 @@ def analyse(axes: Sequence[Axis], points: Sequence[dict[str, Any]], settings: Se
 
 
 def summarise_warnings(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The runs' warnings once per code: the first message, and which points raised it."""
+    """The runs' warnings once per code: the first message, and which points raised it (the
+    point index a sweep recorded in the run, else the run's position)."""
     by_code: dict[str, dict[str, Any]] = {}
-    for i, run in enumerate(runs):
+    for n, run in enumerate(runs):
+        i = (run.get("sweep") or {}).get("point", n)
         for w in run.get("warnings") or []:
             code = str(w.get("code"))
             entry = by_code.setdefault(code, {"code": code, "message": w.get("message"), "points": []})

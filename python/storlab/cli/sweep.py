@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     for w in doc["warnings"]:
         where = "every point" if len(w["points"]) == n_points else \
             f"{len(w['points'])} of {n_points} points"
-        first = next((p for p in doc["points"] if p.get("run_id") == doc["runs"][w["points"][0]]["run_id"]), None)
+        first = next((p for p in doc["points"] if p["index"] == w["points"][0]), None)
         at = f"; first at {sw.point_label(first['params'])}" if first and len(w["points"]) > 1 else ""
         print(f"warning ({where}{at}): {w['message']}", file=sys.stderr)
     if store_on and not quiet:
