@@ -181,37 +181,43 @@ impl MetaRun {
         Ok(MetaPhaseResult::merge(phase, &done, control.start(), start_unix_s, self.spec.stonewall, stop))
     }
 
-    /// Remove every file and directory of this run that still exists (not timed), in parallel
-    /// per worker, and run no further phases. Entries already gone are skipped; an entry that
-    /// cannot be removed is reported with its path after trying all the others.
+    /// Remove every file and directory of this run that still exists (not timed) and run no
+    /// further phases. A parallel pass (one thread per worker) does the bulk; a sequential pass
+    /// then retries whatever failed, so a clean-up after running out of file descriptors or
+    /// threads still completes. Entries already gone are skipped; an entry that cannot be removed
+    /// is reported with its path.
     pub fn cleanup(&mut self) -> Result<CleanupReport> {
         self.stop();
         let MetaRun { spec, shape, base, states, .. } = self;
         let (spec, shape, base) = (&*spec, &*shape, &*base);
-        let per_worker: Vec<(u64, u64, Option<Error>)> = std::thread::scope(|s| {
+        let one = |w: usize, st: &mut WorkerState| -> (u64, u64, Option<Error>) {
+            let (files, e1) = worker::remove_leftover_files(spec, shape, base, w, st);
+            let (dirs, e2) = if spec.dir == DirMode::Unique && e1.is_none() {
+                worker::remove_tree(spec, shape, base, w, st)
+            } else {
+                (0, None)
+            };
+            (files, dirs, e1.or(e2))
+        };
+        let mut report = CleanupReport::default();
+        let mut add = |(f, d, _): &(u64, u64, Option<Error>)| {
+            report.files_removed += f;
+            report.dirs_removed += d;
+        };
+        std::thread::scope(|s| {
             let handles: Vec<_> = states
                 .iter_mut()
                 .enumerate()
-                .map(|(w, st)| {
-                    s.spawn(move || {
-                        let (files, e1) = worker::remove_leftover_files(spec, shape, base, w, st);
-                        let (dirs, e2) = if spec.dir == DirMode::Unique && e1.is_none() {
-                            worker::remove_tree(spec, shape, base, w, st)
-                        } else {
-                            (0, None)
-                        };
-                        (files, dirs, e1.or(e2))
-                    })
-                })
+                .filter_map(|(w, st)| std::thread::Builder::new().spawn_scoped(s, move || one(w, st)).ok())
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or((0, 0, Some(Error::engine("clean-up thread panicked"))))).collect()
+            // a thread that could not be spawned or panicked leaves its worker to the second pass
+            handles.into_iter().filter_map(|h| h.join().ok()).for_each(|r| add(&r));
         });
-        let mut report = CleanupReport::default();
         let mut first_err = None;
-        for (f, d, e) in per_worker {
-            report.files_removed += f;
-            report.dirs_removed += d;
-            first_err = first_err.or(e);
+        for (w, st) in states.iter_mut().enumerate() {
+            let r = one(w, st);
+            add(&r);
+            first_err = first_err.or(r.2);
         }
         if spec.dir == DirMode::Shared && owns_tree(spec, 0) && first_err.is_none() {
             let (d, e) = worker::remove_tree(spec, shape, base, 0, &mut states[0]);

@@ -126,7 +126,7 @@ impl Default for MetaSpec {
         MetaSpec {
             target: String::new(),
             threads: 1,
-            files: 1000,
+            files: 10_000,
             file_size: 0,
             dir: DirMode::Unique,
             depth: 0,
