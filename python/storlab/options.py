@@ -202,6 +202,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("bw_ceiling", "rate", "the most bandwidth the target can plausibly give (e.g. 2GB/s); "
            "faster results are flagged as served from cache", default=None, category="method",
            core=False, unit="bytes/s", minimum=1),
+    Option("stack", "str", "a stack description (TOML) to compare the run with: its predicted "
+           "throughput and limiting component are stored with the result", default=None,
+           category="method", core=False, metavar="FILE"),
     Option("reorder", "int", "under MPI: read phases read what rank (rank + N) mod size wrote, so "
            "no node reads its own data back from its client cache (IOR's -C/-Q)", default=0,
            category="mpi", core=False, minimum=0),
