@@ -74,13 +74,27 @@ def test_sweep_and_each_point_are_stored(shm_dir, capsys, private_store):
     from storlab import store
 
     (s,) = store.list_runs(kind="sweep")
-    assert "nvme" in s["tags"] and s["note"] == "first try" and s["rw"] == "read" and s["bs"] == 4096
+    assert s["tags"] == ["nvme"] and s["note"] == "first try" and s["rw"] == "read" and s["bs"] == 4096
     doc = store.load(s["run_id"])
-    sweep_tag = next(t for t in s["tags"] if t.startswith("sweep-"))
+    sweep_tag = f"sweep-{s['run_id'][:12]}"
     runs = store.list_runs(kind="run", tag=sweep_tag)
     assert sorted(r["run_id"] for r in runs) == sorted(p["run_id"] for p in doc["points"])
-    assert all("nvme" in r["tags"] for r in runs)
+    # the user's tag is on the sweep only, so a report by tag does not show every run twice
+    assert store.list_runs(tag="nvme") == [s]
     assert f"tagged {sweep_tag}" in err
+
+
+def test_report_of_a_stored_sweep(shm_dir, capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    rc, _, err = sweep(capsys, "--target", f"{shm_dir}/r.dat", *SATURATING, "--qd", "32,64", "-q")
+    assert rc == 0, err
+    from storlab import store
+
+    (s,) = store.list_runs(kind="sweep")
+    out = tmp_path / "r.html"
+    assert main(["report", s["run_id"][:10], "-o", str(out)]) == 0
+    html = out.read_text()
+    assert "2 run(s) varying qd" in html
 
 
 def test_report_plots_the_sweep_along_its_axis(shm_dir, capsys, tmp_path):
@@ -154,6 +168,16 @@ def test_ctrl_c_stops_the_sweep_and_keeps_the_points_done(shm_dir, tmp_path):
     statuses = [p["status"] for p in doc["points"]]
     assert statuses[0] == "done" and statuses[-1] == "interrupted" and len(statuses) == 2, statuses
     assert doc["runs"][0]["complete"] is True and doc["runs"][0]["phases"][0]["read"]["ops"] > 1000
+
+
+def test_docs_hold_the_generated_option_table():
+    from pathlib import Path
+
+    from storlab.sweep import render_reference
+
+    page = (Path(__file__).parent.parent / "docs" / "sweep.md").read_text()
+    begin, end = "<!-- sweep-options:begin -->\n", "\n<!-- sweep-options:end -->"
+    assert page[page.index(begin) + len(begin):page.index(end)] == render_reference()
 
 
 def test_help_lists_the_sweep_options(capsys):

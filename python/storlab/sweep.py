@@ -752,3 +752,16 @@ def to_csv(doc: dict[str, Any]) -> str:
 def iter_points(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
     """The points of a sweep document that were measured."""
     return (p for p in doc.get("points") or [] if p.get("status") == "done")
+
+
+def render_reference() -> str:
+    """The Markdown table of the sweep options for docs/sweep.md, generated from SWEEP_OPTIONS
+    (a test checks the page holds exactly this table)."""
+    lines = ["| option | type | default | help |", "|---|---|---|---|"]
+    for o in SWEEP_OPTIONS:
+        default = "—" if o.default in (None, ()) else f"{o.default}{o.unit if o.unit == '%' else ''}"
+        text = o.help.replace("|", "\\|")
+        if o.choices:
+            text += "<br>" + "<br>".join(f"`{k}`: {v}" for k, v in o.choices.items())
+        lines.append(f"| `{o.flag}` | {o.kind} | {default} | {text} |")
+    return "\n".join(lines)

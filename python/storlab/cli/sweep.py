@@ -179,14 +179,15 @@ def run(args: argparse.Namespace) -> int:
     console = Console(quiet)
     sweep_id = uuid.uuid4().hex
     # every point's run is stored as soon as it exists, tagged with the sweep, so an interrupted
-    # or killed sweep loses no measured point
+    # or killed sweep loses no measured point. The user's tags go on the sweep document only:
+    # it holds the runs, and `storlab report --tag T` would otherwise show every run twice.
     sweep_tag = f"sweep-{sweep_id[:12]}"
     user_tags = list(run_settings.get("tag") or ())
     store_on = _store_enabled(run_settings)
 
     def after(i, n, params, point, run_doc):
         if store_on:
-            _save(run_doc, run_settings, user_tags + [sweep_tag])
+            _save(run_doc, run_settings, [sweep_tag])
         console.after(i, n, params, point, run_doc)
 
     hooks = sw.SweepHooks(before=console.before, after=after, skipped=console.skipped)
@@ -196,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
         if console.line is not None:
             console.line.finish()
     if store_on:
-        _save(doc, run_settings, user_tags + [sweep_tag])
+        _save(doc, run_settings, user_tags)
     if json_target:
         _write_json(doc, json_target)
     if csv_target:
