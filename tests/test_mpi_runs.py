@@ -1,0 +1,263 @@
+"""storlab under mpiexec: real launches of 2 and 4 ranks (the mpich wheel's hydra, or any mpiexec
+on PATH), with the null backend and with real files in /dev/shm. Each test reads the merged JSON
+document rank 0 writes."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from storlab import stats
+
+
+def _mpiexec() -> str | None:
+    here = Path(sys.executable).parent / "mpiexec"
+    return str(here) if here.exists() else shutil.which("mpiexec")
+
+
+def _have_mpi4py() -> bool:
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+MPIEXEC = _mpiexec()
+pytestmark = [
+    pytest.mark.mpi,
+    pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (pip install mpich, or a site MPI on PATH)"),
+    pytest.mark.skipif(not _have_mpi4py(), reason="mpi4py not installed (pip install 'storlab[mpi]')"),
+]
+
+STORLAB = [sys.executable, "-m", "storlab"]
+
+
+def mpirun(n: int | list[tuple[int, list[str]]], args: list[str], out: Path, timeout_s: float = 90,
+           command: str = "run", store: Path | None = None) -> tuple[subprocess.CompletedProcess, dict | None, float]:
+    """Launch `storlab <command> args` on n ranks (or MPMD: [(ranks, extra args), ...]); returns
+    the process, rank 0's JSON document (None if it wrote none) and the wall time in seconds."""
+    base = [*STORLAB, command, *args, "--json", str(out), *(["--store", str(store)] if store else ["--no-store"])]
+    if isinstance(n, int):
+        cmd = [MPIEXEC, "-n", str(n), *base]
+    else:
+        cmd = [MPIEXEC]
+        for i, (count, extra) in enumerate(n):
+            cmd += ([":"] if i else []) + ["-n", str(count), *base, *extra]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    wall = time.monotonic() - t0
+    doc = json.loads(out.read_text()) if out.exists() else None
+    return p, doc, wall
+
+
+def ranks(phase: dict) -> list[dict]:
+    return phase["mpi"]["ranks"]
+
+
+@pytest.mark.parametrize("n", [2, 4])
+@pytest.mark.parametrize("engine", ["null", "psync"])
+def test_aggregate_bytes_equal_the_sum_of_the_ranks(shm_dir, n, engine):
+    d = Path(shm_dir)
+    extra = ["--null-delay", "200us", "--rw", "randread", "--time", "0.3s"] if engine == "null" else ["--rw", "write"]
+    p, doc, _ = mpirun(n, ["--target", f"{d}/f{{rank}}", "--size", "2m", "--bs", "64k", "--threads", "2",
+                           "--engine", engine, *extra], d / "out.json")
+    assert p.returncode == 0, p.stderr
+    assert doc["complete"] and doc["mpi"]["size"] == n
+    ph = doc["phases"][0]
+    direction = "read" if engine == "null" else "write"
+    per_rank = [r["bytes"] for r in ranks(ph)]
+    assert len(per_rank) == n and all(b > 0 for b in per_rank)
+    assert ph["aggregate"]["bytes"] == sum(per_rank) == ph[direction]["bytes"]
+    assert ph[direction]["bytes"] == sum(w[f"{direction}_bytes"] for w in ph["workers"])
+    assert ph[direction]["ops"] == sum(r[direction]["ops"] for r in ranks(ph))
+    assert [r["targets"] for r in ranks(ph)] == [[f"{d}/f{r}"] for r in range(n)]
+    if engine == "psync":   # every rank wrote its whole 2 MiB file: the total is exact
+        assert ph["aggregate"]["bytes"] == n * (2 << 20)
+        assert all(os.path.getsize(d / f"f{r}") == 2 << 20 for r in range(n))
+    # the human output names the MPI aggregate
+    assert "all bytes / first start to last finish" in p.stdout
+
+
+def test_a_rank_started_late_shows_in_deskew_and_straggler_output(shm_dir):
+    d = Path(shm_dir)
+    common = ["--target", f"{d}/f{{rank}}", "--size", "1m", "--engine", "null", "--null-delay", "1ms",
+              "--rw", "randread", "--time", "1s"]
+    # MPMD launch: rank 1 gets its own --start-delay
+    p, doc, _ = mpirun([(1, common), (1, [*common, "--start-delay", "0.4s"])], [], d / "out.json")
+    assert p.returncode == 0, p.stderr
+    ph = doc["phases"][0]
+    a, m = ph["aggregate"], ph["mpi"]
+    late = ranks(ph)[1]
+    assert late["start_s"] == pytest.approx(0.4, abs=0.05)
+    assert a["deskew_window_s"][0] == pytest.approx(0.4, abs=0.05)     # opens when rank 1 starts
+    assert a["deskew_window_s"][1] == pytest.approx(1.0, abs=0.05)     # closes when rank 0 is done
+    assert m["last_done"]["rank"] == 1 and m["first_done"]["rank"] == 0
+    assert m["stragglers"][0]["rank"] == 1
+    assert m["stragglers"][0]["behind_s"] == pytest.approx(0.4, abs=0.05)
+    assert a["straggler_s"] == pytest.approx(0.4, abs=0.05)
+    # both ranks run ~1000 IOPS x 4 KiB in the window; the plain rate spreads the bytes over 1.4 s
+    assert a["deskew_bw_bytes"] == pytest.approx(2 * 4096 * 1000, rel=0.15)
+    assert a["bw_bytes"] < 0.85 * a["deskew_bw_bytes"]
+    assert "stragglers (finished last): rank 1" in p.stdout
+
+
+def test_merged_histograms_equal_the_histogram_of_all_samples(shm_dir):
+    d = Path(shm_dir)
+    p, doc, _ = mpirun(4, ["--target", f"{d}/f{{rank}}", "--size", "1m", "--engine", "null",
+                           "--null-delay", "50us", "--rw", "randread", "--time", "0.3s", "--qd", "4"],
+                       d / "out.json")
+    assert p.returncode == 0, p.stderr
+    ph = doc["phases"][0]
+    per_rank = [r["read"]["lat_hist"]["buckets"] for r in ranks(ph)]
+    # every sample of every rank, at its bucket's value (which falls back into the same bucket)
+    samples = [stats.bucket_value(i) for b in per_rank for i, c in b for _ in range(c)]
+    merged = ph["read"]["lat_hist"]["buckets"]
+    assert merged == stats.histogram(samples)
+    assert stats.count(merged) == ph["read"]["ops"] == sum(r["read"]["ops"] for r in ranks(ph))
+    assert ph["read"]["lat_ns"]["p99"] == stats.percentile(stats.histogram(samples), 99)
+    assert ph["read"]["lat_ns"]["max"] == max(r["read"]["lat_ns"]["max"] for r in ranks(ph))
+
+
+def test_reorder_makes_each_rank_read_the_next_ranks_file(shm_dir, tmp_path):
+    d = Path(shm_dir)
+    for r in range(4):   # rank-specific sizes: whose file a rank read shows in its byte count
+        (d / f"f{r}").write_bytes(os.urandom((r + 1) * (256 << 10)))
+    p, doc, _ = mpirun(4, ["--target", f"{d}/f{{rank}}", "--rw", "read", "--bs", "64k", "--reorder", "1"],
+                       d / "out.json", store=tmp_path / "results.db")
+    assert p.returncode == 0, p.stderr
+    from storlab import store
+
+    # only rank 0 stores and prints
+    assert [x["run_id"] for x in store.list_runs(path=tmp_path / "results.db")] == [doc["run_id"]]
+    assert p.stdout.count("bw MiB/s") == 1
+    for r, rec in enumerate(ranks(doc["phases"][0])):
+        other = (r + 1) % 4
+        assert rec["data_rank"] == other
+        assert rec["targets"] == [f"{d}/f{other}"]
+        assert rec["bytes"] == (other + 1) * (256 << 10)
+    assert doc["mpi"]["reorder"] == 1
+
+
+def test_reorder_checked_with_verification_finds_the_flip_in_the_other_ranks_data(shm_dir):
+    d = Path(shm_dir)
+    target = ["--target", f"{d}/f{{rank}}", "--bs", "4k", "--verify", "crc32c"]
+    p, doc, _ = mpirun(4, [*target, "--rw", "write", "--size", "256k"], d / "w.json")
+    assert p.returncode == 0, p.stderr
+    with open(d / "f1", "r+b") as f:   # flip one byte of the data rank 1 wrote
+        f.seek(100_000)
+        b = f.read(1)
+        f.seek(100_000)
+        f.write(bytes([b[0] ^ 0x5A]))
+    p, doc, _ = mpirun(4, [*target, "--rw", "read", "--reorder", "1"], d / "r.json")
+    ph = doc["phases"][0]
+    v = ph["verify"]
+    assert v["mismatches"] == 1 and v["checked_blocks"] == 4 * 64
+    assert v["first"][0]["rank"] == 0 and v["first"][0]["target"] == f"{d}/f1"   # rank 0 read rank 1's
+    assert [r["verify"]["mismatches"] for r in ranks(ph)] == [1, 0, 0, 0]
+    assert p.returncode == 1 and "verification failed" in p.stderr
+
+
+def test_a_rank_that_raises_ends_every_rank_within_the_timeout(shm_dir):
+    d = Path(shm_dir)
+    for r in (0, 1, 3):
+        (d / f"d{r}").mkdir()
+    # rank 2's folder does not exist: its plan fails while the others wait at the barrier
+    p, doc, wall = mpirun(4, ["--target", f"{d}/d{{rank}}/f", "--size", "1m", "--engine", "null",
+                              "--null-delay", "1ms", "--time", "30s", "--rank-timeout", "5s"], d / "out.json")
+    assert wall < 15, f"took {wall:.1f} s"
+    assert p.returncode == 1
+    assert doc["complete"] is False and doc["stop_reason"] == "error"
+    assert doc["error"].startswith("rank 2 (node ")
+    assert "d2/f" in doc["error"]
+    assert doc["mpi"]["failed_rank"] == 2
+    assert "storlab run: error: rank 2" in p.stderr
+
+
+def test_a_rank_failing_mid_phase_interrupts_the_others(shm_dir):
+    d = Path(shm_dir)
+    common = ["--target", f"{d}/f{{rank}}", "--size", "1m", "--engine", "null", "--time", "30s",
+              "--rank-timeout", "5s"]
+    fast = [*common, "--null-delay", "1ms"]
+    # rank 2's requests take 5 s and it aborts on a stall after 0.3 s: an error mid-phase
+    stalls = [*common, "--null-delay", "5s", "--stall-after", "0.3s", "--stall-abort"]
+    p, doc, wall = mpirun([(2, fast), (1, stalls), (1, fast)], [], d / "out.json")
+    assert wall < 20, f"took {wall:.1f} s"
+    assert p.returncode == 1
+    ph = doc["phases"][0]
+    assert doc["error"].startswith("rank 2 (node ") and "stall" in doc["error"]
+    others = [r for r in ranks(ph) if r["rank"] != 2]
+    assert all(r["stop_reason"] == "error" and r["bytes"] > 0 for r in others)   # partial results kept
+    assert all(r["end_s"] < 10 for r in others)                                 # stopped well before 30 s
+
+
+def test_stonewalled_write_then_read_back_exactly_what_each_rank_wrote(shm_dir, tmp_path):
+    d = Path(shm_dir)
+    jobfile = tmp_path / "job.toml"
+    jobfile.write_text(f"""
+target = ["{d}/f{{rank}}"]
+size = "256m"
+bs = "64k"
+engine = "psync"
+reorder = 1
+
+[[phase]]
+name = "write"
+rw = "write"
+time = "0.3s"
+
+[[phase]]
+name = "read"
+rw = "read"
+""")
+    p, doc, _ = mpirun(2, [str(jobfile)], d / "out.json")
+    assert p.returncode == 0, p.stderr
+    write, read = doc["phases"]
+    written = [r["bytes"] for r in ranks(write)]
+    assert all(0 < b < 256 << 20 for b in written)            # the deadline ended the writes
+    for r, rec in enumerate(ranks(read)):
+        assert rec["data_rank"] == (r + 1) % 2
+        assert rec["bytes"] == written[rec["data_rank"]]     # one thread per rank: exact
+    sw = doc["mpi"]["stonewall"][0]
+    assert sw["phase"] == "read" and sw["from_phase"] == "write"
+    assert sw["io_size_bytes"] == [[written[1]], [written[0]]]
+
+
+def test_ranks_on_one_shared_file_split_its_region(shm_dir):
+    d = Path(shm_dir)
+    p, doc, _ = mpirun(2, ["--target", f"{d}/shared.dat", "--size", "4m", "--bs", "64k", "--threads", "2",
+                           "--rw", "write"], d / "out.json")
+    assert p.returncode == 0, p.stderr
+    # 2 ranks x 2 threads each own a quarter: one pass writes the file once, not once per rank
+    assert doc["phases"][0]["aggregate"]["bytes"] == 4 << 20
+    assert os.path.getsize(d / "shared.dat") == 4 << 20
+
+
+def test_scale_runs_one_two_and_four_ranks_and_reports_efficiency(shm_dir, tmp_path):
+    d = Path(shm_dir)
+    db = tmp_path / "results.db"
+    out = d / "scale.json"
+    p = subprocess.run([MPIEXEC, "-n", "4", *STORLAB, "scale", "--target", f"{d}/f{{rank}}", "--size", "1m",
+                        "--engine", "null", "--null-delay", "1ms", "--rw", "randread", "--time", "0.3s",
+                        "--json", str(out), "--store", str(db)], capture_output=True, text=True, timeout=90)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["kind"] == "scale" and doc["complete"]
+    assert doc["scale"]["ranks_run"] == [1, 2, 4]
+    assert [r["mpi"]["size"] for r in doc["runs"]] == [1, 2, 4]
+    pts = doc["scale"]["curve"][0]["points"]
+    # the null device at 1 ms per request does not slow down with more ranks: near-linear scaling
+    assert pts[0]["efficiency"] == 1.0
+    assert all(0.75 < pt["efficiency"] <= 1.1 for pt in pts)
+    assert pts[2]["bw_bytes"] == pytest.approx(4 * pts[0]["bw_bytes"], rel=0.25)
+    assert "efficiency %" in p.stdout
+    from storlab import store
+
+    (saved,) = store.list_runs(path=db)     # rank 0 alone stored it, once
+    assert saved["kind"] == "scale" and saved["run_id"] == doc["run_id"]
