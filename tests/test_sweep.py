@@ -11,7 +11,7 @@ from storlab import stats
 from storlab.options import OptionError
 from storlab.sweep import (Axis, EarlyStop, Settings, analyse, build_axes, check_early_stop, expand,
                            knee, latency_climb, measure, parse_settings, plan_sweep, run_sweep,
-                           split_values, summarise_warnings, to_csv, render_table, SweepHooks)
+                           split_values, summarise_warnings, to_csv, render_table)
 
 
 # --- lists of values ------------------------------------------------------------------------

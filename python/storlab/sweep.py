@@ -15,17 +15,18 @@ import io
 import itertools
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from . import __version__
 from .options import BY_NAME, Option, OptionError, _PARSERS, parse_value, suggest
 from .units import format_duration, format_size
 
 __all__ = [
-    "SCHEMA", "SWEEP_OPTIONS", "SWEEP_BY_NAME", "Axis", "Settings", "parse_settings",
-    "split_values", "parse_sweep_spec", "build_axes", "expand", "knee", "latency_climb",
-    "EarlyStop", "measure", "analyse", "summarise_warnings", "run_sweep", "render_table",
-    "to_csv", "fmt_value", "LIST_KINDS", "sweepable",
+    "SCHEMA", "SWEEP_OPTIONS", "SWEEP_BY_NAME", "LIST_KINDS", "sweepable", "Axis", "Settings",
+    "parse_settings", "split_values", "parse_sweep_spec", "build_axes", "expand", "check_early_stop",
+    "knee", "latency_climb", "EarlyStop", "measure", "analyse", "summarise_warnings", "SweepPlan",
+    "SweepHooks", "plan_sweep", "run_sweep", "point_label", "fmt_value", "table_rows",
+    "render_table", "findings_text", "to_csv", "render_reference",
 ]
 
 SCHEMA = "storlab.sweep/1"
@@ -747,11 +748,6 @@ def to_csv(doc: dict[str, Any]) -> str:
         cells += [";".join(r["marks"]) if c == "marks" else r.get(c) for c in CSV_RESULT_COLUMNS]
         w.writerow(["" if c is None else c for c in cells])
     return out.getvalue()
-
-
-def iter_points(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
-    """The points of a sweep document that were measured."""
-    return (p for p in doc.get("points") or [] if p.get("status") == "done")
 
 
 def render_reference() -> str:
