@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""storlab meta vs mdtest (or fio's file engines), side by side on identical metadata workloads
+(issue 4, "Performance").
+
+If an `mdtest` binary is on PATH the peer is mdtest (`-F -C -T -r`, one directory shared by all
+ranks; more than one thread needs `mpirun`). Otherwise the peer is Debian's fio with its
+`filecreate`, `filestat` and `filedelete` engines, one fio run per operation over the same files
+(fio keeps each job's files in the target directory: the shared-directory case). Installs
+nothing.
+
+For each directory (default /dev/shm, tmpfs, and /tmp, the local file system) and thread count,
+storlab and the peer run alternately (A B, then B A ...) for --rounds rounds; the table shows
+the medians of create, stat and remove rates (files/s, summed over threads), the median of the
+per-round ratios storlab/peer, and the mean per-operation latencies where the peer reports them.
+
+Fairness notes:
+- Files are empty (fio's filecreate never writes; mdtest runs without -w), so create is the
+  open(O_CREAT)+close of an empty file in both.
+- fio runs with file_service_type=sequential: its default (roundrobin) rescans the file list for
+  every open and gets slower quadratically with the file count, which would measure fio, not the
+  file system.
+- fio's latency is the open() / stat() / unlink() call alone; storlab's create latency also
+  includes the close, so its mean create latency is expected to be a little higher.
+
+    python3 benchmarks/vs_mdtest.py [--rounds 3] [--files 50000] [--threads 1,2] [--dirs /dev/shm,/tmp]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import uuid
+
+OPS = ("create", "stat", "remove")
+
+
+def run_storlab(directory: str, threads: int, files: int) -> dict[str, dict[str, float]]:
+    cmd = [sys.executable, "-m", "storlab", "meta", "--target", directory, "--threads", str(threads),
+           "--files", str(files), "--dir", "shared", "--phases", "create,stat,remove,rmdir",
+           "--json", "-", "-q", "--no-store"]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"storlab meta failed: {out.stderr.strip()}")
+    doc = json.loads(out.stdout)
+    phases = {p["name"]: p for p in doc["phases"]}
+    return {op: {"ops_per_s": phases[op]["ops_per_s"], "lat_mean_ns": phases[op]["lat_ns"]["mean"]}
+            for op in OPS}
+
+
+# -- fio ------------------------------------------------------------------------------------------
+def _fio(engine: str, directory: str, threads: int, files: int, extra: list[str]) -> dict[str, float]:
+    cmd = ["fio", "--name=meta", f"--ioengine={engine}", f"--directory={directory}",
+           f"--nrfiles={files}", f"--numjobs={threads}", "--thread", "--group_reporting",
+           "--filesize=4k", "--bs=4k", "--openfiles=1", "--file_service_type=sequential",
+           "--output-format=json", *extra]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"fio {engine} failed: {out.stderr.strip() or out.stdout[-500:]}")
+    job = json.loads(out.stdout[out.stdout.index("{"):])["jobs"][0]
+    d = job["write"] if job["write"]["total_ios"] else job["read"]
+    if d["total_ios"] != files * threads:
+        raise RuntimeError(f"fio {engine}: {d['total_ios']} operations, expected {files * threads}")
+    return {"ops_per_s": d["iops"], "lat_mean_ns": d["clat_ns"]["mean"]}
+
+
+def run_fio(directory: str, threads: int, files: int) -> dict[str, dict[str, float]]:
+    work = os.path.join(directory, f"fio-meta-{uuid.uuid4().hex[:8]}")
+    os.mkdir(work)
+    try:
+        return {
+            "create": _fio("filecreate", work, threads, files,
+                           ["--rw=write", "--create_on_open=1", "--fallocate=none"]),
+            "stat": _fio("filestat", work, threads, files, ["--rw=read"]),
+            "remove": _fio("filedelete", work, threads, files, ["--rw=read"]),
+        }
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# -- mdtest ---------------------------------------------------------------------------------------
+_MDTEST_ROW = re.compile(r"^\s*File (creation|stat|removal)\s*:\s*([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
+
+
+def parse_mdtest(text: str) -> dict[str, float]:
+    """Mean rates (files/s) from mdtest's SUMMARY rate table.
+
+    >>> parse_mdtest("   File creation             :      10.000      8.000      9.000      1.000\\n"
+    ...              "   File removal              :       4.000      4.000      4.000      0.000")
+    {'create': 9.0, 'remove': 4.0}
+    """
+    names = {"creation": "create", "stat": "stat", "removal": "remove"}
+    return {names[m.group(1)]: float(m.group(4)) for m in _MDTEST_ROW.finditer(text)}
+
+
+def run_mdtest(directory: str, threads: int, files: int) -> dict[str, dict[str, float]]:
+    work = tempfile.mkdtemp(prefix="mdtest-", dir=directory)
+    cmd = ["mdtest", "-F", "-C", "-T", "-r", "-n", str(files), "-d", work]
+    if threads > 1:
+        mpirun = shutil.which("mpirun") or shutil.which("mpiexec")
+        if mpirun is None:
+            raise RuntimeError("mdtest with more than one thread needs mpirun")
+        cmd = [mpirun, "--oversubscribe", "-np", str(threads), *cmd]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"mdtest failed: {out.stderr.strip()}")
+        rates = parse_mdtest(out.stdout)
+        return {op: {"ops_per_s": rates[op], "lat_mean_ns": float("nan")} for op in OPS}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# -- the comparison -------------------------------------------------------------------------------
+def fs_type(path: str) -> str:
+    best, kind = "", "?"
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            _, mnt, fstype, *_ = line.split()
+            if os.path.realpath(path).startswith(mnt) and len(mnt) > len(best):
+                best, kind = mnt, fstype
+    return kind
+
+
+def fmt_rate(v: float) -> str:
+    return f"{v / 1e3:,.1f}k"
+
+
+def fmt_lat(v: float) -> str:
+    return "-" if v != v else f"{v / 1e3:.2f}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--files", type=int, default=50_000, help="files per thread")
+    ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    ap.add_argument("--dirs", default="/dev/shm,/tmp", help="comma-separated directories to work in")
+    ap.add_argument("--peer", choices=("auto", "mdtest", "fio"), default="auto")
+    args = ap.parse_args()
+
+    peer = args.peer
+    if peer == "auto":
+        peer = "mdtest" if shutil.which("mdtest") else "fio"
+    if shutil.which(peer) is None:
+        print(f"{peer} is not on PATH", file=sys.stderr)
+        return 2
+    run_peer = run_mdtest if peer == "mdtest" else run_fio
+    print(f"peer: {peer}; {args.rounds} rounds, {args.files} files per thread, shared directory, "
+          f"empty files; rates in files/s summed over threads, latency in us (mean)\n")
+
+    header = ("| directory (fs) | threads | op | storlab files/s | " + peer + " files/s | "
+              "median ratio | storlab lat us | " + peer + " lat us |")
+    rows = [header, "|" + "---|" * 8]
+    for directory in args.dirs.split(","):
+        for threads in (int(t) for t in args.threads.split(",")):
+            results: dict[str, list] = {"storlab": [], peer: []}
+            for r in range(args.rounds):
+                order = [("storlab", run_storlab), (peer, run_peer)]
+                if r % 2:
+                    order.reverse()  # alternate who goes first: neither always gets a warm cache
+                for name, fn in order:
+                    results[name].append(fn(directory, threads, args.files))
+            for op in OPS:
+                ours = [x[op]["ops_per_s"] for x in results["storlab"]]
+                theirs = [x[op]["ops_per_s"] for x in results[peer]]
+                ratio = statistics.median(a / b for a, b in zip(ours, theirs))
+                lat_ours = statistics.median(x[op]["lat_mean_ns"] for x in results["storlab"])
+                lat_theirs = statistics.median(x[op]["lat_mean_ns"] for x in results[peer])
+                rows.append(f"| {directory} ({fs_type(directory)}) | {threads} | {op} | "
+                            f"{fmt_rate(statistics.median(ours))} | {fmt_rate(statistics.median(theirs))} | "
+                            f"{ratio:.2f} | {fmt_lat(lat_ours)} | {fmt_lat(lat_theirs)} |")
+            print("\n".join(rows[-3:]), flush=True)
+    print("\n" + "\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
