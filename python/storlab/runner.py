@@ -25,6 +25,7 @@ from .cpu import CpuSample, cpu_usage
 from .environment import describe_target, host_environment
 from .errors import StorlabError, from_core
 from .job import Job, core_spec
+from .prediction import predict_for_run
 
 SCHEMA = "storlab.run/1"
 SCRATCH_SIZE_BYTES = 256 << 20
@@ -117,6 +118,8 @@ class Runner:
             check_targets_safe(self.job)
             doc["warnings"].extend(cache.apply_sizing(self.job, settings, doc["environment"]["memory_bytes"]))
             doc["job"] = self._job_record()
+            if settings.get("stack"):
+                doc["model"] = predict_for_run(settings["stack"], doc["job"])
             targets: dict[str, dict[str, Any]] = {}
             pass_count = settings.get("passes") or 1
             written: set[str] = set()

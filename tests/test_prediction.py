@@ -1,0 +1,209 @@
+"""Predicted vs measured (storlab.prediction): a run's workload mapped onto the stack model, checked
+against figures worked out by hand for a simple stack, and the `--stack` hook of `storlab run`."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from storlab.cli.main import main
+from storlab.job import resolve_job
+from storlab.prediction import measured_value, predict_for_run
+from storlab.runner import run_job
+
+MB = 10**6
+KiB = 1024
+
+# One 8+1 RAID 5 of drives doing 200 MB/s and 100 IOPS each, 128 KiB chunks (full stripe
+# 8 x 128 KiB = 1 MiB), behind a RAID adapter that carries at most 1000 MB/s each way.
+# By hand, before any cap:
+#   sequential read  = 8 data drives x 200 MB/s = 1600 MB/s           -> adapter cap 1000 MB/s
+#   sequential write, 1 MiB full stripes = 8 x 200 MB/s = 1600 MB/s   -> adapter cap 1000 MB/s
+#   sequential write, 256 KiB: each request writes 2 of 8 chunks of one stripe; read-modify-write
+#     reads the 2 old chunks + old parity (384 KiB) and writes 2 chunks + parity (384 KiB), so the
+#     drives move 768 KiB per 256 KiB host: amplification 3 -> 9 x 200 MB/s / 3 = 600 MB/s (drives)
+#   random read 4 KiB  = 9 drives x 100 IOPS (a 4 KiB request is one chunk piece) = 900 IOPS
+#   random write 4 KiB = 9 x 100 / 4 drive ops (2 reads, 2 writes) = 225 IOPS
+R5_STACK = """
+name = "r5-8p1-adapter"
+[drive]
+capacity = "1TB"
+seq_read = "200MB/s"
+seq_write = "200MB/s"
+random_iops = 100
+[raid]
+layout = "R5/9"
+chunk = "128KiB"
+[[component]]
+name = "host"
+[[component]]
+name = "adapter"
+kind = "controller"
+parent = "host"
+bw = "1000MB/s"
+raid_engine = true
+groups = 1
+"""
+
+
+@pytest.fixture
+def r5_stack(tmp_path):
+    path = tmp_path / "r5.toml"
+    path.write_text(R5_STACK)
+    return str(path)
+
+
+def job(rw: str, bs: int, threads: int = 1, qd: int = 1, engine: str = "io_uring",
+        rwmix_read: int = 50, **extra) -> dict:
+    """A job record as the runner stores it: the first group's options flat, plus the phases."""
+    group = {"name": "g", "rw": rw, "bs": bs, "threads": threads, "qd": qd, "engine": engine,
+             "target": ["/dev/md0"], "rwmix_read": rwmix_read, "direct": True, **extra}
+    flat = {k: v for k, v in group.items() if k != "name"}
+    return {**flat, "phases": [{"name": rw, "groups": [group]}]}
+
+
+def test_sequential_read_is_capped_by_the_adapter_which_is_named(r5_stack):
+    m = predict_for_run(r5_stack, job("read", 1 << 20, qd=16))
+    run = m["predicted"]["for_this_run"]
+    assert run["metric"] == "seq_read_bw_bytes" and run["unit"] == "bytes/s"
+    assert run["value"] == pytest.approx(1000 * MB)
+    assert run["limiting_component"] == "host/adapter"
+    (adapter,) = run["headroom"]          # the host has no limit, so no headroom row
+    assert adapter["component"] == "adapter" and adapter["headroom_fraction"] == pytest.approx(0.0)
+    phase = m["phases"][0]
+    assert phase["drives_value"] == pytest.approx(1600 * MB)
+    assert phase["value_iops"] == pytest.approx(1000 * MB / (1 << 20))
+    assert phase["measured_as"] == {"quantity": "bw_bytes", "directions": ["read"]}
+
+
+def test_stack_figures_at_the_runs_request_size(r5_stack):
+    m = predict_for_run(r5_stack, job("randread", 4 * KiB, qd=32))
+    p = m["predicted"]
+    assert p["seq_read_bw_bytes"] == pytest.approx(1000 * MB)
+    assert p["rand_read_iops"] == pytest.approx(900)
+    assert p["rand_write_iops"] == pytest.approx(225)
+    assert p["limiting"]["seq_read_bw_bytes"] == "host/adapter"
+    assert p["limiting"]["rand_read_iops"] == "drives"
+    s = m["stack"]
+    assert (s["layout"], s["drives"], s["data_drives"], s["full_stripe_bytes"]) == ("R5/9", 9, 8, 1 << 20)
+    assert m["stack_file"] == os.path.abspath(r5_stack) and m["request_bytes"] == 4096
+
+
+def test_full_stripe_sequential_write_is_capped_by_the_adapter(r5_stack):
+    phase = predict_for_run(r5_stack, job("write", 1 << 20, qd=4))["phases"][0]
+    assert phase["metric"] == "seq_write_bw_bytes"
+    assert phase["value"] == pytest.approx(1000 * MB)
+    assert phase["limiting_component"] == "host/adapter"
+    a = phase["alignment"]
+    assert a["full_stripe_fraction"] == 1.0 and a["write_penalty"] == pytest.approx(9 / 8)
+
+
+def test_partial_stripe_sequential_write_pays_read_modify_write(r5_stack):
+    phase = predict_for_run(r5_stack, job("write", 256 * KiB, qd=4))["phases"][0]
+    a = phase["alignment"]
+    assert a["partial_stripe_fraction"] == 1.0 and a["rmw_fraction"] == 1.0
+    assert a["write_amplification"] == pytest.approx(3.0)
+    assert phase["value"] == pytest.approx(600 * MB)
+    assert phase["limiting_component"] == "drives"
+
+
+def test_random_rates_and_the_concurrency_bound(r5_stack):
+    deep_read = predict_for_run(r5_stack, job("randread", 4 * KiB, qd=32))["phases"][0]
+    assert deep_read["value"] == pytest.approx(900) and deep_read["limiting_component"] == "drives"
+    # psync keeps one request in flight per thread whatever qd says: 1 x 100 IOPS
+    one = predict_for_run(r5_stack, job("randread", 4 * KiB, qd=32, engine="psync"))["phases"][0]
+    assert one["outstanding"] == 1
+    assert one["value"] == pytest.approx(100)
+    assert one["limiting_component"].startswith("concurrency (1 request")
+    deep_write = predict_for_run(r5_stack, job("randwrite", 4 * KiB, threads=4, qd=8))["phases"][0]
+    assert deep_write["value"] == pytest.approx(225) and deep_write["limiting_component"] == "drives"
+    # one RAID 5 small write at a time: read old data and parity, then write both = 2 drive
+    # service times per request -> 100 / 2 = 50 IOPS
+    one_write = predict_for_run(r5_stack, job("randwrite", 4 * KiB))["phases"][0]
+    assert one_write["value"] == pytest.approx(50)
+
+
+def test_mixed_random_is_the_harmonic_mix(r5_stack):
+    phase = predict_for_run(r5_stack, job("randrw", 4 * KiB, qd=32, rwmix_read=70))["phases"][0]
+    assert phase["metric"] == "rand_mixed_iops"
+    assert phase["value"] == pytest.approx(1 / (0.7 / 900 + 0.3 / 225))    # 473.7 IOPS
+    assert phase["limiting_by_direction"] == {"read": "drives", "write": "drives"}
+    assert phase["measured_as"] == {"quantity": "iops", "directions": ["read", "write"]}
+
+
+def test_every_phase_is_predicted_and_measured_from_its_direction(r5_stack):
+    record = job("write", 1 << 20, qd=4)
+    record["phases"].append({"name": "readback", "groups": [{**record["phases"][0]["groups"][0],
+                                                              "rw": "randread", "bs": 4096}]})
+    m = predict_for_run(r5_stack, record)
+    assert [(p["phase"], p["metric"]) for p in m["phases"]] == [
+        ("write", "seq_write_bw_bytes"), ("readback", "rand_read_iops")]
+    result = {"read": {"bw_bytes": 2.0e6, "iops": 488.0}, "write": None}
+    assert measured_value(result, m["phases"][1]) == 488.0
+    assert measured_value(result, m["phases"][0]) is None      # this phase wrote nothing
+
+
+def test_notes_say_what_the_model_leaves_out(r5_stack):
+    notes = " ".join(predict_for_run(r5_stack, job("write", 256 * KiB, engine="null",
+                                                   direct=False))["notes"])
+    assert "engine null does no I/O" in notes
+    assert "page cache" in notes
+    assert "partial-stripe" in notes
+
+
+@pytest.mark.parametrize("content,words", [
+    (None, ["no such stack file"]),
+    ("[raid\nlayout = 1", ["not valid TOML"]),
+    ('[raid]\nlayout = "R6/3"\nchunk = "64KiB"\n', ["RAID 6 needs at least 4 drives per span"]),
+    ('[raid]\nlayout = "R5/9"\nchunk = "128KiB"\nspeed = 3\n', ["unknown key 'speed'"]),
+])
+def test_bad_stack_file_gives_one_line_naming_the_file(tmp_path, content, words):
+    path = tmp_path / "bad.toml"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(ValueError) as e:
+        predict_for_run(str(path), job("read", 1 << 20))
+    msg = str(e.value)
+    assert "\n" not in msg and str(path) in msg
+    for w in words:
+        assert w in msg, msg
+
+
+# -- the runner hook and the CLI ------------------------------------------------------------------
+def test_run_with_stack_stores_the_model_section(r5_stack, shm_dir):
+    doc = run_job(resolve_job({"target": [f"{shm_dir}/p.dat"], "size": "4m", "engine": "null",
+                               "rw": "read", "bs": "1m", "time": "0.2s", "stack": r5_stack,
+                               "no_store": True}))
+    assert doc["complete"] and doc["job"]["stack"] == r5_stack
+    assert doc["model"]["predicted"]["for_this_run"]["value"] == pytest.approx(1000 * MB)
+    assert measured_value(doc["phases"][0], doc["model"]["phases"][0]) == doc["phases"][0]["read"]["bw_bytes"]
+
+
+def test_run_without_stack_has_no_model_section(shm_dir):
+    doc = run_job(resolve_job({"target": [f"{shm_dir}/q.dat"], "size": "1m", "engine": "null",
+                               "time": "0.1s", "no_store": True}))
+    assert "model" not in doc
+
+
+def test_cli_bad_stack_is_one_line_and_no_io(tmp_path, shm_dir, capsys):
+    target = f"{shm_dir}/never.dat"
+    code = main(["run", "--stack", str(tmp_path / "missing.toml"), "--engine", "null", "--target", target,
+                 "--size", "1m", "--time", "0.1s", "--json", str(tmp_path / "o.json"), "-q", "--no-store"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err.count("\n") == 0 and "missing.toml: no such stack file" in err
+    assert not os.path.exists(target)     # refused before the target was laid out
+
+
+def test_cli_run_with_example_stack(tmp_path, shm_dir):
+    out = tmp_path / "o.json"
+    stack = os.path.join(os.path.dirname(__file__), "..", "examples", "stacks", "r6-12-nlsas-md.toml")
+    code = main(["run", "--stack", stack, "--engine", "null", "--target", f"{shm_dir}/e.dat", "--size", "4m",
+                 "--rw", "randwrite", "--bs", "4k", "--qd", "4", "--time", "0.2s", "--json", str(out), "-q",
+                 "--no-store"])
+    assert code == 0
+    model = json.loads(out.read_text())["model"]
+    assert model["stack"]["layout"] == "R6/12"
+    run = model["predicted"]["for_this_run"]
+    assert run["metric"] == "rand_write_iops" and run["value"] > 0 and run["limiting_component"]
