@@ -261,3 +261,32 @@ def test_scale_runs_one_two_and_four_ranks_and_reports_efficiency(shm_dir, tmp_p
 
     (saved,) = store.list_runs(path=db)     # rank 0 alone stored it, once
     assert saved["kind"] == "scale" and saved["run_id"] == doc["run_id"]
+
+
+CLOCK_SCRIPT = """
+import json
+from mpi4py import MPI
+from storlab.mpi import clock
+from storlab.mpi.comm import Comm, Liveness
+
+live = Liveness(MPI.COMM_WORLD, 10.0)
+comm = Comm(MPI.COMM_WORLD, live)
+# pretend every rank is on a node of its own, so each one runs the ping-pong with rank 0
+offsets = clock.exchange(comm, ["n0", "n1", "n2"])
+if comm.rank == 0:
+    print(json.dumps([o.as_dict() for o in offsets]))
+comm.free()
+assert live.close()
+"""
+
+
+def test_clock_ping_pong_between_ranks_on_one_host_finds_no_offset():
+    p = subprocess.run([MPIEXEC, "-n", "3", sys.executable, "-c", CLOCK_SCRIPT], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    offsets = json.loads(p.stdout)
+    assert offsets[0] == {"offset_s": 0.0, "rtt_s": 0.0, "error_bound_s": 0.0}
+    for o in offsets[1:]:
+        # one host, one clock: the estimate is 0 within its own error bound (half the round trip)
+        assert 0 < o["rtt_s"] < 0.05
+        assert abs(o["offset_s"]) <= o["error_bound_s"] + 1e-6

@@ -57,6 +57,8 @@ class Liveness:
 
     def __init__(self, world, timeout_s: float) -> None:
         self.ctl = world.Dup()
+        # Errors (a peer that died) come back as exceptions instead of aborting the whole job.
+        self.ctl.Set_errhandler(MPI.ERRORS_RETURN)
         self.rank = self.ctl.Get_rank()
         self.size = self.ctl.Get_size()
         self.timeout_s = float(timeout_s)
@@ -114,6 +116,14 @@ class Liveness:
         self._sends.append(self.ctl.isend(obj, dest, tag))
 
     def _loop(self) -> None:
+        try:
+            self._beat()
+        except Exception as e:  # noqa: BLE001 - a dead thread would look like a dead rank to the others
+            if self.failure is None:
+                self.failure = RankFailure(self.rank, f"{self.who(self.rank)} lost contact with the "
+                                                      f"other ranks: MPI error: {e}")
+
+    def _beat(self) -> None:
         next_beat = 0.0
         while not self._stop.is_set():
             now = time.monotonic()
@@ -200,6 +210,7 @@ class Comm:
 
     def __init__(self, comm, liveness: Liveness) -> None:
         self.data = comm.Dup()
+        self.data.Set_errhandler(MPI.ERRORS_RETURN)
         self.rank = self.data.Get_rank()
         self.size = self.data.Get_size()
         self.liveness = liveness
