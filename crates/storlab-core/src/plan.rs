@@ -122,13 +122,14 @@ fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec) -> Result<()> {
     let chunk = if g.verify == VerifyKind::Off { 1 << 20 } else { (((1 << 20) / g.bs).max(1) * g.bs) as usize };
     let mut buf = AlignedBuf::new(chunk, 4096);
     buf.fill_random(Rng::derive(g.seed, 0xFEED));
+    let pattern = (g.verify != VerifyKind::Off).then(|| verify::Pattern::new(g.seed, g.bs as usize));
     let mut off = from;
     while off < to {
         let n = ((to - off) as usize).min(chunk);
-        if g.verify != VerifyKind::Off {
+        if let Some(pattern) = &pattern {
             for (i, block) in buf.as_mut_slice()[..n].chunks_exact_mut(g.bs as usize).enumerate() {
                 let at = off + (i as u64) * g.bs;
-                verify::stamp(block, g.verify, Expect { offset: at, seed: g.seed, pass: g.verify_pass }, 0);
+                verify::stamp(block, pattern, g.verify, Expect { offset: at, seed: g.seed, pass: g.verify_pass }, 0);
             }
         }
         // SAFETY: buf holds at least n bytes.

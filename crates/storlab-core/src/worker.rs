@@ -125,6 +125,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     let start_instant = now;
     let mut log = ProgressLog::new(ns_between(phase_start, start_instant.max(measure_start)));
     let verifying = g.verify != VerifyKind::Off;
+    let pattern = verifying.then(|| verify::Pattern::new(g.seed, bs));
     let mut tally = VerifyTally::default();
     let mut write_sequence: u64 = 0;
     // Read-behind-write: this worker's next record and the one in flight (qd is 1 there).
@@ -159,7 +160,8 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
             // SAFETY: the slot's buffer holds bs bytes, just filled by the completed read.
             let block = unsafe { std::slice::from_raw_parts(slot.buf, bs) };
             let expect = Expect { offset: slot.offset, seed: g.seed, pass: g.verify_pass };
-            tally.record(verify::check(block, g.verify, expect, &target.path), g.verify_report as usize);
+            let pattern = pattern.as_ref().expect("a pattern when verifying");
+            tally.record(verify::check(block, pattern, g.verify, expect, &target.path), g.verify_report as usize);
         }
         // Time-based runs measure exactly [ramp end, deadline]; what completes later is drained only.
         if t >= measure_start && deadline.map_or(true, |d| t <= d) {
@@ -234,7 +236,8 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                         write_sequence += 1;
                         // SAFETY: the slot's buffer holds bs bytes and no request is using it.
                         let block = unsafe { std::slice::from_raw_parts_mut(slot.buf, bs) };
-                        verify::stamp(block, g.verify, Expect { offset: io.offset, seed: g.seed, pass: g.verify_pass }, write_sequence);
+                        let pattern = pattern.as_ref().expect("a pattern when verifying");
+                        verify::stamp(block, pattern, g.verify, Expect { offset: io.offset, seed: g.seed, pass: g.verify_pass }, write_sequence);
                     }
                 }
                 let t0 = Instant::now();
