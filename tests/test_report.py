@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -20,11 +21,15 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "results"))
 
 import rundoc  # noqa: E402
 
-from storlab import store  # noqa: E402
+from storlab import stats, store  # noqa: E402
+from storlab.prediction import predict_for_run  # noqa: E402
+from storlab.report.charts import MODEL_TITLE  # noqa: E402
+from storlab.report.data import split_runs  # noqa: E402
 from storlab.cli.main import main  # noqa: E402
 from storlab.report import build_report, charts_for, write_report  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+MiB = 1 << 20
 
 
 # -- the three kinds of report the issue asks for ----------------------------------------------
@@ -42,7 +47,120 @@ def multi_rank():
                             started_at=f"2026-11-21T16:0{r}:00.000Z") for r in (1, 2, 4, 8)]
 
 
-REPORTS = {"run": single_run, "sweep": bs_sweep, "multi-rank": multi_rank}
+STACKS = Path(__file__).resolve().parent.parent / "examples" / "stacks"
+JBOD = str(STACKS / "sas-jbod-4x12-two-raid-adapters.toml")
+
+
+def with_model(run, stack=JBOD):
+    """A run with the stack model attached, as `storlab run --stack` stores it."""
+    run["job"]["stack"] = stack
+    run["model"] = predict_for_run(stack, run["job"])
+    return run
+
+
+def model_run():
+    """Random reads at qd 16 on the 48-drive JBOD stack, plus a sequential write phase."""
+    run = rundoc.make_run(rw="randread", engine="io_uring", qd=16, threads=2, iops=2600, seed=5,
+                          phases=["randread", "write"])
+    run["job"]["phases"] = [{"name": "randread", "groups": [{**run["job"], "rw": "randread"}]},
+                            {"name": "write", "groups": [{**run["job"], "rw": "write"}]}]
+    return [with_model(run)]
+
+
+def model_bs_sweep():
+    return [with_model(r) for r in rundoc.bs_sweep(sizes=(4096, 65536, 1 << 20), rw="read")]
+
+
+def sweep_document():
+    """A `storlab.sweep/1` document as docs/sweep.md shows it: qd 1..32 at bs 4 KiB, knee at 8,
+    latency climbing at 32."""
+    runs = [rundoc.make_run(qd=q, engine="io_uring", iops=20000 * min(q, 8), seed=q,
+                            lat_ns=50_000 * max(1, q / 8)) for q in (1, 2, 4, 8, 16, 32)]
+    points = []
+    for i, r in enumerate(runs):
+        d = r["phases"][0]["read"]
+        points.append({"index": i, "params": {"qd": r["job"]["qd"]}, "run_id": r["run_id"], "status": "done",
+                       "phase": "randread", "passes": 1, "bw_bytes": d["bw_bytes"], "iops": d["iops"],
+                       "lat_mean_ns": d["lat_ns"]["mean"], "lat_p50_ns": d["lat_ns"]["p50"],
+                       "lat_p99_ns": d["lat_ns"]["p99"], "lat_p999_ns": d["lat_ns"]["p999"]})
+    tput = [p["bw_bytes"] for p in points]
+    series = [{"axis": "qd", "fixed": {}, "inner": True, "values": [1, 2, 4, 8, 16, 32],
+               "points": list(range(6)),
+               "best": {"value": 32, "point": 5, "throughput": max(tput)},
+               "knee": {"value": 8, "point": 3, "throughput": tput[3], "share_of_best_pct": 99.0,
+                        "saturated": True},
+               "latency_climb": {"value": 32, "point": 5, "previous_value": 16, "latency": "mean",
+                                 "latency_ns": points[5]["lat_mean_ns"], "lowest_ns": points[0]["lat_mean_ns"],
+                                 "ratio": 4.0, "throughput_gain_pct": 0.5}}]
+    return [{"schema": "storlab.sweep/1", "kind": "sweep", "run_id": "5" * 32, "complete": True,
+             "axes": [{"name": "qd", "values": [1, 2, 4, 8, 16, 32], "numeric": True}],
+             "settings": {"metric": "bw", "knee_pct": 95, "climb_pct": 50, "climb_gain_pct": 5,
+                          "climb_latency": "mean", "stop_flat_pct": 0, "stop_count": 2, "phase": None},
+             "job": {}, "environment": {}, "points": points, "series": series, "early_stops": [],
+             "warnings": [], "runs": runs}]
+
+
+SCALE_EFFICIENCY = {1: 1.0, 2: 0.95, 4: 0.85, 8: 0.7}
+
+
+def scale_document():
+    """A `scale` document (cli/scale.py): the merged run at each rank count and the curve."""
+    runs = multi_rank()
+    base_bw = 100 * MiB
+    points = [{"ranks": n, "nodes": max(1, n // 2), "complete": True, "bytes": 0, "seconds": 5.0,
+               "bw_bytes": base_bw * n * e, "deskew_bw_bytes": base_bw * n * min(1.0, e + 0.05),
+               "speedup": n * e, "efficiency": e, "deskew_speedup": n * min(1.0, e + 0.05),
+               "deskew_efficiency": min(1.0, e + 0.05)} for n, e in SCALE_EFFICIENCY.items()]
+    return [{"schema": "storlab.run/1", "kind": "scale", "run_id": "c" * 32, "complete": True,
+             "job": runs[0]["job"], "environment": runs[0]["environment"], "warnings": [], "phases": [],
+             "runs": runs,
+             "scale": {"ranks_planned": [1, 2, 4, 8], "ranks_run": [1, 2, 4, 8],
+                       "curve": [{"phase": "randread", "base_ranks": 1, "points": points}]}}]
+
+
+META_RATES = {"mkdir": 900.0, "create": 12000.0, "stat": 80000.0, "read": 30000.0, "remove": 15000.0,
+              "rmdir": 800.0}
+
+
+def meta_document(threads=2, seed=7):
+    """A `storlab meta` document (meta.py, crates/storlab-core/src/meta/result.rs)."""
+    import random
+
+    rng = random.Random(seed)
+    phases = []
+    for name, rate in META_RATES.items():
+        samples = [max(1, int(rng.lognormvariate(math.log(threads * 1e9 / rate), 0.4))) for _ in range(2000)]
+        buckets = stats.histogram(samples)
+        lat = {"min": min(samples), "mean": sum(samples) / len(samples), "stddev": 0.0,
+               **{k: v for k, v in stats.summary(buckets).items() if k in ("p50", "p90", "p99", "p999")},
+               "max": max(samples)}
+        ops = int(rate * 2)
+        phases.append({"name": name, "complete": True, "stop_reason": "done", "error": None, "ops": ops,
+                       "seconds": ops / rate, "ops_per_s": rate, "lat_ns": lat,
+                       "lat_hist": {"scheme": "loglinear6", "buckets": buckets},
+                       "items_per_worker": [ops // threads] * threads, "stonewalled": False,
+                       "stonewall_s": None, "bytes": 0, "bw_bytes": 0.0, "start_unix_s": 0.0,
+                       "workers": [{"id": w, "target": f"/mnt/t/w{w}", "start_s": 0.0, "end_s": ops / rate,
+                                    "ops": ops // threads, "stonewalled": False, "read_bytes": 0,
+                                    "read_ops": 0, "write_bytes": 0, "write_ops": 0}
+                                   for w in range(threads)]})
+    return {"schema": "storlab.run/1", "kind": "meta", "storlab_version": "0.1.0",
+            "run_id": f"{seed:x}" * 32, "started_at": "2026-11-21T15:20:00.000Z", "complete": True,
+            "stop_reason": "done", "error": None, "argv": ["storlab", "meta"],
+            "job": {"target": ["/mnt/t"], "threads": threads, "files": 4000, "engine": "posix", "rw": None,
+                    "bs": None},
+            "environment": {"host": "node17", "kernel": "6.18.44", "engine": "posix", "targets": []},
+            "warnings": [], "workers": threads, "phases": phases, "cleanup": {"kept": False}}
+
+
+def meta_report():
+    """Two metadata runs (2 and 8 threads) reported next to an I/O run."""
+    return [meta_document(2, 7), meta_document(8, 9), rundoc.make_run(seed=11)]
+
+
+REPORTS = {"run": single_run, "sweep": bs_sweep, "multi-rank": multi_rank, "model": model_run,
+           "model-sweep": model_bs_sweep, "sweep-document": sweep_document, "scale": scale_document,
+           "meta": meta_report}
 
 
 def chart_names(docs):
@@ -99,6 +217,110 @@ def test_every_chart_has_title_axis_labels_with_units_and_legend(kind):
             assert ax.get_xlabel(), chart.name
             assert re.search(r"\(.+\)", ax.get_ylabel()), (chart.name, ax.get_ylabel())
             assert ax.get_legend() is not None, chart.name
+
+
+# -- predicted (stack model) vs measured, sweep, scale and meta documents -----------------------
+def _bars(ax):
+    return {c.get_label(): [p.get_height() for p in c.patches] for c in ax.containers}
+
+
+def test_run_with_a_model_gets_predicted_vs_measured_bars_per_unit():
+    (run,) = model_run()
+    chart = next(c for c in charts_for([run]) if c.name == "predicted-vs-measured")
+    assert chart.title == MODEL_TITLE
+    bw_ax, iops_ax = chart.figure.axes        # sequential write in MiB/s, random read in IOPS
+    assert bw_ax.get_ylabel() == "bandwidth (MiB/s)" and iops_ax.get_ylabel() == "IOPS (operations/s)"
+    phases = {p["phase"]: p for p in run["model"]["phases"]}
+    measured = {p["name"]: p for p in run["phases"]}
+    bars = _bars(iops_ax)
+    assert bars["predicted (stack model)"] == [pytest.approx(phases["randread"]["value"])]
+    assert bars["measured"] == [pytest.approx(measured["randread"]["read"]["iops"])]
+    bars = _bars(bw_ax)
+    assert bars["predicted (stack model)"] == [pytest.approx(phases["write"]["value"] / MiB)]
+    assert bars["measured"] == [pytest.approx(measured["write"]["write"]["bw_bytes"] / MiB)]
+    # the limiting component is written on the predicted bar and listed under the chart
+    texts = [t.get_text() for t in iops_ax.texts]
+    assert f"limit: {phases['randread']['limiting_component']}" in texts
+    assert phases["write"]["limiting_component"] in chart.note
+
+
+def test_model_table_has_predicted_measured_and_ratio():
+    (run,) = model_run()
+    text = build_report([run])
+    assert f'alt="{MODEL_TITLE}"' in text
+    section = text.split("<h2>Predicted (stack model) vs measured</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "<th>measured / predicted</th>" in section and "<th>limiting component</th>" in section
+    pred = next(p for p in run["model"]["phases"] if p["phase"] == "randread")
+    ratio = run["phases"][0]["read"]["iops"] / pred["value"]
+    assert f'<td class="num">{ratio:.2f}</td>' in section
+    assert f"{pred['value']:,.0f} IOPS" in section
+    assert _e(pred["limiting_component"]) in section
+    assert "sas-jbod-4x12-two-raid-adapters" in section and "engine" not in run["model"]["notes"][0]
+
+
+def _e(text):
+    import html
+
+    return html.escape(text, quote=True)
+
+
+def test_runs_without_a_model_have_no_prediction_chart_or_section():
+    assert "predicted-vs-measured" not in chart_names(single_run())
+    assert "Predicted (stack model)" not in build_report(single_run())
+
+
+def test_model_bs_sweep_draws_predicted_and_measured_lines_along_bs():
+    runs = model_bs_sweep()
+    chart = next(c for c in charts_for(runs) if c.name == "predicted-vs-measured")
+    (ax,) = chart.figure.axes
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert set(lines) == {"read predicted", "read measured"}
+    assert list(lines["read predicted"].get_xdata()) == [4096, 65536, 1 << 20]
+    expected = [r["model"]["phases"][0]["value"] / MiB for r in runs]
+    assert list(lines["read predicted"].get_ydata()) == pytest.approx(expected)
+    assert any(t.get_text().startswith("limit: ") for t in ax.texts)
+
+
+def test_sweep_document_gets_its_own_chart_with_knee_and_latency_climb():
+    docs = sweep_document()
+    charts = {c.name: c for c in charts_for(docs)}
+    chart = charts["sweep-55555555-qd"]
+    ax_t, ax_l = chart.figure.axes
+    labels = [line.get_label() for line in ax_t.get_lines()]
+    assert "knee at qd=8" in labels
+    knee = next(line for line in ax_t.get_lines() if line.get_label() == "knee at qd=8")
+    assert knee.get_ydata()[0] == pytest.approx(docs[0]["series"][0]["knee"]["throughput"] / MiB)
+    assert "latency climbs at qd=32" in [line.get_label() for line in ax_l.get_lines()]
+    assert "throughput-vs-qd" in charts          # its runs still get the run charts
+
+
+def test_scale_document_gets_efficiency_vs_ranks():
+    chart = next(c for c in charts_for(scale_document()) if c.name == "scale-cccccccc")
+    ax_bw, ax_eff = chart.figure.axes
+    plain = next(line for line in ax_eff.get_lines() if line.get_label() == "randread")
+    assert list(plain.get_xdata()) == [1, 2, 4, 8]
+    assert list(plain.get_ydata()) == pytest.approx([100 * e for e in SCALE_EFFICIENCY.values()])
+    ideal = next(line for line in ax_bw.get_lines() if "ideal" in line.get_label())
+    assert list(ideal.get_ydata()) == pytest.approx([100 * n for n in SCALE_EFFICIENCY])
+    assert ax_eff.get_ylabel() == "parallel efficiency (%)"
+
+
+def test_meta_documents_get_ops_and_latency_per_operation_and_a_table():
+    docs = meta_report()
+    charts = {c.name: c for c in charts_for(docs)}
+    (ax,) = charts["meta-ops"].figure.axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(META_RATES)
+    for heights in _bars(ax).values():
+        assert heights == pytest.approx(list(META_RATES.values()))
+    (ax,) = charts["meta-latency"].figure.axes
+    p99 = next(line for line in ax.get_lines() if line.get_label().endswith(" p99"))
+    create = next(p for p in docs[0]["phases"] if p["name"] == "create")
+    assert p99.get_ydata()[1] == pytest.approx(create["lat_ns"]["p99"] / 1e3)
+    # metadata runs are not I/O runs: no per-worker bars of their zero bytes
+    assert not any(n.startswith(("per-worker-7777", "per-worker-9999")) for n in charts)
+    assert [r["kind"] for r in split_runs(docs)[0]] == ["run"]
+    text = build_report(docs)
+    assert "<h2>Metadata runs</h2>" in text and "<th>ops/s</th>" in text and "80,000" in text
 
 
 # -- the HTML ---------------------------------------------------------------------------------

@@ -2,8 +2,9 @@
 script, nothing fetched) built from stored or exported result documents.
 
 The report reads documents only, never the live engine. Charts are chosen from what the runs
-contain (report/charts.py); then come the results table, the job, the environment, warnings, and
-what makes the runs incomparable when there are several.
+contain (report/charts.py); then come predicted vs measured (runs with a stack model), metadata runs,
+the results table, the job, the environment, warnings, and what makes the runs incomparable when
+there are several.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from ..export.base import (RESULT_COLUMNS, RUN_COLUMNS, human, job_parameter, re
 from ..export.compare import compare
 from ..units import format_size
 from .charts import Chart, all_charts
-from .data import fmt_param, split_runs, varying_options
+from .data import fmt_param, model_rows, of_kind, split_runs, varying_options
 
 __all__ = ["build_report", "write_report", "charts_for"]
 
@@ -143,24 +144,87 @@ def _notes_section(runs: list[dict[str, Any]]) -> str:
     return f'<div class="warn"><ul>{"".join(items)}</ul></div>' if items else ""
 
 
+def _rate(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    return f"{value / (1 << 20):,.1f} MiB/s" if unit == "bytes/s" else f"{value:,.0f} IOPS"
+
+
+def _model_section(runs: list[dict[str, Any]]) -> str:
+    """Predicted vs measured per run and phase, then the notes of each stack model."""
+    rows = model_rows(runs)
+    if not rows:
+        return ""
+    multi = len({id(r.run) for r in rows}) > 1
+    headers = (["run"] if multi else []) + ["phase", "stack", "metric", "predicted", "measured",
+                                            "measured / predicted", "limiting component"]
+    cells = [([short_id(r.run.get("run_id"))] if multi else [])
+             + [r.phase, r.stack, r.metric, _rate(r.predicted, r.unit), _rate(r.measured, r.unit),
+                "-" if r.ratio is None else f"{r.ratio:.2f}", r.limiting] for r in rows]
+    numeric = ([False] if multi else []) + [False, False, False, True, True, True, False]
+    out = [_table(headers, cells, numeric)]
+    seen: list[str] = []
+    notes = []
+    for run in runs:
+        model = run.get("model") or {}
+        stack = model.get("stack") or {}
+        key = str(model.get("stack_file"))
+        if not model or key in seen:
+            continue
+        seen.append(key)
+        p = model.get("predicted") or {}
+        notes.append(
+            f"<p><b>{_e(stack.get('name'))}</b> ({_e(model.get('stack_file'))}): {_e(stack.get('layout'))}"
+            f" x {_e(stack.get('count'))}, {_e(stack.get('drives'))} drives "
+            f"({_e(stack.get('data_drives'))} holding data), chunk {_e(format_size(stack.get('chunk_bytes') or 0))}, "
+            f"full stripe {_e(format_size(stack.get('full_stripe_bytes') or 0))}. At "
+            f"{_e(format_size(model.get('request_bytes') or 0))} requests the stack gives sequential read "
+            f"{_e(_rate(p.get('seq_read_bw_bytes'), 'bytes/s'))}, sequential write "
+            f"{_e(_rate(p.get('seq_write_bw_bytes'), 'bytes/s'))}, random read "
+            f"{_e(_rate(p.get('rand_read_iops'), 'IOPS'))}, random write "
+            f"{_e(_rate(p.get('rand_write_iops'), 'IOPS'))}.</p>")
+        if model.get("notes"):
+            notes.append("<ul>" + "".join(f"<li>{_e(n)}</li>" for n in model["notes"]) + "</ul>")
+    return "".join(out + notes)
+
+
+def _meta_section(metas: list[dict[str, Any]]) -> str:
+    """One table per metadata run: ops/s and latency percentiles per operation (phase)."""
+    parts = []
+    us = lambda p, k: "-" if not p.get("ops") else f"{((p.get('lat_ns') or {}).get(k) or 0) / 1e3:,.1f}"  # noqa: E731
+    for m in metas:
+        job = m.get("job") or {}
+        rows = [[p.get("name"), p.get("ops"), f"{(p.get('seconds') or 0) * 1e3:,.1f}",
+                 f"{p.get('ops_per_s') or 0:,.0f}", us(p, "mean"), us(p, "p50"), us(p, "p99"),
+                 us(p, "p999"), "yes" if p.get("stonewalled") else "no"] for p in m.get("phases") or []]
+        parts.append(f"<h3>meta {_e(short_id(m.get('run_id')))}: {_e(m.get('workers'))} thread(s) x "
+                     f"{_e(job.get('files'))} files in {_e((job.get('target') or ['?'])[0])}</h3>")
+        parts.append(_table(["operation", "ops", "time ms", "ops/s", "mean µs", "p50 µs", "p99 µs",
+                             "p99.9 µs", "stonewalled"], rows,
+                            [False, True, True, True, True, True, True, True, False]))
+    return "".join(parts)
+
+
 def charts_for(docs: Sequence[dict[str, Any]]) -> list[Chart]:
     runs, _ = split_runs(docs)
-    return all_charts(runs)
+    return all_charts(runs, of_kind(docs, "sweep"), of_kind(docs, "scale"), of_kind(docs, "meta"))
 
 
 def build_report(docs: Sequence[dict[str, Any]], title: str | None = None,
                  charts: Sequence[Chart] | None = None) -> str:
     """The HTML text of a report on these documents."""
     runs, others = split_runs(docs)
-    if not runs and not others:
+    metas = of_kind(docs, "meta")
+    if not runs and not others and not metas:
         raise ValueError("report: no documents to report on")
-    charts = list(charts) if charts is not None else all_charts(runs)
+    charts = list(charts) if charts is not None else charts_for(docs)
     differ = varying_options(runs)
     title = title or (f"storlab report: {len(runs)} run(s)" + (
         f" varying {', '.join(differ)}" if differ else ""))
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     body = [f"<h1>{_e(title)}</h1>",
             f'<p class="meta">Generated {now} by storlab {_e(__version__)} from {len(runs)} run(s)'
+            + (f", {len(metas)} metadata run(s)" if metas else "")
             + (f" and {len(others)} other document(s)" if others else "") + "</p>"]
     notes = _notes_section(runs)
     if notes:
@@ -172,6 +236,11 @@ def build_report(docs: Sequence[dict[str, Any]], title: str | None = None,
             cap = _e(c.title) + (f" — {_e(c.note)}" if c.note else "")
             body.append(f'<figure><img src="data:image/png;base64,{data}" alt="{_e(c.title)}">'
                         f"<figcaption>{cap}</figcaption></figure>")
+    model = _model_section(runs)
+    if model:
+        body += ["<h2>Predicted (stack model) vs measured</h2>", model]
+    if metas:
+        body += ["<h2>Metadata runs</h2>", _meta_section(metas)]
     if runs:
         body += ["<h2>Results</h2>", _results_section(runs),
                  "<p class=\"meta\">Units: MiB = 2<sup>20</sup> bytes; latency is completion "

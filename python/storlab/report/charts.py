@@ -3,7 +3,9 @@
 Each `*_charts` function looks at the runs and returns the charts that make sense for them (often
 none): throughput against a swept option, with ideal scaling for ranks; latency percentiles and CDF
 from the histogram buckets; IOPS against latency; time series; per-rank or per-worker bars. Every
-chart has a title, axis labels with units and a legend.
+chart has a title, axis labels with units and a legend. Runs with a stack model get predicted vs
+measured; sweep, scale and meta documents get their knee/climb, parallel-efficiency and per-operation
+charts.
 """
 from __future__ import annotations
 
@@ -16,10 +18,11 @@ from matplotlib.ticker import FuncFormatter
 
 from .. import stats
 from ..units import format_size
-from .data import (SWEEP_AXES, Point, fmt_param, param, points, series_along, varying_options,
-                   worker_rates)
+from ..options import BY_NAME
+from .data import (SWEEP_AXES, ModelRow, Point, fmt_param, model_rows, param, points, series_along,
+                   varying_options, worker_rates)
 
-__all__ = ["Chart", "all_charts"]
+__all__ = ["Chart", "all_charts", "MODEL_TITLE"]
 
 MiB = 1 << 20
 MAX_SERIES = 8          # more lines than this make a chart unreadable; the rest are left out
@@ -299,7 +302,269 @@ def worker_charts(runs: Sequence[dict[str, Any]]) -> list[Chart]:
     return charts
 
 
-def all_charts(runs: Sequence[dict[str, Any]]) -> list[Chart]:
-    """Every chart that fits these runs, in reading order."""
-    return (throughput_charts(runs) + iops_latency_charts(runs) + latency_charts(runs)
-            + timeseries_charts(runs) + worker_charts(runs))
+# -- predicted (stack model) vs measured -----------------------------------------------------------
+MODEL_TITLE = "Predicted (stack model) vs measured"
+MAX_MODEL_BARS = 16
+_UNIT_AXIS = {"bytes/s": ("bandwidth (MiB/s)", 1.0 / MiB), "IOPS": ("IOPS (operations/s)", 1.0)}
+
+
+def _model_row_label(row: ModelRow, varying: Sequence[str], multi_run: bool, many_phases: bool) -> str:
+    parts = [run_label(row.run, varying)] if multi_run else []
+    if many_phases or not parts:
+        parts.append(row.phase)
+    return "\n".join(parts)
+
+
+def _model_lines(ax, rows: Sequence[ModelRow], axis: str, scale: float) -> bool:
+    """Predicted (dashed) and measured (solid) along a swept option; True if anything was drawn."""
+    by_phase: dict[str, list[ModelRow]] = {}
+    for r in rows:
+        if isinstance(param(r.run, axis), (int, float)):
+            by_phase.setdefault(r.phase, []).append(r)
+    drawn = False
+    for phase, rs in list(by_phase.items())[:MAX_SERIES // 2]:
+        rs.sort(key=lambda r: param(r.run, axis))
+        xs = [param(r.run, axis) for r in rs]
+        if len(set(xs)) < 2:
+            continue
+        line, = ax.plot(xs, [r.predicted * scale for r in rs], linestyle="--", marker="s",
+                        label=f"{phase} predicted")
+        ax.plot([x for x, r in zip(xs, rs) if r.measured is not None],
+                [r.measured * scale for r in rs if r.measured is not None], marker="o",
+                color=line.get_color(), label=f"{phase} measured")
+        # the limiting component, where it changes along the sweep
+        last = None
+        for x, r in zip(xs, rs):
+            if r.limiting != last:
+                ax.annotate(f"limit: {r.limiting}", (x, r.predicted * scale), fontsize="x-small",
+                            textcoords="offset points", xytext=(3, 5))
+                last = r.limiting
+        drawn = True
+    return drawn
+
+
+def model_charts(runs: Sequence[dict[str, Any]]) -> list[Chart]:
+    """Predicted against measured for runs with a stack model: one panel per unit (bandwidth for
+    sequential metrics, IOPS for random ones); lines along a swept option, bars otherwise, each
+    predicted figure labelled with its limiting component."""
+    rows = model_rows(runs)
+    if not rows:
+        return []
+    units = [u for u in _UNIT_AXIS if any(r.unit == u for r in rows)]
+    fig, axes = _figure(len(units))
+    model_runs = [r for r in runs if isinstance(r.get("model"), dict)]
+    varying = varying_options(model_runs)
+    axis = next((a for a in SWEEP_AXES if series_along(model_runs, a)), None)
+    cut = False
+    for ax, unit in zip(axes, units):
+        ylabel, scale = _UNIT_AXIS[unit]
+        mine = [r for r in rows if r.unit == unit]
+        if axis is not None and _model_lines(ax, mine, axis, scale):
+            (_size_axis if axis == "bs" else _count_axis)(ax, [param(r.run, axis) for r in mine])
+            ax.set_xlabel(AXIS_LABELS[axis])
+        else:
+            cut = cut or len(mine) > MAX_MODEL_BARS
+            mine = mine[:MAX_MODEL_BARS]
+            many_phases = len({r.phase for r in mine}) > 1
+            labels = [_model_row_label(r, varying, len(model_runs) > 1, many_phases) for r in mine]
+            xs = list(range(len(mine)))
+            w = 0.38
+            pred = ax.bar([x - w / 2 for x in xs], [r.predicted * scale for r in mine], w,
+                          label="predicted (stack model)", color="#9bb7d4", edgecolor="#4a6f96",
+                          hatch="//")
+            ax.bar([x + w / 2 for x in xs], [(r.measured or 0.0) * scale for r in mine], w,
+                   label="measured", color="#d98c3f")
+            for x, r, bar in zip(xs, mine, pred):
+                ax.annotate(f"limit: {r.limiting}", (x - w / 2, bar.get_height()), rotation=90,
+                            fontsize="x-small", ha="center", va="bottom",
+                            textcoords="offset points", xytext=(0, 2))
+                if r.ratio is not None:
+                    ax.annotate(f"{r.ratio:.0%}", (x + w / 2, r.measured * scale), fontsize="x-small",
+                                ha="center", va="bottom", textcoords="offset points", xytext=(0, 2))
+            ax.set_xticks(xs, labels, fontsize="small")
+            ax.set_xlim(-0.5 - max(0, 2 - len(xs)) * 0.5, len(xs) - 0.5 + max(0, 2 - len(xs)) * 0.5)
+            ax.set_xlabel("run / phase" if len(model_runs) > 1 else "phase")
+            ax.set_ylim(top=ax.get_ylim()[1] * 1.35)      # room for the limit labels
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel(ylabel)
+        ax.set_title("Sequential bandwidth" if unit == "bytes/s" else "Random IOPS")
+        ax.legend(fontsize="small")
+    stacks = sorted({r.stack for r in rows})
+    fig.suptitle(f"{MODEL_TITLE}: {', '.join(stacks)}")
+    limits = sorted({r.limiting for r in rows})
+    note = ("limiting component of the prediction: " + "; ".join(limits)
+            + ". Measured as % of predicted above the measured bars.")
+    if cut:
+        note += f" Only the first {MAX_MODEL_BARS} phases are drawn."
+    return [Chart("predicted-vs-measured", MODEL_TITLE, fig, note)]
+
+
+# -- sweep, scale and meta documents ------------------------------------------------------------
+def _short(doc: dict[str, Any]) -> str:
+    return str(doc.get("run_id", ""))[:8]
+
+
+def sweep_charts(sweeps: Sequence[dict[str, Any]]) -> list[Chart]:
+    """Per sweep document and swept numeric axis: the throughput of every series with its knee
+    and latency climb marked, and the climb latency beside it."""
+    charts = []
+    for doc in sweeps:
+        settings = doc.get("settings") or {}
+        metric = settings.get("metric", "bw")
+        lat_key = settings.get("climb_latency", "mean")
+        points_by_index = {p.get("index"): p for p in doc.get("points") or []}
+        axes_by_name: dict[str, list[dict[str, Any]]] = {}
+        for s in doc.get("series") or []:
+            axes_by_name.setdefault(str(s.get("axis")), []).append(s)
+        for axis, series in axes_by_name.items():
+            fig, (ax_t, ax_l) = _figure(2)
+            xs_all: list[float] = []
+            for s in series[:MAX_SERIES]:
+                pts = [points_by_index.get(i) or {} for i in s.get("points") or []]
+                xs = list(s.get("values") or [])
+                tput = [p.get("bw_bytes" if metric == "bw" else "iops") for p in pts]
+                lat = [p.get(f"lat_{lat_key}_ns") for p in pts]
+                fixed = s.get("fixed") or {}
+                label = ", ".join(f"{k}={fmt_param(k, v)}" for k, v in fixed.items()) or "series"
+                scale = 1 / MiB if metric == "bw" else 1.0
+                good = [(x, t * scale) for x, t in zip(xs, tput) if t is not None]
+                if len(good) < 2:
+                    continue
+                line, = ax_t.plot(*zip(*good), marker="o", label=label)
+                xs_all += [x for x, _ in good]
+                lgood = [(x, v / 1e3) for x, v in zip(xs, lat) if v is not None]
+                if lgood:
+                    ax_l.plot(*zip(*lgood), marker="o", color=line.get_color(), label=label)
+                knee = s.get("knee")
+                if knee:
+                    ax_t.plot([knee["value"]], [knee["throughput"] * scale], marker="*", markersize=14,
+                              color=line.get_color(), linestyle="none",
+                              label=f"knee at {axis}={fmt_param(axis, knee['value'])}")
+                climb = s.get("latency_climb")
+                if climb and climb.get("latency_ns") is not None:
+                    ax_l.plot([climb["value"]], [climb["latency_ns"] / 1e3], marker="X", markersize=11,
+                              color=line.get_color(), linestyle="none",
+                              label=f"latency climbs at {axis}={fmt_param(axis, climb['value'])}")
+            if len(xs_all) < 2 or not all(isinstance(x, (int, float)) for x in xs_all):
+                continue
+            for ax in (ax_t, ax_l):
+                (_size_axis if BY_NAME.get(axis) is not None and BY_NAME[axis].kind == "size"
+                 else _count_axis)(ax, xs_all)
+                ax.set_xlabel(AXIS_LABELS.get(axis, axis))
+                ax.legend(fontsize="x-small")
+            ax_t.set_ylim(bottom=0)
+            ax_t.set_ylabel("bandwidth (MiB/s)" if metric == "bw" else "IOPS (operations/s)")
+            ax_t.set_title("Throughput, knee marked")
+            ax_l.set_ylabel(f"{lat_key} completion latency (µs)")
+            _log_latency_axis(ax_l, "y")
+            ax_l.set_title("Latency, climb marked")
+            title = f"Sweep {_short(doc)}: {'bandwidth' if metric == 'bw' else 'IOPS'} and latency vs {axis}"
+            fig.suptitle(title)
+            note = (f"knee: smallest setting reaching {settings.get('knee_pct', 95):g} % of the series' "
+                    f"best; latency climb: {lat_key} latency over {1 + settings.get('climb_pct', 50) / 100:g}x "
+                    f"the lowest so far while throughput gains < {settings.get('climb_gain_pct', 5):g} %")
+            charts.append(Chart(f"sweep-{_short(doc)}-{axis}", title, fig, note))
+    return charts
+
+
+def scale_charts(scales: Sequence[dict[str, Any]]) -> list[Chart]:
+    """Per scale document: aggregate bandwidth against ranks with ideal scaling, and the parallel
+    efficiency (plain and de-skewed) against ranks."""
+    charts = []
+    for doc in scales:
+        curve = (doc.get("scale") or {}).get("curve") or []
+        usable = [c for c in curve if len([p for p in c.get("points") or [] if p.get("bw_bytes")]) >= 2]
+        if not usable:
+            continue
+        fig, (ax_bw, ax_eff) = _figure(2)
+        ranks_all: list[int] = []
+        for c in usable[:MAX_SERIES]:
+            pts = [p for p in c["points"] if p.get("bw_bytes")]
+            xs = [p["ranks"] for p in pts]
+            ranks_all += xs
+            line, = ax_bw.plot(xs, [p["bw_bytes"] / MiB for p in pts], marker="o", label=f"{c['phase']}")
+            base = pts[0]
+            ax_bw.plot(xs, [base["bw_bytes"] / MiB * x / base["ranks"] for x in xs], linestyle="--",
+                       color=line.get_color(), alpha=0.6, label=f"{c['phase']} ideal")
+            eff = [(p["ranks"], 100 * p["efficiency"]) for p in pts if p.get("efficiency") is not None]
+            if eff:
+                ax_eff.plot(*zip(*eff), marker="o", color=line.get_color(), label=f"{c['phase']}")
+            deskew = [(p["ranks"], 100 * p["deskew_efficiency"]) for p in pts
+                      if p.get("deskew_efficiency") is not None]
+            if deskew:
+                ax_eff.plot(*zip(*deskew), marker="^", linestyle=":", color=line.get_color(),
+                            label=f"{c['phase']} de-skewed")
+        ax_eff.axhline(100, color="grey", linestyle="--", label="perfect scaling")
+        for ax in (ax_bw, ax_eff):
+            _count_axis(ax, ranks_all)
+            ax.set_xlabel(AXIS_LABELS["ranks"])
+            ax.set_ylim(bottom=0)
+            ax.legend(fontsize="small")
+        ax_bw.set_ylabel("aggregate bandwidth (MiB/s)")
+        ax_bw.set_title("Bandwidth (dashed: ideal)")
+        ax_eff.set_ylabel("parallel efficiency (%)")
+        ax_eff.set_title("Parallel efficiency")
+        title = f"Scaling {_short(doc)}: bandwidth and parallel efficiency vs MPI ranks"
+        fig.suptitle(title)
+        base_ranks = sorted({c.get("base_ranks") for c in usable if c.get("base_ranks") is not None})
+        note = (f"efficiency = (rate / rate at {', '.join(map(str, base_ranks)) or 'the fewest'} rank(s)) "
+                f"/ (ranks / base ranks); every rank runs the whole job (weak scaling)")
+        charts.append(Chart(f"scale-{_short(doc)}", title, fig, note))
+    return charts
+
+
+_META_PCTS = (("p50", "p50"), ("p99", "p99"), ("p999", "p99.9"))
+
+
+def meta_charts(metas: Sequence[dict[str, Any]]) -> list[Chart]:
+    """Metadata runs: operations per second per phase, and latency percentiles per operation."""
+    metas = [m for m in metas if any(p.get("ops") for p in m.get("phases") or [])][:MAX_SERIES]
+    if not metas:
+        return []
+    names: list[str] = []
+    for m in metas:
+        for p in m.get("phases") or []:
+            if p.get("ops") and p.get("name") not in names:
+                names.append(str(p.get("name")))
+    varying = varying_options(metas)
+    labels = [run_label(m, varying) for m in metas]
+    fig, (ax,) = _figure()
+    w = 0.8 / len(metas)
+    for k, (m, label) in enumerate(zip(metas, labels)):
+        by_name = {str(p.get("name")): p for p in m.get("phases") or []}
+        ys = [(by_name.get(n) or {}).get("ops_per_s") or 0.0 for n in names]
+        ax.bar([i - 0.4 + w * (k + 0.5) for i in range(len(names))], ys, w, label=label)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_xlabel("operation (phase)")
+    ax.set_ylabel("operations per second (ops/s)")
+    ax.set_title("Metadata rate per operation")
+    ax.legend(fontsize="small")
+    charts = [Chart("meta-ops", "Metadata rate per operation", fig,
+                    "ops/s = the phase's operations of all threads over the phase time")]
+    fig, (ax,) = _figure()
+    markers = {"p50": "o", "p99": "^", "p999": "s"}
+    for m, label in zip(metas, labels):
+        by_name = {str(p.get("name")): p for p in m.get("phases") or [] if p.get("ops")}
+        for key, shown in _META_PCTS:
+            xs = [i for i, n in enumerate(names) if (by_name.get(n, {}).get("lat_ns") or {}).get(key)]
+            if xs:
+                ax.plot(xs, [by_name[names[i]]["lat_ns"][key] / 1e3 for i in xs], marker=markers[key],
+                        linestyle="-" if key == "p50" else "--",
+                        label=f"{label} {shown}" if len(metas) > 1 else shown)
+    ax.set_xticks(range(len(names)), names)
+    _log_latency_axis(ax, "y")
+    ax.set_xlabel("operation (phase)")
+    ax.set_ylabel("latency per operation (µs)")
+    ax.set_title("Metadata latency percentiles per operation")
+    ax.legend(fontsize="small")
+    charts.append(Chart("meta-latency", "Metadata latency percentiles per operation", fig,
+                        "a create includes its data write, fsync and close"))
+    return charts
+
+
+def all_charts(runs: Sequence[dict[str, Any]], sweeps: Sequence[dict[str, Any]] = (),
+               scales: Sequence[dict[str, Any]] = (), metas: Sequence[dict[str, Any]] = ()) -> list[Chart]:
+    """Every chart that fits these runs (and sweep, scale, meta documents), in reading order."""
+    return (model_charts(runs) + sweep_charts(sweeps) + scale_charts(scales) + throughput_charts(runs)
+            + iops_latency_charts(runs) + latency_charts(runs) + timeseries_charts(runs)
+            + worker_charts(runs) + meta_charts(metas))

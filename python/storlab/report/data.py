@@ -1,6 +1,7 @@
 """What a report can show, worked out from the documents alone (no plotting here): the runs, the
 job options that differ between them, series of runs along one swept option, and the measured
-points of each run (one per phase x direction).
+points of each run (one per phase x direction), predicted-vs-measured rows of runs with a stack
+model, and the sweep, scale and meta documents that have charts of their own.
 
 Sweep-like documents (`runs: [...]`) contribute their runs; a swept option is any job option whose
 value differs between runs, so runs saved one by one and a future `storlab sweep` document group
@@ -15,8 +16,8 @@ from ..export.base import iter_runs, job_parameter
 from ..options import BY_NAME
 from ..units import format_size
 
-__all__ = ["Point", "points", "split_runs", "varying_options", "series_along", "param",
-           "fmt_param", "SWEEP_AXES", "worker_rates"]
+__all__ = ["Point", "points", "split_runs", "of_kind", "varying_options", "series_along", "param",
+           "fmt_param", "SWEEP_AXES", "worker_rates", "ModelRow", "model_rows"]
 
 # Options a chart can put on its x axis, in the order charts are drawn.
 SWEEP_AXES = ("bs", "threads", "qd", "ranks")
@@ -66,11 +67,66 @@ def points(run: dict[str, Any]) -> list[Point]:
 
 
 def split_runs(docs: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(run documents with phases, other documents the report can only list)."""
+    """(run documents with I/O phases, other documents the report can only list). Metadata runs
+    (kind "meta") are neither: they have sections of their own (`of_kind`)."""
     runs, others = [], []
     for doc in iter_runs(docs):
+        if doc.get("kind") == "meta":
+            continue
         (runs if isinstance(doc.get("phases"), list) else others).append(doc)
     return runs, others
+
+
+def of_kind(docs: Iterable[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """The documents of one kind: sweep and scale documents as given (not expanded into their
+    runs), meta documents also from inside them."""
+    out = []
+    for doc in docs:
+        if doc.get("kind") == kind:
+            out.append(doc)
+        elif isinstance(doc.get("runs"), list):
+            out += of_kind(doc["runs"], kind)
+    return out
+
+
+@dataclass
+class ModelRow:
+    """One phase of a run with a stack model attached: predicted against measured, in the
+    prediction's unit (bytes/s for sequential metrics, IOPS for random ones)."""
+    run: dict[str, Any]
+    phase: str
+    metric: str
+    unit: str
+    predicted: float
+    measured: float | None
+    limiting: str
+    stack: str
+
+    @property
+    def ratio(self) -> float | None:
+        """measured / predicted."""
+        return None if self.measured is None or not self.predicted else self.measured / self.predicted
+
+
+def model_rows(runs: Sequence[dict[str, Any]]) -> list[ModelRow]:
+    """Predicted vs measured for every phase of the runs that carry a `model` section. With
+    several passes a phase repeats; its measured figure is the mean over the repeats."""
+    from ..prediction import measured_value
+
+    rows = []
+    for run in runs:
+        model = run.get("model")
+        if not isinstance(model, dict):
+            continue
+        stack = (model.get("stack") or {}).get("name") or str(model.get("stack_file", "stack"))
+        for pred in model.get("phases") or []:
+            results = [p for p in run.get("phases") or [] if str(p.get("name")) == str(pred.get("phase"))]
+            values = [v for v in (measured_value(p, pred) for p in results) if v is not None]
+            rows.append(ModelRow(run, str(pred.get("phase")), str(pred.get("metric")), str(pred.get("unit")),
+                                 float(pred.get("value") or 0.0),
+                                 sum(values) / len(values) if values else None,
+                                 str(pred.get("limiting_component")), stack))
+    return rows
 
 
 def param(run: dict[str, Any], name: str) -> Any:
