@@ -35,6 +35,10 @@ def check_phase(phase, result: dict[str, Any], env: dict[str, Any],
         if reads and not v["direct"] and v["engine"] != "null" and ram:
             sizes = {t["path"]: t.get("size_bytes", 0) for t in result.get("targets", [])}
             span = sum(v["size"] or sizes.get(path, 0) for path in v["target"])
+            read_bytes = (result.get("read") or {}).get("bytes", 0)
+            dropped_first = (result.get("cache") or {}).get("resident_after_bytes") == 0
+            if dropped_first and read_bytes <= span:
+                continue  # cold cache and no byte read twice: nothing came from memory
             if 0 < span < ram:
                 out.append(Finding(
                     "small_buffered_read",
