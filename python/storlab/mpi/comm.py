@@ -31,10 +31,24 @@ TAG_HEARTBEAT, TAG_ABORT, TAG_BYE = 1, 2, 3
 # ... and on the data communicator (main thread).
 TAG_GATHER, TAG_BCAST, TAG_CLOCK, TAG_FINAL = 10, 11, 12, 13
 
-# Busy-poll this many times before sleeping between polls: a barrier released while a rank sleeps
-# starts that rank late by the sleep, so the first milliseconds of a wait are spent spinning.
-_SPINS = 2000
+# Polling: a few busy polls first (a barrier released while a rank sleeps starts that rank late by
+# the sleep), then sleeps growing from 50 us to 1 ms. Long spinning is worse: ranks sharing cores
+# with the engine's threads (or other ranks) take the CPU from the very work they wait for.
+_SPINS = 50
+_MIN_SLEEP_S = 50e-6
 _MAX_SLEEP_S = 0.001
+
+
+class _Backoff:
+    def __init__(self) -> None:
+        self.polls = 0
+        self.sleep_s = _MIN_SLEEP_S
+
+    def __call__(self) -> None:
+        self.polls += 1
+        if self.polls > _SPINS:
+            time.sleep(self.sleep_s)
+            self.sleep_s = min(_MAX_SLEEP_S, self.sleep_s * 2)
 
 
 class RankFailure(StorlabError):
@@ -230,14 +244,12 @@ class Comm:
             raise RankFailure(f.rank, f.args[0])
 
     def _wait_request(self, req, deadline: float | None = None) -> bool:
-        spins = 0
+        pause = _Backoff()
         while not req.test()[0]:
             self._check()
             if deadline is not None and time.monotonic() > deadline:
                 return False
-            spins += 1
-            if spins > _SPINS:
-                time.sleep(_MAX_SLEEP_S)
+            pause()
         return True
 
     def _recv(self, sources: set[int], tag: int, seq: int | None, deadline: float | None = None,
@@ -245,7 +257,7 @@ class Comm:
         """(source, payload) of the next message with this tag and sequence number from any of
         `sources`. Each source is probed on its own: messages from one rank arrive in order, but a
         fast rank's message for the next collective may arrive before a slow rank's for this one."""
-        spins = 0
+        pause = _Backoff()
         while True:
             for source in sources:
                 msg = self.data.improbe(source, tag)
@@ -262,9 +274,7 @@ class Comm:
                 self._check()
             if deadline is not None and time.monotonic() > deadline:
                 return None
-            spins += 1
-            if spins > _SPINS:
-                time.sleep(_MAX_SLEEP_S)
+            pause()
 
     def _next(self) -> int:
         self._seq += 1
