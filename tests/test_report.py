@@ -239,8 +239,10 @@ def test_run_with_a_model_gets_predicted_vs_measured_bars_per_unit():
     assert bars["predicted (stack model)"] == [pytest.approx(phases["write"]["value"] / MiB)]
     assert bars["measured"] == [pytest.approx(measured["write"]["write"]["bw_bytes"] / MiB)]
     # the limiting component is written on the predicted bar and listed under the chart
-    texts = [t.get_text() for t in iops_ax.texts]
-    assert f"limit: {phases['randread']['limiting_component']}" in texts
+    (tick,) = [t.get_text().replace("\n", " ") for t in iops_ax.get_xticklabels()]
+    assert tick == f"randread limit: {phases['randread']['limiting_component']}"
+    assert [t.get_text() for t in iops_ax.texts] == [
+        f"{measured['randread']['read']['iops'] / phases['randread']['value']:.0%}"]
     assert phases["write"]["limiting_component"] in chart.note
 
 

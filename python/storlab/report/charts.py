@@ -10,6 +10,7 @@ charts.
 from __future__ import annotations
 
 import io
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -374,17 +375,17 @@ def model_charts(runs: Sequence[dict[str, Any]]) -> list[Chart]:
                           hatch="//")
             ax.bar([x + w / 2 for x in xs], [(r.measured or 0.0) * scale for r in mine], w,
                    label="measured", color="#d98c3f")
-            for x, r, bar in zip(xs, mine, pred):
-                ax.annotate(f"limit: {r.limiting}", (x - w / 2, bar.get_height()), rotation=90,
-                            fontsize="x-small", ha="center", va="bottom",
-                            textcoords="offset points", xytext=(0, 2))
+            for x, r in zip(xs, mine):
                 if r.ratio is not None:
                     ax.annotate(f"{r.ratio:.0%}", (x + w / 2, r.measured * scale), fontsize="x-small",
                                 ha="center", va="bottom", textcoords="offset points", xytext=(0, 2))
-            ax.set_xticks(xs, labels, fontsize="small")
+            # the limiting component of each prediction goes under its bars
+            ax.set_xticks(xs, [f"{lab}\nlimit: {textwrap.fill(r.limiting, 24)}" for lab, r in zip(labels, mine)],
+                          fontsize="x-small" if len(xs) > 4 else "small")
             ax.set_xlim(-0.5 - max(0, 2 - len(xs)) * 0.5, len(xs) - 0.5 + max(0, 2 - len(xs)) * 0.5)
-            ax.set_xlabel("run / phase" if len(model_runs) > 1 else "phase")
-            ax.set_ylim(top=ax.get_ylim()[1] * 1.35)      # room for the limit labels
+            ax.set_xlabel("run / phase (and the predicted rate's limiting component)" if len(model_runs) > 1
+                          else "phase (and the predicted rate's limiting component)")
+            ax.set_ylim(top=ax.get_ylim()[1] * 1.1)       # room for the ratio labels
         ax.set_ylim(bottom=0)
         ax.set_ylabel(ylabel)
         ax.set_title("Sequential bandwidth" if unit == "bytes/s" else "Random IOPS")
@@ -393,7 +394,7 @@ def model_charts(runs: Sequence[dict[str, Any]]) -> list[Chart]:
     fig.suptitle(f"{MODEL_TITLE}: {', '.join(stacks)}")
     limits = sorted({r.limiting for r in rows})
     note = ("limiting component of the prediction: " + "; ".join(limits)
-            + ". Measured as % of predicted above the measured bars.")
+            + ". Measured as % of predicted above the measured bars or points.")
     if cut:
         note += f" Only the first {MAX_MODEL_BARS} phases are drawn."
     return [Chart("predicted-vs-measured", MODEL_TITLE, fig, note)]
@@ -425,7 +426,7 @@ def sweep_charts(sweeps: Sequence[dict[str, Any]]) -> list[Chart]:
                 tput = [p.get("bw_bytes" if metric == "bw" else "iops") for p in pts]
                 lat = [p.get(f"lat_{lat_key}_ns") for p in pts]
                 fixed = s.get("fixed") or {}
-                label = ", ".join(f"{k}={fmt_param(k, v)}" for k, v in fixed.items()) or "series"
+                label = ", ".join(f"{k}={fmt_param(k, v)}" for k, v in fixed.items()) or "measured"
                 scale = 1 / MiB if metric == "bw" else 1.0
                 good = [(x, t * scale) for x, t in zip(xs, tput) if t is not None]
                 if len(good) < 2:
@@ -542,14 +543,16 @@ def meta_charts(metas: Sequence[dict[str, Any]]) -> list[Chart]:
     charts = [Chart("meta-ops", "Metadata rate per operation", fig,
                     "ops/s = the phase's operations of all threads over the phase time")]
     fig, (ax,) = _figure()
-    markers = {"p50": "o", "p99": "^", "p999": "s"}
-    for m, label in zip(metas, labels):
+    styles = {"p50": ("o", "-"), "p99": ("^", "--"), "p999": ("s", ":")}
+    colors = [f"C{i}" for i in range(len(metas))]
+    for m, label, color in zip(metas, labels, colors):
         by_name = {str(p.get("name")): p for p in m.get("phases") or [] if p.get("ops")}
         for key, shown in _META_PCTS:
             xs = [i for i, n in enumerate(names) if (by_name.get(n, {}).get("lat_ns") or {}).get(key)]
             if xs:
-                ax.plot(xs, [by_name[names[i]]["lat_ns"][key] / 1e3 for i in xs], marker=markers[key],
-                        linestyle="-" if key == "p50" else "--",
+                marker, style = styles[key]
+                ax.plot(xs, [by_name[names[i]]["lat_ns"][key] / 1e3 for i in xs], marker=marker,
+                        linestyle=style, color=color if len(metas) > 1 else None,
                         label=f"{label} {shown}" if len(metas) > 1 else shown)
     ax.set_xticks(range(len(names)), names)
     _log_latency_axis(ax, "y")
