@@ -245,3 +245,25 @@ def test_blank_loop_device_direct_io_uring(loop_device):
     t = r["doc"]["environment"]["targets"][0]
     assert t["type"] == "block" and t["size_bytes"] == 16 << 20
     assert r["doc"]["phases"][0]["write"]["bytes"] == 16 << 20
+
+
+def test_a_killed_run_leaves_the_phases_it_finished(shm_dir, tmp_path):
+    job = tmp_path / "job.toml"
+    job.write_text('size = "1m"\nengine = "null"\n[[phase]]\nname = "first"\nio_size = "64k"\n'
+                   '[[phase]]\nname = "second"\nnull_delay = "1ms"\ntime = "60s"\n')
+    out, db = tmp_path / "r.json", tmp_path / "r.db"
+    proc = subprocess.Popen([sys.executable, "-m", "storlab", "run", str(job), "--target", f"{shm_dir}/k.dat",
+                             "--json", str(out), "--store", str(db), "-q"])
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not out.exists():
+        time.sleep(0.1)
+    time.sleep(0.3)
+    proc.kill()  # no chance to clean up: only checkpoints remain
+    proc.wait(timeout=10)
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is False and doc["stop_reason"] == "running"
+    assert [p["name"] for p in doc["phases"]] == ["first"] and doc["phases"][0]["read"]["bytes"] == 64 << 10
+    from storlab import store
+
+    (row,) = store.list_runs(path=str(db))
+    assert store.load(row["run_id"], path=str(db))["phases"][0]["name"] == "first"

@@ -107,6 +107,9 @@ class Runner:
     hooks: PhaseHooks = field(default_factory=PhaseHooks)
     # Live messages while a phase runs (stalled I/O); the CLI prints them on stderr.
     notify: Callable[[str], None] | None = None
+    # Called with the document after every phase (marked running, complete: false), so a run that
+    # is killed still leaves what it measured; the final document replaces it.
+    checkpoint: Callable[[dict[str, Any]], None] | None = None
 
     def run(self) -> dict[str, Any]:
         """Run every pass of every phase; returns the result document (complete or partial)."""
@@ -146,6 +149,7 @@ class Runner:
                     if any(g.values["engine"] == "io_uring" for g in phase.groups):
                         doc["environment"]["io_uring"] = self._uring_record(phase, engine)
                     doc["phases"].append(result)
+                    self._checkpoint(doc, targets)
                     if not result["complete"]:
                         doc["complete"] = False
                         doc["stop_reason"] = result["stop_reason"]
@@ -163,6 +167,13 @@ class Runner:
             doc["finished_at"] = _now_iso()
             scratch.remove()
         return doc
+
+    def _checkpoint(self, doc: dict[str, Any], targets: dict[str, dict[str, Any]]) -> None:
+        if self.checkpoint is None:
+            return
+        snapshot = {**doc, "complete": False, "stop_reason": "running", "finished_at": _now_iso(),
+                    "environment": {**doc["environment"], "targets": list(targets.values())}}
+        self.checkpoint(snapshot)
 
     @staticmethod
     def _add_warnings(doc: dict[str, Any], found) -> None:
@@ -280,9 +291,11 @@ class Runner:
 
 
 def run_job(job: Job, argv: list[str] | None = None, progress: ProgressFn | None = None,
-            hooks: PhaseHooks | None = None, notify: Callable[[str], None] | None = None) -> dict[str, Any]:
+            hooks: PhaseHooks | None = None, notify: Callable[[str], None] | None = None,
+            checkpoint: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run a job and return its result document. Raises StorlabError subclasses for bad targets."""
-    return Runner(job, argv or [], progress, hooks=hooks or PhaseHooks(), notify=notify).run()
+    return Runner(job, argv or [], progress, hooks=hooks or PhaseHooks(), notify=notify,
+                  checkpoint=checkpoint).run()
 
 
 __all__ = ["Runner", "PhaseHooks", "run_job", "check_targets_safe", "SCHEMA", "StorlabError"]

@@ -100,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
     launch = detect_mpi_launch()
     try:
         if launch is None:
-            doc = run_job(job, argv=["storlab", "run", *sys.argv[2:]], progress=progress, notify=notify)
+            doc = run_job(job, argv=["storlab", "run", *sys.argv[2:]], progress=progress, notify=notify,
+                          checkpoint=lambda partial: _checkpoint(partial, settings))
         else:  # one rank of an MPI job: rank 0 gets the merged document, the others an exit code
             from ..mpi.orchestrator import run_cli
 
@@ -137,6 +138,15 @@ def run(args: argparse.Namespace) -> int:
     if mismatches:
         return ExitCode.FAILURE
     return ExitCode.OK
+
+
+def _checkpoint(partial: dict[str, Any], settings: dict[str, Any]) -> None:
+    """After each phase: store the document so far and rewrite the JSON file (not stdout, which
+    gets exactly one document), so a killed run still leaves what it measured."""
+    _store(partial, settings)
+    target = settings.get("json")
+    if target and target != "-":
+        _write_json(partial, target)
 
 
 def _report_verification(doc: dict[str, Any]) -> int:
