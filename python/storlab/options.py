@@ -255,34 +255,20 @@ def _parser(kind: str):
     return register
 
 
-@_parser("size")
-def _parse_size(opt: Option, raw: Any) -> int:
-    try:
-        v = parse_size(raw, opt.name)
-    except UnitError as e:
-        raise OptionError(str(e)) from None
-    _check_bounds(opt, v, raw)
-    return v
+def _unit_parser(parse: Callable[[Any, str], Any]) -> Callable[[Option, Any], Any]:
+    """An option parser from one of units.py's: its error becomes an OptionError, then bounds."""
+    def parse_option(opt: Option, raw: Any) -> Any:
+        try:
+            v = parse(raw, opt.name)
+        except UnitError as e:
+            raise OptionError(str(e)) from None
+        _check_bounds(opt, v, raw)
+        return v
+    return parse_option
 
 
-@_parser("duration")
-def _parse_duration(opt: Option, raw: Any) -> float:
-    try:
-        v = parse_duration(raw, opt.name)
-    except UnitError as e:
-        raise OptionError(str(e)) from None
-    _check_bounds(opt, v, raw)
-    return v
-
-
-@_parser("rate")
-def _parse_rate(opt: Option, raw: Any) -> float:
-    try:
-        v = parse_rate(raw, opt.name)
-    except UnitError as e:
-        raise OptionError(str(e)) from None
-    _check_bounds(opt, v, raw)
-    return v
+_PARSERS.update(size=_unit_parser(parse_size), duration=_unit_parser(parse_duration),
+                rate=_unit_parser(parse_rate))
 
 
 @_parser("float")
