@@ -148,8 +148,11 @@ def test_notes_say_what_the_model_leaves_out(r5_stack):
     notes = " ".join(predict_for_run(r5_stack, job("write", 256 * KiB, engine="null",
                                                    direct=False))["notes"])
     assert "engine null does no I/O" in notes
-    assert "page cache" in notes
+    assert "page cache" not in notes            # the null engine has none
     assert "partial-stripe" in notes
+    notes = " ".join(predict_for_run(r5_stack, job("randread", 4 * KiB, direct=False))["notes"])
+    assert "page cache" in notes and "requests in flight" in notes
+    assert "partial-stripe" not in notes
 
 
 @pytest.mark.parametrize("content,words", [

@@ -195,9 +195,9 @@ def _notes(stack: Stack, job: Mapping[str, Any], phases: Sequence[dict[str, Any]
              "the file system and the kernel's merging of requests are not modelled."]
     engine = job.get("engine")
     if engine == "null":
-        notes.append("engine null does no I/O: the measured figures are the engine's own overhead, "
-                     "not the stack's.")
-    if job.get("direct") is False:
+        notes.append("engine null does no I/O: the measured figures come from its synthetic delay "
+                     "(null_delay) or its own overhead, not from the stack.")
+    if job.get("direct") is False and engine != "null":
         notes.append("buffered I/O (direct = false): reads may be served from the page cache and "
                      "writes absorbed by it, so measured rates can exceed the prediction.")
     if any(p["metric"] in ("seq_write_bw_bytes", "seq_mixed_bw_bytes")
