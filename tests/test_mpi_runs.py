@@ -61,6 +61,13 @@ def ranks(phase: dict) -> list[dict]:
     return phase["mpi"]["ranks"]
 
 
+def check_schema(doc: dict) -> None:
+    """The merged document keeps the storlab.run/1 layout the store, exporters and reports read."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(stats.__file__).parent / "schemas" / "run-1.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+
+
 @pytest.mark.parametrize("n", [2, 4])
 @pytest.mark.parametrize("engine", ["null", "psync"])
 def test_aggregate_bytes_equal_the_sum_of_the_ranks(shm_dir, n, engine):
@@ -70,6 +77,7 @@ def test_aggregate_bytes_equal_the_sum_of_the_ranks(shm_dir, n, engine):
                            "--engine", engine, *extra], d / "out.json")
     assert p.returncode == 0, p.stderr
     assert doc["complete"] and doc["mpi"]["size"] == n
+    check_schema(doc)
     ph = doc["phases"][0]
     direction = "read" if engine == "null" else "write"
     per_rank = [r["bytes"] for r in ranks(ph)]
@@ -174,6 +182,7 @@ def test_a_rank_that_raises_ends_every_rank_within_the_timeout(shm_dir):
     assert wall < 15, f"took {wall:.1f} s"
     assert p.returncode == 1
     assert doc["complete"] is False and doc["stop_reason"] == "error"
+    check_schema(doc)
     assert doc["error"].startswith("rank 2 (node ")
     assert "d2/f" in doc["error"]
     assert doc["mpi"]["failed_rank"] == 2
@@ -250,6 +259,7 @@ def test_scale_runs_one_two_and_four_ranks_and_reports_efficiency(shm_dir, tmp_p
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
     assert doc["kind"] == "scale" and doc["complete"]
+    check_schema(doc)
     assert doc["scale"]["ranks_run"] == [1, 2, 4]
     assert [r["mpi"]["size"] for r in doc["runs"]] == [1, 2, 4]
     pts = doc["scale"]["curve"][0]["points"]

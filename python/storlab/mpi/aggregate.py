@@ -118,8 +118,8 @@ def merge_direction(dirs: Sequence[dict[str, Any]], seconds: float) -> dict[str,
         pooled = _pooled(dirs, key)
         if pooled is not None:
             out[f"{key}_ns"], out[f"{key}_hist"] = pooled
-        elif key == "lat":
-            out["lat_ns"] = {k: None for k in ("min", "mean", "stddev", "p50", "p90", "p99", "p999", "max")}
+        elif key == "lat":   # no samples: zeros, as the engine reports an empty histogram
+            out["lat_ns"] = {"min": 0, "mean": 0.0, "stddev": 0.0, "p50": 0, "p90": 0, "p99": 0, "p999": 0, "max": 0}
             out["lat_hist"] = {"scheme": stats.SCHEME, "buckets": []}
     ts = [d["timeseries"] for d in dirs if d.get("timeseries")]
     if ts:
