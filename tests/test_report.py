@@ -321,8 +321,10 @@ def test_meta_documents_get_ops_and_latency_per_operation_and_a_table():
     # metadata runs are not I/O runs: no per-worker bars of their zero bytes
     assert not any(n.startswith(("per-worker-7777", "per-worker-9999")) for n in charts)
     assert [r["kind"] for r in split_runs(docs)[0]] == ["run"]
+    docs[0]["warnings"] = [{"code": "short_phase", "message": "stat took 0.9 ms"}]
     text = build_report(docs)
     assert "<h2>Metadata runs</h2>" in text and "<th>ops/s</th>" in text and "80,000" in text
+    assert "[short_phase]: stat took 0.9 ms" in text
 
 
 # -- the HTML ---------------------------------------------------------------------------------

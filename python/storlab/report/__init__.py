@@ -127,9 +127,9 @@ def _environment_section(runs: list[dict[str, Any]]) -> str:
     return "".join(parts)
 
 
-def _notes_section(runs: list[dict[str, Any]]) -> str:
+def _notes_section(runs: list[dict[str, Any]], metas: Sequence[dict[str, Any]] = ()) -> str:
     items = []
-    for r in runs:
+    for r in [*runs, *metas]:
         rid = short_id(r.get("run_id"))
         if r.get("complete") is False:
             err = f": {r['error']}" if r.get("error") else ""
@@ -226,7 +226,7 @@ def build_report(docs: Sequence[dict[str, Any]], title: str | None = None,
             f'<p class="meta">Generated {now} by storlab {_e(__version__)} from {len(runs)} run(s)'
             + (f", {len(metas)} metadata run(s)" if metas else "")
             + (f" and {len(others)} other document(s)" if others else "") + "</p>"]
-    notes = _notes_section(runs)
+    notes = _notes_section(runs, metas)
     if notes:
         body += ["<h2>Warnings</h2>", notes]
     if charts:
