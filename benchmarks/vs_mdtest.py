@@ -14,8 +14,11 @@ the medians of create, stat and remove rates (files/s, summed over threads), the
 per-round ratios storlab/peer, and the mean per-operation latencies where the peer reports them.
 
 Fairness notes:
-- Files are empty (fio's filecreate never writes; mdtest runs without -w), so create is the
-  open(O_CREAT)+close of an empty file in both.
+- create makes empty files in both (fio's filecreate never writes; mdtest runs without -w).
+- fio's filestat job first lays out every file to its `filesize` (4 KiB, untimed), so fio stats
+  and deletes 4 KiB files. storlab's stat and remove rates therefore come from a second run with
+  --file-size 4k (its create rate, which then includes writing, is not used from that run).
+  mdtest has no such step; against mdtest both storlab rates come from the empty-file run.
 - fio runs with file_service_type=sequential: its default (roundrobin) rescans the file list for
   every open and gets slower quadratically with the file count, which would measure fio, not the
   file system.
@@ -40,10 +43,10 @@ import uuid
 OPS = ("create", "stat", "remove")
 
 
-def run_storlab(directory: str, threads: int, files: int) -> dict[str, dict[str, float]]:
+def _storlab(directory: str, threads: int, files: int, file_size: str) -> dict[str, dict[str, float]]:
     cmd = [sys.executable, "-m", "storlab", "meta", "--target", directory, "--threads", str(threads),
            "--files", str(files), "--dir", "shared", "--phases", "create,stat,remove,rmdir",
-           "--json", "-", "-q", "--no-store"]
+           "--file-size", file_size, "--json", "-", "-q", "--no-store"]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"storlab meta failed: {out.stderr.strip()}")
@@ -51,6 +54,14 @@ def run_storlab(directory: str, threads: int, files: int) -> dict[str, dict[str,
     phases = {p["name"]: p for p in doc["phases"]}
     return {op: {"ops_per_s": phases[op]["ops_per_s"], "lat_mean_ns": phases[op]["lat_ns"]["mean"]}
             for op in OPS}
+
+
+def run_storlab(directory: str, threads: int, files: int, peer: str) -> dict[str, dict[str, float]]:
+    empty = _storlab(directory, threads, files, "0")
+    if peer != "fio":
+        return empty
+    laid_out = _storlab(directory, threads, files, "4k")  # what fio's stat and delete see
+    return {"create": empty["create"], "stat": laid_out["stat"], "remove": laid_out["remove"]}
 
 
 # -- fio ------------------------------------------------------------------------------------------
@@ -151,8 +162,9 @@ def main() -> int:
         print(f"{peer} is not on PATH", file=sys.stderr)
         return 2
     run_peer = run_mdtest if peer == "mdtest" else run_fio
-    print(f"peer: {peer}; {args.rounds} rounds, {args.files} files per thread, shared directory, "
-          f"empty files; rates in files/s summed over threads, latency in us (mean)\n")
+    print(f"peer: {peer}; {args.rounds} rounds, {args.files} files per thread, shared directory; "
+          f"create: empty files, stat/remove: {'4 KiB' if peer == 'fio' else 'empty'} files; "
+          f"rates in files/s summed over threads, latency in us (mean)\n")
 
     header = ("| directory (fs) | threads | op | storlab files/s | " + peer + " files/s | "
               "median ratio | storlab lat us | " + peer + " lat us |")
@@ -161,7 +173,7 @@ def main() -> int:
         for threads in (int(t) for t in args.threads.split(",")):
             results: dict[str, list] = {"storlab": [], peer: []}
             for r in range(args.rounds):
-                order = [("storlab", run_storlab), (peer, run_peer)]
+                order = [("storlab", lambda *a: run_storlab(*a, peer)), (peer, run_peer)]
                 if r % 2:
                     order.reverse()  # alternate who goes first: neither always gets a warm cache
                 for name, fn in order:

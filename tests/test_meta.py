@@ -441,3 +441,24 @@ def test_table_shows_a_row_per_phase_with_units(shm_dir):
                                 "p99", "us", "p99.9", "us", "max", "us", "stonewalled"]
     assert [line.split()[0] for line in lines[2:]] == ["mkdir", *meta.FILE_PHASES]
     assert lines[3].split()[1] == "200"
+
+
+def test_docs_list_every_option_as_the_table_does():
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).parent.parent / "docs" / "meta.md").read_text()
+    section = re.search(r"<!-- options:begin -->\n(.*)\n<!-- options:end -->", text, re.S).group(1)
+    assert section == meta.render_reference(), "regenerate with: python -m storlab.meta"
+
+
+def test_a_failing_hook_stops_the_running_phase_and_still_cleans_up(shm_dir):
+    class Broken(meta.MetaHooks):
+        def poll(self, phase, run):
+            if phase == "create":
+                raise RuntimeError("orchestrator lost a rank")
+
+    with pytest.raises(RuntimeError, match="lost a rank"):
+        meta.run_meta_phase(values(threads=2, files=4_000_000), shm_dir, hooks=Broken(),
+                            progress_interval_s=0.02)
+    assert listing(shm_dir) == ({}, [])

@@ -30,7 +30,8 @@ from .options import _PARSERS  # the per-kind validators, shared by every option
 
 __all__ = [
     "META_OPTIONS", "META_BY_NAME", "FILE_PHASES", "MetaHooks", "parse_meta_value",
-    "resolve_meta_options", "meta_spec", "run_meta_phase", "run_meta", "render_table", "SCHEMA",
+    "resolve_meta_options", "meta_spec", "run_meta_phase", "run_meta", "render_table",
+    "render_reference", "SCHEMA",
 ]
 
 SCHEMA = "storlab.run/1"
@@ -246,6 +247,10 @@ def run_meta_phase(values: Mapping[str, Any], workdir: str, *, progress: Progres
 
 
 def _cleanup(run, values: Mapping[str, Any], hooks: MetaHooks) -> dict[str, Any]:
+    if run.running:  # an exception (a hook's, say) left a phase running: stop it first
+        run.interrupt()
+        while not run.wait(0.5):
+            pass
     if values["keep"]:
         return {"kept": True, "files_removed": 0, "dirs_removed": 0, "error": None}
     hooks.before_cleanup(run)
@@ -401,3 +406,21 @@ def render_table(doc: dict[str, Any]) -> str:
     if cleanup.get("kept"):
         lines.append(f"kept: the files are in {job.get('workdir')}")
     return "\n".join(lines)
+
+
+def render_reference() -> str:
+    """The options section of docs/meta.md, generated from the table (a test keeps them equal)."""
+    lines = ["| option | job-file key | type | default | help |", "|---|---|---|---|---|"]
+    for o in META_OPTIONS:
+        flag = o.flag + (f" / {o.negative}" if o.negative else "")
+        default = "—" if o.default in (None, ()) else repr(o.default)
+        text = o.help
+        if o.choices:
+            text += "<br>" + "<br>".join(f"`{k}`: {v}" for k, v in o.choices.items())
+        unit = f" ({o.unit})" if o.unit else ""
+        lines.append(f"| `{flag}` | `{o.name}` | {o.kind}{unit} | {default} | {text} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(render_reference())

@@ -68,6 +68,12 @@ impl MetaRun {
         self.phases.clone()
     }
 
+    /// Whether a phase is running on the background thread (until `wait` has seen it end).
+    #[getter]
+    fn running(&self) -> bool {
+        self.thread.lock().unwrap().is_some()
+    }
+
     /// Name of the phase `start` will run; None when all ran or the run was stopped.
     #[getter]
     fn next_phase(&self) -> PyResult<Option<String>> {
