@@ -112,7 +112,7 @@ def _headroom(result: MetricResult, scale: float) -> list[dict[str, Any]]:
         rows.append({"component": c.name, "kind": c.kind, "instances": c.instances,
                      "unit": "bytes/s" if result.unit == "bytes/s" else "IOPS",
                      "capacity": c.capacity, "load": load,
-                     "headroom_fraction": None if not c.capacity else (c.capacity - load) / c.capacity})
+                     "headroom_fraction": (c.capacity - load) / c.capacity})
     return rows
 
 
@@ -165,9 +165,10 @@ def _phase_prediction(stack: Stack, phase_name: str, group: Mapping[str, Any]) -
         w = _one_direction(stack, perf, write_metric, outstanding)
         f = read_pct / 100.0
         metric = "seq_mixed_bw_bytes" if rw == "rw" else "rand_mixed_iops"
-        value = mixed_iops(r["value"], w["value"], f) if 0 < f < 1 else (r if f >= 1 else w)["value"]
+        # the same harmonic mix holds for bytes/s: each host byte takes 1/rate of the back end
+        value = mixed_iops(r["value"], w["value"], f)
         # the direction that takes more of the back end's time sets the pace of the mix
-        dominant, other = (r, w) if f / r["value"] >= (1 - f) / w["value"] else (w, r)
+        dominant = r if f / r["value"] >= (1 - f) / w["value"] else w
         entry.update(metric=metric, value=value, rwmix_read_pct=read_pct,
                      limiting_component=dominant["limiting_component"],
                      limiting_by_direction={"read": r["limiting_component"], "write": w["limiting_component"]},

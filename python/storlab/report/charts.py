@@ -370,7 +370,7 @@ def model_charts(runs: Sequence[dict[str, Any]]) -> list[Chart]:
             labels = [_model_row_label(r, varying, len(model_runs) > 1, many_phases) for r in mine]
             xs = list(range(len(mine)))
             w = 0.38
-            pred = ax.bar([x - w / 2 for x in xs], [r.predicted * scale for r in mine], w,
+            ax.bar([x - w / 2 for x in xs], [r.predicted * scale for r in mine], w,
                           label="predicted (stack model)", color="#9bb7d4", edgecolor="#4a6f96",
                           hatch="//")
             ax.bar([x + w / 2 for x in xs], [(r.measured or 0.0) * scale for r in mine], w,
