@@ -107,6 +107,10 @@ def parse_meta_value(name: str, raw: Any) -> Any:
         return None
     if name == "name_prefix" and raw == "":
         return None  # no prefix, as by default
+    if name == "phases" and isinstance(raw, (list, tuple)):  # a TOML list
+        if not all(isinstance(p, str) for p in raw):
+            raise OptionError(f"phases: expected names of phases, got {list(raw)!r}")
+        return ",".join(raw)
     return _PARSERS[opt.kind](opt, raw)
 
 
