@@ -371,8 +371,7 @@ def model_charts(runs: Sequence[dict[str, Any]]) -> list[Chart]:
             xs = list(range(len(mine)))
             w = 0.38
             ax.bar([x - w / 2 for x in xs], [r.predicted * scale for r in mine], w,
-                          label="predicted (stack model)", color="#9bb7d4", edgecolor="#4a6f96",
-                          hatch="//")
+                   label="predicted (stack model)", color="#9bb7d4", edgecolor="#4a6f96", hatch="//")
             ax.bar([x + w / 2 for x in xs], [(r.measured or 0.0) * scale for r in mine], w,
                    label="measured", color="#d98c3f")
             for x, r in zip(xs, mine):
