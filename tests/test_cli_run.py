@@ -267,3 +267,26 @@ def test_a_killed_run_leaves_the_phases_it_finished(shm_dir, tmp_path):
 
     (row,) = store.list_runs(path=str(db))
     assert store.load(row["run_id"], path=str(db))["phases"][0]["name"] == "first"
+
+
+def test_json_to_a_special_file_keeps_it(shm_dir, tmp_path):
+    """Regression: --json /dev/null once replaced the device node with a regular file."""
+    import stat
+    import threading
+
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(open(fifo).read()))
+    reader.start()
+    assert main(["run", "--target", f"{shm_dir}/f.dat", "--size", "64k", "--json", str(fifo), "-q", "--no-store"]) == 0
+    reader.join(timeout=10)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO must still be a FIFO"
+    assert json.loads(received[0])["schema"] == "storlab.run/1"
+    # a link to a regular file: the file is written, the link kept
+    real = tmp_path / "real.json"
+    real.write_text("{}")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    assert main(["run", "--target", f"{shm_dir}/f.dat", "--json", str(link), "-q", "--no-store"]) == 0
+    assert link.is_symlink() and json.loads(real.read_text())["schema"] == "storlab.run/1"

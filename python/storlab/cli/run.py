@@ -60,15 +60,23 @@ class ProgressLine:
 
 
 def _write_json(doc: dict[str, Any], target: str) -> None:
+    """The document as JSON: on stdout for '-'; into a regular file atomically (a reader never sees
+    half a document); into anything else (/dev/null, a FIFO, a terminal) directly — replacing it
+    would destroy a device node."""
     text = json.dumps(doc, indent=None if target == "-" else 1)
     if target == "-":
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
-    else:
-        tmp = target + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
+        return
+    real = os.path.realpath(target)
+    if os.path.exists(real) and not os.path.isfile(real):
+        with open(real, "w", encoding="utf-8") as f:
             f.write(text + "\n")
-        os.replace(tmp, target)
+        return
+    tmp = real + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text + "\n")
+    os.replace(tmp, real)
 
 
 def _store(doc: dict[str, Any], settings: dict[str, Any]) -> None:
