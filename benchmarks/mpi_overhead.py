@@ -59,8 +59,8 @@ def worker(args) -> None:
         comm.gather(report)
         comm.bcast({"window": [0.0, 1.0], "shifts": [0.0] * comm.size})
         comm.gather(4096.0)
-        comm.barrier()   # only so the next round starts in step; not part of a phase
         per_phase.append(time.perf_counter() - t)
+        comm.barrier()   # only so the next round starts in step; not part of a phase, not timed
     if session.rank == 0:
         Path(args.out).write_text(json.dumps({"gaps_s": gaps_s(doc), "wall_s": wall, "complete": doc["complete"],
                                               "messages_s": statistics.median(per_phase)}))

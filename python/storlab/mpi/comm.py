@@ -32,11 +32,11 @@ TAG_HEARTBEAT, TAG_ABORT, TAG_BYE = 1, 2, 3
 TAG_GATHER, TAG_BCAST, TAG_CLOCK, TAG_FINAL = 10, 11, 12, 13
 
 # Polling: a few busy polls first (a barrier released while a rank sleeps starts that rank late by
-# the sleep), then sleeps growing from 50 us to 1 ms. Long spinning is worse: ranks sharing cores
+# the sleep), then sleeps growing from 50 us to 200 us. Long spinning is worse: ranks sharing cores
 # with the engine's threads (or other ranks) take the CPU from the very work they wait for.
 _SPINS = 50
 _MIN_SLEEP_S = 50e-6
-_MAX_SLEEP_S = 0.001
+_MAX_SLEEP_S = 200e-6
 
 
 class _Backoff:
