@@ -15,9 +15,11 @@ per-round ratios storlab/peer, and the mean per-operation latencies where the pe
 
 Fairness notes:
 - create makes empty files in both (fio's filecreate never writes; mdtest runs without -w).
-- fio's filestat job first lays out every file to its `filesize` (4 KiB, untimed), so fio stats
-  and deletes 4 KiB files. storlab's stat and remove rates therefore come from a second run with
-  --file-size 4k (its create rate, which then includes writing, is not used from that run).
+- fio's filestat job first lays out every file to its `filesize` (4 KiB) and fsyncs it
+  (create_fsync, on by default), untimed, so fio stats and deletes 4 KiB files whose blocks are
+  allocated on disk. storlab's stat and remove rates therefore come from a second run with
+  --file-size 4k --fsync-files (its create rate, which then includes writing and fsync, is not
+  used from that run).
   mdtest has no such step; against mdtest both storlab rates come from the empty-file run.
 - fio runs with file_service_type=sequential: its default (roundrobin) rescans the file list for
   every open and gets slower quadratically with the file count, which would measure fio, not the
@@ -43,10 +45,10 @@ import uuid
 OPS = ("create", "stat", "remove")
 
 
-def _storlab(directory: str, threads: int, files: int, file_size: str) -> dict[str, dict[str, float]]:
+def _storlab(directory: str, threads: int, files: int, *extra: str) -> dict[str, dict[str, float]]:
     cmd = [sys.executable, "-m", "storlab", "meta", "--target", directory, "--threads", str(threads),
            "--files", str(files), "--dir", "shared", "--phases", "create,stat,remove,rmdir",
-           "--file-size", file_size, "--json", "-", "-q", "--no-store"]
+           "--json", "-", "-q", "--no-store", *extra]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"storlab meta failed: {out.stderr.strip()}")
@@ -57,10 +59,11 @@ def _storlab(directory: str, threads: int, files: int, file_size: str) -> dict[s
 
 
 def run_storlab(directory: str, threads: int, files: int, peer: str) -> dict[str, dict[str, float]]:
-    empty = _storlab(directory, threads, files, "0")
+    empty = _storlab(directory, threads, files)
     if peer != "fio":
         return empty
-    laid_out = _storlab(directory, threads, files, "4k")  # what fio's stat and delete see
+    # what fio's stat and delete see: 4 KiB files, fsynced when laid out
+    laid_out = _storlab(directory, threads, files, "--file-size", "4k", "--fsync-files")
     return {"create": empty["create"], "stat": laid_out["stat"], "remove": laid_out["remove"]}
 
 
@@ -163,7 +166,7 @@ def main() -> int:
         return 2
     run_peer = run_mdtest if peer == "mdtest" else run_fio
     print(f"peer: {peer}; {args.rounds} rounds, {args.files} files per thread, shared directory; "
-          f"create: empty files, stat/remove: {'4 KiB' if peer == 'fio' else 'empty'} files; "
+          f"create: empty files, stat/remove: {'4 KiB fsynced' if peer == 'fio' else 'empty'} files; "
           f"rates in files/s summed over threads, latency in us (mean)\n")
 
     header = ("| directory (fs) | threads | op | storlab files/s | " + peer + " files/s | "

@@ -157,7 +157,7 @@ fn stonewall_stops_each_phase_and_later_phases_work_on_what_was_finished() {
     let created: Vec<u64> = run.states().iter().map(|s| s.created).collect();
     assert_eq!(create.items_per_worker, created);
     assert!(created.iter().all(|&c| c > 0 && c < 2_000_000), "{created:?}");
-    assert!(create.seconds < 1.0);
+    assert!(create.seconds < 5.0, "workers stop at the stonewall, not at the end of their files");
     assert_eq!(tree(tmp.path()).0.len() as u64, created.iter().sum::<u64>());
     for _ in ["stat", "read", "rename"] {
         let r = step(&mut run);
