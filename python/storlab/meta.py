@@ -290,6 +290,7 @@ def _make_workdir(target: str, run_id: str) -> str:
 def _warnings(doc: dict[str, Any]) -> list[Finding]:
     out: list[Finding] = []
     files = doc["job"]["files"]
+    short: list[str] = []
     for p in doc["phases"]:
         if p.get("stonewalled"):
             items = p["items_per_worker"]
@@ -299,9 +300,11 @@ def _warnings(doc: dict[str, Any]) -> list[Finding]:
                 + (f" ({files} files each asked for); later phases work on exactly those"
                    if p["name"] == "create" else ""))))
         elif p["complete"] and p["name"] in FILE_PHASES[:5] and p["seconds"] < MIN_PHASE_SECONDS:
-            out.append(Finding("short_phase", (
-                f"{p['name']} took {p['seconds'] * 1e3:.1f} ms: rates of phases this short are "
-                f"mostly start-up noise; use more --files (or a --stonewall with many files)")))
+            short.append(f"{p['name']} {p['seconds'] * 1e3:.1f} ms")
+    if short:
+        out.append(Finding("short_phase", (
+            f"phases shorter than {MIN_PHASE_SECONDS:g} s ({', '.join(short)}): their rates are "
+            f"mostly start-up noise; use more --files (or a --stonewall with many files)")))
     cleanup = doc.get("cleanup") or {}
     if cleanup.get("error"):
         out.append(Finding("cleanup_incomplete", f"files were left behind: {cleanup['error']}"))
