@@ -153,7 +153,8 @@ def _checkpoint(partial: dict[str, Any], settings: dict[str, Any]) -> None:
     gets exactly one document), so a killed run still leaves what it measured."""
     _store(partial, settings)
     target = settings.get("json")
-    if target and target != "-":
+    real = os.path.realpath(target) if target and target != "-" else None
+    if real and (not os.path.exists(real) or os.path.isfile(real)):  # a device or FIFO gets one document
         _write_json(partial, target)
 
 
