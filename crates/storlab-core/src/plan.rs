@@ -223,7 +223,6 @@ fn wanted_size(g: &GroupSpec) -> Option<u64> {
     match (g.size, g.thread_layout, g.block) {
         (Some(s), _, _) => Some(s),
         (None, ThreadLayout::Segmented, Some(b)) => Some(g.segments * participants * b),
-        (None, ThreadLayout::Strided, _) => None,
         _ => None,
     }
 }
@@ -386,6 +385,3 @@ impl Plan {
         &self.spec.groups[w.group]
     }
 }
-
-/// Shared, read-only view handed to worker threads.
-pub type SharedPlan = Arc<Plan>;
