@@ -284,6 +284,8 @@ class Session:
                 targets.setdefault(t["path"], t)
         doc["environment"]["targets"] = list(targets.values())
         doc["warnings"] = self._warnings(template, docs, nodes)
+        if base and "model" in base:  # a stack attached with --stack: every rank computed the same
+            doc["model"] = base["model"]
 
         errors = {r: p["error"] for r, p in got.items() if p["error"]}
         if failure is not None:
