@@ -197,6 +197,9 @@ fn random_order_visits_every_file_once() {
     assert_ne!(order, sorted, "a permutation, not the creation order");
     let other = worker::visit_order(&MetaSpec { order: Order::Random, ..MetaSpec::default() }, MetaPhase::Stat, 2, 1000).unwrap();
     assert_ne!(order, other, "each worker its own order");
+    let random = |seed| MetaSpec { order: Order::Random, seed, ..MetaSpec::default() };
+    assert_eq!(worker::visit_order(&random(7), MetaPhase::Read, 0, 500), worker::visit_order(&random(7), MetaPhase::Read, 0, 500));
+    assert_ne!(worker::visit_order(&random(7), MetaPhase::Read, 0, 500), worker::visit_order(&random(8), MetaPhase::Read, 0, 500));
     assert!(worker::visit_order(&MetaSpec::default(), MetaPhase::Stat, 1, 10).is_none());
     assert!(worker::visit_order(&MetaSpec { order: Order::Random, ..MetaSpec::default() }, MetaPhase::Remove, 1, 10).is_none());
 
