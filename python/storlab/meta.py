@@ -18,15 +18,14 @@ import json
 import os
 import stat
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from . import __version__
 from .checks import Finding
 from .environment import host_environment
 from .errors import StorlabError, TargetError, from_core
-from .options import BY_NAME, Option, OptionError
-from .options import _PARSERS  # the per-kind validators, shared by every option table
+from .options import BY_NAME, Option, OptionError, parse_option
 
 __all__ = [
     "META_OPTIONS", "META_BY_NAME", "FILE_PHASES", "MetaHooks", "parse_meta_value",
@@ -111,7 +110,7 @@ def parse_meta_value(name: str, raw: Any) -> Any:
         if not all(isinstance(p, str) for p in raw):
             raise OptionError(f"phases: expected names of phases, got {list(raw)!r}")
         return ",".join(raw)
-    return _PARSERS[opt.kind](opt, raw)
+    return parse_option(opt, raw)
 
 
 def _parse_phases(raw: Any, keep: bool) -> tuple[str, ...]:

@@ -14,7 +14,8 @@ from typing import Any, Callable, Mapping
 
 from .units import UnitError, parse_duration, parse_rate, parse_size
 
-__all__ = ["Option", "OptionError", "OPTIONS", "BY_NAME", "parse_value", "defaults", "render_reference"]
+__all__ = ["Option", "OptionError", "OPTIONS", "BY_NAME", "parse_option", "parse_value", "defaults",
+           "render_reference"]
 
 
 class OptionError(ValueError):
@@ -337,6 +338,11 @@ def _parse_paths(opt: Option, raw: Any) -> tuple[str, ...]:
     return tuple(items)
 
 
+def parse_option(opt: Option, raw: Any) -> Any:
+    """Validate a value for any option of any table (run, meta, sweep) by its kind and bounds."""
+    return _PARSERS[opt.kind](opt, raw)
+
+
 def parse_value(name: str, raw: Any) -> Any:
     """Validate one option value (from the CLI or a job file) into canonical units."""
     opt = BY_NAME.get(name)
@@ -344,7 +350,7 @@ def parse_value(name: str, raw: Any) -> Any:
         raise OptionError(f"unknown option {name!r}{suggest(name)}; see `storlab run --help` for the list")
     if raw is None:
         return None
-    return _PARSERS[opt.kind](opt, raw)
+    return parse_option(opt, raw)
 
 
 def defaults() -> dict[str, Any]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from . import __version__
-from .options import BY_NAME, Option, OptionError, _PARSERS, parse_value, suggest
+from .options import BY_NAME, Option, OptionError, parse_option, parse_value, suggest
 from .units import format_duration, format_size
 
 __all__ = [
@@ -112,7 +112,7 @@ def _parse_setting(name: str, raw: Any) -> Any:
     if raw is None:
         return opt.default
     # the same parsers (and one-line messages) as the run options
-    return _PARSERS[opt.kind](opt, raw)
+    return parse_option(opt, raw)
 
 
 def parse_settings(raw: Mapping[str, Any]) -> Settings:

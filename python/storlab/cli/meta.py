@@ -13,7 +13,7 @@ from ..job import load_jobfile
 from ..meta import META_OPTIONS, SHARED_RUN_OPTIONS, render_table, resolve_meta_options, run_meta
 from ..options import OPTIONS, Option
 from .main import ExitCode
-from .options_cli import _help, add_option_arguments
+from .options_cli import add_option_arguments, add_table_arguments
 from .run import _write_json
 
 EXAMPLES = """examples:
@@ -26,19 +26,9 @@ EXAMPLES = """examples:
 
 
 def _add_meta_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags of the meta table (the output options shared with `storlab run` come from
-    add_option_arguments, so they read the same in both commands)."""
-    groups: dict[str, Any] = {}
-    for o in META_OPTIONS:
-        if o.name in SHARED_RUN_OPTIONS:
-            continue
-        group = groups.setdefault(o.category, parser.add_argument_group(f"{o.category} options"))
-        if o.kind == "bool":
-            group.add_argument(o.flag, dest=o.name, action="store_const", const=True, default=None,
-                               help=_help(o))
-        else:
-            metavar = o.metavar or ("{" + ",".join(o.choices) + "}" if o.choices else o.kind.upper())
-            group.add_argument(o.flag, dest=o.name, default=None, metavar=metavar, help=_help(o))
+    """Flags of the meta table (the output options shared with `storlab run` come from the run
+    table, so they read the same in both commands)."""
+    add_table_arguments(parser, META_OPTIONS, skip=SHARED_RUN_OPTIONS)
     add_option_arguments(parser, skip=[o.name for o in OPTIONS if o.name not in SHARED_RUN_OPTIONS])
 
 

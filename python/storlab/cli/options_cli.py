@@ -22,14 +22,16 @@ def _help(o: Option) -> str:
     return text.replace("%", "%%")  # argparse formats help with %
 
 
-def add_option_arguments(parser: argparse.ArgumentParser, skip: Iterable[str] = ()) -> None:
-    """Add one flag per option of the table, grouped by category."""
+def add_table_arguments(parser: argparse.ArgumentParser, table: Iterable[Option], skip: Iterable[str] = (),
+                        title: str | None = None) -> None:
+    """Add one flag per option of a table (run, meta, sweep), grouped by category or under `title`."""
     groups: dict[str, argparse._ArgumentGroup] = {}
     skipped = set(skip)
-    for o in OPTIONS:
+    for o in table:
         if o.name in skipped:
             continue
-        group = groups.setdefault(o.category, parser.add_argument_group(f"{o.category} options"))
+        heading = title or f"{o.category} options"
+        group = groups.setdefault(heading, parser.add_argument_group(heading))
         flags = [o.flag] + ([f"-{o.short}"] if o.short else [])
         if o.kind == "bool":
             group.add_argument(*flags, dest=o.name, action="store_const", const=True, default=None, help=_help(o))
@@ -42,6 +44,11 @@ def add_option_arguments(parser: argparse.ArgumentParser, skip: Iterable[str] = 
         else:
             metavar = o.metavar or ("{" + ",".join(o.choices) + "}" if o.choices else o.kind.upper())
             group.add_argument(*flags, dest=o.name, default=None, metavar=metavar, help=_help(o))
+
+
+def add_option_arguments(parser: argparse.ArgumentParser, skip: Iterable[str] = ()) -> None:
+    """Add one flag per option of the run table, grouped by category."""
+    add_table_arguments(parser, OPTIONS, skip)
 
 
 def given_options(args: argparse.Namespace) -> dict[str, Any]:

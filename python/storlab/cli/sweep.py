@@ -11,10 +11,9 @@ import uuid
 from typing import Any
 
 from ..job import load_jobfile
-from ..options import Option
 from ..units import format_rate
 from .main import ExitCode, UsageError
-from .options_cli import add_option_arguments, given_options
+from .options_cli import add_option_arguments, add_table_arguments, given_options
 from .run import ProgressLine, _write_json
 
 EXAMPLES = """examples:
@@ -47,27 +46,11 @@ def _recording(base: type) -> type:
     return Recording
 
 
-def _help(o: Option) -> str:
-    text = o.help
-    if o.choices:
-        text += " [" + ", ".join(f"{k}: {v}" for k, v in o.choices.items()) + "]"
-    if o.default not in (None, (), False):
-        text += f" (default: {o.default}{o.unit if o.unit == '%' else ''})"
-    return text.replace("%", "%%")   # argparse formats help with %
-
-
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of the sweep settings table (storlab.sweep.SWEEP_OPTIONS)."""
     from ..sweep import SWEEP_OPTIONS
 
-    group = parser.add_argument_group("sweep options")
-    for o in SWEEP_OPTIONS:
-        if o.kind == "paths":
-            group.add_argument(o.flag, dest=o.name, action="append", default=None,
-                               metavar=o.metavar or "VALUE", help=_help(o))
-        else:
-            metavar = o.metavar or ("{" + ",".join(o.choices) + "}" if o.choices else o.kind.upper())
-            group.add_argument(o.flag, dest=o.name, default=None, metavar=metavar, help=_help(o))
+    add_table_arguments(parser, SWEEP_OPTIONS, title="sweep options")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
