@@ -363,7 +363,8 @@ def test_knee_where_more_requests_in_flight_cannot_help(shm_dir):
     doc = _e2e(shm_dir, size="256k", bs="4k", null_delay="50ms", qd="8,16,32,64,128,256")
     iops = {p["params"]["qd"]: p["iops"] for p in doc["points"]}
     assert iops[8] == pytest.approx(160, rel=0.1) and iops[64] == pytest.approx(1280, rel=0.1)
-    assert iops[256] == pytest.approx(iops[64], rel=0.05)
+    # flat past 64 (a doubling would be +100 %); 10 % leaves room for a loaded 2-CPU host
+    assert iops[256] == pytest.approx(iops[64], rel=0.1)
     (s,) = doc["series"]
     assert s["knee"]["value"] == 64 and s["knee"]["saturated"] is True
     assert s["latency_climb"] is None            # every request still takes 50 ms
