@@ -158,3 +158,12 @@ def test_engine_output_renders_and_compares_on_bs_only():
     assert [d["option"] for d in cmp["job_differences"]] == ["bs"]
     assert cmp["incomparable"] == []
     assert len(list(csv.DictReader(io.StringIO(to_csv(docs))))) == 3
+
+
+def test_render_table_shows_metadata_runs_as_operations(shm_dir):
+    from storlab.export import render_table
+    from storlab.meta import resolve_meta_options, run_meta
+
+    doc = run_meta(resolve_meta_options({"target": shm_dir, "files": "50", "no_store": True}, None, "job"))
+    text = render_table(doc)
+    assert "ops/s" in text and "create" in text and "no I/O was measured" not in text

@@ -74,7 +74,11 @@ def _pass_notes(doc: dict[str, Any]) -> list[str]:
 
 
 def render_table(doc: dict[str, Any]) -> str:
-    """Compact plain-text table of a run document (no colour, no trailing newline)."""
+    """Compact plain-text table of a result document (no colour, no trailing newline)."""
+    if doc.get("kind") == "meta":  # metadata phases are operations per second, not bytes
+        from ..meta import render_table as render_meta
+
+        return render_meta(doc)
     rows = result_rows([doc], with_run=False)
     phases = doc.get("phases") or []
     if any("pass" in p for p in phases):
