@@ -65,3 +65,28 @@ def test_bad_toml_and_missing_file(tmp_path):
         load_jobfile(str(f))
     with pytest.raises(OptionError, match="not found"):
         load_jobfile(str(tmp_path / "nope.toml"))
+
+
+def test_meta_phases_take_storlab_meta_options(tmp_path):
+    f = tmp_path / "job.toml"
+    f.write_text('size = "1m"\n[[phase]]\nrw = "write"\n[[phase]]\nname = "md"\ntype = "meta"\n'
+                 'files = 500\ndir = "shared"\ntarget = "/somewhere"\n')
+    job = resolve_job({}, load_jobfile(str(f)))
+    io, md = job.phases
+    assert (io.kind, md.kind, md.name) == ("io", "meta", "md")
+    assert md.meta["files"] == 500 and md.meta["dir"] == "shared" and md.meta["target"] == "/somewhere"
+    assert core_spec(md)["type"] == "meta"
+
+
+@pytest.mark.parametrize("text,words", [
+    ('[[phase]]\ntype = "metadata"\n', ["type", "'metadata'", "io, meta"]),
+    ('[[phase]]\ntype = "meta"\nfiles = "many"\n', ["phase 1", "files"]),
+    ('[[phase]]\ntype = "meta"\nbs = "4k"\n', ["phase 1", "'bs'"]),
+])
+def test_meta_phase_errors(tmp_path, text, words):
+    f = tmp_path / "job.toml"
+    f.write_text(text)
+    with pytest.raises(OptionError) as e:
+        resolve_job({}, load_jobfile(str(f)), jobfile_name=str(f))
+    for w in words:
+        assert w in str(e.value), str(e.value)

@@ -127,3 +127,20 @@ def test_lag_mode_accounts_for_every_record(shm_dir):
     p = run_job(job)["phases"][0]
     assert p["verify"]["mismatches"] == 0
     assert p["read"]["ops"] + p["rbw"]["records_skipped"] == 8192
+
+
+def test_a_job_file_mixes_io_and_metadata_phases(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    from storlab.job import load_jobfile
+
+    f = tmp_path / "job.toml"
+    f.write_text('size = "1m"\n[[phase]]\nname = "w"\nrw = "write"\nbs = "64k"\n'
+                 '[[phase]]\nname = "md"\ntype = "meta"\nfiles = 120\nthreads = 2\n')
+    doc = run_job(resolve_job({}, load_jobfile(str(f))))
+    names = [p["name"] for p in doc["phases"]]
+    assert names[0] == "w" and names[1:] == ["md:mkdir", "md:create", "md:stat", "md:read", "md:rename",
+                                             "md:remove", "md:rmdir"]
+    create = doc["phases"][2]
+    assert create["kind"] == "meta" and create["ops"] == 240
+    assert doc["job"]["phases"][1]["type"] == "meta"
+    assert list(tmp_path.iterdir()) == [f]  # scratch file and metadata tree removed

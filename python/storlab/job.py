@@ -20,6 +20,11 @@ Job file (TOML), keys are option names from the option table:
     rw = "randread"
     time = "10s"
 
+    [[phase]]                  # a metadata phase: create, stat, read, rename, remove files
+    type = "meta"
+    target = "/mnt/fs"         # a folder; keys are `storlab meta` options (docs/meta.md)
+    files = 10000
+
 Parsing only validates; nothing on the system is touched here.
 """
 from __future__ import annotations
@@ -39,7 +44,8 @@ __all__ = ["GroupDef", "PhaseDef", "Job", "resolve_job", "load_jobfile", "core_s
 
 # Options that make sense once per run, not per phase or group.
 RUN_LEVEL = frozenset(o.name for o in OPTIONS if not o.core)
-JOB_ONLY_KEYS = frozenset({"phase", "group", "groups", "options", "name"})
+JOB_ONLY_KEYS = frozenset({"phase", "group", "groups", "options", "name", "type"})
+PHASE_TYPES = ("io", "meta")
 
 
 @dataclass
@@ -52,6 +58,8 @@ class GroupDef:
 class PhaseDef:
     name: str
     groups: list[GroupDef]
+    kind: str = "io"                          # io: groups of I/O workers; meta: the metadata benchmark
+    meta: dict[str, Any] | None = None        # resolved `storlab meta` options of a meta phase
 
 
 @dataclass
@@ -61,7 +69,8 @@ class Job:
 
     @property
     def uses_default_target(self) -> bool:
-        return any(not g.values["target"] for p in self.phases for g in p.groups)
+        return any(not g.values["target"] for p in self.phases for g in p.groups) or \
+            any(p.kind == "meta" and not p.meta["target"] for p in self.phases)
 
 
 def _unknown(key: str, where: str) -> OptionError:
@@ -128,6 +137,16 @@ def resolve_job(cli_values: Mapping[str, Any], jobfile: Mapping[str, Any] | None
     resolved: list[PhaseDef] = []
     for pi, p in enumerate(raw_phases):
         where = f"{jobfile_name} phase {pi + 1}"
+        kind = p.get("type", "io")
+        if kind not in PHASE_TYPES:
+            raise OptionError(f"{where}: type: {kind!r} is not allowed; use one of: {', '.join(PHASE_TYPES)}")
+        if kind == "meta":
+            from .meta import resolve_meta_options
+
+            section = {k: v for k, v in p.items() if k not in ("type", "name")}
+            resolved.append(PhaseDef(name=p.get("name") or "meta", groups=[], kind="meta",
+                                     meta=resolve_meta_options(None, section, where)))
+            continue
         phase_opts = _parse_section(p.get("options", p), where, allow_run_level=False)
         raw_groups = p.get("group") or p.get("groups") or [{}]
         groups: list[GroupDef] = []
@@ -156,7 +175,11 @@ def _check_group(v: dict[str, Any], where: str) -> None:
 
 
 def core_spec(phase: PhaseDef) -> dict[str, Any]:
-    """The plain-data phase spec handed to the Rust engine (JSON-serialisable)."""
+    """The plain-data phase spec handed to the Rust engine (JSON-serialisable); for a meta phase,
+    its options as recorded in the result."""
+    if phase.kind == "meta":
+        return {"name": phase.name, "type": "meta",
+                "options": {k: list(v) if isinstance(v, tuple) else v for k, v in phase.meta.items()}}
     groups = []
     for g in phase.groups:
         d = {"name": g.name}

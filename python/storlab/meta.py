@@ -341,19 +341,29 @@ def run_meta(values: Mapping[str, Any], argv: list[str] | None = None,
                         "directory": describe_path(target)},
         "warnings": [], "workers": values["threads"], "phases": [], "cleanup": None,
     }
-    workdir = _make_workdir(target, run_id)
+    out, workdir = run_in_target(values, run_id, progress=progress, hooks=hooks)
     doc["job"] = _job_record(values, target, workdir)
+    doc.update({k: out[k] for k in ("phases", "complete", "stop_reason", "error", "workers", "cleanup")})
+    doc["warnings"] = [w.as_dict() for w in _warnings(doc)]
+    doc["finished_at"] = _now_iso()
+    return doc
+
+
+def run_in_target(values: Mapping[str, Any], run_id: str, *, progress: ProgressFn | None = None,
+                  hooks: MetaHooks | None = None) -> tuple[dict[str, Any], str]:
+    """Make the working folder `storlab-meta-<id>` in the target, run every phase there and remove
+    what the run made and the folder (unless keep). Returns run_meta_phase's outcome and the
+    folder. Used by `storlab meta` and by `meta` phases of `storlab run` job files."""
+    target = os.path.abspath(values["target"] or os.getcwd())
+    workdir = _make_workdir(target, run_id)
     try:
         out = run_meta_phase(values, workdir, progress=progress, hooks=hooks)
     except StorlabError:
         _remove_workdir(workdir, values)
         raise
-    doc.update({k: out[k] for k in ("phases", "complete", "stop_reason", "error", "workers", "cleanup")})
     if not out["cleanup"]["error"]:
         _remove_workdir(workdir, values)
-    doc["warnings"] = [w.as_dict() for w in _warnings(doc)]
-    doc["finished_at"] = _now_iso()
-    return doc
+    return out, workdir
 
 
 def _remove_workdir(workdir: str, values: Mapping[str, Any]) -> None:
@@ -388,19 +398,24 @@ _COLUMNS = (
 )
 
 
-def render_table(doc: dict[str, Any]) -> str:
-    """Plain-text table of a meta result: one row per phase, units in the headers."""
+def phase_table(phases: list[dict[str, Any]]) -> list[str]:
+    """Lines of the table of metadata phases: one row per phase, units in the headers."""
     from .export.base import align, fmt_number
 
     cells = []
-    for p in doc.get("phases") or []:
+    for p in phases:
         row = []
         for c in _COLUMNS:
             v = c.get(p)
             row.append(str(v) if not c.numeric else fmt_number(None if v is None else v / c.scale))
         cells.append(row)
-    lines = align([c.header for c in _COLUMNS], cells, [c.numeric for c in _COLUMNS]) if cells else [
+    return align([c.header for c in _COLUMNS], cells, [c.numeric for c in _COLUMNS]) if cells else [
         "(no phase ran)"]
+
+
+def render_table(doc: dict[str, Any]) -> str:
+    """Plain-text table of a meta result: the settings line, then one row per phase."""
+    lines = phase_table(doc.get("phases") or [])
     job = doc.get("job") or {}
     lines.insert(0, f"{doc.get('workers')} thread(s) x {job.get('files')} files, dir {job.get('dir')}, "
                     f"depth {job.get('depth')}, fanout {job.get('fanout')}, "

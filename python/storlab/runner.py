@@ -130,6 +130,10 @@ class Runner:
                 if pass_no > 1 and settings.get("pass_delay"):
                     time.sleep(settings["pass_delay"])
                 for phase in self.job.phases:
+                    if phase.kind == "meta":
+                        if not self._run_meta(phase, doc, pass_no if pass_count > 1 else None):
+                            break
+                        continue
                     phase = self._for_pass(phase, pass_no, pass_count)
                     dropped = None
                     to_drop = cache.should_drop(phase, settings.get("cache", "off"), written)
@@ -168,6 +172,28 @@ class Runner:
             scratch.remove()
         return doc
 
+    def _run_meta(self, phase, doc: dict[str, Any], pass_no: int | None) -> bool:
+        """A metadata phase of a job file: its operations become phases `NAME:create` ...;
+        returns False when it did not complete."""
+        from .meta import run_in_target
+
+        progress = None
+        if self.progress is not None:
+            progress = lambda op, ops, elapsed: self.progress(f"{phase.name}:{op}", 0, ops, elapsed)  # noqa: E731
+        out, workdir = run_in_target(phase.meta, doc["run_id"], progress=progress)
+        for p in out["phases"]:
+            entry = {**p, "name": f"{phase.name}:{p['name']}", "kind": "meta", "workdir": workdir}
+            if pass_no is not None:
+                entry["pass"] = pass_no
+            doc["phases"].append(entry)
+        if out["cleanup"].get("error"):
+            self._add_warnings(doc, [{"code": "cleanup_incomplete",
+                                      "message": f"{phase.name}: files were left behind: {out['cleanup']['error']}"}])
+        if not out["complete"]:
+            doc.update(complete=False, stop_reason=out["stop_reason"], error=out.get("error"))
+            return False
+        return True
+
     def _checkpoint(self, doc: dict[str, Any], targets: dict[str, dict[str, Any]]) -> None:
         if self.checkpoint is None:
             return
@@ -190,6 +216,8 @@ class Runner:
             return
         path = scratch.path()
         for p in self.job.phases:
+            if p.kind == "meta" and not p.meta["target"]:
+                p.meta["target"] = os.path.dirname(path)
             for g in p.groups:
                 if not g.values["target"]:
                     g.values["target"] = (path,)
@@ -229,7 +257,8 @@ class Runner:
     def _job_record(self) -> dict[str, Any]:
         """Flat options of the first group (for filtering) plus every phase in full."""
         phases = [core_spec(p) for p in self.job.phases]
-        first = dict(phases[0]["groups"][0])
+        io = [p for p in phases if p.get("type") != "meta"]
+        first = dict(io[0]["groups"][0]) if io else {}
         first.pop("name", None)
         run_level = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.job.run.items()}
         return {**first, **run_level, "phases": phases}

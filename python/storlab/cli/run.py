@@ -14,7 +14,7 @@ from ..job import load_jobfile, resolve_job
 from ..mpi.launch import detect as detect_mpi_launch
 from ..runner import run_job
 from ..units import format_rate
-from .main import ExitCode
+from .main import ExitCode, UsageError
 from .options_cli import add_option_arguments, given_options
 
 EXAMPLES = """examples:
@@ -112,6 +112,10 @@ def run(args: argparse.Namespace) -> int:
                           checkpoint=lambda partial: _checkpoint(partial, settings))
         else:  # one rank of an MPI job: rank 0 gets the merged document, the others an exit code
             from ..mpi.orchestrator import run_cli
+
+            if any(p.kind == "meta" for p in job.phases):
+                raise UsageError("meta phases in job files run in one process; under MPI use "
+                                 "`mpiexec ... storlab meta`")
 
             doc, code = run_cli(job, ["storlab", "run", *sys.argv[2:]], launch, progress, notify)
             if doc is None:

@@ -92,6 +92,11 @@ def render_table(doc: dict[str, Any]) -> str:
         cols = RESULT_COLUMNS
         cells = [[human(c, r.get(c.key)) for c in cols] for r in rows]
         lines = align([c.header for c in cols], cells, [c.kind == "num" for c in cols])
+    meta = [p for p in phases if p.get("kind") == "meta"]
+    if meta:  # metadata phases of a job file: operations per second, their own columns
+        from ..meta import phase_table
+
+        lines += [""] + phase_table(meta)
     for phase in phases:
         lines += _phase_notes(phase)
     lines += _pass_notes(doc)
