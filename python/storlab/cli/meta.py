@@ -4,9 +4,7 @@ shared or per-thread directory trees and report ops/s and latency per phase (pyt
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
 from typing import Any
 
 from ..job import load_jobfile
@@ -14,7 +12,7 @@ from ..meta import META_OPTIONS, SHARED_RUN_OPTIONS, render_table, resolve_meta_
 from ..options import OPTIONS, Option
 from .main import ExitCode
 from .options_cli import add_option_arguments, add_table_arguments
-from .run import _write_json
+from .run import ProgressLine, _write_json, stop_exit_code, store_result, wants_progress
 
 EXAMPLES = """examples:
   storlab meta                                      # 10000 files, one thread, under ./
@@ -43,41 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-class ProgressLine:
-    """Live progress on a terminal (stderr): phase, elapsed time, operations and recent rate."""
-
-    def __init__(self, stream) -> None:
-        self.stream = stream
-        self.last: tuple[str, float, int] | None = None
-
-    def __call__(self, phase: str, done_ops: int, elapsed_s: float) -> None:
-        now = time.monotonic()
-        if self.last is None or self.last[0] != phase or done_ops < self.last[2]:
-            self.last = (phase, now, 0)
-        rate = (done_ops - self.last[2]) / max(now - self.last[1], 1e-9)
-        self.last = (phase, now, done_ops)
-        self.stream.write(f"\r\x1b[K{phase}: {elapsed_s:6.1f} s  {done_ops:12,d} ops  {rate:12,.0f} ops/s")
-        self.stream.flush()
-
-    def finish(self) -> None:
-        if self.last is not None:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-
-
 def _given(args: argparse.Namespace, table: tuple[Option, ...]) -> dict[str, Any]:
     return {o.name: getattr(args, o.name) for o in table if getattr(args, o.name, None) is not None}
-
-
-def _store(doc: dict[str, Any], values: dict[str, Any]) -> None:
-    if values.get("no_store"):
-        return
-    from .. import store
-
-    try:
-        store.save(doc, path=values.get("store"), tags=values.get("tag") or (), note=values.get("note"))
-    except Exception as e:  # the measurement is worth more than the store: report, don't fail
-        print(f"storlab meta: warning: result not stored: {e}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,15 +50,15 @@ def run(args: argparse.Namespace) -> int:
     values = resolve_meta_options(_given(args, META_OPTIONS), jobfile, args.jobfile or "job file")
     json_target = values.get("json")
     quiet = bool(values.get("quiet"))
-    progress = (ProgressLine(sys.stderr)
-                if sys.stderr.isatty() and not quiet and not os.environ.get("NO_COLOR") else None)
+    line = ProgressLine(sys.stderr) if wants_progress(quiet) else None
+    progress = (lambda phase, ops, elapsed: line(phase, 0, ops, elapsed)) if line else None
     try:
         doc = run_meta(values, argv=["storlab", "meta", *sys.argv[2:]], progress=progress)
     finally:
-        if progress:
-            progress.finish()
+        if line:
+            line.finish()
 
-    _store(doc, values)
+    store_result(doc, values, "meta")
     if json_target:
         _write_json(doc, json_target)
     if not quiet:
@@ -101,12 +66,9 @@ def run(args: argparse.Namespace) -> int:
         out.write(render_table(doc) + "\n")
     for w in doc["warnings"]:
         print(f"warning: {w['message']}", file=sys.stderr)
-    if doc["stop_reason"] == "interrupted":
-        print("storlab meta: interrupted; partial results kept (complete: false)", file=sys.stderr)
-        return ExitCode.INTERRUPTED
-    if doc["stop_reason"] == "error":
-        print(f"storlab meta: error: {doc['error']}", file=sys.stderr)
-        return ExitCode.FAILURE
+    stopped = stop_exit_code("meta", doc)
+    if stopped is not None:
+        return stopped
     if (doc.get("cleanup") or {}).get("error"):
         print(f"storlab meta: error: clean-up incomplete: {doc['cleanup']['error']}", file=sys.stderr)
         return ExitCode.FAILURE

@@ -36,27 +36,58 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 class ProgressLine:
-    """A live progress line on a terminal (stderr), with bandwidth over the last update."""
+    """A live progress line on a terminal (stderr): phase, elapsed time and the rate over the
+    last update — bandwidth and IOPS for I/O, operations per second for metadata phases."""
 
     def __init__(self, stream) -> None:
         self.stream = stream
-        self.last: tuple[float, int, int] | None = None
+        self.last: tuple[str, float, int, int] | None = None
 
     def __call__(self, phase: str, done_bytes: int, done_ops: int, elapsed: float) -> None:
         now = time.monotonic()
-        if self.last is None or done_bytes < self.last[1]:
-            self.last = (now, 0, 0)
-        dt = max(now - self.last[0], 1e-9)
-        bw = (done_bytes - self.last[1]) / dt
-        iops = (done_ops - self.last[2]) / dt
-        self.last = (now, done_bytes, done_ops)
-        self.stream.write(f"\r\x1b[K{phase}: {elapsed:6.1f} s  {format_rate(bw):>12}  {iops:12,.0f} IOPS")
+        if self.last is None or self.last[0] != phase or done_ops < self.last[3]:
+            self.last = (phase, now, 0, 0)
+        dt = max(now - self.last[1], 1e-9)
+        bw = (done_bytes - self.last[2]) / dt
+        ops = (done_ops - self.last[3]) / dt
+        self.last = (phase, now, done_bytes, done_ops)
+        rates = (f"{format_rate(bw):>12}  {ops:12,.0f} IOPS" if done_bytes
+                 else f"{done_ops:12,d} ops  {ops:12,.0f} ops/s")
+        self.stream.write(f"\r\x1b[K{phase}: {elapsed:6.1f} s  {rates}")
         self.stream.flush()
 
     def finish(self) -> None:
         if self.last is not None:
             self.stream.write("\r\x1b[K")
             self.stream.flush()
+
+
+def wants_progress(quiet: bool) -> bool:
+    """A progress line only on a terminal, and not when asked to be quiet or plain."""
+    return sys.stderr.isatty() and not quiet and not os.environ.get("NO_COLOR")
+
+
+def job_from_args(args: argparse.Namespace):
+    """The job of `storlab run`-like commands: flags over a TOML job file (or a fio job file)."""
+    cli = given_options(args)
+    jobfile = load_jobfile(args.jobfile) if args.jobfile else None
+    phases = None
+    if cli.get("fio"):
+        from .. import fiojob
+
+        phases = fiojob.translate(cli["fio"])
+    return resolve_job(cli, jobfile, jobfile_name=args.jobfile or "job file", phases=phases)
+
+
+def stop_exit_code(command: str, doc: dict[str, Any], kept: str = "partial results kept") -> int | None:
+    """Report an interrupted or failed run in one line and give its exit code; None if it ended well."""
+    if doc["stop_reason"] == "interrupted":
+        print(f"storlab {command}: interrupted; {kept} (complete: false)", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    if doc["stop_reason"] == "error":
+        print(f"storlab {command}: error: {doc['error']}", file=sys.stderr)
+        return ExitCode.FAILURE
+    return None
 
 
 def _write_json(doc: dict[str, Any], target: str) -> None:
@@ -79,7 +110,8 @@ def _write_json(doc: dict[str, Any], target: str) -> None:
     os.replace(tmp, real)
 
 
-def _store(doc: dict[str, Any], settings: dict[str, Any]) -> None:
+def store_result(doc: dict[str, Any], settings: dict[str, Any], command: str = "run") -> None:
+    """Save a result in the store unless --no-store; a store failure is a warning, not a failure."""
     if settings.get("no_store") or importlib.util.find_spec("storlab.store") is None:
         return
     from .. import store
@@ -87,22 +119,15 @@ def _store(doc: dict[str, Any], settings: dict[str, Any]) -> None:
     try:
         store.save(doc, path=settings.get("store"), tags=settings.get("tag") or (), note=settings.get("note"))
     except Exception as e:  # the measurement is worth more than the store: report, don't fail
-        print(f"storlab run: warning: result not stored: {e}", file=sys.stderr)
+        print(f"storlab {command}: warning: result not stored: {e}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
-    cli = given_options(args)
-    jobfile = load_jobfile(args.jobfile) if args.jobfile else None
-    phases = None
-    if cli.get("fio"):
-        from .. import fiojob
-
-        phases = fiojob.translate(cli["fio"])
-    job = resolve_job(cli, jobfile, jobfile_name=args.jobfile or "job file", phases=phases)
+    job = job_from_args(args)
     settings = job.run
     json_target = settings.get("json")
     quiet = bool(settings.get("quiet"))
-    progress = ProgressLine(sys.stderr) if sys.stderr.isatty() and not quiet and not os.environ.get("NO_COLOR") else None
+    progress = ProgressLine(sys.stderr) if wants_progress(quiet) else None
 
     notify = lambda msg: print(f"\r\x1b[Kwarning: {msg}" if progress else f"warning: {msg}", file=sys.stderr)  # noqa: E731
     launch = detect_mpi_launch()
@@ -126,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         if progress:
             progress.finish()
 
-    _store(doc, settings)
+    store_result(doc, settings)
     if json_target:
         _write_json(doc, json_target)
     if not quiet:
@@ -141,12 +166,9 @@ def run(args: argparse.Namespace) -> int:
     for w in doc["warnings"]:
         print(f"warning: {w['message']}", file=sys.stderr)
     mismatches = _report_verification(doc)
-    if doc["stop_reason"] == "interrupted":
-        print("storlab run: interrupted; partial results kept (complete: false)", file=sys.stderr)
-        return ExitCode.INTERRUPTED
-    if doc["stop_reason"] == "error":
-        print(f"storlab run: error: {doc['error']}", file=sys.stderr)
-        return ExitCode.FAILURE
+    stopped = stop_exit_code("run", doc)
+    if stopped is not None:
+        return stopped
     if mismatches:
         return ExitCode.FAILURE
     return ExitCode.OK
@@ -155,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
 def _checkpoint(partial: dict[str, Any], settings: dict[str, Any]) -> None:
     """After each phase: store the document so far and rewrite the JSON file (not stdout, which
     gets exactly one document), so a killed run still leaves what it measured."""
-    _store(partial, settings)
+    store_result(partial, settings)
     target = settings.get("json")
     real = os.path.realpath(target) if target and target != "-" else None
     if real and (not os.path.exists(real) or os.path.isfile(real)):  # a device or FIFO gets one document

@@ -13,7 +13,8 @@ import uuid
 from typing import Any
 
 from .main import ExitCode, UsageError
-from .options_cli import add_option_arguments, given_options
+from .options_cli import add_option_arguments
+from .run import job_from_args
 
 EXAMPLES = """examples:
   mpiexec -n 8 storlab scale --target '/scratch/f{rank}' --size 1g --rw write --bs 1m
@@ -44,17 +45,9 @@ def _counts(text: str | None) -> list[int] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..job import load_jobfile, resolve_job
     from ..mpi.launch import detect
 
-    cli = given_options(args)
-    jobfile = load_jobfile(args.jobfile) if args.jobfile else None
-    phases = None
-    if cli.get("fio"):
-        from .. import fiojob
-
-        phases = fiojob.translate(cli["fio"])
-    job = resolve_job(cli, jobfile, jobfile_name=args.jobfile or "job file", phases=phases)
+    job = job_from_args(args)
     wanted = _counts(args.ranks)
     try:
         from ..mpi.orchestrator import Session
@@ -125,9 +118,9 @@ def scale_document(runs: list[dict[str, Any]], counts: list[int], argv: list[str
 
 def _output(doc: dict[str, Any], settings: dict[str, Any]) -> int:
     from ..mpi.render import render_scale
-    from .run import _store, _write_json
+    from .run import _write_json, store_result
 
-    _store(doc, settings)
+    store_result(doc, settings, "scale")
     json_target = settings.get("json")
     if json_target:
         _write_json(doc, json_target)

@@ -14,7 +14,7 @@ from ..job import load_jobfile
 from ..units import format_rate
 from .main import ExitCode, UsageError
 from .options_cli import add_option_arguments, add_table_arguments, given_options
-from .run import ProgressLine, _write_json
+from .run import ProgressLine, _write_json, stop_exit_code
 
 EXAMPLES = """examples:
   storlab sweep --target /dev/shm/a.dat --size 1g --rw read --bs 4k,16k,64k,256k,1m,4m --threads 1,2,4,8
@@ -203,13 +203,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning ({where}{at}): {w['message']}", file=sys.stderr)
     if store_on and not quiet:
         print(f"stored sweep {doc['run_id'][:12]}; its runs are tagged {sweep_tag}", file=sys.stderr)
-    if doc["stop_reason"] == "interrupted":
-        print("storlab sweep: interrupted; the points done are kept (complete: false)", file=sys.stderr)
-        return ExitCode.INTERRUPTED
-    if doc["stop_reason"] == "error":
-        print(f"storlab sweep: error: {doc['error']}", file=sys.stderr)
-        return ExitCode.FAILURE
-    return ExitCode.OK
+    stopped = stop_exit_code("sweep", doc, kept="the points done are kept")
+    return ExitCode.OK if stopped is None else stopped
 
 
 __all__ = ["register", "run", "add_sweep_arguments"]
