@@ -21,6 +21,38 @@ fn to_py(e: Error) -> PyErr {
     CoreError::new_err((format!("{:?}", e.kind).to_lowercase(), e.message))
 }
 
+/// Where a background thread stands after `join_within`.
+pub(crate) enum Joined<T> {
+    NotStarted,
+    Running,
+    Done(T),
+}
+
+/// Wait up to `timeout_s` seconds, with the GIL released, for the thread in `slot` to end; join it
+/// when it has. Polls every 2 ms so Python gets back control (and Ctrl-C) promptly.
+pub(crate) fn join_within<T: Send>(py: Python<'_>, slot: &Mutex<Option<JoinHandle<T>>>, timeout_s: f64,
+                                   what: &str) -> PyResult<Joined<T>> {
+    let deadline = Instant::now() + Duration::from_secs_f64(timeout_s.max(0.0));
+    let mut guard = slot.lock().unwrap();
+    let Some(handle) = guard.as_ref() else {
+        return Ok(Joined::NotStarted);
+    };
+    let finished = py.detach(|| {
+        while !handle.is_finished() {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        true
+    });
+    if !finished {
+        return Ok(Joined::Running);
+    }
+    let value = guard.take().unwrap().join().map_err(|_| PyRuntimeError::new_err(format!("{what} thread panicked")))?;
+    Ok(Joined::Done(value))
+}
+
 /// One phase: built (targets opened, sized, laid out) on construction, run on `start`.
 #[pyclass(module = "storlab._core")]
 struct PhaseRun {
@@ -71,27 +103,16 @@ impl PhaseRun {
 
     /// Wait up to `timeout_s` seconds (GIL released); True once the phase has ended.
     fn wait(&self, py: Python<'_>, timeout_s: f64) -> PyResult<bool> {
-        let deadline = Instant::now() + Duration::from_secs_f64(timeout_s.max(0.0));
-        let mut guard = self.thread.lock().unwrap();
-        let Some(handle) = guard.as_ref() else {
-            return Ok(self.result.lock().unwrap().is_some());
-        };
-        let finished = py.detach(|| {
-            while !handle.is_finished() {
-                if Instant::now() >= deadline {
-                    return false;
-                }
-                std::thread::sleep(Duration::from_millis(5));
+        match join_within(py, &self.thread, timeout_s, "phase")? {
+            Joined::NotStarted => Ok(self.result.lock().unwrap().is_some()),
+            Joined::Running => Ok(false),
+            Joined::Done(outcome) => {
+                let json = serde_json::to_string(&outcome.result).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+                *self.result.lock().unwrap() = Some(json);
+                *self.outcome.lock().unwrap() = Some(outcome);
+                Ok(true)
             }
-            true
-        });
-        if finished {
-            let outcome = guard.take().unwrap().join().map_err(|_| PyRuntimeError::new_err("phase thread panicked"))?;
-            let json = serde_json::to_string(&outcome.result).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-            *self.result.lock().unwrap() = Some(json);
-            *self.outcome.lock().unwrap() = Some(outcome);
         }
-        Ok(finished)
     }
 
     /// Ask the workers to stop (Ctrl-C); the result will say complete=false, interrupted.

@@ -5,7 +5,6 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -13,7 +12,7 @@ use pyo3::prelude::*;
 use storlab_core::meta::{self, MetaControl, MetaPhaseResult, MetaSpec};
 use storlab_core::Result;
 
-use crate::to_py;
+use crate::{join_within, to_py, Joined};
 
 fn json_err(e: serde_json::Error) -> PyErr {
     PyRuntimeError::new_err(e.to_string())
@@ -107,26 +106,15 @@ impl MetaRun {
 
     /// Wait up to `timeout_s` seconds (GIL released); True once the phase has ended.
     fn wait(&self, py: Python<'_>, timeout_s: f64) -> PyResult<bool> {
-        let deadline = Instant::now() + Duration::from_secs_f64(timeout_s.max(0.0));
-        let mut guard = self.thread.lock().unwrap();
-        let Some(handle) = guard.as_ref() else {
-            return Ok(self.result.lock().unwrap().is_some());
-        };
-        let finished = py.detach(|| {
-            while !handle.is_finished() {
-                if Instant::now() >= deadline {
-                    return false;
-                }
-                std::thread::sleep(Duration::from_millis(2));
+        match join_within(py, &self.thread, timeout_s, "meta phase")? {
+            Joined::NotStarted => Ok(self.result.lock().unwrap().is_some()),
+            Joined::Running => Ok(false),
+            Joined::Done(outcome) => {
+                let result = outcome.map_err(to_py)?;
+                *self.result.lock().unwrap() = Some(serde_json::to_string(&result).map_err(json_err)?);
+                Ok(true)
             }
-            true
-        });
-        if finished {
-            let outcome = guard.take().unwrap().join().map_err(|_| PyRuntimeError::new_err("meta phase thread panicked"))?;
-            let result = outcome.map_err(to_py)?;
-            *self.result.lock().unwrap() = Some(serde_json::to_string(&result).map_err(json_err)?);
         }
-        Ok(finished)
     }
 
     /// Ask the workers of the running phase to stop (Ctrl-C); its result says interrupted.
