@@ -9,7 +9,8 @@ from typing import Any
 
 from ..job import load_jobfile
 from ..meta import META_OPTIONS, SHARED_RUN_OPTIONS, render_table, resolve_meta_options, run_meta
-from ..options import OPTIONS, Option
+from ..mpi.launch import detect as detect_mpi_launch
+from ..options import BY_NAME, OPTIONS, Option, parse_value
 from .main import ExitCode
 from .options_cli import add_option_arguments, add_table_arguments
 from .run import ProgressLine, _write_json, stop_exit_code, store_result, wants_progress
@@ -20,14 +21,18 @@ EXAMPLES = """examples:
   storlab meta --target /dev/shm --depth 2 --fanout 10 --file-size 4k --order random
   storlab meta --files 1000000 --stonewall 10s      # each file phase stops after 10 s
   storlab meta --keep --phases create,stat          # leave the files for inspection
+  mpiexec -n 4 storlab meta --target /scratch --dir shared   # one rank per process (docs/mpi.md)
 """
+# Options of `storlab run` that only an MPI launch of `storlab meta` reads (command line only).
+MPI_RUN_OPTIONS = ("rank_timeout",)
 
 
 def _add_meta_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of the meta table (the output options shared with `storlab run` come from the run
     table, so they read the same in both commands)."""
     add_table_arguments(parser, META_OPTIONS, skip=SHARED_RUN_OPTIONS)
-    add_option_arguments(parser, skip=[o.name for o in OPTIONS if o.name not in SHARED_RUN_OPTIONS])
+    add_option_arguments(parser, skip=[o.name for o in OPTIONS
+                                       if o.name not in SHARED_RUN_OPTIONS + MPI_RUN_OPTIONS])
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,8 +57,18 @@ def run(args: argparse.Namespace) -> int:
     quiet = bool(values.get("quiet"))
     line = ProgressLine(sys.stderr) if wants_progress(quiet) else None
     progress = (lambda phase, ops, elapsed: line(phase, 0, ops, elapsed)) if line else None
+    argv = ["storlab", "meta", *sys.argv[2:]]
+    launch = detect_mpi_launch()
     try:
-        doc = run_meta(values, argv=["storlab", "meta", *sys.argv[2:]], progress=progress)
+        if launch is None:
+            doc = run_meta(values, argv=argv, progress=progress)
+        else:  # one rank of an MPI job: rank 0 gets the merged document, the others an exit code
+            from ..mpi.meta import run_cli
+
+            rank_timeout = parse_value("rank_timeout", getattr(args, "rank_timeout", None))
+            doc, code = run_cli(values, argv, launch, rank_timeout or BY_NAME["rank_timeout"].default, progress)
+            if doc is None:
+                return code
     finally:
         if line:
             line.finish()
@@ -64,6 +79,10 @@ def run(args: argparse.Namespace) -> int:
     if not quiet:
         out = sys.stderr if json_target == "-" else sys.stdout
         out.write(render_table(doc) + "\n")
+        if "mpi" in doc:
+            from ..mpi.render import render_summary
+
+            out.write(render_summary(doc) + "\n")
     for w in doc["warnings"]:
         print(f"warning: {w['message']}", file=sys.stderr)
     stopped = stop_exit_code("meta", doc)

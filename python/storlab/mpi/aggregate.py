@@ -31,7 +31,8 @@ from typing import Any, Sequence
 
 from .. import stats
 
-__all__ = ["time_bases", "deskew_window", "merge_direction", "merge_phase", "REPORTED_RANKS"]
+__all__ = ["time_bases", "deskew_window", "count_in_window", "pooled_latency", "merge_direction",
+           "merge_sync", "merge_phase", "merge_meta_phase", "REPORTED_RANKS"]
 
 REPORTED_RANKS = 3   # ranks named in the straggler and slowest-rank lists
 
@@ -66,7 +67,7 @@ def deskew_window(reports: Sequence[dict[str, Any] | None]) -> tuple[float, list
     return t0, shifts, ([last_start, first_done] if first_done > last_start else None)
 
 
-def _pooled(dirs: Sequence[dict[str, Any]], key: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def pooled_latency(dirs: Sequence[dict[str, Any]], key: str = "lat") -> tuple[dict[str, Any], dict[str, Any]] | None:
     """Merged summary and histogram of latency `key` (lat / slat) over directions with ops."""
     parts = [d for d in dirs if d.get(f"{key}_hist") and d.get(f"{key}_ns") and d.get("ops")]
     if not parts:
@@ -115,7 +116,7 @@ def merge_direction(dirs: Sequence[dict[str, Any]], seconds: float) -> dict[str,
         "bw_bytes": b / seconds if seconds > 0 else 0.0,
     }
     for key in ("lat", "slat"):
-        pooled = _pooled(dirs, key)
+        pooled = pooled_latency(dirs, key)
         if pooled is not None:
             out[f"{key}_ns"], out[f"{key}_hist"] = pooled
         elif key == "lat":   # no samples: zeros, as the engine reports an empty histogram
@@ -129,11 +130,11 @@ def merge_direction(dirs: Sequence[dict[str, Any]], seconds: float) -> dict[str,
     return out
 
 
-def _merge_sync(parts: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+def merge_sync(parts: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     parts = [p for p in parts if p]
     if not parts:
         return None
-    pooled = _pooled(parts, "lat")
+    pooled = pooled_latency(parts, "lat")
     out = {"ops": sum(p["ops"] for p in parts)}
     if pooled:
         out["lat_ns"], out["lat_hist"] = pooled
@@ -152,8 +153,32 @@ def _merge_verify(parts: Sequence[tuple[int, dict[str, Any]]]) -> dict[str, Any]
     return out
 
 
-def _own_bw(nbytes: float, start: float, end: float) -> float:
-    return nbytes / (end - start) if end > start else 0.0
+def _own_bw(amount: float, start: float, end: float) -> float:
+    """An amount (bytes or operations) over its own span."""
+    return amount / (end - start) if end > start else 0.0
+
+
+def _shifted_workers(rank: int, res: dict[str, Any], shift: float, first_id: int) -> list[dict[str, Any]]:
+    """A rank's workers in the merged time base, numbered on from `first_id`."""
+    return [{**w, "id": first_id + i, "rank": rank, "local_id": w["id"],
+             "start_s": w["start_s"] + shift, "end_s": w["end_s"] + shift}
+            for i, w in enumerate(res["workers"])]
+
+
+def _outcome(present: Sequence[tuple[int, dict[str, Any]]], missing: Sequence[int]) -> dict[str, Any]:
+    """complete / stop_reason / error / error_kind of a merged phase: the first rank's error wins,
+    then a missing rank, then an interrupt."""
+    errors = [res for _, res in present if res["stop_reason"] == "error"]
+    interrupted = any(res["stop_reason"] == "interrupted" for _, res in present)
+    if errors:
+        stop_reason, error = "error", errors[0].get("error")
+    elif missing:
+        stop_reason, error = "error", f"no result from rank {', '.join(map(str, missing))}"
+    else:
+        stop_reason, error = ("interrupted" if interrupted else "done"), None
+    return {"complete": not missing and all(res["complete"] for _, res in present),
+            "stop_reason": stop_reason, "error": error,
+            "error_kind": errors[0].get("error_kind") if errors else None}
 
 
 def merge_phase(results: Sequence[dict[str, Any] | None], window_bytes: Sequence[float | None] | None = None,
@@ -175,10 +200,7 @@ def merge_phase(results: Sequence[dict[str, Any] | None], window_bytes: Sequence
     per_rank: list[dict[str, Any]] = []
     for r, res in present:
         s = shifts[r]
-        ws = []
-        for w in res["workers"]:
-            ws.append({**w, "id": len(workers) + len(ws), "rank": r, "local_id": w["id"],
-                       "start_s": w["start_s"] + s, "end_s": w["end_s"] + s})
+        ws = _shifted_workers(r, res, s, len(workers))
         workers.extend(ws)
         nbytes = sum(w["read_bytes"] + w["write_bytes"] for w in res["workers"])
         start = min((w["start_s"] for w in ws), default=s)
@@ -233,27 +255,16 @@ def merge_phase(results: Sequence[dict[str, Any] | None], window_bytes: Sequence
         "slowest_rank": slow_rank["rank"] if slow_rank else None,
     }
 
-    errors = [(r, res) for r, res in present if res["stop_reason"] == "error"]
-    interrupted = any(res["stop_reason"] == "interrupted" for _, res in present)
     missing = [r for r, res in enumerate(results) if res is None]
-    complete = not missing and all(res["complete"] for _, res in present)
-    if errors:
-        stop_reason, error = "error", errors[0][1].get("error")
-    elif missing:
-        stop_reason, error = "error", f"no result from rank {', '.join(map(str, missing))}"
-    else:
-        stop_reason, error = ("interrupted" if interrupted else "done"), None
-
     out: dict[str, Any] = {
-        "name": first["name"], "complete": complete, "stop_reason": stop_reason, "error": error,
-        "error_kind": errors[0][1].get("error_kind") if errors else None,
+        "name": first["name"], **_outcome(present, missing),
         "seconds": seconds, "ramp_s": ramp, "start_unix_s": t0, "aggregate": aggregate,
     }
     for d in ("read", "write"):
         parts = [res[d] for _, res in present if isinstance(res.get(d), dict)]
         if parts:
             out[d] = merge_direction(parts, seconds)
-    sync = _merge_sync([res.get("sync") for _, res in present])
+    sync = merge_sync([res.get("sync") for _, res in present])
     if sync:
         out["sync"] = sync
     verify = _merge_verify([(r, res["verify"]) for r, res in present if res.get("verify")])
@@ -267,18 +278,21 @@ def merge_phase(results: Sequence[dict[str, Any] | None], window_bytes: Sequence
     return out
 
 
-def _mpi_section(per_rank: list[dict[str, Any]], nodes: Sequence[str], missing: list[int]) -> dict[str, Any]:
+def _mpi_section(per_rank: list[dict[str, Any]], nodes: Sequence[str], missing: list[int],
+                 amount: str = "bytes", rate: str = "bw_bytes", deskew: str = "deskew_bytes") -> dict[str, Any]:
+    """Per node, first/last done, stragglers and slowest ranks; `amount`/`rate`/`deskew` name what
+    is counted (bytes for I/O runs, ops for metadata runs)."""
     by_node: dict[str, list[dict[str, Any]]] = {}
     for rec in per_rank:
         by_node.setdefault(rec["node"], []).append(rec)
     node_recs = []
     for node, recs in by_node.items():
         start, end = min(x["start_s"] for x in recs), max(x["end_s"] for x in recs)
-        nbytes = sum(x["bytes"] for x in recs)
-        dparts = [x["deskew_bytes"] for x in recs]
-        node_recs.append({"node": node, "ranks": [x["rank"] for x in recs], "bytes": nbytes,
-                          "start_s": start, "end_s": end, "bw_bytes": _own_bw(nbytes, start, end),
-                          "deskew_bytes": None if None in dparts else sum(dparts)})
+        total = sum(x[amount] for x in recs)
+        dparts = [x[deskew] for x in recs]
+        node_recs.append({"node": node, "ranks": [x["rank"] for x in recs], amount: total,
+                          "start_s": start, "end_s": end, rate: _own_bw(total, start, end),
+                          deskew: None if None in dparts else sum(dparts)})
     section: dict[str, Any] = {"ranks": per_rank, "nodes": node_recs, "missing_ranks": missing}
     if per_rank:
         by_end = sorted(per_rank, key=lambda x: x["end_s"])
@@ -288,11 +302,103 @@ def _mpi_section(per_rank: list[dict[str, Any]], nodes: Sequence[str], missing: 
         section["start_skew_s"] = max(x["shift_s"] for x in per_rank) - min(x["shift_s"] for x in per_rank)
         section["stragglers"] = [
             {"rank": x["rank"], "node": x["node"], "start_s": x["start_s"], "end_s": x["end_s"],
-             "behind_s": x["end_s"] - first_done["end_s"], "bw_bytes": x["bw_bytes"]}
+             "behind_s": x["end_s"] - first_done["end_s"], rate: x[rate]}
             for x in reversed(by_end[-REPORTED_RANKS:]) if len(per_rank) > 1]
-        median = statistics.median(x["bw_bytes"] for x in per_rank)
+        median = statistics.median(x[rate] for x in per_rank)
         section["slowest_ranks"] = [
-            {"rank": x["rank"], "node": x["node"], "bw_bytes": x["bw_bytes"],
-             "vs_median": x["bw_bytes"] / median if median > 0 else None}
-            for x in sorted(per_rank, key=lambda x: x["bw_bytes"])[:REPORTED_RANKS] if len(per_rank) > 1]
+            {"rank": x["rank"], "node": x["node"], rate: x[rate],
+             "vs_median": x[rate] / median if median > 0 else None}
+            for x in sorted(per_rank, key=lambda x: x[rate])[:REPORTED_RANKS] if len(per_rank) > 1]
     return section
+
+
+# -- metadata phases (storlab meta) ------------------------------------------------------------
+def count_in_window(samples: Sequence[tuple[float, float]], t0: float, t1: float) -> float:
+    """How much a counter grew between t0 and t1, from (time, count) samples in time order,
+    interpolated linearly between samples (so exact to within the counts of one sampling interval
+    at each end) and held constant outside them."""
+    if not samples or t1 <= t0:
+        return 0.0
+
+    def at(t: float) -> float:
+        if t <= samples[0][0]:
+            return samples[0][1]
+        for (ta, ca), (tb, cb) in zip(samples, samples[1:]):
+            if t <= tb:
+                return ca if tb <= ta else ca + (cb - ca) * (t - ta) / (tb - ta)
+        return samples[-1][1]
+    return at(t1) - at(t0)
+
+
+def merge_meta_phase(results: Sequence[dict[str, Any] | None], window_ops: Sequence[float | None] | None = None,
+                     nodes: Sequence[str] | None = None) -> dict[str, Any]:
+    """One metadata phase (the keys of a single-process `storlab meta` phase) from every rank's.
+
+    Each result is the engine's meta phase result plus `offset_s`. Operations and bytes are summed;
+    `seconds` runs from the earliest rank's phase start (T0) to the last worker's finish on rank 0's
+    clock, and `ops_per_s` = ops / seconds. `window_ops[r]` is what rank r did inside the de-skew
+    window (count_in_window over its progress samples), None when unknown. Latency and sync
+    histograms are merged exactly (bucket addition); `items_per_worker` lists every worker of
+    every rank in rank order, as `workers` does.
+    """
+    size = len(results)
+    nodes = list(nodes) if nodes is not None else ["?"] * size
+    present = [(r, res) for r, res in enumerate(results) if res is not None]
+    _, shifts, window = deskew_window(results)
+    first = present[0][1]
+    workers: list[dict[str, Any]] = []
+    per_rank: list[dict[str, Any]] = []
+    for r, res in present:
+        ws = _shifted_workers(r, res, shifts[r], len(workers))
+        workers.extend(ws)
+        start = min((w["start_s"] for w in ws), default=shifts[r])
+        end = max((w["end_s"] for w in ws), default=shifts[r])
+        per_rank.append({
+            "rank": r, "node": nodes[r], "targets": sorted({w["target"] for w in res["workers"]}),
+            "offset_s": res["offset_s"], "start_unix_s": res["start_unix_s"], "shift_s": shifts[r],
+            "start_s": start, "end_s": end, "ops": res["ops"], "ops_per_s": _own_bw(res["ops"], start, end),
+            "bytes": res["bytes"], "items_per_worker": res["items_per_worker"],
+            "stonewalled": res["stonewalled"],
+            "deskew_ops": None if window_ops is None else window_ops[r],
+            "lat_ns": res["lat_ns"], "lat_hist": res["lat_hist"],
+            "complete": res["complete"], "stop_reason": res["stop_reason"], "error": res.get("error"),
+        })
+    last_done = max((w["end_s"] for w in workers), default=0.0)
+    first_done = min((w["end_s"] for w in workers), default=0.0)
+    seconds = last_done   # T0 is 0 in the merged time base
+    parts = [res for _, res in present]
+    lat = merge_direction(parts, seconds)
+    ops, nbytes = lat["ops"], lat["bytes"]
+    dops = None
+    if window is not None and window_ops is not None and all(window_ops[r] is not None for r, _ in present):
+        dops = float(sum(window_ops[r] for r, _ in present))
+    slow_rank = min(per_rank, key=lambda x: x["ops_per_s"], default=None)
+    missing = [r for r, res in enumerate(results) if res is None]
+    out: dict[str, Any] = {
+        "name": first["name"], **_outcome(present, missing),
+        "ops": ops, "seconds": seconds, "ops_per_s": ops / seconds if seconds > 0 else 0.0,
+        "lat_ns": lat["lat_ns"], "lat_hist": lat["lat_hist"],
+        "items_per_worker": [n for res in parts for n in res["items_per_worker"]],
+        "stonewalled": any(res["stonewalled"] for res in parts), "stonewall_s": first.get("stonewall_s"),
+        "bytes": nbytes, "bw_bytes": nbytes / seconds if seconds > 0 else 0.0,
+    }
+    for key in ("file_sync", "dir_sync"):
+        sync = merge_sync([res.get(key) for res in parts])
+        if sync:
+            out[key] = sync
+    out["start_unix_s"] = min(res["start_unix_s"] + res["offset_s"] for res in parts)
+    out["aggregate"] = {
+        "workers": len(workers), "ranks": len(present), "ops": ops, "bytes": nbytes,
+        "first_start_s": min((w["start_s"] for w in workers), default=0.0),
+        "last_start_s": max((w["start_s"] for w in workers), default=0.0),
+        "first_done_s": first_done, "last_done_s": last_done,
+        "ops_per_s": out["ops_per_s"],
+        "deskew_window_s": window,
+        "deskew_ops": dops if window is not None else None,
+        "deskew_ops_per_s": dops / (window[1] - window[0]) if window is not None and dops is not None else None,
+        "straggler_s": last_done - first_done,
+        "slowest_rank": slow_rank["rank"] if slow_rank else None,
+    }
+    out["workers"] = workers
+    out["mpi"] = _mpi_section(per_rank, nodes, missing, amount="ops", rate="ops_per_s", deskew="deskew_ops")
+    return out

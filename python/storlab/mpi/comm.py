@@ -29,7 +29,7 @@ __all__ = ["RankFailure", "Liveness", "Comm"]
 # Tags on the private control communicator (liveness thread) ...
 TAG_HEARTBEAT, TAG_ABORT, TAG_BYE = 1, 2, 3
 # ... and on the data communicator (main thread).
-TAG_GATHER, TAG_BCAST, TAG_CLOCK, TAG_FINAL = 10, 11, 12, 13
+TAG_GATHER, TAG_BCAST, TAG_CLOCK, TAG_FINAL, TAG_CLEANUP = 10, 11, 12, 13, 14
 
 # Polling: a few busy polls first (a barrier released while a rank sleeps starts that rank late by
 # the sleep), then sleeps growing from 50 us to 200 us. Long spinning is worse: ranks sharing cores
@@ -321,19 +321,21 @@ class Comm:
         return self._recv({source}, tag, 0)[1]
 
     # -- the last exchange of a run: survives failures ----------------------------------------------
-    def gather_surviving(self, obj: Any, timeout_s: float) -> dict[int, Any]:
+    def gather_surviving(self, obj: Any, timeout_s: float, tag: int = TAG_FINAL) -> dict[int, Any]:
         """The last exchange of a run, failed or not: rank 0 takes what arrives from the ranks
-        still alive within `timeout_s` (rank -> obj); other ranks return {} after sending."""
+        still alive within `timeout_s` (rank -> obj); other ranks return {} after sending. Distinct
+        tags keep two such exchanges of one run apart (a metadata run sends TAG_CLEANUP when a
+        rank's clean-up is done, then TAG_FINAL with its results)."""
         deadline = time.monotonic() + timeout_s
         if self.rank != 0:
-            req = self.data.isend((0, obj), 0, TAG_FINAL)
+            req = self.data.isend((0, obj), 0, tag)
             while not req.test()[0] and time.monotonic() < deadline and 0 not in self.liveness.dead:
                 time.sleep(_MAX_SLEEP_S)
             return {}
         out = {0: obj}
         waiting = set(range(1, self.size))
         while waiting - self.liveness.dead and time.monotonic() < deadline:
-            got = self._recv(waiting - self.liveness.dead, TAG_FINAL, 0,
+            got = self._recv(waiting - self.liveness.dead, tag, 0,
                              deadline=min(deadline, time.monotonic() + 0.1), check=False)
             if got is not None:
                 out[got[0]] = got[1]

@@ -1,9 +1,11 @@
 """The human summary of an MPI run, printed under the result table: per phase the plain and
 de-skewed aggregate, first and last rank done, the stragglers and slowest ranks, per node when
-there are several. Reads only the result document."""
+there are several. Reads only the result document: bytes for `storlab run`, operations for
+`storlab meta` (kind "meta")."""
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from ..units import format_rate
 
@@ -14,7 +16,23 @@ def _rate(v: float | None) -> str:
     return "-" if v is None else format_rate(v)
 
 
+@dataclass(frozen=True)
+class _Measure:
+    """What a summary counts: the keys of the amount, its rate and de-skewed rate, and how to show them."""
+    amount: str
+    rate: str
+    deskew_rate: str
+    show_amount: Callable[[float], str]
+    show_rate: Callable[[float | None], str]
+
+
+_BYTES = _Measure("bytes", "bw_bytes", "deskew_bw_bytes", lambda v: f"{v / 2**20:.1f} MiB", _rate)
+_OPS = _Measure("ops", "ops_per_s", "deskew_ops_per_s", lambda v: f"{v:,.0f} ops",
+                lambda v: "-" if v is None else f"{v:,.0f} ops/s")
+
+
 def render_summary(doc: dict[str, Any]) -> str:
+    unit = _OPS if doc.get("kind") == "meta" else _BYTES
     mpi = doc.get("mpi") or {}
     nodes = mpi.get("nodes") or []
     clock = mpi.get("clock") or []
@@ -26,11 +44,11 @@ def render_summary(doc: dict[str, Any]) -> str:
         a, m = p.get("aggregate") or {}, p.get("mpi") or {}
         if not m:
             continue
-        line = (f"{p['name']}: {a.get('ranks')} ranks, {a.get('bytes', 0) / 2**20:.1f} MiB; "
-                f"all bytes / first start to last finish {_rate(a.get('bw_bytes'))}")
+        line = (f"{p['name']}: {a.get('ranks')} ranks, {unit.show_amount(a.get(unit.amount, 0))}; "
+                f"all {unit.amount} / first start to last finish {unit.show_rate(a.get(unit.rate))}")
         if a.get("deskew_window_s"):
             w = a["deskew_window_s"]
-            line += f"; de-skewed {_rate(a.get('deskew_bw_bytes'))} over [{w[0]:.3f}, {w[1]:.3f}] s with every rank active"
+            line += f"; de-skewed {unit.show_rate(a.get(unit.deskew_rate))} over [{w[0]:.3f}, {w[1]:.3f}] s with every rank active"
         else:
             line += "; no window with every rank active (no de-skewed rate)"
         lines.append(line)
@@ -43,15 +61,20 @@ def render_summary(doc: dict[str, Any]) -> str:
                 f"rank {s['rank']} ({s['node']}) +{s['behind_s']:.3f} s" for s in m["stragglers"]))
         if m.get("slowest_ranks"):
             lines.append("  slowest ranks (own rate): " + ", ".join(
-                f"rank {s['rank']} {_rate(s['bw_bytes'])}"
+                f"rank {s['rank']} {unit.show_rate(s[unit.rate])}"
                 + (f" ({s['vs_median'] * 100:.0f}% of median)" if s.get("vs_median") is not None else "")
                 for s in m["slowest_ranks"]))
         if len(m.get("nodes") or []) > 1:
             for n in m["nodes"]:
-                lines.append(f"  node {n['node']}: ranks {n['ranks']}, {_rate(n['bw_bytes'])}")
+                lines.append(f"  node {n['node']}: ranks {n['ranks']}, {unit.show_rate(n[unit.rate])}")
         if m.get("missing_ranks"):
             lines.append(f"  no result from rank(s) {m['missing_ranks']}")
     for s in mpi.get("stonewall") or []:
+        if unit is _OPS:
+            lines.append(f"stonewall: {s['phase']} stopped at {s['stonewall_s']:g} s; items finished per "
+                         "thread, which later phases work on: "
+                         + ", ".join(f"rank {x['rank']} {x['items_per_worker']}" for x in s["ranks"]))
+            continue
         lines.append(f"stonewall: {s['phase']} reads per thread what {s['from_phase']} wrote: "
                      + ", ".join(f"rank {r} {sizes}" for r, sizes in enumerate(s["io_size_bytes"])) + " bytes")
     return "\n".join(lines)
