@@ -1,4 +1,6 @@
-"""Cross-rank aggregation: one phase result of the `storlab.run/1` layout from every rank's.
+"""Cross-rank aggregation: one phase result of the `storlab.run/1` layout from every rank's
+(merge_phase for `storlab run`, merge_meta_phase for `storlab meta`, which counts operations where
+the other counts bytes; docs/mpi.md states both).
 
 Time base. Rank r's phase started at `start_unix_s` on its own clock; `offset_s` (clock.py)
 turns that into rank 0's clock: base_r = start_unix_s + offset_s. The merged phase starts at
