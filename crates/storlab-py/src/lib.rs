@@ -3,8 +3,9 @@
 //! errors to one Python exception carrying (kind, message).
 
 use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyRuntimeError};
@@ -21,6 +22,28 @@ fn to_py(e: Error) -> PyErr {
     CoreError::new_err((format!("{:?}", e.kind).to_lowercase(), e.message))
 }
 
+/// A phase running on its own thread, which says on a channel when it has ended, so waiting for
+/// it needs no polling.
+pub(crate) struct Background<T> {
+    handle: JoinHandle<T>,
+    ended: Receiver<()>,
+}
+
+/// Start `work` on a named thread.
+pub(crate) fn spawn_background<T: Send + 'static>(name: &str, work: impl FnOnce() -> T + Send + 'static)
+                                                  -> PyResult<Background<T>> {
+    let (tx, ended) = channel();
+    let handle = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let value = work();
+            let _ = tx.send(()); // the waiter may have gone; nothing to do then
+            value
+        })
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the {name} thread: {e}")))?;
+    Ok(Background { handle, ended })
+}
+
 /// Where a background thread stands after `join_within`.
 pub(crate) enum Joined<T> {
     NotStarted,
@@ -29,27 +52,24 @@ pub(crate) enum Joined<T> {
 }
 
 /// Wait up to `timeout_s` seconds, with the GIL released, for the thread in `slot` to end; join it
-/// when it has. Polls every 2 ms so Python gets back control (and Ctrl-C) promptly.
-pub(crate) fn join_within<T: Send>(py: Python<'_>, slot: &Mutex<Option<JoinHandle<T>>>, timeout_s: f64,
+/// when it has. Python gets control back at the timeout (for progress lines and Ctrl-C).
+pub(crate) fn join_within<T: Send>(py: Python<'_>, slot: &Mutex<Option<Background<T>>>, timeout_s: f64,
                                    what: &str) -> PyResult<Joined<T>> {
-    let deadline = Instant::now() + Duration::from_secs_f64(timeout_s.max(0.0));
     let mut guard = slot.lock().unwrap();
-    let Some(handle) = guard.as_ref() else {
+    let Some(bg) = guard.take() else {
         return Ok(Joined::NotStarted);
     };
-    let finished = py.detach(|| {
-        while !handle.is_finished() {
-            if Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        true
+    let timeout = Duration::from_secs_f64(timeout_s.max(0.0));
+    // The receiver is not Sync: move it into the GIL-free section and back out.
+    let (ended, bg) = py.detach(move || {
+        let ended = !matches!(bg.ended.recv_timeout(timeout), Err(RecvTimeoutError::Timeout));
+        (ended, bg)
     });
-    if !finished {
+    if !ended {
+        *guard = Some(bg);
         return Ok(Joined::Running);
     }
-    let value = guard.take().unwrap().join().map_err(|_| PyRuntimeError::new_err(format!("{what} thread panicked")))?;
+    let value = bg.handle.join().map_err(|_| PyRuntimeError::new_err(format!("{what} thread panicked")))?;
     Ok(Joined::Done(value))
 }
 
@@ -58,7 +78,7 @@ pub(crate) fn join_within<T: Send>(py: Python<'_>, slot: &Mutex<Option<JoinHandl
 struct PhaseRun {
     plan: Arc<Plan>,
     control: Arc<Control>,
-    thread: Mutex<Option<JoinHandle<PhaseOutcome>>>,
+    thread: Mutex<Option<Background<PhaseOutcome>>>,
     result: Mutex<Option<String>>,
     outcome: Mutex<Option<PhaseOutcome>>,
 }
@@ -92,12 +112,7 @@ impl PhaseRun {
             return Err(PyRuntimeError::new_err("phase already started"));
         }
         let (plan, control) = (self.plan.clone(), self.control.clone());
-        *t = Some(
-            std::thread::Builder::new()
-                .name("storlab-phase".into())
-                .spawn(move || run_phase(&plan, &control))
-                .map_err(|e| PyRuntimeError::new_err(format!("cannot start the phase thread: {e}")))?,
-        );
+        *t = Some(spawn_background("storlab-phase", move || run_phase(&plan, &control))?);
         Ok(())
     }
 

@@ -4,7 +4,6 @@
 //! released) / interrupt / progress / result_json, plus cleanup.
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -12,7 +11,7 @@ use pyo3::prelude::*;
 use storlab_core::meta::{self, MetaControl, MetaPhaseResult, MetaSpec};
 use storlab_core::Result;
 
-use crate::{join_within, to_py, Joined};
+use crate::{join_within, spawn_background, to_py, Background, Joined};
 
 fn json_err(e: serde_json::Error) -> PyErr {
     PyRuntimeError::new_err(e.to_string())
@@ -26,7 +25,7 @@ struct MetaRun {
     workers: usize,
     phases: Vec<String>,
     control: Mutex<Option<Arc<MetaControl>>>,
-    thread: Mutex<Option<JoinHandle<Result<MetaPhaseResult>>>>,
+    thread: Mutex<Option<Background<Result<MetaPhaseResult>>>>,
     result: Mutex<Option<String>>,
 }
 
@@ -95,12 +94,9 @@ impl MetaRun {
         *self.control.lock().unwrap() = Some(control.clone());
         *self.result.lock().unwrap() = None;
         let run = self.run.clone();
-        *t = Some(
-            std::thread::Builder::new()
-                .name("storlab-meta".into())
-                .spawn(move || run.lock().unwrap_or_else(|p| p.into_inner()).run_next(&control))
-                .map_err(|e| PyRuntimeError::new_err(format!("cannot start the meta phase thread: {e}")))?,
-        );
+        *t = Some(spawn_background("storlab-meta", move || {
+            run.lock().unwrap_or_else(|p| p.into_inner()).run_next(&control)
+        })?);
         Ok(())
     }
 
