@@ -8,12 +8,12 @@ import sys
 from typing import Any
 
 from ..job import load_jobfile
-from ..meta import META_OPTIONS, SHARED_RUN_OPTIONS, render_table, resolve_meta_options, run_meta
+from ..meta import META_OPTIONS, SHARED_RUN_OPTIONS, resolve_meta_options, run_meta
 from ..mpi.launch import detect as detect_mpi_launch
 from ..options import BY_NAME, OPTIONS, Option, parse_value
 from .main import ExitCode
 from .options_cli import add_option_arguments, add_table_arguments
-from .run import ProgressLine, _write_json, stop_exit_code, store_result, wants_progress
+from .run import ProgressLine, emit_result, stop_exit_code, wants_progress
 
 EXAMPLES = """examples:
   storlab meta                                      # 10000 files, one thread, under ./
@@ -53,9 +53,7 @@ def _given(args: argparse.Namespace, table: tuple[Option, ...]) -> dict[str, Any
 def run(args: argparse.Namespace) -> int:
     jobfile = load_jobfile(args.jobfile) if args.jobfile else None
     values = resolve_meta_options(_given(args, META_OPTIONS), jobfile, args.jobfile or "job file")
-    json_target = values.get("json")
-    quiet = bool(values.get("quiet"))
-    line = ProgressLine(sys.stderr) if wants_progress(quiet) else None
+    line = ProgressLine(sys.stderr) if wants_progress(bool(values.get("quiet"))) else None
     progress = (lambda phase, ops, elapsed: line(phase, 0, ops, elapsed)) if line else None
     argv = ["storlab", "meta", *sys.argv[2:]]
     launch = detect_mpi_launch()
@@ -73,18 +71,7 @@ def run(args: argparse.Namespace) -> int:
         if line:
             line.finish()
 
-    store_result(doc, values, "meta")
-    if json_target:
-        _write_json(doc, json_target)
-    if not quiet:
-        out = sys.stderr if json_target == "-" else sys.stdout
-        out.write(render_table(doc) + "\n")
-        if "mpi" in doc:
-            from ..mpi.render import render_summary
-
-            out.write(render_summary(doc) + "\n")
-    for w in doc["warnings"]:
-        print(f"warning: {w['message']}", file=sys.stderr)
+    emit_result(doc, values, "meta")
     stopped = stop_exit_code("meta", doc)
     if stopped is not None:
         return stopped

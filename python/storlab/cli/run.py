@@ -79,6 +79,27 @@ def job_from_args(args: argparse.Namespace):
     return resolve_job(cli, jobfile, jobfile_name=args.jobfile or "job file", phases=phases)
 
 
+def emit_result(doc: dict[str, Any], settings: dict[str, Any], command: str) -> None:
+    """What every measuring command does with its result: store it, write the JSON (stdout gets
+    nothing else), print the table (on stderr when the JSON went to stdout), the MPI summary and
+    the warnings."""
+    from ..export import render_table
+
+    store_result(doc, settings, command)
+    json_target = settings.get("json")
+    if json_target:
+        _write_json(doc, json_target)
+    if not settings.get("quiet"):
+        out = sys.stderr if json_target == "-" else sys.stdout
+        out.write(render_table(doc) + "\n")
+        if "mpi" in doc:
+            from ..mpi.render import render_summary
+
+            out.write(render_summary(doc) + "\n")
+    for w in doc["warnings"]:
+        print(f"warning: {w['message']}", file=sys.stderr)
+
+
 def stop_exit_code(command: str, doc: dict[str, Any], kept: str = "partial results kept") -> int | None:
     """Report an interrupted or failed run in one line and give its exit code; None if it ended well."""
     if doc["stop_reason"] == "interrupted":
@@ -125,9 +146,7 @@ def store_result(doc: dict[str, Any], settings: dict[str, Any], command: str = "
 def run(args: argparse.Namespace) -> int:
     job = job_from_args(args)
     settings = job.run
-    json_target = settings.get("json")
-    quiet = bool(settings.get("quiet"))
-    progress = ProgressLine(sys.stderr) if wants_progress(quiet) else None
+    progress = ProgressLine(sys.stderr) if wants_progress(bool(settings.get("quiet"))) else None
 
     notify = lambda msg: print(f"\r\x1b[Kwarning: {msg}" if progress else f"warning: {msg}", file=sys.stderr)  # noqa: E731
     launch = detect_mpi_launch()
@@ -151,20 +170,7 @@ def run(args: argparse.Namespace) -> int:
         if progress:
             progress.finish()
 
-    store_result(doc, settings)
-    if json_target:
-        _write_json(doc, json_target)
-    if not quiet:
-        from ..export import render_table
-
-        out = sys.stderr if json_target == "-" else sys.stdout
-        out.write(render_table(doc) + "\n")
-        if "mpi" in doc:
-            from ..mpi.render import render_summary
-
-            out.write(render_summary(doc) + "\n")
-    for w in doc["warnings"]:
-        print(f"warning: {w['message']}", file=sys.stderr)
+    emit_result(doc, settings, "run")
     mismatches = _report_verification(doc)
     stopped = stop_exit_code("run", doc)
     if stopped is not None:
