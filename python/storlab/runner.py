@@ -125,39 +125,18 @@ class Runner:
                 doc["model"] = predict_for_run(settings["stack"], doc["job"])
             targets: dict[str, dict[str, Any]] = {}
             pass_count = settings.get("passes") or 1
-            written: set[str] = set()
+            written: set[str] = set()   # targets written so far: cache=auto drops before reading them
             for pass_no in range(1, pass_count + 1):
                 if pass_no > 1 and settings.get("pass_delay"):
                     time.sleep(settings["pass_delay"])
+                label = pass_no if pass_count > 1 else None
                 for phase in self.job.phases:
                     if phase.kind == "meta":
-                        if not self._run_meta(phase, doc, pass_no if pass_count > 1 else None):
-                            break
-                        continue
-                    phase = self._for_pass(phase, pass_no, pass_count)
-                    dropped = None
-                    to_drop = cache.should_drop(phase, settings.get("cache", "off"), written)
-                    if to_drop:
-                        dropped = cache.drop_page_cache(to_drop)
-                    result = self._run_phase(phase)
-                    if dropped:
-                        result["cache"] = {"mode": settings["cache"], "dropped": to_drop, **dropped}
-                    if pass_count > 1:
-                        result["pass"] = pass_no
-                    written |= cache.written_paths(phase)
-                    self._add_warnings(doc, check_phase(phase, result, doc["environment"], settings))
-                    for t in result.pop("targets", []):
-                        targets.setdefault(t["path"], describe_target(t))
-                    engine = result.pop("engine", {})
-                    doc["environment"].setdefault("engine", engine.get("name"))
-                    if any(g.values["engine"] == "io_uring" for g in phase.groups):
-                        doc["environment"]["io_uring"] = self._uring_record(phase, engine)
-                    doc["phases"].append(result)
+                        self._run_meta(phase, doc, label)
+                    else:
+                        self._run_io(self._for_pass(phase, pass_no, pass_count), doc, label, targets, written)
                     self._checkpoint(doc, targets)
-                    if not result["complete"]:
-                        doc["complete"] = False
-                        doc["stop_reason"] = result["stop_reason"]
-                        doc["error"] = result.get("error")
+                    if not doc["complete"]:
                         break
                 if not doc["complete"]:
                     break
@@ -172,9 +151,32 @@ class Runner:
             scratch.remove()
         return doc
 
-    def _run_meta(self, phase, doc: dict[str, Any], pass_no: int | None) -> bool:
-        """A metadata phase of a job file: its operations become phases `NAME:create` ...;
-        returns False when it did not complete."""
+    def _run_io(self, phase, doc: dict[str, Any], pass_no: int | None, targets: dict[str, dict[str, Any]],
+                written: set[str]) -> None:
+        """An I/O phase: drop the page cache first if the cache mode says so, run it, and add its
+        result, warnings, targets and engine facts to the document."""
+        settings = self.job.run
+        to_drop = cache.should_drop(phase, settings.get("cache", "off"), written)
+        dropped = cache.drop_page_cache(to_drop) if to_drop else None
+        result = self._run_phase(phase)
+        if dropped:
+            result["cache"] = {"mode": settings["cache"], "dropped": to_drop, **dropped}
+        if pass_no is not None:
+            result["pass"] = pass_no
+        written |= cache.written_paths(phase)
+        self._add_warnings(doc, check_phase(phase, result, doc["environment"], settings))
+        for t in result.pop("targets", []):
+            targets.setdefault(t["path"], describe_target(t))
+        engine = result.pop("engine", {})
+        doc["environment"].setdefault("engine", engine.get("name"))
+        if any(g.values["engine"] == "io_uring" for g in phase.groups):
+            doc["environment"]["io_uring"] = self._uring_record(phase, engine)
+        doc["phases"].append(result)
+        if not result["complete"]:
+            doc.update(complete=False, stop_reason=result["stop_reason"], error=result.get("error"))
+
+    def _run_meta(self, phase, doc: dict[str, Any], pass_no: int | None) -> None:
+        """A metadata phase of a job file: its operations become phases `NAME:create` ..."""
         from .meta import run_in_target
 
         progress = None
@@ -191,8 +193,6 @@ class Runner:
                                       "message": f"{phase.name}: files were left behind: {out['cleanup']['error']}"}])
         if not out["complete"]:
             doc.update(complete=False, stop_reason=out["stop_reason"], error=out.get("error"))
-            return False
-        return True
 
     def _checkpoint(self, doc: dict[str, Any], targets: dict[str, dict[str, Any]]) -> None:
         if self.checkpoint is None:
