@@ -237,7 +237,7 @@ fn access_map(g: &GroupSpec, t: &OpenTarget, p: u64, participants: u64) -> Resul
         )));
     }
     let first_block_of_range = t.range_start / g.bs;
-    if t.range_start % g.bs != 0 {
+    if !t.range_start.is_multiple_of(g.bs) {
         return Err(Error::alignment(format!("offset: {} is not a multiple of bs ({} bytes)", t.range_start, g.bs)));
     }
     let per_participant = participants.max(1);
@@ -288,12 +288,12 @@ fn check_direct(g: &GroupSpec, t: &OpenTarget, buffer_align: &mut usize) -> Resu
         return Ok(());
     }
     let (a, path) = (t.info.direct_align_bytes, &t.info.path);
-    if g.bs % a != 0 {
+    if !g.bs.is_multiple_of(a) {
         return Err(Error::alignment(format!(
             "bs: {} bytes is not a multiple of {a} bytes, the O_DIRECT alignment of {path}", g.bs
         )));
     }
-    if t.range_start % a != 0 {
+    if !t.range_start.is_multiple_of(a) {
         return Err(Error::alignment(format!(
             "offset: {} is not a multiple of {a} bytes, the O_DIRECT alignment of {path}", t.range_start
         )));

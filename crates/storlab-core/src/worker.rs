@@ -164,7 +164,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
             tally.record(verify::check(block, pattern, g.verify, expect, &target.path), g.verify_report as usize);
         }
         // Time-based runs measure exactly [ramp end, deadline]; what completes later is drained only.
-        if t >= measure_start && deadline.map_or(true, |d| t <= d) {
+        if t >= measure_start && deadline.is_none_or(|d| t <= d) {
             let interval = (ns_between(measure_start, t) / interval_ns) as usize;
             let lat = ns_between(slot.issued_at, t);
             let stats = if slot.is_read { &mut *read } else { &mut *write };
@@ -220,7 +220,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                     }
                     now = Instant::now();
                 }
-                let io = gen.next();
+                let io = gen.next_io();
                 record_in_flight = record;
                 record += 1;
                 let slot_id = free.pop().expect("a free slot while inflight < qd");

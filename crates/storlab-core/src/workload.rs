@@ -136,7 +136,7 @@ impl OffsetGenerator {
     }
 
     #[inline(always)]
-    pub fn next(&mut self) -> NextIo {
+    pub fn next_io(&mut self) -> NextIo {
         let block = if self.random {
             self.offset_rng.below(self.blocks)
         } else {
@@ -180,7 +180,7 @@ mod tests {
     #[test]
     fn sequential_covers_range_in_order_and_wraps() {
         let mut g = OffsetGenerator::new(Rw::Read, 0, 4096, contiguous(10, 3), 1);
-        let offs: Vec<u64> = (0..5).map(|_| g.next().offset).collect();
+        let offs: Vec<u64> = (0..5).map(|_| g.next_io().offset).collect();
         assert_eq!(offs, vec![40960, 45056, 49152, 40960, 45056]);
     }
 
@@ -191,8 +191,8 @@ mod tests {
         let mut g2 = OffsetGenerator::new(Rw::Randread, 0, 512, contiguous(100, blocks), 42);
         let mut hits = vec![0u32; blocks as usize];
         for _ in 0..64_000 {
-            let a = g1.next();
-            assert_eq!(a, g2.next());
+            let a = g1.next_io();
+            assert_eq!(a, g2.next_io());
             assert_eq!(a.offset % 512, 0);
             let b = a.offset / 512 - 100;
             assert!(b < blocks);
@@ -201,14 +201,14 @@ mod tests {
         // each block expected 1000 times; a fair generator stays well within +-20 %
         assert!(hits.iter().all(|&h| (800..1200).contains(&h)), "{hits:?}");
         let mut g3 = OffsetGenerator::new(Rw::Randread, 0, 512, contiguous(100, blocks), 43);
-        let differs = (0..100).any(|_| g3.next() != g1.next());
+        let differs = (0..100).any(|_| g3.next_io() != g1.next_io());
         assert!(differs, "another seed must give other offsets");
     }
 
     #[test]
     fn mixed_honours_read_percentage() {
         let mut g = OffsetGenerator::new(Rw::Randrw, 70, 4096, contiguous(0, 1000), 7);
-        let reads = (0..100_000).filter(|_| g.next().is_read).count();
+        let reads = (0..100_000).filter(|_| g.next_io().is_read).count();
         assert!((69_000..71_000).contains(&reads), "{reads}");
     }
 }
