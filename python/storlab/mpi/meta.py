@@ -246,13 +246,8 @@ def run_ranks(session: Session, values: Mapping[str, Any], argv: list[str], rank
             single._remove_workdir(workdir, values)
     payload = {"first": hooks.exchanged, "phases": hooks.local[hooks.exchanged:], "error": error,
                "cleanup": cleanup, "target": target, "workdir": workdir, "threads": values["threads"]}
-    got = comm.gather_surviving(payload, rank_timeout_s)
-    failure = hooks.failure or comm.failure
-    if failure is not None:
-        session.exit_code = 1
+    got, failure = session.final_gather(comm, payload, rank_timeout_s, hooks.failure)
     if comm.rank != 0:
-        if failure is not None and failure.rank == 0:
-            print(f"storlab: error: {failure.args[0]}", file=sys.stderr)   # nobody else will say it
         return None
     return _merge(session, values, template, got, hooks, failure, argv, started_at, rank_timeout_s)
 

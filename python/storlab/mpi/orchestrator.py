@@ -235,15 +235,23 @@ class Session:
             hooks._fail(comm.liveness.report(error))
         payload = {"doc": doc, "phases": hooks.local if doc is None else None, "error": error,
                    "sides": [{k: x[k] for k in ("offset_s", "data_rank", "targets")} for x in hooks.local]}
-        got = comm.gather_surviving(payload, rank_timeout)
-        failure = hooks.failure or comm.failure
-        if failure is not None:
-            self.exit_code = 1
+        got, failure = self.final_gather(comm, payload, rank_timeout, hooks.failure)
         if comm.rank != 0:
-            if failure is not None and failure.rank == 0:
-                print(f"storlab: error: {failure.args[0]}", file=sys.stderr)   # nobody else will say it
             return None
         return self._merge(template, got, comm.size, nodes, offsets, hooks, failure, argv, kind, started_at)
+
+    def final_gather(self, comm: Comm, payload: dict[str, Any], timeout_s: float,
+                     local_failure: RankFailure | None) -> tuple[dict[int, dict[str, Any]], RankFailure | None]:
+        """The end of every MPI command: rank 0 gathers each surviving rank's payload; any failure
+        sets the exit code on every rank, and a failure of rank 0 itself is reported by the other
+        ranks (rank 0 will not). Returns the payloads (meaningful on rank 0) and the failure."""
+        got = comm.gather_surviving(payload, timeout_s)
+        failure = local_failure or comm.failure
+        if failure is not None:
+            self.exit_code = 1
+            if comm.rank != 0 and failure.rank == 0:
+                print(f"storlab: error: {failure.args[0]}", file=sys.stderr)   # nobody else will say it
+        return got, failure
 
     def _check_same_shape(self, template: Job, comm: Comm) -> None:
         """Every rank must run the same phases and groups (options may differ, e.g. under MPMD)."""
