@@ -15,20 +15,13 @@ from loophelpers import MiB, need_tool  # noqa: E402
 
 from storlab.doctor.checks import run_checks  # noqa: E402
 from storlab.doctor.inventory import discover  # noqa: E402
+from test_devices_sysfs import make_tree as write_tree  # tests/ is on sys.path (pytest prepend mode)
 
 FIX = Path(__file__).parent / "fixtures" / "doctor"
 KiB = 1024
 DISKS = [f"sd{c}" for c in "abcdefghij"]
 
 
-def write_tree(root: Path, files: dict[str, str]) -> None:
-    for rel, content in files.items():
-        p = root / rel
-        if rel.endswith("/"):
-            p.mkdir(parents=True, exist_ok=True)
-            continue
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(content + "\n")
 
 
 def disk_files(name: str, minor: int, *, scheduler="none [mq-deadline] kyber bfq", queue_depth="32",
