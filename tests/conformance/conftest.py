@@ -1,0 +1,105 @@
+"""Fixtures of the conformance suite: a case's target (a tmpfs file, or a loop device, throttled by the
+blkio controller when the case asks), both tools run on it once, and the results kept for every
+check of that case.
+
+A case runs at most once per session: its results are plain data, so the target (and the loop
+device, detached by tests/conftest.py's fixture) need not outlive the first test that ran it.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from typing import Callable
+
+import pytest
+
+from .cases import LOOP, Case
+from .tools import ToolFailed, ToolRun, missing_tools, run_fio, run_storlab
+
+BLKIO = "/sys/fs/cgroup/blkio"
+
+
+@dataclass
+class CaseRuns:
+    case: Case
+    fio: ToolRun
+    storlab: ToolRun
+
+    @property
+    def both(self) -> tuple[ToolRun, ToolRun]:
+        return self.fio, self.storlab
+
+
+_RUNS: dict[str, CaseRuns | str] = {}     # case name -> its runs, or why they failed
+
+
+def _fill(path: str, size: int) -> None:
+    """A target file of SIZE bytes of random data (one random MiB repeated)."""
+    chunk = os.urandom(1 << 20)
+    with open(path, "wb") as f:
+        for done in range(0, size, len(chunk)):
+            f.write(chunk[: min(len(chunk), size - done)])
+
+
+class _Throttle:
+    """A cgroup v1 blkio group limiting DEVICE to BPS bytes/s in each direction."""
+
+    def __init__(self, device: str, bps: int):
+        if not os.path.exists(os.path.join(BLKIO, "blkio.throttle.read_bps_device")):
+            pytest.skip(f"cgroup v1 blkio controller with throttling not mounted at {BLKIO}")
+        self.dir = tempfile.mkdtemp(prefix="storlab-conformance-", dir=BLKIO)
+        rdev = os.stat(device).st_rdev
+        rule = f"{os.major(rdev)}:{os.minor(rdev)} {bps}"
+        for name in ("blkio.throttle.read_bps_device", "blkio.throttle.write_bps_device"):
+            with open(os.path.join(self.dir, name), "w") as f:
+                f.write(rule)
+
+    def remove(self) -> None:
+        os.rmdir(self.dir)      # the tools have exited: the group is empty
+
+
+def _run_case(case: Case, request: pytest.FixtureRequest, scratch: str) -> CaseRuns:
+    why = missing_tools(trace=case.traced)
+    if why:
+        pytest.skip(why)
+    if case.where == LOOP:
+        target = request.getfixturevalue("loop_device")(case.target_bytes, backing_dir=scratch)
+    else:
+        target = os.path.join(scratch, "target")
+        _fill(target, case.target_bytes)
+    throttle = _Throttle(target, case.throttle_bps) if case.throttle_bps else None
+    cgroup = throttle.dir if throttle else None
+    try:
+        runs = {}
+        for tool, run in (("fio", run_fio), ("storlab", run_storlab)):
+            workdir = os.path.join(scratch, tool)
+            os.mkdir(workdir)
+            args = case.fio if tool == "fio" else case.storlab
+            runs[tool] = run(args, target, workdir, trace=case.traced, cgroup_dir=cgroup)
+        return CaseRuns(case, runs["fio"], runs["storlab"])
+    finally:
+        if throttle:
+            throttle.remove()
+
+
+@pytest.fixture
+def case_runs(request, shm_dir) -> Callable[[Case], CaseRuns]:
+    """Both tools' results for a case, run on first use and kept for the session."""
+    def get(case: Case) -> CaseRuns:
+        if case.name not in _RUNS:
+            scratch = os.path.join(shm_dir, case.name)
+            os.mkdir(scratch)
+            try:
+                _RUNS[case.name] = _run_case(case, request, scratch)
+            except (ToolFailed, ValueError) as e:
+                _RUNS[case.name] = f"{case.name}: {e}"
+            finally:
+                if case.where != LOOP:
+                    shutil.rmtree(scratch, ignore_errors=True)
+        result = _RUNS[case.name]
+        if isinstance(result, str):
+            pytest.fail(result, pytrace=False)
+        return result
+    return get
