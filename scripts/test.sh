@@ -11,6 +11,8 @@ command -v mkfs.ext4  >/dev/null || need_pkgs+=(e2fsprogs)
 command -v mkfs.btrfs >/dev/null || need_pkgs+=(btrfs-progs)
 command -v sfdisk     >/dev/null || need_pkgs+=(fdisk)
 command -v chromium   >/dev/null || need_pkgs+=(chromium)
+command -v fio        >/dev/null || need_pkgs+=(fio)      # tests/conformance: storlab beside fio
+command -v strace     >/dev/null || need_pkgs+=(strace)   # tests/conformance: offsets of psync runs
 if [ "${#need_pkgs[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "== installing Debian packages: ${need_pkgs[*]}"
     apt-get update -qq
