@@ -24,14 +24,15 @@ LAT_MATCH = "lat_match"      # storlab's latency means within a factor of fio's
 BANDWIDTH = "bandwidth"      # both tools measure a throttled device's rate within 15 %
 CHECKS = (COUNTS, OFFSETS, POSITIONS, COVERAGE, FSYNC, MIX, LAT_ORDER, LAT_MATCH, BANDWIDTH)
 
-TMPFS, LOOP = "tmpfs", "loop"
+TMPFS, LOOP, EXT4 = "tmpfs", "loop", "ext4"
 TRACED = (OFFSETS, POSITIONS, COVERAGE, FSYNC)      # checks that read strace's record
 
 
 @dataclass(frozen=True)
 class Case:
     name: str
-    where: str                       # tmpfs: a file in /dev/shm; loop: a raw loop block device
+    where: str                       # tmpfs: a file in /dev/shm; loop: a raw loop block device;
+                                     # ext4: a file on ext4 on a loop device
     storlab: tuple[str, ...]         # `storlab run --target T` arguments
     fio: tuple[str, ...]             # fio options (name=value, without dashes); filename added
     checks: frozenset[str]
@@ -166,6 +167,12 @@ CASES: tuple[Case, ...] = (
           (COUNTS, LAT_ORDER, LAT_MATCH),
           bs=MiB, io_bytes=64 * MiB, range_bytes=64 * MiB, target_bytes=64 * MiB, sequential=True,
           note="the submit call is part of lat: a cached 1 MiB read is not 120 ns"),
+    _case("ext4_uring_read_1m_cached", EXT4,
+          "--rw read --bs 1m --size 32m --engine io_uring --qd 1 --invalidate off",
+          "rw=read bs=1m size=32m ioengine=io_uring iodepth=1 invalidate=0",
+          (COUNTS, LAT_ORDER, LAT_MATCH),
+          bs=MiB, io_bytes=32 * MiB, range_bytes=32 * MiB, target_bytes=32 * MiB, sequential=True,
+          note="ext4 serves a cached read inside the submitting call: all of it is slat"),
     _case("loop_direct_randwrite_4k", LOOP,
           "--rw randwrite --bs 4k --size 16m --direct --fsync-end",
           "rw=randwrite bs=4k size=16m direct=1 ioengine=psync end_fsync=1",

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 from dataclasses import dataclass
 from typing import Callable
 
 import pytest
 
-from .cases import LOOP, Case
+from .cases import EXT4, LOOP, TMPFS, Case
 from .tools import ToolFailed, ToolRun, missing_tools, run_fio, run_storlab
 
 BLKIO = "/sys/fs/cgroup/blkio"
@@ -60,12 +61,31 @@ class _Throttle:
         os.rmdir(self.dir)      # the tools have exited: the group is empty
 
 
+def _mount_ext4(request: pytest.FixtureRequest, scratch: str, file_bytes: int) -> str:
+    """A fresh ext4 on a loop device, mounted in SCRATCH, with room for a FILE_BYTES file."""
+    if shutil.which("mkfs.ext4") is None:
+        pytest.skip("mkfs.ext4 not installed")
+    device = request.getfixturevalue("loop_device")(file_bytes + (32 << 20), backing_dir=scratch)
+    subprocess.run(["mkfs.ext4", "-q", "-F", device], check=True, capture_output=True)
+    mount_point = os.path.join(scratch, "mnt")
+    os.mkdir(mount_point)
+    r = subprocess.run(["mount", device, mount_point], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount ext4 on {device}: {r.stderr.strip()}")
+    return mount_point
+
+
 def _run_case(case: Case, request: pytest.FixtureRequest, scratch: str) -> CaseRuns:
     why = missing_tools(trace=case.traced)
     if why:
         pytest.skip(why)
+    mount_point = None
     if case.where == LOOP:
         target = request.getfixturevalue("loop_device")(case.target_bytes, backing_dir=scratch)
+    elif case.where == EXT4:
+        mount_point = _mount_ext4(request, scratch, case.target_bytes)
+        target = os.path.join(mount_point, "target")
+        _fill(target, case.target_bytes)
     else:
         target = os.path.join(scratch, "target")
         _fill(target, case.target_bytes)
@@ -82,6 +102,8 @@ def _run_case(case: Case, request: pytest.FixtureRequest, scratch: str) -> CaseR
     finally:
         if throttle:
             throttle.remove()
+        if mount_point:
+            subprocess.run(["umount", mount_point], capture_output=True)   # before the loop detaches
 
 
 @pytest.fixture
@@ -96,7 +118,7 @@ def case_runs(request, shm_dir) -> Callable[[Case], CaseRuns]:
             except (ToolFailed, ValueError) as e:
                 _RUNS[case.name] = f"{case.name}: {e}"
             finally:
-                if case.where != LOOP:
+                if case.where == TMPFS:
                     shutil.rmtree(scratch, ignore_errors=True)
         result = _RUNS[case.name]
         if isinstance(result, str):

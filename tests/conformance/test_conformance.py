@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from .cases import (BANDWIDTH, CASES, COUNTS, COVERAGE, FSYNC, LAT_MATCH, LAT_ORDER, LOOP, MIX, OFFSETS,
+from .cases import (BANDWIDTH, CASES, COUNTS, COVERAGE, EXT4, FSYNC, LAT_MATCH, LAT_ORDER, LOOP, MIX, OFFSETS,
                     POSITIONS, Case)
 from .tools import DIRECTIONS, Io, ToolRun, Trace
 
@@ -27,7 +27,7 @@ def cases_with(check: str) -> list:
     for c in CASES:
         if check not in c.checks:
             continue
-        marks = [pytest.mark.root, pytest.mark.loop] if c.where == LOOP else []
+        marks = [pytest.mark.root, pytest.mark.loop] if c.where in (LOOP, EXT4) else []
         if c.throttle_bps:
             marks.append(pytest.mark.slow)
         params.append(pytest.param(c, id=c.name, marks=marks))
