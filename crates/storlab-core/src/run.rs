@@ -352,7 +352,6 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
             if reads { p > 0 || g.rbw != RbwMode::Off } else { p < 100 }
         })
     };
-    let uring = plan.spec.groups.iter().any(|g| g.engine == crate::spec::EngineKind::IoUring);
     let engine_name = serde_json::to_value(plan.spec.groups[0].engine)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
@@ -367,8 +366,8 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
         ramp_s,
         start_unix_s: control.start_unix_s.get().copied().unwrap_or(0.0),
         aggregate,
-        read: does(true).then(|| DirResult::from_stats(&read, seconds, interval_s, uring)),
-        write: does(false).then(|| DirResult::from_stats(&write, seconds, interval_s, uring)),
+        read: does(true).then(|| DirResult::from_stats(&read, seconds, interval_s)),
+        write: does(false).then(|| DirResult::from_stats(&write, seconds, interval_s)),
         rbw: plan.spec.groups.iter().find(|g| g.rbw != RbwMode::Off).map(|g| {
             let sum = |f: fn(&crate::rbw::Channel) -> u64| plan.rbw_channels.iter().map(|c| f(c)).sum::<u64>();
             RbwResult {

@@ -2,9 +2,10 @@
 //! and records each completion in its own statistics. Request slots and their aligned buffers are
 //! created once; the loop allocates nothing per I/O.
 //!
-//! Times: `queued_at` when the request is handed to the backend, `issued_at` after the submitting
-//! system call returned (io_uring) — slat = issued_at - queued_at, and the completion latency
-//! lat = completion - issued_at. For psync both stamps coincide and lat is the pread/pwrite call.
+//! Times, as fio defines them: `queued_at` when the request has been prepared and is handed to the
+//! backend, `issued_at` after the submitting system call returned (asynchronous backends).
+//! slat = issued_at - queued_at, clat = completion - issued_at, and the headline lat = slat + clat.
+//! For a blocking backend (psync) the call is the whole request: clat = lat, slat = 0.
 
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
@@ -136,7 +137,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     let deadline = g.time.map(|t| start_instant.max(measure_start) + Duration::from_secs_f64(t));
 
     // Account one completion; returns an error for a failed or short transfer.
-    let complete = |slot: &Slot, result: i64, t: Instant, with_slat: bool,
+    let complete = |slot: &Slot, result: i64, t: Instant, split: bool,
                         read: &mut DirStats, write: &mut DirStats, log: &mut ProgressLog,
                         tally: &mut VerifyTally| -> Result<()> {
         if result != bs as i64 {
@@ -166,11 +167,12 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
         // Time-based runs measure exactly [ramp end, deadline]; what completes later is drained only.
         if t >= measure_start && deadline.is_none_or(|d| t <= d) {
             let interval = (ns_between(measure_start, t) / interval_ns) as usize;
-            let lat = ns_between(slot.issued_at, t);
             let stats = if slot.is_read { &mut *read } else { &mut *write };
-            stats.record(bs as u64, lat, interval);
-            if with_slat {
-                stats.slat.record(ns_between(slot.queued_at, slot.issued_at));
+            if split {
+                let slat = ns_between(slot.queued_at, slot.issued_at);
+                stats.record_split(bs as u64, slat, ns_between(slot.issued_at, t), interval);
+            } else {
+                stats.record(bs as u64, ns_between(slot.queued_at, t), interval);
             }
             log.record(ns_between(phase_start, t), read.bytes + write.bytes);
         }
@@ -248,7 +250,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                     Queued::Completed(res) => {
                         now = Instant::now();
                         progress.completed(slot_id);
-                        attempt!(complete(&slots[slot_id as usize], res, now, false, &mut read, &mut write, &mut log, &mut tally));
+                        attempt!(complete(&slots[slot_id as usize], res, now, caps.asynchronous, &mut read, &mut write, &mut log, &mut tally));
                         rbw_published(w, record_in_flight);
                         free.push(slot_id);
                         done_bytes += bs as u64;
@@ -278,7 +280,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                     free.push(c.slot);
                     progress.completed(c.slot);
                     rbw_published(w, record_in_flight); // rbw runs at qd 1: this is the one
-                    attempt!(complete(&slots[c.slot as usize], c.result, now, caps.records_submit_latency, &mut read, &mut write, &mut log, &mut tally));
+                    attempt!(complete(&slots[c.slot as usize], c.result, now, true, &mut read, &mut write, &mut log, &mut tally));
                     done_bytes += bs as u64;
                     done_ops += 1;
                 }
@@ -322,6 +324,10 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
         end = Instant::now();
     }
 
+    if !caps.asynchronous {
+        read.finish_unsplit();
+        write.finish_unsplit();
+    }
     log.finish(ns_between(phase_start, end.max(measure_start)), read.bytes + write.bytes);
     let rel = |t: Instant| t.saturating_duration_since(phase_start).as_secs_f64();
     let summary = WorkerSummary {

@@ -70,7 +70,7 @@ def deskew_window(reports: Sequence[dict[str, Any] | None]) -> tuple[float, list
 
 
 def pooled_latency(dirs: Sequence[dict[str, Any]], key: str = "lat") -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """Merged summary and histogram of latency `key` (lat / slat) over directions with ops."""
+    """Merged summary and histogram of latency `key` (lat / clat / slat) over directions with ops."""
     parts = [d for d in dirs if d.get(f"{key}_hist") and d.get(f"{key}_ns") and d.get("ops")]
     if not parts:
         return None
@@ -117,7 +117,7 @@ def merge_direction(dirs: Sequence[dict[str, Any]], seconds: float) -> dict[str,
         "iops": ops / seconds if seconds > 0 else 0.0,
         "bw_bytes": b / seconds if seconds > 0 else 0.0,
     }
-    for key in ("lat", "slat"):
+    for key in ("lat", "clat", "slat"):
         pooled = pooled_latency(dirs, key)
         if pooled is not None:
             out[f"{key}_ns"], out[f"{key}_hist"] = pooled
