@@ -148,9 +148,11 @@ def _merge_verify(parts: Sequence[tuple[int, dict[str, Any]]]) -> dict[str, Any]
     if not parts:
         return None
     out = dict(parts[0][1])
-    for key in ("mismatches", "checked_blocks"):
+    for key in ("mismatches", "checked_blocks", "readback_blocks"):
         if all(isinstance(p.get(key), int) for _, p in parts):
             out[key] = sum(p[key] for _, p in parts)
+    if all(isinstance(p.get("readback_s"), (int, float)) for _, p in parts):
+        out["readback_s"] = max(p["readback_s"] for _, p in parts)
     out["first"] = [{**m, "rank": rank} for rank, p in parts for m in p.get("first") or []]
     return out
 
