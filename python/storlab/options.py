@@ -130,6 +130,9 @@ OPTIONS: tuple[Option, ...] = (
            "(stale data from an earlier pass is reported)", default=0, minimum=0, maximum=2**32 - 1),
     Option("verify_report", "int", "mismatches reported in full; the rest are counted", default=10,
            minimum=0, maximum=100000),
+    Option("verify_readback", "bool", "with verify, a phase that writes reads back and checks every "
+           "block it wrote once it is done (outside the measured window)", default=True,
+           negative="--no-verify-readback", fio_name="do_verify"),
     # --- timing ---------------------------------------------------------------------------
     Option("time", "duration", "run for this long, wrapping around the range (time-based run)",
            default=None, category="timing", unit="s", minimum=0.001, fio_name="runtime"),

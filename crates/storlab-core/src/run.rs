@@ -178,6 +178,10 @@ pub struct VerifyResult {
     pub kind: VerifyKind,
     #[serde(flatten)]
     pub tally: VerifyTally,
+    /// Blocks read back and checked after the phase wrote them (included in `checked_blocks`).
+    pub readback_blocks: u64,
+    /// Longest worker's read-back time; outside the phase's measured window.
+    pub readback_s: f64,
 }
 
 /// The engine's part of a phase result (docs/result-format.md); the front end adds the rest.
@@ -313,6 +317,7 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
     let mut workers = Vec::new();
     let mut logs = Vec::new();
     let mut verify = VerifyTally::default();
+    let (mut readback_blocks, mut readback_s) = (0u64, 0f64);
     let keep = plan.spec.groups.iter().map(|g| g.verify_report as usize).max().unwrap_or(10);
     let mut flags: Vec<String> = Vec::new();
     for o in outcomes {
@@ -329,6 +334,8 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
                 workers.push(w.summary);
                 logs.push(w.log);
                 verify.merge(&w.verify, keep);
+                readback_blocks += w.readback.blocks;
+                readback_s = readback_s.max(w.readback.seconds);
             }
             Ok(Err(_)) => {} // recorded in control.error
             Err(_) => control.fail(Error::engine("a worker thread panicked")),
@@ -352,7 +359,6 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
             if reads { p > 0 || g.rbw != RbwMode::Off } else { p < 100 }
         })
     };
-    let uring = plan.spec.groups.iter().any(|g| g.engine == crate::spec::EngineKind::IoUring);
     let engine_name = serde_json::to_value(plan.spec.groups[0].engine)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
@@ -367,8 +373,8 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
         ramp_s,
         start_unix_s: control.start_unix_s.get().copied().unwrap_or(0.0),
         aggregate,
-        read: does(true).then(|| DirResult::from_stats(&read, seconds, interval_s, uring)),
-        write: does(false).then(|| DirResult::from_stats(&write, seconds, interval_s, uring)),
+        read: does(true).then(|| DirResult::from_stats(&read, seconds, interval_s)),
+        write: does(false).then(|| DirResult::from_stats(&write, seconds, interval_s)),
         rbw: plan.spec.groups.iter().find(|g| g.rbw != RbwMode::Off).map(|g| {
             let sum = |f: fn(&crate::rbw::Channel) -> u64| plan.rbw_channels.iter().map(|c| f(c)).sum::<u64>();
             RbwResult {
@@ -381,7 +387,7 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
             }
         }),
         stalls: control.stalls.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-        verify: plan.spec.groups.iter().find(|g| g.verify != VerifyKind::Off).map(|g| VerifyResult { kind: g.verify, tally: verify }),
+        verify: plan.spec.groups.iter().find(|g| g.verify != VerifyKind::Off).map(|g| VerifyResult { kind: g.verify, tally: verify, readback_blocks, readback_s }),
         sync: (sync.count() > 0).then(|| SyncResult { ops: sync.count(), lat_ns: sync.summary(), lat_hist: Histo::of(&sync) }),
         workers,
         targets: plan.targets.clone(),

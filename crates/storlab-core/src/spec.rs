@@ -111,6 +111,8 @@ pub struct GroupSpec {
     pub verify_pass: u32,
     /// Mismatches reported in full; the rest are counted.
     pub verify_report: u32,
+    /// After writing with `verify`, read back and check every block written (fio's do_verify).
+    pub verify_readback: bool,
     pub time: Option<f64>,
     pub ramp: f64,
     /// A request outstanding this long is reported as stalled (the studies' dropped-I/O rule).
@@ -161,6 +163,7 @@ impl Default for GroupSpec {
             verify: VerifyKind::Off,
             verify_pass: 0,
             verify_report: 10,
+            verify_readback: true,
             time: None,
             ramp: 0.0,
             stall_after: 60.0,

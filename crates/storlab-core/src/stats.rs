@@ -13,9 +13,13 @@ use crate::histogram::{Histogram, LatencySummary, SCHEME};
 pub struct DirStats {
     pub ops: u64,
     pub bytes: u64,
-    /// Completion latency.
+    /// Total latency (fio's `lat`): request prepared to completion reaped.
     pub lat: Histogram,
-    /// Submission latency (io_uring only).
+    /// Completion latency (fio's `clat`): submitting call returned to completion reaped.
+    /// Recorded only by asynchronous backends; for blocking ones it equals `lat` (see `DirResult`).
+    pub clat: Histogram,
+    /// Submission latency (fio's `slat`): request prepared to the submitting call returning.
+    /// Recorded only by asynchronous backends; for blocking ones it is zero for every request.
     pub slat: Histogram,
     /// Per-interval [bytes, ops], indexed by completion time after the ramp.
     pub series: Vec<[u64; 2]>,
@@ -26,11 +30,36 @@ impl DirStats {
         DirStats { series: Vec::with_capacity(expected), ..Default::default() }
     }
 
+    /// One completed request of a blocking backend: the call was the whole latency.
     #[inline(always)]
     pub fn record(&mut self, bytes: u64, lat_ns: u64, interval: usize) {
         self.ops += 1;
         self.bytes += bytes;
         self.lat.record(lat_ns);
+        self.count(bytes, interval);
+    }
+
+    /// One completed request of an asynchronous backend: submission and completion parts.
+    #[inline(always)]
+    pub fn record_split(&mut self, bytes: u64, slat_ns: u64, clat_ns: u64, interval: usize) {
+        self.ops += 1;
+        self.bytes += bytes;
+        self.slat.record(slat_ns);
+        self.clat.record(clat_ns);
+        self.lat.record(slat_ns + clat_ns);
+        self.count(bytes, interval);
+    }
+
+    /// After the last `record` of a blocking backend: its calls were all completion latency, so
+    /// clat is lat and slat is zero for every request. Then workers of either kind merge alike.
+    pub fn finish_unsplit(&mut self) {
+        self.clat = self.lat.clone();
+        self.slat = Histogram::new();
+        self.slat.record_n(0, self.lat.count());
+    }
+
+    #[inline(always)]
+    fn count(&mut self, bytes: u64, interval: usize) {
         if interval >= self.series.len() {
             // Grows once per interval (about once a second), never per I/O.
             self.series.resize(interval + 1, [0, 0]);
@@ -44,6 +73,7 @@ impl DirStats {
         self.ops += o.ops;
         self.bytes += o.bytes;
         self.lat.merge(&o.lat);
+        self.clat.merge(&o.clat);
         self.slat.merge(&o.slat);
         if o.series.len() > self.series.len() {
             self.series.resize(o.series.len(), [0, 0]);
@@ -198,18 +228,22 @@ pub struct DirResult {
     pub seconds: f64,
     pub iops: f64,
     pub bw_bytes: f64,
+    /// Total latency per request, slat + clat (fio's `lat`): the figure tables and charts show.
     pub lat_ns: LatencySummary,
     pub lat_hist: Histo,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub slat_ns: Option<LatencySummary>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub slat_hist: Option<Histo>,
+    /// Completion latency (fio's `clat`): from the submitting call's return to the reaped completion.
+    pub clat_ns: LatencySummary,
+    pub clat_hist: Histo,
+    /// Submission latency (fio's `slat`): from the request being prepared to the submitting call's
+    /// return. Zero for blocking backends (psync), whose call is all `clat`.
+    pub slat_ns: LatencySummary,
+    pub slat_hist: Histo,
     pub timeseries: TimeSeries,
 }
 
 impl DirResult {
     /// `seconds` is the phase's measured window; `interval_s` the series interval.
-    pub fn from_stats(s: &DirStats, seconds: f64, interval_s: f64, with_slat: bool) -> DirResult {
+    pub fn from_stats(s: &DirStats, seconds: f64, interval_s: f64) -> DirResult {
         let rate = |x: u64| if seconds > 0.0 { x as f64 / seconds } else { 0.0 };
         DirResult {
             bytes: s.bytes,
@@ -219,8 +253,10 @@ impl DirResult {
             bw_bytes: rate(s.bytes),
             lat_ns: s.lat.summary(),
             lat_hist: Histo::of(&s.lat),
-            slat_ns: if with_slat { Some(s.slat.summary()) } else { None },
-            slat_hist: if with_slat { Some(Histo::of(&s.slat)) } else { None },
+            clat_ns: s.clat.summary(),
+            clat_hist: Histo::of(&s.clat),
+            slat_ns: s.slat.summary(),
+            slat_hist: Histo::of(&s.slat),
             timeseries: TimeSeries::of(&s.series, seconds, interval_s),
         }
     }

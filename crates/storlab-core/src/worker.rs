@@ -2,9 +2,10 @@
 //! and records each completion in its own statistics. Request slots and their aligned buffers are
 //! created once; the loop allocates nothing per I/O.
 //!
-//! Times: `queued_at` when the request is handed to the backend, `issued_at` after the submitting
-//! system call returned (io_uring) — slat = issued_at - queued_at, and the completion latency
-//! lat = completion - issued_at. For psync both stamps coincide and lat is the pread/pwrite call.
+//! Times, as fio defines them: `queued_at` when the request has been prepared and is handed to the
+//! backend, `issued_at` after the submitting system call returned (asynchronous backends).
+//! slat = issued_at - queued_at, clat = completion - issued_at, and the headline lat = slat + clat.
+//! For a blocking backend (psync) the call is the whole request: clat = lat, slat = 0.
 
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
@@ -22,7 +23,7 @@ use crate::spec::Rw;
 use crate::run::Control;
 use crate::stats::{DirStats, ProgressLog};
 use crate::verify::{self, Expect, VerifyKind, VerifyTally};
-use crate::workload::OffsetGenerator;
+use crate::workload::{AccessMap, OffsetGenerator};
 
 struct Slot {
     /// This slot's part of the worker's buffer region.
@@ -43,6 +44,15 @@ pub struct WorkerOutcome {
     pub setup_flags: Vec<String>,
     pub log: ProgressLog,
     pub verify: VerifyTally,
+    pub readback: Readback,
+}
+
+/// The read-back after a verified write (fio's do_verify): blocks read and checked, and how long it
+/// took. It runs after the worker's measured window and is not part of its statistics.
+#[derive(Debug, Serialize, Clone, Default)]
+pub struct Readback {
+    pub blocks: u64,
+    pub seconds: f64,
 }
 
 /// Per-worker line of the result: its window and totals (times relative to the phase start).
@@ -107,6 +117,8 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     let progress = &control.progress[w.id];
 
     let mut issued_bytes: u64 = 0;
+    // Every request drew one offset from `gen`: the read-back replays this many.
+    let mut issued_ops: u64 = 0;
     let mut done_bytes: u64 = 0;
     let mut done_ops: u64 = 0;
     let mut inflight = 0usize;
@@ -136,7 +148,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     let deadline = g.time.map(|t| start_instant.max(measure_start) + Duration::from_secs_f64(t));
 
     // Account one completion; returns an error for a failed or short transfer.
-    let complete = |slot: &Slot, result: i64, t: Instant, with_slat: bool,
+    let complete = |slot: &Slot, result: i64, t: Instant, split: bool,
                         read: &mut DirStats, write: &mut DirStats, log: &mut ProgressLog,
                         tally: &mut VerifyTally| -> Result<()> {
         if result != bs as i64 {
@@ -166,11 +178,12 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
         // Time-based runs measure exactly [ramp end, deadline]; what completes later is drained only.
         if t >= measure_start && deadline.is_none_or(|d| t <= d) {
             let interval = (ns_between(measure_start, t) / interval_ns) as usize;
-            let lat = ns_between(slot.issued_at, t);
             let stats = if slot.is_read { &mut *read } else { &mut *write };
-            stats.record(bs as u64, lat, interval);
-            if with_slat {
-                stats.slat.record(ns_between(slot.queued_at, slot.issued_at));
+            if split {
+                let slat = ns_between(slot.queued_at, slot.issued_at);
+                stats.record_split(bs as u64, slat, ns_between(slot.issued_at, t), interval);
+            } else {
+                stats.record(bs as u64, ns_between(slot.queued_at, t), interval);
             }
             log.record(ns_between(phase_start, t), read.bytes + write.bytes);
         }
@@ -221,6 +234,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                     now = Instant::now();
                 }
                 let io = gen.next_io();
+                issued_ops += 1;
                 record_in_flight = record;
                 record += 1;
                 let slot_id = free.pop().expect("a free slot while inflight < qd");
@@ -248,7 +262,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                     Queued::Completed(res) => {
                         now = Instant::now();
                         progress.completed(slot_id);
-                        attempt!(complete(&slots[slot_id as usize], res, now, false, &mut read, &mut write, &mut log, &mut tally));
+                        attempt!(complete(&slots[slot_id as usize], res, now, caps.asynchronous, &mut read, &mut write, &mut log, &mut tally));
                         rbw_published(w, record_in_flight);
                         free.push(slot_id);
                         done_bytes += bs as u64;
@@ -278,7 +292,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                     free.push(c.slot);
                     progress.completed(c.slot);
                     rbw_published(w, record_in_flight); // rbw runs at qd 1: this is the one
-                    attempt!(complete(&slots[c.slot as usize], c.result, now, caps.records_submit_latency, &mut read, &mut write, &mut log, &mut tally));
+                    attempt!(complete(&slots[c.slot as usize], c.result, now, true, &mut read, &mut write, &mut log, &mut tally));
                     done_bytes += bs as u64;
                     done_ops += 1;
                 }
@@ -322,6 +336,10 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
         end = Instant::now();
     }
 
+    if !caps.asynchronous {
+        read.finish_unsplit();
+        write.finish_unsplit();
+    }
     log.finish(ns_between(phase_start, end.max(measure_start)), read.bytes + write.bytes);
     let rel = |t: Instant| t.saturating_duration_since(phase_start).as_secs_f64();
     let summary = WorkerSummary {
@@ -336,7 +354,69 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
         write_ops: write.ops,
     };
     drop(backend);
-    Ok(WorkerOutcome { id: w.id, read, write, sync, summary, setup_flags, log, verify: tally })
+    let mut readback = Readback::default();
+    if verifying && wrote_any && g.verify_readback && w.rbw.is_none() && !control.stop.load(Ordering::Relaxed) {
+        let replay = OffsetGenerator::new(rw, g.rwmix_read, g.bs, w.map, w.seed);
+        let pattern = pattern.as_ref().expect("a pattern when verifying");
+        // SAFETY: every request has completed (the loop drained them), so no slot buffer is in use;
+        // slot 0's buffer holds bs bytes and outlives this borrow.
+        let buf = unsafe { std::slice::from_raw_parts_mut(slots[0].buf, bs) };
+        let check = |offset: u64, block: &[u8], tally: &mut VerifyTally| {
+            let expect = Expect { offset, seed: g.seed, pass: g.verify_pass };
+            tally.record(verify::check(block, pattern, g.verify, expect, &target.path), g.verify_report as usize);
+        };
+        readback = read_back(fd, &target.path, replay, issued_ops, w.map, g.bs, buf, &control.stop, |o, b| check(o, b, &mut tally))?;
+    }
+    Ok(WorkerOutcome { id: w.id, read, write, sync, summary, setup_flags, log, verify: tally, readback })
+}
+
+/// Read back and check, in the order first written, every block a finished worker wrote: replay its
+/// offset sequence (`issued` draws of a fresh generator with the same seed) and read each written
+/// block once, however often it was written (time-based runs wrap; `random_map = off` repeats).
+/// Synchronous preads into one slot buffer, so O_DIRECT alignment holds as it did for the writes.
+#[allow(clippy::too_many_arguments)]
+fn read_back(
+    fd: i32,
+    path: &str,
+    mut replay: OffsetGenerator,
+    issued: u64,
+    map: AccessMap,
+    bs: u64,
+    buf: &mut [u8],
+    stop: &std::sync::atomic::AtomicBool,
+    mut check: impl FnMut(u64, &[u8]),
+) -> Result<Readback> {
+    let t0 = Instant::now();
+    // One bit per bs-sized block between the map's first and last offsets (offsets grow with the
+    // transfer number in every layout): the blocks already read back.
+    let first = map.offset(0, bs);
+    let last = map.offset(map.transfers(bs) - 1, bs);
+    let mut seen = vec![0u64; ((last - first) / bs / 64 + 1) as usize];
+    let mut blocks = 0u64;
+    for _ in 0..issued {
+        let io = replay.next_io();
+        if io.is_read {
+            continue;
+        }
+        let bit = (io.offset - first) / bs;
+        let (word, mask) = ((bit / 64) as usize, 1u64 << (bit % 64));
+        if seen[word] & mask != 0 {
+            continue;
+        }
+        seen[word] |= mask;
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        // SAFETY: buf is a valid, writable buffer of buf.len() bytes.
+        let n = unsafe { libc::pread(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), io.offset as libc::off_t) };
+        if n != buf.len() as isize {
+            let why = if n < 0 { std::io::Error::last_os_error().to_string() } else { format!("short read of {n} bytes") };
+            return Err(Error::io(format!("verify read-back of {} bytes at offset {} on {path} failed: {why}", buf.len(), io.offset)));
+        }
+        check(io.offset, buf);
+        blocks += 1;
+    }
+    Ok(Readback { blocks, seconds: t0.elapsed().as_secs_f64() })
 }
 
 /// Read-behind-write: tell the other side that record `k` is done.
@@ -367,4 +447,48 @@ fn fsync_timed(fd: i32, path: &str, sync: &mut Histogram) -> Result<()> {
     }
     sync.record(ns_between(t0, Instant::now()));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::FileExt;
+
+    /// The read-back after a verified write reads each written block once, however often the
+    /// sequence wrapped, and reports a block changed after it was written.
+    #[test]
+    fn read_back_checks_each_written_block_once() {
+        let (bs, blocks, seed) = (4096u64, 64u64, 99u64);
+        let dir = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
+        let path = format!("{dir}/storlab-readback-{}", std::process::id());
+        let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
+        let pattern = verify::Pattern::new(seed, bs as usize);
+        let mut block = vec![0u8; bs as usize];
+        for b in 0..blocks {
+            let e = Expect { offset: b * bs, seed, pass: 0 };
+            verify::stamp(&mut block, &pattern, VerifyKind::Crc32c, e, b + 1);
+            file.write_all_at(&block, b * bs).unwrap();
+        }
+        let flipped = 5 * bs + 100;
+        let mut byte = [0u8; 1];
+        file.read_exact_at(&mut byte, flipped).unwrap();
+        file.write_all_at(&[byte[0] ^ 0x10], flipped).unwrap();
+
+        let map = AccessMap::Contiguous { first_block: 0, blocks };
+        let replay = OffsetGenerator::new(Rw::Write, 0, bs, map, seed);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let mut bad = Vec::new();
+        let mut checked = 0;
+        let rb = read_back(file.as_raw_fd(), &path, replay, 3 * blocks, map, bs, &mut block, &stop, |offset, b| {
+            checked += 1;
+            let e = Expect { offset, seed, pass: 0 };
+            if verify::check(b, &pattern, VerifyKind::Crc32c, e, &path).is_some() {
+                bad.push(offset);
+            }
+        })
+        .unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!((rb.blocks, checked), (blocks, blocks));
+        assert_eq!(bad, vec![5 * bs]);
+    }
 }

@@ -35,7 +35,9 @@ def _phase_notes(phase: dict[str, Any]) -> list[str]:
                    f"{r['records_skipped']} skipped")
     v = phase.get("verify")
     if v:
-        out.append(f"{label}: verify {v['kind']}: {v['checked_blocks']} blocks checked, "
+        readback = (f" ({v['readback_blocks']} read back after writing, {v['readback_s']:.2f} s, "
+                    f"outside the measured window)" if v.get("readback_blocks") else "")
+        out.append(f"{label}: verify {v['kind']}: {v['checked_blocks']} blocks checked{readback}, "
                    f"{v['mismatches']} mismatches")
     c = phase.get("cache")
     if c:

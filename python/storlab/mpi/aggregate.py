@@ -70,7 +70,7 @@ def deskew_window(reports: Sequence[dict[str, Any] | None]) -> tuple[float, list
 
 
 def pooled_latency(dirs: Sequence[dict[str, Any]], key: str = "lat") -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """Merged summary and histogram of latency `key` (lat / slat) over directions with ops."""
+    """Merged summary and histogram of latency `key` (lat / clat / slat) over directions with ops."""
     parts = [d for d in dirs if d.get(f"{key}_hist") and d.get(f"{key}_ns") and d.get("ops")]
     if not parts:
         return None
@@ -117,7 +117,7 @@ def merge_direction(dirs: Sequence[dict[str, Any]], seconds: float) -> dict[str,
         "iops": ops / seconds if seconds > 0 else 0.0,
         "bw_bytes": b / seconds if seconds > 0 else 0.0,
     }
-    for key in ("lat", "slat"):
+    for key in ("lat", "clat", "slat"):
         pooled = pooled_latency(dirs, key)
         if pooled is not None:
             out[f"{key}_ns"], out[f"{key}_hist"] = pooled
@@ -148,9 +148,11 @@ def _merge_verify(parts: Sequence[tuple[int, dict[str, Any]]]) -> dict[str, Any]
     if not parts:
         return None
     out = dict(parts[0][1])
-    for key in ("mismatches", "checked_blocks"):
+    for key in ("mismatches", "checked_blocks", "readback_blocks"):
         if all(isinstance(p.get(key), int) for _, p in parts):
             out[key] = sum(p[key] for _, p in parts)
+    if all(isinstance(p.get("readback_s"), (int, float)) for _, p in parts):
+        out["readback_s"] = max(p["readback_s"] for _, p in parts)
     out["first"] = [{**m, "rank": rank} for rank, p in parts for m in p.get("first") or []]
     return out
 

@@ -40,10 +40,9 @@ pub struct Completion {
 /// What the worker needs to know about a backend.
 #[derive(Debug, Clone, Copy)]
 pub struct Caps {
-    /// `queue` may return Pending; `commit` and `reap` must be called.
+    /// `queue` may return Pending; `commit` and `reap` must be called. Submission is then a step of
+    /// its own, and the worker records slat and clat apart.
     pub asynchronous: bool,
-    /// Submission is a separate step whose latency is worth recording (io_uring).
-    pub records_submit_latency: bool,
 }
 
 /// Required of every backend.

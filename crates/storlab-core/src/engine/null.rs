@@ -38,7 +38,7 @@ fn wait_until(t: Instant) {
 
 impl Engine for Null {
     fn caps(&self) -> Caps {
-        Caps { asynchronous: !self.delay.is_zero(), records_submit_latency: false }
+        Caps { asynchronous: !self.delay.is_zero() }
     }
 
     #[inline]

@@ -17,7 +17,7 @@ impl Psync {
 
 impl Engine for Psync {
     fn caps(&self) -> Caps {
-        Caps { asynchronous: false, records_submit_latency: false }
+        Caps { asynchronous: false }
     }
 
     #[inline]

@@ -141,7 +141,7 @@ impl Uring {
 
 impl Engine for Uring {
     fn caps(&self) -> Caps {
-        Caps { asynchronous: true, records_submit_latency: true }
+        Caps { asynchronous: true }
     }
 
     #[inline]
