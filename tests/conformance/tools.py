@@ -149,7 +149,8 @@ def read_fio(doc: dict) -> ToolRun:
 
 
 def read_storlab(doc: dict) -> ToolRun:
-    """storlab's result document (storlab.run/1): every phase summed per direction."""
+    """storlab's result document (storlab.run/1): counts summed over phases, latencies of the first
+    phase with I/O in that direction (the suite's jobs have one phase)."""
     if not doc.get("complete"):
         raise ToolFailed(f"storlab run did not complete: {doc.get('stop_reason')}: {doc.get('error')}")
     directions: dict[str, Direction] = {}
