@@ -140,7 +140,19 @@ def test_fsync_every_counts_syncs(shm_dir):
                 "--fsync-every", "4")
     p = r["doc"]["phases"][0]
     assert p["write"]["ops"] == 16
-    assert p["sync"]["ops"] == 16 // 4 + 1  # every 4 writes, plus the one at the end
+    # as fio's fsync=4: before the requests after writes 4, 8, 12 (none after the 16th, the last),
+    # plus the end fsync
+    assert p["sync"]["ops"] == 3 + 1
+
+
+def test_fsync_every_syncs_before_the_next_request_like_fio(shm_dir):
+    # Regression: a sync after the last batch of N writes, which fio does not make.
+    r = run_cli("--target", f"{shm_dir}/s.dat", "--size", "1m", "--rw", "write", "--bs", "64k",
+                "--fsync-every", "4", "--no-fsync-end")
+    assert r["doc"]["phases"][0]["sync"]["ops"] == 3
+    r = run_cli("--target", f"{shm_dir}/s.dat", "--size", "1m", "--rw", "write", "--bs", "64k",
+                "--fsync-every", "5", "--no-fsync-end")   # 16 writes: after 5, 10, 15
+    assert r["doc"]["phases"][0]["sync"]["ops"] == 3
 
 
 def test_io_uring_registered_buffers_and_files_are_recorded(shm_dir):

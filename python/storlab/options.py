@@ -107,7 +107,8 @@ OPTIONS: tuple[Option, ...] = (
            default=None, unit="bytes", minimum=1),
     Option("io_total", "size", "bytes to transfer in total, split evenly over all threads",
            default=None, unit="bytes", minimum=1),
-    Option("fsync_every", "int", "fsync after every N writes per thread (0: never)", default=0,
+    Option("fsync_every", "int", "fsync after every N writes per thread, before the next request "
+           "as fio's fsync=N (none after the last write: see fsync_end; 0: never)", default=0,
            minimum=0, fio_name="fsync"),
     Option("fsync_end", "bool", "fsync written targets at the end of the phase, inside the timed "
            "window, so buffered writes are not reported at page-cache speed", default=True,

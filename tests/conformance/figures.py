@@ -70,9 +70,10 @@ FIGURES: tuple[Figure, ...] = (
     Figure("`fsync_every` / `fsync`",
            "a sync before the request that follows every N-th write, so none after the last write "
            "(end_fsync covers it); in rw mixes before every read until the next write",
-           "an fsync once N writes have completed since the last one, including after the final batch",
-           f"{SAME} unless the writes are a multiple of N (storlab then syncs the last batch too) "
-           "or reads follow the N-th write in a mix", (FSYNC,), uses=("fsync=",)),
+           "a sync before the request that follows every N-th write (all in flight drained first), "
+           "none after the last write (fsync_end covers it); in mixes once before the next request",
+           f"{SAME}, except in mixes: storlab syncs once before the request after the N-th write, "
+           "fio before every read until the next write", (FSYNC,), uses=("fsync=",)),
     Figure("`fsync_end` / `end_fsync`",
            "fsync the file when the job's writes are done; default off",
            "fsync written targets inside the timed window; default on",

@@ -300,8 +300,9 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                 continue;
             }
 
-            // 3. Nothing in flight: sync if due, or finish.
-            if g.fsync_every > 0 && writes_since_sync >= g.fsync_every {
+            // 3. Nothing in flight: sync if due, or finish. As fio's fsync=N, the sync comes before
+            // the request that follows the Nth write: none after the last (fsync_end covers that).
+            if issuing && g.fsync_every > 0 && writes_since_sync >= g.fsync_every {
                 attempt!(fsync_timed(fd, &target.path, &mut sync));
                 writes_since_sync = 0;
                 now = Instant::now();
