@@ -34,19 +34,58 @@ def test_byte_flipped_between_write_and_read_is_caught(shm_dir, kind, engine, ca
     v = r["doc"]["phases"][0]["verify"]
     assert (v["checked_blocks"], v["mismatches"]) == (256, 1)
     m = v["first"][0]
-    assert (m["target"], m["offset"], m["field"]) == (path, block * BS, "checksum")
+    assert (m["target"], m["offset"], m["field"]) == (path, block * BS, "payload")
     assert m["first_bad_byte"] == position - block * BS
     assert "verification failed" in capsys.readouterr().err
+
+
+HEADER_FIELDS = {0: "magic", 5: "kind", 9: "offset", 17: "pass", 21: "length", 27: "seed", 35: "sequence",
+                 44: "checksum"}
 
 
 def test_flips_in_the_header_are_caught_too(shm_dir):
     path = f"{shm_dir}/h.dat"
     assert run_cli("--target", path, "--size", "64k", "--rw", "write", "--verify", "crc32c")["rc"] == 0
-    for block, byte in enumerate([0, 5, 9, 17, 21, 27, 35, 44]):  # magic .. checksum fields
+    for block, byte in enumerate(HEADER_FIELDS):  # magic .. checksum fields
         flip(path, block * BS + byte)
     r = run_cli("--target", path, "--rw", "read", "--verify", "crc32c", "--verify-report", "3")
     v = r["doc"]["phases"][0]["verify"]
     assert v["mismatches"] == 8 and len(v["first"]) == 3  # first 3 in full, the rest counted
+
+
+def test_a_flipped_header_byte_is_named_as_its_field_not_as_payload_byte_48(shm_dir, capsys):
+    path = f"{shm_dir}/h.dat"
+    assert run_cli("--target", path, "--size", "64k", "--rw", "write", "--verify", "xxh3")["rc"] == 0
+    for block, byte in enumerate(HEADER_FIELDS):
+        flip(path, block * BS + byte)
+    r = run_cli("--target", path, "--rw", "read", "--verify", "xxh3")
+    first = r["doc"]["phases"][0]["verify"]["first"]
+    assert [(m["offset"] // BS, m["field"]) for m in first] == list(enumerate(HEADER_FIELDS.values()))
+    for m, byte in zip(first, HEADER_FIELDS):
+        if m["field"] != "sequence":
+            assert m["first_bad_byte"] == byte
+            assert m["message"].startswith(f"header field `{m['field']}` at byte +{byte}: expected ")
+    err = capsys.readouterr().err
+    assert f"offset {2 * BS}: header field `offset` at byte +9: expected {2 * BS}, found {2 * BS + 256}" in err
+
+
+@pytest.mark.parametrize("written, read", [(4096, 8192), (8192, 4096), (65536, 4096)])
+def test_reading_back_with_another_block_size_is_a_block_size_mismatch_not_corruption(shm_dir, written, read,
+                                                                                     capsys):
+    path = f"{shm_dir}/bs.dat"
+    assert run_cli("--target", path, "--size", "256k", "--rw", "write", "--bs", str(written),
+                   "--verify", "crc32c")["rc"] == 0
+    r = run_cli("--target", path, "--rw", "read", "--bs", str(read), "--verify", "crc32c")
+    v = r["doc"]["phases"][0]["verify"]
+    blocks = 256 * 1024 // read
+    assert (v["checked_blocks"], v["mismatches"], v["bs_mismatches"], v["first"]) == (blocks, 0, blocks, [])
+    m = v["first_bs_mismatch"]
+    assert (m["field"], m["offset"], m["written_bs"], m["read_bs"]) == ("bs", 0, written, read)
+    assert m["message"] == f"written with bs {written}, read with {read}"
+    assert r["rc"] == 1
+    err = capsys.readouterr().err
+    assert f"{blocks} of {blocks} blocks could not be verified: written with bs {written}, read with {read}" in err
+    assert "verification failed" not in err
 
 
 def test_random_mixed_run_verifies_clean_and_verify_only_rereads(shm_dir):

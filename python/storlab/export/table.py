@@ -35,8 +35,10 @@ def _phase_notes(phase: dict[str, Any]) -> list[str]:
                    f"{r['records_skipped']} skipped")
     v = phase.get("verify")
     if v:
+        other_bs = (f", {v['bs_mismatches']} read with another block size than written"
+                    if v.get("bs_mismatches") else "")
         out.append(f"{label}: verify {v['kind']}: {v['checked_blocks']} blocks checked, "
-                   f"{v['mismatches']} mismatches")
+                   f"{v['mismatches']} mismatches{other_bs}")
     c = phase.get("cache")
     if c:
         before, after = c.get("resident_before_bytes"), c.get("resident_after_bytes")
