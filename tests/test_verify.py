@@ -1,6 +1,7 @@
 """Verification end to end: stamped writes, checked reads, every kind of mismatch reported."""
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -116,3 +117,27 @@ def test_verify_needs_room_for_the_header(shm_dir, capsys):
     rc = main(["run", "--target", f"{shm_dir}/x.dat", "--size", "1m", "--bs", "32", "--verify", "crc32c",
                "--no-store", "-q"])
     assert rc == 2 and "verify needs bs >= 64" in capsys.readouterr().err
+
+
+def test_bare_verify_means_crc32c_like_fios_default(shm_dir):
+    path = f"{shm_dir}/bare.dat"
+    r = run_cli("--target", path, "--size", "64k", "--rw", "write", "--verify")
+    assert r["rc"] == 0 and r["doc"]["job"]["verify"] == "crc32c"
+    r = run_cli("--target", path, "--rw", "read", "--verify", "--bs", "4k")
+    assert r["rc"] == 0 and r["doc"]["phases"][0]["verify"]["kind"] == "crc32c"
+    assert r["doc"]["phases"][0]["verify"]["checked_blocks"] == 16
+
+
+def test_bare_verify_before_a_job_file_leaves_the_job_file_alone(shm_dir, tmp_path):
+    path = f"{shm_dir}/jf.dat"
+    job = tmp_path / "job.toml"
+    job.write_text(f'target = "{path}"\nsize = "64k"\nrw = "write"\n')
+    out = tmp_path / "r.json"
+    assert main(["run", "--verify", str(job), "--json", str(out), "--no-store", "-q"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["job"]["verify"] == "crc32c" and doc["job"]["target"] == [path]
+
+
+def test_a_misspelt_verify_value_is_still_an_error_naming_the_values(shm_dir, capsys):
+    rc = main(["run", "--target", f"{shm_dir}/x.dat", "--size", "64k", "--verify", "crc23c", "--no-store", "-q"])
+    assert rc == 2 and "verify: 'crc23c' is not allowed; use one of: off, crc32c, xxh3" in capsys.readouterr().err

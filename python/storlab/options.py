@@ -39,6 +39,7 @@ class Option:
     negative: str | None = None    # CLI flag that sets a bool to False (e.g. --buffered)
     metavar: str | None = None
     fio_name: str | None = None    # what fio calls it, for "did you mean" hints
+    bare: str | None = None        # choice: the value of the flag given alone (`--verify` = crc32c)
 
     @property
     def flag(self) -> str:
@@ -125,7 +126,8 @@ OPTIONS: tuple[Option, ...] = (
            "block against them (a read-only run verifies data written earlier)", default="off",
            choices=_choice(off="no verification",
                            crc32c="CRC-32C over header and payload (hardware accelerated)",
-                           xxh3="64-bit xxh3 over header and payload"), fio_name="verify"),
+                           xxh3="64-bit xxh3 over header and payload"), fio_name="verify",
+           bare="crc32c"),
     Option("verify_pass", "int", "pass number written into headers; when not 0 a read requires it "
            "(stale data from an earlier pass is reported)", default=0, minimum=0, maximum=2**32 - 1),
     Option("verify_report", "int", "mismatches reported in full; the rest are counted", default=10,
