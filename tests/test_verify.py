@@ -4,10 +4,11 @@ from __future__ import annotations
 import json
 import random
 
+import jsonschema
 import pytest
 
 from storlab.cli.main import main
-from test_cli_run import run_cli  # tests/ is on sys.path (pytest prepend mode)
+from test_cli_run import run_cli, schema  # tests/ is on sys.path (pytest prepend mode)
 
 BS = 4096
 
@@ -60,6 +61,7 @@ def test_a_flipped_header_byte_is_named_as_its_field_not_as_payload_byte_48(shm_
     for block, byte in enumerate(HEADER_FIELDS):
         flip(path, block * BS + byte)
     r = run_cli("--target", path, "--rw", "read", "--verify", "xxh3")
+    jsonschema.validate(r["doc"], schema())
     first = r["doc"]["phases"][0]["verify"]["first"]
     assert [(m["offset"] // BS, m["field"]) for m in first] == list(enumerate(HEADER_FIELDS.values()))
     for m, byte in zip(first, HEADER_FIELDS):
@@ -77,6 +79,7 @@ def test_reading_back_with_another_block_size_is_a_block_size_mismatch_not_corru
     assert run_cli("--target", path, "--size", "256k", "--rw", "write", "--bs", str(written),
                    "--verify", "crc32c")["rc"] == 0
     r = run_cli("--target", path, "--rw", "read", "--bs", str(read), "--verify", "crc32c")
+    jsonschema.validate(r["doc"], schema())
     v = r["doc"]["phases"][0]["verify"]
     blocks = 256 * 1024 // read
     assert (v["checked_blocks"], v["mismatches"], v["bs_mismatches"], v["first"]) == (blocks, 0, blocks, [])

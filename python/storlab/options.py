@@ -376,6 +376,8 @@ def render_reference() -> str:
             text = o.help
             if o.choices:
                 text += "<br>" + "<br>".join(f"`{k}`: {v}" for k, v in o.choices.items())
+            if o.bare:
+                text += f"<br>`{o.flag}` alone: `{o.bare}`"
             if o.engine:
                 text += f" (only with engine {o.engine})"
             unit = f" ({o.unit})" if o.unit else ""
