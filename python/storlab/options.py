@@ -196,6 +196,11 @@ OPTIONS: tuple[Option, ...] = (
                                "drop the page cache before every buffered read phase",
                            auto="keep the sizes; drop the page cache before a buffered read phase "
                                 "that follows a phase writing the same targets")),
+    Option("invalidate", "bool", "before each phase, fsync the targets and drop their cached pages "
+           "(POSIX_FADV_DONTNEED for files, BLKFLSBUF for block devices) so reads come from the "
+           "device, like fio's invalidate=1; tmpfs/ramfs files cannot be dropped; --cache in keeps "
+           "the pages too", default=True, category="method", core=False, negative="--no-invalidate",
+           fio_name="invalidate"),
     Option("cache_bytes", "size", "declared controller (array) cache size", default=0,
            category="method", core=False, unit="bytes", minimum=0),
     Option("cache_in_pct", "float", "cache=in without cache_bytes: working set as % of RAM",
@@ -371,7 +376,7 @@ def render_reference() -> str:
     for cat, opts in categories.items():
         lines += [f"## {cat}", "", "| option | job-file key | type | default | help |", "|---|---|---|---|---|"]
         for o in opts:
-            flag = o.flag + (f" / {o.negative}" if o.negative else "")
+            flag = o.flag + (" [on\\|off]" if o.kind == "bool" else "") + (f" / {o.negative}" if o.negative else "")
             default = "—" if o.default in (None, ()) else repr(o.default)
             text = o.help
             if o.choices:
