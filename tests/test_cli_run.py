@@ -318,4 +318,5 @@ def test_bool_flags_take_an_optional_on_off_value(shm_dir):
 def test_a_bad_bool_value_names_the_option(shm_dir, capsys):
     rc = main(["run", "--target", f"{shm_dir}/b.dat", "--size", "1m", "--invalidate", "sometimes", "-q",
                "--no-store"])
-    assert rc == 2 and "invalidate: expected true or false, got 'sometimes'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert rc == 2 and "invalidate: expected on or off (true/false, yes/no, 1/0), got 'sometimes'" in err

@@ -326,7 +326,7 @@ def _parse_bool(opt: Option, raw: Any) -> bool:
         return True
     if isinstance(raw, str) and raw.lower() in ("0", "false", "no", "off"):
         return False
-    raise OptionError(f"{opt.name}: expected true or false, got {raw!r}")
+    raise OptionError(f"{opt.name}: expected on or off (true/false, yes/no, 1/0), got {raw!r}")
 
 
 @_parser("str")
