@@ -60,3 +60,20 @@ def loop_device(tmp_path):
     yield make
     for dev in attached:
         subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+@pytest.fixture
+def ext4_dir(loop_device, tmp_path):
+    """A fresh ext4 file system on a loop device, mounted; yields the mount point (a real disk
+    file system: its page cache can be dropped, unlike tmpfs)."""
+    if not shutil.which("mkfs.ext4"):
+        pytest.skip("mkfs.ext4 not installed")
+    dev = loop_device(128 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+    mnt = tmp_path / "ext4"
+    mnt.mkdir()
+    r = subprocess.run(["mount", dev, str(mnt)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"mount failed: {r.stderr.strip()}")
+    yield str(mnt)
+    subprocess.run(["umount", str(mnt)], capture_output=True)

@@ -302,3 +302,33 @@ def test_json_to_a_special_file_keeps_it(shm_dir, tmp_path):
     link.symlink_to(real)
     assert main(["run", "--target", f"{shm_dir}/f.dat", "--json", str(link), "-q", "--no-store"]) == 0
     assert link.is_symlink() and json.loads(real.read_text())["schema"] == "storlab.run/1"
+
+
+@pytest.mark.parametrize("flags, enabled", [([], True), (["--invalidate"], True), (["--invalidate", "on"], True),
+                                            (["--invalidate", "off"], False), (["--no-invalidate"], False)])
+def test_invalidate_flag_forms_and_the_phase_record(shm_dir, flags, enabled):
+    import jsonschema
+
+    path = f"{shm_dir}/inv.dat"
+    r = run_cli("--target", path, "--size", "1m", "--bs", "64k", *flags)
+    assert r["rc"] == 0
+    jsonschema.validate(r["doc"], schema())
+    assert r["doc"]["job"]["invalidate"] is enabled
+    inv = r["doc"]["phases"][0]["invalidate"]
+    assert inv["enabled"] is enabled
+    (t,) = inv["targets"]
+    assert t["path"] == path and t["method"] == "none"   # tmpfs: nothing to drop either way
+    assert t["reason"] == ("not droppable: tmpfs (its pages are the storage)" if enabled else "invalidate off")
+
+
+def test_bool_flags_take_an_optional_on_off_value(shm_dir):
+    r = run_cli("--target", f"{shm_dir}/b.dat", "--size", "1m", "--bs", "64k", "--fsync-end", "off",
+                "--rw", "write")
+    assert r["rc"] == 0 and r["doc"]["job"]["fsync_end"] is False and "sync" not in r["doc"]["phases"][0]
+
+
+def test_a_bad_bool_value_names_the_option(shm_dir, capsys):
+    rc = main(["run", "--target", f"{shm_dir}/b.dat", "--size", "1m", "--invalidate", "sometimes", "-q",
+               "--no-store"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "invalidate: expected on or off (true/false, yes/no, 1/0), got 'sometimes'" in err

@@ -1,12 +1,14 @@
 """Verification end to end: stamped writes, checked reads, every kind of mismatch reported."""
 from __future__ import annotations
 
+import json
 import random
 
+import jsonschema
 import pytest
 
 from storlab.cli.main import main
-from test_cli_run import run_cli  # tests/ is on sys.path (pytest prepend mode)
+from test_cli_run import run_cli, schema  # tests/ is on sys.path (pytest prepend mode)
 
 BS = 4096
 
@@ -34,19 +36,60 @@ def test_byte_flipped_between_write_and_read_is_caught(shm_dir, kind, engine, ca
     v = r["doc"]["phases"][0]["verify"]
     assert (v["checked_blocks"], v["mismatches"]) == (256, 1)
     m = v["first"][0]
-    assert (m["target"], m["offset"], m["field"]) == (path, block * BS, "checksum")
+    assert (m["target"], m["offset"], m["field"]) == (path, block * BS, "payload")
     assert m["first_bad_byte"] == position - block * BS
     assert "verification failed" in capsys.readouterr().err
+
+
+HEADER_FIELDS = {0: "magic", 5: "kind", 9: "offset", 17: "pass", 21: "length", 27: "seed", 35: "sequence",
+                 44: "checksum"}
 
 
 def test_flips_in_the_header_are_caught_too(shm_dir):
     path = f"{shm_dir}/h.dat"
     assert run_cli("--target", path, "--size", "64k", "--rw", "write", "--verify", "crc32c")["rc"] == 0
-    for block, byte in enumerate([0, 5, 9, 17, 21, 27, 35, 44]):  # magic .. checksum fields
+    for block, byte in enumerate(HEADER_FIELDS):  # magic .. checksum fields
         flip(path, block * BS + byte)
     r = run_cli("--target", path, "--rw", "read", "--verify", "crc32c", "--verify-report", "3")
     v = r["doc"]["phases"][0]["verify"]
     assert v["mismatches"] == 8 and len(v["first"]) == 3  # first 3 in full, the rest counted
+
+
+def test_a_flipped_header_byte_is_named_as_its_field_not_as_payload_byte_48(shm_dir, capsys):
+    path = f"{shm_dir}/h.dat"
+    assert run_cli("--target", path, "--size", "64k", "--rw", "write", "--verify", "xxh3")["rc"] == 0
+    for block, byte in enumerate(HEADER_FIELDS):
+        flip(path, block * BS + byte)
+    r = run_cli("--target", path, "--rw", "read", "--verify", "xxh3")
+    jsonschema.validate(r["doc"], schema())
+    first = r["doc"]["phases"][0]["verify"]["first"]
+    assert [(m["offset"] // BS, m["field"]) for m in first] == list(enumerate(HEADER_FIELDS.values()))
+    for m, byte in zip(first, HEADER_FIELDS):
+        if m["field"] != "sequence":
+            assert m["first_bad_byte"] == byte
+            assert m["message"].startswith(f"header field `{m['field']}` at byte +{byte}: expected ")
+    err = capsys.readouterr().err
+    assert f"offset {2 * BS}: header field `offset` at byte +9: expected {2 * BS}, found {2 * BS + 256}" in err
+
+
+@pytest.mark.parametrize("written, read", [(4096, 8192), (8192, 4096), (65536, 4096)])
+def test_reading_back_with_another_block_size_is_a_block_size_mismatch_not_corruption(shm_dir, written, read,
+                                                                                     capsys):
+    path = f"{shm_dir}/bs.dat"
+    assert run_cli("--target", path, "--size", "256k", "--rw", "write", "--bs", str(written),
+                   "--verify", "crc32c")["rc"] == 0
+    r = run_cli("--target", path, "--rw", "read", "--bs", str(read), "--verify", "crc32c")
+    jsonschema.validate(r["doc"], schema())
+    v = r["doc"]["phases"][0]["verify"]
+    blocks = 256 * 1024 // read
+    assert (v["checked_blocks"], v["mismatches"], v["bs_mismatches"], v["first"]) == (blocks, 0, blocks, [])
+    m = v["first_bs_mismatch"]
+    assert (m["field"], m["offset"], m["written_bs"], m["read_bs"]) == ("bs", 0, written, read)
+    assert m["message"] == f"written with bs {written}, read with {read}"
+    assert r["rc"] == 1
+    err = capsys.readouterr().err
+    assert f"{blocks} of {blocks} blocks could not be verified: written with bs {written}, read with {read}" in err
+    assert "verification failed" not in err
 
 
 def test_random_mixed_run_verifies_clean_and_verify_only_rereads(shm_dir):
@@ -79,3 +122,27 @@ def test_verify_needs_room_for_the_header(shm_dir, capsys):
     rc = main(["run", "--target", f"{shm_dir}/x.dat", "--size", "1m", "--bs", "32", "--verify", "crc32c",
                "--no-store", "-q"])
     assert rc == 2 and "verify needs bs >= 64" in capsys.readouterr().err
+
+
+def test_bare_verify_means_crc32c_like_fios_default(shm_dir):
+    path = f"{shm_dir}/bare.dat"
+    r = run_cli("--target", path, "--size", "64k", "--rw", "write", "--verify")
+    assert r["rc"] == 0 and r["doc"]["job"]["verify"] == "crc32c"
+    r = run_cli("--target", path, "--rw", "read", "--verify", "--bs", "4k")
+    assert r["rc"] == 0 and r["doc"]["phases"][0]["verify"]["kind"] == "crc32c"
+    assert r["doc"]["phases"][0]["verify"]["checked_blocks"] == 16
+
+
+def test_bare_verify_before_a_job_file_leaves_the_job_file_alone(shm_dir, tmp_path):
+    path = f"{shm_dir}/jf.dat"
+    job = tmp_path / "job.toml"
+    job.write_text(f'target = "{path}"\nsize = "64k"\nrw = "write"\n')
+    out = tmp_path / "r.json"
+    assert main(["run", "--verify", str(job), "--json", str(out), "--no-store", "-q"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["job"]["verify"] == "crc32c" and doc["job"]["target"] == [path]
+
+
+def test_a_misspelt_verify_value_is_still_an_error_naming_the_values(shm_dir, capsys):
+    rc = main(["run", "--target", f"{shm_dir}/x.dat", "--size", "64k", "--verify", "crc23c", "--no-store", "-q"])
+    assert rc == 2 and "verify: 'crc23c' is not allowed; use one of: off, crc32c, xxh3" in capsys.readouterr().err

@@ -1,6 +1,11 @@
 """Cache control: size the working set in or out of cache, drop the page cache between phases,
 and judge whether a result could have come from the device at all.
 
+- invalidation (on by default, fio's invalidate=1): after a phase's plan is built (files laid
+  out) and before its clock starts, each target is fsynced and its cached pages dropped:
+  posix_fadvise(DONTNEED) for a regular file, ioctl BLKFLSBUF for a block device. tmpfs and
+  ramfs files are left alone and recorded as "not droppable" (their pages are the storage). What
+  was done per target, and its residency before and after (mincore), is recorded;
 - in-cache: the working set fits a declared controller cache, or a fraction of RAM;
 - out-of-cache: it is a multiple of RAM plus the declared cache, and before every buffered read
   phase that follows writes (or any buffered read in `out` mode) the page cache is dropped:
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import fcntl
 import mmap
 import os
 import stat
@@ -24,6 +30,16 @@ _libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctype
 _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc.statfs.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+
+# <linux/fs.h>: _IO(0x12, 97), write back and drop a block device's buffer cache.
+BLKFLSBUF = 0x1261
+# statfs f_type of file systems whose pages are the storage itself (<linux/magic.h>).
+_NOT_DROPPABLE_FS = {0x01021994: "tmpfs", 0x858458F6: "ramfs"}
+# mincore over at most this much of a mapping at a time (a 1-byte vector entry per page).
+_MINCORE_CHUNK_BYTES = 16 << 30
+# Residency at or below this share of the target counts as "nothing cached".
+COLD_FRACTION = 0.01
 
 PAGE = mmap.PAGESIZE
 MEMCPY_PROBE_BYTES = 64 << 20
@@ -41,30 +57,129 @@ def working_set_bytes(mode: str, ram_bytes: int, cache_bytes: int, ram_fraction:
 
 
 def resident_bytes(path: str) -> int | None:
-    """Bytes of a regular file now in the page cache (mincore over a read-only mapping)."""
+    """Bytes of a regular file or block device now in the page cache (mincore over a read-only
+    mapping, chunk by chunk), or None where that cannot be measured."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    if not stat.S_ISREG(st.st_mode):
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISBLK(st.st_mode)):
         return None
-    if st.st_size == 0:
-        return 0
-    fd = os.open(path, os.O_RDONLY)
     try:
-        addr = _libc.mmap(None, st.st_size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-        if addr in (None, ctypes.c_void_p(-1).value):
-            return None
-        try:
-            pages = (st.st_size + PAGE - 1) // PAGE
-            vec = (ctypes.c_ubyte * pages)()
-            if _libc.mincore(ctypes.c_void_p(addr), st.st_size, vec) != 0:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        size = st.st_size if stat.S_ISREG(st.st_mode) else os.lseek(fd, 0, os.SEEK_END)
+        resident_pages = 0
+        for start in range(0, size, _MINCORE_CHUNK_BYTES):
+            length = min(_MINCORE_CHUNK_BYTES, size - start)
+            addr = _libc.mmap(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, start)
+            if addr in (None, ctypes.c_void_p(-1).value):
                 return None
-            return sum(b & 1 for b in vec) * PAGE
-        finally:
-            _libc.munmap(ctypes.c_void_p(addr), st.st_size)
+            try:
+                vec = (ctypes.c_ubyte * ((length + PAGE - 1) // PAGE))()
+                if _libc.mincore(ctypes.c_void_p(addr), length, vec) != 0:
+                    return None
+                resident_pages += bytes(vec).translate(_LOW_BIT).count(1)  # bit 0: resident
+            finally:
+                _libc.munmap(ctypes.c_void_p(addr), length)
+        return min(resident_pages * PAGE, size)
     finally:
         os.close(fd)
+
+
+_LOW_BIT = bytes(b & 1 for b in range(256))
+
+
+def _fs_type_magic(path: str) -> int | None:
+    """statfs f_type of the file system holding `path` (the first field of struct statfs)."""
+    buf = ctypes.create_string_buffer(256)
+    if _libc.statfs(os.fsencode(path), buf) != 0:
+        return None
+    return ctypes.c_ulong.from_buffer(buf).value
+
+
+def invalidate_target(path: str) -> dict[str, Any]:
+    """fio's invalidate=1 for one target: fsync, then drop its cached pages. Returns
+    {path, method: fadvise|blkflsbuf|none, reason, resident_before_bytes, resident_after_bytes}."""
+    record: dict[str, Any] = {"path": path, "method": "none", "reason": None,
+                              "resident_before_bytes": resident_bytes(path)}
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        record["reason"] = f"cannot stat: {e.strerror}"
+    else:
+        if stat.S_ISBLK(mode):
+            record.update(_drop(path, "blkflsbuf", lambda fd: fcntl.ioctl(fd, BLKFLSBUF, 0)))
+        elif not stat.S_ISREG(mode):
+            record["reason"] = "not a regular file or block device"
+        elif (fs := _NOT_DROPPABLE_FS.get(_fs_type_magic(path) or 0)) is not None:
+            record["reason"] = f"not droppable: {fs} (its pages are the storage)"
+        else:
+            record.update(_drop(path, "fadvise", lambda fd: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)))
+    record["resident_after_bytes"] = resident_bytes(path)
+    return record
+
+
+def _drop(path: str, method: str, drop) -> dict[str, Any]:
+    """fsync (so dirty pages can be dropped), then `drop`; the method, or none and why not."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as e:
+        return {"method": "none", "reason": f"cannot open: {e.strerror}"}
+    try:
+        os.fsync(fd)
+        drop(fd)
+        return {"method": method, "reason": None}
+    except OSError as e:
+        what = "BLKFLSBUF" if method == "blkflsbuf" else "fsync or fadvise"
+        return {"method": "none", "reason": f"{what} refused: {e.strerror}"}
+    finally:
+        os.close(fd)
+
+
+def invalidation_targets(phase, settings: dict[str, Any]) -> tuple[list[str], str | None]:
+    """The targets whose pages to drop before this phase, or (all of them, why not)."""
+    paths = list(dict.fromkeys(p for g in phase.groups if g.values["engine"] != "null"
+                               for p in target_paths(g.values)))
+    if not settings.get("invalidate", True):
+        return paths, "invalidate off"
+    if settings.get("cache") == "in":
+        return paths, "cache in keeps the working set cached"
+    return paths, None
+
+
+def invalidate(paths: Iterable[str], skipped_because: str | None = None) -> dict[str, Any]:
+    """Invalidate every target (or, when skipped, only measure residency and say why), as the
+    phase's `invalidate` record."""
+    if skipped_because is None:
+        targets = [invalidate_target(p) for p in paths]
+    else:
+        targets = []
+        for p in paths:
+            resident = resident_bytes(p)
+            targets.append({"path": p, "method": "none", "reason": skipped_because,
+                            "resident_before_bytes": resident, "resident_after_bytes": resident})
+    return {"enabled": skipped_because is None, "targets": targets,
+            "resident_before_bytes": _total(t["resident_before_bytes"] for t in targets),
+            "resident_after_bytes": _total(t["resident_after_bytes"] for t in targets)}
+
+
+def _total(values: Iterable[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def started_cold(result: dict[str, Any], span_bytes: int) -> bool:
+    """Whether the phase's targets held (about) nothing in the page cache when it started: its
+    invalidation or cache drop left at most COLD_FRACTION of the span resident."""
+    for key in ("invalidate", "cache"):
+        after = (result.get(key) or {}).get("resident_after_bytes")
+        if after is not None and span_bytes > 0 and after <= COLD_FRACTION * span_bytes:
+            if key == "cache" or all(t["method"] != "none" for t in result[key]["targets"]):
+                return True
+    return False
 
 
 def drop_page_cache(paths: Iterable[str]) -> dict[str, Any]:
@@ -95,8 +210,7 @@ def drop_page_cache(paths: Iterable[str]) -> dict[str, Any]:
             finally:
                 os.close(fd)
     after = [resident_bytes(p) for p in paths]
-    total = lambda xs: sum(x for x in xs if x is not None) if any(x is not None for x in xs) else None  # noqa: E731
-    return {"method": method, "resident_before_bytes": total(before), "resident_after_bytes": total(after)}
+    return {"method": method, "resident_before_bytes": _total(before), "resident_after_bytes": _total(after)}
 
 
 def memcpy_rate_bytes() -> float:

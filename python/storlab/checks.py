@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .cache import likely_cached
+from .cache import likely_cached, started_cold
 from .units import format_size
 
 
@@ -29,16 +29,22 @@ def check_phase(phase, result: dict[str, Any], env: dict[str, Any],
     settings = settings or {}
     out: list[Finding] = []
     ram = env.get("memory_bytes") or 0
+    sizes = {t["path"]: t.get("size_bytes", 0) for t in result.get("targets", [])}
+    read_bytes = (result.get("read") or {}).get("bytes", 0)
+    phase_span = 0
+    for g in phase.groups:
+        v = g.values
+        phase_span += sum(v["size"] or sizes.get(path, 0) for path in v["target"])
+    # Cold cache (invalidated or dropped) and no byte read twice: nothing came from memory, and
+    # a fast buffered read is the device plus readahead, not the page cache.
+    cold_single_pass = started_cold(result, phase_span) and read_bytes <= phase_span
     for g in phase.groups:
         v = g.values
         reads = v["rw"] in ("read", "randread") or (v["rw"] in ("rw", "randrw") and v["rwmix_read"] > 0)
         if reads and not v["direct"] and v["engine"] != "null" and ram:
-            sizes = {t["path"]: t.get("size_bytes", 0) for t in result.get("targets", [])}
             span = sum(v["size"] or sizes.get(path, 0) for path in v["target"])
-            read_bytes = (result.get("read") or {}).get("bytes", 0)
-            dropped_first = (result.get("cache") or {}).get("resident_after_bytes") == 0
-            if dropped_first and read_bytes <= span:
-                continue  # cold cache and no byte read twice: nothing came from memory
+            if cold_single_pass:
+                continue
             if 0 < span < ram:
                 out.append(Finding(
                     "small_buffered_read",
@@ -47,7 +53,7 @@ def check_phase(phase, result: dict[str, Any], env: dict[str, Any],
                     f"size larger than RAM"))
     read = result.get("read")
     buffered_readers = [g for g in phase.groups if not g.values["direct"] and g.values["engine"] != "null"]
-    if read and read.get("ops") and buffered_readers:
+    if read and read.get("ops") and buffered_readers and not cold_single_pass:
         threads = sum(g.values["threads"] * len(g.values["target"]) for g in buffered_readers)
         why = likely_cached(read["bw_bytes"], threads, settings.get("bw_ceiling"), read["lat_ns"]["p50"])
         if why:

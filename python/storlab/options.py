@@ -39,6 +39,7 @@ class Option:
     negative: str | None = None    # CLI flag that sets a bool to False (e.g. --buffered)
     metavar: str | None = None
     fio_name: str | None = None    # what fio calls it, for "did you mean" hints
+    bare: str | None = None        # choice: the value of the flag given alone (`--verify` = crc32c)
 
     @property
     def flag(self) -> str:
@@ -126,7 +127,8 @@ OPTIONS: tuple[Option, ...] = (
            "block against them (a read-only run verifies data written earlier)", default="off",
            choices=_choice(off="no verification",
                            crc32c="CRC-32C over header and payload (hardware accelerated)",
-                           xxh3="64-bit xxh3 over header and payload"), fio_name="verify"),
+                           xxh3="64-bit xxh3 over header and payload"), fio_name="verify",
+           bare="crc32c"),
     Option("verify_pass", "int", "pass number written into headers; when not 0 a read requires it "
            "(stale data from an earlier pass is reported)", default=0, minimum=0, maximum=2**32 - 1),
     Option("verify_report", "int", "mismatches reported in full; the rest are counted", default=10,
@@ -198,6 +200,11 @@ OPTIONS: tuple[Option, ...] = (
                                "drop the page cache before every buffered read phase",
                            auto="keep the sizes; drop the page cache before a buffered read phase "
                                 "that follows a phase writing the same targets")),
+    Option("invalidate", "bool", "before each phase, fsync the targets and drop their cached pages "
+           "(POSIX_FADV_DONTNEED for files, BLKFLSBUF for block devices) so reads come from the "
+           "device, like fio's invalidate=1; tmpfs/ramfs files cannot be dropped; --cache in keeps "
+           "the pages too", default=True, category="method", core=False, negative="--no-invalidate",
+           fio_name="invalidate"),
     Option("cache_bytes", "size", "declared controller (array) cache size", default=0,
            category="method", core=False, unit="bytes", minimum=0),
     Option("cache_in_pct", "float", "cache=in without cache_bytes: working set as % of RAM",
@@ -323,7 +330,7 @@ def _parse_bool(opt: Option, raw: Any) -> bool:
         return True
     if isinstance(raw, str) and raw.lower() in ("0", "false", "no", "off"):
         return False
-    raise OptionError(f"{opt.name}: expected true or false, got {raw!r}")
+    raise OptionError(f"{opt.name}: expected on or off (true/false, yes/no, 1/0), got {raw!r}")
 
 
 @_parser("str")
@@ -373,11 +380,13 @@ def render_reference() -> str:
     for cat, opts in categories.items():
         lines += [f"## {cat}", "", "| option | job-file key | type | default | help |", "|---|---|---|---|---|"]
         for o in opts:
-            flag = o.flag + (f" / {o.negative}" if o.negative else "")
+            flag = o.flag + (" [on\\|off]" if o.kind == "bool" else "") + (f" / {o.negative}" if o.negative else "")
             default = "—" if o.default in (None, ()) else repr(o.default)
             text = o.help
             if o.choices:
                 text += "<br>" + "<br>".join(f"`{k}`: {v}" for k, v in o.choices.items())
+            if o.bare:
+                text += f"<br>`{o.flag}` alone: `{o.bare}`"
             if o.engine:
                 text += f" (only with engine {o.engine})"
             unit = f" ({o.unit})" if o.unit else ""

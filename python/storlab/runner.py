@@ -153,7 +153,8 @@ class Runner:
 
     def _run_io(self, phase, doc: dict[str, Any], pass_no: int | None, targets: dict[str, dict[str, Any]],
                 written: set[str]) -> None:
-        """An I/O phase: drop the page cache first if the cache mode says so, run it, and add its
+        """An I/O phase: drop the page cache first if the cache mode says so, run it (its targets'
+        pages invalidated once laid out, unless --invalidate off or --cache in), and add its
         result, warnings, targets and engine facts to the document."""
         settings = self.job.run
         to_drop = cache.should_drop(phase, settings.get("cache", "off"), written)
@@ -282,6 +283,8 @@ class Runner:
             run = _core.PhaseRun(spec)
         except _core.CoreError as e:
             raise from_core(*e.args) from None
+        # After the plan laid the files out, before the clock: the layout's pages are dropped too.
+        invalidated = cache.invalidate(*cache.invalidation_targets(phase, self.job.run))
         self.hooks.before_start(phase, run)
         cpu_before = CpuSample.now()
         run.start()
@@ -302,6 +305,7 @@ class Runner:
         result["cpu"] = cpu_usage(cpu_before, cpu_after, bw)
         result["rw"] = "+".join(sorted({g.values["rw"] for g in phase.groups}))
         result["groups"] = [g.name for g in phase.groups]
+        result["invalidate"] = invalidated
         self.hooks.after_end(phase, run, result)
         return result
 

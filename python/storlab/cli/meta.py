@@ -12,7 +12,7 @@ from ..meta import META_OPTIONS, SHARED_RUN_OPTIONS, resolve_meta_options, run_m
 from ..mpi.launch import detect as detect_mpi_launch
 from ..options import BY_NAME, OPTIONS, Option, parse_value
 from .main import ExitCode
-from .options_cli import add_option_arguments, add_table_arguments
+from .options_cli import add_option_arguments, add_table_arguments, reclaim_jobfile
 from .run import ProgressLine, emit_result, stop_exit_code, wants_progress
 
 EXAMPLES = """examples:
@@ -51,6 +51,7 @@ def _given(args: argparse.Namespace, table: tuple[Option, ...]) -> dict[str, Any
 
 
 def run(args: argparse.Namespace) -> int:
+    reclaim_jobfile(args, (*META_OPTIONS, *OPTIONS))
     jobfile = load_jobfile(args.jobfile) if args.jobfile else None
     values = resolve_meta_options(_given(args, META_OPTIONS), jobfile, args.jobfile or "job file")
     line = ProgressLine(sys.stderr) if wants_progress(bool(values.get("quiet"))) else None

@@ -191,19 +191,33 @@ def _checkpoint(partial: dict[str, Any], settings: dict[str, Any]) -> None:
 
 
 def _report_verification(doc: dict[str, Any]) -> int:
-    """Print verification failures (the first ones in full); returns the number of mismatches."""
+    """Print verification failures (the first ones in full) and block-size mismatches; returns the
+    number of blocks that did not verify (either kind)."""
     total = 0
     for phase in doc["phases"]:
         v = phase.get("verify")
-        if not v or not v["mismatches"]:
+        if not v:
             continue
-        total += v["mismatches"]
-        print(f"storlab run: verification failed in {phase['name']}: {v['mismatches']} of "
-              f"{v['checked_blocks']} blocks ({v['kind']})", file=sys.stderr)
-        for m in v["first"]:
-            where = f" at byte {m['first_bad_byte']} of the block" if m["first_bad_byte"] is not None else ""
-            print(f"  {m['target']} offset {m['offset']}: {m['field']} expected {m['expected']}, "
-                  f"found {m['found']}{where}", file=sys.stderr)
-        if v["mismatches"] > len(v["first"]):
-            print(f"  ... and {v['mismatches'] - len(v['first'])} more", file=sys.stderr)
+        bs_mismatches = v.get("bs_mismatches") or 0
+        if v["mismatches"]:
+            print(f"storlab run: verification failed in {phase['name']}: {v['mismatches']} of "
+                  f"{v['checked_blocks']} blocks ({v['kind']})", file=sys.stderr)
+            for m in v["first"]:
+                print(f"  {m['target']} offset {m['offset']}: {_mismatch_text(m)}", file=sys.stderr)
+            if v["mismatches"] > len(v["first"]):
+                print(f"  ... and {v['mismatches'] - len(v['first'])} more", file=sys.stderr)
+        if bs_mismatches:
+            m = v["first_bs_mismatch"]
+            print(f"storlab run: {phase['name']}: {bs_mismatches} of {v['checked_blocks']} blocks could not be "
+                  f"verified: {m['message']} (first at {m['target']} offset {m['offset']}); read with the "
+                  f"block size the data was written with", file=sys.stderr)
+        total += v["mismatches"] + bs_mismatches
     return total
+
+
+def _mismatch_text(m: dict[str, Any]) -> str:
+    """One mismatch in words (documents from before `message` existed are spelled out here)."""
+    if m.get("message"):
+        return m["message"]
+    where = f" at byte {m['first_bad_byte']} of the block" if m.get("first_bad_byte") is not None else ""
+    return f"{m['field']} expected {m['expected']}, found {m['found']}{where}"

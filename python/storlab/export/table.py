@@ -37,8 +37,10 @@ def _phase_notes(phase: dict[str, Any]) -> list[str]:
     if v:
         readback = (f" ({v['readback_blocks']} read back after writing, {v['readback_s']:.2f} s, "
                     f"outside the measured window)" if v.get("readback_blocks") else "")
+        other_bs = (f", {v['bs_mismatches']} read with another block size than written"
+                    if v.get("bs_mismatches") else "")
         out.append(f"{label}: verify {v['kind']}: {v['checked_blocks']} blocks checked{readback}, "
-                   f"{v['mismatches']} mismatches")
+                   f"{v['mismatches']} mismatches{other_bs}")
     c = phase.get("cache")
     if c:
         before, after = c.get("resident_before_bytes"), c.get("resident_after_bytes")

@@ -148,12 +148,15 @@ def _merge_verify(parts: Sequence[tuple[int, dict[str, Any]]]) -> dict[str, Any]
     if not parts:
         return None
     out = dict(parts[0][1])
-    for key in ("mismatches", "checked_blocks", "readback_blocks"):
+    for key in ("mismatches", "checked_blocks", "readback_blocks", "bs_mismatches"):
         if all(isinstance(p.get(key), int) for _, p in parts):
             out[key] = sum(p[key] for _, p in parts)
     if all(isinstance(p.get("readback_s"), (int, float)) for _, p in parts):
         out["readback_s"] = max(p["readback_s"] for _, p in parts)
     out["first"] = [{**m, "rank": rank} for rank, p in parts for m in p.get("first") or []]
+    first_bs = next(({**p["first_bs_mismatch"], "rank": rank} for rank, p in parts if p.get("first_bs_mismatch")), None)
+    if "first_bs_mismatch" in out:
+        out["first_bs_mismatch"] = first_bs
     return out
 
 
