@@ -45,12 +45,13 @@ def summarise(phases: list[dict[str, Any]], spread_warn_pct: float) -> tuple[lis
             if not sides:
                 continue
             merged = stats.merge(*[s["lat_hist"]["buckets"] for s in sides])
-            lat = stats.summary(merged)
             ops = sum(s["ops"] for s in sides)
             if ops:  # the engine's exact figures beat the histogram's estimates where they combine
-                lat["min"] = min(s["lat_ns"]["min"] for s in sides if s["ops"])
-                lat["max"] = max(s["lat_ns"]["max"] for s in sides if s["ops"])
+                lat = stats.summary(merged, min_ns=min(s["lat_ns"]["min"] for s in sides if s["ops"]),
+                                    max_ns=max(s["lat_ns"]["max"] for s in sides if s["ops"]))
                 lat["mean"] = sum(s["lat_ns"]["mean"] * s["ops"] for s in sides) / ops
+            else:
+                lat = stats.summary(merged)
             entry[d] = {
                 "bw_bytes": describe(s["bw_bytes"] for s in sides),
                 "iops": describe(s["iops"] for s in sides),

@@ -342,7 +342,12 @@ def measure(doc: dict[str, Any], phase: str | None = None) -> dict[str, Any]:
     if len(every) == 1:
         lat = every[0].get("lat_ns") or {}
     else:
-        lat = stats.summary(stats.merge(*[(d.get("lat_hist") or {}).get("buckets") or [] for d in every]))
+        exact = [d.get("lat_ns") or {} for d in every if d.get("ops")]
+        lows = [e["min"] for e in exact if e.get("min") is not None]
+        highs = [e["max"] for e in exact if e.get("max") is not None]
+        lat = stats.summary(stats.merge(*[(d.get("lat_hist") or {}).get("buckets") or [] for d in every]),
+                            min_ns=min(lows) if lows and len(lows) == len(exact) else None,
+                            max_ns=max(highs) if highs and len(highs) == len(exact) else None)
         ops = [d.get("ops") or 0 for d in every]
         means = [(d.get("lat_ns") or {}).get("mean") for d in every]
         if sum(ops) and all(m is not None for m in means):
