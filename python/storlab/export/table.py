@@ -97,6 +97,8 @@ def render_table(doc: dict[str, Any]) -> str:
         from ..meta import phase_table
 
         lines += [""] + phase_table(meta)
+    if doc.get("main_job"):   # how the default main job measured, in one line
+        lines.append(doc["main_job"]["line"])
     for phase in phases:
         lines += _phase_notes(phase)
     lines += _pass_notes(doc)
