@@ -28,11 +28,13 @@ def test_two_passes_interval_prints_as_brackets_clipped_at_zero_with_a_note():
     # the README's case: 206.9 and 1,135.5 MiB/s; computed interval -5,228.0 .. 6,570.5 MiB/s,
     # printed before as "95 % CI -5,228.0-6,570.5" (a dash that reads as a minus sign)
     d = describe([206.9 * MiB, 1135.5 * MiB], floor=0.0)
-    assert d["ci95"][0] / MiB == pytest.approx(-5228.0, abs=0.5) and d["ci95"][1] / MiB == pytest.approx(6570.5, abs=0.5)
+    assert d["ci95"][0] / MiB == pytest.approx(-5228.0, abs=0.5)
+    assert d["ci95"][1] / MiB == pytest.approx(6570.5, abs=0.5)
     assert d["ci95_shown"] == [0.0, d["ci95"][1]]
     assert "only 2 passes" in d["ci95_note"] and "12.706" in d["ci95_note"]
     text = format_interval(d, MiB, "MiB/s", "bandwidth")
-    assert text.startswith("95 % CI [0.0, 6,570.6] MiB/s (lower bound -5,228.2 clipped at 0.0: bandwidth cannot be negative; only 2 passes")
+    assert text.startswith("95 % CI [0.0, 6,570.6] MiB/s (lower bound -5,228.2 clipped at 0.0: "
+                           "bandwidth cannot be negative; only 2 passes")
     assert "-5,228.2-6,570.6" not in text
 
 

@@ -14,8 +14,8 @@ Method, chosen when the plan is built (the folder is probed, nothing is assumed)
   first), so no read is served from memory.
 On a memory-backed file system (tmpfs, ramfs) there is no device behind the file and no cache to
 keep out of: the phases stay time-based, the method line says the figures are memory speeds, and
-the page-cache warnings, which could only repeat that, are left out. The one method line is recorded in the result as `main_job` and printed under the
-table.
+the page-cache warnings, which could only repeat that, are left out. The one method line is
+recorded in the result as `main_job` and printed under the table.
 """
 from __future__ import annotations
 
