@@ -33,7 +33,7 @@ def test_table_has_swept_options_as_columns_and_marks_the_knee(shm_dir, capsys):
     assert rows["64"].rstrip().endswith("knee") or "knee" in rows["64"]
     assert "knee" not in rows["32"] and "knee" not in rows["128"]
     assert "along qd: qd=64" in out
-    assert "along qd: none" in out          # no latency climb on a device with 50 ms per request
+    assert "along qd (same request size): none" in out   # no latency climb on a device with 50 ms per request
     assert err.count("point ") == 4          # one progress line per point on standard error
 
 

@@ -224,6 +224,16 @@ def test_merged_histogram_equals_the_histogram_of_all_samples_and_moments_are_ex
     assert lat["p99"] == stats.percentile(stats.histogram(everything), 99)
 
 
+def test_merged_percentiles_lie_within_the_exact_merged_min_and_max():
+    # regression: p99.9 6,652 us against a max of 6,626 us (the midpoint of the max's bucket)
+    r0 = rank_result(1000.0, 0.0, [(0.0, 1.0, 4096 * 1000)], [5_000_000] * 997 + [6_600_000] * 3)
+    r1 = rank_result(1000.0, 0.0, [(0.0, 1.0, 4096 * 1000)], [5_000_000] * 997 + [6_626_000] * 3)
+    lat = aggregate.merge_phase([r0, r1])["read"]["lat_ns"]
+    assert lat["max"] == 6_626_000
+    assert lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p999"] <= lat["max"]
+    assert lat["p999"] == 6_626_000
+
+
 def test_no_window_when_a_rank_finished_before_another_started():
     r0 = rank_result(1000.0, 0.0, [(0.0, 1.0, 10)], [5])
     r1 = rank_result(1002.0, 0.0, [(0.0, 1.0, 10)], [5])

@@ -3,7 +3,7 @@ import pytest
 
 from storlab import stats
 from storlab.job import resolve_job
-from storlab.passes import describe, summarise, t95
+from storlab.passes import describe, format_interval, summarise, t95
 from storlab.runner import run_job
 
 
@@ -17,6 +17,31 @@ def test_describe_matches_hand_computation():
     assert t95(1) == 12.706 and t95(30) == 2.042 and t95(200) == 1.96
     one = describe([5.0])
     assert one["stddev"] == 0.0 and one["ci95"] == [5.0, 5.0]
+    assert d["ci95_note"] is None and d["ci95_shown"] == d["ci95"]
+    assert one["ci95_note"] == "1 pass: no interval"
+
+
+MiB = 1 << 20
+
+
+def test_two_passes_interval_prints_as_brackets_clipped_at_zero_with_a_note():
+    # the README's case: 206.9 and 1,135.5 MiB/s; computed interval -5,228.0 .. 6,570.5 MiB/s,
+    # printed before as "95 % CI -5,228.0-6,570.5" (a dash that reads as a minus sign)
+    d = describe([206.9 * MiB, 1135.5 * MiB], floor=0.0)
+    assert d["ci95"][0] / MiB == pytest.approx(-5228.0, abs=0.5)
+    assert d["ci95"][1] / MiB == pytest.approx(6570.5, abs=0.5)
+    assert d["ci95_shown"] == [0.0, d["ci95"][1]]
+    assert "only 2 passes" in d["ci95_note"] and "12.706" in d["ci95_note"]
+    text = format_interval(d, MiB, "MiB/s", "bandwidth")
+    assert text.startswith("95 % CI [0.0, 6,570.6] MiB/s (lower bound -5,228.2 clipped at 0.0: "
+                           "bandwidth cannot be negative; only 2 passes")
+    assert "-5,228.2-6,570.6" not in text
+
+
+def test_interval_above_the_floor_is_shown_as_computed():
+    d = describe([100.0, 110.0, 120.0], floor=0.0)
+    assert d["ci95_shown"] == d["ci95"]
+    assert format_interval(d) == f"95 % CI [{d['ci95'][0]:,.1f}, {d['ci95'][1]:,.1f}]"
 
 
 def phase(name, bw, samples):
@@ -51,6 +76,18 @@ def test_three_passes_end_to_end(shm_dir):
     assert stats.count(summary["lat_hist"]["buckets"]) == summary["ops"]
     lo, hi = summary["bw_bytes"]["ci95"]
     assert lo <= summary["bw_bytes"]["mean"] <= hi
+
+
+def test_two_passes_render_the_interval_in_brackets_with_a_note(shm_dir):
+    from storlab.export import render_table
+
+    job = resolve_job({"target": [f"{shm_dir}/p.dat"], "size": "1m", "engine": "null", "null_delay": "1ms",
+                       "time": "100ms", "passes": "2"})
+    doc = run_job(job)
+    line = next(l for l in render_table(doc).splitlines() if " over 2 passes: " in l)
+    assert "95 % CI [" in line and "] MiB/s" in line and "only 2 passes" in line
+    lo, hi = doc["passes"]["phases"][0]["read"]["bw_bytes"]["ci95_shown"]
+    assert lo >= 0.0 and f"[{lo / MiB:,.1f}, {hi / MiB:,.1f}]" in line
 
 
 def test_verified_passes_carry_their_pass_number(shm_dir):

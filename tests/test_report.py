@@ -89,9 +89,12 @@ def sweep_document():
                "best": {"value": 32, "point": 5, "throughput": max(tput)},
                "knee": {"value": 8, "point": 3, "throughput": tput[3], "share_of_best_pct": 99.0,
                         "saturated": True},
+               "climb_basis": "same_bs",
                "latency_climb": {"value": 32, "point": 5, "previous_value": 16, "latency": "mean",
-                                 "latency_ns": points[5]["lat_mean_ns"], "lowest_ns": points[0]["lat_mean_ns"],
-                                 "ratio": 4.0, "throughput_gain_pct": 0.5}}]
+                                 "basis": "same_bs", "unit": "ns", "compared": points[5]["lat_mean_ns"],
+                                 "lowest": points[0]["lat_mean_ns"], "lowest_value": 1,
+                                 "latency_ns": points[5]["lat_mean_ns"], "ratio": 4.0,
+                                 "throughput_gain_pct": 0.5}}]
     return [{"schema": "storlab.sweep/1", "kind": "sweep", "run_id": "5" * 32, "complete": True,
              "axes": [{"name": "qd", "values": [1, 2, 4, 8, 16, 32], "numeric": True}],
              "settings": {"metric": "bw", "knee_pct": 95, "climb_pct": 50, "climb_gain_pct": 5,
@@ -294,6 +297,22 @@ def test_sweep_document_gets_its_own_chart_with_knee_and_latency_climb():
     assert knee.get_ydata()[0] == pytest.approx(docs[0]["series"][0]["knee"]["throughput"] / MiB)
     assert "latency climbs at qd=32" in [line.get_label() for line in ax_l.get_lines()]
     assert "throughput-vs-qd" in charts          # its runs still get the run charts
+
+
+def test_sweep_along_bs_plots_latency_per_kib_not_latencies_of_different_sizes():
+    doc = sweep_document()[0]
+    sizes = [4096, 16384, 65536, 262144, 1 << 20, 4 << 20]
+    for p, bs in zip(doc["points"], sizes):
+        p["params"] = {"bs": bs}
+    doc["axes"] = [{"name": "bs", "values": sizes, "numeric": True}]
+    s = doc["series"][0]
+    s.update(axis="bs", values=sizes, climb_basis="per_kib", latency_climb=None)
+    chart = next(c for c in charts_for([doc]) if c.name == f"sweep-{'5' * 8}-bs")
+    _, ax_l = chart.figure.axes
+    (line,) = [l for l in ax_l.get_lines() if not l.get_label().startswith("latency climbs")]
+    lat = [p["lat_mean_ns"] for p in doc["points"]]
+    assert list(line.get_ydata()) == pytest.approx([v / (b / 1024) for v, b in zip(lat, sizes)])
+    assert "per KiB" in ax_l.get_ylabel() and "per KiB" in chart.note
 
 
 def test_scale_document_gets_efficiency_vs_ranks():

@@ -119,3 +119,76 @@ def test_bad_buckets_and_bad_q_name_the_problem():
         stats.merge([[1, 2, 3]])
     with pytest.raises(ValueError, match="between 0 and 100"):
         stats.percentile([[1, 1]], 101)
+
+
+def test_percentile_uses_the_engines_quantile_for_p999():
+    # 99.9 / 100 is 0.9990000000000001 in doubles: with n = 1000 that picks rank 1000, the engine
+    # (0.999 * 1000 = 999) picks rank 999
+    assert stats.quantile_fraction(99.9) == 0.999
+    values = list(range(1000, 2000))         # 1000 distinct samples, one per rank
+    buckets = stats.histogram(values)
+    assert stats.percentile(buckets, 99.9) == stats.bucket_value(stats.index(1998))
+
+
+def test_merged_percentile_never_exceeds_the_exact_max():
+    # regression: MPI merged p99.9 6,652 us against a max of 6,626 us. Two ranks whose largest
+    # samples sit low in one wide bucket: the bucket's midpoint lies above every sample in it.
+    rank0 = [5_000_000] * 997 + [6_600_000] * 3
+    rank1 = [5_000_000] * 997 + [6_626_000] * 3     # bucket [6,619,136, 6,684,672), midpoint 6,651,904
+    assert stats.bucket_value(stats.index(6_626_000)) > 6_626_000, "the case needs a midpoint above the max"
+    merged = stats.merge(stats.histogram(rank0), stats.histogram(rank1))
+    exact_max = max(max(rank0), max(rank1))
+    assert stats.percentile(merged, 99.9, 5_000_000, exact_max) <= exact_max
+    s = stats.summary(merged, min_ns=5_000_000, max_ns=exact_max)
+    assert s["max"] == exact_max and s["min"] == 5_000_000
+    assert s["min"] <= s["p50"] <= s["p90"] <= s["p99"] <= s["p999"] <= s["max"]
+    assert s["p999"] == exact_max
+
+
+def test_percentile_is_clamped_up_to_the_exact_min():
+    buckets = stats.histogram([1_007_000] * 10)          # midpoint 1,003,520: below the only value
+    assert stats.bucket_value(stats.index(1_007_000)) < 1_007_000
+    assert stats.percentile(buckets, 50) == 1_003_520     # without bounds: the midpoint
+    assert stats.percentile(buckets, 50, 1_007_000, 1_007_000) == 1_007_000
+
+
+def test_clamp_bounds_out_of_order_are_refused():
+    with pytest.raises(ValueError, match="min_ns"):
+        stats.percentile([[300, 1]], 50, 10, 5)
+
+
+def _engine_result(tmp_dir: str, *args: str) -> dict:
+    import json
+    import os
+
+    from storlab.cli.main import main
+
+    out = os.path.join(tmp_dir, "result.json")
+    assert main(["run", "--target", os.path.join(tmp_dir, "x.dat"), *args, "--json", out, "-q", "--no-store"]) == 0
+    with open(out) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("args", [
+    # 4000 ops: n a multiple of 1000, where a rank off by one would show at p99.9
+    ("--size", "16000k", "--bs", "4k", "--rw", "randrw", "--engine", "psync"),
+    ("--size", "16000k", "--bs", "4k", "--rw", "read", "--engine", "null", "--null-delay", "20us"),
+    ("--size", "8m", "--bs", "4k", "--rw", "randwrite", "--engine", "io_uring", "--qd", "4"),
+], ids=["psync-randrw", "null-delay", "io_uring"])
+def test_python_summary_of_engine_buckets_equals_the_engines_summary(shm_dir, args):
+    doc = _engine_result(shm_dir, *args)
+    checked = 0
+    for phase in doc["phases"]:
+        for d in ("read", "write"):
+            side = phase.get(d)
+            if not side or not side["ops"]:
+                continue
+            for key in ("lat", "slat"):
+                engine = side.get(f"{key}_ns")
+                if not engine or not side.get(f"{key}_hist"):
+                    continue
+                mine = stats.summary(side[f"{key}_hist"]["buckets"], min_ns=engine["min"], max_ns=engine["max"])
+                for k in ("min", "p50", "p90", "p99", "p999", "max"):
+                    assert mine[k] == engine[k], (d, key, k, mine[k], engine[k])
+                checked += 1
+    assert checked >= 1

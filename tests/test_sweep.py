@@ -231,6 +231,64 @@ def test_analyse_finds_series_along_every_numeric_axis():
     assert not any(s["axis"] == "engine" for s in series)   # choices have no knee
 
 
+def _bs_series(bs_list, bw_mib, lat_ns):
+    axes = [Axis("bs", tuple(bs_list))]
+    points = [{"index": i, "params": {"bs": b}, "status": "done", "bw_bytes": bw * (1 << 20),
+               "iops": bw * (1 << 20) / b, "lat_mean_ns": lat}
+              for i, (b, bw, lat) in enumerate(zip(bs_list, bw_mib, lat_ns))]
+    return axes, points
+
+
+def test_latency_climb_never_compares_latencies_of_different_request_sizes():
+    # regression (issue 11): buffered reads from 4k to 1m; 1 MiB requests take longer only because
+    # they carry 256x the data: "230 us is 187x the lowest 1.23 us" said nothing
+    axes, points = _bs_series([4096, 65536, 1 << 20], [3200.0, 5000.0, 4340.0], [1230.0, 12_500.0, 230_000.0])
+    (s,) = analyse(axes, points, Settings())
+    assert s["climb_basis"] == "per_kib"
+    # per KiB: 307.5, 195.3, 224.6 ns/KiB: 224.6 is 1.15x the lowest, under 1.5x
+    assert s["latency_climb"] is None
+    doc = {"settings": Settings().as_dict(), "series": [s], "axes": [{"name": "bs"}], "points": []}
+    text = "\n".join(render_table(doc).splitlines())
+    assert "187" not in text and "230 us" not in text
+    assert "along bs (latency per KiB of request): none" in text
+    assert "along bs, latency per KiB" in text
+
+
+def test_latency_climb_along_bs_is_judged_per_kib_and_says_so():
+    # per KiB: 250, 250, 1000 ns/KiB while bandwidth falls: a real climb, at 64k
+    axes, points = _bs_series([4096, 16384, 65536], [4000.0, 4000.0, 1000.0], [1000.0, 4000.0, 64_000.0])
+    (s,) = analyse(axes, points, Settings())
+    c = s["latency_climb"]
+    assert c["value"] == 65536 and c["basis"] == "per_kib" and c["unit"] == "ns_per_kib"
+    assert c["compared"] == pytest.approx(1000.0) and c["lowest"] == pytest.approx(250.0)
+    assert c["lowest_value"] == 4096 and c["ratio"] == pytest.approx(4.0)
+    assert c["latency_ns"] == 64_000.0          # the point's own latency, for charts
+    doc = {"settings": Settings().as_dict(), "series": [s], "axes": [{"name": "bs"}], "points": []}
+    line = next(l for l in render_table(doc).splitlines() if l.startswith("  along bs") and "from bs=" in l)
+    assert "(latency per KiB of request)" in line
+    assert "1000 ns/KiB is 4.00x the lowest 250 ns/KiB (at bs=4KiB)" in line
+
+
+def test_latency_climb_along_threads_compares_one_request_size():
+    axes = [Axis("bs", (4096, 1 << 20)), Axis("threads", (1, 2, 4))]
+    points = []
+    for i, p in enumerate(expand(axes)):
+        bw = 100.0 * min(p["threads"], 2)
+        lat = (1000.0 if p["bs"] == 4096 else 200_000.0) * max(1, p["threads"] / 2)
+        points.append({"index": i, "params": p, "status": "done", "bw_bytes": bw, "iops": bw, "lat_mean_ns": lat})
+    series = analyse(axes, points, Settings())
+    along_threads = [s for s in series if s["axis"] == "threads"]
+    assert {s["climb_basis"] for s in along_threads} == {"same_bs"}
+    for s in along_threads:
+        c = s["latency_climb"]
+        assert c["value"] == 4 and c["unit"] == "ns" and c["ratio"] == pytest.approx(2.0)
+        assert c["compared"] == c["latency_ns"]
+    doc = {"settings": Settings().as_dict(), "series": series, "axes": [{"name": "bs"}, {"name": "threads"}],
+           "points": []}
+    lines = [l for l in render_table(doc).splitlines() if l.startswith("  along threads") and "from threads=" in l]
+    assert lines and all("(same request size)" in l for l in lines)
+
+
 # --- running, with a stand-in for the engine ------------------------------------------------
 
 class FakeDevice:

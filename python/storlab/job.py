@@ -66,6 +66,7 @@ class PhaseDef:
 class Job:
     phases: list[PhaseDef]
     run: dict[str, Any] = field(default_factory=dict)   # run-level options (json, store, ...)
+    main_job: bool = False                              # the default main job (mainjob.py)
 
     @property
     def uses_default_target(self) -> bool:

@@ -65,7 +65,7 @@ OPTIONS: tuple[Option, ...] = (
            "file in a temporary folder under the current directory, removed afterwards",
            default=(), category="target", metavar="PATH", fio_name="filename"),
     Option("size", "size", "length of the I/O range on each target; files are created this size; "
-           "default: the whole device or existing file (256 MiB for the scratch file)",
+           "default: the whole device or existing file (the scratch file: 256 MiB, or 1 GiB for the main job)",
            default=None, category="target", unit="bytes", minimum=1),
     Option("offset", "size", "start of the I/O range on each target", default=0,
            category="target", unit="bytes", minimum=0),

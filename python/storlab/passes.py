@@ -1,6 +1,11 @@
 """Repeated passes of a job: per-pass numbers summarised with mean, standard deviation, min/max and
 a 95 % confidence interval of the mean (Student's t), latency histograms of all passes merged
 exactly, and a warning when the passes disagree.
+
+The interval is kept as computed (`ci95`); for display it is clipped at the quantity's floor
+(bandwidth and IOPS cannot be negative: `ci95_shown`), which keeps its 95 % coverage since the
+true mean lies above the floor, and the clip is said where it is shown. Under 3 passes the
+t-interval rests on one degree of freedom (t = 12.7) or none and says little; `ci95_note` says so.
 """
 from __future__ import annotations
 
@@ -20,16 +25,48 @@ def t95(dof: int) -> float:
     return _T95[dof - 1] if 1 <= dof <= len(_T95) else 1.960
 
 
-def describe(values: Iterable[float]) -> dict[str, Any]:
-    """mean, stddev (n-1), min, max, 95 % CI of the mean, and the values themselves."""
+# Fewer passes than this give an interval too wide to mean much: the output says so.
+MIN_PASSES_FOR_INTERVAL = 3
+
+
+def interval_note(n: int) -> str | None:
+    """What to know about a 95 % t-interval of the mean over `n` values (None: nothing)."""
+    if n < 2:
+        return f"{n} pass: no interval"
+    if n < MIN_PASSES_FOR_INTERVAL:
+        return (f"only {n} passes, so t = {t95(n - 1):g} on {n - 1} degree of freedom: the interval is very "
+                f"wide and says little; use --passes {MIN_PASSES_FOR_INTERVAL} or more")
+    return None
+
+
+def describe(values: Iterable[float], floor: float | None = None) -> dict[str, Any]:
+    """mean, stddev (n-1), min, max, the 95 % CI of the mean as computed (`ci95`) and as shown
+    (`ci95_shown`: clipped at `floor`, for quantities that cannot go below it), a note on the
+    interval under 3 values, and the values themselves."""
     v = [float(x) for x in values]
     n = len(v)
     mean = statistics.fmean(v) if v else 0.0
     sd = statistics.stdev(v) if n > 1 else 0.0
     half = t95(n - 1) * sd / math.sqrt(n) if n > 1 else 0.0
+    lo, hi = mean - half, mean + half
     return {"n": n, "mean": mean, "stddev": sd, "min": min(v, default=0.0), "max": max(v, default=0.0),
-            "ci95": [mean - half, mean + half], "spread_pct": 100.0 * (max(v) - min(v)) / mean if n and mean else 0.0,
+            "ci95": [lo, hi], "ci95_shown": [lo if floor is None else max(lo, floor), hi],
+            "ci95_note": interval_note(n),
+            "spread_pct": 100.0 * (max(v) - min(v)) / mean if n and mean else 0.0,
             "values": v}
+
+
+def format_interval(d: dict[str, Any], scale: float = 1.0, unit: str = "", what: str = "it") -> str:
+    """`95 % CI [lo, hi] unit`, from describe(): the interval as shown, then why it differs from
+    the computed one (clipped at the floor) and the note on few passes, in parentheses."""
+    lo, hi = d.get("ci95_shown") or d["ci95"]
+    text = f"95 % CI [{lo / scale:,.1f}, {hi / scale:,.1f}]" + (f" {unit}" if unit else "")
+    notes = []
+    if lo != d["ci95"][0]:
+        notes.append(f"lower bound {d['ci95'][0] / scale:,.1f} clipped at {lo / scale:,.1f}: {what} cannot be negative")
+    if d.get("ci95_note"):
+        notes.append(d["ci95_note"])
+    return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def summarise(phases: list[dict[str, Any]], spread_warn_pct: float) -> tuple[list[dict], list[dict]]:
@@ -45,15 +82,16 @@ def summarise(phases: list[dict[str, Any]], spread_warn_pct: float) -> tuple[lis
             if not sides:
                 continue
             merged = stats.merge(*[s["lat_hist"]["buckets"] for s in sides])
-            lat = stats.summary(merged)
             ops = sum(s["ops"] for s in sides)
             if ops:  # the engine's exact figures beat the histogram's estimates where they combine
-                lat["min"] = min(s["lat_ns"]["min"] for s in sides if s["ops"])
-                lat["max"] = max(s["lat_ns"]["max"] for s in sides if s["ops"])
+                lat = stats.summary(merged, min_ns=min(s["lat_ns"]["min"] for s in sides if s["ops"]),
+                                    max_ns=max(s["lat_ns"]["max"] for s in sides if s["ops"]))
                 lat["mean"] = sum(s["lat_ns"]["mean"] * s["ops"] for s in sides) / ops
+            else:
+                lat = stats.summary(merged)
             entry[d] = {
-                "bw_bytes": describe(s["bw_bytes"] for s in sides),
-                "iops": describe(s["iops"] for s in sides),
+                "bw_bytes": describe((s["bw_bytes"] for s in sides), floor=0.0),
+                "iops": describe((s["iops"] for s in sides), floor=0.0),
                 "lat_ns": lat,
                 "lat_hist": {"scheme": sides[0]["lat_hist"]["scheme"], "buckets": merged},
                 "bytes": sum(s["bytes"] for s in sides),

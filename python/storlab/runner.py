@@ -19,7 +19,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import __version__, cache, passes
+from . import __version__, cache, mainjob, passes
 from .checks import check_phase
 from .cpu import CpuSample, cpu_usage
 from .environment import describe_target, host_environment
@@ -117,6 +117,8 @@ class Runner:
         doc = self._new_document()
         settings = self.job.run
         try:
+            if self.job.main_job:
+                doc["main_job"] = mainjob.prepare(self.job, scratch.path())
             self._use_scratch_where_no_target(scratch)
             check_targets_safe(self.job)
             doc["warnings"].extend(cache.apply_sizing(self.job, settings, doc["environment"]["memory_bytes"]))
@@ -146,6 +148,8 @@ class Runner:
                                  "phases": summaries}
                 self._add_warnings(doc, spread)
             doc["environment"]["targets"] = list(targets.values())
+            if self.job.main_job:
+                mainjob.finish(doc)
         finally:
             doc["finished_at"] = _now_iso()
             scratch.remove()

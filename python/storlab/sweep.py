@@ -24,7 +24,8 @@ from .units import format_duration, format_size
 __all__ = [
     "SCHEMA", "SWEEP_OPTIONS", "SWEEP_BY_NAME", "LIST_KINDS", "sweepable", "Axis", "Settings",
     "parse_settings", "split_values", "parse_sweep_spec", "build_axes", "expand", "check_early_stop",
-    "knee", "latency_climb", "EarlyStop", "measure", "analyse", "summarise_warnings", "SweepPlan",
+    "knee", "latency_climb", "climb_basis", "compared_latency", "EarlyStop", "measure", "analyse",
+    "summarise_warnings", "SweepPlan",
     "SweepHooks", "plan_sweep", "run_sweep", "point_label", "fmt_value", "table_rows",
     "render_table", "findings_text", "to_csv", "render_reference",
 ]
@@ -342,7 +343,12 @@ def measure(doc: dict[str, Any], phase: str | None = None) -> dict[str, Any]:
     if len(every) == 1:
         lat = every[0].get("lat_ns") or {}
     else:
-        lat = stats.summary(stats.merge(*[(d.get("lat_hist") or {}).get("buckets") or [] for d in every]))
+        exact = [d.get("lat_ns") or {} for d in every if d.get("ops")]
+        lows = [e["min"] for e in exact if e.get("min") is not None]
+        highs = [e["max"] for e in exact if e.get("max") is not None]
+        lat = stats.summary(stats.merge(*[(d.get("lat_hist") or {}).get("buckets") or [] for d in every]),
+                            min_ns=min(lows) if lows and len(lows) == len(exact) else None,
+                            max_ns=max(highs) if highs and len(highs) == len(exact) else None)
         ops = [d.get("ops") or 0 for d in every]
         means = [(d.get("lat_ns") or {}).get("mean") for d in every]
         if sum(ops) and all(m is not None for m in means):
@@ -354,6 +360,25 @@ def measure(doc: dict[str, Any], phase: str | None = None) -> dict[str, Any]:
 
 def _throughput(point: dict[str, Any], metric: str) -> float | None:
     return point.get("bw_bytes" if metric == "bw" else "iops")
+
+
+# What a latency climb compares. Along bs the request size differs from point to point, and a 1 MiB
+# request taking longer than a 4 KiB one says nothing: there the climb is judged on latency per KiB
+# of request. Along every other axis the points share one request size and plain latency is used.
+PER_KIB_AXES = frozenset({"bs"})
+CLIMB_BASES = {"same_bs": "ns", "per_kib": "ns_per_kib"}   # basis -> unit of the compared figures
+
+
+def climb_basis(axis: str) -> str:
+    """`per_kib` along an axis that changes the request size, else `same_bs`."""
+    return "per_kib" if axis in PER_KIB_AXES else "same_bs"
+
+
+def compared_latency(axis: str, values: Sequence[Any], latency: Sequence[float | None]) -> list[float | None]:
+    """The latencies a climb along `axis` compares: ns per KiB of request along bs, else ns."""
+    if climb_basis(axis) == "same_bs":
+        return list(latency)
+    return [None if lat is None else lat / (bs / 1024) for lat, bs in zip(latency, values)]
 
 
 # --- analysis of a whole sweep ---------------------------------------------------------------
@@ -378,12 +403,14 @@ def analyse(axes: Sequence[Axis], points: Sequence[dict[str, Any]], settings: Se
             tput = [_throughput(p, settings.metric) for p in group]
             lat = [p.get(f"lat_{settings.climb_latency}_ns") for p in group]
             values = [p["params"][axis.name] for p in group]
+            basis = climb_basis(axis.name)
             entry: dict[str, Any] = {
                 "axis": axis.name,
                 "fixed": {n: group[0]["params"][n] for n in others},
                 "inner": axis is axes[-1],
                 "values": values,
                 "points": [p["index"] for p in group],
+                "climb_basis": basis,
                 "best": None, "knee": None, "latency_climb": None,
             }
             k = knee(tput, settings.knee_pct)
@@ -395,13 +422,16 @@ def analyse(axes: Sequence[Axis], points: Sequence[dict[str, Any]], settings: Se
                                  "share_of_best_pct": 100.0 * tput[k] / best,
                                  # the knee at the largest setting means throughput was still rising
                                  "saturated": k < len(values) - 1}
-            c = latency_climb(tput, lat, settings.climb_pct, settings.climb_gain_pct)
+            compared = compared_latency(axis.name, values, lat)
+            c = latency_climb(tput, compared, settings.climb_pct, settings.climb_gain_pct)
             if c is not None:
-                lowest = min(x for x in lat[:c] if x is not None)
+                low_i = min((i for i in range(c) if compared[i] is not None), key=lambda i: compared[i])
+                lowest = compared[low_i]
                 entry["latency_climb"] = {
                     "value": values[c], "point": group[c]["index"], "previous_value": values[c - 1],
-                    "latency": settings.climb_latency, "latency_ns": lat[c], "lowest_ns": lowest,
-                    "ratio": lat[c] / lowest if lowest else None,
+                    "latency": settings.climb_latency, "basis": basis, "unit": CLIMB_BASES[basis],
+                    "compared": compared[c], "lowest": lowest, "lowest_value": values[low_i],
+                    "latency_ns": lat[c], "ratio": compared[c] / lowest if lowest else None,
                     "throughput_gain_pct": (tput[c] / tput[c - 1] - 1.0) * 100.0 if tput[c - 1] else None}
             series_list.append(entry)
     return series_list
@@ -675,6 +705,16 @@ def _rate(doc: dict[str, Any], value: float | None) -> str:
     return f"{_num(value / _MiB)} MiB/s"
 
 
+def _basis_words(basis: str) -> str:
+    return "latency per KiB of request" if basis == "per_kib" else "same request size"
+
+
+def _compared(climb: dict[str, Any], value: float) -> str:
+    if climb["unit"] == "ns_per_kib":
+        return f"{_num(value)} ns/KiB"
+    return f"{_num(value / 1e3)} us"
+
+
 def findings_text(doc: dict[str, Any]) -> list[str]:
     """Knee, latency climb and early stop of every series, each block headed by its rule."""
     st = doc.get("settings") or {}
@@ -700,17 +740,18 @@ def findings_text(doc: dict[str, Any]) -> list[str]:
         lat = st.get("climb_latency", "mean")
         lines += ["", f"latency climb (first setting whose {lat} latency is over "
                       f"{1 + st.get('climb_pct', 50) / 100:g}x the lowest at smaller settings while "
-                      f"{metric} gains < {st.get('climb_gain_pct')}% over the previous setting):"]
+                      f"{metric} gains < {st.get('climb_gain_pct')}% over the previous setting; "
+                      f"only latencies of one request size are compared: along bs, latency per KiB):"]
         climbs = [s for s in series if s.get("latency_climb")]
         for s in climbs:
             axis, c = s["axis"], s["latency_climb"]
-            lines.append(f"  along {where(s)}: from {axis}={fmt_value(axis, c['value'])}: "
-                         f"{_num(c['latency_ns'] / 1e3)} us is {c['ratio']:.2f}x the lowest "
-                         f"{_num(c['lowest_ns'] / 1e3)} us; {metric} {c['throughput_gain_pct']:+.1f}% "
-                         f"over {axis}={fmt_value(axis, c['previous_value'])}")
+            lines.append(f"  along {where(s)} ({_basis_words(c['basis'])}): from {axis}="
+                         f"{fmt_value(axis, c['value'])}: {_compared(c, c['compared'])} is {c['ratio']:.2f}x "
+                         f"the lowest {_compared(c, c['lowest'])} (at {axis}={fmt_value(axis, c['lowest_value'])}); "
+                         f"{metric} {c['throughput_gain_pct']:+.1f}% over {axis}={fmt_value(axis, c['previous_value'])}")
         quiet_axes = sorted({s["axis"] for s in series} - {s["axis"] for s in climbs})
         for axis in quiet_axes:
-            lines.append(f"  along {axis}: none")
+            lines.append(f"  along {axis} ({_basis_words(climb_basis(axis))}): none")
     stops = doc.get("early_stops") or []
     if stops:
         lines += ["", f"early stop ({metric} less than {st.get('stop_flat_pct')}% above the series' "

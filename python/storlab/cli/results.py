@@ -147,7 +147,7 @@ def _list(args: argparse.Namespace) -> int:
         print("no stored runs match", file=sys.stderr)
         return 0
     headers = ["run", "started (UTC)", "kind", "host", "rw", "bs", "engine",
-               "read MiB/s", "write MiB/s", "p99 us", "done", "tags", "note"]
+               "read MiB/s (pass mean)", "write MiB/s (pass mean)", "p99 us (worst phase)", "done", "tags", "note"]
     cells = []
     for r in runs:
         p99 = max((v for v in (r["read_lat_p99_ns"], r["write_lat_p99_ns"]) if v is not None),
@@ -155,13 +155,23 @@ def _list(args: argparse.Namespace) -> int:
         cells.append([short_id(r["run_id"]), (r["started_at"] or "-")[:19], r["kind"],
                       r["host"] or "-", r["rw"] or "-",
                       format_size(r["bs"]).replace(" ", "") if r["bs"] else "-", r["engine"] or "-",
-                      _mib_s(r["read_bw_bytes"]), _mib_s(r["write_bw_bytes"]),
+                      _pass_mean(r, "read"), _pass_mean(r, "write"),
                       fmt_number(None if p99 is None else p99 / 1e3),
                       "yes" if r["complete"] else "NO", ",".join(r["tags"]) or "-",
                       (r["note"] or "")[:40]])
-    numeric = [h.endswith(("MiB/s", "us")) for h in headers]
+    numeric = [h.endswith(("MiB/s", "us", ")")) and h != "started (UTC)" for h in headers]
     print("\n".join(align(headers, cells, numeric)))
     return 0
+
+
+def _pass_mean(summary: dict[str, Any], direction: str) -> str:
+    """The direction's bandwidth as `passes` and `results show` report it: the mean over passes of
+    its one phase (a single pass: that phase's own figure). Several phases in one direction (a
+    sequential and a random write, say) have no single figure worth a column: `N phases`."""
+    phases = summary.get(f"{direction}_phases") or 0
+    if phases > 1:
+        return f"{phases} phases"
+    return _mib_s(summary.get(f"{direction}_bw_bytes_pass_mean"))
 
 
 def _show(args: argparse.Namespace) -> int:

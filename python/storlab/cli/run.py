@@ -9,6 +9,7 @@ import sys
 import time
 from typing import Any
 
+from .. import mainjob
 from ..errors import StorlabError
 from ..job import load_jobfile, resolve_job
 from ..mpi.launch import detect as detect_mpi_launch
@@ -18,7 +19,10 @@ from .main import ExitCode, UsageError
 from .options_cli import add_option_arguments, given_options
 
 EXAMPLES = """examples:
-  storlab run                                   # 256 MiB scratch file under ./, removed afterwards
+  storlab run                                   # the main job: the scratch folder's device at four
+                                                # corners (1m seq and 4k random, write then read),
+                                                # O_DIRECT, 3 s each; scratch file removed afterwards
+  storlab run --time 10s                        # the main job, 10 s per phase
   storlab run --target /dev/shm/a.dat --size 1g --rw randread --bs 4k --time 10s
   storlab run --target /dev/nvme0n1 --rw randread --engine io_uring --qd 32 --direct --time 30s
   storlab run job.toml --threads 8              # job file, with a flag overriding it
@@ -67,10 +71,16 @@ def wants_progress(quiet: bool) -> bool:
     return sys.stderr.isatty() and not quiet and not os.environ.get("NO_COLOR")
 
 
-def job_from_args(args: argparse.Namespace):
-    """The job of `storlab run`-like commands: flags over a TOML job file (or a fio job file)."""
+def job_from_args(args: argparse.Namespace, main_job: bool = False):
+    """The job of `storlab run`-like commands: flags over a TOML job file (or a fio job file).
+    With `main_job`, no job file and no option shaping the I/O give the default main job
+    (mainjob.py) instead of a single read phase."""
     cli = given_options(args)
     jobfile = load_jobfile(args.jobfile) if args.jobfile else None
+    if main_job and mainjob.applies(cli, jobfile):
+        job = resolve_job(cli, None, jobfile_name="main job", phases=mainjob.phases())
+        job.main_job = True
+        return job
     phases = None
     if cli.get("fio"):
         from .. import fiojob
@@ -144,7 +154,7 @@ def store_result(doc: dict[str, Any], settings: dict[str, Any], command: str = "
 
 
 def run(args: argparse.Namespace) -> int:
-    job = job_from_args(args)
+    job = job_from_args(args, main_job=detect_mpi_launch() is None)
     settings = job.run
     progress = ProgressLine(sys.stderr) if wants_progress(bool(settings.get("quiet"))) else None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..passes import format_interval
 from .base import RESULT_COLUMNS, align, human, result_rows
 
 __all__ = ["render_table"]
@@ -70,9 +71,9 @@ def _pass_notes(doc: dict[str, Any]) -> list[str]:
             if not s:
                 continue
             bw = s["bw_bytes"]
-            out.append(f"{entry['name']} {d} over {bw['n']} passes: mean {_rate(bw['mean'])} "
-                       f"(sd {bw['stddev'] / MiB:,.1f}, 95 % CI {bw['ci95'][0] / MiB:,.1f}-"
-                       f"{bw['ci95'][1] / MiB:,.1f}, min {bw['min'] / MiB:,.1f}, max {bw['max'] / MiB:,.1f} MiB/s); "
+            out.append(f"{entry['name']} {d} over {bw['n']} passes: mean {_rate(bw['mean'])}, "
+                       f"sd {bw['stddev'] / MiB:,.1f}, min {bw['min'] / MiB:,.1f}, max {bw['max'] / MiB:,.1f} MiB/s; "
+                       f"{format_interval(bw, MiB, 'MiB/s', 'bandwidth')}; "
                        f"p99 latency of all passes {s['lat_ns']['p99'] / 1e3:,.1f} us")
     return out
 
@@ -101,6 +102,8 @@ def render_table(doc: dict[str, Any]) -> str:
         from ..meta import phase_table
 
         lines += [""] + phase_table(meta)
+    if doc.get("main_job"):   # how the default main job measured, in one line
+        lines.append(doc["main_job"]["line"])
     for phase in phases:
         lines += _phase_notes(phase)
     lines += _pass_notes(doc)

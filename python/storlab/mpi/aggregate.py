@@ -19,7 +19,8 @@ worker of every rank; docs/mpi.md repeats this):
 - `slowest_worker` (index into the merged `workers`), `slowest_rank`: lowest own bandwidth.
 - `read`/`write`: bytes and ops summed; rates over the merged measured `seconds`; latency
   histograms merged exactly by adding buckets (stats.merge); min/max exact; mean and stddev
-  exact by the parallel (pooled) formula; percentiles from the merged histogram.
+  exact by the parallel (pooled) formula; percentiles from the merged histogram, clamped to the
+  exact merged min/max (as the engine clamps its own).
 - `timeseries`: interval k summed over ranks, each rank's intervals counted from its own phase
   start (ranks start within the barrier skew recorded as `mpi.start_skew_s`).
 - `mpi.ranks` / `mpi.nodes`: per rank and per node; `mpi.stragglers`: the ranks that finished
@@ -84,16 +85,11 @@ def pooled_latency(dirs: Sequence[dict[str, Any]], key: str = "lat") -> tuple[di
     # Pooled variance: within-part sums of squares plus between-part spread (n - 1 denominators,
     # as the engine computes stddev).
     m2 = sum((c - 1) * (s.get("stddev") or 0.0) ** 2 + c * (s["mean"] - mean) ** 2 for c, s in zip(n_i, lat) if c)
-    summary = {
-        "min": min(s["min"] for s in lat),
-        "mean": mean,
-        "stddev": math.sqrt(m2 / (n - 1)) if n > 1 else 0.0,
-        "p50": stats.percentile(hist, 50),
-        "p90": stats.percentile(hist, 90),
-        "p99": stats.percentile(hist, 99),
-        "p999": stats.percentile(hist, 99.9),
-        "max": max(s["max"] for s in lat),
-    }
+    # Percentiles from the merged buckets, clamped to the exact merged min and max as the engine
+    # clamps its own: a bucket's midpoint can lie above the largest sample in it.
+    summary = stats.summary(hist, min_ns=min(s["min"] for s in lat), max_ns=max(s["max"] for s in lat))
+    summary["mean"] = mean
+    summary["stddev"] = math.sqrt(m2 / (n - 1)) if n > 1 else 0.0
     return summary, {"scheme": stats.SCHEME, "buckets": hist}
 
 

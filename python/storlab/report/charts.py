@@ -406,7 +406,11 @@ def _short(doc: dict[str, Any]) -> str:
 
 def sweep_charts(sweeps: Sequence[dict[str, Any]]) -> list[Chart]:
     """Per sweep document and swept numeric axis: the throughput of every series with its knee
-    and latency climb marked, and the climb latency beside it."""
+    and latency climb marked, and the climb latency beside it: along bs latency per KiB of
+    request (what the climb compares there; latencies of different request sizes say nothing),
+    along other axes plain latency."""
+    from ..sweep import climb_basis, compared_latency
+
     charts = []
     for doc in sweeps:
         settings = doc.get("settings") or {}
@@ -418,6 +422,7 @@ def sweep_charts(sweeps: Sequence[dict[str, Any]]) -> list[Chart]:
             axes_by_name.setdefault(str(s.get("axis")), []).append(s)
         for axis, series in axes_by_name.items():
             fig, (ax_t, ax_l) = _figure(2)
+            per_kib = climb_basis(axis) == "per_kib"
             xs_all: list[float] = []
             for s in series[:MAX_SERIES]:
                 pts = [points_by_index.get(i) or {} for i in s.get("points") or []]
@@ -432,7 +437,10 @@ def sweep_charts(sweeps: Sequence[dict[str, Any]]) -> list[Chart]:
                     continue
                 line, = ax_t.plot(*zip(*good), marker="o", label=label)
                 xs_all += [x for x, _ in good]
-                lgood = [(x, v / 1e3) for x, v in zip(xs, lat) if v is not None]
+                if per_kib:   # ns per KiB, plotted as is
+                    lgood = [(x, v) for x, v in zip(xs, compared_latency(axis, xs, lat)) if v is not None]
+                else:
+                    lgood = [(x, v / 1e3) for x, v in zip(xs, lat) if v is not None]
                 if lgood:
                     ax_l.plot(*zip(*lgood), marker="o", color=line.get_color(), label=label)
                 knee = s.get("knee")
@@ -442,7 +450,8 @@ def sweep_charts(sweeps: Sequence[dict[str, Any]]) -> list[Chart]:
                               label=f"knee at {axis}={fmt_param(axis, knee['value'])}")
                 climb = s.get("latency_climb")
                 if climb and climb.get("latency_ns") is not None:
-                    ax_l.plot([climb["value"]], [climb["latency_ns"] / 1e3], marker="X", markersize=11,
+                    y = climb.get("compared") if per_kib else climb["latency_ns"] / 1e3
+                    ax_l.plot([climb["value"]], [y], marker="X", markersize=11,
                               color=line.get_color(), linestyle="none",
                               label=f"latency climbs at {axis}={fmt_param(axis, climb['value'])}")
             if len(xs_all) < 2 or not all(isinstance(x, (int, float)) for x in xs_all):
@@ -455,13 +464,16 @@ def sweep_charts(sweeps: Sequence[dict[str, Any]]) -> list[Chart]:
             ax_t.set_ylim(bottom=0)
             ax_t.set_ylabel("bandwidth (MiB/s)" if metric == "bw" else "IOPS (operations/s)")
             ax_t.set_title("Throughput, knee marked")
-            ax_l.set_ylabel(f"{lat_key} completion latency (µs)")
+            ax_l.set_ylabel(f"{lat_key} latency per KiB of request (ns/KiB)" if per_kib
+                            else f"{lat_key} completion latency (µs)")
             _log_latency_axis(ax_l, "y")
             ax_l.set_title("Latency, climb marked")
             title = f"Sweep {_short(doc)}: {'bandwidth' if metric == 'bw' else 'IOPS'} and latency vs {axis}"
             fig.suptitle(title)
+            judged = (f"{lat_key} latency per KiB of request (request sizes differ along {axis})" if per_kib
+                      else f"{lat_key} latency (one request size per series)")
             note = (f"knee: smallest setting reaching {settings.get('knee_pct', 95):g} % of the series' "
-                    f"best; latency climb: {lat_key} latency over {1 + settings.get('climb_pct', 50) / 100:g}x "
+                    f"best; latency climb: {judged} over {1 + settings.get('climb_pct', 50) / 100:g}x "
                     f"the lowest so far while throughput gains < {settings.get('climb_gain_pct', 5):g} %")
             charts.append(Chart(f"sweep-{_short(doc)}-{axis}", title, fig, note))
     return charts

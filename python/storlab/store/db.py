@@ -334,8 +334,11 @@ class Store:
         s["targets"] = [r[0] for r in self.db.execute(
             "SELECT path FROM run_targets WHERE run_id = ? ORDER BY path", (s["run_id"],))]
         s["tags"] = self.tags(s["run_id"])
-        # whole-run figures per direction: bytes and ops summed over phases over summed seconds;
-        # the latency is the highest p99 among the phases
+        # Whole-run figures per direction: `_bw_bytes`/`_iops` are bytes and ops summed over every
+        # phase and pass over their summed seconds (a time-weighted blend, not the pass mean);
+        # `_bw_bytes_pass_mean` is the mean over passes of the phase's own bandwidth, what the
+        # `passes` summary reports, defined only when one phase has that direction. The latency
+        # is the highest p99 among the phases.
         for direction in ("read", "write"):
             r = self.db.execute(
                 "SELECT SUM(bytes), SUM(ops), SUM(seconds), MAX(lat_p99_ns) FROM results "
@@ -345,4 +348,14 @@ class Store:
             s[f"{direction}_bw_bytes"] = r[0] / secs if r[0] is not None and secs else None
             s[f"{direction}_iops"] = r[1] / secs if r[1] is not None and secs else None
             s[f"{direction}_lat_p99_ns"] = r[3]
+            per_phase: dict[str, list[float | None]] = {}
+            for name, bw in self.db.execute(
+                    "SELECT phase, bw_bytes FROM results WHERE run_id = ? AND direction = ? ORDER BY phase_index",
+                    (s["run_id"], direction)):
+                per_phase.setdefault(name, []).append(bw)
+            s[f"{direction}_phases"] = len(per_phase)
+            s[f"{direction}_passes"] = max((len(v) for v in per_phase.values()), default=0)
+            (only,) = per_phase.values() if len(per_phase) == 1 else (None,)
+            s[f"{direction}_bw_bytes_pass_mean"] = (sum(only) / len(only)
+                                                    if only and all(b is not None for b in only) else None)
         return s
