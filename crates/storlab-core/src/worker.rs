@@ -92,7 +92,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     let mut completions: Vec<Completion> = Vec::with_capacity(qd.max(64) * 2);
     let role = w.rbw.as_ref().map(|(r, _)| *r);
     let rw = if role == Some(Role::Reader) { Rw::Read } else { g.rw };
-    let mut gen = OffsetGenerator::new(rw, g.rwmix_read, g.bs, w.map, w.seed);
+    let mut gen = OffsetGenerator::new(rw, g, w.map, w.seed);
     let batch = if g.uring_batch == 0 { qd } else { (g.uring_batch as usize).min(qd) };
 
     let interval_ns = (g.interval * 1e9) as u64;
