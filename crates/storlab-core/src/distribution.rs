@@ -24,10 +24,11 @@ pub struct Zone {
 }
 
 /// fio's random distributions, with fio's names and parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub enum RandomDistribution {
     /// fio's `random`: every block equally likely.
+    #[default]
     Uniform,
     /// Block of popularity rank k (1-based) drawn with probability k^-theta / H(n, theta).
     Zipf { theta: f64, center: Option<f64> },
@@ -38,12 +39,6 @@ pub enum RandomDistribution {
     Normal { sigma_pct: f64, center: Option<f64> },
     /// fio's `zoned`: zones of the range, each with its share of the accesses.
     Zoned(Vec<Zone>),
-}
-
-impl Default for RandomDistribution {
-    fn default() -> Self {
-        RandomDistribution::Uniform
-    }
 }
 
 impl RandomDistribution {
@@ -262,7 +257,7 @@ pub(crate) fn normal_value(n: u64, spread: u64, rng: &mut Rng) -> u64 {
     for _ in 0..DRAWS {
         sum += rng.below(n + 1);
     }
-    let mut v = (sum + DRAWS - 1) / DRAWS;
+    let mut v = sum.div_ceil(DRAWS);
     if spread > 0 {
         let mut dev = (spread as f64 * unit(rng)) as i64 - (spread / 2) as i64;
         while !(0..n as i64).contains(&(v as i64 + dev)) && dev != 0 {
