@@ -150,6 +150,9 @@ impl Permutation {
 }
 
 /// How the next block index is chosen.
+// One per worker, built once: the map's batch lives inline rather than behind a pointer that every
+// offset would follow.
+#[allow(clippy::large_enum_variant)]
 enum Order {
     /// Reads and writes each with their own cursor (fio's last_pos per direction).
     Sequential { next: [u64; 2] },
