@@ -121,12 +121,12 @@ impl Permutation {
     pub(crate) fn new(n: u64, key: u64) -> Permutation {
         assert!(n > 0, "a permutation of at least one element");
         let bits = 64 - (n - 1).leading_zeros();
-        let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        assert!(bits < 64, "at most 2^63 blocks");
         let mut st = key;
         let mut k = || splitmix64(&mut st);
+        // xor with any key and multiplication by an odd one are bijections modulo 2^bits
         let keys = [(k(), k() | 1), (k(), k() | 1), (k(), k() | 1)];
-        assert!(bits < 64, "at most 2^63 blocks");
-        Permutation { n, mask, shift: (bits / 2).max(1), keys }
+        Permutation { n, mask: (1u64 << bits) - 1, shift: (bits / 2).max(1), keys }
     }
 
     #[inline(always)]
