@@ -124,11 +124,23 @@ def test_runtime_without_time_based_needs_a_size():
     ("[j]\nfilename=/x\nnumjobs=0\n", "at least 1"),
     ("[j]\nfilename=/x\nrwmixread=120\n", "0..100"),
     ("[j]\nfilename=/x\ndirectory=/a:/b\n", "several directories"),
+    ("[j]\nfilename=/x\nrandom_distribution=zoned_abs:60/20g:40/100g\n", "zoned_abs is not supported"),
+    ("[j]\nfilename=/x\nrandom_distribution=zipf:1:0.5:2\n", "random_distribution"),
+    ("[j]\nfilename=/x\nnorandommap=2\n", "expected 0 or 1"),
 ])
 def test_bad_values_name_the_option_and_the_reason(text, problem):
     with pytest.raises(FioJobError, match=problem) as e:
         translate(text)
     assert "[j]" in str(e.value)
+
+
+def test_random_map_and_distribution_translate_to_the_engine_options():
+    text = ("[global]\nfilename=/x\nrw=randread\n[a]\nnorandommap\n"
+            "[b]\nrandom_distribution=zipf:1.20:0.25\n[c]\nrandom_distribution=zoned:60/10:40/90\n")
+    g = groups(translate(text))
+    assert g["a"]["random_map"] is False and "random_distribution" not in g["a"]
+    assert "random_map" not in g["b"] and g["b"]["random_distribution"] == "zipf:1.2:0.25"
+    assert g["c"]["random_distribution"] == "zoned:60/10:40/90"
 
 
 def test_global_sections_apply_only_below_them_and_jobs_override():

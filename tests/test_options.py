@@ -28,7 +28,8 @@ def test_engine_scoped_options_are_namespaced():
 @pytest.mark.parametrize("name,raw,expected", [
     ("bs", "4k", 4096), ("bs", "1MiB", 1 << 20), ("time", "500ms", 0.5), ("rw", "randrw", "randrw"),
     ("rwmix_read", "70%", 70), ("threads", "8", 8), ("direct", "yes", True), ("seed", "0x10", 16),
-    ("target", "/a", ("/a",)),
+    ("target", "/a", ("/a",)), ("random_map", "off", False), ("random_distribution", "uniform", "random"),
+    ("random_distribution", "zipf:1.20:0.5", "zipf:1.2:0.5"), ("random_distribution", "normal", "normal:0"),
 ])
 def test_parse_value(name, raw, expected):
     assert parse_value(name, raw) == expected
@@ -43,6 +44,9 @@ def test_parse_value(name, raw, expected):
     ("engine", "aio", ["engine", "psync, io_uring, null"]),
     ("time", "soon", ["time", "duration"]),
     ("bogus", "1", ["unknown option 'bogus'"]),
+    ("random_distribution", "zipf:0", ["random_distribution", "theta", "must be > 0", "zoned:A/R"]),
+    ("random_distribution", "zoned:50/50:40/50", ["random_distribution", "sum to 90 %", "both must be 100"]),
+    ("random_distribution", "gamma:2", ["random_distribution", "unknown distribution", "pareto[:h[:center]]"]),
 ])
 def test_bad_values_give_one_line_naming_field_and_allowed(name, raw, words):
     with pytest.raises(OptionError) as e:

@@ -42,8 +42,9 @@ _NO_EFFECT = {"group_reporting": "storlab always aggregates the workers of a pha
 _SUPPORTED = {"name", "filename", "directory", "rw", "rwmixread", "rwmixwrite", "bs", "size",
               "io_size", "offset", "runtime", "time_based", "ramp_time", "numjobs", "iodepth",
               "ioengine", "direct", "buffered", "fsync", "end_fsync", "randrepeat", "randseed",
-              "stonewall", "kb_base"} | set(_NO_EFFECT)
-_FLAGS = {"time_based", "stonewall", "group_reporting", "thread", "new_group"}   # may stand alone
+              "stonewall", "kb_base", "norandommap", "random_distribution"} | set(_NO_EFFECT)
+_FLAGS = {"time_based", "stonewall", "group_reporting", "thread", "new_group",
+          "norandommap"}   # may stand alone
 
 
 # -- value parsing with fio's rules --------------------------------------------------------------
@@ -238,6 +239,8 @@ def _check_setting(s: _Setting, problems: _Problems) -> bool:
             _parse_bool(v)
         if s.key in ("runtime", "ramp_time"):
             parse_fio_time(v)
+        if s.key == "random_distribution":
+            parse_value("random_distribution", v)   # the engine's rule: fio's forms but zoned_abs
         if s.key in ("size", "io_size", "offset", "numjobs", "iodepth", "rwmixread",
                      "rwmixwrite", "fsync", "randseed"):
             parse_fio_size(v)   # syntax only; the job's kb_base is applied later
@@ -331,6 +334,11 @@ def _job_options(name: str, settings: dict[str, _Setting], section: str, line: i
     if has("fsync"):
         out["fsync_every"] = size("fsync")
     out["fsync_end"] = flag("end_fsync")    # fio does not fsync at the end unless told; storlab does
+
+    if flag("norandommap"):
+        out["random_map"] = False
+    if has("random_distribution"):
+        out["random_distribution"] = parse_value("random_distribution", raw("random_distribution"))
 
     if has("randseed"):
         out["seed"] = size("randseed")

@@ -40,6 +40,8 @@ class Option:
     metavar: str | None = None
     fio_name: str | None = None    # what fio calls it, for "did you mean" hints
     bare: str | None = None        # choice: the value of the flag given alone (`--verify` = crc32c)
+    rule: str | None = None        # storlab._core function that validates and canonicalises the
+                                   # value, where the rule lives in the engine
 
     @property
     def flag(self) -> str:
@@ -53,10 +55,14 @@ def _choice(**values: str) -> dict[str, str]:
 RW_CHOICES = _choice(
     read="sequential reads",
     write="sequential writes",
-    randread="random reads, uniform over the range, aligned to bs",
-    randwrite="random writes, uniform over the range, aligned to bs",
-    rw="sequential mixed reads and writes (see rwmix_read)",
-    randrw="random mixed reads and writes (see rwmix_read)",
+    randread="random reads aligned to bs: every block once per pass in a seeded random order "
+             "(see random_map, random_distribution)",
+    randwrite="random writes aligned to bs: every block once per pass in a seeded random order "
+              "(see random_map, random_distribution)",
+    rw="sequential mixed reads and writes (see rwmix_read); reads and writes each keep their own "
+       "position, both starting at the range's start",
+    randrw="random mixed reads and writes (see rwmix_read); with the random map a pass reads or "
+           "writes each block once",
 )
 
 OPTIONS: tuple[Option, ...] = (
@@ -98,6 +104,18 @@ OPTIONS: tuple[Option, ...] = (
     Option("rw", "choice", "access pattern", default="read", choices=RW_CHOICES, short=None, fio_name="readwrite"),
     Option("rwmix_read", "percent", "share of reads in rw/randrw, in percent", default=50,
            minimum=0, maximum=100, unit="%", fio_name="rwmixread"),
+    Option("random_map", "bool", "random patterns visit every block exactly once per pass, in an "
+           "order that depends only on seed and pass (fio's random map); off: uniform draws with "
+           "repeats (fio's norandommap)", default=True, negative="--no-random-map", fio_name="norandommap"),
+    Option("random_distribution", "str", "which blocks random patterns favour: random (uniform, "
+           "the default); zipf[:theta[:center]] (theta > 0, default 1.1); pareto[:h[:center]] "
+           "(0 < h < 1, default 0.2; h = 0.2 sends 80 % of I/O to 20 % of blocks); "
+           "normal[:sigma[:center]] (fio's bell: sd about 1/12 of the range plus a spread of "
+           "sigma % of it, 0 <= sigma < 100); zoned:A/R[:A/R...] (A % of the I/O to the next R % "
+           "of the range; each column sums to 100). center in [0, 1] places the hottest block. "
+           "Skewed laws draw with repeats (the random map is off for them, as in fio)",
+           default="random", metavar="DIST", fio_name="random_distribution",
+           rule="random_distribution"),
     Option("bs", "size", "request (block) size", default=4096, unit="bytes", minimum=1, fio_name="blocksize"),
     Option("threads", "int", "worker threads per target", default=1, minimum=1, maximum=4096, fio_name="numjobs"),
     Option("qd", "int", "requests in flight per thread (io_uring; psync is always 1)",
@@ -350,8 +368,17 @@ def _parse_paths(opt: Option, raw: Any) -> tuple[str, ...]:
 
 
 def parse_option(opt: Option, raw: Any) -> Any:
-    """Validate a value for any option of any table (run, meta, sweep) by its kind and bounds."""
-    return _PARSERS[opt.kind](opt, raw)
+    """Validate a value for any option of any table (run, meta, sweep) by its kind and bounds, then
+    by the engine's rule for it when it has one."""
+    value = _PARSERS[opt.kind](opt, raw)
+    if opt.rule:
+        from . import _core
+
+        try:
+            value = getattr(_core, opt.rule)(value)
+        except ValueError as e:
+            raise OptionError(str(e)) from None
+    return value
 
 
 def parse_value(name: str, raw: Any) -> Any:

@@ -6,6 +6,7 @@
 //! owning its statistics (`stats`, `histogram`); the phase result merges them.
 
 pub mod buffer;
+pub mod distribution;
 pub mod engine;
 pub mod error;
 pub mod histogram;

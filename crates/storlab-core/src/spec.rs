@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::distribution::RandomDistribution;
 use crate::error::{Error, Result};
 use crate::verify::{VerifyKind, MIN_BLOCK};
 
@@ -95,6 +96,10 @@ pub struct GroupSpec {
     pub participant_base: u64,
     pub rw: Rw,
     pub rwmix_read: u32,
+    /// Random patterns visit every block once per pass (fio's random map; off = norandommap).
+    pub random_map: bool,
+    /// fio's random_distribution; parsed and validated by distribution.rs when deserialised.
+    pub random_distribution: RandomDistribution,
     pub bs: u64,
     pub threads: u32,
     pub qd: u32,
@@ -150,6 +155,8 @@ impl Default for GroupSpec {
             participant_base: 0,
             rw: Rw::Read,
             rwmix_read: 50,
+            random_map: true,
+            random_distribution: RandomDistribution::Uniform,
             bs: 4096,
             threads: 1,
             qd: 1,

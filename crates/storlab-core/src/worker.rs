@@ -102,7 +102,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     let mut completions: Vec<Completion> = Vec::with_capacity(qd.max(64) * 2);
     let role = w.rbw.as_ref().map(|(r, _)| *r);
     let rw = if role == Some(Role::Reader) { Rw::Read } else { g.rw };
-    let mut gen = OffsetGenerator::new(rw, g.rwmix_read, g.bs, w.map, w.seed);
+    let mut gen = OffsetGenerator::new(rw, g, w.map, w.seed);
     let batch = if g.uring_batch == 0 { qd } else { (g.uring_batch as usize).min(qd) };
 
     let interval_ns = (g.interval * 1e9) as u64;
@@ -357,7 +357,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     drop(backend);
     let mut readback = Readback::default();
     if verifying && wrote_any && g.verify_readback && w.rbw.is_none() && !control.stop.load(Ordering::Relaxed) {
-        let replay = OffsetGenerator::new(rw, g.rwmix_read, g.bs, w.map, w.seed);
+        let replay = OffsetGenerator::new(rw, g, w.map, w.seed);
         let pattern = pattern.as_ref().expect("a pattern when verifying");
         // SAFETY: every request has completed (the loop drained them), so no slot buffer is in use;
         // slot 0's buffer holds bs bytes and outlives this borrow.
@@ -476,7 +476,8 @@ mod tests {
         file.write_all_at(&[byte[0] ^ 0x10], flipped).unwrap();
 
         let map = AccessMap::Contiguous { first_block: 0, blocks };
-        let replay = OffsetGenerator::new(Rw::Write, 0, bs, map, seed);
+        let spec = crate::spec::GroupSpec { rw: Rw::Write, bs, ..Default::default() };
+        let replay = OffsetGenerator::new(Rw::Write, &spec, map, seed);
         let stop = std::sync::atomic::AtomicBool::new(false);
         let mut bad = Vec::new();
         let mut checked = 0;

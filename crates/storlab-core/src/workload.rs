@@ -1,8 +1,11 @@
-//! What each worker does next: offsets (sequential or seeded uniform random, always aligned to the
-//! block size, inside the worker's own block range) and the read/write choice for mixed patterns.
-//! Offsets are computed here, per request, in a few nanoseconds and without allocation.
+//! What each worker does next: offsets (sequential with a cursor per direction; random as a seeded
+//! permutation visiting every block once per pass, uniform draws with repeats, or a skewed law from
+//! distribution.rs; always aligned to the block size, inside the worker's own block range) and the
+//! read/write choice for mixed patterns. Offsets are computed here, per request, in a few
+//! nanoseconds, without allocation and without per-block memory.
 
-use crate::spec::Rw;
+use crate::distribution::{normal_spread, normal_value, pareto_rank, RandomDistribution, ZipfSampler, ZoneTable};
+use crate::spec::{GroupSpec, Rw};
 
 /// xoshiro256** seeded through splitmix64: fast, good quality, reproducible from one u64.
 #[derive(Clone)]
@@ -10,7 +13,7 @@ pub struct Rng {
     s: [u64; 4],
 }
 
-fn splitmix64(state: &mut u64) -> u64 {
+pub(crate) fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E3779B97F4A7C15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
@@ -100,57 +103,244 @@ impl AccessMap {
     }
 }
 
-/// Generates the offsets of one worker: transfer indices (in order or uniformly at random) mapped
-/// to byte offsets by its `AccessMap`.
+/// A seeded bijection of [0, n). It mixes x inside the next power of two m >= n with three keyed
+/// rounds of xor, odd multiply and xor-shift (each a bijection of [0, m)); `at(i)` cycle-walks
+/// results >= n back into the range (every value of [n, m) lies on one walk at most). A pass of
+/// the random map instead takes mix(0), mix(1) ... mix(m - 1) and drops those >= n, in branch-free
+/// batches (`MapCursor`): the same cost, m/n < 2 mixes per block, without a mispredicted branch
+/// per block. State: keys only.
+#[derive(Debug, Clone)]
+pub(crate) struct Permutation {
+    n: u64,
+    mask: u64,
+    shift: u32,
+    keys: [(u64, u64); 3],
+}
+
+impl Permutation {
+    pub(crate) fn new(n: u64, key: u64) -> Permutation {
+        assert!(n > 0, "a permutation of at least one element");
+        let bits = 64 - (n - 1).leading_zeros();
+        assert!(bits < 64, "at most 2^63 blocks");
+        let mut st = key;
+        let mut k = || splitmix64(&mut st);
+        // xor with any key and multiplication by an odd one are bijections modulo 2^bits
+        let keys = [(k(), k() | 1), (k(), k() | 1), (k(), k() | 1)];
+        Permutation { n, mask: (1u64 << bits) - 1, shift: (bits / 2).max(1), keys }
+    }
+
+    #[inline(always)]
+    fn mix(&self, mut x: u64) -> u64 {
+        for (add, mul) in self.keys {
+            x = ((x ^ add).wrapping_mul(mul)) & self.mask;
+            x ^= x >> self.shift;
+        }
+        x
+    }
+
+    /// Element i (i < n) of the permutation.
+    #[inline(always)]
+    pub(crate) fn at(&self, i: u64) -> u64 {
+        let mut x = self.mix(i);
+        while x >= self.n {
+            x = self.mix(x);
+        }
+        x
+    }
+}
+
+/// How the next block index is chosen.
+// One per worker, built once: the map's batch lives inline rather than behind a pointer that every
+// offset would follow.
+#[allow(clippy::large_enum_variant)]
+enum Order {
+    /// Reads and writes each with their own cursor (fio's last_pos per direction).
+    Sequential { next: [u64; 2] },
+    /// fio's random map: each block once per pass, in the order of a per-pass permutation shared
+    /// by reads and writes (fio's map is per file, so a randrw pass reads or writes each block once).
+    Mapped(MapCursor),
+    /// norandommap: uniform draws with repeats.
+    Uniform(Rng),
+    /// A skewed law (fio turns the map off for these): popularity ranks scattered over the range
+    /// by a fixed permutation, rotated so the most popular rank lands on `center` when given.
+    Zipf { sampler: ZipfSampler, scatter: Scattered, rng: Rng },
+    Pareto { power: f64, scatter: Scattered, rng: Rng },
+    Normal { spread: u64, scatter: Scattered, rng: Rng },
+    Zoned { table: ZoneTable, rng: Rng },
+}
+
+/// Blocks handed out per batch of the random map.
+const MAP_BATCH: usize = 64;
+
+/// The random map's position: pass `pass` enumerates the permutation keyed by (seed, pass).
+struct MapCursor {
+    perm: Permutation,
+    /// Next value of [0, m) to mix.
+    counter: u64,
+    ready: [u64; MAP_BATCH],
+    head: usize,
+    len: usize,
+    pass: u64,
+    seed: u64,
+}
+
+impl MapCursor {
+    fn new(n: u64, seed: u64) -> MapCursor {
+        MapCursor { perm: Permutation::new(n, Rng::derive(seed, 0)), counter: 0, ready: [0; MAP_BATCH], head: 0, len: 0, pass: 0, seed }
+    }
+
+    #[inline(always)]
+    fn next(&mut self) -> u64 {
+        while self.head == self.len {
+            self.refill();
+        }
+        let b = self.ready[self.head];
+        self.head += 1;
+        b
+    }
+
+    fn refill(&mut self) {
+        let domain = self.perm.mask + 1;
+        if self.counter == domain {
+            // A new pass, in a new order: fio's default (random map reset, generator running on).
+            self.pass += 1;
+            self.perm = Permutation::new(self.perm.n, Rng::derive(self.seed, self.pass));
+            self.counter = 0;
+        }
+        let end = (self.counter + MAP_BATCH as u64).min(domain);
+        let mut len = 0;
+        for c in self.counter..end {
+            // Branch-free compaction: every candidate is written, only those in range are kept.
+            let y = self.perm.mix(c);
+            self.ready[len] = y;
+            len += (y < self.perm.n) as usize;
+        }
+        self.counter = end;
+        self.head = 0;
+        self.len = len;
+    }
+}
+
+/// A rank's block: a permutation of [0, n) followed by a rotation.
+struct Scattered {
+    perm: Permutation,
+    rotate: u64,
+}
+
+impl Scattered {
+    /// `peak` is the rank of the most popular value; with a center it lands on floor(center * n).
+    fn new(n: u64, key: u64, peak: u64, center: Option<f64>) -> Scattered {
+        let perm = Permutation::new(n, key);
+        let rotate = match center {
+            Some(c) => {
+                let anchor = ((c * n as f64) as u64).min(n - 1);
+                (anchor + n - perm.at(peak)) % n
+            }
+            None => 0,
+        };
+        Scattered { perm, rotate }
+    }
+
+    #[inline(always)]
+    fn block(&self, rank: u64) -> u64 {
+        let b = self.perm.at(rank) + self.rotate;
+        if b >= self.perm.n { b - self.perm.n } else { b }
+    }
+}
+
+/// Generates the offsets of one worker: transfer indices (in order, permuted, or drawn from a
+/// distribution) mapped to byte offsets by its `AccessMap`, and the read/write choice from a
+/// stream of its own, so the mix share does not depend on the offsets.
 pub struct OffsetGenerator {
     bs: u64,
     map: AccessMap,
     blocks: u64,
-    random: bool,
     read_percent: u32,
-    next_seq: u64,
-    offset_rng: Rng,
+    order: Order,
     mix_rng: Rng,
 }
 
+/// Seed streams of one worker.
+const OFFSET_STREAM: u64 = 1;
+const MIX_STREAM: u64 = 2;
+const SCATTER_STREAM: u64 = 3;
+
 impl OffsetGenerator {
-    pub fn new(rw: Rw, rwmix_read: u32, bs: u64, map: AccessMap, seed: u64) -> Self {
+    /// `rw` is the worker's pattern (a read-behind-write reader reads although the group writes);
+    /// the group gives rwmix_read, bs, random_map and random_distribution.
+    pub fn new(rw: Rw, g: &GroupSpec, map: AccessMap, seed: u64) -> Self {
+        let bs = g.bs;
         let blocks = map.transfers(bs);
         assert!(blocks > 0, "a worker needs at least one transfer");
+        let offset_seed = Rng::derive(seed, OFFSET_STREAM);
+        let scatter_key = Rng::derive(seed, SCATTER_STREAM);
+        let order = if !rw.is_random() {
+            Order::Sequential { next: [0, 0] }
+        } else {
+            match &g.random_distribution {
+                RandomDistribution::Uniform if g.random_map => {
+                    Order::Mapped(MapCursor::new(blocks, offset_seed))
+                }
+                RandomDistribution::Uniform => Order::Uniform(Rng::new(offset_seed)),
+                RandomDistribution::Zipf { theta, center } => Order::Zipf {
+                    sampler: ZipfSampler::new(blocks, *theta),
+                    scatter: Scattered::new(blocks, scatter_key, 0, *center),
+                    rng: Rng::new(offset_seed),
+                },
+                RandomDistribution::Pareto { h, center } => Order::Pareto {
+                    power: h.ln() / (1.0 - h).ln(),
+                    scatter: Scattered::new(blocks, scatter_key, 0, *center),
+                    rng: Rng::new(offset_seed),
+                },
+                RandomDistribution::Normal { sigma_pct, center } => Order::Normal {
+                    spread: normal_spread(blocks, *sigma_pct),
+                    scatter: Scattered::new(blocks, scatter_key, blocks / 2, *center),
+                    rng: Rng::new(offset_seed),
+                },
+                RandomDistribution::Zoned(zones) => {
+                    Order::Zoned { table: ZoneTable::new(zones, blocks), rng: Rng::new(offset_seed) }
+                }
+            }
+        };
         OffsetGenerator {
             bs,
             map,
             blocks,
-            random: rw.is_random(),
-            read_percent: rw.read_percent(rwmix_read),
-            next_seq: 0,
-            // Separate streams so the read/write choice does not shift the offsets.
-            offset_rng: Rng::new(Rng::derive(seed, 1)),
-            mix_rng: Rng::new(Rng::derive(seed, 2)),
+            read_percent: rw.read_percent(g.rwmix_read),
+            order,
+            mix_rng: Rng::new(Rng::derive(seed, MIX_STREAM)),
         }
     }
 
-    /// Continue a sequential pattern at transfer `k` (wrapping like `next`).
+    /// Continue a sequential pattern at transfer `k` (wrapping like `next_io`), in both
+    /// directions. Random orders have no position to move (read-behind-write is sequential).
     pub fn seek(&mut self, k: u64) {
-        self.next_seq = k % self.blocks;
+        if let Order::Sequential { next } = &mut self.order {
+            *next = [k % self.blocks; 2];
+        }
     }
 
     #[inline(always)]
     pub fn next_io(&mut self) -> NextIo {
-        let block = if self.random {
-            self.offset_rng.below(self.blocks)
-        } else {
-            let b = self.next_seq;
-            self.next_seq += 1;
-            if self.next_seq == self.blocks {
-                self.next_seq = 0; // wrap around for time-based runs and io_size > range
-            }
-            b
-        };
         let is_read = match self.read_percent {
             100 => true,
             0 => false,
             p => self.mix_rng.below(100) < p as u64,
+        };
+        let n = self.blocks;
+        let block = match &mut self.order {
+            Order::Sequential { next } => {
+                let cursor = &mut next[!is_read as usize];
+                let b = *cursor;
+                *cursor = if b + 1 == n { 0 } else { b + 1 }; // wrap for time-based runs and io_size > range
+                b
+            }
+            Order::Mapped(cursor) => cursor.next(),
+            Order::Uniform(rng) => rng.below(n),
+            Order::Zipf { sampler, scatter, rng } => scatter.block(sampler.rank(rng)),
+            Order::Pareto { power, scatter, rng } => scatter.block(pareto_rank(n, *power, rng)),
+            Order::Normal { spread, scatter, rng } => scatter.block(normal_value(n, *spread, rng)),
+            Order::Zoned { table, rng } => table.block(rng),
         };
         NextIo { is_read, offset: self.map.offset(block, self.bs) }
     }
@@ -177,37 +367,221 @@ mod tests {
         assert_eq!((0..3).map(|k| s.offset(k, 100)).collect::<Vec<_>>(), vec![100, 400, 700]);
     }
 
+    /// A group for the generator: pattern-independent fields at their defaults.
+    fn group(rwmix_read: u32, bs: u64, random_map: bool, dist: &str) -> GroupSpec {
+        GroupSpec { rwmix_read, bs, random_map, random_distribution: dist.parse().unwrap(), ..Default::default() }
+    }
+
+    fn generator(rw: Rw, bs: u64, map: AccessMap, seed: u64) -> OffsetGenerator {
+        OffsetGenerator::new(rw, &group(50, bs, true, "random"), map, seed)
+    }
+
+    /// Block indices of the next `count` requests of a contiguous map starting at block 0.
+    fn blocks(g: &mut OffsetGenerator, count: u64, bs: u64) -> Vec<u64> {
+        (0..count).map(|_| g.next_io().offset / bs).collect()
+    }
+
     #[test]
     fn sequential_covers_range_in_order_and_wraps() {
-        let mut g = OffsetGenerator::new(Rw::Read, 0, 4096, contiguous(10, 3), 1);
+        let mut g = generator(Rw::Read, 4096, contiguous(10, 3), 1);
         let offs: Vec<u64> = (0..5).map(|_| g.next_io().offset).collect();
         assert_eq!(offs, vec![40960, 45056, 49152, 40960, 45056]);
     }
 
     #[test]
-    fn random_is_aligned_in_range_reproducible_and_roughly_uniform() {
-        let blocks = 64;
-        let mut g1 = OffsetGenerator::new(Rw::Randread, 0, 512, contiguous(100, blocks), 42);
-        let mut g2 = OffsetGenerator::new(Rw::Randread, 0, 512, contiguous(100, blocks), 42);
-        let mut hits = vec![0u32; blocks as usize];
+    fn permutation_is_a_bijection_for_any_size() {
+        for n in [1u64, 2, 3, 4, 5, 7, 8, 9, 255, 256, 257, 1000, 4096, 4097, 65_537] {
+            for key in [0u64, 1, 0x5EED, u64::MAX] {
+                let p = Permutation::new(n, key);
+                let mut seen = vec![false; n as usize];
+                for i in 0..n {
+                    let x = p.at(i);
+                    assert!(x < n && !seen[x as usize], "n {n} key {key}: {x} twice or out of range");
+                    seen[x as usize] = true;
+                }
+            }
+        }
+    }
+
+    /// The regression behind issue 11: a size-based randwrite touched only ~63 % of the blocks.
+    #[test]
+    fn random_visits_every_block_once_per_pass_then_starts_another_order() {
+        for n in [1u64, 2, 3, 7, 1000, 4097] {
+            for seed in [1u64, 42, 0x5EED] {
+                let mut g = generator(Rw::Randwrite, 512, contiguous(0, n), seed);
+                let first = blocks(&mut g, n, 512);
+                let second = blocks(&mut g, n, 512);
+                for pass in [&first, &second] {
+                    let mut sorted = pass.clone();
+                    sorted.sort_unstable();
+                    assert_eq!(sorted, (0..n).collect::<Vec<_>>(), "n {n} seed {seed}");
+                }
+                if n >= 7 {
+                    assert_ne!(first, second, "n {n}: a new pass takes a new order");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn random_order_follows_the_seed_and_looks_random() {
+        let n = 4097;
+        let order = |seed| blocks(&mut generator(Rw::Randread, 4096, contiguous(0, n), seed), n, 4096);
+        assert_eq!(order(7), order(7), "same seed, same order");
+        let (a, b) = (order(7), order(8));
+        assert_ne!(a, b);
+        // Neither in order nor tied to each other: Pearson correlation of position and block,
+        // and of two seeds' blocks, near 0 (|r| < 0.1 for 4097 values of an unrelated pair).
+        let corr = |x: &[u64], y: &[u64]| {
+            let m = |v: &[u64]| v.iter().sum::<u64>() as f64 / v.len() as f64;
+            let (mx, my) = (m(x), m(y));
+            let cov: f64 = x.iter().zip(y).map(|(&p, &q)| (p as f64 - mx) * (q as f64 - my)).sum();
+            let var = |v: &[u64], mv: f64| v.iter().map(|&p| (p as f64 - mv).powi(2)).sum::<f64>();
+            cov / (var(x, mx) * var(y, my)).sqrt()
+        };
+        let position: Vec<u64> = (0..n).collect();
+        assert!(corr(&position, &a).abs() < 0.1, "{}", corr(&position, &a));
+        assert!(corr(&a, &b).abs() < 0.1, "{}", corr(&a, &b));
+        // successive offsets are not neighbours: the mean jump is about n/3 for a random order
+        let mean_jump = a.windows(2).map(|w| w[0].abs_diff(w[1])).sum::<u64>() as f64 / (n - 1) as f64;
+        assert!((mean_jump / (n as f64 / 3.0) - 1.0).abs() < 0.1, "{mean_jump}");
+    }
+
+    #[test]
+    fn random_stays_aligned_inside_the_map() {
+        let m = AccessMap::Segmented { base: 1000, segments: 5, participants: 3, participant: 2, block_bytes: 300 };
+        let mut g = generator(Rw::Randread, 100, m, 3);
+        let mut got: Vec<u64> = (0..15).map(|_| g.next_io().offset).collect();
+        got.sort_unstable();
+        let mut want: Vec<u64> = (0..15).map(|k| m.offset(k, 100)).collect();
+        want.sort_unstable();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn norandommap_draws_uniformly_with_repeats() {
+        let blocks_n = 64;
+        let g = || OffsetGenerator::new(Rw::Randread, &group(0, 512, false, "random"), contiguous(100, blocks_n), 42);
+        let (mut g1, mut g2) = (g(), g());
+        let mut hits = vec![0u32; blocks_n as usize];
         for _ in 0..64_000 {
             let a = g1.next_io();
             assert_eq!(a, g2.next_io());
             assert_eq!(a.offset % 512, 0);
-            let b = a.offset / 512 - 100;
-            assert!(b < blocks);
-            hits[b as usize] += 1;
+            hits[(a.offset / 512 - 100) as usize] += 1;
         }
         // each block expected 1000 times; a fair generator stays well within +-20 %
         assert!(hits.iter().all(|&h| (800..1200).contains(&h)), "{hits:?}");
-        let mut g3 = OffsetGenerator::new(Rw::Randread, 0, 512, contiguous(100, blocks), 43);
-        let differs = (0..100).any(|_| g3.next_io() != g1.next_io());
-        assert!(differs, "another seed must give other offsets");
+        // one pass' worth of draws repeats blocks (63 % distinct expected: 1 - 1/e)
+        let mut g3 = OffsetGenerator::new(Rw::Randread, &group(0, 512, false, "random"), contiguous(0, 4096), 1);
+        let mut first = blocks(&mut g3, 4096, 512);
+        first.sort_unstable();
+        first.dedup();
+        assert!((2400..2800).contains(&first.len()), "{}", first.len());
+    }
+
+    /// Share of all hits taken by the `top` most-hit blocks.
+    fn top_share(hits: &[u32], top: usize) -> f64 {
+        let mut sorted = hits.to_vec();
+        sorted.sort_unstable_by(|a, b| b.cmp(a));
+        sorted[..top].iter().map(|&h| h as f64).sum::<f64>() / hits.iter().map(|&h| h as f64).sum::<f64>()
+    }
+
+    fn hits(dist: &str, n: u64, draws: u32, seed: u64) -> Vec<u32> {
+        let mut g = OffsetGenerator::new(Rw::Randread, &group(0, 4096, true, dist), contiguous(0, n), seed);
+        let mut hits = vec![0u32; n as usize];
+        for _ in 0..draws {
+            hits[(g.next_io().offset / 4096) as usize] += 1;
+        }
+        hits
+    }
+
+    #[test]
+    fn zipf_skews_offsets_as_the_law_predicts_and_ignores_the_map() {
+        let (n, theta) = (1000u64, 1.2f64);
+        let h = hits(&format!("zipf:{theta}"), n, 500_000, 5);
+        // Zipf's law: the top 10 % of ranks take H(100, theta) / H(1000, theta) of the accesses
+        let harmonic = |m: u64| (1..=m).map(|i| (i as f64).powf(-theta)).sum::<f64>();
+        let want = harmonic(n / 10) / harmonic(n);
+        let got = top_share(&h, (n / 10) as usize);
+        assert!((got - want).abs() < 0.01, "{got} vs {want}");
+        // the hottest block sits where the center says
+        let centered = hits("zipf:1.2:0.25", n, 100_000, 5);
+        let hottest = (0..n as usize).max_by_key(|&b| centered[b]).unwrap();
+        assert_eq!(hottest, 250);
+    }
+
+    #[test]
+    fn pareto_skews_offsets_80_20() {
+        let n = 1000u64;
+        let h = hits("pareto:0.2", n, 500_000, 6);
+        // fio's Pareto: P(rank < k) = (k/(n-1))^(ln(1-h)/ln h); for h = 0.2, 20 % of blocks take 80 %
+        let want = ((n / 5) as f64 / (n - 1) as f64).powf(0.8f64.ln() / 0.2f64.ln());
+        let got = top_share(&h, (n / 5) as usize);
+        assert!((got - want).abs() < 0.01, "{got} vs {want}");
+    }
+
+    #[test]
+    fn normal_spreads_like_fios_bell_and_zoned_fills_its_zones() {
+        let n = 1000u64;
+        let h = hits("normal:0:0.3", n, 200_000, 7);
+        // a bell of sd n/12 (fio's mean of 12 uniforms) puts 2 * Phi(0.6) - 1 = 45 % of the
+        // draws on the 10 % most-hit blocks, the values within n/20 of the peak
+        let got = top_share(&h, (n / 10) as usize);
+        assert!((got - 0.4515).abs() < 0.02, "{got}");
+        // the bell's peak value n/2 lands on the center, whatever the scatter's key
+        for key in [1u64, 2, 3] {
+            assert_eq!(Scattered::new(n, key, n / 2, Some(0.3)).block(n / 2), 300);
+        }
+        let z = hits("zoned:60/10:30/20:10/70", n, 200_000, 8);
+        let share = |r: std::ops::Range<usize>| z[r].iter().sum::<u32>() as f64 / 200_000.0;
+        for (got, want) in [(share(0..100), 0.6), (share(100..300), 0.3), (share(300..1000), 0.1)] {
+            assert!((got - want).abs() < 0.01, "{got} vs {want}");
+        }
+    }
+
+    #[test]
+    fn sequential_mix_keeps_a_position_per_direction() {
+        let mut g = OffsetGenerator::new(Rw::Rw, &group(50, 4096, true, "random"), contiguous(0, 1000), 3);
+        let (mut reads, mut writes) = (Vec::new(), Vec::new());
+        for _ in 0..400 {
+            let io = g.next_io();
+            if io.is_read { reads.push(io.offset) } else { writes.push(io.offset) }
+        }
+        assert!(reads.len() > 150 && writes.len() > 150);
+        assert!(reads.iter().enumerate().all(|(i, &o)| o == i as u64 * 4096), "reads {:?}", &reads[..5]);
+        assert!(writes.iter().enumerate().all(|(i, &o)| o == i as u64 * 4096), "writes {:?}", &writes[..5]);
+        g.seek(7);
+        assert_eq!(g.next_io().offset, 7 * 4096);
+    }
+
+    /// fio keeps one random map per file: a randrw pass reads or writes each block exactly once.
+    #[test]
+    fn random_mix_with_the_map_covers_the_range_once_across_directions() {
+        let n = 4097;
+        let mut g = OffsetGenerator::new(Rw::Randrw, &group(30, 512, true, "random"), contiguous(0, n), 9);
+        let ios: Vec<NextIo> = (0..n).map(|_| g.next_io()).collect();
+        let mut all: Vec<u64> = ios.iter().map(|io| io.offset / 512).collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..n).collect::<Vec<_>>());
+        let reads = ios.iter().filter(|io| io.is_read).count() as f64 / n as f64;
+        assert!((reads - 0.3).abs() < 0.03, "{reads}");
+    }
+
+    #[test]
+    fn mix_share_does_not_depend_on_the_offsets() {
+        let choices = |rw, dist: &str| {
+            let mut g = OffsetGenerator::new(rw, &group(70, 4096, true, dist), contiguous(0, 1000), 7);
+            (0..10_000).map(|_| g.next_io().is_read).collect::<Vec<_>>()
+        };
+        let mixed = choices(Rw::Randrw, "random");
+        assert_eq!(mixed, choices(Rw::Rw, "random"));
+        assert_eq!(mixed, choices(Rw::Randrw, "zipf:1.1"));
     }
 
     #[test]
     fn mixed_honours_read_percentage() {
-        let mut g = OffsetGenerator::new(Rw::Randrw, 70, 4096, contiguous(0, 1000), 7);
+        let mut g = OffsetGenerator::new(Rw::Randrw, &group(70, 4096, true, "random"), contiguous(0, 1000), 7);
         let reads = (0..100_000).filter(|_| g.next_io().is_read).count();
         assert!((69_000..71_000).contains(&reads), "{reads}");
     }

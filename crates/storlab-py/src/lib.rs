@@ -8,11 +8,12 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyRuntimeError};
+use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 mod meta;
 
+use storlab_core::distribution::RandomDistribution;
 use storlab_core::histogram;
 use storlab_core::{run_phase, Control, Error, PhaseOutcome, PhaseSpec, Plan};
 
@@ -172,6 +173,13 @@ fn validate_spec(spec_json: &str) -> PyResult<()> {
     PhaseSpec::from_json(spec_json).map(|_| ()).map_err(to_py)
 }
 
+/// The canonical text of a `random_distribution` value; ValueError (one line naming the option and
+/// its forms) when it is not one. The rule lives in storlab-core's distribution.rs.
+#[pyfunction]
+fn random_distribution(text: &str) -> PyResult<String> {
+    text.parse::<RandomDistribution>().map(|d| d.to_string()).map_err(PyValueError::new_err)
+}
+
 #[pyfunction]
 fn hist_index(v: u64) -> usize {
     histogram::index(v)
@@ -190,6 +198,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PhaseRun>()?;
     m.add_function(wrap_pyfunction!(spec_field_names, m)?)?;
     m.add_function(wrap_pyfunction!(validate_spec, m)?)?;
+    m.add_function(wrap_pyfunction!(random_distribution, m)?)?;
     m.add_function(wrap_pyfunction!(hist_index, m)?)?;
     m.add_function(wrap_pyfunction!(hist_bounds, m)?)?;
     meta::register(m)?;
