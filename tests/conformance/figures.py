@@ -58,7 +58,8 @@ FIGURES: tuple[Figure, ...] = (
            "io_u prepared to the submitting call's return; at iodepth 1 a synchronous engine takes "
            "no sample (N = 0, reported as zeros)",
            "request prepared to the submitting call's return; psync: 0 (the call is clat)",
-           f"{SAME} (psync: fio samples nothing, storlab reports 0)", (LAT_ORDER,)),
+           f"{SAME} (psync: fio samples nothing, storlab reports 0)", (LAT_ORDER, LAT_MATCH),
+           uses=("ioengine=io_uring",)),
     Figure("`clat_ns` / `clat_ns`",
            "submission to completion; for psync the pread/pwrite call",
            "submission to the reaped completion; for psync the pread/pwrite call",
@@ -117,6 +118,13 @@ FIGURES: tuple[Figure, ...] = (
     Figure("`qd` / `iodepth`",
            "requests in flight per job", "requests in flight per thread", SAME, (COUNTS, LAT_ORDER),
            uses=("iodepth",)),
+    Figure("`uring.batch` / `iodepth_batch_submit`",
+           "requests queued before one submitting call; default 1: each request is submitted as soon "
+           "as it is prepared",
+           "requests queued before one submitting call; default 0 = the queue depth: the queue is "
+           "filled, then submitted at once (and after each reap, whatever was refilled)",
+           "defaults differ (storlab makes fewer system calls); a request's wait for its batch is "
+           "slat in both; `--uring-batch 1` is fio's default", (LAT_MATCH,), uses=("iodepth_batch",)),
     Figure("`invalidate` / `invalidate`",
            "drop the file's cached pages before the job (fadvise DONTNEED; BLKFLSBUF for devices)",
            "fsync, then drop the target's cached pages before each phase",
