@@ -63,17 +63,31 @@ def loop_device(tmp_path):
 
 
 @pytest.fixture
-def ext4_dir(loop_device, tmp_path):
-    """A fresh ext4 file system on a loop device, mounted; yields the mount point (a real disk
-    file system: its page cache can be dropped, unlike tmpfs)."""
+def ext4_mount(loop_device, tmp_path):
+    """Factory: a fresh ext4 file system of the given size on a loop device, mounted (a real disk
+    file system: its page cache can be dropped, unlike tmpfs); returns the mount point, which is
+    unmounted afterwards."""
     if not shutil.which("mkfs.ext4"):
         pytest.skip("mkfs.ext4 not installed")
-    dev = loop_device(128 << 20)
-    subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
-    mnt = tmp_path / "ext4"
-    mnt.mkdir()
-    r = subprocess.run(["mount", dev, str(mnt)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"mount failed: {r.stderr.strip()}")
-    yield str(mnt)
-    subprocess.run(["umount", str(mnt)], capture_output=True)
+    mounted: list[str] = []
+
+    def make(size_bytes: int = 128 << 20, backing_dir: str | None = None) -> str:
+        dev = loop_device(size_bytes, backing_dir=backing_dir)
+        subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+        mnt = tmp_path / f"ext4-{len(mounted)}"
+        mnt.mkdir()
+        r = subprocess.run(["mount", dev, str(mnt)], capture_output=True, text=True)
+        if r.returncode != 0:
+            pytest.skip(f"cannot mount ext4 on {dev}: {r.stderr.strip()}")
+        mounted.append(str(mnt))
+        return str(mnt)
+
+    yield make
+    for mnt in reversed(mounted):
+        subprocess.run(["umount", mnt], capture_output=True)
+
+
+@pytest.fixture
+def ext4_dir(ext4_mount):
+    """A fresh 128 MiB ext4 file system on a loop device, mounted; yields the mount point."""
+    yield ext4_mount(128 << 20)

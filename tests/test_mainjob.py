@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
+import pathlib
 
 import pytest
 
@@ -118,30 +117,19 @@ def test_on_a_disk_file_system_where_o_direct_is_refused_reads_out_of_cache(tmp_
 
 @pytest.mark.root
 @pytest.mark.loop
-def test_on_ext4_uses_o_direct_and_shrinks_to_the_free_space(loop_device, tmp_path, capsys, monkeypatch):
-    if not shutil.which("mkfs.ext4"):
-        pytest.skip("mkfs.ext4 not installed")
-    dev = loop_device(400 << 20, backing_dir="/dev/shm")
-    subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    mounted = subprocess.run(["mount", dev, str(mnt)], capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount ext4 on {dev}: {mounted.stderr.strip()}")
-    try:
-        os.rmdir(mnt / "lost+found")
-        rc, doc, out, err = run_main_job(mnt, capsys, monkeypatch)
-        monkeypatch.chdir(tmp_path)
-        assert rc == 0
-        record = doc["main_job"]
-        assert record["method"] == "direct" and record["fs_type"] == "ext4" and not record["memory_backed"]
-        assert all(g["direct"] for p in doc["job"]["phases"] for g in p["groups"])
-        # under 800 MiB free: half the free space, whole MiB, and the line says it was shrunk
-        assert record["size_bytes"] < mainjob.WANTED_BYTES and record["size_bytes"] % (1 << 20) == 0
-        assert "main job: O_DIRECT on ext4" in out and "shrunk from 1 GiB" in out
-        assert_one_clean_table(doc, out, err, mnt)
-    finally:
-        subprocess.run(["umount", str(mnt)], capture_output=True)
+def test_on_ext4_uses_o_direct_and_shrinks_to_the_free_space(ext4_mount, tmp_path, capsys, monkeypatch):
+    mnt = pathlib.Path(ext4_mount(400 << 20, backing_dir="/dev/shm"))
+    os.rmdir(mnt / "lost+found")
+    rc, doc, out, err = run_main_job(mnt, capsys, monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    assert rc == 0
+    record = doc["main_job"]
+    assert record["method"] == "direct" and record["fs_type"] == "ext4" and not record["memory_backed"]
+    assert all(g["direct"] for p in doc["job"]["phases"] for g in p["groups"])
+    # under 800 MiB free: half the free space, whole MiB, and the line says it was shrunk
+    assert record["size_bytes"] < mainjob.WANTED_BYTES and record["size_bytes"] % (1 << 20) == 0
+    assert "main job: O_DIRECT on ext4" in out and "shrunk from 1 GiB" in out
+    assert_one_clean_table(doc, out, err, mnt)
 
 
 def test_too_little_free_space_is_refused_in_one_line(shm_dir, capsys, monkeypatch):
