@@ -45,9 +45,13 @@ def loop_device(tmp_path):
     if not have_losetup():
         pytest.skip("losetup or /dev/loop-control not available")
     attached: list[str] = []
+    backings: list[str] = []
 
     def make(size_bytes: int = 64 << 20, backing_dir: str | None = None) -> str:
-        backing = os.path.join(backing_dir or str(tmp_path), f"loop{len(attached)}.img")
+        # a unique name: other test sessions may use the same backing_dir (e.g. /dev/shm) at once
+        fd, backing = tempfile.mkstemp(prefix="storlab-test-loop-", suffix=".img", dir=backing_dir or str(tmp_path))
+        os.close(fd)
+        backings.append(backing)
         with open(backing, "wb") as f:
             f.truncate(size_bytes)
         out = subprocess.run(["losetup", "-f", "--show", backing], capture_output=True, text=True)
@@ -60,6 +64,9 @@ def loop_device(tmp_path):
     yield make
     for dev in attached:
         subprocess.run(["losetup", "-d", dev], capture_output=True)
+    for backing in backings:     # those outside tmp_path (e.g. in /dev/shm) are not removed for us
+        if os.path.exists(backing):
+            os.unlink(backing)
 
 
 @pytest.fixture
