@@ -1,11 +1,13 @@
 //! From a validated spec to an immutable plan: targets opened (files created, preallocated or laid
 //! out with data when a read needs it), sizes resolved, O_DIRECT alignment checked, and the work of
 //! every worker fixed (its target, block range and byte budget). All system access happens here,
-//! before the timed part of the run.
+//! before the timed part of the run. Every descriptor opened on a target is compared with what the
+//! write-safety gate checked (`IdentityGate`), so what is checked is what is opened.
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -13,7 +15,7 @@ use serde::Serialize;
 use crate::buffer::AlignedBuf;
 use crate::error::{Error, Result};
 use crate::rbw::{Channel, Role};
-use crate::spec::{FileLayout, GroupSpec, PhaseSpec, RbwMode, ThreadLayout};
+use crate::spec::{CheckedPath, GroupSpec, Identity, PhaseSpec, RbwMode, ThreadLayout};
 use crate::verify::{self, Expect, VerifyKind};
 use crate::workload::{AccessMap, Rng};
 
@@ -92,6 +94,64 @@ fn file_direct_align(path: &str) -> u64 {
     512
 }
 
+/// The identities the write-safety gate checked, by path. Each descriptor the plan opens is
+/// fstat'ed and compared: a symlink re-pointed, or a device node replaced, between the check and
+/// the open is refused before anything is written. A path checked as absent may become a regular
+/// file the plan creates; that file's identity is then pinned for the later opens.
+struct IdentityGate {
+    expected: Option<HashMap<String, Identity>>,
+}
+
+fn identity_of(m: &std::fs::Metadata) -> Option<Identity> {
+    let t = m.file_type();
+    if t.is_block_device() {
+        Some(Identity::Block { rdev: m.rdev() })
+    } else if t.is_file() {
+        Some(Identity::File { dev: m.dev(), ino: m.ino() })
+    } else {
+        None
+    }
+}
+
+fn describe_identity(id: Option<Identity>) -> String {
+    match id {
+        Some(Identity::Block { rdev }) => {
+            format!("block device {}:{}", libc::major(rdev as libc::dev_t), libc::minor(rdev as libc::dev_t))
+        }
+        Some(Identity::File { dev, ino }) => format!("regular file (device {dev}, inode {ino})"),
+        Some(Identity::Absent) => "nothing (a file to create)".into(),
+        None => "neither a regular file nor a block device".into(),
+    }
+}
+
+impl IdentityGate {
+    fn new(checked: &Option<Vec<CheckedPath>>) -> IdentityGate {
+        IdentityGate {
+            expected: checked.as_ref().map(|list| list.iter().map(|c| (c.path.clone(), c.identity)).collect()),
+        }
+    }
+
+    /// Confirm that `f`, just opened on `path`, is the object the gate checked.
+    fn confirm(&mut self, path: &str, f: &File) -> Result<()> {
+        let Some(expected) = self.expected.as_mut() else { return Ok(()) };
+        let Some(&want) = expected.get(path) else {
+            return Err(Error::target(path, "was not checked by the write-safety gate; refusing to open it"));
+        };
+        let got = f.metadata().map(|m| identity_of(&m)).map_err(|e| Error::target(path, format!("cannot fstat: {e}")))?;
+        match (want, got) {
+            (Identity::Absent, Some(file @ Identity::File { .. })) => {
+                expected.insert(path.to_string(), file);
+                Ok(())
+            }
+            (w, Some(g)) if w == g => Ok(()),
+            _ => Err(Error::target(path, format!(
+                "refusing to use it: the safety check saw {} but the open found {}; it changed between the check and the open",
+                describe_identity(Some(want)), describe_identity(got)
+            ))),
+        }
+    }
+}
+
 struct OpenTarget {
     info: TargetInfo,
     writes: bool,
@@ -100,25 +160,28 @@ struct OpenTarget {
     range_len: u64,
 }
 
-fn open_file(path: &str, writes: bool, direct: bool, create: bool) -> Result<File> {
+fn open_file(path: &str, writes: bool, direct: bool, create: bool, gate: &mut IdentityGate) -> Result<File> {
     let mut o = OpenOptions::new();
     o.read(true).write(writes).create(create && writes);
     if direct {
         o.custom_flags(libc::O_DIRECT);
     }
-    o.open(path).map_err(|e| {
+    let f = o.open(path).map_err(|e| {
         if direct && e.raw_os_error() == Some(libc::EINVAL) {
             Error::target(path, "cannot open with O_DIRECT: the file system does not support it (use --buffered)")
         } else {
             Error::target(path, format!("cannot open: {e}"))
         }
-    })
+    })?;
+    gate.confirm(path, &f)?;
+    Ok(f)
 }
 
 /// Write data over [from, to) so reads hit allocated blocks (not holes), then flush it. With
 /// verification on, every block of bs from `from` is stamped as a verified write would be.
-fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec) -> Result<()> {
+fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec, gate: &mut IdentityGate) -> Result<()> {
     let f = OpenOptions::new().write(true).open(path).map_err(|e| Error::target(path, format!("cannot open to lay out: {e}")))?;
+    gate.confirm(path, &f)?;
     let chunk = if g.verify == VerifyKind::Off { 1 << 20 } else { (((1 << 20) / g.bs).max(1) * g.bs) as usize };
     let mut buf = AlignedBuf::new(chunk, 4096);
     buf.fill_random(Rng::derive(g.seed, 0xFEED));
@@ -154,7 +217,7 @@ fn preallocate(f: &File, path: &str, len: u64) -> Result<()> {
     Err(Error::target(path, format!("cannot preallocate {len} bytes: {}", std::io::Error::from_raw_os_error(rc))))
 }
 
-fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>) -> Result<OpenTarget> {
+fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, gate: &mut IdentityGate) -> Result<OpenTarget> {
     let read_pct = g.rw.read_percent(g.rwmix_read);
     let (reads, writes) = (read_pct > 0, read_pct < 100);
     let meta = std::fs::metadata(path);
@@ -162,6 +225,7 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>) -> Result<OpenTa
     let (kind, existing_size, align) = match &meta {
         Ok(m) if m.file_type().is_block_device() => {
             let f = File::open(path).map_err(|e| Error::target(path, format!("cannot open: {e}")))?;
+            gate.confirm(path, &f)?;
             let size = block_device_size(&f).map_err(|e| Error::target(path, format!("cannot read the device size: {e}")))?;
             ("block", size, block_logical_sector(&f))
         }
@@ -191,12 +255,12 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>) -> Result<OpenTa
     }
     if kind == "file" && (created || end > existing_size) {
         // Create and size the file; a read needs real data, not holes.
-        let f = open_file(path, true, false, true)?;
+        let f = open_file(path, true, false, true, gate)?;
         if reads {
             drop(f);
             // Verified reads need every block of the range stamped, so lay out all of it.
             let from = if g.verify == VerifyKind::Off { existing_size.min(end) } else { g.offset };
-            lay_out(path, from, end, g)?;
+            lay_out(path, from, end, g, gate)?;
         } else {
             preallocate(&f, path, end)?;
         }
@@ -310,14 +374,18 @@ impl Plan {
         let mut workers: Vec<WorkerPlan> = Vec::new();
         let mut buffer_align = 4096usize;
         let mut rbw_channels = Vec::new();
+        let mut gate = IdentityGate::new(&spec.checked);
         for (gi, g) in spec.groups.iter().enumerate() {
             let group_workers = g.target.len() as u64 * g.threads as u64;
             let participants = g.participant_count();
             let size = wanted_size(g);
             for (target_no, path) in g.target.iter().enumerate() {
                 // One file per thread (PATH.N, N the participant index) or all threads on PATH.
-                let per_thread = g.files == FileLayout::PerThread;
-                let shared = if per_thread { None } else { Some(resolve_target(path, g, size)?) };
+                let names = g.file_names(path);
+                let shared = match names.as_slice() {
+                    [one] if one == path => Some(resolve_target(path, g, size, &mut gate)?),
+                    _ => None,
+                };
                 if let Some(t) = &shared {
                     check_direct(g, t, &mut buffer_align)?;
                 }
@@ -331,7 +399,7 @@ impl Plan {
                     let (t, ti, map) = match &shared {
                         Some(t) => (t, shared_index, access_map(g, t, p, participants)?),
                         None => {
-                            own = resolve_target(&format!("{path}.{p}"), g, size)?;
+                            own = resolve_target(&names[th as usize], g, size, &mut gate)?;
                             check_direct(g, &own, &mut buffer_align)?;
                             targets.push(own.info.clone());
                             let map = access_map(g, &own, 0, 1)?;
@@ -345,7 +413,7 @@ impl Plan {
                         (None, None, Some(_)) => u64::MAX,
                         (None, None, None) => transfers * g.bs,
                     };
-                    let file = open_file(&t.info.path, t.writes, g.direct, false)?;
+                    let file = open_file(&t.info.path, t.writes, g.direct, false, &mut gate)?;
                     // Stable across processes: the same participant draws the same offsets.
                     let seed = Rng::derive(g.seed, ((gi as u64) << 48) | ((target_no as u64) << 32) | p);
                     let rbw = (g.rbw != RbwMode::Off).then(|| Arc::new(Channel::default()));
@@ -366,7 +434,7 @@ impl Plan {
                             id: workers.len(),
                             group: gi,
                             target: ti,
-                            file: open_file(&t.info.path, false, g.direct, false)?,
+                            file: open_file(&t.info.path, false, g.direct, false, &mut gate)?,
                             map,
                             participant: p,
                             rbw: Some((Role::Reader, ch.clone())),
