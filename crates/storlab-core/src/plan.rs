@@ -131,12 +131,21 @@ impl IdentityGate {
         }
     }
 
+    /// Refuse, before anything is opened or created, a path the gate did not check.
+    fn require(&self, path: &str) -> Result<()> {
+        match &self.expected {
+            Some(expected) if !expected.contains_key(path) => {
+                Err(Error::target(path, "was not checked by the write-safety gate; refusing to open it"))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Confirm that `f`, just opened on `path`, is the object the gate checked.
     fn confirm(&mut self, path: &str, f: &File) -> Result<()> {
+        self.require(path)?;
         let Some(expected) = self.expected.as_mut() else { return Ok(()) };
-        let Some(&want) = expected.get(path) else {
-            return Err(Error::target(path, "was not checked by the write-safety gate; refusing to open it"));
-        };
+        let want = expected[path];
         let got = f.metadata().map(|m| identity_of(&m)).map_err(|e| Error::target(path, format!("cannot fstat: {e}")))?;
         match (want, got) {
             (Identity::Absent, Some(file @ Identity::File { .. })) => {
@@ -218,6 +227,7 @@ fn preallocate(f: &File, path: &str, len: u64) -> Result<()> {
 }
 
 fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, gate: &mut IdentityGate) -> Result<OpenTarget> {
+    gate.require(path)?;
     let read_pct = g.rw.read_percent(g.rwmix_read);
     let (reads, writes) = (read_pct > 0, read_pct < 100);
     let meta = std::fs::metadata(path);
@@ -451,5 +461,73 @@ impl Plan {
 
     pub fn group(&self, w: &WorkerPlan) -> &GroupSpec {
         &self.spec.groups[w.group]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{FileLayout, Rw};
+
+    fn write_spec(target: &str, checked: Option<Vec<CheckedPath>>) -> PhaseSpec {
+        let g = GroupSpec { target: vec![target.into()], size: Some(1 << 16), rw: Rw::Write, bs: 4096, ..Default::default() };
+        PhaseSpec { name: "gate".into(), groups: vec![g], checked }
+    }
+
+    fn file_identity(path: &std::path::Path) -> Identity {
+        let m = std::fs::metadata(path).unwrap();
+        Identity::File { dev: m.dev(), ino: m.ino() }
+    }
+
+    #[test]
+    fn a_path_swapped_for_another_file_after_the_check_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (checked_file, other) = (dir.path().join("checked"), dir.path().join("other"));
+        std::fs::write(&checked_file, vec![0u8; 1 << 16]).unwrap();
+        std::fs::write(&other, vec![0u8; 1 << 16]).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&other, &link).unwrap();
+        let path = link.to_str().unwrap();
+        let checked = vec![CheckedPath { path: path.into(), identity: file_identity(&checked_file) }];
+        let err = Plan::build(write_spec(path, Some(checked))).err().expect("refused");
+        assert!(err.message.contains("changed between the check and the open"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_path_the_gate_did_not_check_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        let err = Plan::build(write_spec(path.to_str().unwrap(), Some(Vec::new()))).err().expect("refused");
+        assert!(err.message.contains("was not checked by the write-safety gate"), "{}", err.message);
+        assert!(!path.exists(), "nothing may be created for an unchecked path");
+    }
+
+    #[test]
+    fn per_thread_names_are_checked_each_and_a_created_file_is_pinned() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("t").to_str().unwrap().to_string();
+        let mut spec = write_spec(&base, None);
+        spec.groups[0].files = FileLayout::PerThread;
+        spec.groups[0].threads = 2;
+        spec.groups[0].participant_base = 4;
+        spec.groups[0].participants = 6;
+        let names: Vec<String> = spec.opened_paths().into_iter().map(|o| o.path).collect();
+        assert_eq!(names, vec![format!("{base}.4"), format!("{base}.5")]);
+        // Only the first name checked: the second is refused before anything is written to it.
+        spec.checked = Some(vec![CheckedPath { path: names[0].clone(), identity: Identity::Absent }]);
+        let err = Plan::build(spec.clone()).err().expect("refused");
+        assert!(err.message.starts_with(&names[1]) || err.message.contains(&names[1]), "{}", err.message);
+        spec.checked = Some(names.iter().map(|n| CheckedPath { path: n.clone(), identity: Identity::Absent }).collect());
+        let plan = Plan::build(spec).expect("both checked as absent: created, then pinned for the workers' opens");
+        assert_eq!(plan.workers.len(), 2);
+    }
+
+    #[test]
+    fn checked_identities_parse_from_the_json_python_sends() {
+        let text = r#"{"groups": [], "checked": [{"path": "/a", "kind": "block", "rdev": 1793},
+                       {"path": "/b", "kind": "file", "dev": 2049, "ino": 12}, {"path": "/c", "kind": "absent"}]}"#;
+        let spec: PhaseSpec = serde_json::from_str(text).unwrap();
+        assert_eq!(spec.checked.unwrap().iter().map(|c| c.identity).collect::<Vec<_>>(),
+                   vec![Identity::Block { rdev: 1793 }, Identity::File { dev: 2049, ino: 12 }, Identity::Absent]);
     }
 }
