@@ -136,6 +136,8 @@ def make_lvm2(loops):
 def make_md_1_2(loops):
     img = loops.image("md.img", 16 * MiB)
     _write_at(img, 4096, _md_1_2_superblock())
+    if shutil.which("mdadm"):   # mdadm reads it as its own: the crafted bytes are a real superblock
+        assert "Version : 1.2" in run("mdadm", "--examine", img)
     return loops.attach(img)
 
 
@@ -355,3 +357,14 @@ def test_mounted_device_is_not_written_even_when_named_in_allow_destroy(loops, c
     assert f"it is mounted at {mnt} (ext4)" in capsys.readouterr().err
     assert first_mib_sha(dev) == before
 
+
+
+def test_job_file_targets_are_checked_in_every_phase(loops, tmp_path, capsys):
+    dev = make_ext4(loops)
+    before = first_mib_sha(dev)
+    job = tmp_path / "job.toml"
+    job.write_text(f'size = "1m"\n[[phase]]\nname = "r"\nrw = "read"\ntarget = ["{dev}"]\n'
+                   f'[[phase]]\nname = "w"\nrw = "write"\ntarget = ["{dev}"]\n')
+    assert storlab_run(str(job)) == 2
+    assert f"refusing to write to {dev}: ext4 file system" in capsys.readouterr().err
+    assert first_mib_sha(dev) == before
