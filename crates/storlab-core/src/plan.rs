@@ -227,7 +227,6 @@ fn preallocate(f: &File, path: &str, len: u64) -> Result<()> {
 }
 
 fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, gate: &mut IdentityGate) -> Result<OpenTarget> {
-    gate.require(path)?;
     let read_pct = g.rw.read_percent(g.rwmix_read);
     let (reads, writes) = (read_pct > 0, read_pct < 100);
     let meta = std::fs::metadata(path);
@@ -250,6 +249,8 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, gate: &mut Ident
         }
         Err(e) => return Err(Error::target(path, format!("cannot stat: {e}"))),
     };
+    // Before anything is created: a path the gate did not see is never opened for writing.
+    gate.require(path)?;
     let range_len = match size {
         Some(s) => s,
         None => existing_size.checked_sub(g.offset).filter(|&n| n > 0).ok_or_else(|| {
