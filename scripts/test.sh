@@ -13,6 +13,13 @@ command -v sfdisk     >/dev/null || need_pkgs+=(fdisk)
 command -v chromium   >/dev/null || need_pkgs+=(chromium)
 command -v fio        >/dev/null || need_pkgs+=(fio)      # tests/conformance: storlab beside fio
 command -v strace     >/dev/null || need_pkgs+=(strace)   # tests/conformance: offsets of psync runs
+# tests/test_devices_write_safety.py: a loop device carrying each signature blkid reports
+command -v blkid      >/dev/null || need_pkgs+=(util-linux)
+command -v pvcreate   >/dev/null || need_pkgs+=(lvm2)
+command -v cryptsetup >/dev/null || need_pkgs+=(cryptsetup-bin)
+command -v make-bcache >/dev/null || need_pkgs+=(bcache-tools)
+command -v xorriso    >/dev/null || need_pkgs+=(xorriso)
+command -v mdadm      >/dev/null || need_pkgs+=(mdadm)    # md 1.2 itself is crafted: no md in every kernel
 if [ "${#need_pkgs[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "== installing Debian packages: ${need_pkgs[*]}"
     apt-get update -qq

@@ -98,7 +98,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("participant_base", "int", "participant index of this process's first thread; set by "
            "MPI runs to rank x threads", default=0, category="target", minimum=0),
     Option("allow_destroy", "paths", "block device that storlab may write to even though it holds "
-           "a partition table, file system, RAID/LVM/swap signature (repeatable; name the exact device)",
+           "a partition table, file system, RAID/LVM/swap signature (repeatable; name the exact device); "
+           "a mounted, swap, held or loop-backing device is never written",
            default=(), category="safety", core=False, metavar="DEVICE"),
     # --- workload -------------------------------------------------------------------------
     Option("rw", "choice", "access pattern", default="read", choices=RW_CHOICES, short=None, fio_name="readwrite"),

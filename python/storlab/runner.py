@@ -1,7 +1,7 @@
 """Runs a resolved job through the engine and assembles the result document.
 
 Order of work: resolve the default scratch target, refuse unsafe block-device writes, then for
-each phase build the engine plan, run it on a background thread while reporting progress, and
+each phase check again every path it opens (`checked_spec`), build the engine plan, run it on a background thread while reporting progress, and
 collect its result. Ctrl-C stops the current phase cleanly; the partial result is kept with
 `complete: false`. The document layout is docs/result-format.md.
 """
@@ -12,7 +12,6 @@ import datetime as _dt
 import json
 import os
 import shutil
-import stat
 import tempfile
 import time
 import uuid
@@ -72,30 +71,28 @@ class Scratch:
             self.directory = None
 
 
-def _is_block_device(path: str) -> bool:
+def checked_spec(phase, allow_destroy) -> dict[str, Any]:
+    """The engine spec of an I/O phase with `checked`: every path its plan opens (the engine
+    names them, per-thread and per-rank names included) run through the write-safety gate, which
+    refuses what must not be written; the engine compares each descriptor it opens with that."""
+    from . import _core
+    from .devices.safety import check_opened_paths
+
+    spec = core_spec(phase)
     try:
-        return stat.S_ISBLK(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _writes(values: dict[str, Any]) -> bool:
-    rw = values["rw"]
-    return rw in ("write", "randwrite") or (rw in ("rw", "randrw") and values["rwmix_read"] < 100)
+        opened = json.loads(_core.opened_paths(json.dumps(spec)))
+    except _core.CoreError as e:
+        raise from_core(*e.args) from None
+    spec["checked"] = check_opened_paths(opened, allow_destroy)
+    return spec
 
 
 def check_targets_safe(job: Job) -> None:
-    """Refuse to write to a block device holding data, unless the user named it in --allow-destroy."""
-    from .devices.safety import check_write_allowed
-
-    allowed = job.run.get("allow_destroy") or ()
+    """Refuse, before anything runs, a job that would write to a block device holding data (unless
+    named in --allow-destroy) or in use; each phase is checked again when it starts."""
     for phase in job.phases:
-        for g in phase.groups:
-            if not _writes(g.values):
-                continue
-            for path in g.values["target"]:
-                if _is_block_device(path):
-                    check_write_allowed(path, allowed)
+        if phase.kind != "meta":
+            checked_spec(phase, job.run.get("allow_destroy") or ())
 
 
 @dataclass
@@ -282,7 +279,7 @@ class Runner:
     def _run_phase(self, phase) -> dict[str, Any]:
         from . import _core
 
-        spec = json.dumps(core_spec(phase))
+        spec = json.dumps(checked_spec(phase, self.job.run.get("allow_destroy") or ()))
         try:
             run = _core.PhaseRun(spec)
         except _core.CoreError as e:
@@ -335,4 +332,4 @@ def run_job(job: Job, argv: list[str] | None = None, progress: ProgressFn | None
                   checkpoint=checkpoint).run()
 
 
-__all__ = ["Runner", "PhaseHooks", "run_job", "check_targets_safe", "SCHEMA", "StorlabError"]
+__all__ = ["Runner", "PhaseHooks", "run_job", "check_targets_safe", "checked_spec", "SCHEMA", "StorlabError"]

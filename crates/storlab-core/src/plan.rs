@@ -1,11 +1,13 @@
 //! From a validated spec to an immutable plan: targets opened (files created, preallocated or laid
 //! out with data when a read needs it), sizes resolved, O_DIRECT alignment checked, and the work of
 //! every worker fixed (its target, block range and byte budget). All system access happens here,
-//! before the timed part of the run.
+//! before the timed part of the run. Every descriptor opened on a target is compared with what the
+//! write-safety gate checked (`IdentityGate`), so what is checked is what is opened.
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -13,7 +15,7 @@ use serde::Serialize;
 use crate::buffer::AlignedBuf;
 use crate::error::{Error, Result};
 use crate::rbw::{Channel, Role};
-use crate::spec::{FileLayout, GroupSpec, PhaseSpec, RbwMode, ThreadLayout};
+use crate::spec::{CheckedPath, GroupSpec, Identity, PhaseSpec, RbwMode, ThreadLayout};
 use crate::verify::{self, Expect, VerifyKind};
 use crate::workload::{AccessMap, Rng};
 
@@ -92,6 +94,73 @@ fn file_direct_align(path: &str) -> u64 {
     512
 }
 
+/// The identities the write-safety gate checked, by path. Each descriptor the plan opens is
+/// fstat'ed and compared: a symlink re-pointed, or a device node replaced, between the check and
+/// the open is refused before anything is written. A path checked as absent may become a regular
+/// file the plan creates; that file's identity is then pinned for the later opens.
+struct IdentityGate {
+    expected: Option<HashMap<String, Identity>>,
+}
+
+fn identity_of(m: &std::fs::Metadata) -> Option<Identity> {
+    let t = m.file_type();
+    if t.is_block_device() {
+        Some(Identity::Block { rdev: m.rdev() })
+    } else if t.is_file() {
+        Some(Identity::File { dev: m.dev(), ino: m.ino() })
+    } else {
+        None
+    }
+}
+
+fn describe_identity(id: Option<Identity>) -> String {
+    match id {
+        Some(Identity::Block { rdev }) => {
+            format!("block device {}:{}", libc::major(rdev as libc::dev_t), libc::minor(rdev as libc::dev_t))
+        }
+        Some(Identity::File { dev, ino }) => format!("regular file (device {dev}, inode {ino})"),
+        Some(Identity::Absent) => "nothing (a file to create)".into(),
+        None => "neither a regular file nor a block device".into(),
+    }
+}
+
+impl IdentityGate {
+    fn new(checked: &Option<Vec<CheckedPath>>) -> IdentityGate {
+        IdentityGate {
+            expected: checked.as_ref().map(|list| list.iter().map(|c| (c.path.clone(), c.identity)).collect()),
+        }
+    }
+
+    /// Refuse, before anything is opened or created, a path the gate did not check.
+    fn require(&self, path: &str) -> Result<()> {
+        match &self.expected {
+            Some(expected) if !expected.contains_key(path) => {
+                Err(Error::target(path, "was not checked by the write-safety gate; refusing to open it"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Confirm that `f`, just opened on `path`, is the object the gate checked.
+    fn confirm(&mut self, path: &str, f: &File) -> Result<()> {
+        self.require(path)?;
+        let Some(expected) = self.expected.as_mut() else { return Ok(()) };
+        let want = expected[path];
+        let got = f.metadata().map(|m| identity_of(&m)).map_err(|e| Error::target(path, format!("cannot fstat: {e}")))?;
+        match (want, got) {
+            (Identity::Absent, Some(file @ Identity::File { .. })) => {
+                expected.insert(path.to_string(), file);
+                Ok(())
+            }
+            (w, Some(g)) if w == g => Ok(()),
+            _ => Err(Error::target(path, format!(
+                "refusing to use it: the safety check saw {} but the open found {}; it changed between the check and the open",
+                describe_identity(Some(want)), describe_identity(got)
+            ))),
+        }
+    }
+}
+
 struct OpenTarget {
     info: TargetInfo,
     writes: bool,
@@ -100,25 +169,28 @@ struct OpenTarget {
     range_len: u64,
 }
 
-fn open_file(path: &str, writes: bool, direct: bool, create: bool) -> Result<File> {
+fn open_file(path: &str, writes: bool, direct: bool, create: bool, gate: &mut IdentityGate) -> Result<File> {
     let mut o = OpenOptions::new();
     o.read(true).write(writes).create(create && writes);
     if direct {
         o.custom_flags(libc::O_DIRECT);
     }
-    o.open(path).map_err(|e| {
+    let f = o.open(path).map_err(|e| {
         if direct && e.raw_os_error() == Some(libc::EINVAL) {
             Error::target(path, "cannot open with O_DIRECT: the file system does not support it (use --buffered)")
         } else {
             Error::target(path, format!("cannot open: {e}"))
         }
-    })
+    })?;
+    gate.confirm(path, &f)?;
+    Ok(f)
 }
 
 /// Write data over [from, to) so reads hit allocated blocks (not holes), then flush it. With
 /// verification on, every block of bs from `from` is stamped as a verified write would be.
-fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec) -> Result<()> {
+fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec, gate: &mut IdentityGate) -> Result<()> {
     let f = OpenOptions::new().write(true).open(path).map_err(|e| Error::target(path, format!("cannot open to lay out: {e}")))?;
+    gate.confirm(path, &f)?;
     let chunk = if g.verify == VerifyKind::Off { 1 << 20 } else { (((1 << 20) / g.bs).max(1) * g.bs) as usize };
     let mut buf = AlignedBuf::new(chunk, 4096);
     buf.fill_random(Rng::derive(g.seed, 0xFEED));
@@ -154,7 +226,7 @@ fn preallocate(f: &File, path: &str, len: u64) -> Result<()> {
     Err(Error::target(path, format!("cannot preallocate {len} bytes: {}", std::io::Error::from_raw_os_error(rc))))
 }
 
-fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>) -> Result<OpenTarget> {
+fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, gate: &mut IdentityGate) -> Result<OpenTarget> {
     let read_pct = g.rw.read_percent(g.rwmix_read);
     let (reads, writes) = (read_pct > 0, read_pct < 100);
     let meta = std::fs::metadata(path);
@@ -162,6 +234,7 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>) -> Result<OpenTa
     let (kind, existing_size, align) = match &meta {
         Ok(m) if m.file_type().is_block_device() => {
             let f = File::open(path).map_err(|e| Error::target(path, format!("cannot open: {e}")))?;
+            gate.confirm(path, &f)?;
             let size = block_device_size(&f).map_err(|e| Error::target(path, format!("cannot read the device size: {e}")))?;
             ("block", size, block_logical_sector(&f))
         }
@@ -176,6 +249,8 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>) -> Result<OpenTa
         }
         Err(e) => return Err(Error::target(path, format!("cannot stat: {e}"))),
     };
+    // Before anything is created: a path the gate did not see is never opened for writing.
+    gate.require(path)?;
     let range_len = match size {
         Some(s) => s,
         None => existing_size.checked_sub(g.offset).filter(|&n| n > 0).ok_or_else(|| {
@@ -191,12 +266,12 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>) -> Result<OpenTa
     }
     if kind == "file" && (created || end > existing_size) {
         // Create and size the file; a read needs real data, not holes.
-        let f = open_file(path, true, false, true)?;
+        let f = open_file(path, true, false, true, gate)?;
         if reads {
             drop(f);
             // Verified reads need every block of the range stamped, so lay out all of it.
             let from = if g.verify == VerifyKind::Off { existing_size.min(end) } else { g.offset };
-            lay_out(path, from, end, g)?;
+            lay_out(path, from, end, g, gate)?;
         } else {
             preallocate(&f, path, end)?;
         }
@@ -310,14 +385,18 @@ impl Plan {
         let mut workers: Vec<WorkerPlan> = Vec::new();
         let mut buffer_align = 4096usize;
         let mut rbw_channels = Vec::new();
+        let mut gate = IdentityGate::new(&spec.checked);
         for (gi, g) in spec.groups.iter().enumerate() {
             let group_workers = g.target.len() as u64 * g.threads as u64;
             let participants = g.participant_count();
             let size = wanted_size(g);
             for (target_no, path) in g.target.iter().enumerate() {
                 // One file per thread (PATH.N, N the participant index) or all threads on PATH.
-                let per_thread = g.files == FileLayout::PerThread;
-                let shared = if per_thread { None } else { Some(resolve_target(path, g, size)?) };
+                let names = g.file_names(path);
+                let shared = match names.as_slice() {
+                    [one] if one == path => Some(resolve_target(path, g, size, &mut gate)?),
+                    _ => None,
+                };
                 if let Some(t) = &shared {
                     check_direct(g, t, &mut buffer_align)?;
                 }
@@ -331,7 +410,7 @@ impl Plan {
                     let (t, ti, map) = match &shared {
                         Some(t) => (t, shared_index, access_map(g, t, p, participants)?),
                         None => {
-                            own = resolve_target(&format!("{path}.{p}"), g, size)?;
+                            own = resolve_target(&names[th as usize], g, size, &mut gate)?;
                             check_direct(g, &own, &mut buffer_align)?;
                             targets.push(own.info.clone());
                             let map = access_map(g, &own, 0, 1)?;
@@ -345,7 +424,7 @@ impl Plan {
                         (None, None, Some(_)) => u64::MAX,
                         (None, None, None) => transfers * g.bs,
                     };
-                    let file = open_file(&t.info.path, t.writes, g.direct, false)?;
+                    let file = open_file(&t.info.path, t.writes, g.direct, false, &mut gate)?;
                     // Stable across processes: the same participant draws the same offsets.
                     let seed = Rng::derive(g.seed, ((gi as u64) << 48) | ((target_no as u64) << 32) | p);
                     let rbw = (g.rbw != RbwMode::Off).then(|| Arc::new(Channel::default()));
@@ -366,7 +445,7 @@ impl Plan {
                             id: workers.len(),
                             group: gi,
                             target: ti,
-                            file: open_file(&t.info.path, false, g.direct, false)?,
+                            file: open_file(&t.info.path, false, g.direct, false, &mut gate)?,
                             map,
                             participant: p,
                             rbw: Some((Role::Reader, ch.clone())),
@@ -383,5 +462,73 @@ impl Plan {
 
     pub fn group(&self, w: &WorkerPlan) -> &GroupSpec {
         &self.spec.groups[w.group]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{FileLayout, Rw};
+
+    fn write_spec(target: &str, checked: Option<Vec<CheckedPath>>) -> PhaseSpec {
+        let g = GroupSpec { target: vec![target.into()], size: Some(1 << 16), rw: Rw::Write, bs: 4096, ..Default::default() };
+        PhaseSpec { name: "gate".into(), groups: vec![g], checked }
+    }
+
+    fn file_identity(path: &std::path::Path) -> Identity {
+        let m = std::fs::metadata(path).unwrap();
+        Identity::File { dev: m.dev(), ino: m.ino() }
+    }
+
+    #[test]
+    fn a_path_swapped_for_another_file_after_the_check_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (checked_file, other) = (dir.path().join("checked"), dir.path().join("other"));
+        std::fs::write(&checked_file, vec![0u8; 1 << 16]).unwrap();
+        std::fs::write(&other, vec![0u8; 1 << 16]).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&other, &link).unwrap();
+        let path = link.to_str().unwrap();
+        let checked = vec![CheckedPath { path: path.into(), identity: file_identity(&checked_file) }];
+        let err = Plan::build(write_spec(path, Some(checked))).err().expect("refused");
+        assert!(err.message.contains("changed between the check and the open"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_path_the_gate_did_not_check_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        let err = Plan::build(write_spec(path.to_str().unwrap(), Some(Vec::new()))).err().expect("refused");
+        assert!(err.message.contains("was not checked by the write-safety gate"), "{}", err.message);
+        assert!(!path.exists(), "nothing may be created for an unchecked path");
+    }
+
+    #[test]
+    fn per_thread_names_are_checked_each_and_a_created_file_is_pinned() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("t").to_str().unwrap().to_string();
+        let mut spec = write_spec(&base, None);
+        spec.groups[0].files = FileLayout::PerThread;
+        spec.groups[0].threads = 2;
+        spec.groups[0].participant_base = 4;
+        spec.groups[0].participants = 6;
+        let names: Vec<String> = spec.opened_paths().into_iter().map(|o| o.path).collect();
+        assert_eq!(names, vec![format!("{base}.4"), format!("{base}.5")]);
+        // Only the first name checked: the second is refused before anything is written to it.
+        spec.checked = Some(vec![CheckedPath { path: names[0].clone(), identity: Identity::Absent }]);
+        let err = Plan::build(spec.clone()).err().expect("refused");
+        assert!(err.message.starts_with(&names[1]) || err.message.contains(&names[1]), "{}", err.message);
+        spec.checked = Some(names.iter().map(|n| CheckedPath { path: n.clone(), identity: Identity::Absent }).collect());
+        let plan = Plan::build(spec).expect("both checked as absent: created, then pinned for the workers' opens");
+        assert_eq!(plan.workers.len(), 2);
+    }
+
+    #[test]
+    fn checked_identities_parse_from_the_json_python_sends() {
+        let text = r#"{"groups": [], "checked": [{"path": "/a", "kind": "block", "rdev": 1793},
+                       {"path": "/b", "kind": "file", "dev": 2049, "ino": 12}, {"path": "/c", "kind": "absent"}]}"#;
+        let spec: PhaseSpec = serde_json::from_str(text).unwrap();
+        assert_eq!(spec.checked.unwrap().iter().map(|c| c.identity).collect::<Vec<_>>(),
+                   vec![Identity::Block { rdev: 1793 }, Identity::File { dev: 2049, ino: 12 }, Identity::Absent]);
     }
 }

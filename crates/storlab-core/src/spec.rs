@@ -195,6 +195,41 @@ pub struct PhaseSpec {
     #[serde(default)]
     pub name: String,
     pub groups: Vec<GroupSpec>,
+    /// What the write-safety gate checked for every path this phase opens (see `opened_paths`):
+    /// the plan refuses any open whose descriptor is not that very object. None (the engine used
+    /// directly, e.g. by Rust tests) compares nothing.
+    #[serde(default)]
+    pub checked: Option<Vec<CheckedPath>>,
+}
+
+/// The identity of a path as the write-safety gate saw it, compared with fstat of every
+/// descriptor the plan opens on that path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Identity {
+    /// A block device: its device number (st_rdev), so any link to it is the same device.
+    Block { rdev: u64 },
+    /// A regular file: the file system's device number and the inode.
+    File { dev: u64, ino: u64 },
+    /// Nothing there yet: the plan may create a regular file, never open a device.
+    Absent,
+}
+
+/// One entry of `PhaseSpec::checked`: `{"path", "kind", ...}` (flattened, so serde cannot also
+/// deny unknown fields here).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckedPath {
+    pub path: String,
+    #[serde(flatten)]
+    pub identity: Identity,
+}
+
+/// A path the plan of a phase opens, and whether it may write there (a write pattern, or the
+/// creation and layout of a file that a read needs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OpenedPath {
+    pub path: String,
+    pub writes: bool,
 }
 
 impl PhaseSpec {
@@ -223,6 +258,25 @@ impl PhaseSpec {
         Ok(())
     }
 
+    /// Every path the plan opens, in plan order, without duplicates: each target, or with
+    /// `files = per_thread` each thread's PATH.N (N the participant index, so ranks sharing a
+    /// target open distinct names). The write-safety gate checks exactly these.
+    pub fn opened_paths(&self) -> Vec<OpenedPath> {
+        let mut out: Vec<OpenedPath> = Vec::new();
+        for g in &self.groups {
+            let writes = g.rw.read_percent(g.rwmix_read) < 100;
+            for target in &g.target {
+                for path in g.file_names(target) {
+                    match out.iter_mut().find(|o| o.path == path) {
+                        Some(o) => o.writes |= writes,
+                        None => out.push(OpenedPath { path, writes }),
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Names of the spec fields, as the option table must list them.
     pub fn group_field_names() -> Vec<String> {
         match serde_json::to_value(GroupSpec::default()) {
@@ -233,6 +287,17 @@ impl PhaseSpec {
 }
 
 impl GroupSpec {
+    /// The file names the threads of this group open on `target`: the target itself, or with
+    /// `files = per_thread` one PATH.N per thread, N the participant index.
+    pub fn file_names(&self, target: &str) -> Vec<String> {
+        match self.files {
+            FileLayout::Shared => vec![target.to_string()],
+            FileLayout::PerThread => (0..self.threads as u64)
+                .map(|th| format!("{target}.{}", self.participant_base + th))
+                .collect(),
+        }
+    }
+
     /// Participants sharing one target's layout.
     pub fn participant_count(&self) -> u64 {
         if self.participants == 0 { self.threads as u64 } else { self.participants }

@@ -24,7 +24,7 @@ fn run(path: &str, rw: Rw, engine: EngineKind, qd: u32, direct: bool) -> storlab
         direct,
         ..Default::default()
     };
-    let plan = Plan::build(PhaseSpec { name: "x".into(), groups: vec![g] }).expect("plan");
+    let plan = Plan::build(PhaseSpec { name: "x".into(), groups: vec![g], checked: None }).expect("plan");
     let control = Control::for_plan(&plan);
     let r = run_phase(&plan, &control).result;
     assert!(r.complete, "{engine:?} qd{qd} direct={direct}: {:?}", r.error);
@@ -79,7 +79,7 @@ fn lat_is_slat_plus_clat_and_includes_the_submit_call() {
             engine,
             ..Default::default()
         };
-        let plan = Plan::build(PhaseSpec { name: "lat".into(), groups: vec![g] }).expect("plan");
+        let plan = Plan::build(PhaseSpec { name: "lat".into(), groups: vec![g], checked: None }).expect("plan");
         let control = Control::for_plan(&plan);
         run_phase(&plan, &control).result.read.unwrap()
     };

@@ -173,6 +173,14 @@ fn validate_spec(spec_json: &str) -> PyResult<()> {
     PhaseSpec::from_json(spec_json).map(|_| ()).map_err(to_py)
 }
 
+/// Every path a phase's plan opens, as JSON `[{"path", "writes"}]`: the names the write-safety
+/// gate must check (per-thread PATH.N included). The naming rule lives in storlab-core's spec.rs.
+#[pyfunction]
+fn opened_paths(spec_json: &str) -> PyResult<String> {
+    let spec = PhaseSpec::from_json(spec_json).map_err(to_py)?;
+    serde_json::to_string(&spec.opened_paths()).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
 /// The canonical text of a `random_distribution` value; ValueError (one line naming the option and
 /// its forms) when it is not one. The rule lives in storlab-core's distribution.rs.
 #[pyfunction]
@@ -198,6 +206,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PhaseRun>()?;
     m.add_function(wrap_pyfunction!(spec_field_names, m)?)?;
     m.add_function(wrap_pyfunction!(validate_spec, m)?)?;
+    m.add_function(wrap_pyfunction!(opened_paths, m)?)?;
     m.add_function(wrap_pyfunction!(random_distribution, m)?)?;
     m.add_function(wrap_pyfunction!(hist_index, m)?)?;
     m.add_function(wrap_pyfunction!(hist_bounds, m)?)?;

@@ -1,8 +1,16 @@
 """The write-safety gate for benchmark targets, and the target description stored with every result.
 
+`check_opened_paths` is what `storlab run` calls before every phase, on every path the engine's
+plan will open (per-thread and per-rank names included, symlinks followed): it refuses what must
+not be written and returns the identity it checked for each path (device number of a block
+device, device and inode of a file, or "absent"), which the engine compares with fstat of every
+descriptor it opens, so a link re-pointed between the check and the open is refused.
+
 `check_write_allowed` refuses a block device that is in use (mounted, active swap, held by another
-device, or busy for an exclusive open) or that carries any signature from `signatures.py`, unless
-the user named that very device in `--allow-destroy`. Regular files and reads are never refused.
+device, backing a loop device, or busy for an exclusive open), which nothing lifts, or that
+carries any signature libblkid (or storlab's own prober) finds, unless the user named that very
+device in `--allow-destroy`. Regular files outside /dev and reads are never refused; no regular
+file is created or written on /dev's file system (a mistyped device name).
 `describe_path` is the cheap, never-raising summary of a target for a run's `environment`.
 """
 from __future__ import annotations
@@ -12,11 +20,12 @@ import os
 import stat
 from typing import Iterable
 
-from .signatures import probe_signatures
-from .sysfs import (BlockDevice, Mount, device_by_devnum, device_by_path, read_block_device,
-                    read_mountinfo, read_swaps, mounts_of)
+from .signatures import probe_device
+from .sysfs import (BlockDevice, Mount, device_by_devnum, device_by_path, loops_backed_by,
+                    read_block_device, read_mountinfo, read_swaps, mounts_of)
 
-__all__ = ["TargetRefused", "check_write_allowed", "describe_path", "same_block_device"]
+__all__ = ["TargetRefused", "check_write_allowed", "check_opened_paths", "describe_path",
+           "same_block_device"]
 
 
 class TargetRefused(ValueError):
@@ -36,9 +45,10 @@ def same_block_device(a: str, b: str) -> bool:
     return stat.S_ISBLK(sa.st_mode) and stat.S_ISBLK(sb.st_mode) and sa.st_rdev == sb.st_rdev
 
 
-def _in_use_reason(path: str, st: os.stat_result, dev: BlockDevice | None,
-                   sysfs_root: str, proc_root: str) -> str | None:
-    """Why the device is in use right now, or None. These refusals cannot be overridden."""
+def _in_use_reason(fd: int, dev: BlockDevice | None, sysfs_root: str, proc_root: str) -> str | None:
+    """Why the device open on `fd` is in use right now, or None. These refusals cannot be
+    overridden: writing under a live file system, swap area, RAID, mapper or loop device corrupts
+    it and can crash the kernel."""
     mounts = read_mountinfo(proc_root)
     related = [dev] if dev else []
     if dev is not None:
@@ -59,57 +69,128 @@ def _in_use_reason(path: str, st: os.stat_result, dev: BlockDevice | None,
             names = ", ".join(d.holders)
             return (f"{d.dev_path} is held by {names} (sysfs holders); "
                     f"remove or stop {names} first")
+        loops = loops_backed_by(d, sysfs_root)
+        if loops:
+            names = ", ".join(loops)
+            return f"{d.dev_path} backs the loop device {names}; detach it first (losetup -d)"
     # The kernel also refuses an exclusive open of a device that a file system, md, dm or swap
     # has claimed: this catches claims sysfs does not show (e.g. the second device of a btrfs).
+    # Reopening /proc/self/fd/N opens the very device already open on `fd`.
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_EXCL | getattr(os, "O_CLOEXEC", 0))
-        os.close(fd)
+        os.close(os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)))
     except OSError as e:
         if e.errno == errno.EBUSY:
             return "it is busy (exclusive open refused by the kernel: claimed by a file system, RAID or mapper)"
     return None
 
 
-def check_write_allowed(path: str | os.PathLike, allow_destroy: Iterable[str] = (), *,
-                        sysfs_root: str = "/sys", proc_root: str = "/proc") -> None:
-    """Raise TargetRefused when writing to `path` could destroy data; return None when it is safe.
-
-    Refused: a block device that is mounted (or has a mounted partition), is active swap, has
-    holders, is busy for O_EXCL, has partitions, or carries any signature. `allow_destroy` lists
-    devices the user agreed to overwrite; a match (same device number, so links count) lifts every
-    refusal, including in-use ones (the message warns that writing corrupts the live data).
-    Missing paths and non-block paths (regular files, directories) are allowed: the engine creates
-    or rejects them itself.
-    """
-    path = os.fspath(path)
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return
-    except OSError as e:
-        raise TargetRefused(f"refusing to write to {path}: cannot stat it ({e.strerror})") from None
-    if not stat.S_ISBLK(st.st_mode):
-        return
-    dev = device_by_devnum(os.major(st.st_rdev), os.minor(st.st_rdev), sysfs_root)
-
-    # Naming the exact device is the user's informed opt-in, for every refusal below (the spec:
-    # "unless the user opts in for that exact device"); the in-use message says what that costs.
+def _check_block_device(path: str, fd: int, rdev: int, allow_destroy: Iterable[str],
+                        sysfs_root: str, proc_root: str) -> None:
+    """The refusals for the block device open on `fd` (reached through `path`)."""
+    dev = device_by_devnum(os.major(rdev), os.minor(rdev), sysfs_root)
+    in_use = _in_use_reason(fd, dev, sysfs_root, proc_root)
+    if in_use:
+        raise TargetRefused(f"refusing to write to {path}: {in_use}; --allow-destroy does not lift "
+                            f"this refusal")
+    # Naming the exact device is the user's informed opt-in to destroy what is on it.
     if any(same_block_device(path, os.fspath(a)) for a in allow_destroy):
         return
-    in_use = _in_use_reason(path, st, dev, sysfs_root, proc_root)
-    if in_use:
-        raise TargetRefused(f"refusing to write to {path}: {in_use}, or pass --allow-destroy {path} "
-                            f"to write anyway and destroy what is on it")
     try:
-        found = [s.describe() for s in probe_signatures(path)]
+        prober, signatures = probe_device(path, fd)
     except OSError as e:
         raise TargetRefused(f"refusing to write to {path}: cannot read it to check for existing data "
-                            f"({e.strerror}); pass --allow-destroy {path} to overwrite it") from None
+                            f"({e.strerror or e}); pass --allow-destroy {path} to overwrite it") from None
+    found = [f"{'; '.join(s.describe() for s in signatures)}, found by {prober}"] if signatures else []
     if dev is not None and dev.partitions:
         found.append("kernel partitions " + ", ".join(dev.partitions))
     if found:
         raise TargetRefused(f"refusing to write to {path}: {'; '.join(found)}; "
                             f"pass --allow-destroy {path} to overwrite it")
+
+
+def _check_path(path: str, writes: bool, allow_destroy: Iterable[str], sysfs_root: str,
+                proc_root: str) -> dict:
+    """Check `path` once, through one descriptor, and return the identity of what was checked."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        if _on_dev_filesystem(path):
+            raise TargetRefused(_dev_refusal(path, "does not exist")) from None
+        return {"path": path, "kind": "absent"}
+    except OSError as e:
+        if not writes:
+            return {}
+        raise TargetRefused(f"refusing to write to {path}: cannot open it to check it ({e.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISBLK(st.st_mode):
+            if writes:
+                _check_block_device(path, fd, st.st_rdev, allow_destroy, sysfs_root, proc_root)
+            return {"path": path, "kind": "block", "rdev": st.st_rdev}
+        if stat.S_ISREG(st.st_mode):
+            if writes and _on_dev_filesystem(path):
+                raise TargetRefused(_dev_refusal(path, "is a regular file"))
+            return {"path": path, "kind": "file", "dev": st.st_dev, "ino": st.st_ino}
+        return {}  # directories, FIFOs, character devices: the engine rejects them with its own message
+    finally:
+        os.close(fd)
+
+
+def check_write_allowed(path: str | os.PathLike, allow_destroy: Iterable[str] = (), *,
+                        sysfs_root: str = "/sys", proc_root: str = "/proc") -> None:
+    """Raise TargetRefused when writing to `path` could destroy data; return None when it is safe.
+
+    Refused: a block device that is in use (mounted or with a mounted partition, active swap,
+    with holders, backing a loop device, busy for O_EXCL), whatever `allow_destroy` says; a block
+    device with partitions or any signature, unless `allow_destroy` names it (same device
+    number, so links count); a regular file on /dev's file system, or a missing path there
+    (storlab would create it). Other missing paths and regular files are allowed.
+    """
+    _check_path(os.fspath(path), True, tuple(allow_destroy), sysfs_root, proc_root)
+
+
+def check_opened_paths(opened: Iterable[dict], allow_destroy: Iterable[str] = (), *,
+                       sysfs_root: str = "/sys", proc_root: str = "/proc") -> list[dict]:
+    """Check every path a phase opens (`{"path", "writes"}` from the engine's `opened_paths`) and
+    return what was checked, for the spec's `checked` list.
+
+    Each path is opened once (symlinks followed) and everything is checked through that
+    descriptor: its fstat is the identity returned, its device is what blkid probes. Paths that
+    may be written get every refusal of `check_write_allowed`; no path, read or written, may
+    create a file on /dev's file system. The engine compares each descriptor it opens with the
+    identity returned, so a path re-pointed after the check is refused there.
+    """
+    allow_destroy = tuple(allow_destroy)
+    checked = []
+    for entry in opened:
+        identity = _check_path(entry["path"], entry["writes"], allow_destroy, sysfs_root, proc_root)
+        if identity:
+            checked.append(identity)
+    return checked
+
+
+# --- /dev ----------------------------------------------------------------------------------------
+
+def _nearest_existing(path: str) -> str:
+    """The path itself, or its nearest existing parent directory (symlinks resolved)."""
+    real = os.path.realpath(path)
+    while not os.path.exists(real) and real != os.path.dirname(real):
+        real = os.path.dirname(real)
+    return real
+
+
+def _on_dev_filesystem(path: str, dev_root: str = "/dev") -> bool:
+    """True when `path` (or where it would be created) is on the file system mounted at /dev,
+    devtmpfs: device nodes only. /dev/shm and other mounts below /dev are other file systems."""
+    try:
+        return os.stat(_nearest_existing(path)).st_dev == os.stat(dev_root).st_dev
+    except OSError:
+        return False
+
+
+def _dev_refusal(path: str, what: str) -> str:
+    return (f"refusing to write to {path}: it {what} on /dev's file system, which holds device "
+            f"nodes only; storlab creates no regular files there (a mistyped device name?)")
 
 
 # --- description for results ---------------------------------------------------------------------

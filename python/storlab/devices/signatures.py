@@ -2,15 +2,26 @@
 or image file carries, read at the offsets libblkid uses (reference §3.6), including the ones at the
 end of the device (md 0.90/1.0 superblocks, the GPT backup header) that a zero-check of the first
 MiB would miss. Read-only; works on block devices and on plain image files alike.
+
+`probe_device` is what the write-safety gate uses: libblkid's low-level probe through `blkid -p`
+(util-linux), which knows every superblock and partition table the host's tools know (zfs_member,
+bcache, LUKS2 with only its backup header, ...), with storlab's own prober below as the fallback
+where blkid is missing and as a second opinion where blkid finds nothing.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import struct
+import subprocess
 from dataclasses import asdict, dataclass
 
-__all__ = ["Signature", "probe_signatures", "device_size_bytes", "SECTOR_BYTES"]
+__all__ = ["Signature", "probe_signatures", "probe_device", "probe_with_blkid", "device_size_bytes",
+           "SECTOR_BYTES", "BLKID_PROBER", "STORLAB_PROBER"]
+
+BLKID_PROBER = "blkid (libblkid low-level probe)"
+STORLAB_PROBER = "storlab's built-in prober"
 
 SECTOR_BYTES = 512          # the kernel's unit for sysfs sizes and partition starts
 _HEAD_BYTES = 128 * 1024    # covers btrfs (64 KiB + 0x40), iso9660 (32 KiB + 1), swap up to 64 KiB pages
@@ -272,3 +283,78 @@ def probe_fd(fd: int) -> list[Signature]:
     fs_found = any(s.kind == "filesystem" for s in found)
     found += _probe_partition_tables(img, fs_found)
     return sorted(found, key=lambda s: (s.offset_bytes, s.name))
+
+
+# --- libblkid through blkid -p ----------------------------------------------------------------
+
+# blkid(8) exit codes: 0 found, 2 nothing found (or the device could not be opened), 4 usage
+# error, 8 ambivalent result (several signatures, e.g. a file system over an old RAID member).
+_BLKID_FOUND, _BLKID_NOTHING, _BLKID_AMBIVALENT = 0, 2, 8
+_BLKID_KIND_BY_USAGE = {"filesystem": "filesystem", "raid": "raid", "crypto": "crypto", "other": "other"}
+
+
+def _blkid_path() -> str | None:
+    """The blkid executable; /sbin and /usr/sbin are not on every user's PATH."""
+    return shutil.which("blkid") or shutil.which("blkid", path="/usr/sbin:/sbin")
+
+
+def _blkid_signatures(fields: dict[str, str]) -> list[Signature]:
+    found = []
+    if "TYPE" in fields:
+        name, usage = fields["TYPE"], fields.get("USAGE", "")
+        kind = ("lvm" if name == "LVM2_member" else "swap" if name == "swap"
+                else _BLKID_KIND_BY_USAGE.get(usage, usage or "other"))
+        shown = " ".join(f"{k}={fields[k]}" for k in ("TYPE", "USAGE", "VERSION") if k in fields)
+        found.append(Signature(kind, name, int(fields.get("SBMAGIC_OFFSET", 0) or 0), shown))
+    if "PTTYPE" in fields:
+        found.append(Signature("partition-table", fields["PTTYPE"], int(fields.get("PTMAGIC_OFFSET", 0) or 0),
+                               f"PTTYPE={fields['PTTYPE']}"))
+    return found
+
+
+def probe_with_blkid(path: str | os.PathLike, fd: int | None = None) -> list[Signature] | None:
+    """Signatures libblkid finds on `path` (`blkid -p -o export`), or None when blkid is missing.
+
+    With `fd`, blkid probes that open descriptor (as /dev/fd/N), not whatever `path` names by
+    then. Raises OSError when the path cannot be read or blkid fails.
+    """
+    exe = _blkid_path()
+    if exe is None:
+        return None
+    own_fd = fd is None
+    # blkid says nothing and exits 2 both for "no signature" and "cannot open": open it here.
+    if own_fd:
+        fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        proc = subprocess.run([exe, "-p", "-o", "export", f"/dev/fd/{fd}"], capture_output=True,
+                              text=True, timeout=60, check=False, pass_fds=(fd,))
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise OSError(f"blkid -p failed: {e}") from None
+    finally:
+        if own_fd:
+            os.close(fd)
+    if proc.returncode == _BLKID_NOTHING:
+        return []
+    if proc.returncode == _BLKID_AMBIVALENT:
+        return [Signature("multiple", "ambivalent", 0,
+                          "several signatures: an ambivalent result; `wipefs -n` lists them")]
+    if proc.returncode != _BLKID_FOUND:
+        raise OSError(f"blkid -p exited with {proc.returncode}: {proc.stderr.strip() or 'no message'}")
+    fields = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
+    return _blkid_signatures(fields)
+
+
+def probe_device(path: str | os.PathLike, fd: int | None = None) -> tuple[str, list[Signature]]:
+    """The signatures on `path` (or on the open `fd`, when given) and which prober found them
+    (`BLKID_PROBER` or `STORLAB_PROBER`).
+
+    blkid first; where it is missing, or finds nothing, storlab's own prober (which also knows a
+    lone GPT backup header and md superblocks at the end). Raises OSError when `path` cannot be read.
+    """
+    by_blkid = probe_with_blkid(path, fd)
+    if by_blkid:
+        return BLKID_PROBER, by_blkid
+    own = probe_fd(fd) if fd is not None else probe_signatures(path)
+    if by_blkid is None:
+        return f"{STORLAB_PROBER} (blkid not found)", own
+    return (STORLAB_PROBER if own else BLKID_PROBER), own

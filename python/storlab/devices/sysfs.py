@@ -15,6 +15,7 @@ __all__ = [
     "QueueLimits", "LoopInfo", "MdInfo", "DmInfo", "BlockDevice", "Mount",
     "list_block_devices", "read_block_device", "device_by_devnum", "device_by_path",
     "read_mountinfo", "read_swaps", "mounts_of", "whole_disk_name", "stack_below",
+    "loops_backed_by",
 ]
 
 SECTOR_BYTES = 512  # sysfs `size`, `start` and md `component_size` are in 512-byte sectors
@@ -317,6 +318,25 @@ def stack_below(name: str, sysfs_root: str = "/sys") -> list[BlockDevice]:
                 if child is not None:
                     out.append(child)
                     todo.append(b)
+    return out
+
+
+def loops_backed_by(dev: BlockDevice, sysfs_root: str = "/sys") -> list[str]:
+    """Loop devices whose backing file is `dev` (loop/backing_file naming it, by device number or
+    by path). The loop driver does not list itself under its backing device's holders/."""
+    out = []
+    for name in _listdir(os.path.join(sysfs_root, "block")):
+        backing = _read(os.path.join(sysfs_root, "block", name, "loop", "backing_file"))
+        if not backing:
+            continue
+        backing = backing.removesuffix(" (deleted)")
+        try:
+            st = os.stat(backing)
+            same = stat.S_ISBLK(st.st_mode) and st.st_rdev == os.makedev(dev.major, dev.minor)
+        except (OSError, TypeError):
+            same = False
+        if same or backing == dev.dev_path:
+            out.append(name)
     return out
 
 
