@@ -21,21 +21,25 @@ def test_deskew_with_a_worker_started_late(shm_dir):
     p = doc["phases"][0]
     a = p["aggregate"]
     early, late = p["workers"]
-    assert late["start_s"] == pytest.approx(0.4, abs=0.02)
-    # each worker runs 1 s from its own start: the late one finishes 0.4 s after the early one
-    assert a["last_start_s"] == pytest.approx(0.4, abs=0.02)
-    assert a["first_done_s"] == pytest.approx(1.0, abs=0.02)
-    assert a["last_done_s"] == pytest.approx(1.4, abs=0.02)
-    assert a["straggler_s"] == pytest.approx(0.4, abs=0.03)
-    assert a["deskew_window_s"] == pytest.approx([0.4, 1.0], abs=0.02)
-    # a 1 ms null device at QD 1 gives ~1000 IOPS x 4 KiB per worker: both active in the window
-    per_worker = 4096 * 1000
-    assert a["deskew_bw_bytes"] == pytest.approx(2 * per_worker, rel=0.08)
-    # the plain aggregate spreads the same bytes over 1.4 s and so reads lower
-    assert a["bw_bytes"] == pytest.approx(a["bytes"] / 1.4, rel=0.03)
+    # The late worker starts no earlier than its 0.4 s delay (later on a loaded machine); every other
+    # figure is checked against the workers' own measured times, not against the wall clock.
+    assert 0.4 <= late["start_s"] < 0.7
+    for w in (early, late):   # each worker runs 1 s from its own start (its deadline ends it)
+        assert w["end_s"] - w["start_s"] == pytest.approx(1.0, abs=0.02)
+    assert a["last_start_s"] == pytest.approx(late["start_s"])
+    assert a["first_done_s"] == pytest.approx(early["end_s"])
+    assert a["last_done_s"] == pytest.approx(late["end_s"])
+    assert a["straggler_s"] == pytest.approx(a["last_done_s"] - a["first_done_s"])
+    assert a["deskew_window_s"] == pytest.approx([a["last_start_s"], a["first_done_s"]])
+    # both active in the window: the de-skewed rate is the sum of the two workers' own rates
+    own_rate = sum(w["read_bytes"] / (w["end_s"] - w["start_s"]) for w in (early, late))
+    assert a["deskew_bw_bytes"] == pytest.approx(own_rate, rel=0.1)
+    # the plain aggregate spreads the same bytes over the whole span and so reads lower
+    span = a["last_done_s"] - early["start_s"]
+    assert p["seconds"] == pytest.approx(span, abs=0.005)
+    assert a["bw_bytes"] == pytest.approx(a["bytes"] / span, rel=0.01)
     assert a["bw_bytes"] < 0.8 * a["deskew_bw_bytes"]
     assert a["bytes"] == early["read_bytes"] + late["read_bytes"]
-    assert p["seconds"] == pytest.approx(1.4, abs=0.03)
 
 
 def test_no_deskew_window_when_workers_never_overlap(shm_dir):
