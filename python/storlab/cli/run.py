@@ -142,8 +142,6 @@ def _write_json(doc: dict[str, Any], target: str) -> None:
     os.replace(tmp, real)
 
 
-# store failures already reported by a checkpoint, so that each phase does not repeat them
-_CHECKPOINT_STORE_FAILURES: set[str] = set()
 CHECKPOINT_STORE_WAIT_S = 1.0   # a checkpoint waits this long for a locked store; the final save longer
 
 
@@ -151,20 +149,17 @@ def store_result(doc: dict[str, Any], settings: dict[str, Any], command: str = "
                  checkpoint: bool = False) -> bool:
     """Save a result in the store unless --no-store. A store that cannot take it (broken, read-only,
     locked) costs the measurement nothing: one line says so and where the result went instead.
-    Returns False when the result was not stored."""
+    A checkpoint that cannot be stored says nothing: the final save, which always follows (also
+    after Ctrl-C), reports it once. Returns False when the result was not stored."""
     if settings.get("no_store") or importlib.util.find_spec("storlab.store") is None:
         return True
     from .. import store
 
     try:
         store.save(doc, path=settings.get("store"), tags=settings.get("tag") or (), note=settings.get("note"),
-                   wait=CHECKPOINT_STORE_WAIT_S if checkpoint else None)
+                   wait=min(CHECKPOINT_STORE_WAIT_S, store.wait_seconds()) if checkpoint else None)
     except Exception as e:  # the measurement is worth more than the store: report, keep going
-        if checkpoint:
-            if str(e) not in _CHECKPOINT_STORE_FAILURES:
-                _CHECKPOINT_STORE_FAILURES.add(str(e))
-                print(f"storlab {command}: warning: checkpoint not stored: {e}", file=sys.stderr)
-        else:
+        if not checkpoint:
             print(f"storlab {command}: error: result not stored: {e}; {_where_result_goes(settings)}",
                   file=sys.stderr)
         return False
