@@ -201,6 +201,56 @@ def test_read_only_store_lists_shows_and_exports(broken_store, tmp_path, capsys)
     assert sorted(p.name for p in path.parent.iterdir()) == ["results.db"]   # no -wal, -shm
 
 
+@pytest.mark.root
+def test_another_user_s_store_can_be_read_not_written(capsys):
+    # a WAL store in a folder the reader cannot write: SQLite cannot make its shared-memory file
+    # (READONLY_DIRECTORY), which failed every read before
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as another user (seteuid)")
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="storlab-foreign-"))
+    try:
+        folder.chmod(0o755)
+        path = folder / "results.db"
+        _fill(path)
+        path.chmod(0o644)
+        # as root first: every module these commands import is loaded before the interpreter's
+        # own files may be out of the other user's reach
+        assert _storlab(["results", "list", "--json", "--store", str(path)], capsys)[0] == 0
+        assert _storlab(["results", "tag", RUN_A[:8], "--note", "", "--store", str(path)], capsys)[0] == 0
+        os.setegid(65534)
+        os.seteuid(65534)
+        try:
+            listed = _storlab(["results", "list", "--json", "--store", str(path)], capsys)
+            tagged = _storlab(["results", "tag", RUN_A[:8], "x", "--store", str(path)], capsys)
+        finally:
+            os.seteuid(0)
+            os.setegid(0)
+        assert listed[0] == 0, listed[2]
+        assert len(json.loads(listed[1])) == 12
+        assert tagged[0] == 2
+        _one_store_line(tagged[2], path, "read-only")
+    finally:
+        shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("action", READS)
+def test_reads_leave_a_writable_store_byte_for_byte_unchanged(action, tmp_path, capsys):
+    # reads used to open for writing: switch the journal to WAL and take write transactions
+    path = tmp_path / "results.db"
+    _fill(path)
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA journal_mode = DELETE").fetchone()
+    con.close()
+    before = path.read_bytes()
+    code, _, err = _storlab(_argv(action, path, tmp_path), capsys)
+    assert code == 0, err
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.glob("results.db*")) == ["results.db"]
+
+
 def test_read_only_store_that_needs_migrating_says_so(tmp_path, capsys):
     folder = tmp_path / "old"
     folder.mkdir()

@@ -174,6 +174,11 @@ def _is_busy(e: sqlite3.Error) -> bool:
     return _code(e) is None and "locked" in str(e)
 
 
+def _can(path: Path, mode: int) -> bool:
+    """Whether this process may read (write) `path`: by its effective ids, as SQLite's open will."""
+    return os.access(path, mode, effective_ids=os.access in os.supports_effective_ids)
+
+
 def _special_kind(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "FIFO (named pipe)"
@@ -284,9 +289,12 @@ class Store:
             self.db = self._connect("mode=ro")
             found = self._version_checked(self.db)
         except sqlite3.OperationalError as e:
-            # A WAL-mode file on a read-only file system cannot get its shared-memory file: read
-            # it as immutable. Nothing can be writing to it there, so no lock is missed.
-            if _code(e) != sqlite3.SQLITE_CANTOPEN or not os.access(self.path, os.R_OK):
+            # A WAL-mode file in a folder that cannot be written (a read-only file system, or
+            # another user's folder) cannot get its shared-memory file; SQLite says CANTOPEN or
+            # READONLY_DIRECTORY. Read it as immutable: nothing can be writing to it there (a
+            # writer would need that file too), so no lock is missed.
+            if (_code(e) not in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY)
+                    or not _can(self.path, os.R_OK) or _can(self.path.parent, os.W_OK)):
                 raise
             if self.db is not None:
                 self.db.close()
@@ -387,15 +395,15 @@ class Store:
         return self._unusable(str(e))
 
     def _is_read_only(self) -> bool:
-        return self.path.exists() and (not os.access(self.path, os.W_OK)
-                                       or not os.access(self.path.parent, os.W_OK))
+        return self.path.exists() and (not _can(self.path, os.W_OK)
+                                       or not _can(self.path.parent, os.W_OK))
 
     def _cannot_open_reason(self) -> str:
         if not self.path.exists():
-            if not os.access(self.path.parent, os.W_OK):
+            if not _can(self.path.parent, os.W_OK):
                 return f"cannot be created: its folder {self.path.parent} is read-only"
             return "cannot be created"
-        if not os.access(self.path, os.R_OK):
+        if not _can(self.path, os.R_OK):
             return "cannot be read (permission denied)"
         if self._is_read_only():
             return ("read-only (the file or its folder cannot be written); it can be listed, "
