@@ -191,7 +191,7 @@ def test_run_without_json_says_nothing_else_keeps_the_result(broken_store, tmp_p
 
 def test_read_only_store_lists_shows_and_exports(broken_store, tmp_path, capsys):
     path = broken_store("readonly")
-    code, out, err = _storlab(_argv("list", path, tmp_path)[:2] + ["--json", "--store", str(path)], capsys)
+    code, out, err = _storlab(["results", "list", "--json", "--store", str(path)], capsys)
     assert code == 0, err
     assert len(json.loads(out)) == 12
     code, out, err = _storlab(["results", "show", RUN_A[:8], "--json", "--store", str(path)], capsys)
@@ -377,3 +377,14 @@ def test_meta_with_a_broken_store_still_writes_its_json_and_fails(broken_store, 
     assert code == 1
     assert json.loads(out.read_text())["kind"] == "meta"
     assert f"goes to {out}" in _one_store_line(err, path, SAYS["garbage"])
+
+
+def test_store_wait_defaults_to_ten_seconds_and_takes_seconds(monkeypatch):
+    monkeypatch.delenv("STORLAB_STORE_WAIT", raising=False)
+    assert store.wait_seconds() == 10.0
+    monkeypatch.setenv("STORLAB_STORE_WAIT", "2.5")
+    assert store.wait_seconds() == 2.5
+    for bad in ("-1", "inf", "10s", "100000"):
+        monkeypatch.setenv("STORLAB_STORE_WAIT", bad)
+        with pytest.raises(store.StoreError, match="use seconds from 0 to 86400"):
+            store.wait_seconds()

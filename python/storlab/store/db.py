@@ -310,7 +310,8 @@ class Store:
             except StoreReadOnly:
                 raise self._unusable(
                     f"has schema version {found} and needs migrating to {LATEST}, but it is "
-                    f"read-only; make it writable once (any storlab command that writes to it migrates it)",
+                    "read-only; make it writable once (any storlab command that writes to it "
+                    "migrates it)",
                     StoreReadOnly) from None
             self.db = self._connect("mode=ro")
             self._version_checked(self.db)
