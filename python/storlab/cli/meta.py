@@ -72,11 +72,11 @@ def run(args: argparse.Namespace) -> int:
         if line:
             line.finish()
 
-    emit_result(doc, values, "meta")
+    stored = emit_result(doc, values, "meta")
     stopped = stop_exit_code("meta", doc)
     if stopped is not None:
         return stopped
     if (doc.get("cleanup") or {}).get("error"):
         print(f"storlab meta: error: clean-up incomplete: {doc['cleanup']['error']}", file=sys.stderr)
         return ExitCode.FAILURE
-    return ExitCode.OK
+    return ExitCode.OK if stored else ExitCode.FAILURE

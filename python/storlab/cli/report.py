@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"report: needs matplotlib ({e}); install it with: pip install 'storlab[report]'") from None
     docs = load_docs(args.runs, args.store)
     if args.tag:
-        with store.Store(args.store) as s:
+        with store.Store(args.store, write=False) as s:
             seen = {d.get("run_id") for d in docs}
             docs += [s.load(r["run_id"]) for r in s.list_runs(tag=args.tag) if r["run_id"] not in seen]
     if not docs:

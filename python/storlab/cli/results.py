@@ -2,7 +2,9 @@
 
 Machine output (tables asked for, JSON, CSV, Markdown) goes to standard output; confirmations go to
 standard error. Runs are named by run_id or a unique prefix of one; `show`, `compare` and `export`
-also take a path to a JSON result file written with `storlab run --json`.
+also take a path to a JSON result file written with `storlab run --json`. Reading actions open the
+store read-only and never create it; `delete` and `tag` need it to exist. A store that cannot be
+used is one line naming it and what is wrong (store.StoreUnusable), exit code 2.
 """
 from __future__ import annotations
 
@@ -117,7 +119,7 @@ def _select(args: argparse.Namespace) -> list[dict[str, Any]]:
         return load_docs(args.runs, args.store)
     if not any(v is not None for v in filters.values()):
         raise UsageError("name the runs to export, or select them with --tag, --target, --since ...")
-    with store.Store(args.store) as s:
+    with store.Store(args.store, write=False) as s:
         return [s.load(r["run_id"]) for r in s.list_runs(**filters)]
 
 
@@ -239,7 +241,7 @@ def _delete(args: argparse.Namespace) -> int:
 def _tag(args: argparse.Namespace) -> int:
     if not args.tags and args.note is None:
         raise UsageError("give tags to add (or --remove them) or a --note")
-    with store.Store(args.store) as s:
+    with store.Store(args.store, create=False) as s:
         run_id = s.resolve(args.run)
         if args.tags:
             tags = s.remove_tags(run_id, args.tags) if args.remove else s.add_tags(run_id, args.tags)

@@ -89,13 +89,13 @@ def job_from_args(args: argparse.Namespace, main_job: bool = False):
     return resolve_job(cli, jobfile, jobfile_name=args.jobfile or "job file", phases=phases)
 
 
-def emit_result(doc: dict[str, Any], settings: dict[str, Any], command: str) -> None:
+def emit_result(doc: dict[str, Any], settings: dict[str, Any], command: str) -> bool:
     """What every measuring command does with its result: store it, write the JSON (stdout gets
     nothing else), print the table (on stderr when the JSON went to stdout), the MPI summary and
-    the warnings."""
+    the warnings. Returns False when the result could not be stored."""
     from ..export import render_table
 
-    store_result(doc, settings, command)
+    stored = store_result(doc, settings, command)
     json_target = settings.get("json")
     if json_target:
         _write_json(doc, json_target)
@@ -108,6 +108,7 @@ def emit_result(doc: dict[str, Any], settings: dict[str, Any], command: str) -> 
             out.write(render_summary(doc) + "\n")
     for w in doc["warnings"]:
         print(f"warning: {w['message']}", file=sys.stderr)
+    return stored
 
 
 def stop_exit_code(command: str, doc: dict[str, Any], kept: str = "partial results kept") -> int | None:
@@ -141,16 +142,37 @@ def _write_json(doc: dict[str, Any], target: str) -> None:
     os.replace(tmp, real)
 
 
-def store_result(doc: dict[str, Any], settings: dict[str, Any], command: str = "run") -> None:
-    """Save a result in the store unless --no-store; a store failure is a warning, not a failure."""
+CHECKPOINT_STORE_WAIT_S = 1.0   # a checkpoint waits this long for a locked store; the final save longer
+
+
+def store_result(doc: dict[str, Any], settings: dict[str, Any], command: str = "run",
+                 checkpoint: bool = False) -> bool:
+    """Save a result in the store unless --no-store. A store that cannot take it (broken, read-only,
+    locked) costs the measurement nothing: one line says so and where the result went instead.
+    A checkpoint that cannot be stored says nothing: the final save, which always follows (also
+    after Ctrl-C), reports it once. Returns False when the result was not stored."""
     if settings.get("no_store") or importlib.util.find_spec("storlab.store") is None:
-        return
+        return True
     from .. import store
 
     try:
-        store.save(doc, path=settings.get("store"), tags=settings.get("tag") or (), note=settings.get("note"))
-    except Exception as e:  # the measurement is worth more than the store: report, don't fail
-        print(f"storlab {command}: warning: result not stored: {e}", file=sys.stderr)
+        store.save(doc, path=settings.get("store"), tags=settings.get("tag") or (), note=settings.get("note"),
+                   wait=min(CHECKPOINT_STORE_WAIT_S, store.wait_seconds()) if checkpoint else None)
+    except Exception as e:  # the measurement is worth more than the store: report, keep going
+        if not checkpoint:
+            print(f"storlab {command}: error: result not stored: {e}; {_where_result_goes(settings)}",
+                  file=sys.stderr)
+        return False
+    return True
+
+
+def _where_result_goes(settings: dict[str, Any]) -> str:
+    target = settings.get("json")
+    if target == "-":
+        return "the JSON document goes to standard output"
+    if target:
+        return f"the JSON document goes to {target}"
+    return "nothing else keeps the document: give --json FILE (or fix the store) and run again"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -180,12 +202,12 @@ def run(args: argparse.Namespace) -> int:
         if progress:
             progress.finish()
 
-    emit_result(doc, settings, "run")
+    stored = emit_result(doc, settings, "run")
     mismatches = _report_verification(doc)
     stopped = stop_exit_code("run", doc)
     if stopped is not None:
         return stopped
-    if mismatches:
+    if mismatches or not stored:
         return ExitCode.FAILURE
     return ExitCode.OK
 
@@ -193,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
 def _checkpoint(partial: dict[str, Any], settings: dict[str, Any]) -> None:
     """After each phase: store the document so far and rewrite the JSON file (not stdout, which
     gets exactly one document), so a killed run still leaves what it measured."""
-    store_result(partial, settings)
+    store_result(partial, settings, checkpoint=True)
     target = settings.get("json")
     real = os.path.realpath(target) if target and target != "-" else None
     if real and (not os.path.exists(real) or os.path.isfile(real)):  # a device or FIFO gets one document

@@ -120,7 +120,7 @@ def _output(doc: dict[str, Any], settings: dict[str, Any]) -> int:
     from ..mpi.render import render_scale
     from .run import _write_json, store_result
 
-    store_result(doc, settings, "scale")
+    stored = store_result(doc, settings, "scale")
     json_target = settings.get("json")
     if json_target:
         _write_json(doc, json_target)
@@ -132,4 +132,4 @@ def _output(doc: dict[str, Any], settings: dict[str, Any]) -> int:
     if not doc["complete"]:
         print(f"storlab scale: error: {doc['error']}", file=sys.stderr)
         return ExitCode.FAILURE
-    return ExitCode.OK
+    return ExitCode.OK if stored else ExitCode.FAILURE
