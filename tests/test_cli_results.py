@@ -197,3 +197,13 @@ def test_list_names_several_phases_instead_of_blending_them(db, capsys):
     assert "2 phases" in row
     (s,) = json.loads(cli(capsys, "results", "list", "--json")[1])
     assert s["write_phases"] == 2 and s["write_bw_bytes_pass_mean"] is None and s["read_phases"] == 0
+
+
+def test_listing_before_the_first_run_is_not_an_error(tmp_path, monkeypatch, capsys):
+    # the default store (no --store, no $STORLAB_STORE) appears with the first stored run
+    monkeypatch.delenv("STORLAB_STORE", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    code, out, err = cli(capsys, "results", "list")
+    assert code == 0 and "no stored runs yet" in err and not (tmp_path / "xdg").exists()
+    code, out, _ = cli(capsys, "results", "list", "--json")
+    assert (code, json.loads(out)) == (0, [])

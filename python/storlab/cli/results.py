@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,15 @@ def _mib_s(v: float | None) -> str:
 def _list(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise UsageError(f"--limit: must be at least 1, got {args.limit}")
+    if args.store is None and not os.environ.get("STORLAB_STORE") and not store.default_path().exists():
+        # A new user's first look: the default store appears with the first stored run. A store
+        # named with --store or $STORLAB_STORE that does not exist is an error (a typo, likely).
+        if args.json:
+            print("[]")
+        else:
+            print(f"no stored runs yet (the default store {store.default_path()} is created by the "
+                  "first run)", file=sys.stderr)
+        return 0
     runs = store.list_runs(args.store, tag=args.tag, target=args.target, since=args.since,
                            until=args.until, kind=args.kind, host=args.host, limit=args.limit)
     if args.json:
