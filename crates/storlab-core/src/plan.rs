@@ -2,10 +2,15 @@
 //! out with data when a read needs it), sizes resolved, O_DIRECT alignment checked, and the work of
 //! every worker fixed (its target, block range and byte budget). All system access happens here,
 //! before the timed part of the run.
+//!
+//! Laying out can take minutes on a large file, so it checks the free space first (refusing with
+//! the size needed instead of filling the file system), works in chunks that a cancel flag can
+//! stop between, and removes every file it created when the build fails or is cancelled.
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -117,7 +122,7 @@ fn open_file(path: &str, writes: bool, direct: bool, create: bool) -> Result<Fil
 
 /// Write data over [from, to) so reads hit allocated blocks (not holes), then flush it. With
 /// verification on, every block of bs from `from` is stamped as a verified write would be.
-fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec) -> Result<()> {
+fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec, cancel: &AtomicBool) -> Result<()> {
     let f = OpenOptions::new().write(true).open(path).map_err(|e| Error::target(path, format!("cannot open to lay out: {e}")))?;
     let chunk = if g.verify == VerifyKind::Off { 1 << 20 } else { (((1 << 20) / g.bs).max(1) * g.bs) as usize };
     let mut buf = AlignedBuf::new(chunk, 4096);
@@ -125,6 +130,7 @@ fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec) -> Result<()> {
     let pattern = (g.verify != VerifyKind::Off).then(|| verify::Pattern::new(g.seed, g.bs as usize));
     let mut off = from;
     while off < to {
+        check_cancel(path, cancel)?;
         let n = ((to - off) as usize).min(chunk);
         if let Some(pattern) = &pattern {
             for (i, block) in buf.as_mut_slice()[..n].chunks_exact_mut(g.bs as usize).enumerate() {
@@ -134,6 +140,9 @@ fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec) -> Result<()> {
         }
         // SAFETY: buf holds at least n bytes.
         let w = unsafe { libc::pwrite(f.as_raw_fd(), buf.as_mut_ptr() as *const libc::c_void, n, off as libc::off_t) };
+        if w < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue; // a signal landed on this thread; the cancel flag says whether to stop
+        }
         if w <= 0 {
             return Err(Error::target(path, format!("laying out data at offset {off} failed: {}", std::io::Error::last_os_error())));
         }
@@ -142,19 +151,74 @@ fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec) -> Result<()> {
     f.sync_all().map_err(|e| Error::target(path, format!("flushing laid-out data failed: {e}")))
 }
 
-fn preallocate(f: &File, path: &str, len: u64) -> Result<()> {
-    // SAFETY: plain syscall on an open descriptor.
-    let rc = unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, len as libc::off_t) };
-    if rc == 0 {
-        return Ok(());
+/// Preallocation goes this many bytes at a time, so a cancel is seen within one chunk.
+const PREALLOCATE_CHUNK: u64 = 256 << 20;
+
+fn check_cancel(path: &str, cancel: &AtomicBool) -> Result<()> {
+    if cancel.load(Ordering::Relaxed) {
+        return Err(Error::interrupted(format!("{path}: laying out stopped by a signal")));
     }
-    if rc == libc::EOPNOTSUPP || rc == libc::EINVAL {
-        return f.set_len(len).map_err(|e| Error::target(path, format!("cannot size to {len} bytes: {e}")));
-    }
-    Err(Error::target(path, format!("cannot preallocate {len} bytes: {}", std::io::Error::from_raw_os_error(rc))))
+    Ok(())
 }
 
-fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>) -> Result<OpenTarget> {
+/// Allocate [0, len) of the file in chunks (a file system without fallocate gets a plain size).
+fn preallocate(f: &File, path: &str, len: u64, cancel: &AtomicBool) -> Result<()> {
+    let mut off = 0u64;
+    while off < len {
+        check_cancel(path, cancel)?;
+        let n = (len - off).min(PREALLOCATE_CHUNK);
+        // SAFETY: plain syscall on an open descriptor.
+        let rc = unsafe { libc::posix_fallocate(f.as_raw_fd(), off as libc::off_t, n as libc::off_t) };
+        match rc {
+            0 => off += n,
+            libc::EINTR => continue, // a signal landed on this thread; the cancel flag decides
+            libc::EOPNOTSUPP | libc::EINVAL => {
+                return f.set_len(len).map_err(|e| Error::target(path, format!("cannot size to {len} bytes: {e}")));
+            }
+            _ => {
+                return Err(Error::target(path, format!(
+                    "cannot preallocate {len} bytes: {}", std::io::Error::from_raw_os_error(rc)
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Bytes the file system holding `path` (or its folder, for a file not made yet) has free for an
+/// unprivileged user; None when it does not say (some pseudo and network file systems).
+fn free_bytes(path: &str) -> Option<u64> {
+    let p = std::path::Path::new(path);
+    let probe = if p.exists() { p.to_path_buf() } else { p.parent().filter(|d| !d.as_os_str().is_empty())?.to_path_buf() };
+    let cpath = std::ffi::CString::new(probe.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: statvfs fills the zeroed struct; read only on success.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(cpath.as_ptr(), &mut st) } != 0 || st.f_blocks == 0 {
+        return None;
+    }
+    Some(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// Refuse up front, naming the size needed, when laying out `need` more bytes cannot fit.
+fn check_free_space(path: &str, need: u64) -> Result<()> {
+    match free_bytes(path) {
+        Some(free) if need > free => Err(Error::target(path, format!(
+            "needs {need} bytes ({:.1} GiB) more to lay out, but its file system has {free} bytes ({:.1} GiB) free; \
+             use a smaller size or a target with more room",
+            need as f64 / (1u64 << 30) as f64, free as f64 / (1u64 << 30) as f64
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// What one plan build carries along: the cancel flag and the files it created (removed again if
+/// the build fails or is cancelled, so nothing half-laid-out is left behind).
+struct Build<'a> {
+    cancel: &'a AtomicBool,
+    created: Vec<String>,
+}
+
+fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, build: &mut Build) -> Result<OpenTarget> {
     let read_pct = g.rw.read_percent(g.rwmix_read);
     let (reads, writes) = (read_pct > 0, read_pct < 100);
     let meta = std::fs::metadata(path);
@@ -190,15 +254,20 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>) -> Result<OpenTa
         )));
     }
     if kind == "file" && (created || end > existing_size) {
-        // Create and size the file; a read needs real data, not holes.
+        // Create and size the file; a read needs real data, not holes. First: does it fit?
+        let allocated = meta.as_ref().map(|m| m.blocks() * 512).unwrap_or(0);
+        check_free_space(path, end.saturating_sub(allocated))?;
         let f = open_file(path, true, false, true)?;
+        if created {
+            build.created.push(path.to_string());
+        }
         if reads {
             drop(f);
             // Verified reads need every block of the range stamped, so lay out all of it.
             let from = if g.verify == VerifyKind::Off { existing_size.min(end) } else { g.offset };
-            lay_out(path, from, end, g)?;
+            lay_out(path, from, end, g, build.cancel)?;
         } else {
-            preallocate(&f, path, end)?;
+            preallocate(&f, path, end, build.cancel)?;
         }
     }
     let laid_out_bytes = match (kind == "file" && reads && end > existing_size, g.verify) {
@@ -305,6 +374,23 @@ fn check_direct(g: &GroupSpec, t: &OpenTarget, buffer_align: &mut usize) -> Resu
 impl Plan {
     /// Resolve every target and fix every worker's work. Touches the file system.
     pub fn build(spec: PhaseSpec) -> Result<Plan> {
+        Plan::build_cancellable(spec, &AtomicBool::new(false))
+    }
+
+    /// `build`, stopped between layout chunks once `cancel` is set (an `Interrupted` error). On any
+    /// error the files this build created are removed.
+    pub fn build_cancellable(spec: PhaseSpec, cancel: &AtomicBool) -> Result<Plan> {
+        let mut build = Build { cancel, created: Vec::new() };
+        let plan = Plan::build_in(spec, &mut build);
+        if plan.is_err() {
+            for path in &build.created {
+                let _ = std::fs::remove_file(path); // best effort: it may not have been made at all
+            }
+        }
+        plan
+    }
+
+    fn build_in(spec: PhaseSpec, build: &mut Build) -> Result<Plan> {
         spec.validate()?;
         let mut targets: Vec<TargetInfo> = Vec::new();
         let mut workers: Vec<WorkerPlan> = Vec::new();
@@ -317,7 +403,7 @@ impl Plan {
             for (target_no, path) in g.target.iter().enumerate() {
                 // One file per thread (PATH.N, N the participant index) or all threads on PATH.
                 let per_thread = g.files == FileLayout::PerThread;
-                let shared = if per_thread { None } else { Some(resolve_target(path, g, size)?) };
+                let shared = if per_thread { None } else { Some(resolve_target(path, g, size, build)?) };
                 if let Some(t) = &shared {
                     check_direct(g, t, &mut buffer_align)?;
                 }
@@ -331,7 +417,7 @@ impl Plan {
                     let (t, ti, map) = match &shared {
                         Some(t) => (t, shared_index, access_map(g, t, p, participants)?),
                         None => {
-                            own = resolve_target(&format!("{path}.{p}"), g, size)?;
+                            own = resolve_target(&format!("{path}.{p}"), g, size, build)?;
                             check_direct(g, &own, &mut buffer_align)?;
                             targets.push(own.info.clone());
                             let map = access_map(g, &own, 0, 1)?;
