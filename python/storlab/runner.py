@@ -281,6 +281,7 @@ class Runner:
             **{f"{d}_ops": sum(w["ops"] for w in ws) for d, ws in by.items()},
             "workers": workers,
         }
+        self._doc["environment"].setdefault("engine", phase.groups[0].values["engine"])
         running = {"name": phase.name, "complete": False, "stop_reason": "running",
                    "seconds": max(elapsed - ramp, 0.0), "ramp_s": ramp,
                    "rw": "+".join(sorted({g.values["rw"] for g in phase.groups})),

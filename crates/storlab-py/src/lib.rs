@@ -54,23 +54,39 @@ pub(crate) enum Joined<T> {
     Done(T),
 }
 
+/// Python runs its signal handlers this often while waiting, so each signal is seen on its own
+/// (two Ctrl-C 0.2 s apart are two signals, not one) and promptly.
+const SIGNAL_CHECK: Duration = Duration::from_millis(50);
+
 /// Wait up to `timeout_s` seconds, with the GIL released, for the thread in `slot` to end; join it
-/// when it has. Python gets control back at the timeout (for progress lines and Ctrl-C).
+/// when it has. Python gets control back at the timeout (for progress lines), and every 50 ms to
+/// run signal handlers: an exception one raises (Ctrl-C) is returned, the thread left running.
 pub(crate) fn join_within<T: Send>(py: Python<'_>, slot: &Mutex<Option<Background<T>>>, timeout_s: f64,
                                    what: &str) -> PyResult<Joined<T>> {
     let mut guard = slot.lock().unwrap();
-    let Some(bg) = guard.take() else {
+    let Some(mut bg) = guard.take() else {
         return Ok(Joined::NotStarted);
     };
-    let timeout = Duration::from_secs_f64(timeout_s.max(0.0));
-    // The receiver is not Sync: move it into the GIL-free section and back out.
-    let (ended, bg) = py.detach(move || {
-        let ended = !matches!(bg.ended.recv_timeout(timeout), Err(RecvTimeoutError::Timeout));
-        (ended, bg)
-    });
-    if !ended {
-        *guard = Some(bg);
-        return Ok(Joined::Running);
+    let deadline = std::time::Instant::now() + Duration::from_secs_f64(timeout_s.max(0.0));
+    loop {
+        let slice = deadline.saturating_duration_since(std::time::Instant::now()).min(SIGNAL_CHECK);
+        // The receiver is not Sync: move it into the GIL-free section and back out.
+        let (ended, back) = py.detach(move || {
+            let ended = !matches!(bg.ended.recv_timeout(slice), Err(RecvTimeoutError::Timeout));
+            (ended, bg)
+        });
+        bg = back;
+        if ended {
+            break;
+        }
+        if let Err(signal) = py.check_signals() {
+            *guard = Some(bg);
+            return Err(signal);
+        }
+        if std::time::Instant::now() >= deadline {
+            *guard = Some(bg);
+            return Ok(Joined::Running);
+        }
     }
     let value = bg.handle.join().map_err(|_| PyRuntimeError::new_err(format!("{what} thread panicked")))?;
     Ok(Joined::Done(value))
@@ -98,15 +114,18 @@ impl PhaseRun {
         let flag = cancel.clone();
         let slot = Mutex::new(Some(spawn_background("storlab-layout", move || Plan::build_cancellable(spec, &flag))?));
         let plan = loop {
-            match join_within(py, &slot, 0.05, "layout")? {
-                Joined::Done(plan) => break plan.map_err(to_py)?,
-                Joined::NotStarted => return Err(PyRuntimeError::new_err("layout thread lost")),
-                Joined::Running => {
-                    if let Err(signal) = py.check_signals() {
-                        cancel.store(true, Ordering::SeqCst);
-                        while let Joined::Running = join_within(py, &slot, 0.5, "layout")? {}
-                        return Err(signal);
+            match join_within(py, &slot, 0.5, "layout") {
+                Ok(Joined::Done(plan)) => break plan.map_err(to_py)?,
+                Ok(Joined::Running) => {}
+                Ok(Joined::NotStarted) => return Err(PyRuntimeError::new_err("layout thread lost")),
+                Err(signal) => {
+                    cancel.store(true, Ordering::SeqCst);
+                    // Further signals are the handler's business now: wait the cancel out.
+                    let running = slot.lock().unwrap().take();
+                    if let Some(bg) = running {
+                        py.detach(move || { let _ = bg.handle.join(); });
                     }
+                    return Err(signal);
                 }
             }
         };

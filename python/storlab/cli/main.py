@@ -57,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     STOP.install()  # SIGINT, SIGTERM and SIGHUP stop a run the same way (storlab/signals.py)
     try:
         code = int(args.func(args))
-        # Interrupted, or a signal came while the result was being saved: 128 + its number.
-        if STOP.exit_code is not None and code in (ExitCode.OK, ExitCode.INTERRUPTED):
+        # Stopped by a signal (or one came while the result was saved): 128 + its number.
+        if STOP.exit_code is not None and code != ExitCode.USAGE:
             return STOP.exit_code
         return code
     except (UsageError, ValueError) as e:
@@ -70,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return ExitCode.FAILURE
     finally:
-        STOP.uninstall()
+        if argv is not None:
+            STOP.uninstall()  # called in-process (tests): give the caller its handlers back
+        else:
+            STOP.saving()     # the process ends now: a late signal must not kill it mid-exit
 
 
 if __name__ == "__main__":
