@@ -471,3 +471,53 @@ impl Plan {
         &self.spec.groups[w.group]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::spec::Rw;
+
+    fn scratch(name: &str) -> String {
+        let dir = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
+        format!("{dir}/storlab-plan-{}-{name}", std::process::id())
+    }
+
+    fn group(path: &str, size: u64, rw: Rw) -> GroupSpec {
+        GroupSpec { target: vec![path.to_string()], size: Some(size), rw, bs: 4096, ..Default::default() }
+    }
+
+    #[test]
+    fn a_cancelled_layout_stops_and_removes_the_file_it_created() {
+        let path = scratch("cancel");
+        let cancel = AtomicBool::new(true);
+        let spec = PhaseSpec { name: "x".into(), groups: vec![group(&path, 64 << 20, Rw::Read)] };
+        let e = Plan::build_cancellable(spec, &cancel).err().expect("cancelled");
+        assert_eq!(e.kind, ErrorKind::Interrupted);
+        assert!(!std::path::Path::new(&path).exists());
+    }
+
+    #[test]
+    fn a_failed_build_removes_the_files_it_created_but_not_existing_ones() {
+        let (made, existing) = (scratch("made"), scratch("existing"));
+        std::fs::write(&existing, vec![0u8; 8192]).unwrap();
+        let mut bad = group(&existing, 8192, Rw::Read);
+        bad.offset = 512; // not a multiple of bs: fails after the first group's file was made
+        let spec = PhaseSpec { name: "x".into(), groups: vec![group(&made, 1 << 20, Rw::Write), bad] };
+        let e = Plan::build(spec).err().expect("alignment error");
+        assert_eq!(e.kind, ErrorKind::Alignment, "{}", e.message);
+        assert!(!std::path::Path::new(&made).exists(), "the file this build made must go");
+        assert!(std::path::Path::new(&existing).exists(), "a file the user had must stay");
+        std::fs::remove_file(&existing).unwrap();
+    }
+
+    #[test]
+    fn a_file_larger_than_the_free_space_is_refused_before_it_is_created() {
+        let path = scratch("huge");
+        let spec = PhaseSpec { name: "x".into(), groups: vec![group(&path, 1 << 60, Rw::Write)] };
+        let e = Plan::build(spec).err().expect("refused");
+        assert_eq!(e.kind, ErrorKind::Target);
+        assert!(e.message.contains(&format!("needs {} bytes", 1u64 << 60)), "{}", e.message);
+        assert!(!std::path::Path::new(&path).exists());
+    }
+}
