@@ -115,7 +115,8 @@ class _Hooks(PhaseHooks):
                 self._exchange(k, phase, run, result)
             except RankFailure as e:
                 self._fail(e)
-        if self.failure is not None and result["stop_reason"] not in ("error", "interrupted"):
+        signalled_here = result["stop_reason"] == "interrupted" and STOP.requested
+        if self.failure is not None and result["stop_reason"] != "error" and not signalled_here:
             result.update(complete=False, stop_reason="error", error=self.failure.args[0])
 
     def _exchange(self, k: int, phase, run, result: dict[str, Any]) -> None:
