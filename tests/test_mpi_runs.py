@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -303,3 +305,46 @@ def test_clock_ping_pong_between_ranks_on_one_host_finds_no_offset():
         # one host, one clock: the estimate is 0 within its own error bound (half the round trip)
         assert 0 < o["rtt_s"] < 0.05
         assert abs(o["offset_s"]) <= o["error_bound_s"] + 1e-6
+
+
+def _rank_pids(marker: str) -> dict[int, int]:
+    """PIDs of the storlab ranks started with STORLAB_TEST_MARK=marker, by rank (PMI_RANK)."""
+    found: dict[int, int] = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            env = dict(e.split("=", 1) for e in Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace").split("\0") if "=" in e)
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if env.get("STORLAB_TEST_MARK") == marker and b"storlab" in cmd and "PMI_RANK" in env:
+            found[int(env["PMI_RANK"])] = int(pid)
+    return found
+
+
+@pytest.mark.parametrize("signo, rank", [(signal.SIGTERM, 1), (signal.SIGINT, 0)])
+def test_ctrl_c_to_one_rank_lets_the_other_ranks_run_to_the_end(shm_dir, tmp_path, signo, rank):
+    out = tmp_path / "m.json"
+    marker = uuid.uuid4().hex
+    cmd = [MPIEXEC, "-n", "2", *STORLAB, "run", "--target", f"{shm_dir}/s.{{rank}}", "--size", "1m",
+           "--engine", "null", "--null-delay", "100us", "--time", "60s", "--json", str(out), "--no-store", "-q"]
+    proc = subprocess.Popen(cmd, env={**os.environ, "STORLAB_TEST_MARK": marker},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    pids: dict[int, int] = {}
+    while len(pids) < 2:
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+        pids = _rank_pids(marker)
+    time.sleep(3.0)            # the phase is running on both ranks
+    t0 = time.monotonic()
+    os.kill(pids[rank], signo)
+    _, err = proc.communicate(timeout=40)
+    assert time.monotonic() - t0 < 10, "every rank must stop at its next tick, not at the end"
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is False and doc["stop_reason"] == "interrupted", err
+    assert doc["signal"] == signal.Signals(signo).name
+    assert f"rank {rank}" in doc["error"]
+    assert sorted(doc["mpi"]["ranks_reporting"]) == [0, 1]
+    phase = doc["phases"][0]
+    assert phase["read"]["ops"] > 100
+    check_schema(doc)

@@ -9,7 +9,8 @@ hooks for an orchestrator, and assembles the result document (`storlab.run/1`, k
 docs/meta.md).
 
 Nothing is left behind unless `keep` is set: after the last phase, after a failure and after
-Ctrl-C the engine removes exactly the files and directories the run made.
+Ctrl-C, SIGTERM or SIGHUP the engine removes exactly the files and directories the run made; a
+signal during the removal is recorded, not raised, so the removal always runs to its end.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from .checks import Finding
 from .environment import host_environment
 from .errors import StorlabError, TargetError, from_core
 from .options import BY_NAME, Option, OptionError, parse_option
+from .signals import STOP
 
 __all__ = [
     "META_OPTIONS", "META_BY_NAME", "FILE_PHASES", "MetaHooks", "parse_meta_value",
@@ -199,6 +201,9 @@ def _wait(run, phase: str, hooks: MetaHooks, progress: ProgressFn | None, interv
         while not run.wait(interval_s):
             report()
             hooks.poll(phase, run)
+            if STOP.requested and not interrupted:  # a signal recorded while held: stop now
+                interrupted = True
+                run.interrupt()
     except KeyboardInterrupt:
         interrupted = True
         run.interrupt()
@@ -231,6 +236,10 @@ def run_meta_phase(values: Mapping[str, Any], workdir: str, *, progress: Progres
     try:
         while run.next_phase is not None:
             phase = run.next_phase
+            if STOP.requested:  # a signal came between phases (while held): no new phase
+                out.update(complete=False, stop_reason="interrupted", error=None)
+                run.stop()
+                break
             hooks.before_start(phase, run)
             run.start()
             interrupted = _wait(run, phase, hooks, progress, progress_interval_s)
@@ -244,8 +253,11 @@ def run_meta_phase(values: Mapping[str, Any], workdir: str, *, progress: Progres
                 out["error"] = result["error"]
                 run.stop()
                 break
+    except KeyboardInterrupt:  # a signal outside a phase's wait (a hook, between phases);
+        out.update(complete=False, stop_reason="interrupted", error=None)  # clean-up stops the run
     finally:
-        out["cleanup"] = _cleanup(run, values, hooks)
+        with STOP.held():
+            out["cleanup"] = _cleanup(run, values, hooks)
     return out
 
 
@@ -362,7 +374,8 @@ def run_in_target(values: Mapping[str, Any], run_id: str, *, progress: ProgressF
         _remove_workdir(workdir, values)
         raise
     if not out["cleanup"]["error"]:
-        _remove_workdir(workdir, values)
+        with STOP.held():
+            _remove_workdir(workdir, values)
     return out, workdir
 
 

@@ -201,6 +201,10 @@ OPTIONS: tuple[Option, ...] = (
            core=False, metavar="TAG"),
     Option("note", "str", "free-text note kept with the stored run", default=None,
            category="output", core=False, metavar="TEXT"),
+    Option("checkpoint_every", "duration", "while a phase runs, store the result so far and rewrite "
+           "the --json file this often (as after every phase), so a killed run leaves what it "
+           "measured; 0: only after each phase", default=10.0, category="output", core=False,
+           unit="s", minimum=0),
     # --- methodology (whole run) ----------------------------------------------------------
     Option("passes", "int", "run the whole job this many times; each pass reported, then mean, "
            "stddev, min/max and 95 % confidence interval", default=1, category="method", core=False,

@@ -1,9 +1,13 @@
 """Runs a resolved job through the engine and assembles the result document.
 
 Order of work: resolve the default scratch target, refuse unsafe block-device writes, then for
-each phase check again every path it opens (`checked_spec`), build the engine plan, run it on a background thread while reporting progress, and
-collect its result. Ctrl-C stops the current phase cleanly; the partial result is kept with
-`complete: false`. The document layout is docs/result-format.md.
+each phase check again every path it opens (`checked_spec`), build the engine plan, run it on a
+background thread while reporting progress, and collect its result. Ctrl-C, SIGTERM and SIGHUP
+(storlab/signals.py) stop the current phase, or the layout of its files, cleanly; the partial
+result is kept with `complete: false` and the signal's name. While a phase runs, a checkpoint of
+the document (with the phase's progress so far) is handed out every `checkpoint_every` seconds,
+and after every phase. When a run fails, the files it created are removed. The document layout is
+docs/result-format.md.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from .environment import describe_target, host_environment
 from .errors import StorlabError, from_core
 from .job import Job, core_spec
 from .prediction import predict_for_run
+from .signals import STOP
 
 SCHEMA = "storlab.run/1"
 SCRATCH_SIZE_BYTES = 256 << 20
@@ -39,7 +44,12 @@ class PhaseHooks:
     the clock starts: the place for a barrier. `poll` runs at every progress tick while the phase
     runs (call `run.interrupt()` to stop it, e.g. when another rank failed). `after_end` gets the
     finished engine object (for `run.bytes_in_window`) and the phase result, which it may extend.
+    `interrupted` runs as soon as a signal stops this process's run (in a phase, in a layout or
+    between phases): the place to tell other ranks.
     """
+
+    def interrupted(self) -> None:
+        pass
 
     def before_start(self, phase, run) -> None:
         pass
@@ -104,53 +114,91 @@ class Runner:
     hooks: PhaseHooks = field(default_factory=PhaseHooks)
     # Live messages while a phase runs (stalled I/O); the CLI prints them on stderr.
     notify: Callable[[str], None] | None = None
-    # Called with the document after every phase (marked running, complete: false), so a run that
-    # is killed still leaves what it measured; the final document replaces it.
+    # Called with the document after every phase and every `checkpoint_every` seconds within one
+    # (marked running, complete: false), so a run that is killed still leaves what it measured;
+    # the final document replaces it.
     checkpoint: Callable[[dict[str, Any]], None] | None = None
+    # Files the run created (regular files a plan made), removed again if the run fails.
+    created: list[str] = field(default_factory=list)
 
     def run(self) -> dict[str, Any]:
         """Run every pass of every phase; returns the result document (complete or partial)."""
         scratch = Scratch()
         doc = self._new_document()
-        settings = self.job.run
+        self._doc, self._targets = doc, {}
         try:
-            if self.job.main_job:
-                doc["main_job"] = mainjob.prepare(self.job, scratch.path())
-            self._use_scratch_where_no_target(scratch)
-            check_targets_safe(self.job)
-            doc["warnings"].extend(cache.apply_sizing(self.job, settings, doc["environment"]["memory_bytes"]))
-            doc["job"] = self._job_record()
-            if settings.get("stack"):
-                doc["model"] = predict_for_run(settings["stack"], doc["job"])
-            targets: dict[str, dict[str, Any]] = {}
-            pass_count = settings.get("passes") or 1
-            written: set[str] = set()   # targets written so far: cache=auto drops before reading them
-            for pass_no in range(1, pass_count + 1):
-                if pass_no > 1 and settings.get("pass_delay"):
-                    time.sleep(settings["pass_delay"])
-                label = pass_no if pass_count > 1 else None
-                for phase in self.job.phases:
-                    if phase.kind == "meta":
-                        self._run_meta(phase, doc, label)
-                    else:
-                        self._run_io(self._for_pass(phase, pass_no, pass_count), doc, label, targets, written)
-                    self._checkpoint(doc, targets)
-                    if not doc["complete"]:
-                        break
-                if not doc["complete"]:
-                    break
-            if pass_count > 1:
-                summaries, spread = passes.summarise(doc["phases"], settings.get("pass_spread", 10.0))
-                doc["passes"] = {"count": pass_count, "delay_s": settings.get("pass_delay") or 0.0,
-                                 "phases": summaries}
-                self._add_warnings(doc, spread)
-            doc["environment"]["targets"] = list(targets.values())
-            if self.job.main_job:
-                mainjob.finish(doc)
+            self._run_passes(doc, scratch)
+        except KeyboardInterrupt:  # a signal outside a phase's wait: between phases, in a layout
+            self._stopped_by_signal(doc)
+        except BaseException:
+            self._remove_created()
+            raise
         finally:
             doc["finished_at"] = _now_iso()
-            scratch.remove()
+            with STOP.held():
+                if doc["stop_reason"] == "error":
+                    self._remove_created()
+                scratch.remove()
         return doc
+
+    def _run_passes(self, doc: dict[str, Any], scratch: Scratch) -> None:
+        """Every pass of every phase, into `doc`."""
+        settings = self.job.run
+        if self.job.main_job:
+            doc["main_job"] = mainjob.prepare(self.job, scratch.path())
+        self._use_scratch_where_no_target(scratch)
+        check_targets_safe(self.job)
+        doc["warnings"].extend(cache.apply_sizing(self.job, settings, doc["environment"]["memory_bytes"]))
+        doc["job"] = self._job_record()
+        if settings.get("stack"):
+            doc["model"] = predict_for_run(settings["stack"], doc["job"])
+        targets = self._targets
+        pass_count = settings.get("passes") or 1
+        written: set[str] = set()   # targets written so far: cache=auto drops before reading them
+        for pass_no in range(1, pass_count + 1):
+            if pass_no > 1 and settings.get("pass_delay"):
+                time.sleep(settings["pass_delay"])
+            label = pass_no if pass_count > 1 else None
+            for phase in self.job.phases:
+                if STOP.requested:  # a signal recorded while held (a checkpoint): no new phase
+                    self._stopped_by_signal(doc)
+                    break
+                if phase.kind == "meta":
+                    self._run_meta(phase, doc, label)
+                else:
+                    self._run_io(self._for_pass(phase, pass_no, pass_count), doc, label, targets, written)
+                self._checkpoint(doc, targets)
+                if not doc["complete"]:
+                    break
+            if not doc["complete"]:
+                break
+        if pass_count > 1:
+            summaries, spread = passes.summarise(doc["phases"], settings.get("pass_spread", 10.0))
+            doc["passes"] = {"count": pass_count, "delay_s": settings.get("pass_delay") or 0.0,
+                             "phases": summaries}
+            self._add_warnings(doc, spread)
+        doc["environment"]["targets"] = list(targets.values())
+        if self.job.main_job:
+            mainjob.finish(doc)
+
+    def _stopped_by_signal(self, doc: dict[str, Any]) -> None:
+        """Mark the document interrupted by the signal received, and tell the hooks (MPI)."""
+        if doc["stop_reason"] not in ("interrupted", "error"):
+            doc.update(complete=False, stop_reason="interrupted", error=None)
+        if STOP.signal_name and doc["stop_reason"] == "interrupted":
+            doc["signal"] = STOP.signal_name
+        doc["environment"]["targets"] = list(self._targets.values())
+        self.hooks.interrupted()
+
+    def _remove_created(self) -> None:
+        """A failed run leaves no file it made (the user named them, but asked for a benchmark,
+        not for a half-written file)."""
+        for path in self.created:
+            try:
+                os.remove(path)
+            except OSError:
+                pass  # already gone, or never finished being made
+        self.created.clear()
 
     def _run_io(self, phase, doc: dict[str, Any], pass_no: int | None, targets: dict[str, dict[str, Any]],
                 written: set[str]) -> None:
@@ -168,6 +216,8 @@ class Runner:
         written |= cache.written_paths(phase)
         self._add_warnings(doc, check_phase(phase, result, doc["environment"], settings))
         for t in result.pop("targets", []):
+            if t.get("created") and t.get("type") == "file" and t["path"] not in self.created:
+                self.created.append(t["path"])
             targets.setdefault(t["path"], describe_target(t))
         engine = result.pop("engine", {})
         doc["environment"].setdefault("engine", engine.get("name"))
@@ -176,6 +226,8 @@ class Runner:
         doc["phases"].append(result)
         if not result["complete"]:
             doc.update(complete=False, stop_reason=result["stop_reason"], error=result.get("error"))
+            if result["stop_reason"] == "interrupted" and STOP.signal_name:
+                doc["signal"] = STOP.signal_name
 
     def _run_meta(self, phase, doc: dict[str, Any], pass_no: int | None) -> None:
         """A metadata phase of a job file: its operations become phases `NAME:create` ..."""
@@ -195,13 +247,44 @@ class Runner:
                                       "message": f"{phase.name}: files were left behind: {out['cleanup']['error']}"}])
         if not out["complete"]:
             doc.update(complete=False, stop_reason=out["stop_reason"], error=out.get("error"))
+            if out["stop_reason"] == "interrupted" and STOP.signal_name:
+                doc["signal"] = STOP.signal_name
 
-    def _checkpoint(self, doc: dict[str, Any], targets: dict[str, dict[str, Any]]) -> None:
+    def _checkpoint(self, doc: dict[str, Any], targets: dict[str, dict[str, Any]],
+                    running: dict[str, Any] | None = None) -> None:
+        """Hand out the document so far (plus the running phase's progress, mid-phase); a signal
+        during the write is recorded and acted on afterwards, never half-way through it."""
         if self.checkpoint is None:
             return
         snapshot = {**doc, "complete": False, "stop_reason": "running", "finished_at": _now_iso(),
+                    "phases": [*doc["phases"], *([running] if running else [])],
                     "environment": {**doc["environment"], "targets": list(targets.values())}}
-        self.checkpoint(snapshot)
+        with STOP.held():
+            self.checkpoint(snapshot)
+
+    def _checkpoint_mid_phase(self, phase, run) -> None:
+        """A checkpoint while `phase` runs: its entry says running and carries the progress
+        counters (bytes and operations so far, ramp included; no latencies until it ends)."""
+        snap = json.loads(run.snapshot_json())
+        elapsed, ramp = snap["elapsed_s"], snap["ramp_s"]
+        workers = snap["workers"]
+        total_bytes = sum(w["bytes"] for w in workers)
+        total_ops = sum(w["ops"] for w in workers)
+        by = {d: [w for w in workers if w["direction"] == d] for d in ("read", "write")}
+        progress = {
+            "elapsed_s": elapsed, "includes_ramp": ramp > 0, "bytes": total_bytes, "ops": total_ops,
+            "bw_bytes": total_bytes / elapsed if elapsed > 0 else 0.0,
+            "iops": total_ops / elapsed if elapsed > 0 else 0.0,
+            **{f"{d}_bytes": sum(w["bytes"] for w in ws) for d, ws in by.items()},
+            **{f"{d}_ops": sum(w["ops"] for w in ws) for d, ws in by.items()},
+            "workers": workers,
+        }
+        self._doc["environment"].setdefault("engine", phase.groups[0].values["engine"])
+        running = {"name": phase.name, "complete": False, "stop_reason": "running",
+                   "seconds": max(elapsed - ramp, 0.0), "ramp_s": ramp,
+                   "rw": "+".join(sorted({g.values["rw"] for g in phase.groups})),
+                   "groups": [g.name for g in phase.groups], "workers": [], "progress": progress}
+        self._checkpoint(self._doc, self._targets, running)
 
     @staticmethod
     def _add_warnings(doc: dict[str, Any], found) -> None:
@@ -290,13 +373,24 @@ class Runner:
         cpu_before = CpuSample.now()
         run.start()
         stalls_seen = 0
+        every = self.job.run.get("checkpoint_every", 10.0) if self.checkpoint else 0
+        next_checkpoint = time.monotonic() + every
+        stopping = False
         try:
             while not run.wait(self.progress_interval_s):
                 self._report(phase.name, run)
                 stalls_seen = self._notify_stalls(phase.name, run, stalls_seen)
                 self.hooks.poll(phase, run)
+                if STOP.requested and not stopping:  # a signal recorded while held
+                    stopping = True
+                    run.interrupt()
+                    self.hooks.interrupted()
+                if every and time.monotonic() >= next_checkpoint and not stopping:
+                    self._checkpoint_mid_phase(phase, run)
+                    next_checkpoint = time.monotonic() + every
         except KeyboardInterrupt:
             run.interrupt()
+            self.hooks.interrupted()  # other ranks stop at their next tick, not at the phase end
             while not run.wait(0.5):
                 pass
         cpu_after = CpuSample.now()

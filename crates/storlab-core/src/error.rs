@@ -15,6 +15,8 @@ pub enum ErrorKind {
     Io,
     /// The engine (e.g. io_uring set-up) is unavailable or failed.
     Engine,
+    /// The front end asked to stop (a signal) while the plan was being built.
+    Interrupted,
 }
 
 #[derive(Debug, Clone)]
@@ -38,6 +40,9 @@ impl Error {
     }
     pub fn engine(message: impl Into<String>) -> Self {
         Error { kind: ErrorKind::Engine, message: message.into() }
+    }
+    pub fn interrupted(message: impl Into<String>) -> Self {
+        Error { kind: ErrorKind::Interrupted, message: message.into() }
     }
 }
 

@@ -3,11 +3,16 @@
 //! every worker fixed (its target, block range and byte budget). All system access happens here,
 //! before the timed part of the run. Every descriptor opened on a target is compared with what the
 //! write-safety gate checked (`IdentityGate`), so what is checked is what is opened.
+//!
+//! Laying out can take minutes on a large file, so it checks the free space first (refusing with
+//! the size needed instead of filling the file system), works in chunks that a cancel flag can
+//! stop between, and removes every file it created when the build fails or is cancelled.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -188,15 +193,16 @@ fn open_file(path: &str, writes: bool, direct: bool, create: bool, gate: &mut Id
 
 /// Write data over [from, to) so reads hit allocated blocks (not holes), then flush it. With
 /// verification on, every block of bs from `from` is stamped as a verified write would be.
-fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec, gate: &mut IdentityGate) -> Result<()> {
+fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec, build: &mut Build) -> Result<()> {
     let f = OpenOptions::new().write(true).open(path).map_err(|e| Error::target(path, format!("cannot open to lay out: {e}")))?;
-    gate.confirm(path, &f)?;
+    build.gate.confirm(path, &f)?;
     let chunk = if g.verify == VerifyKind::Off { 1 << 20 } else { (((1 << 20) / g.bs).max(1) * g.bs) as usize };
     let mut buf = AlignedBuf::new(chunk, 4096);
     buf.fill_random(Rng::derive(g.seed, 0xFEED));
     let pattern = (g.verify != VerifyKind::Off).then(|| verify::Pattern::new(g.seed, g.bs as usize));
     let mut off = from;
     while off < to {
+        check_cancel(path, build.cancel)?;
         let n = ((to - off) as usize).min(chunk);
         if let Some(pattern) = &pattern {
             for (i, block) in buf.as_mut_slice()[..n].chunks_exact_mut(g.bs as usize).enumerate() {
@@ -206,6 +212,9 @@ fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec, gate: &mut IdentityGat
         }
         // SAFETY: buf holds at least n bytes.
         let w = unsafe { libc::pwrite(f.as_raw_fd(), buf.as_mut_ptr() as *const libc::c_void, n, off as libc::off_t) };
+        if w < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue; // a signal landed on this thread; the cancel flag says whether to stop
+        }
         if w <= 0 {
             return Err(Error::target(path, format!("laying out data at offset {off} failed: {}", std::io::Error::last_os_error())));
         }
@@ -214,19 +223,75 @@ fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec, gate: &mut IdentityGat
     f.sync_all().map_err(|e| Error::target(path, format!("flushing laid-out data failed: {e}")))
 }
 
-fn preallocate(f: &File, path: &str, len: u64) -> Result<()> {
-    // SAFETY: plain syscall on an open descriptor.
-    let rc = unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, len as libc::off_t) };
-    if rc == 0 {
-        return Ok(());
+/// Preallocation goes this many bytes at a time, so a cancel is seen within one chunk.
+const PREALLOCATE_CHUNK: u64 = 256 << 20;
+
+fn check_cancel(path: &str, cancel: &AtomicBool) -> Result<()> {
+    if cancel.load(Ordering::Relaxed) {
+        return Err(Error::interrupted(format!("{path}: laying out stopped by a signal")));
     }
-    if rc == libc::EOPNOTSUPP || rc == libc::EINVAL {
-        return f.set_len(len).map_err(|e| Error::target(path, format!("cannot size to {len} bytes: {e}")));
-    }
-    Err(Error::target(path, format!("cannot preallocate {len} bytes: {}", std::io::Error::from_raw_os_error(rc))))
+    Ok(())
 }
 
-fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, gate: &mut IdentityGate) -> Result<OpenTarget> {
+/// Allocate [0, len) of the file in chunks (a file system without fallocate gets a plain size).
+fn preallocate(f: &File, path: &str, len: u64, cancel: &AtomicBool) -> Result<()> {
+    let mut off = 0u64;
+    while off < len {
+        check_cancel(path, cancel)?;
+        let n = (len - off).min(PREALLOCATE_CHUNK);
+        // SAFETY: plain syscall on an open descriptor.
+        let rc = unsafe { libc::posix_fallocate(f.as_raw_fd(), off as libc::off_t, n as libc::off_t) };
+        match rc {
+            0 => off += n,
+            libc::EINTR => continue, // a signal landed on this thread; the cancel flag decides
+            libc::EOPNOTSUPP | libc::EINVAL => {
+                return f.set_len(len).map_err(|e| Error::target(path, format!("cannot size to {len} bytes: {e}")));
+            }
+            _ => {
+                return Err(Error::target(path, format!(
+                    "cannot preallocate {len} bytes: {}", std::io::Error::from_raw_os_error(rc)
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Bytes the file system holding `path` (or its folder, for a file not made yet) has free for an
+/// unprivileged user; None when it does not say (some pseudo and network file systems).
+fn free_bytes(path: &str) -> Option<u64> {
+    let p = std::path::Path::new(path);
+    let probe = if p.exists() { p.to_path_buf() } else { p.parent().filter(|d| !d.as_os_str().is_empty())?.to_path_buf() };
+    let cpath = std::ffi::CString::new(probe.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: statvfs fills the zeroed struct; read only on success.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(cpath.as_ptr(), &mut st) } != 0 || st.f_blocks == 0 {
+        return None;
+    }
+    Some(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// Refuse up front, naming the size needed, when laying out `need` more bytes cannot fit.
+fn check_free_space(path: &str, need: u64) -> Result<()> {
+    match free_bytes(path) {
+        Some(free) if need > free => Err(Error::target(path, format!(
+            "needs {need} bytes ({:.1} GiB) more to lay out, but its file system has {free} bytes ({:.1} GiB) free; \
+             use a smaller size or a target with more room",
+            need as f64 / (1u64 << 30) as f64, free as f64 / (1u64 << 30) as f64
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// What one plan build carries along: the cancel flag, the write-safety gate and the files it created (removed again if
+/// the build fails or is cancelled, so nothing half-laid-out is left behind).
+struct Build<'a> {
+    cancel: &'a AtomicBool,
+    created: Vec<String>,
+    gate: IdentityGate,
+}
+
+fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, build: &mut Build) -> Result<OpenTarget> {
     let read_pct = g.rw.read_percent(g.rwmix_read);
     let (reads, writes) = (read_pct > 0, read_pct < 100);
     let meta = std::fs::metadata(path);
@@ -234,7 +299,7 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, gate: &mut Ident
     let (kind, existing_size, align) = match &meta {
         Ok(m) if m.file_type().is_block_device() => {
             let f = File::open(path).map_err(|e| Error::target(path, format!("cannot open: {e}")))?;
-            gate.confirm(path, &f)?;
+            build.gate.confirm(path, &f)?;
             let size = block_device_size(&f).map_err(|e| Error::target(path, format!("cannot read the device size: {e}")))?;
             ("block", size, block_logical_sector(&f))
         }
@@ -250,7 +315,7 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, gate: &mut Ident
         Err(e) => return Err(Error::target(path, format!("cannot stat: {e}"))),
     };
     // Before anything is created: a path the gate did not see is never opened for writing.
-    gate.require(path)?;
+    build.gate.require(path)?;
     let range_len = match size {
         Some(s) => s,
         None => existing_size.checked_sub(g.offset).filter(|&n| n > 0).ok_or_else(|| {
@@ -265,15 +330,20 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, gate: &mut Ident
         )));
     }
     if kind == "file" && (created || end > existing_size) {
-        // Create and size the file; a read needs real data, not holes.
-        let f = open_file(path, true, false, true, gate)?;
+        // Create and size the file; a read needs real data, not holes. First: does it fit?
+        let allocated = meta.as_ref().map(|m| m.blocks() * 512).unwrap_or(0);
+        check_free_space(path, end.saturating_sub(allocated))?;
+        let f = open_file(path, true, false, true, &mut build.gate)?;
+        if created {
+            build.created.push(path.to_string());
+        }
         if reads {
             drop(f);
             // Verified reads need every block of the range stamped, so lay out all of it.
             let from = if g.verify == VerifyKind::Off { existing_size.min(end) } else { g.offset };
-            lay_out(path, from, end, g, gate)?;
+            lay_out(path, from, end, g, build)?;
         } else {
-            preallocate(&f, path, end)?;
+            preallocate(&f, path, end, build.cancel)?;
         }
     }
     let laid_out_bytes = match (kind == "file" && reads && end > existing_size, g.verify) {
@@ -380,12 +450,29 @@ fn check_direct(g: &GroupSpec, t: &OpenTarget, buffer_align: &mut usize) -> Resu
 impl Plan {
     /// Resolve every target and fix every worker's work. Touches the file system.
     pub fn build(spec: PhaseSpec) -> Result<Plan> {
+        Plan::build_cancellable(spec, &AtomicBool::new(false))
+    }
+
+    /// `build`, stopped between layout chunks once `cancel` is set (an `Interrupted` error). On any
+    /// error the files this build created are removed.
+    pub fn build_cancellable(spec: PhaseSpec, cancel: &AtomicBool) -> Result<Plan> {
+        let gate = IdentityGate::new(&spec.checked);
+        let mut build = Build { cancel, created: Vec::new(), gate };
+        let plan = Plan::build_in(spec, &mut build);
+        if plan.is_err() {
+            for path in &build.created {
+                let _ = std::fs::remove_file(path); // best effort: it may not have been made at all
+            }
+        }
+        plan
+    }
+
+    fn build_in(spec: PhaseSpec, build: &mut Build) -> Result<Plan> {
         spec.validate()?;
         let mut targets: Vec<TargetInfo> = Vec::new();
         let mut workers: Vec<WorkerPlan> = Vec::new();
         let mut buffer_align = 4096usize;
         let mut rbw_channels = Vec::new();
-        let mut gate = IdentityGate::new(&spec.checked);
         for (gi, g) in spec.groups.iter().enumerate() {
             let group_workers = g.target.len() as u64 * g.threads as u64;
             let participants = g.participant_count();
@@ -394,7 +481,7 @@ impl Plan {
                 // One file per thread (PATH.N, N the participant index) or all threads on PATH.
                 let names = g.file_names(path);
                 let shared = match names.as_slice() {
-                    [one] if one == path => Some(resolve_target(path, g, size, &mut gate)?),
+                    [one] if one == path => Some(resolve_target(path, g, size, build)?),
                     _ => None,
                 };
                 if let Some(t) = &shared {
@@ -410,7 +497,7 @@ impl Plan {
                     let (t, ti, map) = match &shared {
                         Some(t) => (t, shared_index, access_map(g, t, p, participants)?),
                         None => {
-                            own = resolve_target(&names[th as usize], g, size, &mut gate)?;
+                            own = resolve_target(&names[th as usize], g, size, build)?;
                             check_direct(g, &own, &mut buffer_align)?;
                             targets.push(own.info.clone());
                             let map = access_map(g, &own, 0, 1)?;
@@ -424,7 +511,7 @@ impl Plan {
                         (None, None, Some(_)) => u64::MAX,
                         (None, None, None) => transfers * g.bs,
                     };
-                    let file = open_file(&t.info.path, t.writes, g.direct, false, &mut gate)?;
+                    let file = open_file(&t.info.path, t.writes, g.direct, false, &mut build.gate)?;
                     // Stable across processes: the same participant draws the same offsets.
                     let seed = Rng::derive(g.seed, ((gi as u64) << 48) | ((target_no as u64) << 32) | p);
                     let rbw = (g.rbw != RbwMode::Off).then(|| Arc::new(Channel::default()));
@@ -445,7 +532,7 @@ impl Plan {
                             id: workers.len(),
                             group: gi,
                             target: ti,
-                            file: open_file(&t.info.path, false, g.direct, false, &mut gate)?,
+                            file: open_file(&t.info.path, false, g.direct, false, &mut build.gate)?,
                             map,
                             participant: p,
                             rbw: Some((Role::Reader, ch.clone())),
@@ -468,6 +555,7 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
     use crate::spec::{FileLayout, Rw};
 
     fn write_spec(target: &str, checked: Option<Vec<CheckedPath>>) -> PhaseSpec {
@@ -530,5 +618,48 @@ mod tests {
         let spec: PhaseSpec = serde_json::from_str(text).unwrap();
         assert_eq!(spec.checked.unwrap().iter().map(|c| c.identity).collect::<Vec<_>>(),
                    vec![Identity::Block { rdev: 1793 }, Identity::File { dev: 2049, ino: 12 }, Identity::Absent]);
+    }
+
+    fn scratch(name: &str) -> String {
+        let dir = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
+        format!("{dir}/storlab-plan-{}-{name}", std::process::id())
+    }
+
+    fn group(path: &str, size: u64, rw: Rw) -> GroupSpec {
+        GroupSpec { target: vec![path.to_string()], size: Some(size), rw, bs: 4096, ..Default::default() }
+    }
+
+    #[test]
+    fn a_cancelled_layout_stops_and_removes_the_file_it_created() {
+        let path = scratch("cancel");
+        let cancel = AtomicBool::new(true);
+        let spec = PhaseSpec { name: "x".into(), groups: vec![group(&path, 64 << 20, Rw::Read)], checked: None };
+        let e = Plan::build_cancellable(spec, &cancel).err().expect("cancelled");
+        assert_eq!(e.kind, ErrorKind::Interrupted);
+        assert!(!std::path::Path::new(&path).exists());
+    }
+
+    #[test]
+    fn a_failed_build_removes_the_files_it_created_but_not_existing_ones() {
+        let (made, existing) = (scratch("made"), scratch("existing"));
+        std::fs::write(&existing, vec![0u8; 8192]).unwrap();
+        let mut bad = group(&existing, 8192, Rw::Read);
+        bad.offset = 512; // not a multiple of bs: fails after the first group's file was made
+        let spec = PhaseSpec { name: "x".into(), groups: vec![group(&made, 1 << 20, Rw::Write), bad], checked: None };
+        let e = Plan::build(spec).err().expect("alignment error");
+        assert_eq!(e.kind, ErrorKind::Alignment, "{}", e.message);
+        assert!(!std::path::Path::new(&made).exists(), "the file this build made must go");
+        assert!(std::path::Path::new(&existing).exists(), "a file the user had must stay");
+        std::fs::remove_file(&existing).unwrap();
+    }
+
+    #[test]
+    fn a_file_larger_than_the_free_space_is_refused_before_it_is_created() {
+        let path = scratch("huge");
+        let spec = PhaseSpec { name: "x".into(), groups: vec![group(&path, 1 << 60, Rw::Write)], checked: None };
+        let e = Plan::build(spec).err().expect("refused");
+        assert_eq!(e.kind, ErrorKind::Target);
+        assert!(e.message.contains(&format!("needs {} bytes", 1u64 << 60)), "{}", e.message);
+        assert!(!std::path::Path::new(&path).exists());
     }
 }

@@ -1,7 +1,9 @@
 //! `storlab._core`: thin PyO3 bindings over storlab-core. Nothing here measures anything; it moves
 //! JSON specs in and JSON results out, releases the GIL around every long call, and maps core
-//! errors to one Python exception carrying (kind, message).
+//! errors to one Python exception carrying (kind, message). Long calls wake up often enough to let
+//! Python's signal handlers run: building a plan (laying out a large file) stops on a signal.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
@@ -52,23 +54,39 @@ pub(crate) enum Joined<T> {
     Done(T),
 }
 
+/// Python runs its signal handlers this often while waiting, so each signal is seen on its own
+/// (two Ctrl-C 0.2 s apart are two signals, not one) and promptly.
+const SIGNAL_CHECK: Duration = Duration::from_millis(50);
+
 /// Wait up to `timeout_s` seconds, with the GIL released, for the thread in `slot` to end; join it
-/// when it has. Python gets control back at the timeout (for progress lines and Ctrl-C).
+/// when it has. Python gets control back at the timeout (for progress lines), and every 50 ms to
+/// run signal handlers: an exception one raises (Ctrl-C) is returned, the thread left running.
 pub(crate) fn join_within<T: Send>(py: Python<'_>, slot: &Mutex<Option<Background<T>>>, timeout_s: f64,
                                    what: &str) -> PyResult<Joined<T>> {
     let mut guard = slot.lock().unwrap();
-    let Some(bg) = guard.take() else {
+    let Some(mut bg) = guard.take() else {
         return Ok(Joined::NotStarted);
     };
-    let timeout = Duration::from_secs_f64(timeout_s.max(0.0));
-    // The receiver is not Sync: move it into the GIL-free section and back out.
-    let (ended, bg) = py.detach(move || {
-        let ended = !matches!(bg.ended.recv_timeout(timeout), Err(RecvTimeoutError::Timeout));
-        (ended, bg)
-    });
-    if !ended {
-        *guard = Some(bg);
-        return Ok(Joined::Running);
+    let deadline = std::time::Instant::now() + Duration::from_secs_f64(timeout_s.max(0.0));
+    loop {
+        let slice = deadline.saturating_duration_since(std::time::Instant::now()).min(SIGNAL_CHECK);
+        // The receiver is not Sync: move it into the GIL-free section and back out.
+        let (ended, back) = py.detach(move || {
+            let ended = !matches!(bg.ended.recv_timeout(slice), Err(RecvTimeoutError::Timeout));
+            (ended, bg)
+        });
+        bg = back;
+        if ended {
+            break;
+        }
+        if let Err(signal) = py.check_signals() {
+            *guard = Some(bg);
+            return Err(signal);
+        }
+        if std::time::Instant::now() >= deadline {
+            *guard = Some(bg);
+            return Ok(Joined::Running);
+        }
     }
     let value = bg.handle.join().map_err(|_| PyRuntimeError::new_err(format!("{what} thread panicked")))?;
     Ok(Joined::Done(value))
@@ -86,12 +104,31 @@ struct PhaseRun {
 
 #[pymethods]
 impl PhaseRun {
+    /// Build the plan on a thread of its own, checking for signals every 50 ms: a signal whose
+    /// handler raises (Ctrl-C, SIGTERM) cancels the layout, waits until the build has removed the
+    /// files it created, and raises that exception here.
     #[new]
     fn new(py: Python<'_>, spec_json: &str) -> PyResult<PhaseRun> {
-        let spec_json = spec_json.to_owned();
-        let plan = py
-            .detach(move || PhaseSpec::from_json(&spec_json).and_then(Plan::build))
-            .map_err(to_py)?;
+        let spec = PhaseSpec::from_json(spec_json).map_err(to_py)?;
+        let cancel = Arc::new(AtomicBool::new(false));
+        let flag = cancel.clone();
+        let slot = Mutex::new(Some(spawn_background("storlab-layout", move || Plan::build_cancellable(spec, &flag))?));
+        let plan = loop {
+            match join_within(py, &slot, 0.5, "layout") {
+                Ok(Joined::Done(plan)) => break plan.map_err(to_py)?,
+                Ok(Joined::Running) => {}
+                Ok(Joined::NotStarted) => return Err(PyRuntimeError::new_err("layout thread lost")),
+                Err(signal) => {
+                    cancel.store(true, Ordering::SeqCst);
+                    // Further signals are the handler's business now: wait the cancel out.
+                    let running = slot.lock().unwrap().take();
+                    if let Some(bg) = running {
+                        py.detach(move || { let _ = bg.handle.join(); });
+                    }
+                    return Err(signal);
+                }
+            }
+        };
         let control = Arc::new(Control::for_plan(&plan));
         Ok(PhaseRun { plan: Arc::new(plan), control, thread: Mutex::new(None), result: Mutex::new(None), outcome: Mutex::new(None) })
     }
@@ -141,6 +178,30 @@ impl PhaseRun {
         let (b, o) = self.control.progress_totals();
         let done = self.control.progress.iter().filter(|p| p.done.load(std::sync::atomic::Ordering::Acquire)).count();
         (b, o, self.control.elapsed_s(), done)
+    }
+
+    /// The phase so far, for a checkpoint while it runs: seconds since the start (ramp included),
+    /// and each worker's completed bytes and operations from its progress counters, by direction
+    /// where its group only reads or only writes (a mixed group's split is not known mid-phase).
+    fn snapshot_json(&self) -> PyResult<String> {
+        let workers: Vec<serde_json::Value> = self.plan.workers.iter().zip(self.control.progress.iter()).map(|(w, p)| {
+            let g = self.plan.group(w);
+            let read_pct = g.rw.read_percent(g.rwmix_read);
+            let (bytes, ops) = (p.bytes.load(Ordering::Relaxed), p.ops.load(Ordering::Relaxed));
+            let direction = match read_pct { 100 => Some("read"), 0 => Some("write"), _ => None };
+            serde_json::json!({
+                "id": w.id, "group": g.name, "target": self.plan.targets[w.target].path,
+                "bytes": bytes, "ops": ops, "direction": direction,
+                "done": p.done.load(Ordering::Acquire),
+            })
+        }).collect();
+        let snapshot = serde_json::json!({
+            "name": self.plan.spec.name,
+            "elapsed_s": self.control.elapsed_s(),
+            "ramp_s": self.plan.spec.groups[0].ramp,
+            "workers": workers,
+        });
+        serde_json::to_string(&snapshot).map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 
     /// Bytes all workers moved between t0_s and t1_s seconds after the phase start (interpolated

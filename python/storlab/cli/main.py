@@ -14,6 +14,7 @@ import sys
 from enum import IntEnum
 
 from .. import __version__
+from ..signals import STOP, exit_code_for
 
 # Order shown in `storlab --help`.
 SUBCOMMANDS = ("run", "sweep", "meta", "scale", "plan", "doctor", "results", "report")
@@ -23,7 +24,9 @@ class ExitCode(IntEnum):
     OK = 0
     FAILURE = 1          # the run itself failed (I/O error, verification mismatch ...)
     USAGE = 2            # bad option, bad job file, refused target
-    INTERRUPTED = 130    # Ctrl-C; partial results were written
+    INTERRUPTED = 130    # Ctrl-C (SIGINT); partial results were written
+    HANGUP = 129         # SIGHUP: as Ctrl-C (128 + the signal's number)
+    TERMINATED = 143     # SIGTERM (Slurm's time limit, timeout, systemd): as Ctrl-C
 
 
 class UsageError(Exception):
@@ -51,16 +54,26 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return ExitCode.USAGE
+    STOP.install()  # SIGINT, SIGTERM and SIGHUP stop a run the same way (storlab/signals.py)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        # Stopped by a signal (or one came while the result was saved): 128 + its number.
+        if STOP.exit_code is not None and code != ExitCode.USAGE:
+            return STOP.exit_code
+        return code
     except (UsageError, ValueError) as e:
         print(f"storlab {args.command}: error: {e}", file=sys.stderr)
         return ExitCode.USAGE
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         print(f"storlab {args.command}: interrupted", file=sys.stderr)
-        return ExitCode.INTERRUPTED
+        return exit_code_for(getattr(e, "signo", 2)) if STOP.exit_code is None else STOP.exit_code
     except BrokenPipeError:
         return ExitCode.FAILURE
+    finally:
+        if argv is not None:
+            STOP.uninstall()  # called in-process (tests): give the caller its handlers back
+        else:
+            STOP.saving()     # the process ends now: a late signal must not kill it mid-exit
 
 
 if __name__ == "__main__":

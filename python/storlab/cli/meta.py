@@ -11,6 +11,7 @@ from ..job import load_jobfile
 from ..meta import META_OPTIONS, SHARED_RUN_OPTIONS, resolve_meta_options, run_meta
 from ..mpi.launch import detect as detect_mpi_launch
 from ..options import BY_NAME, OPTIONS, Option, parse_value
+from ..signals import STOP
 from .main import ExitCode
 from .options_cli import add_option_arguments, add_table_arguments, reclaim_jobfile
 from .run import ProgressLine, emit_result, stop_exit_code, wants_progress
@@ -69,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
             if doc is None:
                 return code
     finally:
+        STOP.saving()  # from here a signal no longer aborts anything: the result is being saved
         if line:
             line.finish()
 

@@ -5,6 +5,7 @@ import argparse
 import importlib.util
 import json
 import os
+import signal
 import sys
 import time
 from typing import Any
@@ -14,6 +15,7 @@ from ..errors import StorlabError
 from ..job import load_jobfile, resolve_job
 from ..mpi.launch import detect as detect_mpi_launch
 from ..runner import run_job
+from ..signals import STOP, exit_code_for
 from ..units import format_rate
 from .main import ExitCode, UsageError
 from .options_cli import add_option_arguments, given_options
@@ -114,8 +116,10 @@ def emit_result(doc: dict[str, Any], settings: dict[str, Any], command: str) -> 
 def stop_exit_code(command: str, doc: dict[str, Any], kept: str = "partial results kept") -> int | None:
     """Report an interrupted or failed run in one line and give its exit code; None if it ended well."""
     if doc["stop_reason"] == "interrupted":
-        print(f"storlab {command}: interrupted; {kept} (complete: false)", file=sys.stderr)
-        return ExitCode.INTERRUPTED
+        name = doc.get("signal") or STOP.signal_name   # under MPI: the signal another rank got
+        by = f", {name}" if name else ""
+        print(f"storlab {command}: interrupted; {kept} (complete: false{by})", file=sys.stderr)
+        return exit_code_for(signal.Signals[name]) if name else ExitCode.INTERRUPTED
     if doc["stop_reason"] == "error":
         print(f"storlab {command}: error: {doc['error']}", file=sys.stderr)
         return ExitCode.FAILURE
@@ -199,6 +203,7 @@ def run(args: argparse.Namespace) -> int:
     except StorlabError:
         raise
     finally:
+        STOP.saving()  # from here a signal no longer aborts anything: the result is being saved
         if progress:
             progress.finish()
 

@@ -34,6 +34,7 @@ from .. import __version__
 from .. import meta as single
 from ..environment import host_environment
 from ..errors import TargetError
+from ..signals import STOP
 from .aggregate import count_in_window, deskew_window, merge_meta_phase
 from .comm import TAG_CLEANUP, Comm, RankFailure
 from .launch import Launch
@@ -106,6 +107,8 @@ class _Hooks(single.MetaHooks):
         self.local.append(result)
         if self.failure is None and result["stop_reason"] == "error":
             self._fail(self.comm.liveness.report(result["error"]))
+        elif self.failure is None and result["stop_reason"] == "interrupted":  # a signal, here
+            self._fail(self.comm.liveness.report(f"interrupted by {STOP.signal_name or 'a signal'}"))
         if self.failure is None:
             try:
                 self._exchange(k, result)

@@ -8,9 +8,11 @@ window, has each rank count its own bytes in it, and carries the stonewall count
 that reads them back. Rank 0 then gathers every rank's results and merges them (aggregate.py)
 into one `storlab.run/1` document with `mpi` sections.
 
-Failure: a rank whose run raises, or whose phase ends with an error, tells the others (comm.py);
-they interrupt their phase, and every rank sends what it has to rank 0, which writes a document
-marked incomplete whose error names the rank. A rank that vanished is noticed by the missing
+Failure: a rank whose run raises, whose phase ends with an error, or that a signal stops (Ctrl-C,
+SIGTERM, SIGHUP: at once, not at the end of its phase) tells the others (comm.py); they interrupt
+their phase at the next tick, and every rank sends what it has to rank 0, which writes a document
+marked incomplete whose error names the rank (stop_reason `interrupted` and the signal's name when
+a signal was the cause). A rank that vanished is noticed by the missing
 heartbeats within `rank_timeout`. No rank ever waits without a bound.
 """
 from __future__ import annotations
@@ -29,6 +31,7 @@ from .. import __version__
 from ..environment import host_environment
 from ..job import Job, core_spec
 from ..runner import SCHEMA, PhaseHooks, ProgressFn, run_job
+from ..signals import STOP
 from . import clock
 from .aggregate import deskew_window, merge_phase
 from .comm import Comm, Liveness, RankFailure
@@ -93,6 +96,11 @@ class _Hooks(PhaseHooks):
             self._fail(self.comm.failure)
             run.interrupt()
 
+    def interrupted(self) -> None:
+        """A signal stopped this rank: the others stop at their next tick."""
+        if self.failure is None:
+            self._fail(self.comm.liveness.report(f"interrupted by {STOP.signal_name or 'a signal'}"))
+
     def after_end(self, phase, run, result: dict[str, Any]) -> None:
         k = self.index
         self.index += 1
@@ -107,7 +115,8 @@ class _Hooks(PhaseHooks):
                 self._exchange(k, phase, run, result)
             except RankFailure as e:
                 self._fail(e)
-        if self.failure is not None and result["stop_reason"] != "error":
+        signalled_here = result["stop_reason"] == "interrupted" and STOP.requested
+        if self.failure is not None and result["stop_reason"] != "error" and not signalled_here:
             result.update(complete=False, stop_reason="error", error=self.failure.args[0])
 
     def _exchange(self, k: int, phase, run, result: dict[str, Any]) -> None:
@@ -296,7 +305,11 @@ class Session:
             doc["model"] = base["model"]
 
         errors = {r: p["error"] for r, p in got.items() if p["error"]}
-        if failure is not None:
+        signalled = {r: d["signal"] for r, d in docs.items() if d.get("signal")}
+        if failure is not None and failure.rank in signalled:  # stopped by a signal, not broken
+            doc.update(complete=False, stop_reason="interrupted", error=failure.args[0],
+                       signal=signalled[failure.rank])
+        elif failure is not None:
             doc.update(complete=False, stop_reason="error", error=failure.args[0])
         elif errors:
             r, e = next(iter(errors.items()))
