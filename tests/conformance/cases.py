@@ -20,7 +20,7 @@ COVERAGE = "coverage"        # fraction of blocks touched; exactly once per pass
 FSYNC = "fsync"              # fsync system calls during the I/O, and the JSON's sync count
 MIX = "mix"                  # read share of a mix within a binomial tolerance of rwmix_read
 LAT_ORDER = "lat_order"      # slat <= lat and clat <= lat, lat = slat + clat
-LAT_MATCH = "lat_match"      # storlab's latency means within a factor of fio's
+LAT_MATCH = "lat_match"      # storlab's median lat within a factor of fio's
 BANDWIDTH = "bandwidth"      # both tools measure a throttled device's rate within 15 %
 CHECKS = (COUNTS, OFFSETS, POSITIONS, COVERAGE, FSYNC, MIX, LAT_ORDER, LAT_MATCH, BANDWIDTH)
 

@@ -229,22 +229,21 @@ def test_latency_ordering(case, case_runs):
 
 @pytest.mark.parametrize("case", cases_with(LAT_MATCH))
 def test_latency_matches_fio(case, case_runs):
+    # Medians, not means: one preempted request on a shared machine moves a mean by a large factor.
+    # Total latency only: how it splits into slat and clat depends on whether the kernel finished a
+    # cached read inside the submitting call, which test_latency_ordering covers for each tool.
     runs = case_runs(case)
     for d in job_directions(case):
-        f, s = runs.fio.direction(d).lat_ns, runs.storlab.direction(d).lat_ns
-        for kind in ("lat", "clat", "slat"):
-            assert kind in s, f"storlab: no {kind}_ns for {d}s in its result"
-            if kind not in f:
-                continue
-            if f[kind]["mean"] < LAT_FLOOR_NS:
-                assert s[kind]["mean"] < LAT_FLOOR_NS, (
-                    f"{d} mean {kind}: fio {f[kind]['mean']:,.0f} ns (timestamp overhead only), "
-                    f"storlab {s[kind]['mean']:,.0f} ns")
-                continue
-            ratio = s[kind]["mean"] / f[kind]["mean"]
-            assert 1 / LAT_FACTOR <= ratio <= LAT_FACTOR, (
-                f"{d} mean {kind}: storlab {s[kind]['mean']:,.0f} ns, fio {f[kind]['mean']:,.0f} ns "
-                f"({ratio:.3g}x; allowed {1 / LAT_FACTOR:.2f}x to {LAT_FACTOR:g}x)")
+        f, s = runs.fio.direction(d).lat_ns["lat"], runs.storlab.direction(d).lat_ns["lat"]
+        assert "p50" in f and "p50" in s, f"no median lat: fio {f}, storlab {s}"
+        if f["p50"] < LAT_FLOOR_NS:
+            assert s["p50"] < LAT_FLOOR_NS, (
+                f"{d} median lat: fio {f['p50']:,.0f} ns (timestamp overhead only), storlab {s['p50']:,.0f} ns")
+            continue
+        ratio = s["p50"] / f["p50"]
+        assert 1 / LAT_FACTOR <= ratio <= LAT_FACTOR, (
+            f"{d} median lat: storlab {s['p50']:,.0f} ns, fio {f['p50']:,.0f} ns "
+            f"({ratio:.3g}x; allowed {1 / LAT_FACTOR:.2f}x to {LAT_FACTOR:g}x)")
 
 
 # -- bandwidth ---------------------------------------------------------------------------------------

@@ -127,7 +127,11 @@ def read_trace(out_prefix: str, target: str) -> Trace:
 def _fio_latency(stats: dict) -> dict:
     # Kept when N is 0: fio takes no slat sample for a synchronous engine at iodepth 1 and reports
     # zeros, which is its definition (the call itself is clat).
-    return {k: stats[k] for k in ("mean", "min", "max", "N") if k in stats}
+    out = {k: stats[k] for k in ("mean", "min", "max", "N") if k in stats}
+    median = (stats.get("percentile") or {}).get("50.000000")
+    if median is not None:
+        out["p50"] = median
+    return out
 
 
 def read_fio(doc: dict) -> ToolRun:
@@ -192,7 +196,7 @@ def run_fio(fio_args: tuple[str, ...], target: str, workdir: str, *, trace: bool
     """Run `fio --name=conformance --filename=TARGET ARGS` and read its JSON (and trace)."""
     out = os.path.join(workdir, "fio.json")
     cmd = ["fio", "--name=conformance", f"--filename={target}", *(f"--{a}" for a in fio_args),
-           "--output-format=json", f"--output={out}"]
+           "--output-format=json", f"--output={out}", "--lat_percentiles=1"]
     prefix = os.path.join(workdir, "fio.strace")
     if trace:
         cmd = strace_prefix(prefix) + cmd
