@@ -13,6 +13,9 @@ command -v sfdisk     >/dev/null || need_pkgs+=(fdisk)
 command -v chromium   >/dev/null || need_pkgs+=(chromium)
 command -v fio        >/dev/null || need_pkgs+=(fio)      # tests/conformance: storlab beside fio
 command -v strace     >/dev/null || need_pkgs+=(strace)   # tests/conformance: offsets of psync runs
+# tests/slurm: a one-node Slurm (slurmctld, slurmd, srun) with munge authentication
+{ command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v srun >/dev/null; } || need_pkgs+=(slurm-wlm)
+command -v munged     >/dev/null || need_pkgs+=(munge)
 if [ "${#need_pkgs[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "== installing Debian packages: ${need_pkgs[*]}"
     apt-get update -qq

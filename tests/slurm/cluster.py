@@ -9,6 +9,7 @@ Whatever keeps Slurm from starting becomes the reason the Slurm tests skip, with
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -20,7 +21,6 @@ from pathlib import Path
 
 __all__ = ["SlurmCluster", "SlurmUnavailable", "start_cluster"]
 
-# slurmctld resolves its own name at start; `hostname -s` is what slurmd registers as.
 KILL_WAIT_S = 2          # SIGTERM to SIGKILL at a time limit or scancel (slurm.conf KillWait)
 START_TIMEOUT_S = 60.0   # until sinfo shows the node idle
 
@@ -60,16 +60,27 @@ class SlurmCluster:
         return p.stdout.strip() if p.returncode == 0 else f"(sinfo: {p.stderr.strip()})"
 
     def wait_idle(self, timeout_s: float) -> bool:
-        """True when the node is idle (no job, or the last one fully completed) within timeout_s."""
+        """True when the node is idle (no job, or the last one fully completed) within timeout_s;
+        False at once when a daemon has exited."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.dead_daemon() is None:
             if self.node_state() == "idle":
                 return True
             time.sleep(0.3)
         return False
 
+    def dead_daemon(self) -> str | None:
+        return next((name for name, p in self.procs.items() if p.poll() is not None), None)
+
     def stop(self) -> None:
-        """Stop the daemons (slurmd first: its jobs go with it) and remove the state folder."""
+        """Cancel what still runs, stop the daemons, end any process of this cluster's jobs that
+        outlived them, and remove the state folder."""
+        if self.dead_daemon() is None and "slurmctld" in self.procs:
+            try:
+                self.client("scancel", "--full", "--user", str(os.geteuid()), timeout_s=10)
+                self.wait_idle(KILL_WAIT_S + 10)
+            except subprocess.TimeoutExpired:
+                pass
         for name in ("slurmd", "slurmctld", "munged"):
             p = self.procs.pop(name, None)
             if p is None or p.poll() is not None:
@@ -80,7 +91,23 @@ class SlurmCluster:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(5)
+        self._kill_leftovers()
         shutil.rmtree(self.root, ignore_errors=True)
+
+    def _kill_leftovers(self) -> None:
+        """slurmstepd and its tasks detach from slurmd: a task stuck where SIGTERM does nothing
+        (MPI_Init waiting for a dead peer) would outlive the cluster. Each of them inherited
+        SLURM_CONF naming this cluster's slurm.conf, which tells them from anything else."""
+        mark = f"SLURM_CONF={self.conf}".encode()
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    if mark in f.read().split(b"\0"):
+                        os.kill(int(entry), signal.SIGKILL)
+            except (OSError, ProcessLookupError):
+                continue
 
 
 def _free_port() -> int:
@@ -127,6 +154,10 @@ def _slurm_conf(root: Path, node: str, cpus: int, ctld_port: int, slurmd_port: i
         "MinJobAge=2",
         "InactiveLimit=0",
         "MessageTimeout=10",
+        # Job ids of their own: the ranks of job 3.0 here met a leftover rank of another cluster's
+        # job 3.0 on this host (the PMI job id `<job>.<step>` was the same), and MPI_Init failed
+        # ("Message truncated") or hung. A concurrent test session's cluster would do the same.
+        f"FirstJobId={random.randrange(1_000, 60_000_000)}",
         f"NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN",
         f"PartitionName=test Nodes={node} Default=YES MaxTime=INFINITE State=UP",
         "",
@@ -159,9 +190,13 @@ def start_cluster(cpus: int = 2) -> SlurmCluster:
         _start_daemon(cluster, "slurmctld", ["slurmctld", "-D", "-i", "-f", str(conf)])
         _start_daemon(cluster, "slurmd", ["slurmd", "-D", "-f", str(conf), "-N", node])
         if not cluster.wait_idle(START_TIMEOUT_S):
+            dead = cluster.dead_daemon()
+            if dead is not None:
+                raise SlurmUnavailable(f"{dead} exited with code {cluster.procs[dead].returncode}: "
+                                       f"{_said(cluster, dead)}")
             raise SlurmUnavailable(f"node {node} not idle after {START_TIMEOUT_S:g} s (sinfo: "
-                                   f"{cluster.node_state()}); slurmctld log: {cluster.log_tail('slurmctld')}; "
-                                   f"slurmd log: {cluster.log_tail('slurmd')}")
+                                   f"{cluster.node_state()}); {_said(cluster, 'slurmctld')}; "
+                                   f"{_said(cluster, 'slurmd')}")
     except BaseException:
         cluster.stop()
         raise
@@ -197,6 +232,12 @@ def _start_daemon(cluster: SlurmCluster, name: str, argv: list[str]) -> None:
         code = p.wait(1.0)
     except subprocess.TimeoutExpired:
         return
-    printed = (cluster.root / "log" / f"{name}.out").read_text(errors="replace").strip().replace("\n", " | ")
-    raise SlurmUnavailable(f"{name} exited with code {code} at start: {printed[-600:]}; "
-                           f"{name} log: {cluster.log_tail(name)}")
+    raise SlurmUnavailable(f"{name} exited with code {code} at start: {_said(cluster, name)}")
+
+
+def _said(cluster: SlurmCluster, name: str) -> str:
+    """The tail of a daemon's log, or what it printed when it failed before opening its log."""
+    if (cluster.root / "log" / f"{name}.log").exists():
+        return f"{name} log: {cluster.log_tail(name)}"
+    printed = (cluster.root / "log" / f"{name}.out").read_text(errors="replace").strip().splitlines()
+    return f"{name} printed: {' | '.join(printed[-15:]) or '(nothing)'}"

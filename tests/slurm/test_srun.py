@@ -100,7 +100,8 @@ def _wait_for_files(paths: list[Path], size: int, srun_proc: subprocess.Popen, t
     deadline = time.monotonic() + timeout_s
     while not all(p.exists() and p.stat().st_size == size for p in paths):
         if srun_proc.poll() is not None or time.monotonic() > deadline:
-            out, err = srun_proc.communicate(timeout=10)
+            srun_proc.kill()
+            _, err = srun_proc.communicate(timeout=10)
             raise AssertionError(f"the ranks did not lay out their files: srun exit {srun_proc.returncode}: {err}")
         time.sleep(0.1)
 
@@ -113,6 +114,15 @@ def _start_long_run(cluster: SlurmCluster, d: Path, *srun_extra: str) -> tuple[s
             "--json", str(d / "out.json"), "--store", str(d / "results.db"), "--quiet"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cluster.env, cwd=d)
     return proc, name
+
+
+def _end(cluster: SlurmCluster, srun_proc: subprocess.Popen, job_name: str) -> None:
+    """After a failed test: no job of it left running to hold the node for the next test."""
+    cluster.client("scancel", "-n", job_name)
+    if srun_proc.poll() is None:
+        srun_proc.kill()
+        srun_proc.wait()
+    cluster.wait_idle(30)
 
 
 def _check_partial_result_stored(d: Path, job_id: str, err: str) -> None:
@@ -142,9 +152,7 @@ def test_a_job_scancelled_like_at_its_time_limit_stores_its_partial_result(slurm
         assert c.returncode == 0, c.stderr
         _, err = proc.communicate(timeout=30 + KILL_WAIT_S)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _end(slurm_cluster, proc, name)
     assert slurm_cluster.wait_idle(30), "the cancelled job's tasks did not end"
     _check_partial_result_stored(d, job_id, err)
 
@@ -159,9 +167,7 @@ def test_a_job_that_reaches_its_time_limit_stores_its_partial_result(slurm_clust
         job_id = _job_id_of(slurm_cluster, name)
         _, err = proc.communicate(timeout=150)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _end(slurm_cluster, proc, name)
     assert "TIME LIMIT" in err, err
     assert slurm_cluster.wait_idle(30), "the timed-out job's tasks did not end"
     _check_partial_result_stored(d, job_id, err)
