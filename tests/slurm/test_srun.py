@@ -36,9 +36,14 @@ def srun(cluster: SlurmCluster, n: int, command: str, args: list[str], d: Path,
          timeout_s: float = 90) -> tuple[subprocess.CompletedProcess, dict | None]:
     """`srun -n N storlab COMMAND ARGS --json d/out.json --no-store`; the process and rank 0's document."""
     out = d / "out.json"
-    argv = [*srun_argv(n, f"storlab-{uuid.uuid4().hex[:8]}"), *RECORD_JOB, str(d), *STORLAB, command, *args,
-            "--json", str(out), "--no-store"]
-    p = subprocess.run(argv, capture_output=True, text=True, env=cluster.env, cwd=d, timeout=timeout_s)
+    name = f"storlab-{uuid.uuid4().hex[:8]}"
+    argv = [*srun_argv(n, name), *RECORD_JOB, str(d), *STORLAB, command, *args, "--json", str(out), "--no-store"]
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, env=cluster.env, cwd=d, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        cluster.client("scancel", "-n", name)      # not left holding the node for the next test
+        cluster.wait_idle(30)
+        raise
     return p, (json.loads(out.read_text()) if out.exists() else None)
 
 
