@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from test_mpi_runs import _have_mpi4py, check_schema
+from test_mpi_runs import MPIEXEC, _have_mpi4py, check_schema
 
 from .cluster import KILL_WAIT_S, SlurmCluster
 
@@ -25,7 +25,7 @@ pytestmark = [
 
 STORLAB = [sys.executable, "-m", "storlab"]
 # Each task writes the Slurm job id it runs in, then becomes storlab: the document must name that job.
-RECORD_JOB = ["sh", "-c", 'echo "$SLURM_JOB_ID" > "$0/job.$SLURM_PROCID"; exec "$@"']
+RECORD_JOB = ["sh", "-c", 'echo "$SLURM_JOB_ID" > "$0/job.$$"; exec "$@"']
 
 
 def srun_argv(n: int, job_name: str, *extra: str) -> list[str]:
@@ -48,7 +48,9 @@ def srun(cluster: SlurmCluster, n: int, command: str, args: list[str], d: Path,
 
 
 def the_job_id(d: Path, n: int) -> str:
-    ids = {(d / f"job.{r}").read_text().strip() for r in range(n)}
+    files = sorted(d.glob("job.*"))
+    assert len(files) == n, files
+    ids = {f.read_text().strip() for f in files}
     assert len(ids) == 1, ids
     return ids.pop()
 
@@ -88,6 +90,21 @@ def test_srun_meta_merges_one_document_over_the_ranks(slurm_cluster, shm_dir):
     create = next(ph for ph in doc["phases"] if ph["name"] == "create")
     assert create["ops"] == 2 * 50 == sum(r["ops"] for r in create["mpi"]["ranks"])
     assert list(work.iterdir()) == []      # every rank removed what it made
+
+
+@pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (pip install mpich, or a site MPI on PATH)")
+def test_mpiexec_inside_an_allocation_is_named_as_the_launcher(slurm_cluster, shm_dir):
+    # hydra starts its helper through srun here: the ranks are tasks of a step, yet mpiexec launched them
+    d = Path(shm_dir)
+    argv = ["salloc", "-n", "2", "--job-name", f"storlab-{uuid.uuid4().hex[:8]}", MPIEXEC, "-n", "2",
+            *RECORD_JOB, str(d), *STORLAB, "run", "--target", f"{d}/f{{rank}}", "--size", "1m", "--engine", "null",
+            "--time", "0.3s", "--json", str(d / "out.json"), "--no-store", "--quiet"]
+    p = subprocess.run(argv, capture_output=True, text=True, env=slurm_cluster.env, cwd=d, timeout=90)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((d / "out.json").read_text())
+    assert doc["complete"] and doc["mpi"]["size"] == 2
+    assert doc["mpi"]["launcher"] == doc["environment"]["launcher"] == "mpiexec"
+    assert doc["environment"]["slurm_job_id"] == the_job_id(d, 2)
 
 
 def _job_id_of(cluster: SlurmCluster, job_name: str, timeout_s: float = 30) -> str:
