@@ -20,6 +20,9 @@ command -v cryptsetup >/dev/null || need_pkgs+=(cryptsetup-bin)
 command -v make-bcache >/dev/null || need_pkgs+=(bcache-tools)
 command -v xorriso    >/dev/null || need_pkgs+=(xorriso)
 command -v mdadm      >/dev/null || need_pkgs+=(mdadm)    # md 1.2 itself is crafted: no md in every kernel
+# tests/slurm: a one-node Slurm (slurmctld, slurmd, srun) with munge authentication
+{ command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v srun >/dev/null; } || need_pkgs+=(slurm-wlm)
+command -v munged     >/dev/null || need_pkgs+=(munge)
 if [ "${#need_pkgs[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "== installing Debian packages: ${need_pkgs[*]}"
     apt-get update -qq

@@ -17,7 +17,48 @@ from storlab.mpi import aggregate, clock, launch, rewrite, scaling
 def test_detect_reads_each_launchers_variables():
     assert launch.detect({"PMI_SIZE": "4", "PMI_RANK": "2"}) == launch.Launch("pmi", 4, 2)
     assert launch.detect({"OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_RANK": "0"}) == launch.Launch("openmpi", 8, 0)
-    assert launch.detect({"SLURM_NTASKS": "16", "SLURM_PROCID": "3", "SLURM_STEP_ID": "0"}) == launch.Launch("slurm", 16, 3)
+    assert launch.detect({"SLURM_NTASKS": "16", "SLURM_PROCID": "3", "SLURM_STEP_ID": "0"}) == \
+        launch.Launch("slurm", 16, 3, "srun")
+
+
+# Rank 1's variables under `srun --mpi=pmi2 -n 2` (Slurm 22.05) and `mpiexec -n 2` (MPICH hydra), as
+# printed by `env` on this machine: both set PMI_RANK/PMI_SIZE.
+SRUN_PMI2 = {"PMI_FD": "13", "PMI_JOBID": "2.0", "PMI_RANK": "1", "PMI_SIZE": "2", "SLURM_JOB_ID": "2",
+             "SLURM_NTASKS": "2", "SLURM_PROCID": "1", "SLURM_STEPID": "0", "SLURM_STEP_ID": "0",
+             "SLURM_STEP_NUM_TASKS": "2", "SLURM_STEP_NODELIST": "vm"}
+HYDRA = {"HYDI_CONTROL_FD": "7", "MPI_LOCALNRANKS": "2", "MPI_LOCALRANKID": "1", "PMI_FD": "9",
+         "PMI_HOSTNAME": "vm", "PMI_RANK": "1", "PMI_SIZE": "2"}
+
+
+def test_srun_with_pmi2_is_told_from_mpiexec_although_both_set_pmi_rank():
+    assert launch.detect(SRUN_PMI2) == launch.Launch("pmi", 2, 1, "srun")
+    assert launch.detect(HYDRA) == launch.Launch("pmi", 2, 1, "mpiexec")
+    # srun without an MPI plugin (--mpi=none): Slurm's own variables still make it a launch
+    no_pmi = {k: v for k, v in SRUN_PMI2.items() if not k.startswith("PMI_")}
+    assert launch.detect(no_pmi) == launch.Launch("slurm", 2, 1, "srun")
+
+
+def test_mpiexec_inside_an_allocation_is_not_taken_for_srun():
+    # hydra started its proxies with srun (one task per node): the ranks are in a step, with hydra's marks
+    assert launch.detect({**HYDRA, "SLURM_JOB_ID": "7", "SLURM_PROCID": "0", "SLURM_STEP_ID": "0",
+                          "SLURM_STEP_NUM_TASKS": "1"}).launcher == "mpiexec"
+    # an mpiexec without marks of its own: the step's task number and count are not the MPI rank and size
+    assert launch.detect({"PMI_RANK": "5", "PMI_SIZE": "8", "SLURM_PROCID": "1", "SLURM_STEP_ID": "0",
+                          "SLURM_STEP_NUM_TASKS": "2"}).launcher == "mpiexec"
+
+
+def test_launch_environment_names_the_launcher_and_the_slurm_job():
+    assert launch.launch_environment(SRUN_PMI2) == {"launcher": "srun", "slurm_job_id": "2", "slurm_step_id": "0"}
+    assert launch.launch_environment(HYDRA) == {"launcher": "mpiexec", "slurm_job_id": None, "slurm_step_id": None}
+    assert launch.launch_environment({}) == {"launcher": None, "slurm_job_id": None, "slurm_step_id": None}
+    # a plain process in a batch script (no srun): the job, but no launcher and no step
+    assert launch.launch_environment({"SLURM_JOB_ID": "41", "SLURM_NTASKS": "4"}) == \
+        {"launcher": None, "slurm_job_id": "41", "slurm_step_id": None}
+    # `srun -n 1`: one task, no MPI launch, but srun started it
+    assert launch.detect({**SRUN_PMI2, "PMI_SIZE": "1", "PMI_RANK": "0", "SLURM_PROCID": "0",
+                          "SLURM_NTASKS": "1", "SLURM_STEP_NUM_TASKS": "1"}) is None
+    assert launch.launch_environment({**SRUN_PMI2, "PMI_SIZE": "1", "PMI_RANK": "0", "SLURM_PROCID": "0",
+                                      "SLURM_NTASKS": "1", "SLURM_STEP_NUM_TASKS": "1"})["launcher"] == "srun"
 
 
 def test_detect_ignores_single_rank_and_a_batch_script_outside_srun():

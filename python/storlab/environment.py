@@ -1,4 +1,5 @@
-"""The environment a result was measured in: host, kernel, CPU, memory, Python, and the targets.
+"""The environment a result was measured in: host, kernel, CPU, memory, Python, how the process
+was launched (srun or mpiexec, the Slurm job), and the targets.
 
 Kept with every result so runs can be judged comparable (same kernel, same memory size relative
 to the file size ...). Reading it never fails: unknown fields are None.
@@ -10,6 +11,8 @@ import platform
 import socket
 import sys
 from typing import Any
+
+from .mpi.launch import launch_environment
 
 
 def _read(path: str) -> str | None:
@@ -55,6 +58,7 @@ def host_environment() -> dict[str, Any]:
         "memory_bytes": memory_bytes(),
         "python": platform.python_version(),
         "platform": sys.platform,
+        **launch_environment(),
     }
 
 

@@ -205,6 +205,8 @@ def _show(args: argparse.Namespace) -> int:
         cpu = f"cpu {env.get('cpu_model')} x{env.get('cpu_count')}"
         mem = f"memory {format_size(env['memory_bytes'])}" if env.get("memory_bytes") else ""
         lines.append(f"{cpu}  {mem}  engine {env.get('engine')}")
+        if env.get("launcher") or env.get("slurm_job_id"):
+            lines.append(f"launched by {env.get('launcher') or '-'}  Slurm job {env.get('slurm_job_id') or '-'}")
         for t in env.get("targets") or []:
             size = format_size(t["size_bytes"]) if t.get("size_bytes") is not None else "?"
             lines.append(f"target {t.get('path')}: {t.get('type')}, {size}, fs {t.get('fs_type') or '-'}")

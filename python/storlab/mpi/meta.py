@@ -305,6 +305,7 @@ def _merge(session: Session, values: Mapping[str, Any], template: str, got: dict
     doc["mpi"] = {
         "size": size,
         "launcher": session.launch.launcher if session.launch else None,
+        "launch_variables": session.launch.source if session.launch else None,
         "library": MPI.Get_library_version().strip().splitlines()[0],
         "nodes": [{"node": n, "ranks": [r for r in range(size) if nodes[r] == n]} for n in dict.fromkeys(nodes)],
         "clock": [{"rank": r, "node": nodes[r], **session.offsets[r].as_dict()} for r in range(size)],

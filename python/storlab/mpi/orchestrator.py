@@ -322,6 +322,7 @@ class Session:
         doc["mpi"] = {
             "size": size,
             "launcher": self.launch.launcher if self.launch else None,
+            "launch_variables": self.launch.source if self.launch else None,
             "library": MPI.Get_library_version().strip().splitlines()[0],
             "nodes": [{"node": n, "ranks": [r for r in range(size) if nodes[r] == n]} for n in dict.fromkeys(nodes)],
             "clock": [{"rank": r, "node": nodes[r], **offsets[r].as_dict()} for r in range(size)],

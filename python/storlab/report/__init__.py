@@ -101,7 +101,7 @@ def _environment_section(runs: list[dict[str, Any]]) -> str:
             continue
         seen.append(key)
         rows = [[k, env.get(k)] for k in ("host", "kernel", "os", "cpu_model", "cpu_count", "python",
-                                          "engine") if env.get(k) is not None]
+                                          "engine", "launcher", "slurm_job_id") if env.get(k) is not None]
         if env.get("memory_bytes"):
             rows.append(["memory", format_size(env["memory_bytes"])])
         uring = env.get("io_uring")
