@@ -41,17 +41,8 @@ impl AlignedBuf {
         self.layout.size()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.layout.size() == 0
-    }
-
     pub fn as_mut_ptr(&self) -> *mut u8 {
         self.ptr
-    }
-
-    pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: ptr is valid for len bytes for the life of self.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len()) }
     }
 
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
@@ -85,6 +76,6 @@ mod tests {
         let mut b = AlignedBuf::new(8192 + 3, 4096);
         assert_eq!(b.as_mut_ptr() as usize % 4096, 0);
         b.fill_random(1);
-        assert!(b.as_slice().iter().filter(|&&x| x == 0).count() < 200);
+        assert!(b.as_mut_slice().iter().filter(|&&x| x == 0).count() < 200);
     }
 }

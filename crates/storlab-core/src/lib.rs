@@ -5,20 +5,20 @@
 //! one thread per worker (`worker`), each driving a backend (`engine`: psync, io_uring, null) and
 //! owning its statistics (`stats`, `histogram`); the phase result merges them.
 
-pub mod buffer;
+pub(crate) mod buffer;
 pub mod distribution;
-pub mod engine;
+pub(crate) mod engine;
 pub mod error;
 pub mod histogram;
 pub mod meta;
 pub mod plan;
-pub mod rbw;
+pub(crate) mod rbw;
 pub mod run;
 pub mod spec;
 pub mod stats;
-pub mod verify;
-pub mod worker;
-pub mod workload;
+pub(crate) mod verify;
+pub(crate) mod worker;
+pub(crate) mod workload;
 
 pub use error::{Error, ErrorKind, Result};
 pub use plan::Plan;

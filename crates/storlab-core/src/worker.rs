@@ -36,7 +36,6 @@ struct Slot {
 
 /// Everything a finished worker hands back to the phase.
 pub struct WorkerOutcome {
-    pub id: usize,
     pub read: DirStats,
     pub write: DirStats,
     pub sync: Histogram,
@@ -258,7 +257,9 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                 slot.queued_at = t0;
                 slot.issued_at = t0;
                 progress.issued(slot_id, ns_between(phase_start, t0), io.offset);
-                match attempt!(backend.queue(&req)) {
+                // SAFETY: the slot's buffer holds bs bytes for this request alone: the slot left
+                // the free list above and returns to it only once its completion is handled.
+                match attempt!(unsafe { backend.queue(&req) }) {
                     Queued::Completed(res) => {
                         now = Instant::now();
                         progress.completed(slot_id);
@@ -368,7 +369,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
         };
         readback = read_back(fd, &target.path, replay, issued_ops, w.map, g.bs, buf, &control.stop, |o, b| check(o, b, &mut tally))?;
     }
-    Ok(WorkerOutcome { id: w.id, read, write, sync, summary, setup_flags, log, verify: tally, readback })
+    Ok(WorkerOutcome { read, write, sync, summary, setup_flags, log, verify: tally, readback })
 }
 
 /// Read back and check, in the order first written, every block a finished worker wrote: replay its

@@ -49,7 +49,12 @@ pub struct Caps {
 pub trait Engine {
     fn caps(&self) -> Caps;
     /// Required. Start one request. Blocking backends do the I/O here.
-    fn queue(&mut self, req: &Request) -> Result<Queued>;
+    ///
+    /// # Safety
+    /// `req.buf` must point to `req.len` bytes that stay valid, and are neither read nor written
+    /// by anyone else, until the request's completion has been returned (by `queue` itself for a
+    /// blocking backend, by `reap` otherwise): the kernel reads or fills them in the meantime.
+    unsafe fn queue(&mut self, req: &Request) -> Result<Queued>;
     /// Asynchronous backends: submit everything queued so far. Blocking ones: nothing.
     fn commit(&mut self) -> Result<()> {
         Ok(())

@@ -42,7 +42,7 @@ impl Engine for Null {
     }
 
     #[inline]
-    fn queue(&mut self, r: &Request) -> Result<Queued> {
+    unsafe fn queue(&mut self, r: &Request) -> Result<Queued> {
         if self.delay.is_zero() {
             return Ok(Queued::Completed(r.len as i64));
         }

@@ -21,7 +21,7 @@ impl Engine for Psync {
     }
 
     #[inline]
-    fn queue(&mut self, r: &Request) -> Result<Queued> {
+    unsafe fn queue(&mut self, r: &Request) -> Result<Queued> {
         // SAFETY: buf points to a live slot buffer of at least len bytes owned by the worker.
         let n = unsafe {
             if r.is_read {

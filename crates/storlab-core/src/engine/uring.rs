@@ -145,7 +145,7 @@ impl Engine for Uring {
     }
 
     #[inline]
-    fn queue(&mut self, r: &Request) -> Result<Queued> {
+    unsafe fn queue(&mut self, r: &Request) -> Result<Queued> {
         let e = self.entry(r);
         // SAFETY: the buffer stays valid and untouched until this request's completion is reaped.
         unsafe { self.ring.submission().push(&e) }
