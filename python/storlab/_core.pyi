@@ -1,0 +1,165 @@
+"""Type stub of `storlab._core`, the PyO3 bindings over the Rust engine (crates/storlab-py/src).
+
+The bindings move JSON in and out: a phase spec (python/storlab/job.py `core_spec`) goes in as
+text, results come back as text (docs/result-format.md). Every long call releases the GIL and
+returns to Python at least every 50 ms so signal handlers run. tests/test_core_stub.py keeps this
+file and the compiled module naming the same things.
+"""
+from typing import Final
+
+HIST_SCHEME: Final[str]
+"""Name of the latency histogram's bucket layout, "loglinear6": exact below 128 ns, then 64
+linear sub-buckets per power of two; recorded in results beside the raw buckets."""
+
+HIST_BUCKETS: Final[int]
+"""Number of buckets of the latency histogram."""
+
+
+class CoreError(Exception):
+    """An engine error. `args` is `(kind, message)`: kind is one of "spec", "target",
+    "alignment", "io", "engine", "interrupted"; storlab.errors.from_core maps it to storlab's
+    exception hierarchy."""
+
+    args: tuple[str, str]
+    """(kind, message)."""
+
+
+class PhaseRun:
+    """One I/O phase. Construction builds the plan (targets opened, sized and laid out) on a
+    thread of its own; `start` runs it on a background thread."""
+
+    def __init__(self, spec_json: str) -> None:
+        """Build the plan of the phase spec `spec_json`. A signal whose handler raises (Ctrl-C,
+        SIGTERM) cancels the layout, waits until the files it created are removed, and raises that
+        exception here. Raises CoreError on a bad spec or an unusable target."""
+
+    @property
+    def workers(self) -> int:
+        """Number of workers (threads) the plan runs."""
+
+    def targets_json(self) -> str:
+        """What the plan found out about each target (type, size, created ...), as a JSON list."""
+
+    def start(self) -> None:
+        """Start the phase on a background thread; RuntimeError if it was started before."""
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait up to `timeout_s` seconds with the GIL released; True once the phase has ended.
+        An exception raised by a signal handler while waiting propagates; the phase keeps running
+        until `interrupt`."""
+
+    def interrupt(self) -> None:
+        """Ask the workers to stop; the result then says complete=false, stop_reason interrupted."""
+
+    def progress(self) -> tuple[int, int, float, int]:
+        """(bytes done, operations done, seconds since the start, workers finished), the ramp
+        included."""
+
+    def snapshot_json(self) -> str:
+        """The phase so far as JSON, for a checkpoint while it runs: elapsed_s, ramp_s and each
+        worker's bytes, operations and direction (null for a mixed read/write group)."""
+
+    def bytes_in_window(self, t0_s: float, t1_s: float) -> float | None:
+        """Bytes all workers moved between `t0_s` and `t1_s` seconds after the phase start,
+        interpolated from their progress logs (MPI de-skew); None before the phase has ended."""
+
+    def stalls_json(self, since: int) -> str:
+        """Stalled requests found so far, from the `since`-th on, as a JSON list of
+        {worker, target, offset, age_s, at_s}."""
+
+    def result_json(self) -> str | None:
+        """The phase result as JSON once `wait` returned True; None before."""
+
+
+class MetaRun:
+    """A metadata benchmark run (create, stat, read, rename, remove files in a tree). The target
+    directory is opened on construction; each `start` runs the next phase on a background
+    thread. Nothing is removed unless `cleanup` is called."""
+
+    def __init__(self, spec_json: str) -> None:
+        """Open the run described by the meta spec `spec_json` (GIL released); raises CoreError
+        on a bad spec or an unusable target directory."""
+
+    @property
+    def workers(self) -> int:
+        """Number of workers (threads) per phase."""
+
+    @property
+    def phases(self) -> list[str]:
+        """Names of the phases this run does, in order."""
+
+    @property
+    def running(self) -> bool:
+        """Whether a phase runs on the background thread (until `wait` has seen it end)."""
+
+    @property
+    def next_phase(self) -> str | None:
+        """Name of the phase `start` will run; None when all have run or the run was stopped.
+        RuntimeError while a phase runs."""
+
+    def start(self) -> None:
+        """Start the next phase on a background thread; RuntimeError if one is running or none
+        is left."""
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait up to `timeout_s` seconds with the GIL released; True once the phase has ended.
+        Raises CoreError when the phase failed."""
+
+    def interrupt(self) -> None:
+        """Ask the workers of the running phase to stop; its result says interrupted."""
+
+    def progress(self) -> tuple[str, int, int, float, int] | None:
+        """(phase, bytes, operations, seconds since the phase start, workers finished) of the
+        current or last phase; None before the first `start`."""
+
+    def result_json(self) -> str | None:
+        """The last finished phase's result as JSON once `wait` returned True; None before."""
+
+    def states_json(self) -> str:
+        """What exists of each worker's files and tree, as a JSON list of
+        {dirs, created, renamed, removed}; RuntimeError while a phase runs."""
+
+    def stop(self) -> None:
+        """Run no further phases; RuntimeError while a phase runs."""
+
+    def cleanup(self) -> str:
+        """Remove every file and directory of this run that still exists (GIL released) and run
+        no further phases; returns {"files_removed", "dirs_removed"} as JSON. Raises CoreError
+        naming the first entry that could not be removed."""
+
+
+def spec_field_names() -> list[str]:
+    """Names of the fields of one group of a phase spec (the engine's job options), for the
+    test that keeps the option table and the engine in step."""
+
+
+def validate_spec(spec_json: str) -> None:
+    """Validate a phase spec without touching the system; raises CoreError (kind "spec")."""
+
+
+def opened_paths(spec_json: str) -> str:
+    """Every path the plan of this phase spec opens, as JSON [{"path", "writes"}] (per-thread
+    PATH.N names included): what the write-safety gate must check. Raises CoreError on a bad
+    spec."""
+
+
+def random_distribution(text: str) -> str:
+    """The canonical text of a `random_distribution` value; ValueError (one line naming the
+    option and its forms) when it is not one."""
+
+
+def hist_index(v: int) -> int:
+    """Index of the latency-histogram bucket that holds the value `v` (nanoseconds)."""
+
+
+def hist_bounds(i: int) -> tuple[int, int]:
+    """The half-open value range [lower, upper) of histogram bucket `i`."""
+
+
+def meta_spec_field_names() -> list[str]:
+    """Names of the fields of a meta spec, for the test that keeps the meta option table and the
+    engine in step."""
+
+
+def validate_meta_spec(spec_json: str) -> None:
+    """Validate a meta spec without touching the system; raises CoreError (kind "spec")."""
