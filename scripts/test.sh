@@ -30,7 +30,7 @@ if [ "${#need_pkgs[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/de
 fi
 
 echo "== building and installing storlab with test extras"
-python3 -m pip install -q --disable-pip-version-check -e '.[test,mpi,report]'
+python3 -m pip install -q --disable-pip-version-check -e '.[test,mpi]'
 
 echo "== cargo test"
 cargo test -q -p storlab-core
