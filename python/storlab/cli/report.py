@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         # matplotlib is an optional extra; say how to get it rather than fail with a traceback
         from ..report import write_report
     except ImportError as e:
-        raise UsageError(f"report: needs matplotlib ({e}); matplotlib comes with storlab: reinstall it with: pip install storlab") from None
+        raise UsageError(f"report: needs matplotlib ({e}), which is installed with storlab: reinstall with: pip install storlab") from None
     docs = load_docs(args.runs, args.store)
     if args.tag:
         with store.Store(args.store, write=False) as s:
