@@ -3,7 +3,7 @@
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 
-use crate::workload::Rng;
+use crate::rng::Rng;
 
 const HUGE_PAGE: usize = 2 << 20;
 

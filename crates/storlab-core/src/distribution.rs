@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::workload::Rng;
+use crate::rng::Rng;
 
 /// The forms `random_distribution` accepts, for error messages and help.
 pub const FORMS: &str = "random (uniform), zipf[:theta[:center]] (theta > 0, default 1.1), \

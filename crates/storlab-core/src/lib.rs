@@ -6,6 +6,7 @@
 //! owning its statistics (`stats`, `histogram`); the phase result merges them.
 
 pub(crate) mod buffer;
+pub mod control;
 pub mod distribution;
 pub(crate) mod engine;
 pub mod error;
@@ -13,6 +14,7 @@ pub mod histogram;
 pub mod meta;
 pub mod plan;
 pub(crate) mod rbw;
+pub(crate) mod rng;
 pub mod run;
 pub mod spec;
 pub mod stats;

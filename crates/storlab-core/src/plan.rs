@@ -22,7 +22,8 @@ use crate::error::{Error, Result};
 use crate::rbw::{Channel, Role};
 use crate::spec::{CheckedPath, GroupSpec, Identity, PhaseSpec, RbwMode, ThreadLayout};
 use crate::verify::{self, Expect, VerifyKind};
-use crate::workload::{AccessMap, Rng};
+use crate::rng::Rng;
+use crate::workload::AccessMap;
 
 /// What storlab found out about a target, reported in the result's environment.
 #[derive(Debug, Clone, Serialize)]

@@ -2,101 +2,19 @@
 //! progress and ask for a stop (Ctrl-C), and merges the workers' statistics into the phase result.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Barrier, Mutex, OnceLock};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
 use crate::error::Error;
 use crate::histogram::Histogram;
 use crate::plan::{Plan, TargetInfo};
-use crate::stats::{DirResult, DirStats, Histo, ProgressLog, SyncResult, WorkerProgress};
+use crate::stats::{DirResult, DirStats, Histo, ProgressLog, SyncResult};
 use crate::rbw::RbwResult;
 use crate::spec::RbwMode;
 use crate::verify::{VerifyKind, VerifyTally};
 use crate::worker::{run_worker, WorkerSummary};
 
-/// Shared between the coordinator, the workers and the front end.
-pub struct Control {
-    /// Ask workers to stop issuing (Ctrl-C or another worker's error).
-    pub stop: AtomicBool,
-    pub interrupted: AtomicBool,
-    pub error: Mutex<Option<Error>>,
-    pub progress: Vec<WorkerProgress>,
-    /// Workers plus the coordinator meet here before the clock starts.
-    pub ready: Barrier,
-    start: OnceLock<Instant>,
-    /// The same moment on the wall clock (seconds since the Unix epoch), to line up MPI ranks.
-    start_unix_s: OnceLock<f64>,
-    pub finished: AtomicBool,
-    /// Stalled requests seen so far, in the order found.
-    pub stalls: Mutex<Vec<StallEvent>>,
-}
-
-/// A request outstanding longer than `stall_after` (reported once per request, while the run goes on).
-#[derive(Debug, Serialize, Clone)]
-pub struct StallEvent {
-    pub worker: usize,
-    pub target: String,
-    pub offset: u64,
-    /// Age of the request when it was found, and when that was (since the phase start).
-    pub age_s: f64,
-    pub at_s: f64,
-}
-
-impl Control {
-    /// `slots_per_worker`: the queue depth of each worker, in worker order.
-    pub fn new(slots_per_worker: &[usize]) -> Control {
-        let workers = slots_per_worker.len();
-        Control {
-            stop: AtomicBool::new(false),
-            interrupted: AtomicBool::new(false),
-            error: Mutex::new(None),
-            progress: slots_per_worker.iter().map(|&qd| WorkerProgress::with_slots(qd)).collect(),
-            ready: Barrier::new(workers + 1),
-            start: OnceLock::new(),
-            start_unix_s: OnceLock::new(),
-            finished: AtomicBool::new(false),
-            stalls: Mutex::new(Vec::new()),
-        }
-    }
-
-    /// A Control for the workers of a plan.
-    pub fn for_plan(plan: &Plan) -> Control {
-        let qds: Vec<usize> = plan.workers.iter().map(|w| plan.group(w).qd as usize).collect();
-        Control::new(&qds)
-    }
-
-    pub fn phase_start(&self) -> Instant {
-        *self.start.get().expect("phase start is set before workers are released")
-    }
-
-    /// Elapsed seconds since the phase started (0 before it started).
-    pub fn elapsed_s(&self) -> f64 {
-        self.start.get().map(|t| t.elapsed().as_secs_f64()).unwrap_or(0.0)
-    }
-
-    /// Ctrl-C: stop issuing, finish what is in flight, report a partial result.
-    pub fn interrupt(&self) {
-        self.interrupted.store(true, Ordering::SeqCst);
-        self.stop.store(true, Ordering::SeqCst);
-    }
-
-    /// Sum of completed bytes and operations so far (including ramp).
-    pub fn progress_totals(&self) -> (u64, u64) {
-        self.progress.iter().fold((0, 0), |(b, o), p| {
-            (b + p.bytes.load(Ordering::Relaxed), o + p.ops.load(Ordering::Relaxed))
-        })
-    }
-
-    fn fail(&self, e: Error) {
-        let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_none() {
-            *slot = Some(e);
-        }
-        self.stop.store(true, Ordering::SeqCst);
-    }
-}
+pub use crate::control::{Control, StallEvent};
 
 #[derive(Debug, Serialize, Clone)]
 pub struct EngineInfo {
@@ -302,8 +220,7 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
                     .expect("spawn worker thread")
             })
             .collect();
-        let _ = control.start.set(Instant::now());
-        let _ = control.start_unix_s.set(SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0));
+        control.set_start();
         control.ready.wait();
         watch_for_stalls(plan, control);
         handles.into_iter().map(|h| h.join()).collect::<Vec<_>>()
@@ -371,7 +288,7 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
         error_kind: error.as_ref().map(|e| format!("{:?}", e.kind).to_lowercase()),
         seconds,
         ramp_s,
-        start_unix_s: control.start_unix_s.get().copied().unwrap_or(0.0),
+        start_unix_s: control.start_unix_s(),
         aggregate,
         read: does(true).then(|| DirResult::from_stats(&read, seconds, interval_s)),
         write: does(false).then(|| DirResult::from_stats(&write, seconds, interval_s)),

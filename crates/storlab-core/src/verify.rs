@@ -41,7 +41,7 @@ use std::cell::RefCell;
 
 use serde::{Deserialize, Serialize};
 
-use crate::workload::Rng;
+use crate::rng::Rng;
 
 pub const HEADER_LEN: usize = 48;
 pub const MIN_BLOCK: u64 = 64;

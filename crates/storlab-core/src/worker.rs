@@ -20,7 +20,7 @@ use crate::histogram::Histogram;
 use crate::plan::{Plan, WorkerPlan};
 use crate::rbw::{Gate, Role, WriterDone};
 use crate::spec::Rw;
-use crate::run::Control;
+use crate::control::Control;
 use crate::stats::{DirStats, ProgressLog};
 use crate::verify::{self, Expect, VerifyKind, VerifyTally};
 use crate::workload::{AccessMap, OffsetGenerator};

@@ -8,6 +8,7 @@
 //! `result` merged per phase. The front end runs one phase at a time and calls `cleanup` unless
 //! the user asked to keep the files.
 
+pub mod control;
 pub mod names;
 pub mod ops;
 pub mod result;
@@ -16,7 +17,8 @@ pub mod spec;
 pub mod worker;
 
 pub use result::{MetaPhaseResult, MetaWorkerSummary};
-pub use run::{run_all, CleanupReport, MetaControl, MetaOutcome, MetaRun};
+pub use control::MetaControl;
+pub use run::{run_all, CleanupReport, MetaOutcome, MetaRun};
 pub use spec::{DirMode, MetaPhase, MetaSpec, Order};
 pub use worker::WorkerState;
 

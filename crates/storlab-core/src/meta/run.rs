@@ -3,73 +3,18 @@
 //! does between its phases across ranks), and the clean-up of whatever still exists.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Mutex, OnceLock};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::sync::Mutex;
 
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::run::Control;
 
+use super::control::MetaControl;
 use super::names::Shape;
 use super::ops::Dir;
 use super::result::MetaPhaseResult;
 use super::spec::{DirMode, MetaPhase, MetaSpec};
 use super::worker::{self, owns_tree, PhaseCtx, WorkerPhase, WorkerState};
-
-/// Shared by the coordinator, the workers and the front end during one phase. The stop flag,
-/// error slot, per-worker progress and start barrier are the engine's `Control`; the phase clock
-/// is kept here because a metadata run has one per phase.
-pub struct MetaControl {
-    pub base: Control,
-    pub phase: MetaPhase,
-    start: OnceLock<Instant>,
-    start_unix_s: OnceLock<f64>,
-}
-
-impl MetaControl {
-    pub fn new(workers: usize, phase: MetaPhase) -> MetaControl {
-        // no request slots: the stall monitor watches queued I/O, which a metadata phase has none of
-        MetaControl { base: Control::new(&vec![0; workers]), phase, start: OnceLock::new(), start_unix_s: OnceLock::new() }
-    }
-
-    /// The phase start; set by the coordinator before it releases the workers.
-    pub fn start(&self) -> Instant {
-        *self.start.get().expect("the phase start is set before workers are released")
-    }
-
-    fn set_start(&self) {
-        let _ = self.start.set(Instant::now());
-        let unix = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
-        let _ = self.start_unix_s.set(unix);
-    }
-
-    /// Seconds since the phase started (0 before).
-    pub fn elapsed_s(&self) -> f64 {
-        self.start.get().map(|t| t.elapsed().as_secs_f64()).unwrap_or(0.0)
-    }
-
-    /// Ctrl-C: workers stop after their current operation.
-    pub fn interrupt(&self) {
-        self.base.interrupt();
-    }
-
-    /// Record the first error and stop every worker.
-    pub fn fail(&self, e: Error) {
-        let mut slot = self.base.error.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_none() {
-            *slot = Some(e);
-        }
-        self.base.stop.store(true, Ordering::SeqCst);
-    }
-
-    /// (bytes, operations, seconds since the start, workers finished) so far.
-    pub fn progress(&self) -> (u64, u64, f64, usize) {
-        let (bytes, ops) = self.base.progress_totals();
-        let done = self.base.progress.iter().filter(|p| p.done.load(Ordering::Acquire)).count();
-        (bytes, ops, self.elapsed_s(), done)
-    }
-}
 
 /// What the clean-up removed.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
@@ -177,8 +122,7 @@ impl MetaRun {
         if stop.0 != "done" {
             self.stop();
         }
-        let start_unix_s = control.start_unix_s.get().copied().unwrap_or(0.0);
-        Ok(MetaPhaseResult::merge(phase, &done, control.start(), start_unix_s, self.spec.stonewall, stop))
+        Ok(MetaPhaseResult::merge(phase, &done, control.start(), control.base.start_unix_s(), self.spec.stonewall, stop))
     }
 
     /// Remove every file and directory of this run that still exists (not timed) and run no

@@ -11,7 +11,7 @@ use crate::histogram::Histogram;
 
 use super::names::{self, NameBuf, Shape};
 use super::ops::{self, Dir, OpError};
-use super::run::MetaControl;
+use super::control::MetaControl;
 use super::spec::{DirMode, MetaPhase, MetaSpec, Order};
 
 /// Largest single read/write of file data, and so the largest data buffer of a worker.
