@@ -1,10 +1,12 @@
-"""Shared fixtures: a private results store for every test, fast scratch space, loop devices.
+"""Shared fixtures: a private results store for every test, every document a test writes checked
+against its JSON Schema, fast scratch space, loop devices.
 
 Tests that need root or loop devices are marked (`root`, `loop`) and skip with the reason when the
 machine cannot provide them.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +20,47 @@ def private_store(tmp_path, monkeypatch):
     """Never write to the user's real results store from a test."""
     monkeypatch.setenv("STORLAB_STORE", str(tmp_path / "results.db"))
     return tmp_path / "results.db"
+
+
+@pytest.fixture(autouse=True)
+def documents_match_their_schemas(monkeypatch):
+    """Every storlab document a test turns into JSON (a --json file or stdout, the store, an
+    export, a fixture written by the test) is validated against its schema in storlab/schemas;
+    the test fails at teardown naming the first place that breaks it. Documents are recognised by
+    a `schema` starting with "storlab."; the store's summary rows (`results list --json`) repeat
+    the schema but are not documents, and are told apart by their `saved_at`. In-process only
+    (not in subprocesses)."""
+    try:
+        from storlab.schemas import DocumentInvalid, validate
+        import jsonschema  # noqa: F401 - a test dependency; without it test_schemas skips too
+    except ImportError:
+        yield
+        return
+    broken: list[str] = []
+    dumps, dump = json.dumps, json.dump
+
+    def check(obj) -> None:
+        for doc in obj if isinstance(obj, list) else [obj]:
+            if (isinstance(doc, dict) and str(doc.get("schema", "")).startswith("storlab.")
+                    and "saved_at" not in doc):
+                try:
+                    validate(doc)
+                except DocumentInvalid as e:
+                    broken.append(f"{doc.get('schema')} kind {doc.get('kind')} run {doc.get('run_id')}: {e}")
+
+    def checked_dumps(obj, *args, **kwargs):
+        check(obj)
+        return dumps(obj, *args, **kwargs)
+
+    def checked_dump(obj, fp, *args, **kwargs):
+        check(obj)
+        return dump(obj, fp, *args, **kwargs)
+
+    monkeypatch.setattr(json, "dumps", checked_dumps)
+    monkeypatch.setattr(json, "dump", checked_dump)
+    yield
+    if broken:
+        pytest.fail(f"{len(broken)} document(s) break their schema; first: {broken[0]}", pytrace=False)
 
 
 @pytest.fixture

@@ -372,11 +372,11 @@ def test_report_flags_incomplete_runs_and_incomparable_ones():
 
 
 def test_report_accepts_sweep_documents_and_lists_other_kinds():
-    sweep = {"schema": "storlab.sweep/1", "kind": "sweep", "run_id": "s" * 32, "runs": rundoc.bs_sweep()}
-    plan = {"schema": "storlab.plan/1", "kind": "plan", "run_id": "a" * 32, "stripes": 8}
+    sweep = rundoc.make_sweep()
+    plan = rundoc.make_plan()
     text = build_report([sweep, plan])
     assert "throughput-vs-bs" in chart_names([sweep])
-    assert "Other documents" in text and "stripes" in text
+    assert "Other documents" in text and "full_stripe_bytes" in text
     with pytest.raises(ValueError, match="no documents"):
         build_report([])
 

@@ -67,8 +67,7 @@ def test_filters(db):
                db, tags=["old"])
     store.save(rundoc.make_run(seed=2, started_at="2026-11-20T10:00:00.000Z", targets=["/dev/nvme0n1"]),
                db, tags=["new"])
-    store.save({"schema": "storlab.plan/1", "kind": "plan", "run_id": "p" * 32,
-                "started_at": "2026-11-21T00:00:00Z"}, db)
+    store.save({**rundoc.make_plan(), "run_id": "p" * 32, "started_at": "2026-11-21T00:00:00Z"}, db)
     assert [s["tags"] for s in store.list_runs(db, tag="old")] == [["old"]]
     assert len(store.list_runs(db, target="/dev/nvme0n1")) == 1
     assert len(store.list_runs(db, target="/mnt/*")) == 1
@@ -89,11 +88,13 @@ def test_since_accepts_an_age():
 
 
 def test_other_kinds_are_stored_without_run_fields(db):
-    doc = {"schema": "storlab.sweep/1", "kind": "sweep", "runs": [rundoc.make_run()]}
+    doc = rundoc.make_sweep()
     run_id = store.save(doc, db)
-    assert len(run_id) == 32
+    assert run_id == doc["run_id"]
     back = store.load(run_id, db)
     assert back["runs"] == doc["runs"] and back["run_id"] == run_id
+    plan_id = store.save(rundoc.make_plan(), db)      # a plan document has no run_id: one is made
+    assert len(plan_id) == 32 and store.load(plan_id, db)["kind"] == "plan"
     with pytest.raises(store.StoreError, match="'schema' and a 'kind'"):
         store.save({"phases": []}, db)
 

@@ -14,16 +14,14 @@ signal during the removal is recorded, not raised, so the removal always runs to
 """
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 import stat
-import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from . import __version__
 from .checks import Finding
+from .document import RUN_SCHEMA, header, now_iso
 from .environment import host_environment
 from .errors import StorlabError, TargetError, from_core
 from .options import BY_NAME, Option, OptionError, parse_option
@@ -35,7 +33,7 @@ __all__ = [
     "render_reference", "SCHEMA",
 ]
 
-SCHEMA = "storlab.run/1"
+SCHEMA = RUN_SCHEMA
 # The phases that work on files, in their only possible order; `mkdir` always runs first.
 FILE_PHASES = ("create", "stat", "read", "rename", "remove", "rmdir")
 # Options of `storlab run` that mean the same here (output and store); shared, not copied.
@@ -278,10 +276,6 @@ def _cleanup(run, values: Mapping[str, Any], hooks: MetaHooks) -> dict[str, Any]
         return {"kept": False, "files_removed": None, "dirs_removed": None, "error": e.args[1]}
 
 
-def _now_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def _make_workdir(target: str, run_id: str) -> str:
     """The run's own folder inside the target directory; one-line errors naming the path."""
     try:
@@ -344,20 +338,17 @@ def run_meta(values: Mapping[str, Any], argv: list[str] | None = None,
     from .devices.safety import describe_path
 
     target = os.path.abspath(values["target"] or os.getcwd())
-    run_id = uuid.uuid4().hex
     doc: dict[str, Any] = {
-        "schema": SCHEMA, "kind": "meta", "storlab_version": __version__, "run_id": run_id,
-        "started_at": _now_iso(), "finished_at": None, "complete": True, "stop_reason": "done",
-        "error": None, "argv": list(argv or []), "job": {},
+        **header("meta", argv=argv or ()), "job": {},
         "environment": {**host_environment(), "engine": "posix", "io_uring": None, "targets": [],
                         "directory": describe_path(target)},
         "warnings": [], "workers": values["threads"], "phases": [], "cleanup": None,
     }
-    out, workdir = run_in_target(values, run_id, progress=progress, hooks=hooks)
+    out, workdir = run_in_target(values, doc["run_id"], progress=progress, hooks=hooks)
     doc["job"] = _job_record(values, target, workdir)
     doc.update({k: out[k] for k in ("phases", "complete", "stop_reason", "error", "workers", "cleanup")})
     doc["warnings"] = [w.as_dict() for w in _warnings(doc)]
-    doc["finished_at"] = _now_iso()
+    doc["finished_at"] = now_iso()
     return doc
 
 

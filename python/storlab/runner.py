@@ -12,26 +12,25 @@ docs/result-format.md.
 from __future__ import annotations
 
 import copy
-import datetime as _dt
 import json
 import os
 import shutil
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import __version__, cache, mainjob, passes
+from . import cache, mainjob, passes
 from .checks import check_phase
 from .cpu import CpuSample, cpu_usage
+from .document import RUN_SCHEMA, header, now_iso
 from .environment import describe_target, host_environment
 from .errors import StorlabError, from_core
 from .job import Job, core_spec
 from .prediction import predict_for_run
 from .signals import STOP
 
-SCHEMA = "storlab.run/1"
+SCHEMA = RUN_SCHEMA
 SCRATCH_SIZE_BYTES = 256 << 20
 
 ProgressFn = Callable[[str, int, int, float], None]
@@ -59,10 +58,6 @@ class PhaseHooks:
 
     def after_end(self, phase, run, result: dict) -> None:
         pass
-
-
-def _now_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass
@@ -134,7 +129,7 @@ class Runner:
             self._remove_created()
             raise
         finally:
-            doc["finished_at"] = _now_iso()
+            doc["finished_at"] = now_iso()
             with STOP.held():
                 if doc["stop_reason"] == "error":
                     self._remove_created()
@@ -256,7 +251,7 @@ class Runner:
         during the write is recorded and acted on afterwards, never half-way through it."""
         if self.checkpoint is None:
             return
-        snapshot = {**doc, "complete": False, "stop_reason": "running", "finished_at": _now_iso(),
+        snapshot = {**doc, "complete": False, "stop_reason": "running", "finished_at": now_iso(),
                     "phases": [*doc["phases"], *([running] if running else [])],
                     "environment": {**doc["environment"], "targets": list(targets.values())}}
         with STOP.held():
@@ -323,16 +318,7 @@ class Runner:
 
     def _new_document(self) -> dict[str, Any]:
         return {
-            "schema": SCHEMA,
-            "kind": "run",
-            "storlab_version": __version__,
-            "run_id": uuid.uuid4().hex,
-            "started_at": _now_iso(),
-            "finished_at": None,
-            "complete": True,
-            "stop_reason": "done",
-            "error": None,
-            "argv": list(self.argv),
+            **header("run", argv=self.argv),
             "job": {},
             "environment": {**host_environment(), "io_uring": None},
             "warnings": [],

@@ -9,15 +9,13 @@ exporters, which expand `runs`, see a sweep as the runs it is made of.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import csv
 import io
 import itertools
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from . import __version__
+from .document import SWEEP_SCHEMA, header, now_iso
 from .options import BY_NAME, Option, OptionError, parse_option, parse_value, suggest
 from .units import format_duration, format_size
 
@@ -30,7 +28,7 @@ __all__ = [
     "render_table", "findings_text", "to_csv", "render_reference",
 ]
 
-SCHEMA = "storlab.sweep/1"
+SCHEMA = SWEEP_SCHEMA
 
 # Option kinds whose command-line value is split at commas into a list of values to sweep.
 # Not split: bool (a flag without a value: sweep it with --sweep direct=false,true), paths
@@ -453,10 +451,6 @@ def summarise_warnings(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 # --- running ---------------------------------------------------------------------------------
 
-def _now_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def _plain(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
@@ -526,9 +520,7 @@ def run_sweep(plan: SweepPlan, argv: Sequence[str] = (), hooks: SweepHooks | Non
     hooks = hooks or SweepHooks()
     settings, axes = plan.settings, plan.axes
     doc: dict[str, Any] = {
-        "schema": SCHEMA, "kind": "sweep", "storlab_version": __version__,
-        "run_id": sweep_id or uuid.uuid4().hex, "started_at": _now_iso(), "finished_at": None,
-        "complete": True, "stop_reason": "done", "error": None, "argv": list(argv),
+        **header("sweep", argv=argv, run_id=sweep_id),
         "axes": [a.as_dict() for a in axes], "settings": settings.as_dict(),
         "job": {}, "environment": {**host_environment()},
         "points": [], "series": [], "early_stops": [], "warnings": [], "runs": [],
@@ -587,7 +579,7 @@ def run_sweep(plan: SweepPlan, argv: Sequence[str] = (), hooks: SweepHooks | Non
     except KeyboardInterrupt:
         doc["complete"], doc["stop_reason"] = False, "interrupted"
     finally:
-        doc["finished_at"] = _now_iso()
+        doc["finished_at"] = now_iso()
         scratch.remove()
     doc["early_stops"] = list(stopped.values())
     doc["series"] = analyse(axes, doc["points"], settings)

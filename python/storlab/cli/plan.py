@@ -14,6 +14,7 @@ import re
 import sys
 from typing import Any
 
+from ..document import header, plan_schema
 from ..model.geometry import geometry_report
 from ..model.notation import NotationError
 from ..model.performance import SHARING_MODES, performance_of, with_cap_chain
@@ -26,7 +27,6 @@ from ..plan.scripts import build_script
 from ..units import format_si_bytes, format_size, parse_count, parse_rate, parse_size
 from .main import UsageError
 
-SCHEMA_VERSION = 1
 DEFAULT_CHUNK = "512KiB"
 
 
@@ -141,7 +141,7 @@ def stack_from_args(args: argparse.Namespace) -> Stack:
 
 
 def _emit_json(command: str, payload: Any) -> None:
-    document = {"schema": f"storlab.plan.{command}/{SCHEMA_VERSION}", **_plain(payload)}
+    document = {**header("plan", schema=plan_schema(command)), **_plain(payload)}
     json.dump(document, sys.stdout, indent=2, sort_keys=False)
     sys.stdout.write("\n")
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-import uuid
 from typing import Any
 
+from ..document import header
 from .main import ExitCode, UsageError
 from .options_cli import add_option_arguments
 from .run import job_from_args
@@ -103,12 +103,11 @@ def scale_document(runs: list[dict[str, Any]], counts: list[int], argv: list[str
             if all((w["code"], w["message"]) != (x["code"], x["message"]) for x in warnings):
                 warnings.append(w)
     doc = {
-        "schema": first["schema"], "kind": "scale", "storlab_version": first["storlab_version"],
-        "run_id": uuid.uuid4().hex, "started_at": first["started_at"], "finished_at": last["finished_at"],
+        **header("scale", argv=argv, started_at=first["started_at"], finished_at=last["finished_at"]),
         "complete": incomplete is None and done == counts,
         "stop_reason": incomplete["stop_reason"] if incomplete else ("done" if done == counts else "error"),
         "error": incomplete["error"] if incomplete else (None if done == counts else "not every rank count ran"),
-        "argv": argv, "job": first["job"], "environment": first["environment"], "warnings": warnings,
+        "job": first["job"], "environment": first["environment"], "warnings": warnings,
         "phases": [],
         "runs": runs,
         "scale": {"ranks_planned": counts, "ranks_run": done, "curve": scaling_curve(runs)},

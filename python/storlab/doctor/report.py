@@ -6,7 +6,7 @@ import os
 import platform
 import socket
 
-from .. import __version__
+from ..document import DOCTOR_SCHEMA, header
 from ..units import format_size
 from .checks import SEVERITIES, Finding
 from .inventory import Inventory
@@ -14,15 +14,14 @@ from .plan import Difference
 
 __all__ = ["SCHEMA", "build_result", "render_text"]
 
-SCHEMA = "storlab.doctor/1"
+SCHEMA = DOCTOR_SCHEMA
 
 
 def build_result(inv: Inventory, findings: list[Finding], targets: list[str],
                  stack_file: str | None = None, differences: list[Difference] | None = None) -> dict:
     counts = {s: sum(1 for f in findings if f.severity == s) for s in SEVERITIES}
     result = {
-        "schema": SCHEMA,
-        "storlab_version": __version__,
+        **header("doctor"),
         "host": socket.gethostname(),
         "kernel": platform.release(),
         "targets": list(targets),

@@ -30,15 +30,15 @@ from typing import Any, Mapping
 
 from mpi4py import MPI
 
-from .. import __version__
 from .. import meta as single
+from ..document import header, now_iso
 from ..environment import host_environment
 from ..errors import TargetError
 from ..signals import STOP
 from .aggregate import count_in_window, deskew_window, merge_meta_phase
 from .comm import TAG_CLEANUP, Comm, RankFailure
 from .launch import Launch
-from .orchestrator import Session, _now_iso, _one_line
+from .orchestrator import Session, _one_line
 from .rewrite import substitute
 
 __all__ = ["run_ranks", "run_cli", "POLL_S", "DEFAULT_PREFIX"]
@@ -214,7 +214,7 @@ def run_ranks(session: Session, values: Mapping[str, Any], argv: list[str], rank
     """Run the metadata benchmark on every rank of the session; the merged document on rank 0,
     None on the others (whose failure sets `session.exit_code`)."""
     comm = session.world
-    started_at = _now_iso()
+    started_at = now_iso()
     run_id = comm.bcast(uuid.uuid4().hex if comm.rank == 0 else None)
     template = values["target"] or os.getcwd()
     hooks = _Hooks(comm, session.offsets[comm.rank].offset_s)
@@ -275,9 +275,7 @@ def _merge(session: Session, values: Mapping[str, Any], template: str, got: dict
     counts = [c[key] for c in cleanups.values() for key in ("files_removed", "dirs_removed")]
     cleanup_error = next((f"rank {r}: {c['error']}" for r, c in cleanups.items() if c["error"]), None)
     doc: dict[str, Any] = {
-        "schema": single.SCHEMA, "kind": "meta", "storlab_version": __version__, "run_id": uuid.uuid4().hex,
-        "started_at": started_at, "finished_at": None, "complete": True, "stop_reason": "done",
-        "error": None, "argv": list(argv),
+        **header("meta", argv=argv, started_at=started_at),
         "job": single._job_record(values, template, own["workdir"] or ""),
         "environment": {**host_environment(), "engine": "posix", "io_uring": None, "targets": [],
                         "directory": describe_path(own["target"]) if own["target"] else None},
@@ -319,7 +317,7 @@ def _merge(session: Session, values: Mapping[str, Any], template: str, got: dict
         "ranks_reporting": sorted(got),
         "failed_rank": failure.rank if failure is not None else None,
     }
-    doc["finished_at"] = _now_iso()
+    doc["finished_at"] = now_iso()
     return doc
 
 

@@ -18,19 +18,17 @@ heartbeats within `rank_timeout`. No rank ever waits without a bound.
 from __future__ import annotations
 
 import atexit
-import datetime as _dt
 import os
 import sys
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from mpi4py import MPI
 
-from .. import __version__
+from ..document import header, now_iso
 from ..environment import host_environment
 from ..job import Job, core_spec
-from ..runner import SCHEMA, PhaseHooks, ProgressFn, run_job
+from ..runner import PhaseHooks, ProgressFn, run_job
 from ..signals import STOP
 from . import clock
 from .aggregate import deskew_window, merge_phase
@@ -39,10 +37,6 @@ from .launch import Launch
 from .rewrite import data_rank, read_only, rewrite_job, rewrite_warnings, wearout_io_size, wearout_pairs
 
 __all__ = ["Session", "job_record"]
-
-
-def _now_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _one_line(e: BaseException) -> str:
@@ -230,7 +224,7 @@ class Session:
         offsets = self.offsets[:comm.size]
         reorder = int(template.run.get("reorder") or 0)
         rank_timeout = float(template.run.get("rank_timeout") or 30.0)
-        started_at = _now_iso()
+        started_at = now_iso()
         self._check_same_shape(template, comm)
         job = rewrite_job(template, comm.rank, nodes, reorder)
         hooks = _Hooks(comm, job, template, offsets, reorder)
@@ -288,9 +282,8 @@ class Session:
         docs = {r: p["doc"] for r, p in got.items() if p["doc"] is not None}
         base = docs.get(0) or next(iter(docs.values()), None)
         doc: dict[str, Any] = {
-            "schema": SCHEMA, "kind": kind, "storlab_version": __version__, "run_id": uuid.uuid4().hex,
-            "started_at": started_at, "finished_at": _now_iso(), "complete": True, "stop_reason": "done",
-            "error": None, "argv": list(argv), "job": job_record(template),
+            **header(kind, argv=argv, started_at=started_at, finished_at=now_iso()),
+            "job": job_record(template),
             "environment": dict(base["environment"]) if base else {**host_environment(), "io_uring": None,
                                                                   "engine": template.phases[0].groups[0].values["engine"]},
             "warnings": [], "phases": merged_phases,

@@ -1,0 +1,167 @@
+"""The result documents storlab writes: one type per kind, the common header every document opens
+with (built here and nowhere else), and the clock that stamps it.
+
+Every document starts with `schema`, `kind` and `storlab_version`. The kinds that measure (run,
+meta, scale, sweep) go on with the run's identity, times, outcome and command line: `run_id`,
+`started_at`, `finished_at`, `complete`, `stop_reason`, `error`, `argv`. The body of each kind is
+described by the TypedDicts below and, for validation, by the JSON Schemas in storlab/schemas/
+(docs/result-format.md). Documents stay plain dicts on the wire and in the store; the types say
+what each one holds.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import uuid
+from typing import Any, Dict, List, Optional, Sequence, TypedDict
+
+from . import __version__
+
+__all__ = [
+    "RUN_SCHEMA", "SWEEP_SCHEMA", "DOCTOR_SCHEMA", "PLAN_SCHEMA_VERSION", "MEASURED_KINDS", "KINDS",
+    "plan_schema", "now_iso", "header",
+    "Header", "RunHeader", "RunDocument", "MetaDocument", "ScaleDocument", "SweepDocument",
+    "DoctorDocument", "PlanDocument",
+]
+
+RUN_SCHEMA = "storlab.run/1"          # kinds run, meta and scale
+SWEEP_SCHEMA = "storlab.sweep/1"
+DOCTOR_SCHEMA = "storlab.doctor/1"
+PLAN_SCHEMA_VERSION = 1               # storlab.plan.<command>/1, one per plan command
+
+# The schema of each kind; plan's depends on the plan command (plan_schema).
+_SCHEMA_OF_KIND = {"run": RUN_SCHEMA, "meta": RUN_SCHEMA, "scale": RUN_SCHEMA, "sweep": SWEEP_SCHEMA,
+                   "doctor": DOCTOR_SCHEMA}
+# Kinds whose documents record one measurement: they carry a run_id, times and an outcome.
+MEASURED_KINDS = frozenset({"run", "meta", "scale", "sweep"})
+KINDS = frozenset({*MEASURED_KINDS, "doctor", "plan"})
+PLAN_COMMANDS = ("geometry", "reliability", "perf", "recommend", "script")
+
+
+def plan_schema(command: str) -> str:
+    """The schema name of a `storlab plan COMMAND --json` document."""
+    if command not in PLAN_COMMANDS:
+        raise ValueError(f"plan command: {command!r} has no document; allowed: {', '.join(PLAN_COMMANDS)}")
+    return f"storlab.plan.{command}/{PLAN_SCHEMA_VERSION}"
+
+
+def now_iso() -> str:
+    """The current UTC time as ISO 8601 with milliseconds and a Z, as every document stamps it."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def header(kind: str, *, schema: str | None = None, argv: Sequence[str] = (), run_id: str | None = None,
+           started_at: str | None = None, finished_at: str | None = None) -> dict[str, Any]:
+    """The common header of a document of `kind`, to be extended with the kind's body.
+
+    Every kind gets schema, kind and storlab_version (`schema` is needed only for plan, whose
+    schema names its command). A measured kind also gets a run_id (a new uuid4 hex unless given),
+    started_at (now unless given), finished_at (None until the run ends), complete true,
+    stop_reason "done", error None and a copy of argv: the outcome of a run that has not failed.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind: {kind!r} is not a document kind; allowed: {', '.join(sorted(KINDS))}")
+    if schema is None:
+        if kind == "plan":
+            raise ValueError("schema: a plan document needs its schema (plan_schema(command))")
+        schema = _SCHEMA_OF_KIND[kind]
+    doc: dict[str, Any] = {"schema": schema, "kind": kind, "storlab_version": __version__}
+    if kind in MEASURED_KINDS:
+        doc.update({
+            "run_id": run_id or uuid.uuid4().hex,
+            "started_at": started_at or now_iso(),
+            "finished_at": finished_at,
+            "complete": True,
+            "stop_reason": "done",
+            "error": None,
+            "argv": list(argv),
+        })
+    return doc
+
+
+# --- document types ----------------------------------------------------------------------------
+# TypedDicts with a required base and an optional (total=False) extension, which works on every
+# Python storlab supports (typing.NotRequired needs 3.11).
+
+class Header(TypedDict):
+    schema: str
+    kind: str
+    storlab_version: str
+
+
+class RunHeader(Header):
+    run_id: str
+    started_at: str
+    finished_at: Optional[str]
+    complete: bool
+    stop_reason: str            # done | interrupted | error | running (a checkpoint)
+    error: Optional[str]
+    argv: List[str]
+
+
+class _RunBody(RunHeader):
+    job: Dict[str, Any]
+    environment: Dict[str, Any]
+    warnings: List[Dict[str, Any]]
+    phases: List[Dict[str, Any]]
+
+
+class RunDocument(_RunBody, total=False):
+    """`storlab run` (storlab.run/1, kind run); under MPI with an `mpi` section."""
+    signal: str                 # SIGINT | SIGTERM | SIGHUP, when a signal stopped the run
+    main_job: Dict[str, Any]
+    passes: Dict[str, Any]
+    model: Dict[str, Any]
+    mpi: Dict[str, Any]
+    sweep: Dict[str, Any]       # the sweep and point this run belongs to
+
+
+class _MetaBody(_RunBody):
+    workers: int
+    cleanup: Optional[Dict[str, Any]]
+
+
+class MetaDocument(_MetaBody, total=False):
+    """`storlab meta` (storlab.run/1, kind meta): one phase per metadata operation."""
+    mpi: Dict[str, Any]
+
+
+class ScaleDocument(_RunBody):
+    """`storlab scale` (storlab.run/1, kind scale): an MPI run at each rank count and the curve;
+    `phases` is empty, the measurements are the `runs`."""
+    runs: List[RunDocument]
+    scale: Dict[str, Any]       # ranks_planned, ranks_run, curve
+
+
+class SweepDocument(RunHeader):
+    """`storlab sweep` (storlab.sweep/1): every point's run document under `runs`."""
+    axes: List[Dict[str, Any]]
+    settings: Dict[str, Any]
+    job: Dict[str, Any]
+    environment: Dict[str, Any]
+    points: List[Dict[str, Any]]
+    series: List[Dict[str, Any]]
+    early_stops: List[Dict[str, Any]]
+    warnings: List[Dict[str, Any]]
+    runs: List[RunDocument]
+
+
+class _DoctorBody(Header):
+    host: str
+    kernel: str
+    targets: List[str]
+    summary: Dict[str, int]
+    devices: List[Dict[str, Any]]
+    partitions: List[Dict[str, Any]]
+    filesystems: List[Dict[str, Any]]
+    notes: List[str]
+    findings: List[Dict[str, Any]]
+
+
+class DoctorDocument(_DoctorBody, total=False):
+    """`storlab doctor --json` (storlab.doctor/1)."""
+    stack: Dict[str, Any]       # file, differences: with --stack
+
+
+class PlanDocument(Header, total=False):
+    """`storlab plan COMMAND --json` (storlab.plan.COMMAND/1): the header and the command's
+    report, whose fields depend on the command (schemas/plan-1.schema.json)."""
