@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "results"))
 import rundoc  # noqa: E402
 
 from storlab import stats, store  # noqa: E402
+from storlab.document import header  # noqa: E402
 from storlab.prediction import predict_for_run  # noqa: E402
 from storlab.report.charts import MODEL_TITLE  # noqa: E402
 from storlab.report.data import split_runs  # noqa: E402
@@ -95,7 +96,7 @@ def sweep_document():
                                  "lowest": points[0]["lat_mean_ns"], "lowest_value": 1,
                                  "latency_ns": points[5]["lat_mean_ns"], "ratio": 4.0,
                                  "throughput_gain_pct": 0.5}}]
-    return [{"schema": "storlab.sweep/1", "kind": "sweep", "run_id": "5" * 32, "complete": True,
+    return [{**header("sweep", run_id="5" * 32, started_at=STARTED, finished_at=STARTED),
              "axes": [{"name": "qd", "values": [1, 2, 4, 8, 16, 32], "numeric": True}],
              "settings": {"metric": "bw", "knee_pct": 95, "climb_pct": 50, "climb_gain_pct": 5,
                           "climb_latency": "mean", "stop_flat_pct": 0, "stop_count": 2, "phase": None},
@@ -104,6 +105,7 @@ def sweep_document():
 
 
 SCALE_EFFICIENCY = {1: 1.0, 2: 0.95, 4: 0.85, 8: 0.7}
+STARTED = "2026-11-21T15:20:00.000Z"   # fixed, so the documents are reproducible
 
 
 def scale_document():
@@ -114,7 +116,7 @@ def scale_document():
                "bw_bytes": base_bw * n * e, "deskew_bw_bytes": base_bw * n * min(1.0, e + 0.05),
                "speedup": n * e, "efficiency": e, "deskew_speedup": n * min(1.0, e + 0.05),
                "deskew_efficiency": min(1.0, e + 0.05)} for n, e in SCALE_EFFICIENCY.items()]
-    return [{"schema": "storlab.run/1", "kind": "scale", "run_id": "c" * 32, "complete": True,
+    return [{**header("scale", run_id="c" * 32, started_at=STARTED, finished_at=STARTED),
              "job": runs[0]["job"], "environment": runs[0]["environment"], "warnings": [], "phases": [],
              "runs": runs,
              "scale": {"ranks_planned": [1, 2, 4, 8], "ranks_run": [1, 2, 4, 8],
@@ -147,13 +149,14 @@ def meta_document(threads=2, seed=7):
                                     "ops": ops // threads, "stonewalled": False, "read_bytes": 0,
                                     "read_ops": 0, "write_bytes": 0, "write_ops": 0}
                                    for w in range(threads)]})
-    return {"schema": "storlab.run/1", "kind": "meta", "storlab_version": "0.1.0",
-            "run_id": f"{seed:x}" * 32, "started_at": "2026-11-21T15:20:00.000Z", "complete": True,
-            "stop_reason": "done", "error": None, "argv": ["storlab", "meta"],
+    return {**header("meta", run_id=f"{seed:x}" * 32, started_at=STARTED, finished_at=STARTED,
+                     argv=["storlab", "meta"]),
             "job": {"target": ["/mnt/t"], "threads": threads, "files": 4000, "engine": "posix", "rw": None,
-                    "bs": None},
-            "environment": {"host": "node17", "kernel": "6.18.44", "engine": "posix", "targets": []},
-            "warnings": [], "workers": threads, "phases": phases, "cleanup": {"kept": False}}
+                    "bs": None, "phases": [{"name": n, "type": "meta"} for n in META_RATES]},
+            "environment": {**rundoc.make_run()["environment"], "engine": "posix", "io_uring": None, "targets": [],
+                            "directory": {"path": "/mnt/t", "fs_type": "ext4"}},
+            "warnings": [], "workers": threads, "phases": phases,
+            "cleanup": {"kept": False, "files_removed": 0, "dirs_removed": 1, "error": None}}
 
 
 def meta_report():
@@ -520,3 +523,11 @@ def test_engine_output_bs_sweep_gets_one_series_vs_request_size():
     (line,) = chart.figure.axes[0].get_lines()
     assert list(line.get_xdata()) == [4096, 65536, 1 << 20]
     assert "phases" not in build_report(docs)
+
+
+def test_the_hand_built_report_documents_follow_their_schemas():
+    # they were built without storlab_version / finished_at, which no real document lacks
+    from storlab.schemas import validate
+
+    for doc in (*sweep_document(), *scale_document(), meta_document()):
+        validate(doc)
