@@ -14,6 +14,7 @@ import sys
 from enum import IntEnum
 
 from .. import __version__
+from ..errors import StorlabError
 
 # Order shown in `storlab --help`.
 SUBCOMMANDS = ("run", "sweep", "meta", "scale", "plan", "doctor", "results", "report")
@@ -22,12 +23,17 @@ SUBCOMMANDS = ("run", "sweep", "meta", "scale", "plan", "doctor", "results", "re
 class ExitCode(IntEnum):
     OK = 0
     FAILURE = 1          # the run itself failed (I/O error, verification mismatch ...)
-    USAGE = 2            # bad option, bad job file, refused target
+    USAGE = 2            # bad option, bad job file, bad output destination, refused target
     INTERRUPTED = 130    # Ctrl-C; partial results were written
 
 
 class UsageError(Exception):
     """A mistake the user can fix; printed as one line, exit code 2."""
+
+
+def _one_line(e: BaseException) -> str:
+    """The message of an error as one line (a TOML decoder or the engine may add line breaks)."""
+    return " ".join(str(e).split()) or type(e).__name__
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,13 +60,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except (UsageError, ValueError) as e:
-        print(f"storlab {args.command}: error: {e}", file=sys.stderr)
+        print(f"storlab {args.command}: error: {_one_line(e)}", file=sys.stderr)
         return ExitCode.USAGE
+    except StorlabError as e:   # the engine could not be set up, or the run failed
+        print(f"storlab {args.command}: error: {_one_line(e)}", file=sys.stderr)
+        return ExitCode.FAILURE
+    except BrokenPipeError:
+        return ExitCode.FAILURE
+    except OSError as e:        # a file the command reads or writes: name it and the reason
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"storlab {args.command}: error: {where}{e.strerror or e}", file=sys.stderr)
+        return ExitCode.FAILURE
     except KeyboardInterrupt:
         print(f"storlab {args.command}: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
-    except BrokenPipeError:
-        return ExitCode.FAILURE
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from ..plan.recommend import DEFAULT_LEVELS, Inventory, Needs, OBJECTIVES, recom
 from ..plan.scripts import build_script
 from ..units import format_si_bytes, format_size, parse_count, parse_rate, parse_size
 from .main import UsageError
+from .outputs import check_destination, write_output
 
 SCHEMA_VERSION = 1
 DEFAULT_CHUNK = "512KiB"
@@ -338,6 +339,7 @@ def run_recommend(args: argparse.Namespace) -> int:
 # --- script --------------------------------------------------------------------------------------
 
 def run_script(args: argparse.Namespace) -> int:
+    check_destination(args.output, "output", allow_stdout=False)
     stack = stack_from_args(args)
     devices = [d for d in args.devices.split(",") if d] if args.devices else None
     script = build_script(stack, devices)
@@ -345,9 +347,7 @@ def run_script(args: argparse.Namespace) -> int:
         _emit_json("script", {"stack": None, "lines": list(script.lines), "warnings": list(script.warnings)})
         return 0
     if args.output:
-        with open(args.output, "w") as f:
-            f.write(script.text)
-        os.chmod(args.output, 0o644)     # not executable: to be reviewed first
+        write_output(script.text, args.output, "output")   # mode 0644: reviewed before it is run
         print(f"wrote {args.output} (dry-run text; review before running)")
     else:
         sys.stdout.write(script.text)

@@ -7,6 +7,7 @@ import sys
 
 from .. import store
 from .main import UsageError
+from .outputs import check_destination, check_folder
 from .results import load_docs
 
 __all__ = ["register", "run"]
@@ -32,6 +33,8 @@ def run(args: argparse.Namespace) -> int:
         from ..report import write_report
     except ImportError as e:
         raise UsageError(f"report: needs matplotlib ({e}); install it with: pip install 'storlab[report]'") from None
+    check_destination(args.output, "output", allow_stdout=False)
+    check_folder(args.png, "png")
     docs = load_docs(args.runs, args.store)
     if args.tag:
         with store.Store(args.store) as s:

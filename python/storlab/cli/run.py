@@ -17,6 +17,7 @@ from ..runner import run_job
 from ..units import format_rate
 from .main import ExitCode, UsageError
 from .options_cli import add_option_arguments, given_options
+from .outputs import OutputError, check_destination, write_output
 
 EXAMPLES = """examples:
   storlab run                                   # the main job: the scratch folder's device at four
@@ -89,16 +90,22 @@ def job_from_args(args: argparse.Namespace, main_job: bool = False):
     return resolve_job(cli, jobfile, jobfile_name=args.jobfile or "job file", phases=phases)
 
 
-def emit_result(doc: dict[str, Any], settings: dict[str, Any], command: str) -> None:
+def emit_result(doc: dict[str, Any], settings: dict[str, Any], command: str) -> bool:
     """What every measuring command does with its result: store it, write the JSON (stdout gets
     nothing else), print the table (on stderr when the JSON went to stdout), the MPI summary and
-    the warnings."""
+    the warnings. Returns False when the JSON could not be written (said in one line; the result
+    is stored all the same)."""
     from ..export import render_table
 
     store_result(doc, settings, command)
     json_target = settings.get("json")
+    written = True
     if json_target:
-        _write_json(doc, json_target)
+        try:
+            _write_json(doc, json_target)
+        except OutputError as e:
+            print(f"storlab {command}: error: {e}", file=sys.stderr)
+            written = False
     if not settings.get("quiet"):
         out = sys.stderr if json_target == "-" else sys.stdout
         out.write(render_table(doc) + "\n")
@@ -108,6 +115,7 @@ def emit_result(doc: dict[str, Any], settings: dict[str, Any], command: str) -> 
             out.write(render_summary(doc) + "\n")
     for w in doc["warnings"]:
         print(f"warning: {w['message']}", file=sys.stderr)
+    return written
 
 
 def stop_exit_code(command: str, doc: dict[str, Any], kept: str = "partial results kept") -> int | None:
@@ -125,20 +133,7 @@ def _write_json(doc: dict[str, Any], target: str) -> None:
     """The document as JSON: on stdout for '-'; into a regular file atomically (a reader never sees
     half a document); into anything else (/dev/null, a FIFO, a terminal) directly — replacing it
     would destroy a device node."""
-    text = json.dumps(doc, indent=None if target == "-" else 1)
-    if target == "-":
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-        return
-    real = os.path.realpath(target)
-    if os.path.exists(real) and not os.path.isfile(real):
-        with open(real, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-        return
-    tmp = real + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text + "\n")
-    os.replace(tmp, real)
+    write_output(json.dumps(doc, indent=None if target == "-" else 1) + "\n", target, "json")
 
 
 def store_result(doc: dict[str, Any], settings: dict[str, Any], command: str = "run") -> None:
@@ -156,6 +151,7 @@ def store_result(doc: dict[str, Any], settings: dict[str, Any], command: str = "
 def run(args: argparse.Namespace) -> int:
     job = job_from_args(args, main_job=detect_mpi_launch() is None)
     settings = job.run
+    check_destination(settings.get("json"), "json")
     progress = ProgressLine(sys.stderr) if wants_progress(bool(settings.get("quiet"))) else None
 
     notify = lambda msg: print(f"\r\x1b[Kwarning: {msg}" if progress else f"warning: {msg}", file=sys.stderr)  # noqa: E731
@@ -180,12 +176,12 @@ def run(args: argparse.Namespace) -> int:
         if progress:
             progress.finish()
 
-    emit_result(doc, settings, "run")
+    written = emit_result(doc, settings, "run")
     mismatches = _report_verification(doc)
     stopped = stop_exit_code("run", doc)
     if stopped is not None:
         return stopped
-    if mismatches:
+    if mismatches or not written:
         return ExitCode.FAILURE
     return ExitCode.OK
 
@@ -197,7 +193,10 @@ def _checkpoint(partial: dict[str, Any], settings: dict[str, Any]) -> None:
     target = settings.get("json")
     real = os.path.realpath(target) if target and target != "-" else None
     if real and (not os.path.exists(real) or os.path.isfile(real)):  # a device or FIFO gets one document
-        _write_json(partial, target)
+        try:
+            _write_json(partial, target)
+        except OutputError as e:  # the run goes on; the final write reports it again if it persists
+            print(f"storlab run: warning: checkpoint not written: {e}", file=sys.stderr)
 
 
 def _report_verification(doc: dict[str, Any]) -> int:

@@ -13,18 +13,14 @@ copies of that layout -> the volume: host striping (`stripe`, with its own inter
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
+from ..tomlfile import TomlFileError, read_toml
 from ..units import UnitError, parse_rate, parse_size
 from .notation import NotationError, RaidNotation, parse_raid
 from .quantities import mtbf_h_from_afr, parse_afr, parse_ber, parse_mtbf_h, parse_period_h
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python < 3.11 only
-    import tomli as tomllib
 
 __all__ = [
     "StackError", "DriveType", "RaidSpec", "Volume", "Filesystem", "Component", "ComponentInstance",
@@ -465,13 +461,12 @@ def stack_from_dict(data: Mapping[str, Any], source: str = "stack") -> Stack:
 def load_stack(path: str | os.PathLike[str]) -> Stack:
     """Read a stack TOML file; errors name the file."""
     name = os.fspath(path)
+    if not os.path.lexists(name):
+        raise StackError(f"{name}: no such stack file")
     try:
-        with open(name, "rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        raise StackError(f"{name}: no such stack file") from None
-    except tomllib.TOMLDecodeError as e:
-        raise StackError(f"{name}: not valid TOML: {e}") from None
+        data = read_toml(name, "stack file")
+    except TomlFileError as e:
+        raise StackError(str(e)) from None
     try:
         stack = stack_from_dict(data, source=os.path.basename(name))
     except StackError as e:
