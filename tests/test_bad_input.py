@@ -241,3 +241,14 @@ def test_wide_mirror_with_slow_rebuild_has_an_mttdl_not_a_division_by_zero(capsy
 def test_stack_file_that_is_a_directory_is_one_line(tmp_path, capsys):
     rc, err = run(capsys, "plan", "geometry", str(tmp_path))
     assert rc == ExitCode.USAGE and "a directory" in one_error_line(err, "plan")
+
+
+@pytest.mark.parametrize("kind", ["binary", "fifo"])
+def test_fio_job_file_that_is_binary_or_a_fifo_is_one_line(tmp_path, capsys, kind):
+    path = tmp_path / "job.fio"
+    if kind == "fifo":
+        os.mkfifo(path)           # once read until a writer came: the command hung
+    else:
+        path.write_bytes(b"[job]\n\xff\xfe")
+    rc, err = run(capsys, *tiny(tmp_path, "--fio", str(path)))
+    assert rc == ExitCode.USAGE and "fio job file" in one_error_line(err)

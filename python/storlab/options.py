@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from .units import MAX_BYTES, MAX_DURATION_S, UnitError, parse_duration, parse_rate, parse_size
+from .units import MAX_BYTES, MAX_DURATION_S, UnitError, format_size, parse_duration, parse_rate, parse_size
 
 __all__ = ["Option", "OptionError", "OPTIONS", "BY_NAME", "parse_option", "parse_value", "defaults",
            "render_reference"]
@@ -55,6 +55,8 @@ class Option:
         return self.maximum if self.maximum is not None else KIND_MAXIMUM.get(self.kind)
 
 
+# Kinds whose values are numbers: each has bounds, and NaN and infinities are refused.
+NUMERIC_KINDS = frozenset({"size", "duration", "rate", "int", "float", "percent"})
 # Bounds every option of a kind has unless the table sets a tighter one.
 KIND_MAXIMUM: dict[str, float] = {"size": MAX_BYTES, "rate": MAX_BYTES, "duration": MAX_DURATION_S}
 
@@ -273,16 +275,29 @@ def suggest(name: str) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def allowed_values(opt: Option) -> str:
+    """What an option accepts, in words: its choices or its bounds (for help and errors)."""
+    return _allowed(opt)
+
+
 def _allowed(opt: Option) -> str:
     if opt.kind == "choice":
         return "one of " + ", ".join(opt.choices)
-    unit = {"duration": " s", "size": " bytes", "rate": " bytes/s"}.get(opt.kind, "")
     bounds = []
     if opt.minimum is not None:
-        bounds.append(f">= {_number(opt.minimum)}{unit}")
+        bounds.append(f">= {_bound(opt, opt.minimum)}")
     if opt.upper is not None:
-        bounds.append(f"<= {_number(opt.upper)}{unit}")
+        bounds.append(f"<= {_bound(opt, opt.upper)}")
     return " and ".join(bounds)
+
+
+def _bound(opt: Option, v: float) -> str:
+    """A bound in the option's unit: sizes as 4 KiB / 1024 PiB, durations in seconds or years."""
+    if opt.kind in ("size", "rate"):
+        return format_size(v).replace(" B", " bytes") + ("/s" if opt.kind == "rate" else "")
+    if opt.kind == "duration":
+        return "10 years" if v == MAX_DURATION_S else f"{_number(v)} s"
+    return _number(v)
 
 
 def _number(v: float) -> str:
@@ -449,6 +464,8 @@ def render_reference() -> str:
                 text += f"<br>`{o.flag}` alone: `{o.bare}`"
             if o.engine:
                 text += f" (only with engine {o.engine})"
+            if o.kind in NUMERIC_KINDS:
+                text += f"<br>allowed: {_allowed(o)}"
             unit = f" ({o.unit})" if o.unit else ""
             lines.append(f"| `{flag}` | `{o.name}` | {o.kind}{unit} | {default} | {text} |")
         lines.append("")
