@@ -448,7 +448,13 @@ def render_reference() -> str:
     """The Markdown reference page for docs/options.md, generated from the table."""
     lines = ["# `storlab run` options", "",
              "Generated from `python/storlab/options.py`; do not edit by hand "
-             "(`python -m storlab.options > docs/options.md`).", ""]
+             "(`python -m storlab.options > docs/options.md`).", "",
+             "Every numeric option has the bounds shown under it; NaN and infinities are refused. "
+             "A mistake is one line on standard error naming the option and what is allowed. "
+             "Exit codes of `storlab run`: 0 done; 1 the run failed, or its `--json` file could not "
+             "be written after the run (the result is stored all the same); 2 a bad option, job file "
+             "or output destination (a directory, a missing folder, a read-only place: checked before "
+             "anything runs); 130 interrupted.", ""]
     categories: dict[str, list[Option]] = {}
     for o in OPTIONS:
         categories.setdefault(o.category, []).append(o)
