@@ -309,3 +309,33 @@ def test_plan_recommend_inputs_give_an_answer_or_one_line_error(workdir, flags, 
         argv += [flag, data.draw(plausible | value_text())]
     rc, _, err = run_main(argv)
     assert_clean(argv, rc, err)
+
+
+def stack_table(keys: list[str]) -> st.SearchStrategy[dict]:
+    """One table of a stack file: its own keys (and an unknown one) with plausible or wild values."""
+    plausible = st.sampled_from(["R6/8", "R60/6/12", "512KiB", "2TB", "600000h", "24h", "150MB/s", "1e-15", 2, 4, 80.0])
+    return st.dictionaries(st.sampled_from(keys + ["bogus"]), plausible | toml_value(2), max_size=4)
+
+
+@fuzz(100)
+@given(drive=stack_table(["capacity", "mtbf", "afr", "ber", "sector", "seq_read", "random_iops", "rotational"]),
+       raid=stack_table(["layout", "drives", "chunk", "span_chunk", "count", "engine", "mttr", "rebuild_rate"]),
+       volume=stack_table(["aggregate", "inter_chunk"]),
+       components=st.lists(stack_table(["name", "parent", "count", "bw", "iops", "groups", "raid_engine"]),
+                           max_size=3),
+       sub=st.sampled_from(["geometry", "reliability", "perf", "script"]))
+def test_stack_files_give_an_answer_or_one_line_error(workdir, drive, raid, volume, components, sub):
+    lines = []
+    drive = {"capacity": "2TB", **drive}                      # the required keys, unless overridden
+    raid = {"layout": "R6/8", "chunk": "512KiB", **raid}
+    for name, table in (("drive", drive), ("raid", raid), ("volume", volume)):
+        lines.append(f"[{name}]")
+        lines += [f"{json.dumps(k)} = {_toml_scalar(v)}" for k, v in table.items()]
+    for row in components:
+        lines.append("[[component]]")
+        lines += [f"{json.dumps(k)} = {_toml_scalar(v)}" for k, v in row.items()]
+    path = workdir / "stack.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    argv = ["plan", sub, str(path)] + (["--mttr", "24h"] if sub == "reliability" else [])
+    rc, _, err = run_main(argv)
+    assert_clean(argv, rc, err)
