@@ -146,10 +146,15 @@ def _read(path_or_text: str | os.PathLike) -> tuple[str, str]:
             isinstance(path_or_text, str) and "\n" not in path_or_text
             and not path_or_text.lstrip().startswith(("[", ";", "#"))):
         path = Path(path_or_text)
+        if path.exists() and not path.is_file():   # a FIFO would block, a directory cannot be read
+            raise FioJobError(f"fio job file {path}: cannot read it (not a regular file)")
         try:
             return path.read_text(), str(path)
-        except (OSError, UnicodeDecodeError) as e:
+        except OSError as e:
             raise FioJobError(f"fio job file {path}: cannot read it ({e.strerror or e})") from None
+        except UnicodeDecodeError as e:
+            raise FioJobError(f"fio job file {path}: cannot read it (byte {e.start} is not UTF-8: not a "
+                              f"text file)") from None
     return str(path_or_text), "<text>"
 
 

@@ -29,16 +29,11 @@ Parsing only validates; nothing on the system is touched here.
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .options import BY_NAME, OPTIONS, OptionError, parse_value, suggest
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python < 3.11 only
-    import tomli as tomllib
+from .tomlfile import TomlFileError, read_toml
 
 __all__ = ["GroupDef", "PhaseDef", "Job", "resolve_job", "load_jobfile", "core_spec", "JOB_ONLY_KEYS"]
 
@@ -79,6 +74,8 @@ def _unknown(key: str, where: str) -> OptionError:
 
 
 def _parse_section(section: Mapping[str, Any], where: str, allow_run_level: bool) -> dict[str, Any]:
+    if not isinstance(section, Mapping):
+        raise OptionError(f"{where}: expected a table of options, got {section!r}")
     out: dict[str, Any] = {}
     for key, raw in section.items():
         if key in JOB_ONLY_KEYS:
@@ -97,12 +94,10 @@ def _parse_section(section: Mapping[str, Any], where: str, allow_run_level: bool
 def load_jobfile(path: str) -> dict[str, Any]:
     """Read a TOML job file into a plain dict, with a one-line error naming the file."""
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise OptionError(f"job file {path}: not found") from None
-    except tomllib.TOMLDecodeError as e:
-        raise OptionError(f"job file {path}: not valid TOML: {e}") from None
+        return read_toml(path, "job file")
+    except TomlFileError as e:
+        raise OptionError(str(e)) from None
+
 
 
 def _phase_name(explicit: str | None, groups: list[GroupDef], index: int) -> str:
@@ -138,6 +133,7 @@ def resolve_job(cli_values: Mapping[str, Any], jobfile: Mapping[str, Any] | None
     resolved: list[PhaseDef] = []
     for pi, p in enumerate(raw_phases):
         where = f"{jobfile_name} phase {pi + 1}"
+        _check_name(p, where)
         kind = p.get("type", "io")
         if kind not in PHASE_TYPES:
             raise OptionError(f"{where}: type: {kind!r} is not allowed; use one of: {', '.join(PHASE_TYPES)}")
@@ -150,9 +146,13 @@ def resolve_job(cli_values: Mapping[str, Any], jobfile: Mapping[str, Any] | None
             continue
         phase_opts = _parse_section(p.get("options", p), where, allow_run_level=False)
         raw_groups = p.get("group") or p.get("groups") or [{}]
+        if not isinstance(raw_groups, list) or not all(isinstance(g, dict) for g in raw_groups):
+            raise OptionError(f"{where}: 'group' must be a list of tables ([[phase.group]]), "
+                              f"got {type(raw_groups).__name__}")
         groups: list[GroupDef] = []
         for gi, graw in enumerate(raw_groups):
             gwhere = f"{where} group {gi + 1}"
+            _check_name(graw, gwhere)
             gopts = _parse_section(graw.get("options", graw), gwhere, allow_run_level=False)
             merged = {**base, **top, **phase_opts, **gopts, **cli}
             values = {k: v for k, v in merged.items() if BY_NAME[k].core}
@@ -161,6 +161,13 @@ def resolve_job(cli_values: Mapping[str, Any], jobfile: Mapping[str, Any] | None
             groups.append(GroupDef(name=name, values=values))
         resolved.append(PhaseDef(name=_phase_name(p.get("name"), groups, pi), groups=groups))
     return Job(phases=resolved, run=run)
+
+
+def _check_name(table: Mapping[str, Any], where: str) -> None:
+    """`name` of a phase or group, when given, is a text."""
+    name = table.get("name")
+    if name is not None and not isinstance(name, str):
+        raise OptionError(f"{where}: name: expected a text, got {name!r}")
 
 
 def _check_group(v: dict[str, Any], where: str) -> None:

@@ -9,10 +9,11 @@ Values are validated here only (parsing touches no file or device); resolving ag
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from .units import UnitError, parse_duration, parse_rate, parse_size
+from .units import MAX_BYTES, MAX_DURATION_S, UnitError, format_size, parse_duration, parse_rate, parse_size
 
 __all__ = ["Option", "OptionError", "OPTIONS", "BY_NAME", "parse_option", "parse_value", "defaults",
            "render_reference"]
@@ -46,6 +47,18 @@ class Option:
     @property
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-").replace(".", "-")
+
+    @property
+    def upper(self) -> float | None:
+        """The largest value allowed: the table's maximum, else the bound of the option's kind
+        (sizes and rates up to 1 EiB, durations up to 10 years: what the engine accepts)."""
+        return self.maximum if self.maximum is not None else KIND_MAXIMUM.get(self.kind)
+
+
+# Kinds whose values are numbers: each has bounds, and NaN and infinities are refused.
+NUMERIC_KINDS = frozenset({"size", "duration", "rate", "int", "float", "percent"})
+# Bounds every option of a kind has unless the table sets a tighter one.
+KIND_MAXIMUM: dict[str, float] = {"size": MAX_BYTES, "rate": MAX_BYTES, "duration": MAX_DURATION_S}
 
 
 def _choice(**values: str) -> dict[str, str]:
@@ -89,14 +102,16 @@ OPTIONS: tuple[Option, ...] = (
                            per_thread="each thread its own file PATH.N, N its participant index "
                                       "(file per process under MPI)")),
     Option("segments", "int", "number of segments of the segmented layout (IOR -s)", default=1,
-           category="target", minimum=1),
+           category="target", minimum=1, maximum=2**40),
     Option("block", "size", "bytes each participant owns per segment (IOR -b); default: the range "
            "split evenly; a multiple of bs (the transfer size, IOR -t)", default=None,
            category="target", unit="bytes", minimum=1),
     Option("participants", "int", "participants sharing a target's layout (0: the threads); "
-           "set by MPI runs to ranks x threads", default=0, category="target", minimum=0),
+           "set by MPI runs to ranks x threads", default=0, category="target", minimum=0,
+           maximum=2**32),
     Option("participant_base", "int", "participant index of this process's first thread; set by "
-           "MPI runs to rank x threads", default=0, category="target", minimum=0),
+           "MPI runs to rank x threads", default=0, category="target", minimum=0,
+           maximum=2**32),
     Option("allow_destroy", "paths", "block device that storlab may write to even though it holds "
            "a partition table, file system, RAID/LVM/swap signature (repeatable; name the exact device); "
            "a mounted, swap, held or loop-backing device is never written",
@@ -117,7 +132,8 @@ OPTIONS: tuple[Option, ...] = (
            "Skewed laws draw with repeats (the random map is off for them, as in fio)",
            default="random", metavar="DIST", fio_name="random_distribution",
            rule="random_distribution"),
-    Option("bs", "size", "request (block) size", default=4096, unit="bytes", minimum=1, fio_name="blocksize"),
+    Option("bs", "size", "request (block) size", default=4096, unit="bytes", minimum=1, maximum=2**30,
+           fio_name="blocksize"),
     Option("threads", "int", "worker threads per target", default=1, minimum=1, maximum=4096, fio_name="numjobs"),
     Option("qd", "int", "requests in flight per thread (io_uring; psync is always 1)",
            default=1, minimum=1, maximum=65536, fio_name="iodepth"),
@@ -129,7 +145,7 @@ OPTIONS: tuple[Option, ...] = (
            default=None, unit="bytes", minimum=1),
     Option("fsync_every", "int", "fsync after every N writes per thread, before the next request "
            "as fio's fsync=N (none after the last write: see fsync_end; 0: never)", default=0,
-           minimum=0, fio_name="fsync"),
+           minimum=0, maximum=2**32, fio_name="fsync"),
     Option("fsync_end", "bool", "fsync written targets at the end of the phase, inside the timed "
            "window, so buffered writes are not reported at page-cache speed", default=True,
            negative="--no-fsync-end", fio_name="end_fsync"),
@@ -141,7 +157,7 @@ OPTIONS: tuple[Option, ...] = (
                            lag="the writer never waits; the reader never passes it and stays at "
                                "most rbw_lag records behind, skipping ahead (counted) if slower")),
     Option("rbw_lag", "int", "records the reader may trail the writer in rbw=lag", default=8,
-           minimum=1),
+           minimum=1, maximum=2**32),
     Option("verify", "choice", "stamp written blocks with a header and checksum; check every read "
            "block against them (a read-only run verifies data written earlier)", default="off",
            choices=_choice(off="no verification",
@@ -186,7 +202,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("uring.sqpoll", "bool", "kernel thread polls the submission queue (SQPOLL)",
            default=False, category="engine", engine="io_uring"),
     Option("uring.batch", "int", "submit after this many queued requests (default: the queue depth)",
-           default=0, category="engine", engine="io_uring", minimum=0),
+           default=0, category="engine", engine="io_uring", minimum=0, maximum=65536),
     # --- output ---------------------------------------------------------------------------
     Option("json", "str", "write the JSON result to PATH ('-' for standard output)",
            default=None, category="output", core=False, metavar="PATH"),
@@ -213,7 +229,7 @@ OPTIONS: tuple[Option, ...] = (
            core=False, unit="s", minimum=0),
     Option("pass_spread", "float", "warn when passes differ in bandwidth by more than this "
            "(max - min, in % of the mean)", default=10.0, category="method", core=False, unit="%",
-           minimum=0),
+           minimum=0, maximum=100000),
     Option("cache", "choice", "page-cache and controller-cache control", default="off",
            category="method", core=False,
            choices=_choice(off="no sizing, no dropping",
@@ -233,7 +249,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("cache_in_pct", "float", "cache=in without cache_bytes: working set as % of RAM",
            default=50.0, category="method", core=False, unit="%", minimum=0.1, maximum=100),
     Option("cache_out_multiple", "float", "cache=out: working set as a multiple of RAM (plus "
-           "cache_bytes)", default=2.0, category="method", core=False, minimum=1),
+           "cache_bytes)", default=2.0, category="method", core=False, minimum=1, maximum=1000),
     Option("bw_ceiling", "rate", "the most bandwidth the target can plausibly give (e.g. 2GB/s); "
            "faster results are flagged as served from cache", default=None, category="method",
            core=False, unit="bytes/s", minimum=1),
@@ -242,7 +258,7 @@ OPTIONS: tuple[Option, ...] = (
            category="method", core=False, metavar="FILE"),
     Option("reorder", "int", "under MPI: read phases read what rank (rank + N) mod size wrote, so "
            "no node reads its own data back from its client cache (IOR's -C/-Q)", default=0,
-           category="mpi", core=False, minimum=0),
+           category="mpi", core=False, minimum=0, maximum=2**31),
     Option("rank_timeout", "duration", "under MPI: how long the other ranks wait for a rank that "
            "failed or vanished before the whole run ends with an error naming it", default=30.0,
            category="mpi", core=False, unit="s", minimum=1),
@@ -264,19 +280,42 @@ def suggest(name: str) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def allowed_values(opt: Option) -> str:
+    """What an option accepts, in words: its choices or its bounds (for help and errors)."""
+    return _allowed(opt)
+
+
 def _allowed(opt: Option) -> str:
     if opt.kind == "choice":
         return "one of " + ", ".join(opt.choices)
     bounds = []
     if opt.minimum is not None:
-        bounds.append(f">= {opt.minimum:g}")
-    if opt.maximum is not None:
-        bounds.append(f"<= {opt.maximum:g}")
+        bounds.append(f">= {_bound(opt, opt.minimum)}")
+    if opt.upper is not None:
+        bounds.append(f"<= {_bound(opt, opt.upper)}")
     return " and ".join(bounds)
 
 
+def _bound(opt: Option, v: float) -> str:
+    """A bound in the option's unit: sizes as 4 KiB / 1024 PiB, durations in seconds or years."""
+    if opt.kind in ("size", "rate"):
+        return format_size(v).replace(" B", " bytes") + ("/s" if opt.kind == "rate" else "")
+    if opt.kind == "duration":
+        return "10 years" if v == MAX_DURATION_S else f"{_number(v)} s"
+    return _number(v)
+
+
+def _number(v: float) -> str:
+    """A bound as written in the table: whole numbers in full (2^63 - 1, not 9.22337e+18)."""
+    return str(int(v)) if float(v).is_integer() else f"{v:g}"
+
+
 def _check_bounds(opt: Option, value: float, shown: Any) -> None:
-    if (opt.minimum is not None and value < opt.minimum) or (opt.maximum is not None and value > opt.maximum):
+    """NaN and infinities are refused for every numeric option, then the option's own bounds."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise OptionError(f"{opt.name}: {shown!r} is not a finite number; allowed: {_allowed(opt)}")
+    upper = opt.upper
+    if (opt.minimum is not None and value < opt.minimum) or (upper is not None and value > upper):
         raise OptionError(f"{opt.name}: {shown!r} is out of range; allowed: {_allowed(opt)}")
 
 
@@ -322,7 +361,11 @@ def _parse_float(opt: Option, raw: Any) -> float:
 def _parse_int(opt: Option, raw: Any) -> int:
     if isinstance(raw, bool):
         raise OptionError(f"{opt.name}: expected a whole number, got {raw!r}")
-    try:
+    if isinstance(raw, float) and not math.isfinite(raw):
+        raise OptionError(f"{opt.name}: {raw!r} is not a finite number; allowed: {_allowed(opt)}")
+    if isinstance(raw, str) and len(raw.strip()) > 40:   # longer than any allowed value; int() of
+        raise OptionError(f"{opt.name}: {raw[:40]!r}... is out of range; allowed: {_allowed(opt)}")
+    try:                                                 # 5000 digits raises its own ValueError
         v = int(raw, 0) if isinstance(raw, str) else int(raw)
         if isinstance(raw, float) and raw != v:
             raise ValueError
@@ -365,7 +408,12 @@ def _parse_str(opt: Option, raw: Any) -> str:
 
 @_parser("paths")
 def _parse_paths(opt: Option, raw: Any) -> tuple[str, ...]:
-    items = [raw] if isinstance(raw, str) else list(raw)
+    if isinstance(raw, str):
+        items = [raw]
+    elif isinstance(raw, (list, tuple)):
+        items = list(raw)
+    else:
+        raise OptionError(f"{opt.name}: expected a text or a list of texts, got {raw!r}")
     for item in items:
         if not isinstance(item, str) or not item:
             raise OptionError(f"{opt.name}: expected a path, got {item!r}")
@@ -405,7 +453,13 @@ def render_reference() -> str:
     """The Markdown reference page for docs/options.md, generated from the table."""
     lines = ["# `storlab run` options", "",
              "Generated from `python/storlab/options.py`; do not edit by hand "
-             "(`python -m storlab.options > docs/options.md`).", ""]
+             "(`python -m storlab.options > docs/options.md`).", "",
+             "Every numeric option has the bounds shown under it; NaN and infinities are refused. "
+             "A mistake is one line on standard error naming the option and what is allowed. "
+             "Exit codes of `storlab run`: 0 done; 1 the run failed, or its `--json` file could not "
+             "be written after the run (the result is stored all the same); 2 a bad option, job file "
+             "or output destination (a directory, a missing folder, a read-only place: checked before "
+             "anything runs); 130 interrupted.", ""]
     categories: dict[str, list[Option]] = {}
     for o in OPTIONS:
         categories.setdefault(o.category, []).append(o)
@@ -421,6 +475,8 @@ def render_reference() -> str:
                 text += f"<br>`{o.flag}` alone: `{o.bare}`"
             if o.engine:
                 text += f" (only with engine {o.engine})"
+            if o.kind in NUMERIC_KINDS:
+                text += f"<br>allowed: {_allowed(o)}"
             unit = f" ({o.unit})" if o.unit else ""
             lines.append(f"| `{flag}` | `{o.name}` | {o.kind}{unit} | {default} | {text} |")
         lines.append("")

@@ -3,17 +3,28 @@
 Sizes: a bare number is bytes; single-letter suffixes (k, m, g, t, p) are binary (fio's
 convention: 4k = 4096); explicit units say what they mean (4KiB = 4096, 1MB = 10^6, 1MiB = 2^20).
 Durations: a bare number is seconds; ns, us, ms, s, m, h, d suffixes.
-Every parse error is a UnitError naming the bad text and the accepted forms.
+Every parse error is a UnitError naming the bad text and the accepted forms. NaN, infinities and
+sizes beyond MAX_BYTES are refused here, so no caller sees them.
 """
 from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 
 __all__ = [
     "UnitError", "parse_size", "parse_duration", "parse_rate", "parse_count",
-    "format_size", "format_rate", "format_duration", "format_si_bytes",
+    "format_size", "format_rate", "format_duration", "format_si_bytes", "MAX_BYTES", "MAX_DURATION_S",
+    "MAX_COUNT",
 ]
+
+# The largest byte count any size may name (1 EiB) and the longest duration any timing option may
+# have (10 years); the engine refuses the same (storlab._core.MAX_BYTES / MAX_DURATION_S, kept
+# equal by tests/test_units.py), so no value converts into an overflow or a panic there.
+MAX_BYTES = 1 << 60
+MAX_DURATION_S = 315_360_000.0
+# The largest plain count (IOPS, files ...) parse_count accepts.
+MAX_COUNT = 10**15
 
 
 class UnitError(ValueError):
@@ -38,10 +49,12 @@ def parse_size(text: str | int, what: str = "size") -> int:
     if isinstance(text, int):
         if text < 0:
             raise UnitError(f"{what}: size must not be negative, got {text}")
-        return text
+        return _size_in_range(text, text, what)
     if isinstance(text, float):
         text = repr(text)
-    m = _SIZE_RE.match(str(text))
+    if not isinstance(text, str):
+        raise UnitError(f"{what}: expected a size, got {text!r}")
+    m = _SIZE_RE.match(text)
     if not m:
         raise UnitError(f"{what}: cannot read {text!r} as a size; use {SIZE_FORMS}")
     number, unit = m.group(1), m.group(2)
@@ -49,10 +62,20 @@ def parse_size(text: str | int, what: str = "size") -> int:
     # "B" alone and "k"/"K" both fine; "Kb" is read as KB (bytes), bits are not sizes here.
     if key not in _SIZE_UNITS:
         raise UnitError(f"{what}: unknown size unit {unit!r} in {text!r}; use {SIZE_FORMS}")
-    value = float(number) * _SIZE_UNITS[key]
-    if value != math.floor(value):
+    # A float first, only to refuse huge values cheaply (Fraction("1e999999999") would build a
+    # billion-digit integer); then exact arithmetic, so 2^53 + 1 bytes stays 2^53 + 1.
+    if not float(number) * _SIZE_UNITS[key] <= MAX_BYTES:
+        return _size_in_range(MAX_BYTES + 1, text, what)
+    value = Fraction(number) * _SIZE_UNITS[key]
+    if value.denominator != 1:
         raise UnitError(f"{what}: {text!r} is not a whole number of bytes")
-    return int(value)
+    return _size_in_range(int(value), text, what)
+
+
+def _size_in_range(value: int, shown: object, what: str) -> int:
+    if value > MAX_BYTES:
+        raise UnitError(f"{what}: {shown!r} is too large; allowed: up to {MAX_BYTES} bytes (1 EiB)")
+    return value
 
 
 _DURATION_UNITS = {
@@ -68,23 +91,34 @@ def parse_duration(text: str | int | float, what: str = "duration") -> float:
     if isinstance(text, bool):
         raise UnitError(f"{what}: expected a duration, got {text!r}")
     if isinstance(text, (int, float)):
-        if text < 0:
-            raise UnitError(f"{what}: duration must not be negative, got {text}")
-        return float(text)
-    m = _DURATION_RE.match(str(text))
+        return _finite(float(text), text, what, "duration")
+    if not isinstance(text, str):
+        raise UnitError(f"{what}: expected a duration, got {text!r}")
+    m = _DURATION_RE.match(text)
     if not m:
         raise UnitError(f"{what}: cannot read {text!r} as a duration; use {DURATION_FORMS}")
     unit = m.group(2).lower()
     if unit not in _DURATION_UNITS:
         raise UnitError(f"{what}: unknown duration unit {m.group(2)!r} in {text!r}; use {DURATION_FORMS}")
-    return float(m.group(1)) * _DURATION_UNITS[unit]
+    return _finite(float(m.group(1)) * _DURATION_UNITS[unit], text, what, "duration")
+
+
+def _finite(value: float, shown: object, what: str, kind: str) -> float:
+    """A parsed number that is neither NaN nor infinite nor negative (a 400-digit number parses to inf)."""
+    if not math.isfinite(value):
+        raise UnitError(f"{what}: {shown!r} is not a finite {kind}")
+    if value < 0:
+        raise UnitError(f"{what}: {kind} must not be negative, got {shown!r}")
+    return value
 
 
 def parse_rate(text: str | int | float, what: str = "rate") -> float:
     """Parse a bandwidth such as '50MB/s', '1.2GiB/s' or '500m' into bytes per second."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return float(text)
-    s = str(text).strip()
+        return _finite(float(text), text, what, "rate")
+    if not isinstance(text, str):
+        raise UnitError(f"{what}: expected a rate such as 50MB/s, got {text!r}")
+    s = text.strip()
     for suffix in ("/s", "ps"):
         if s.lower().endswith(suffix):
             s = s[: -len(suffix)]
@@ -97,11 +131,15 @@ def parse_count(text: str | int, what: str = "count") -> int:
     if isinstance(text, bool):
         raise UnitError(f"{what}: expected a whole number, got {text!r}")
     if isinstance(text, int):
-        return text
-    m = re.match(r"^\s*([0-9]+)\s*([kKmM]?)\s*$", str(text))
-    if not m:
-        raise UnitError(f"{what}: cannot read {text!r} as a whole number")
-    return int(m.group(1)) * {"": 1, "k": 1000, "m": 1000000}[m.group(2).lower()]
+        value = text
+    else:
+        m = re.match(r"^\s*([0-9]{1,20})\s*([kKmM]?)\s*$", str(text))
+        if not m:
+            raise UnitError(f"{what}: cannot read {text!r} as a whole number")
+        value = int(m.group(1)) * {"": 1, "k": 1000, "m": 1000000}[m.group(2).lower()]
+    if not 0 <= value <= MAX_COUNT:
+        raise UnitError(f"{what}: {text!r} is out of range; allowed: 0 to {MAX_COUNT}")
+    return value
 
 
 def format_size(n: float) -> str:

@@ -232,6 +232,13 @@ pub struct OpenedPath {
     pub writes: bool,
 }
 
+/// The longest duration any timing option may have (10 years): far beyond a real run, far below
+/// where converting to std::time::Duration or adding it to an Instant would overflow.
+pub const MAX_DURATION_S: f64 = 315_360_000.0;
+/// The largest byte count (size, offset, io_size ...) a spec may name: 1 EiB, so sums and
+/// products of offsets stay far inside u64.
+pub const MAX_BYTES: u64 = 1 << 60;
+
 impl PhaseSpec {
     pub fn from_json(text: &str) -> Result<PhaseSpec> {
         let spec: PhaseSpec =
@@ -356,25 +363,39 @@ impl GroupSpec {
         if self.io_size.is_some() && self.io_total.is_some() {
             return Err(bad("io_size", "give io_size (per thread) or io_total, not both".into()));
         }
+        // Every duration is checked before anything converts it: Duration::from_secs_f64 panics
+        // on values past u64 seconds, and Instant + Duration panics on overflow.
+        let duration = |field: &str, v: f64, min: f64, strict: bool| -> Result<()> {
+            let above_min = if strict { v > min } else { v >= min };
+            if !(above_min && v <= MAX_DURATION_S) {
+                let low = if strict { format!("> {min}") } else { format!(">= {min}") };
+                return Err(bad(field, format!("{v} s is out of range; allowed: {low} and <= {MAX_DURATION_S} s (10 years)")));
+            }
+            Ok(())
+        };
         if let Some(t) = self.time {
-            if !(t > 0.0 && t.is_finite()) {
-                return Err(bad("time", format!("{t} is not a positive duration")));
+            duration("time", t, 0.0, true)?;
+        }
+        duration("ramp", self.ramp, 0.0, false)?;
+        duration("interval", self.interval, 0.01, false)?;
+        duration("stall_after", self.stall_after, 0.0, true)?;
+        duration("start_delay", self.start_delay, 0.0, false)?;
+        duration("null_delay", self.null_delay, 0.0, false)?;
+        if let (Some(size), offset) = (self.size, self.offset) {
+            if size.checked_add(offset).map_or(true, |end| end > MAX_BYTES) {
+                return Err(bad("size", format!("offset {offset} + size {size} is out of range; allowed: up to {MAX_BYTES} bytes (1 EiB)")));
             }
         }
-        if !(self.ramp >= 0.0 && self.ramp.is_finite()) {
-            return Err(bad("ramp", format!("{} is not a duration >= 0", self.ramp)));
+        if self.offset > MAX_BYTES {
+            return Err(bad("offset", format!("{} is out of range; allowed: up to {MAX_BYTES} bytes (1 EiB)", self.offset)));
         }
-        if !(self.interval >= 0.01 && self.interval.is_finite()) {
-            return Err(bad("interval", format!("{} is out of range; allowed: >= 0.01 s", self.interval)));
+        for (field, v) in [("io_size", self.io_size), ("io_total", self.io_total), ("block", self.block)] {
+            if v.map_or(false, |v| v > MAX_BYTES) {
+                return Err(bad(field, format!("{} is out of range; allowed: up to {MAX_BYTES} bytes (1 EiB)", v.unwrap_or(0))));
+            }
         }
-        if !(self.stall_after > 0.0 && self.stall_after.is_finite()) {
-            return Err(bad("stall_after", format!("{} is not a positive duration", self.stall_after)));
-        }
-        if !(self.start_delay >= 0.0 && self.start_delay.is_finite()) {
-            return Err(bad("start_delay", format!("{} is not a duration >= 0", self.start_delay)));
-        }
-        if !(self.null_delay >= 0.0 && self.null_delay.is_finite()) {
-            return Err(bad("null_delay", format!("{} is not a duration >= 0", self.null_delay)));
+        if self.segments.checked_mul(self.block.unwrap_or(self.bs)).map_or(true, |b| b > MAX_BYTES) {
+            return Err(bad("segments", format!("{} segments of {} bytes exceed {MAX_BYTES} bytes (1 EiB)", self.segments, self.block.unwrap_or(self.bs))));
         }
         let uring_opts = self.uring_fixed_buffers || self.uring_fixed_files || self.uring_sqpoll || self.uring_batch > 0;
         if uring_opts && self.engine != EngineKind::IoUring {
@@ -425,5 +446,20 @@ mod tests {
         assert!(e.message.contains("sideways"), "{}", e.message);
         let e = PhaseSpec::from_json(&phase_json(r#"{"bogus": 1}"#)).unwrap_err();
         assert!(e.message.contains("bogus"), "{}", e.message);
+    }
+
+    #[test]
+    fn huge_durations_and_sizes_are_refused_not_panicking() {
+        for (field, value) in [("time", "1.8446744073709552e19"), ("start_delay", "9.223372036854776e18"),
+                               ("ramp", "1e300"), ("stall_after", "315360001"), ("null_delay", "1e20"),
+                               ("interval", "1e10")] {
+            let e = PhaseSpec::from_json(&phase_json(&format!(r#"{{"{field}": {value}}}"#))).unwrap_err();
+            assert!(e.message.contains(field), "{}", e.message);
+        }
+        let e = PhaseSpec::from_json(&phase_json(r#"{"size": 18446744073709551615, "offset": 1}"#)).unwrap_err();
+        assert!(e.message.contains("size"), "{}", e.message);
+        let e = PhaseSpec::from_json(&phase_json(r#"{"segments": 18446744073709551615}"#)).unwrap_err();
+        assert!(e.message.contains("segments"), "{}", e.message);
+        assert!(PhaseSpec::from_json(&phase_json(r#"{"time": 315360000}"#)).is_ok());
     }
 }

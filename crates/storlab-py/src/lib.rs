@@ -264,6 +264,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CoreError", m.py().get_type::<CoreError>())?;
     m.add("HIST_SCHEME", histogram::SCHEME)?;
     m.add("HIST_BUCKETS", histogram::BUCKETS)?;
+    m.add("MAX_DURATION_S", storlab_core::spec::MAX_DURATION_S)?;
+    m.add("MAX_BYTES", storlab_core::spec::MAX_BYTES)?;
     m.add_class::<PhaseRun>()?;
     m.add_function(wrap_pyfunction!(spec_field_names, m)?)?;
     m.add_function(wrap_pyfunction!(validate_spec, m)?)?;

@@ -14,6 +14,7 @@ import sys
 from enum import IntEnum
 
 from .. import __version__
+from ..errors import StorlabError
 from ..signals import STOP, exit_code_for
 
 # Order shown in `storlab --help`.
@@ -23,7 +24,7 @@ SUBCOMMANDS = ("run", "sweep", "meta", "scale", "plan", "doctor", "results", "re
 class ExitCode(IntEnum):
     OK = 0
     FAILURE = 1          # the run itself failed (I/O error, verification mismatch ...)
-    USAGE = 2            # bad option, bad job file, refused target
+    USAGE = 2            # bad option, bad job file, bad output destination, refused target
     INTERRUPTED = 130    # Ctrl-C (SIGINT); partial results were written
     HANGUP = 129         # SIGHUP: as Ctrl-C (128 + the signal's number)
     TERMINATED = 143     # SIGTERM (Slurm's time limit, timeout, systemd): as Ctrl-C
@@ -31,6 +32,11 @@ class ExitCode(IntEnum):
 
 class UsageError(Exception):
     """A mistake the user can fix; printed as one line, exit code 2."""
+
+
+def _one_line(e: BaseException) -> str:
+    """The message of an error as one line (a TOML decoder or the engine may add line breaks)."""
+    return " ".join(str(e).split()) or type(e).__name__
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,13 +68,20 @@ def main(argv: list[str] | None = None) -> int:
             return STOP.exit_code
         return code
     except (UsageError, ValueError) as e:
-        print(f"storlab {args.command}: error: {e}", file=sys.stderr)
+        print(f"storlab {args.command}: error: {_one_line(e)}", file=sys.stderr)
         return ExitCode.USAGE
+    except StorlabError as e:   # the engine could not be set up, or the run failed
+        print(f"storlab {args.command}: error: {_one_line(e)}", file=sys.stderr)
+        return ExitCode.FAILURE
+    except BrokenPipeError:
+        return ExitCode.FAILURE
+    except OSError as e:        # a file the command reads or writes: name it and the reason
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"storlab {args.command}: error: {where}{e.strerror or e}", file=sys.stderr)
+        return ExitCode.FAILURE
     except KeyboardInterrupt as e:
         print(f"storlab {args.command}: interrupted", file=sys.stderr)
         return exit_code_for(getattr(e, "signo", 2)) if STOP.exit_code is None else STOP.exit_code
-    except BrokenPipeError:
-        return ExitCode.FAILURE
     finally:
         if argv is not None:
             STOP.uninstall()  # called in-process (tests): give the caller its handlers back

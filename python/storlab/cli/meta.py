@@ -14,6 +14,7 @@ from ..options import BY_NAME, OPTIONS, Option, parse_value
 from ..signals import STOP
 from .main import ExitCode
 from .options_cli import add_option_arguments, add_table_arguments, reclaim_jobfile
+from .outputs import check_destination
 from .run import ProgressLine, emit_result, stop_exit_code, wants_progress
 
 EXAMPLES = """examples:
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     reclaim_jobfile(args, (*META_OPTIONS, *OPTIONS))
     jobfile = load_jobfile(args.jobfile) if args.jobfile else None
     values = resolve_meta_options(_given(args, META_OPTIONS), jobfile, args.jobfile or "job file")
+    check_destination(values.get("json"), "json")
     line = ProgressLine(sys.stderr) if wants_progress(bool(values.get("quiet"))) else None
     progress = (lambda phase, ops, elapsed: line(phase, 0, ops, elapsed)) if line else None
     argv = ["storlab", "meta", *sys.argv[2:]]
@@ -74,11 +76,11 @@ def run(args: argparse.Namespace) -> int:
         if line:
             line.finish()
 
-    stored = emit_result(doc, values, "meta")
+    ok = emit_result(doc, values, "meta")
     stopped = stop_exit_code("meta", doc)
     if stopped is not None:
         return stopped
     if (doc.get("cleanup") or {}).get("error"):
         print(f"storlab meta: error: clean-up incomplete: {doc['cleanup']['error']}", file=sys.stderr)
         return ExitCode.FAILURE
-    return ExitCode.OK if stored else ExitCode.FAILURE
+    return ExitCode.OK if ok else ExitCode.FAILURE

@@ -9,7 +9,7 @@ import argparse
 import os
 from typing import Any, Iterable
 
-from ..options import OPTIONS, Option
+from ..options import NUMERIC_KINDS, OPTIONS, Option, allowed_values
 
 # What a bool flag may be followed by (`--invalidate off`); alone it means on.
 BOOL_WORDS = ("on", "off", "true", "false", "yes", "no", "1", "0")
@@ -21,6 +21,8 @@ def _help(o: Option) -> str:
         text += " [" + ", ".join(o.choices) + "]"
     if o.default not in (None, (), False) and o.kind != "bool":
         text += f" (default: {o.default}{' ' + o.unit if o.unit and o.unit != '%' else ''})"
+    if o.kind in NUMERIC_KINDS:
+        text += f" (allowed: {allowed_values(o)})"
     if o.bare:
         text += f" (alone: {o.bare})"
     if o.engine:

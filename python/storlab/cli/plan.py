@@ -16,7 +16,7 @@ from typing import Any
 
 from ..document import header, plan_schema
 from ..model.geometry import geometry_report
-from ..model.notation import NotationError
+from ..model.notation import MAX_DRIVES, NotationError
 from ..model.performance import SHARING_MODES, performance_of, with_cap_chain
 from ..model.quantities import HOURS_PER_YEAR, mtbf_h_from_afr, parse_afr, parse_ber, parse_mtbf_h, parse_period_h
 from ..model.reliability import reliability_of
@@ -26,6 +26,7 @@ from ..plan.recommend import DEFAULT_LEVELS, Inventory, Needs, OBJECTIVES, recom
 from ..plan.scripts import build_script
 from ..units import format_si_bytes, format_size, parse_count, parse_rate, parse_size
 from .main import UsageError
+from .outputs import check_destination, write_output
 
 DEFAULT_CHUNK = "512KiB"
 
@@ -93,6 +94,29 @@ def _drive_from_args(args: argparse.Namespace, base=DEFAULT_DRIVE):
     if changes and "name" not in changes and base is DEFAULT_DRIVE:
         changes["name"] = "drive"
     return dataclasses.replace(base, **changes) if changes else base
+
+
+def _probability(text: str, flag: str) -> float:
+    """A probability in (0, 1], e.g. 1e-4; NaN and infinities refused."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{flag}: cannot read {text!r} as a probability; use e.g. 1e-4") from None
+    if not 0 < value <= 1:
+        raise UsageError(f"{flag}: {text!r} is out of range; allowed: a probability > 0 and <= 1")
+    return value
+
+
+def _whole_numbers(text: str, flag: str, low: int, high: int) -> tuple[int, ...]:
+    """A comma-separated list of whole numbers, each within [low, high]."""
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise UsageError(f"{flag}: expected comma-separated whole numbers, got {text!r}") from None
+    for v in values:
+        if not low <= v <= high:
+            raise UsageError(f"{flag}: {v} is out of range; allowed: {low} to {high}")
+    return values
 
 
 def _looks_like_file(text: str) -> bool:
@@ -288,8 +312,13 @@ def run_perf(args: argparse.Namespace) -> int:
 
 def run_recommend(args: argparse.Namespace) -> int:
     drive = _drive_from_args(args)
-    levels = tuple(int(x) for x in args.levels.split(",")) if args.levels else DEFAULT_LEVELS
+    for flag, value in (("--drives", args.drives), ("--bays", args.bays), ("--controllers", args.controllers)):
+        if not 1 <= value <= MAX_DRIVES:
+            raise UsageError(f"{flag}: {value} is out of range; allowed: 1 to {MAX_DRIVES}")
+    levels = _whole_numbers(args.levels, "--levels", 0, 60) if args.levels else DEFAULT_LEVELS
     chunks = tuple(parse_size(x, "--chunks") for x in args.chunks.split(",")) if args.chunks else None
+    if chunks is not None and not 1 <= len(chunks) <= 16:
+        raise UsageError(f"--chunks: give 1 to 16 chunk sizes, got {len(chunks)}")
     mttr_h = parse_period_h(args.mttr, "--mttr", bare_unit_h=1.0) if args.mttr else None
     rebuild = parse_rate(args.rebuild_rate, "--rebuild-rate") if args.rebuild_rate else None
     if mttr_h is None and rebuild is None:
@@ -308,7 +337,7 @@ def run_recommend(args: argparse.Namespace) -> int:
         random_read_iops=float(parse_count(args.read_iops, "--read-iops")) if args.read_iops else None,
         random_write_iops=float(parse_count(args.write_iops, "--write-iops")) if args.write_iops else None,
         min_mttdl_h=parse_period_h(args.min_mttdl, "--min-mttdl") if args.min_mttdl else None,
-        max_annual_loss=float(args.max_annual_loss) if args.max_annual_loss else None,
+        max_annual_loss=_probability(args.max_annual_loss, "--max-annual-loss") if args.max_annual_loss else None,
         request_bytes=parse_size(args.request, "--request"),
     )
     result = recommend(Inventory(**inventory_kwargs), needs)
@@ -338,16 +367,15 @@ def run_recommend(args: argparse.Namespace) -> int:
 # --- script --------------------------------------------------------------------------------------
 
 def run_script(args: argparse.Namespace) -> int:
+    check_destination(args.output, "output")
     stack = stack_from_args(args)
     devices = [d for d in args.devices.split(",") if d] if args.devices else None
     script = build_script(stack, devices)
     if args.json:
         _emit_json("script", {"stack": None, "lines": list(script.lines), "warnings": list(script.warnings)})
         return 0
-    if args.output:
-        with open(args.output, "w") as f:
-            f.write(script.text)
-        os.chmod(args.output, 0o644)     # not executable: to be reviewed first
+    if args.output and args.output != "-":
+        write_output(script.text, args.output, "output")   # mode 0644: reviewed before it is run
         print(f"wrote {args.output} (dry-run text; review before running)")
     else:
         sys.stdout.write(script.text)

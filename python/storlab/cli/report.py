@@ -7,6 +7,7 @@ import sys
 
 from .. import store
 from .main import UsageError
+from .outputs import check_destination, check_folder
 from .results import load_docs
 
 __all__ = ["register", "run"]
@@ -28,10 +29,12 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        # matplotlib is an optional extra; say how to get it rather than fail with a traceback
+        # matplotlib comes with storlab; a broken install gets one line, not a traceback
         from ..report import write_report
     except ImportError as e:
         raise UsageError(f"report: needs matplotlib ({e}), which is installed with storlab: reinstall with: pip install storlab") from None
+    check_destination(args.output, "output", allow_stdout=False)
+    check_folder(args.png, "png")
     docs = load_docs(args.runs, args.store)
     if args.tag:
         with store.Store(args.store, write=False) as s:

@@ -22,6 +22,7 @@ from ..export.compare import compare, render_compare
 from ..options import BY_NAME
 from ..units import format_size
 from .main import UsageError
+from .outputs import check_destination, write_output
 
 __all__ = ["register", "run", "load_docs"]
 
@@ -232,12 +233,13 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    check_destination(args.output, "output")
     docs = _select(args)
     if not docs:
         raise UsageError("no stored runs match the filters")
     text = export(docs, args.format)
     if args.output:
-        Path(args.output).write_text(text)
+        write_output(text, args.output, "output")
         print(f"wrote {len(docs)} run(s) as {args.format} to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -19,6 +19,7 @@ from ..signals import STOP, exit_code_for
 from ..units import format_rate
 from .main import ExitCode, UsageError
 from .options_cli import add_option_arguments, given_options
+from .outputs import OutputError, check_destination, write_output
 
 EXAMPLES = """examples:
   storlab run                                   # the main job: the scratch folder's device at four
@@ -94,13 +95,19 @@ def job_from_args(args: argparse.Namespace, main_job: bool = False):
 def emit_result(doc: dict[str, Any], settings: dict[str, Any], command: str) -> bool:
     """What every measuring command does with its result: store it, write the JSON (stdout gets
     nothing else), print the table (on stderr when the JSON went to stdout), the MPI summary and
-    the warnings. Returns False when the result could not be stored."""
+    the warnings. Returns False when the result could not be stored or the JSON could not be
+    written (each said in one line; whichever could be kept, was)."""
     from ..export import render_table
 
     stored = store_result(doc, settings, command)
     json_target = settings.get("json")
+    written = True
     if json_target:
-        _write_json(doc, json_target)
+        try:
+            _write_json(doc, json_target)
+        except OutputError as e:
+            print(f"storlab {command}: error: {e}", file=sys.stderr)
+            written = False
     if not settings.get("quiet"):
         out = sys.stderr if json_target == "-" else sys.stdout
         out.write(render_table(doc) + "\n")
@@ -110,7 +117,7 @@ def emit_result(doc: dict[str, Any], settings: dict[str, Any], command: str) -> 
             out.write(render_summary(doc) + "\n")
     for w in doc["warnings"]:
         print(f"warning: {w['message']}", file=sys.stderr)
-    return stored
+    return stored and written
 
 
 def stop_exit_code(command: str, doc: dict[str, Any], kept: str = "partial results kept") -> int | None:
@@ -130,20 +137,7 @@ def _write_json(doc: dict[str, Any], target: str) -> None:
     """The document as JSON: on stdout for '-'; into a regular file atomically (a reader never sees
     half a document); into anything else (/dev/null, a FIFO, a terminal) directly — replacing it
     would destroy a device node."""
-    text = json.dumps(doc, indent=None if target == "-" else 1)
-    if target == "-":
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-        return
-    real = os.path.realpath(target)
-    if os.path.exists(real) and not os.path.isfile(real):
-        with open(real, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-        return
-    tmp = real + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text + "\n")
-    os.replace(tmp, real)
+    write_output(json.dumps(doc, indent=None if target == "-" else 1) + "\n", target, "json")
 
 
 CHECKPOINT_STORE_WAIT_S = 1.0   # a checkpoint waits this long for a locked store; the final save longer
@@ -182,6 +176,7 @@ def _where_result_goes(settings: dict[str, Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     job = job_from_args(args, main_job=detect_mpi_launch() is None)
     settings = job.run
+    check_destination(settings.get("json"), "json")
     progress = ProgressLine(sys.stderr) if wants_progress(bool(settings.get("quiet"))) else None
 
     notify = lambda msg: print(f"\r\x1b[Kwarning: {msg}" if progress else f"warning: {msg}", file=sys.stderr)  # noqa: E731
@@ -207,12 +202,12 @@ def run(args: argparse.Namespace) -> int:
         if progress:
             progress.finish()
 
-    stored = emit_result(doc, settings, "run")
+    ok = emit_result(doc, settings, "run")
     mismatches = _report_verification(doc)
     stopped = stop_exit_code("run", doc)
     if stopped is not None:
         return stopped
-    if mismatches or not stored:
+    if mismatches or not ok:
         return ExitCode.FAILURE
     return ExitCode.OK
 
@@ -224,7 +219,10 @@ def _checkpoint(partial: dict[str, Any], settings: dict[str, Any]) -> None:
     target = settings.get("json")
     real = os.path.realpath(target) if target and target != "-" else None
     if real and (not os.path.exists(real) or os.path.isfile(real)):  # a device or FIFO gets one document
-        _write_json(partial, target)
+        try:
+            _write_json(partial, target)
+        except OutputError as e:  # the run goes on; the final write reports it again if it persists
+            print(f"storlab run: warning: checkpoint not written: {e}", file=sys.stderr)
 
 
 def _report_verification(doc: dict[str, Any]) -> int:

@@ -14,6 +14,7 @@ from typing import Any
 from ..document import header
 from .main import ExitCode, UsageError
 from .options_cli import add_option_arguments
+from .outputs import OutputError, check_destination
 from .run import job_from_args
 
 EXAMPLES = """examples:
@@ -48,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from ..mpi.launch import detect
 
     job = job_from_args(args)
+    check_destination(job.run.get("json"), "json")
     wanted = _counts(args.ranks)
     try:
         from ..mpi.orchestrator import Session
@@ -121,8 +123,13 @@ def _output(doc: dict[str, Any], settings: dict[str, Any]) -> int:
 
     stored = store_result(doc, settings, "scale")
     json_target = settings.get("json")
+    written = True
     if json_target:
-        _write_json(doc, json_target)
+        try:
+            _write_json(doc, json_target)
+        except OutputError as e:
+            print(f"storlab scale: error: {e}", file=sys.stderr)
+            written = False
     if not settings.get("quiet"):
         out = sys.stderr if json_target == "-" else sys.stdout
         out.write(render_scale(doc) + "\n")
@@ -131,4 +138,4 @@ def _output(doc: dict[str, Any], settings: dict[str, Any]) -> int:
     if not doc["complete"]:
         print(f"storlab scale: error: {doc['error']}", file=sys.stderr)
         return ExitCode.FAILURE
-    return ExitCode.OK if stored else ExitCode.FAILURE
+    return ExitCode.OK if stored and written else ExitCode.FAILURE

@@ -14,6 +14,7 @@ from ..job import load_jobfile
 from ..units import format_rate
 from .main import ExitCode, UsageError
 from .options_cli import add_option_arguments, add_table_arguments, given_options
+from .outputs import OutputError, check_destination, write_output
 from .run import ProgressLine, _write_json, stop_exit_code
 
 EXAMPLES = """examples:
@@ -158,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
     csv_target = args.csv
     if json_target == "-" and csv_target == "-":
         raise UsageError("csv: standard output is already taken by --json -; give --csv a file")
+    check_destination(json_target, "json")
+    check_destination(csv_target, "csv")
     quiet = bool(run_settings.get("quiet"))
     console = Console(quiet)
     sweep_id = uuid.uuid4().hex
@@ -181,16 +184,16 @@ def run(args: argparse.Namespace) -> int:
             console.line.finish()
     if store_on:
         _save(doc, run_settings, user_tags)
-    if json_target:
-        _write_json(doc, json_target)
-    if csv_target:
-        text = sw.to_csv(doc)
-        if csv_target == "-":
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        else:
-            with open(csv_target, "w", encoding="utf-8") as f:
-                f.write(text)
+    written = True
+    for target, write in ((json_target, lambda: _write_json(doc, json_target)),
+                          (csv_target, lambda: write_output(sw.to_csv(doc), csv_target, "csv"))):
+        if not target:
+            continue
+        try:
+            write()
+        except OutputError as e:   # the sweep is stored already; say so in one line
+            print(f"storlab sweep: error: {e}", file=sys.stderr)
+            written = False
     if not quiet:
         out = sys.stderr if "-" in (json_target, csv_target) else sys.stdout
         out.write(sw.render_table(doc) + "\n")
@@ -204,7 +207,9 @@ def run(args: argparse.Namespace) -> int:
     if store_on and not quiet:
         print(f"stored sweep {doc['run_id'][:12]}; its runs are tagged {sweep_tag}", file=sys.stderr)
     stopped = stop_exit_code("sweep", doc, kept="the points done are kept")
-    return ExitCode.OK if stopped is None else stopped
+    if stopped is not None:
+        return stopped
+    return ExitCode.OK if written else ExitCode.FAILURE
 
 
 __all__ = ["register", "run", "add_sweep_arguments"]

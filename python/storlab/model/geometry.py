@@ -25,10 +25,14 @@ __all__ = [
     "stripe_width_bytes", "application_stripe_width_bytes", "layouts_for_request", "Flag", "Capacity",
     "StripingLevel", "Geometry", "AlignmentReport", "GeometryReport", "geometry_of", "analyse_alignment",
     "parse_pattern", "capacity_of", "geometry_flags", "is_power_of_two", "MAX_EVALUATED_OFFSETS",
+    "MAX_EVALUATED_PIECES",
 ]
 
 # More distinct offsets than this are sampled evenly rather than all evaluated.
 MAX_EVALUATED_OFFSETS = 4096
+# Chunk pieces the alignment analysis walks in all (offsets x pieces per request): bounds its time
+# to well under a second. A request that alone splits into more pieces is refused.
+MAX_EVALUATED_PIECES = 200_000
 
 
 def _percent(fraction: float) -> str:
@@ -302,7 +306,8 @@ def _covered(rows: list[tuple[int, int]], piece: tuple[int, int]) -> int:
     return sum(max(0, min(end, piece[1]) - max(start, piece[0])) for start, end in rows)
 
 
-def _offsets(kind: str, argument: int | None, request_bytes: int, period_bytes: int) -> tuple[list[int], bool]:
+def _offsets(kind: str, argument: int | None, request_bytes: int, period_bytes: int,
+             max_offsets: int = MAX_EVALUATED_OFFSETS) -> tuple[list[int], bool]:
     """Volume offsets to evaluate, each equally likely, and whether they are a sample."""
     if kind == "sequential":
         start = argument or 0
@@ -315,10 +320,10 @@ def _offsets(kind: str, argument: int | None, request_bytes: int, period_bytes: 
         count = period_bytes // step
         candidates = range(count)
         to_offset = lambda i: i * step  # noqa: E731
-    if count <= MAX_EVALUATED_OFFSETS:
+    if count <= max_offsets:
         return [to_offset(i) for i in candidates], False
-    stride = count / MAX_EVALUATED_OFFSETS
-    return [to_offset(int(i * stride)) for i in range(MAX_EVALUATED_OFFSETS)], True
+    stride = count / max_offsets
+    return [to_offset(int(i * stride)) for i in range(max_offsets)], True
 
 
 def analyse_alignment(geometry: Geometry, request_bytes: int, pattern: str = "sequential") -> AlignmentReport:
@@ -326,8 +331,14 @@ def analyse_alignment(geometry: Geometry, request_bytes: int, pattern: str = "se
     the offsets the pattern visits within one full-stripe period."""
     if request_bytes <= 0:
         raise ValueError("request size must be positive")
+    pieces = -(-request_bytes // geometry.chunk_bytes) + 1   # chunks one request touches, at most
+    if pieces > MAX_EVALUATED_PIECES:
+        raise ValueError(f"request: {request_bytes} bytes spans {pieces - 1} chunks of {geometry.chunk_bytes} "
+                         f"bytes; allowed: at most {MAX_EVALUATED_PIECES} chunks "
+                         f"({MAX_EVALUATED_PIECES * geometry.chunk_bytes} bytes with this chunk)")
     kind, argument = parse_pattern(pattern)
-    offsets, sampled = _offsets(kind, argument, request_bytes, geometry.full_stripe_bytes)
+    budget = max(1, min(MAX_EVALUATED_OFFSETS, MAX_EVALUATED_PIECES // pieces))
+    offsets, sampled = _offsets(kind, argument, request_bytes, geometry.full_stripe_bytes, budget)
     tally = _Tally()
     read_pieces = 0
     chunk = geometry.chunk_bytes

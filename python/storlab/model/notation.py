@@ -10,7 +10,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["NotationError", "RaidLevel", "RAID_LEVELS", "RaidNotation", "parse_raid"]
+__all__ = ["NotationError", "RaidLevel", "RAID_LEVELS", "RaidNotation", "parse_raid", "MAX_DRIVES"]
+
+# The most drives one stack may have: beyond any real array, and small enough that every model
+# (geometry, the Markov chains, the recommender) answers within a second.
+MAX_DRIVES = 100_000
+# The widest n-way mirror: its reliability chain has one state per tolerated failure, solved
+# exactly in rationals, which stays well under a second up to here.
+MAX_MIRROR_COPIES = 64
 
 
 class NotationError(ValueError):
@@ -115,6 +122,8 @@ def parse_raid(text: str) -> RaidNotation:
         if re.match(r"^\s*(?:r|raid)\s*-?\s*[0-9]+\s*$", source, re.IGNORECASE):
             raise NotationError(f"{source}: missing span; write level/span[/total], e.g. R5/6 or R60/12/24")
         raise NotationError(f"{source}: not a RAID notation; write R<level>/<span>[/<total>|/x], e.g. R6/12 or R50/6/x")
+    if any(g is not None and g.isdigit() and len(g) > 9 for g in m.groups()):
+        raise NotationError(f"{source[:40]}: numbers too large; at most {MAX_DRIVES} drives per stack")
     level_number, span = int(m.group(1)), int(m.group(2))
     if level_number not in RAID_LEVELS:
         raise NotationError(f"{source}: unknown RAID level {level_number}; use {_LEVEL_LIST}")
@@ -134,8 +143,13 @@ def parse_raid(text: str) -> RaidNotation:
 
 def _validate(level: RaidLevel, span: int, total: int | None, source: str) -> RaidNotation:
     n = level.number
+    if span > MAX_DRIVES or (total is not None and total > MAX_DRIVES):
+        raise NotationError(f"{source}: more than {MAX_DRIVES} drives; allowed: at most {MAX_DRIVES} per stack")
     if span < level.min_span:
         raise NotationError(f"{source}: RAID {n} needs at least {level.min_span} drives per span")
+    if n == 1 and span > MAX_MIRROR_COPIES:
+        raise NotationError(f"{source}: a RAID 1 mirror of {span} copies; allowed: 2 to {MAX_MIRROR_COPIES} "
+                            f"(for more drives use R10 or several groups, e.g. R1/2/{2 * (span // 2)})")
     if n == 10 and span % 2:
         raise NotationError(f"{source}: RAID 10 needs an even number of drives per span (mirrored pairs)")
     if total is not None:

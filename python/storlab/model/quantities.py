@@ -50,6 +50,8 @@ def parse_period_h(text: str | int | float, what: str = "period", bare_unit_h: f
                 value_h = parse_duration(text, what) / SECONDS_PER_HOUR
             except UnitError:
                 raise UnitError(f"{what}: cannot read {text!r} as a period; use e.g. 5y, 30d, 44h") from None
+    if not math.isfinite(value_h):
+        raise UnitError(f"{what}: {text!r} is not a finite period")
     if value_h < 0:
         raise UnitError(f"{what}: must not be negative, got {text!r}")
     return value_h

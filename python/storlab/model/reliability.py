@@ -59,8 +59,11 @@ def mttdl_approx_h(group_drives: int, fault_tolerance: int, mtbf_h: float, mttr_
     """lambda << mu approximation: mu^m / (N (N-1) ... (N-m+1) lambda^m ((N-m) lambda + mu h));
     with h = 0 this is MTTF^(m+1) / (N (N-1) ... (N-m) MTTR^m)."""
     lam, mu, n, m = 1.0 / mtbf_h, 1.0 / mttr_h, group_drives, fault_tolerance
-    falling = math.prod(n - i for i in range(m))
-    return mu**m / (falling * lam**m * ((n - m) * lam + mu * h))
+    # In logarithms: lam**m underflows to 0 for wide mirrors (R1/64: (1/600000 h)^63), which
+    # divided by zero; the quotient itself is finite or, past float range, infinite.
+    log_falling = sum(math.log(n - i) for i in range(m))
+    log_mttdl = m * (math.log(mu) - math.log(lam)) - log_falling - math.log((n - m) * lam + mu * h)
+    return math.exp(log_mttdl) if log_mttdl < 709.0 else math.inf
 
 
 def mttdl_raid5_exact_h(n: int, mtbf_h: float, mttr_h: float, h: float = 0.0) -> float:

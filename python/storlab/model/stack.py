@@ -12,19 +12,16 @@ copies of that layout -> the volume: host striping (`stripe`, with its own inter
 """
 from __future__ import annotations
 
+import math
 import os
-import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
+from ..tomlfile import TomlFileError, read_toml
 from ..units import UnitError, parse_rate, parse_size
-from .notation import NotationError, RaidNotation, parse_raid
+from .notation import MAX_DRIVES, NotationError, RaidNotation, parse_raid
 from .quantities import mtbf_h_from_afr, parse_afr, parse_ber, parse_mtbf_h, parse_period_h
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python < 3.11 only
-    import tomli as tomllib
 
 __all__ = [
     "StackError", "DriveType", "RaidSpec", "Volume", "Filesystem", "Component", "ComponentInstance",
@@ -55,17 +52,17 @@ class DriveType:
     rotational: bool = True
 
     def __post_init__(self) -> None:
-        if self.capacity_bytes <= 0:
+        if not self.capacity_bytes > 0:
             raise StackError(f"drive {self.name!r}: capacity must be positive")
-        if self.mtbf_h <= 0:
+        if not (self.mtbf_h > 0 and math.isfinite(self.mtbf_h)):
             raise StackError(f"drive {self.name!r}: mtbf must be positive")
         if not 0 <= self.ber_per_bit < 1:
             raise StackError(f"drive {self.name!r}: ber must be a probability per bit below 1")
         for label, value in (("seq_read", self.seq_read_bw_bytes), ("seq_write", self.seq_write_bw_bytes),
                              ("random_read_iops", self.random_read_iops),
                              ("random_write_iops", self.random_write_iops)):
-            if value <= 0:
-                raise StackError(f"drive {self.name!r}: {label} must be positive")
+            if not (value > 0 and math.isfinite(value)):
+                raise StackError(f"drive {self.name!r}: {label} must be a positive finite number")
 
 
 # A 2 TB nearline SAS drive with the assumptions of the Dell reliability study (MTBF 600,000 h,
@@ -97,12 +94,15 @@ class RaidSpec:
                 raise StackError(f"{text}: span_chunk must be a positive multiple of 512 bytes")
         if self.count < 1:
             raise StackError(f"{text}: count must be at least 1")
+        if self.count * self.layout.total_drives > MAX_DRIVES:
+            raise StackError(f"{text} x {self.count}: {self.count * self.layout.total_drives} drives; "
+                             f"allowed: at most {MAX_DRIVES} per stack")
         if self.engine not in RAID_ENGINES:
             raise StackError(f"{text}: engine must be one of {', '.join(RAID_ENGINES)}, got {self.engine!r}")
-        if self.mttr_h is not None and self.mttr_h <= 0:
-            raise StackError(f"{text}: mttr must be positive")
-        if self.rebuild_rate_bytes is not None and self.rebuild_rate_bytes <= 0:
-            raise StackError(f"{text}: rebuild_rate must be positive")
+        if self.mttr_h is not None and not (self.mttr_h > 0 and math.isfinite(self.mttr_h)):
+            raise StackError(f"{text}: mttr must be a positive finite time")
+        if self.rebuild_rate_bytes is not None and not (self.rebuild_rate_bytes > 0 and math.isfinite(self.rebuild_rate_bytes)):
+            raise StackError(f"{text}: rebuild_rate must be a positive finite rate")
 
     @property
     def effective_span_chunk_bytes(self) -> int:
@@ -218,6 +218,9 @@ class Stack:
     description: str = ""
 
     def __post_init__(self) -> None:
+        if self.path is not None and _count_instances(self.path) > MAX_COMPONENT_INSTANCES:
+            raise StackError(f"path: the components expand to more than {MAX_COMPONENT_INSTANCES} instances; "
+                             f"allowed: at most {MAX_COMPONENT_INSTANCES} (lower count = N)")
         if self.volume.aggregate != "none" and self.raid.devices < 2:
             raise StackError(f"volume: aggregate = {self.volume.aggregate!r} needs at least 2 RAID devices; "
                              f"{self.raid.layout.text} x {self.raid.count} makes 1")
@@ -261,6 +264,21 @@ class Stack:
         return expand(self.path, "", None, 0, False)
 
 
+# Component instances a path tree may expand to (count multiplies down the tree).
+MAX_COMPONENT_INSTANCES = 100_000
+
+
+def _count_instances(component: Component, multiplier: int = 1) -> int:
+    """Instances of the tree, stopping early once past the limit (a deep tree of large counts
+    would otherwise be a number with thousands of digits)."""
+    total = multiplier
+    for child in component.children:
+        if total > MAX_COMPONENT_INSTANCES:
+            break
+        total += _count_instances(child, multiplier * child.count)
+    return total
+
+
 def _count_groups(component: Component, multiplier: int = 1) -> int:
     own = component.groups * multiplier
     return own + sum(_count_groups(child, multiplier * child.count) for child in component.children)
@@ -297,13 +315,22 @@ def _convert(where: str, key: str, value: Any, parser: Any) -> Any:
 def _int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"expected a whole number, got {value!r}")
+    if not 0 <= value <= MAX_DRIVES:
+        raise ValueError(f"{value} is out of range; allowed: 0 to {MAX_DRIVES}")
     return value
 
 
 def _float(value: Any) -> float:
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"expected a number, got {value!r}")
-    return float(value)
+    number = float(value)
+    if not (math.isfinite(number) and 0 < number <= MAX_RATE):
+        raise ValueError(f"{value!r} is out of range; allowed: a number > 0 and <= {MAX_RATE:g}")
+    return number
+
+
+# The largest rate or IOPS figure a stack may state.
+MAX_RATE = 1e18
 
 
 def drive_from_dict(table: Mapping[str, Any], where: str = "[drive]") -> DriveType:
@@ -465,13 +492,12 @@ def stack_from_dict(data: Mapping[str, Any], source: str = "stack") -> Stack:
 def load_stack(path: str | os.PathLike[str]) -> Stack:
     """Read a stack TOML file; errors name the file."""
     name = os.fspath(path)
+    if not os.path.lexists(name):
+        raise StackError(f"{name}: no such stack file")
     try:
-        with open(name, "rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        raise StackError(f"{name}: no such stack file") from None
-    except tomllib.TOMLDecodeError as e:
-        raise StackError(f"{name}: not valid TOML: {e}") from None
+        data = read_toml(name, "stack file")
+    except TomlFileError as e:
+        raise StackError(str(e)) from None
     try:
         stack = stack_from_dict(data, source=os.path.basename(name))
     except StackError as e:

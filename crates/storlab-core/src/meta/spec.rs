@@ -200,8 +200,11 @@ impl MetaSpec {
             }
         }
         if let Some(s) = self.stonewall {
-            if !(s > 0.0 && s.is_finite()) {
-                return Err(Error::spec(format!("stonewall: must be a positive number of seconds, got {s}")));
+            if !(s > 0.0 && s <= crate::spec::MAX_DURATION_S) {
+                return Err(Error::spec(format!(
+                    "stonewall: must be a positive number of seconds up to {} (10 years), got {s}",
+                    crate::spec::MAX_DURATION_S
+                )));
             }
         }
         if self.name_prefix.len() > MAX_PREFIX_BYTES || self.name_prefix.bytes().any(|b| b == b'/' || b == 0) {
