@@ -13,12 +13,12 @@ linear sub-buckets per power of two; recorded in results beside the raw buckets.
 
 HIST_BUCKETS: Final[int]
 """Number of buckets of the latency histogram."""
+
 MAX_DURATION_S: Final[float]
 """The longest duration any engine option may have, in seconds (10 years); the option tables use it."""
+
 MAX_BYTES: Final[int]
 """The largest byte count (offset + size, io_size, io_total, block) the engine accepts: 2**60."""
-
-
 
 class CoreError(Exception):
     """An engine error. `args` is `(kind, message)`: kind is one of "spec", "target",
