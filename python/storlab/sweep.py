@@ -512,9 +512,9 @@ def run_sweep(plan: SweepPlan, argv: Sequence[str] = (), hooks: SweepHooks | Non
     """Run every point of the plan (skipping the rest of a series that early stop ended) and
     return the sweep document. Ctrl-C (during a point or between points) ends the sweep; the
     points done are kept and the document says `complete: false`."""
+    from .environment import host_environment
     from .runner import SCRATCH_SIZE_BYTES, Scratch
     from .runner import run_job as _run_job
-    from .environment import host_environment
 
     run_job = run_job or _run_job
     hooks = hooks or SweepHooks()

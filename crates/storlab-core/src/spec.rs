@@ -382,7 +382,7 @@ impl GroupSpec {
         duration("start_delay", self.start_delay, 0.0, false)?;
         duration("null_delay", self.null_delay, 0.0, false)?;
         if let (Some(size), offset) = (self.size, self.offset) {
-            if size.checked_add(offset).map_or(true, |end| end > MAX_BYTES) {
+            if size.checked_add(offset).is_none_or(|end| end > MAX_BYTES) {
                 return Err(bad("size", format!("offset {offset} + size {size} is out of range; allowed: up to {MAX_BYTES} bytes (1 EiB)")));
             }
         }
@@ -390,11 +390,11 @@ impl GroupSpec {
             return Err(bad("offset", format!("{} is out of range; allowed: up to {MAX_BYTES} bytes (1 EiB)", self.offset)));
         }
         for (field, v) in [("io_size", self.io_size), ("io_total", self.io_total), ("block", self.block)] {
-            if v.map_or(false, |v| v > MAX_BYTES) {
+            if v.is_some_and(|v| v > MAX_BYTES) {
                 return Err(bad(field, format!("{} is out of range; allowed: up to {MAX_BYTES} bytes (1 EiB)", v.unwrap_or(0))));
             }
         }
-        if self.segments.checked_mul(self.block.unwrap_or(self.bs)).map_or(true, |b| b > MAX_BYTES) {
+        if self.segments.checked_mul(self.block.unwrap_or(self.bs)).is_none_or(|b| b > MAX_BYTES) {
             return Err(bad("segments", format!("{} segments of {} bytes exceed {MAX_BYTES} bytes (1 EiB)", self.segments, self.block.unwrap_or(self.bs))));
         }
         let uring_opts = self.uring_fixed_buffers || self.uring_fixed_files || self.uring_sqpoll || self.uring_batch > 0;

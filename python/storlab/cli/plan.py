@@ -20,9 +20,18 @@ from ..model.notation import MAX_DRIVES, NotationError
 from ..model.performance import SHARING_MODES, performance_of, with_cap_chain
 from ..model.quantities import HOURS_PER_YEAR, mtbf_h_from_afr, parse_afr, parse_ber, parse_mtbf_h, parse_period_h
 from ..model.reliability import reliability_of
-from ..model.stack import (AGGREGATIONS, DEFAULT_DRIVE, FILESYSTEMS, RAID_ENGINES, Filesystem, Stack, StackError,
-                           load_stack, stack_from_notation)
-from ..plan.recommend import DEFAULT_LEVELS, Inventory, Needs, OBJECTIVES, recommend
+from ..model.stack import (
+    AGGREGATIONS,
+    DEFAULT_DRIVE,
+    FILESYSTEMS,
+    RAID_ENGINES,
+    Filesystem,
+    Stack,
+    StackError,
+    load_stack,
+    stack_from_notation,
+)
+from ..plan.recommend import DEFAULT_LEVELS, OBJECTIVES, Inventory, Needs, recommend
 from ..plan.scripts import build_script
 from ..units import format_si_bytes, format_size, parse_count, parse_rate, parse_size
 from .main import UsageError

@@ -21,8 +21,17 @@ import stat
 from typing import Iterable
 
 from .signatures import probe_device
-from .sysfs import (BlockDevice, Mount, device_by_devnum, device_by_path, loops_backed_by,
-                    read_block_device, read_mountinfo, read_swaps, mounts_of)
+from .sysfs import (
+    BlockDevice,
+    Mount,
+    device_by_devnum,
+    device_by_path,
+    loops_backed_by,
+    mounts_of,
+    read_block_device,
+    read_mountinfo,
+    read_swaps,
+)
 
 __all__ = ["TargetRefused", "check_write_allowed", "check_opened_paths", "describe_path",
            "same_block_device"]

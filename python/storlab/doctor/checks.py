@@ -269,7 +269,7 @@ def check_scheduler(inv: Inventory) -> list[Finding]:
             out.append(Finding("scheduler-bfq-on-ssd", "info", name,
                                f"/dev/{name} is non-rotational but uses bfq, whose per-request cost caps IOPS "
                                f"on fast flash",
-                               f"queue/rotational = 0, active scheduler bfq",
+                               "queue/rotational = 0, active scheduler bfq",
                                f"echo none > /sys/block/{name}/queue/scheduler (or mq-deadline)"))
     return out
 

@@ -15,10 +15,28 @@ from ..devices.partitions import read_partition_table
 from ..devices.signatures import Signature, probe_signatures
 from ..devices.sysfs import BlockDevice, Mount, list_block_devices, read_mountinfo
 from ..units import format_size
-from .filesystems import (BTRFS_STRIPE_BYTES, FsGeometry, apply_mount_options, btrfs_geometry,
-                          ext_geometry_from_superblock, xfs_geometry, xfs_geometry_from_superblock)
-from .tools import (LVS_ARGS, PVS_ARGS, LvSegment, MdDetail, PvInfo, ToolRunner, parse_lvs,
-                    parse_mdadm_detail, parse_mdstat, parse_pvs, run_tool)
+from .filesystems import (
+    BTRFS_STRIPE_BYTES,
+    FsGeometry,
+    apply_mount_options,
+    btrfs_geometry,
+    ext_geometry_from_superblock,
+    xfs_geometry,
+    xfs_geometry_from_superblock,
+)
+from .tools import (
+    LVS_ARGS,
+    PVS_ARGS,
+    LvSegment,
+    MdDetail,
+    PvInfo,
+    ToolRunner,
+    parse_lvs,
+    parse_mdadm_detail,
+    parse_mdstat,
+    parse_pvs,
+    run_tool,
+)
 
 __all__ = ["Striping", "PartitionView", "Inventory", "discover", "md_data_members"]
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable
 
-from ..units import UnitError, format_size, parse_size
+from ..units import format_size, parse_size
 from .notation import RaidNotation, parse_raid
-from .stack import Stack, StackError
+from .stack import Stack
 
 __all__ = [
     "stripe_width_bytes", "application_stripe_width_bytes", "layouts_for_request", "Flag", "Capacity",
@@ -144,8 +144,8 @@ def _split_striped(offset: int, length: int, members: int, unit: int) -> list[tu
         member_off = (unit_index // members) * unit + within
         if last_end.get(member) == member_off:
             i = position[member]
-            m, o, l = out[i]
-            out[i] = (m, o, l + take)
+            m, o, length = out[i]
+            out[i] = (m, o, length + take)
         else:
             position[member] = len(out)
             out.append((member, member_off, take))

@@ -17,7 +17,7 @@ component passes min(its cap, what its children deliver), i.e. the max flow of t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 from .geometry import AlignmentReport, Geometry, analyse_alignment, geometry_of

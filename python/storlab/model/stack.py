@@ -22,7 +22,6 @@ from ..units import UnitError, parse_rate, parse_size
 from .notation import MAX_DRIVES, NotationError, RaidNotation, parse_raid
 from .quantities import mtbf_h_from_afr, parse_afr, parse_ber, parse_mtbf_h, parse_period_h
 
-
 __all__ = [
     "StackError", "DriveType", "RaidSpec", "Volume", "Filesystem", "Component", "ComponentInstance",
     "Stack", "load_stack", "stack_from_dict", "stack_from_notation", "AGGREGATIONS", "RAID_ENGINES",

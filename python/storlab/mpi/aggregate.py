@@ -254,7 +254,8 @@ def merge_phase(results: Sequence[dict[str, Any] | None], window_bytes: Sequence
         "deskew_bw_bytes": dbytes / (window[1] - window[0]) if window is not None and dbytes is not None else None,
         "straggler_s": last_done - first_done,
         "slowest_worker": slowest["id"] if slowest else None,
-        "slowest_bw_bytes": _own_bw(slowest["read_bytes"] + slowest["write_bytes"], slowest["start_s"], slowest["end_s"]) if slowest else None,
+        "slowest_bw_bytes": (_own_bw(slowest["read_bytes"] + slowest["write_bytes"], slowest["start_s"], slowest["end_s"])
+                             if slowest else None),
         "slowest_rank": slow_rank["rank"] if slow_rank else None,
     }
 

@@ -11,7 +11,7 @@ Hard needs (minimum capacity, bandwidth, IOPS, MTTDL, maximum annual loss probab
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..model.geometry import capacity_of, is_power_of_two
 from ..model.notation import RAID_LEVELS, parse_raid

@@ -178,10 +178,10 @@ def build_script(stack: Stack, devices: list[str] | None = None, vg_name: str = 
 def _queue_lines(stack: Stack, devices: list[str], target: str | None, read_ahead_bytes: int,
                  md_arrays: tuple[str, ...]) -> list[str]:
     scheduler = "mq-deadline" if stack.drive.rotational else "none"
-    lines = [f"# Queue settings (not persistent: put them in a udev rule or tuned profile)",
+    lines = ["# Queue settings (not persistent: put them in a udev rule or tuned profile)",
              f"for dev in {' '.join(map(shlex.quote, devices))}; do",
              f"    echo {scheduler} > /sys/block/$(basename $(readlink -f \"$dev\"))/queue/scheduler",
-             f"    echo 256 > /sys/block/$(basename $(readlink -f \"$dev\"))/queue/nr_requests",
+             "    echo 256 > /sys/block/$(basename $(readlink -f \"$dev\"))/queue/nr_requests",
              "done"]
     read_ahead_kib = max(read_ahead_bytes // 1024, 128)
     if target is not None:

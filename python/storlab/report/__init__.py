@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .. import __version__
-from ..export.base import (RESULT_COLUMNS, RUN_COLUMNS, human, job_parameter, result_rows,
-                           short_id, varying)
+from ..export.base import RESULT_COLUMNS, RUN_COLUMNS, human, job_parameter, result_rows, short_id, varying
 from ..export.compare import compare
 from ..units import format_size
 from .charts import Chart, all_charts

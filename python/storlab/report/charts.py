@@ -18,10 +18,20 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from .. import stats
-from ..units import format_size
 from ..options import BY_NAME
-from .data import (SWEEP_AXES, ModelRow, Point, fmt_param, model_rows, param, points, series_along,
-                   varying_options, worker_rates)
+from ..units import format_size
+from .data import (
+    SWEEP_AXES,
+    ModelRow,
+    Point,
+    fmt_param,
+    model_rows,
+    param,
+    points,
+    series_along,
+    varying_options,
+    worker_rates,
+)
 
 __all__ = ["Chart", "all_charts", "MODEL_TITLE"]
 

@@ -12,8 +12,17 @@ import os
 from datetime import datetime
 from typing import Any, Iterable
 
-from .db import (RunNotFound, Store, StoreError, StoreLocked, StoreReadOnly, StoreUnusable,
-                 default_path, parse_when, wait_seconds)
+from .db import (
+    RunNotFound,
+    Store,
+    StoreError,
+    StoreLocked,
+    StoreReadOnly,
+    StoreUnusable,
+    default_path,
+    parse_when,
+    wait_seconds,
+)
 from .schema import LATEST as SCHEMA_VERSION
 
 __all__ = [
