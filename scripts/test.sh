@@ -32,6 +32,11 @@ fi
 echo "== building and installing storlab with test extras"
 python3 -m pip install -q --disable-pip-version-check -e '.[test,mpi]'
 
+echo "== lint: ruff (rules in pyproject.toml) and clippy, both at zero findings"
+python3 -m ruff check python tests benchmarks scripts
+cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+cargo clippy -q --workspace --all-targets -- -D warnings
+
 echo "== cargo test"
 cargo test -q -p storlab-core
 
