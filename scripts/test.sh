@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one test command (README, .ci/run): sets up a fresh machine, then runs the Rust and Python tests.
 # Installs: Debian packages the tests use (when root and missing), the Python package with its test
-# extras (builds the Rust engine via maturin), then `cargo test` and `pytest`.
+# extras (builds the Rust engine via maturin), then the linters (ruff, clippy), `cargo test` and `pytest`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
