@@ -31,8 +31,8 @@ def documents_match_their_schemas(monkeypatch):
     the schema but are not documents, and are told apart by their `saved_at`. In-process only
     (not in subprocesses)."""
     try:
-        from storlab.schemas import DocumentInvalid, validate
         import jsonschema  # noqa: F401 - a test dependency; without it test_schemas skips too
+        from storlab.schemas import DocumentInvalid, validate
     except ImportError:
         yield
         return

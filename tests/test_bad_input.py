@@ -12,7 +12,6 @@ import sqlite3
 import time
 
 import pytest
-
 from storlab import _core, units
 from storlab.cli.main import ExitCode, main
 from storlab.meta import META_OPTIONS

@@ -3,7 +3,6 @@ residency it leaves), and the warnings that flag cache-served results."""
 import os
 
 import pytest
-
 from storlab import cache
 from storlab.job import resolve_job
 from storlab.runner import PhaseHooks, run_job

@@ -7,7 +7,6 @@ import os
 import subprocess
 
 import pytest
-
 from storlab import store
 from storlab.cli.main import main
 

@@ -3,7 +3,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from storlab.cli.main import main
 
 STACKS = Path(__file__).resolve().parents[1] / "examples" / "stacks"

@@ -10,7 +10,6 @@ import time
 from importlib import resources
 
 import pytest
-
 from storlab.cli.main import main
 
 ENGINES = [

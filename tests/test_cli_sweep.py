@@ -9,7 +9,6 @@ import sys
 import time
 
 import pytest
-
 from storlab.cli.main import main
 
 # one pass over 64 blocks of a 50 ms null device: IOPS doubles with qd up to 64, flat beyond

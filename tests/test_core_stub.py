@@ -10,7 +10,6 @@ import inspect
 import pathlib
 
 import pytest
-
 import storlab
 from storlab import _core
 

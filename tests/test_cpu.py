@@ -1,5 +1,4 @@
 """CPU accounting: host shares from /proc/stat deltas and the normalised cost per 100 MB/s."""
-import pytest
 
 from storlab.cpu import CpuSample, cpu_usage
 

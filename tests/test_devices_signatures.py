@@ -7,7 +7,6 @@ import struct
 import subprocess
 
 import pytest
-
 from storlab.devices.signatures import md_superblock_offsets, probe_signatures
 
 MiB = 1 << 20

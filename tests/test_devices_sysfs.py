@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from storlab.devices.sysfs import (device_by_devnum, list_block_devices, parse_mountinfo,
-                                   read_block_device, read_swaps, stack_below)
+from storlab.devices.sysfs import device_by_devnum, list_block_devices, parse_mountinfo, read_block_device, read_swaps, stack_below
 
 
 def make_tree(root: Path, files: dict[str, str]) -> str:

@@ -12,7 +12,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "doctor"))
 from loophelpers import MiB, need_tool  # noqa: E402
-
 from storlab.doctor.checks import run_checks  # noqa: E402
 from storlab.doctor.inventory import discover  # noqa: E402
 from test_devices_sysfs import make_tree as write_tree  # tests/ is on sys.path (pytest prepend mode)
@@ -131,7 +130,8 @@ def test_fs_mismatch_names_units_evidence_and_fix(tmp_path):
     f = next(f for f in run_checks(inv) if f.code == "fs-stripe-mismatch")
     assert f.message == ("xfs on /dev/md0 stripes 64 KiB x 4 but the storage below stripes 512 KiB x 8; "
                          "expected sunit=128 swidth=1024 blks (su=512 KiB, sw=8)")
-    assert "xfs: sunit=16 swidth=64 blks (4096-byte blocks) (xfs superblock of" in f.evidence and "md0: raid6, 10 devices (8 data)" in f.evidence
+    assert "xfs: sunit=16 swidth=64 blks (4096-byte blocks) (xfs superblock of" in f.evidence
+    assert "md0: raid6, 10 devices (8 data)" in f.evidence
     assert f.fix.startswith("umount /data && mount -o sunit=1024,swidth=8192 /dev/md0 /data")
     assert "mkfs.xfs -d su=512k,sw=8" in f.fix
 

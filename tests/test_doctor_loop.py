@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "doctor"))
-from loophelpers import MiB, LoopFactory, need_tool, run, skip_unless_root_and_loop  # noqa: E402
-
+from loophelpers import LoopFactory, MiB, need_tool, run, skip_unless_root_and_loop  # noqa: E402
 from storlab.doctor.checks import run_checks  # noqa: E402
 from storlab.doctor.inventory import discover  # noqa: E402
 

@@ -6,10 +6,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_doctor_fixtures import raid6_host  # noqa: E402
-
 from storlab.doctor.plan import compare_with_stack  # noqa: E402
 from storlab.model.stack import stack_from_dict  # noqa: E402
+from test_doctor_fixtures import raid6_host  # noqa: E402
 
 
 def _plan(chunk="512KiB", layout="R6/10", fs="xfs", aggregate=None):

@@ -5,10 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from storlab.doctor.inventory import md_data_members
-from storlab.doctor.tools import (parse_btrfs_fi_df, parse_lvs, parse_mdadm_detail, parse_mdstat, parse_pvs,
-                                  parse_size_suffix, parse_xfs_info)
+from storlab.doctor.tools import (
+    parse_btrfs_fi_df,
+    parse_lvs,
+    parse_mdadm_detail,
+    parse_mdstat,
+    parse_pvs,
+    parse_size_suffix,
+    parse_xfs_info,
+)
 
 FIX = Path(__file__).parent / "fixtures" / "doctor"
 

@@ -12,7 +12,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "results"))
 
 import rundoc  # noqa: E402
-
 from storlab.export import EXPORTERS, export, render_table, to_csv, to_json, to_markdown  # noqa: E402
 from storlab.export.compare import compare, render_compare  # noqa: E402
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from storlab.fiojob import FioJobError, parse_fio_size, parse_fio_time, translate
 from storlab.options import parse_value
 

@@ -17,13 +17,13 @@ from contextlib import redirect_stderr, redirect_stdout
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-
 from storlab import _core
 from storlab.cli.main import ExitCode, main
 from storlab.job import core_spec, resolve_job
 from storlab.meta import META_OPTIONS
 from storlab.options import OPTIONS
 from storlab.sweep import SWEEP_OPTIONS
+
 
 def fuzz(examples: int) -> settings:
     """Bounded example counts (the file runs in about a minute); no deadline, since a run's time
@@ -274,7 +274,8 @@ PLAN_EXTRA = {"geometry": ["--request", "--pattern"], "reliability": ["--period"
 
 
 @fuzz(150)
-@given(sub=st.sampled_from(sorted(PLAN_EXTRA)), level=st.sampled_from(["5", "6", "10", "60"]) | st.sampled_from(["0", "1", "50", "7", "99"]),
+@given(sub=st.sampled_from(sorted(PLAN_EXTRA)),
+       level=st.sampled_from(["5", "6", "10", "60"]) | st.sampled_from(["0", "1", "50", "7", "99"]),
        span=st.sampled_from(["4", "6", "8", "12"]) | st.sampled_from(
            EDGE_NUMBERS[:12] + ["2", "3", "64", "65", "100000", "100001"]),
        total=st.one_of(st.none(), st.sampled_from(["24", "48"]), st.sampled_from(["x", "0", str(2**64), "9" * 30])),

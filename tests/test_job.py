@@ -1,6 +1,5 @@
 """Job resolution: precedence of defaults, job file, phases, groups and flags; clear errors."""
 import pytest
-
 from storlab.job import core_spec, load_jobfile, resolve_job
 from storlab.options import OptionError
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from test_cli_run import run_cli  # tests/ is on sys.path (pytest prepend mode)
 
 KiB = 1024

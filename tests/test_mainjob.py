@@ -8,7 +8,6 @@ import os
 import pathlib
 
 import pytest
-
 from storlab import mainjob
 from storlab.cli.main import main
 
@@ -88,7 +87,7 @@ def test_on_tmpfs_where_o_direct_is_refused_falls_back_and_says_so(shm_dir, caps
     record = doc["main_job"]
     assert record["method"] == "buffered" and record["fs_type"] == "tmpfs"
     assert not any(g["direct"] for p in doc["job"]["phases"] for g in p["groups"])
-    line = next(l for l in out.splitlines() if l.startswith("main job: "))
+    line = next(text for text in out.splitlines() if text.startswith("main job: "))
     assert "buffered, O_DIRECT refused on tmpfs" in line and "memory speeds" in line
     assert_one_clean_table(doc, out, err, shm_dir)
 

@@ -11,7 +11,6 @@ import sys
 from importlib import resources
 
 import pytest
-
 from storlab import _core, meta, store
 from storlab.errors import SpecError, TargetError
 from storlab.options import BY_NAME, OptionError

@@ -3,10 +3,16 @@ read-modify-write accounting of md (modelling-and-linux.md §2.1), computed by h
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from storlab.model.geometry import (analyse_alignment, application_stripe_width_bytes, capacity_of,
-                                    geometry_of, geometry_report, layouts_for_request, stripe_width_bytes)
-from storlab.model.notation import RAID_LEVELS, parse_raid
+from storlab.model.geometry import (
+    analyse_alignment,
+    application_stripe_width_bytes,
+    capacity_of,
+    geometry_of,
+    geometry_report,
+    layouts_for_request,
+    stripe_width_bytes,
+)
+from storlab.model.notation import RAID_LEVELS
 from storlab.model.stack import DriveType, stack_from_notation
 
 K = 1024

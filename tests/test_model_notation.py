@@ -1,6 +1,5 @@
 """RAID notation: the study's RAID Type / Span / # of Drives convention and its one-line errors."""
 import pytest
-
 from storlab.model.notation import NotationError, parse_raid
 
 
@@ -28,7 +27,7 @@ def test_x_leaves_the_total_open_until_chosen():
     notation = parse_raid("R50/6/x")
     assert notation.total_drives is None and not notation.is_resolved
     with pytest.raises(NotationError, match="not chosen"):
-        notation.spans
+        _ = notation.spans
     assert notation.with_total(24).spans == 4
 
 

@@ -5,7 +5,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from storlab.model.performance import METRICS, mixed_iops, performance_of, with_cap_chain
 from storlab.model.stack import Component, DriveType, load_stack, stack_from_notation
 

@@ -5,13 +5,22 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from storlab.model.markov import birth_death_chain, mean_time_to_absorption, solve_linear
 from storlab.model.quantities import HOURS_PER_YEAR
-from storlab.model.reliability import (erasure_annual_durability, erasure_window_loss, group_mttdl_h,
-                                       loss_probability, mttdl_approx_h, mttdl_mirror_pair_exact_h,
-                                       mttdl_raid5_exact_h, mttdl_raid6_exact_h, patterson_mttf_raid_h,
-                                       reliability_of, series_mttdl_h, ure_probability)
+from storlab.model.reliability import (
+    erasure_annual_durability,
+    erasure_window_loss,
+    group_mttdl_h,
+    loss_probability,
+    mttdl_approx_h,
+    mttdl_mirror_pair_exact_h,
+    mttdl_raid5_exact_h,
+    mttdl_raid6_exact_h,
+    patterson_mttf_raid_h,
+    reliability_of,
+    series_mttdl_h,
+    ure_probability,
+)
 from storlab.model.stack import DriveType, stack_from_notation
 
 TB = 10**12

@@ -1,8 +1,6 @@
 """Stack description: TOML loading, Python API, and one-line validation errors."""
 import pytest
-
-from storlab.model.stack import (Component, StackError, Volume, load_stack, stack_from_dict,
-                                 stack_from_notation)
+from storlab.model.stack import Component, StackError, Volume, load_stack, stack_from_dict, stack_from_notation
 
 MINIMAL = {
     "drive": {"capacity": "2TB", "mtbf": "600000h", "ber": 1e-15, "seq_read": "150MB/s", "random_iops": 80},
@@ -99,7 +97,7 @@ def test_python_api_defaults_to_striping_several_devices():
 
 def test_mttr_required_for_reliability():
     with pytest.raises(StackError, match="give mttr or rebuild_rate"):
-        stack_from_notation("R6/12").mttr_h
+        _ = stack_from_notation("R6/12").mttr_h
 
 
 def test_component_limits_must_be_positive():

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from storlab import stats
 from storlab.mpi.aggregate import count_in_window, merge_meta_phase
 from test_mpi_runs import MPIEXEC, _have_mpi4py, check_schema, mpirun

@@ -14,7 +14,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from storlab import stats
 
 

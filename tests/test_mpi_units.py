@@ -6,7 +6,6 @@ import math
 import random
 
 import pytest
-
 from storlab import stats
 from storlab.job import resolve_job
 from storlab.mpi import aggregate, clock, launch, rewrite, scaling

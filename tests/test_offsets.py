@@ -12,7 +12,6 @@ import sys
 import tempfile
 
 import pytest
-
 from test_cli_run import run_cli  # tests/ is on sys.path (pytest prepend mode)
 
 BS = 4096

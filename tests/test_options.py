@@ -1,8 +1,7 @@
 """The option table: kept in step with the Rust job spec, values validated with one-line errors."""
 import pytest
-
 from storlab import _core
-from storlab.options import BY_NAME, OPTIONS, OptionError, parse_value, render_reference
+from storlab.options import OPTIONS, OptionError, parse_value, render_reference
 
 
 def test_table_and_rust_spec_have_the_same_fields():

@@ -1,6 +1,5 @@
 """Passes: summary statistics against hand-computed values, exact histogram merging, spread warning."""
 import pytest
-
 from storlab import stats
 from storlab.job import resolve_job
 from storlab.passes import describe, format_interval, summarise, t95
@@ -84,7 +83,7 @@ def test_two_passes_render_the_interval_in_brackets_with_a_note(shm_dir):
     job = resolve_job({"target": [f"{shm_dir}/p.dat"], "size": "1m", "engine": "null", "null_delay": "1ms",
                        "time": "100ms", "passes": "2"})
     doc = run_job(job)
-    line = next(l for l in render_table(doc).splitlines() if " over 2 passes: " in l)
+    line = next(text for text in render_table(doc).splitlines() if " over 2 passes: " in text)
     assert "95 % CI [" in line and "] MiB/s" in line and "only 2 passes" in line
     lo, hi = doc["passes"]["phases"][0]["read"]["bw_bytes"]["ci95_shown"]
     assert lo >= 0.0 and f"[{lo / MiB:,.1f}, {hi / MiB:,.1f}]" in line

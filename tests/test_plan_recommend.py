@@ -1,7 +1,6 @@
 """Recommendation: candidate enumeration, need filters and the Pareto set, checked on small inventories
 whose winners can be worked out by hand."""
 import pytest
-
 from storlab.model.stack import DriveType, StackError
 from storlab.plan.recommend import Inventory, Needs, _dominates, recommend
 

@@ -3,7 +3,6 @@ documented conventions (mdadm.8, lvcreate, mkfs.xfs.8, mke2fs.8, mkfs.btrfs)."""
 from pathlib import Path
 
 import pytest
-
 from storlab.model.stack import Filesystem, StackError, load_stack, stack_from_notation
 from storlab.plan.scripts import build_script, placeholder_devices, size_arg
 

@@ -6,7 +6,6 @@ import json
 import os
 
 import pytest
-
 from storlab.cli.main import main
 from storlab.job import resolve_job
 from storlab.prediction import measured_value, predict_for_run

@@ -20,14 +20,13 @@ pytest.importorskip("matplotlib", reason="the report needs matplotlib (extras: r
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "results"))
 
 import rundoc  # noqa: E402
-
 from storlab import stats, store  # noqa: E402
+from storlab.cli.main import main  # noqa: E402
 from storlab.document import header  # noqa: E402
 from storlab.prediction import predict_for_run  # noqa: E402
+from storlab.report import build_report, charts_for, write_report  # noqa: E402
 from storlab.report.charts import MODEL_TITLE  # noqa: E402
 from storlab.report.data import split_runs  # noqa: E402
-from storlab.cli.main import main  # noqa: E402
-from storlab.report import build_report, charts_for, write_report  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 MiB = 1 << 20
@@ -312,7 +311,7 @@ def test_sweep_along_bs_plots_latency_per_kib_not_latencies_of_different_sizes()
     s.update(axis="bs", values=sizes, climb_basis="per_kib", latency_climb=None)
     chart = next(c for c in charts_for([doc]) if c.name == f"sweep-{'5' * 8}-bs")
     _, ax_l = chart.figure.axes
-    (line,) = [l for l in ax_l.get_lines() if not l.get_label().startswith("latency climbs")]
+    (line,) = [ln for ln in ax_l.get_lines() if not ln.get_label().startswith("latency climbs")]
     lat = [p["lat_mean_ns"] for p in doc["points"]]
     assert list(line.get_ydata()) == pytest.approx([v / (b / 1024) for v, b in zip(lat, sizes)])
     assert "per KiB" in ax_l.get_ylabel() and "per KiB" in chart.note

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from storlab.job import resolve_job
 from storlab.runner import PhaseHooks, run_job
 

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import have_root
 
 STORLAB = [sys.executable, "-m", "storlab"]
@@ -120,8 +119,9 @@ def test_a_killed_single_phase_run_leaves_no_checkpoint(tmp_path):
     assert phase["stop_reason"] == "running" and phase["progress"]["ops"] > 100
     assert phase["progress"]["read_ops"] == phase["progress"]["ops"]
     assert stored_runs(store) == [(doc["run_id"], 0, "running")]
-    import jsonschema
     from importlib import resources
+
+    import jsonschema
 
     schema = json.loads(resources.files("storlab.schemas").joinpath("run-1.schema.json").read_text())
     jsonschema.validate(doc, schema)

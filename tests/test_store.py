@@ -14,7 +14,6 @@ FIXTURES = Path(__file__).parent / "fixtures" / "results"
 sys.path.insert(0, str(FIXTURES))
 
 import rundoc  # noqa: E402
-
 from storlab import store  # noqa: E402
 from storlab.store import schema  # noqa: E402
 

@@ -20,7 +20,6 @@ FIXTURES = Path(__file__).parent / "fixtures" / "results"
 sys.path.insert(0, str(FIXTURES))
 
 import rundoc  # noqa: E402
-
 import storlab  # noqa: E402
 from storlab import store  # noqa: E402
 from storlab.cli.main import main  # noqa: E402

@@ -6,13 +6,27 @@ import os
 import uuid
 
 import pytest
-
 from storlab import stats
 from storlab.options import OptionError
-from storlab.sweep import (Axis, EarlyStop, Settings, analyse, build_axes, check_early_stop, expand,
-                           knee, latency_climb, measure, parse_settings, plan_sweep, run_sweep,
-                           split_values, summarise_warnings, to_csv, render_table)
-
+from storlab.sweep import (
+    Axis,
+    EarlyStop,
+    Settings,
+    analyse,
+    build_axes,
+    check_early_stop,
+    expand,
+    knee,
+    latency_climb,
+    measure,
+    parse_settings,
+    plan_sweep,
+    render_table,
+    run_sweep,
+    split_values,
+    summarise_warnings,
+    to_csv,
+)
 
 # --- lists of values ------------------------------------------------------------------------
 
@@ -264,7 +278,7 @@ def test_latency_climb_along_bs_is_judged_per_kib_and_says_so():
     assert c["lowest_value"] == 4096 and c["ratio"] == pytest.approx(4.0)
     assert c["latency_ns"] == 64_000.0          # the point's own latency, for charts
     doc = {"settings": Settings().as_dict(), "series": [s], "axes": [{"name": "bs"}], "points": []}
-    line = next(l for l in render_table(doc).splitlines() if l.startswith("  along bs") and "from bs=" in l)
+    line = next(t for t in render_table(doc).splitlines() if t.startswith("  along bs") and "from bs=" in t)
     assert "(latency per KiB of request)" in line
     assert "1000 ns/KiB is 4.00x the lowest 250 ns/KiB (at bs=4KiB)" in line
 
@@ -285,8 +299,8 @@ def test_latency_climb_along_threads_compares_one_request_size():
         assert c["compared"] == c["latency_ns"]
     doc = {"settings": Settings().as_dict(), "series": series, "axes": [{"name": "bs"}, {"name": "threads"}],
            "points": []}
-    lines = [l for l in render_table(doc).splitlines() if l.startswith("  along threads") and "from threads=" in l]
-    assert lines and all("(same request size)" in l for l in lines)
+    lines = [t for t in render_table(doc).splitlines() if t.startswith("  along threads") and "from threads=" in t]
+    assert lines and all("(same request size)" in t for t in lines)
 
 
 # --- running, with a stand-in for the engine ------------------------------------------------
@@ -316,7 +330,10 @@ class FakeDevice:
         return doc
 
 
-def _plan(settings=Settings(), **lists):
+DEFAULT_SETTINGS = Settings()
+
+
+def _plan(settings=DEFAULT_SETTINGS, **lists):
     axes, fixed = build_axes([(k, v) for k, v in lists.items()])
     return plan_sweep(axes, {"engine": "null", **fixed}, settings)
 
@@ -396,7 +413,7 @@ def test_csv_has_the_swept_options_and_canonical_units():
 
 # --- end to end on the null backend ---------------------------------------------------------
 
-def _e2e(shm_dir, settings=Settings(), **lists):
+def _e2e(shm_dir, settings=DEFAULT_SETTINGS, **lists):
     axes, fixed = build_axes([("target", [f"{shm_dir}/s.dat"]), ("engine", "null"), *lists.items()])
     return run_sweep(plan_sweep(axes, fixed, settings))
 

@@ -1,6 +1,5 @@
 """Sizes, durations and rates: accepted forms and one-line errors for bad ones."""
 import pytest
-
 from storlab.units import UnitError, format_rate, format_size, parse_duration, parse_rate, parse_size
 
 

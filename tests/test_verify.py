@@ -6,7 +6,6 @@ import random
 
 import jsonschema
 import pytest
-
 from storlab.cli.main import main
 from test_cli_run import run_cli, schema  # tests/ is on sys.path (pytest prepend mode)
 

@@ -3,7 +3,6 @@ measured window; --no-verify-readback turns that off."""
 from __future__ import annotations
 
 import pytest
-
 from test_cli_run import run_cli  # tests/ is on sys.path (pytest prepend mode)
 
 

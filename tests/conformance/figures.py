@@ -10,8 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cases import (BANDWIDTH, CASES, CHECKS, COUNTS, COVERAGE, FSYNC, LAT_MATCH, LAT_ORDER, MIX, OFFSETS,
-                    POSITIONS)
+from .cases import BANDWIDTH, CASES, CHECKS, COUNTS, COVERAGE, FSYNC, LAT_MATCH, LAT_ORDER, MIX, OFFSETS, POSITIONS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "fio.md"
 BEGIN = "<!-- begin generated: tests/conformance/figures.py -->"

@@ -10,8 +10,7 @@ from collections import Counter
 
 import pytest
 
-from .cases import (BANDWIDTH, CASES, COUNTS, COVERAGE, EXT4, FSYNC, LAT_MATCH, LAT_ORDER, LOOP, MIX, OFFSETS,
-                    POSITIONS, Case)
+from .cases import BANDWIDTH, CASES, COUNTS, COVERAGE, EXT4, FSYNC, LAT_MATCH, LAT_ORDER, LOOP, MIX, OFFSETS, POSITIONS, Case
 from .tools import DIRECTIONS, Io, ToolRun, Trace
 
 MIX_SIGMAS = 5            # fio's run-length mixing is ~1.4x over-dispersed against a binomial

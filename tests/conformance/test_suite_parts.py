@@ -3,7 +3,6 @@ table's consistency with storlab's option table, and docs/fio.md being current."
 from __future__ import annotations
 
 import pytest
-
 from storlab.options import BY_NAME
 
 from . import figures
@@ -17,7 +16,7 @@ def test_strace_thread_keeps_the_targets_io_in_order_and_fsyncs_after_the_first(
     text = "\n".join([
         f"fsync(3<{TARGET}>)                    = 0",                       # before any I/O: not the job's
         f'pread64(3<{TARGET}>, ""..., 4096, 8192) = 4096',
-        f'pread64(4</dev/shm/t/other>, ""..., 4096, 0) = 4096',
+        'pread64(4</dev/shm/t/other>, ""..., 4096, 0) = 4096',
         f'pwrite64(3<{TARGET}>, ""..., 65536, 1048576) = 65536',
         f"fdatasync(3<{TARGET}>)                = 0",
         f"fsync(3<{TARGET}>)                    = 0",

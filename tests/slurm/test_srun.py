@@ -12,7 +12,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from test_mpi_runs import MPIEXEC, _have_mpi4py, check_schema
 
 from .cluster import KILL_WAIT_S, SlurmCluster
