@@ -7,28 +7,28 @@ Pure Python (no engine, no numpy). Typical use:
     print(reliability_of(stack).mttdl_years, performance_of(stack).value("seq_write"))
 """
 from .geometry import (
-                       analyse_alignment,
-                       application_stripe_width_bytes,
-                       capacity_of,
-                       geometry_of,
-                       geometry_report,
-                       layouts_for_request,
-                       stripe_width_bytes,
+    analyse_alignment,
+    application_stripe_width_bytes,
+    capacity_of,
+    geometry_of,
+    geometry_report,
+    layouts_for_request,
+    stripe_width_bytes,
 )
 from .notation import NotationError, RaidNotation, parse_raid
 from .performance import mixed_iops, performance_of, with_cap_chain
 from .reliability import group_mttdl_h, loss_probability, reliability_of, series_mttdl_h, ure_probability
 from .stack import (
-                       Component,
-                       DriveType,
-                       Filesystem,
-                       RaidSpec,
-                       Stack,
-                       StackError,
-                       Volume,
-                       load_stack,
-                       stack_from_dict,
-                       stack_from_notation,
+    Component,
+    DriveType,
+    Filesystem,
+    RaidSpec,
+    Stack,
+    StackError,
+    Volume,
+    load_stack,
+    stack_from_dict,
+    stack_from_notation,
 )
 
 __all__ = [

@@ -144,8 +144,8 @@ def _split_striped(offset: int, length: int, members: int, unit: int) -> list[tu
         member_off = (unit_index // members) * unit + within
         if last_end.get(member) == member_off:
             i = position[member]
-            m, o, length = out[i]
-            out[i] = (m, o, length + take)
+            m, o, piece_len = out[i]
+            out[i] = (m, o, piece_len + take)
         else:
             position[member] = len(out)
             out.append((member, member_off, take))
