@@ -311,8 +311,9 @@ def test_clock_ping_pong_between_ranks_on_one_host_finds_no_offset():
     offsets = json.loads(p.stdout)
     assert offsets[0] == {"offset_s": 0.0, "rtt_s": 0.0, "error_bound_s": 0.0}
     for o in offsets[1:]:
-        # one host, one clock: the estimate is 0 within its own error bound (half the round trip)
-        assert 0 < o["rtt_s"] < 0.05
+        # one host, one clock: the estimate is 0 within its own error bound (half the round trip;
+        # how long the round trip takes depends on how busy the host is, so it is not bounded here)
+        assert o["rtt_s"] > 0 and o["error_bound_s"] == pytest.approx(o["rtt_s"] / 2)
         assert abs(o["offset_s"]) <= o["error_bound_s"] + 1e-6
 
 
@@ -338,17 +339,21 @@ def test_ctrl_c_to_one_rank_lets_the_other_ranks_run_to_the_end(shm_dir, tmp_pat
            "--engine", "null", "--null-delay", "100us", "--time", "60s", "--json", str(out), "--no-store", "-q"]
     proc = subprocess.Popen(cmd, env={**os.environ, "STORLAB_TEST_MARK": marker},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     pids: dict[int, int] = {}
     while len(pids) < 2:
         assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
         time.sleep(0.2)
         pids = _rank_pids(marker)
-    time.sleep(3.0)            # the phase is running on both ranks
+    targets = [Path(shm_dir) / f"s.{r}" for r in (0, 1)]
+    while not all(t.exists() and t.stat().st_size == 1 << 20 for t in targets):   # laid out: the
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()   # phase is next
+        time.sleep(0.1)
+    time.sleep(1.0)            # the phase is running on both ranks
     t0 = time.monotonic()
     os.kill(pids[rank], signo)
     _, err = proc.communicate(timeout=40)
-    assert time.monotonic() - t0 < 10, "every rank must stop at its next tick, not at the end"
+    assert time.monotonic() - t0 < 30, "every rank must stop at its next tick, not at the 60 s end"
     doc = json.loads(out.read_text())
     assert doc["complete"] is False and doc["stop_reason"] == "interrupted", err
     assert doc["signal"] == signal.Signals(signo).name
