@@ -250,7 +250,8 @@ def test_latency_matches_fio(case, case_runs):
         ratios = [s["p50"] / f["p50"] for f, s in pairs]
         ratio = statistics.median(ratios)
         assert 1 / LAT_FACTOR <= ratio <= LAT_FACTOR, (
-            f"{d} median lat: storlab/fio {ratio:.3g}x over {len(pairs)} rounds ({', '.join(f'{r:.3g}' for r in ratios)}); "
+            f"{d} median lat: storlab/fio {ratio:.3g}x over {len(pairs)} rounds "
+            f"({', '.join(f'{r:.3g}' for r in ratios)}); "
             f"medians storlab {s_p50:,.0f} ns, fio {f_p50:,.0f} ns; allowed {1 / LAT_FACTOR:.2f}x to {LAT_FACTOR:g}x")
 
 
