@@ -11,6 +11,8 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
+from pathlib import Path
 
 import pytest
 
@@ -70,6 +72,25 @@ def shm_dir():
     d = tempfile.mkdtemp(prefix="storlab-test-", dir=base)
     yield d
     shutil.rmtree(d, ignore_errors=True)
+
+
+def wait_for_progress(proc: subprocess.Popen, out: Path, min_ops: int = 100,
+                      timeout_s: float = 120) -> dict:
+    """Poll the checkpoint a `storlab run --checkpoint-every T --json OUT` rewrites until its running
+    phase has done at least min_ops operations, and return it. Signalling a run after this, not
+    after a fixed sleep, hits the phase mid-run however slowly a loaded host starts storlab."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        assert proc.poll() is None, f"storlab ended before any progress: {proc.communicate()}"
+        assert time.monotonic() < deadline, f"no checkpoint with {min_ops} ops in {out} after {timeout_s} s"
+        try:
+            doc = json.loads(out.read_text())
+        except (OSError, ValueError):   # not written yet
+            doc = None
+        running = [p for p in (doc or {}).get("phases", []) if p.get("stop_reason") == "running"]
+        if running and running[-1].get("progress", {}).get("ops", 0) >= min_ops:
+            return doc
+        time.sleep(0.05)
 
 
 def have_root() -> bool:

@@ -105,17 +105,24 @@ def test_a_rank_started_late_shows_in_deskew_and_straggler_output(shm_dir):
     assert p.returncode == 0, p.stderr
     ph = doc["phases"][0]
     a, m = ph["aggregate"], ph["mpi"]
-    late = ranks(ph)[1]
-    assert late["start_s"] == pytest.approx(0.4, abs=0.05)
-    assert a["deskew_window_s"][0] == pytest.approx(0.4, abs=0.05)     # opens when rank 1 starts
-    assert a["deskew_window_s"][1] == pytest.approx(1.0, abs=0.05)     # closes when rank 0 is done
+    early, late = ranks(ph)
+    # Checked against each rank's own clock and the merged figures, not against 0.4 s after the
+    # first start: a loaded host lets the ranks leave the start barrier a little apart.
+    assert late["start_s"] - late["shift_s"] >= 0.4             # rank 1 waited out its start delay
+    assert early["start_s"] - early["shift_s"] < late["start_s"] - late["shift_s"]
+    for r in (early, late):                                     # time-based: 1 s from its own start
+        assert r["end_s"] - r["start_s"] >= 1.0 - 1e-6, r
+    assert late["start_s"] > early["start_s"] and late["end_s"] > early["end_s"]
+    assert a["deskew_window_s"] == [late["start_s"], early["end_s"]]   # rank 1 starts, rank 0 is done
     assert m["last_done"]["rank"] == 1 and m["first_done"]["rank"] == 0
     assert m["stragglers"][0]["rank"] == 1
-    assert m["stragglers"][0]["behind_s"] == pytest.approx(0.4, abs=0.05)
-    assert a["straggler_s"] == pytest.approx(0.4, abs=0.05)
-    # both ranks run ~1000 IOPS x 4 KiB in the window; the plain rate spreads the bytes over 1.4 s
-    assert a["deskew_bw_bytes"] == pytest.approx(2 * 4096 * 1000, rel=0.15)
-    assert a["bw_bytes"] < 0.85 * a["deskew_bw_bytes"]
+    assert m["stragglers"][0]["behind_s"] == late["end_s"] - early["end_s"] == a["straggler_s"]
+    # the de-skewed rate counts only the window in which both ran; the plain rate spreads all the
+    # bytes over first start to last finish, which includes each rank running alone
+    window_s = a["deskew_window_s"][1] - a["deskew_window_s"][0]
+    assert a["deskew_bw_bytes"] == pytest.approx(a["deskew_bytes"] / window_s)
+    assert a["deskew_bytes"] < a["bytes"]
+    assert a["bw_bytes"] == pytest.approx(a["bytes"] / (late["end_s"] - early["start_s"]))
     assert "stragglers (finished last): rank 1" in p.stdout
 
 
@@ -233,7 +240,9 @@ rw = "read"
     write, read = doc["phases"]
     written = [r["bytes"] for r in ranks(write)]
     assert all(b > 0 for b in written)
-    assert all(r["end_s"] - r["start_s"] == pytest.approx(0.3, abs=0.1) for r in ranks(write))   # the deadline
+    # time-based: each rank's writer ran from its own start to its deadline, 0.3 s later (the
+    # 256 MiB file is rewritten until then; without the deadline one pass would end it far sooner)
+    assert all(0.3 - 1e-6 <= r["end_s"] - r["start_s"] < 2.0 for r in ranks(write)), ranks(write)
     for r, rec in enumerate(ranks(read)):
         assert rec["data_rank"] == (r + 1) % 2
         assert rec["bytes"] == written[rec["data_rank"]]     # one thread per rank: exact
@@ -303,8 +312,9 @@ def test_clock_ping_pong_between_ranks_on_one_host_finds_no_offset():
     offsets = json.loads(p.stdout)
     assert offsets[0] == {"offset_s": 0.0, "rtt_s": 0.0, "error_bound_s": 0.0}
     for o in offsets[1:]:
-        # one host, one clock: the estimate is 0 within its own error bound (half the round trip)
-        assert 0 < o["rtt_s"] < 0.05
+        # one host, one clock: the estimate is 0 within its own error bound (half the round trip;
+        # how long the round trip takes depends on how busy the host is, so it is not bounded here)
+        assert o["rtt_s"] > 0 and o["error_bound_s"] == pytest.approx(o["rtt_s"] / 2)
         assert abs(o["offset_s"]) <= o["error_bound_s"] + 1e-6
 
 
@@ -330,17 +340,21 @@ def test_ctrl_c_to_one_rank_lets_the_other_ranks_run_to_the_end(shm_dir, tmp_pat
            "--engine", "null", "--null-delay", "100us", "--time", "60s", "--json", str(out), "--no-store", "-q"]
     proc = subprocess.Popen(cmd, env={**os.environ, "STORLAB_TEST_MARK": marker},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     pids: dict[int, int] = {}
     while len(pids) < 2:
         assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
         time.sleep(0.2)
         pids = _rank_pids(marker)
-    time.sleep(3.0)            # the phase is running on both ranks
+    targets = [Path(shm_dir) / f"s.{r}" for r in (0, 1)]
+    while not all(t.exists() and t.stat().st_size == 1 << 20 for t in targets):   # laid out: the
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()   # phase is next
+        time.sleep(0.1)
+    time.sleep(1.0)            # the phase is running on both ranks
     t0 = time.monotonic()
     os.kill(pids[rank], signo)
     _, err = proc.communicate(timeout=40)
-    assert time.monotonic() - t0 < 10, "every rank must stop at its next tick, not at the end"
+    assert time.monotonic() - t0 < 30, "every rank must stop at its next tick, not at the 60 s end"
     doc = json.loads(out.read_text())
     assert doc["complete"] is False and doc["stop_reason"] == "interrupted", err
     assert doc["signal"] == signal.Signals(signo).name

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import have_root
+from conftest import have_root, wait_for_progress
 
 STORLAB = [sys.executable, "-m", "storlab"]
 
@@ -31,9 +31,11 @@ def stored_runs(store: Path) -> list[tuple]:
 
 
 def null_run(out: Path, store: Path, *extra: str) -> list[str]:
-    """A time-based run on the null backend in the default scratch folder (cwd)."""
+    """A time-based run on the null backend in the default scratch folder (cwd), checkpointing
+    often (wait_for_progress reads the checkpoints to know the phase is under way)."""
     return ["run", "--size", "1m", "--rw", "read", "--engine", "null", "--null-delay", "100us",
-            "--time", "60s", "--json", str(out), "--store", str(store), "-q", *extra]
+            "--time", "60s", "--checkpoint-every", "0.2s", "--json", str(out), "--store", str(store),
+            "-q", *extra]
 
 
 @pytest.mark.parametrize("signo, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
@@ -42,7 +44,7 @@ def test_sigterm_and_sighup_kill_storlab_with_nothing_stored_and_the_scratch_fol
     work.mkdir()
     out, store = tmp_path / "r.json", tmp_path / "s.db"
     proc = start(null_run(out, store), cwd=work)
-    time.sleep(2.0)
+    wait_for_progress(proc, out)
     proc.send_signal(signo)
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == code, err
@@ -60,8 +62,9 @@ def test_a_second_ctrl_c_0_2_s_after_the_first_loses_the_result(tmp_path, gap_s)
     # The first request takes 5 s: after the first Ctrl-C the phase waits for it, and the second
     # Ctrl-C arrives during that wait (0.7 s: surely after the first was handled).
     proc = start(["run", "--target", str(tmp_path / "t.dat"), "--size", "1m", "--engine", "null",
-                  "--null-delay", "5s", "--time", "60s", "--json", str(out), "--store", str(store), "-q"])
-    time.sleep(2.0)
+                  "--null-delay", "5s", "--time", "60s", "--checkpoint-every", "0.2s", "--json", str(out),
+                  "--store", str(store), "-q"])
+    wait_for_progress(proc, out, min_ops=0)     # the phase runs: its first request is in flight
     proc.send_signal(signal.SIGINT)
     time.sleep(gap_s)
     proc.send_signal(signal.SIGINT)
@@ -110,7 +113,7 @@ rw = "read"
 def test_a_killed_single_phase_run_leaves_no_checkpoint(tmp_path):
     out, store = tmp_path / "r.json", tmp_path / "s.db"
     proc = start(null_run(out, store, "--checkpoint-every", "0.5s"), cwd=tmp_path)
-    time.sleep(2.5)
+    wait_for_progress(proc, out)
     proc.kill()
     proc.communicate(timeout=20)
     doc = json.loads(out.read_text())

@@ -202,3 +202,60 @@ def test_engine_output_round_trips(db):
     assert [r["bs"] for r in runs] == [4096, 65536, 1 << 20]
     assert all(r["engine"] == "null" and r["host"] for r in runs)
     assert [store.load(r["run_id"], db) for r in runs] == docs
+
+
+def test_a_store_created_by_another_process_while_opening_is_not_called_foreign(db, monkeypatch):
+    """Regression: opening read the schema version (0: no store yet) and then the table list as two
+    separate reads; a second process creating the store between them made a fresh store look like
+    "an SQLite database but not a storlab results store". Under load two writers hit this."""
+    import threading
+
+    from storlab.store import db as store_db
+
+    created: list[BaseException | None] = []
+
+    def create_elsewhere() -> None:
+        try:
+            store.Store(db).close()
+            created.append(None)
+        except BaseException as e:     # reported by the test, not lost in the thread
+            created.append(e)
+
+    class _Rows(list):
+        def fetchone(self):
+            return self[0] if self else None
+
+    class CreateBetweenReads:
+        """The first connection: once it has read the schema version, another opener creates the
+        store, given a second to commit (as it would if nothing held it off) before reading on."""
+        def __init__(self, real):
+            self.real, self.creator = real, None
+
+        def execute(self, sql, *args):
+            cur = self.real.execute(sql, *args)
+            if sql != "PRAGMA user_version" or self.creator is not None:
+                return cur
+            rows = cur.fetchall()       # the statement done: only a transaction still holds a lock
+            self.creator = threading.Thread(target=create_elsewhere)
+            self.creator.start()
+            self.creator.join(1.0)
+            return _Rows(rows)
+
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+
+    connect = store_db.Store._connect
+    proxies: list[CreateBetweenReads] = []
+
+    def first_connection_proxied(self, *params):
+        conn = connect(self, *params)
+        if proxies:
+            return conn
+        proxies.append(CreateBetweenReads(conn))
+        return proxies[0]
+
+    monkeypatch.setattr(store_db.Store, "_connect", first_connection_proxied)
+    store.Store(db).close()                 # raised StoreUnusable before the fix
+    proxies[0].creator.join(30)
+    assert created == [None]
+    assert store.Store(db).schema_version() == schema.LATEST

@@ -6,6 +6,7 @@ import os
 import uuid
 
 import pytest
+from conftest import have_root
 from storlab import stats
 from storlab.options import OptionError
 from storlab.sweep import (
@@ -419,68 +420,100 @@ def _e2e(shm_dir, settings=DEFAULT_SETTINGS, **lists):
 
 
 def test_null_device_scales_linearly_with_queue_depth(shm_dir):
-    # a 1 ms device with unlimited parallelism: qd q gives q x 1000 IOPS, latency stays 1 ms
-    # (a busy host wakes the timer late: up to 20 % slower, never faster)
+    # a 1 ms device with unlimited parallelism keeps qd requests in flight, none faster than 1 ms:
+    # by Little's law IOPS = qd / latency, so qd q gives q x 1000 IOPS on an idle host. A busy host
+    # (or its hypervisor) wakes the worker late, which lengthens the latency of the point it hits,
+    # up to several-fold at high qd where the worker spins, and lowers its IOPS with it. So each
+    # point's own figures are checked against each other (requests in flight = qd) and against the
+    # device (its fastest request is the delay), not against 1000 x qd; how fast storlab drives a
+    # fast device is a speed claim for benchmarks/.
     doc = _e2e(shm_dir, size="1m", null_delay="1ms", time="0.3s", qd="1,2,4,8,16")
     assert doc["complete"] is True
-    for p in doc["points"]:
-        assert 0.8 * 1000 * p["params"]["qd"] <= p["iops"] <= 1.02 * 1000 * p["params"]["qd"], p
-        assert 1e6 <= p["lat_mean_ns"] <= 1.25e6, p
+    for p, run in zip(doc["points"], doc["runs"]):
+        qd, lat = p["params"]["qd"], run["phases"][0]["read"]["lat_ns"]
+        in_flight = p["iops"] * p["lat_mean_ns"] / 1e9
+        # a qd-1 engine would give 1 here; one that overlapped more than qd, more than qd
+        assert 0.9 * qd <= in_flight <= 1.01 * qd, (p, in_flight)
+        # the fastest of hundreds of requests is the delay itself: never faster, and not a
+        # multiple of it (a device serving one request at a time would show ~qd x 1 ms)
+        assert 1e6 <= lat["min"] < 1.5e6, (p, lat)
     (s,) = doc["series"]
-    # still doubling at the largest qd: the knee is the last point and is flagged as not saturated
-    assert s["knee"]["value"] == 16 and s["knee"]["saturated"] is False
-    assert s["latency_climb"] is None
+    assert s["values"] == [1, 2, 4, 8, 16] and s["knee"] is not None
+
+
+# One pass over 8 blocks of a 200 ms device: with qd q it takes ceil(8/q) x 200 ms, so throughput
+# doubles up to qd 8 and stays put beyond it (there are only 8 requests to make). A loaded host
+# (or its hypervisor) now and then wakes a point's thread tens of milliseconds late; knee (75 %)
+# and stop_flat (40 %) sit between "doubled" (+100 %) and "flat" (+0 %), so a delay under a third
+# of the device time cannot move them, while a device that kept doubling (or never did) would.
+SATURATING = dict(size="32k", bs="4k", null_delay="200ms")
 
 
 def test_knee_where_more_requests_in_flight_cannot_help(shm_dir):
-    # one pass over 64 blocks of a 50 ms device: with qd q the pass takes ceil(64/q) x 50 ms, so
-    # throughput doubles up to qd 64 and stays put beyond it (there are only 64 requests to make)
-    doc = _e2e(shm_dir, size="256k", bs="4k", null_delay="50ms", qd="8,16,32,64,128,256")
-    iops = {p["params"]["qd"]: p["iops"] for p in doc["points"]}
-    assert iops[8] == pytest.approx(160, rel=0.1) and iops[64] == pytest.approx(1280, rel=0.1)
-    # flat past 64 (a doubling would be +100 %); 10 % leaves room for a loaded 2-CPU host
-    assert iops[256] == pytest.approx(iops[64], rel=0.1)
+    doc = _e2e(shm_dir, Settings(knee_pct=75), **SATURATING, qd="2,4,8,16,32")
+    points = {p["params"]["qd"]: p for p in doc["points"]}
+    for qd, run in zip(points, doc["runs"]):
+        read = run["phases"][0]["read"]
+        assert read["ops"] == 8                           # one pass: every block once
+        assert read["lat_ns"]["min"] >= 200e6             # no request beats the device
+        # ceil(8 / qd) rounds of 200 ms at the least: never faster than the device allows
+        assert points[qd]["iops"] <= min(qd, 8) / 0.2, points[qd]
+    iops = [points[q]["iops"] for q in (2, 4, 8)]
+    assert iops == sorted(iops), iops                     # rising up to 8 requests in flight
     (s,) = doc["series"]
-    assert s["knee"]["value"] == 64 and s["knee"]["saturated"] is True
-    assert s["latency_climb"] is None            # every request still takes 50 ms
+    assert s["knee"]["value"] == 8 and s["knee"]["saturated"] is True, s
+    assert s["latency_climb"] is None            # every request still takes 200 ms
 
 
 def test_early_stop_on_a_saturated_series(shm_dir):
-    doc = _e2e(shm_dir, Settings(stop_flat_pct=5, stop_count=1), size="256k", bs="4k",
-               null_delay="50ms", qd="16,32,64,128,256,512")
+    doc = _e2e(shm_dir, Settings(knee_pct=75, stop_flat_pct=40, stop_count=1), **SATURATING,
+               qd="2,4,8,16,32,64")
     ran = [p["params"]["qd"] for p in doc["points"] if p["status"] == "done"]
-    assert ran == [16, 32, 64, 128]
-    assert [p["params"]["qd"] for p in doc["points"] if p["status"] == "skipped"] == [256, 512]
-    assert doc["series"][0]["knee"]["value"] == 64
+    assert ran == [2, 4, 8, 16]                   # 16 is the first flat point: the series ends there
+    assert [p["params"]["qd"] for p in doc["points"] if p["status"] == "skipped"] == [32, 64]
+    assert doc["early_stops"][0]["last_run"] == 16 and doc["early_stops"][0]["skipped"] == [32, 64]
+    assert doc["series"][0]["knee"]["value"] == 8
 
 
-def _idle_cpus(sample_s: float = 0.5) -> int:
-    """The CPUs this process may use, or 0 when the host is busy (under 80 % idle over a short
-    sample of /proc/stat): other work would take CPU time from the threads being measured."""
-    import time
-
-    def ticks():
-        with open("/proc/stat") as f:
-            fields = [int(x) for x in f.readline().split()[1:]]
-        return fields[3] + fields[4], sum(fields)   # idle + iowait, all
-
-    n = len(os.sched_getaffinity(0))
-    idle0, all0 = ticks()
-    time.sleep(sample_s)
-    idle1, all1 = ticks()
-    return n if all1 > all0 and (idle1 - idle0) / (all1 - all0) >= 0.8 else 0
+def _top_priority() -> None:
+    """In the child before exec: nice -20 for its threads and, in its own session, for its
+    autogroup (with sched_autogroup on, nice only ranks threads within one session's group)."""
+    os.setpriority(os.PRIO_PROCESS, 0, -20)
+    if os.path.exists("/proc/self/autogroup"):
+        with open("/proc/self/autogroup", "w") as f:
+            f.write("-20")
 
 
 @pytest.mark.slow
-def test_cpu_bound_threads_saturate_and_latency_climbs(shm_dir):
+@pytest.mark.root
+def test_cpu_bound_threads_saturate_and_latency_climbs(shm_dir, tmp_path):
     # a 20 us null delay is spun, not slept: each thread keeps a CPU busy, so past one thread per
-    # CPU throughput stays flat and, by Little's law, mean latency grows with the thread count
-    n = _idle_cpus()
-    if not 1 <= n <= 8:
-        pytest.skip("needs 1 to 8 CPUs that are otherwise idle (80 % idle in /proc/stat)")
+    # CPU throughput stays flat and, by Little's law, mean latency grows with the thread count.
+    # The sweep runs at top priority: work at the default priority beside it (another test
+    # session, a build) then gets ~1 % of a CPU the sweep wants, instead of a share that shrinks
+    # with each thread the sweep adds, which would look like throughput still rising.
+    import json
+    import subprocess
+    import sys
+
+    if not have_root():
+        pytest.skip("needs root to run the sweep at nice -20")
+    n = len(os.sched_getaffinity(0))
+    if n > 8:
+        pytest.skip(f"{n} CPUs: the sweep would need {4 * n} threads; written for 1 to 8 CPUs")
     threads = f"1,{n},{2 * n},{4 * n}" if n > 1 else "1,2,4"
-    doc = _e2e(shm_dir, size="64m", null_delay="20us", time="0.4s", threads=threads)
+    out = tmp_path / "cpu.json"
+    proc = subprocess.run([sys.executable, "-m", "storlab", "sweep", "--target", f"{shm_dir}/s.dat",
+                           "--engine", "null", "--size", "64m", "--null-delay", "20us", "--time", "0.4s",
+                           "--threads", threads, "--json", str(out), "--no-store", "-q"],
+                          preexec_fn=_top_priority, start_new_session=True,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    for p in doc["points"]:     # at most one request in flight per thread (Little's law); fewer
+        in_flight = p["iops"] * p["lat_mean_ns"] / 1e9   # while a thread waits for a CPU between two
+        assert 0.5 * p["params"]["threads"] <= in_flight <= 1.01 * p["params"]["threads"], p
     (s,) = doc["series"]
-    assert s["knee"]["value"] in (n, 2 * n) and s["knee"]["saturated"] is True
+    assert s["knee"]["value"] in (n, 2 * n) and s["knee"]["saturated"] is True, s
     climb = s["latency_climb"]
     assert climb is not None and climb["value"] in (2 * n, 4 * n), s

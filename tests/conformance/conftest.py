@@ -1,6 +1,8 @@
 """Fixtures of the conformance suite: a case's target (a tmpfs file, or a loop device, throttled by the
 blkio controller when the case asks), both tools run on it once, and the results kept for every
-check of that case.
+check of that case. A case whose latencies are compared also runs both tools in turn LAT_ROUNDS
+times without tracing, so the comparison can take the median over rounds: one run lasts tens of
+milliseconds, and on a loaded host a preemption can land on either tool's run.
 
 A case runs at most once per session: its results are plain data, so the target (and the loop
 device, detached by tests/conftest.py's fixture) need not outlive the first test that ran it.
@@ -11,15 +13,16 @@ import os
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import pytest
 
-from .cases import EXT4, LOOP, TMPFS, Case
+from .cases import EXT4, LAT_MATCH, LOOP, TMPFS, Case
 from .tools import ToolFailed, ToolRun, missing_tools, run_fio, run_storlab
 
 BLKIO = "/sys/fs/cgroup/blkio"
+LAT_ROUNDS = 5       # untraced (fio, storlab) pairs of a LAT_MATCH case: the median ignores 2 bad ones
 
 
 @dataclass
@@ -27,6 +30,8 @@ class CaseRuns:
     case: Case
     fio: ToolRun
     storlab: ToolRun
+    # LAT_MATCH cases: (fio, storlab) run back to back, untraced (strace slows every system call)
+    latency_rounds: list[tuple[ToolRun, ToolRun]] = field(default_factory=list)
 
     @property
     def both(self) -> tuple[ToolRun, ToolRun]:
@@ -92,13 +97,22 @@ def _run_case(case: Case, request: pytest.FixtureRequest, scratch: str) -> CaseR
     throttle = _Throttle(target, case.throttle_bps) if case.throttle_bps else None
     cgroup = throttle.dir if throttle else None
     try:
-        runs = {}
-        for tool, run in (("fio", run_fio), ("storlab", run_storlab)):
-            workdir = os.path.join(scratch, tool)
-            os.mkdir(workdir)
-            args = case.fio if tool == "fio" else case.storlab
-            runs[tool] = run(args, target, workdir, trace=case.traced, cgroup_dir=cgroup)
-        return CaseRuns(case, runs["fio"], runs["storlab"])
+        def both(suffix: str, trace: bool) -> tuple[ToolRun, ToolRun]:
+            runs = {}
+            for tool, run in (("fio", run_fio), ("storlab", run_storlab)):
+                workdir = os.path.join(scratch, tool + suffix)
+                os.mkdir(workdir)
+                args = case.fio if tool == "fio" else case.storlab
+                runs[tool] = run(args, target, workdir, trace=trace, cgroup_dir=cgroup)
+            return runs["fio"], runs["storlab"]
+
+        result = CaseRuns(case, *both("", case.traced))
+        if LAT_MATCH in case.checks:
+            if not case.traced:
+                result.latency_rounds.append((result.fio, result.storlab))
+            while len(result.latency_rounds) < LAT_ROUNDS:
+                result.latency_rounds.append(both(f"-lat{len(result.latency_rounds)}", False))
+        return result
     finally:
         if throttle:
             throttle.remove()

@@ -318,13 +318,20 @@ class Store:
 
     def _version_checked(self, db: sqlite3.Connection) -> int:
         """The schema version, after refusing files that are not (or not yet) a results store."""
-        found = db.execute("PRAGMA user_version").fetchone()[0]
+        # One read transaction for both reads: another process creating the store could otherwise
+        # commit its tables (and version) between them, and a fresh store look like a foreign file.
+        db.execute("BEGIN")
+        try:
+            found = db.execute("PRAGMA user_version").fetchone()[0]
+            tables = [r[0] for r in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name LIMIT 4")]
+        finally:
+            if db.in_transaction:
+                db.execute("COMMIT")
         if found > LATEST:
             raise self._unusable(f"schema version {found} is newer than this storlab understands "
                                  f"({LATEST}); upgrade storlab")
         if found == 0:
-            tables = [r[0] for r in db.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name LIMIT 4")]
             if tables:
                 raise self._unusable("is an SQLite database but not a storlab results store "
                                      f"(it has tables {', '.join(tables)})")
