@@ -166,3 +166,11 @@ def test_render_table_shows_metadata_runs_as_operations(shm_dir):
     doc = run_meta(resolve_meta_options({"target": shm_dir, "files": "50", "no_store": True}, None, "job"))
     text = render_table(doc)
     assert "ops/s" in text and "create" in text and "no I/O was measured" not in text
+
+
+def test_the_time_column_reads_alike_for_whole_and_fractional_seconds():
+    # Regression: a phase of exactly 3 s printed "3" beside "3.00" in the same column.
+    from storlab.export.base import RESULT_COLUMNS, human
+
+    col = next(c for c in RESULT_COLUMNS if c.key == "seconds")
+    assert [human(col, v) for v in (3.0, 3.0004, 0.5, 250.0)] == ["3.00", "3.00", "0.50", "250"]

@@ -20,6 +20,7 @@ class Column:
     header: str         # human header with the unit shown after scaling ("bw MiB/s")
     scale: float = 1.0  # human value = canonical value / scale
     kind: str = "num"   # num | text | size (bytes shown with a binary unit) | bool
+    decimals: int | None = None  # num: fixed decimals below 100, so a column reads alike ("3.00", not "3")
 
 
 # Which run each row comes from (the job options that usually differ between runs).
@@ -41,7 +42,7 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("phase", "phase", kind="text"),
     Column("direction", "dir", kind="text"),
     Column("bytes", "data MiB", MiB),
-    Column("seconds", "time s"),
+    Column("seconds", "time s", decimals=2),
     Column("iops", "IOPS"),
     Column("bw_bytes", "bw MiB/s", MiB),
     Column("lat_mean_ns", "mean us", 1e3),
@@ -149,7 +150,10 @@ def human(col: Column, value: Any) -> str:
         return "yes" if value else "no"
     if col.kind == "size":
         return _fmt_size(value)
-    return fmt_number(value / col.scale)
+    v = value / col.scale
+    if col.decimals is not None and abs(v) < 100:
+        return f"{v:.{col.decimals}f}"
+    return fmt_number(v)
 
 
 def short_id(run_id: Any) -> str:
