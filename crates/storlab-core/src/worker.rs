@@ -116,8 +116,6 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     let progress = &control.progress[w.id];
 
     let mut issued_bytes: u64 = 0;
-    // Every request drew one offset from `gen`: the read-back replays this many.
-    let mut issued_ops: u64 = 0;
     let mut done_bytes: u64 = 0;
     let mut done_ops: u64 = 0;
     let mut inflight = 0usize;
@@ -233,7 +231,6 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                     now = Instant::now();
                 }
                 let io = gen.next_io();
-                issued_ops += 1;
                 record_in_flight = record;
                 record += 1;
                 let slot_id = free.pop().expect("a free slot while inflight < qd");
@@ -363,11 +360,12 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
         // SAFETY: every request has completed (the loop drained them), so no slot buffer is in use;
         // slot 0's buffer holds bs bytes and outlives this borrow.
         let buf = unsafe { std::slice::from_raw_parts_mut(slots[0].buf, bs) };
-        let check = |offset: u64, block: &[u8], tally: &mut VerifyTally| {
+        // Every request drew one offset from `gen`, so the replay makes as many draws.
+        let issued = issued_bytes / g.bs;
+        readback = read_back(fd, &target.path, replay, issued, w.map, g.bs, buf, &control.stop, |offset, block| {
             let expect = Expect { offset, seed: g.seed, pass: g.verify_pass };
             tally.record(verify::check(block, pattern, g.verify, expect, &target.path), g.verify_report as usize);
-        };
-        readback = read_back(fd, &target.path, replay, issued_ops, w.map, g.bs, buf, &control.stop, |o, b| check(o, b, &mut tally))?;
+        })?;
     }
     Ok(WorkerOutcome { read, write, sync, summary, setup_flags, log, verify: tally, readback })
 }
