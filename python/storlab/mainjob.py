@@ -23,6 +23,7 @@ import mmap
 import os
 from typing import Any, Mapping
 
+from .devices.sysfs import read_mountinfo
 from .units import format_size
 
 __all__ = ["CORNERS", "DEFAULT_TIME_S", "WANTED_BYTES", "MIN_BYTES", "OVERRIDABLE", "applies", "phases",
@@ -67,18 +68,10 @@ def fs_type(directory: str) -> str | None:
     """File-system type of the mount holding `directory` (longest mount point prefix)."""
     real = os.path.realpath(directory)
     best, kind = "", None
-    try:
-        with open("/proc/self/mounts") as f:
-            for line in f:
-                fields = line.split()
-                if len(fields) < 3:
-                    continue
-                mount = fields[1].replace("\\040", " ")
-                inside = real == mount or real.startswith(mount.rstrip("/") + "/")
-                if inside and len(mount) >= len(best):
-                    best, kind = mount, fields[2]
-    except OSError:
-        return None
+    for m in read_mountinfo():
+        inside = real == m.mount_point or real.startswith(m.mount_point.rstrip("/") + "/")
+        if inside and len(m.mount_point) >= len(best):
+            best, kind = m.mount_point, m.fs_type
     return kind
 
 
