@@ -25,7 +25,7 @@ from pathlib import Path
 
 
 def overhead_job(target: str, phases: int):
-    from storlab.job import resolve_job
+    from storlab.jobs.job import resolve_job
 
     return resolve_job({"target": [target], "size": "1m", "engine": "null", "rw": "read",
                         "io_size": "4k", "no_store": True},
@@ -40,7 +40,7 @@ def gaps_s(doc: dict) -> list[float]:
 
 def worker(args) -> None:
     """Runs under mpiexec: the overhead job through the MPI orchestrator, JSON of rank 0 to --out."""
-    from storlab.mpi.orchestrator import Session
+    from storlab.measure.mpi.orchestrator import Session
 
     session = Session.start(30.0)
     job = overhead_job(f"{args.dir}/ovh{{rank}}", args.phases)
@@ -75,7 +75,7 @@ def mpiexec() -> str:
 
 
 def measure_overhead(args, work: str) -> None:
-    from storlab.runner import run_job
+    from storlab.measure.runner import run_job
 
     print(f"orchestration overhead per phase (null backend, {args.phases} phases, median of {args.repeat} runs)")
     rows = []

@@ -14,9 +14,9 @@ import time
 import pytest
 from storlab import _core, units
 from storlab.cli.main import ExitCode, main
-from storlab.meta import META_OPTIONS
-from storlab.options import OPTIONS, OptionError, parse_option
-from storlab.sweep import SWEEP_OPTIONS
+from storlab.jobs.options import OPTIONS, OptionError, parse_option
+from storlab.measure.meta import META_OPTIONS
+from storlab.measure.sweep import SWEEP_OPTIONS
 
 NUMERIC_KINDS = {"int", "float", "percent", "size", "duration", "rate"}
 
@@ -165,7 +165,7 @@ def test_huge_duration_is_refused_not_a_rust_panic(tmp_path, capsys, flag, value
                                           ("ramp", 1e300), ("stall_after", 4e8), ("null_delay", 1e20)])
 def test_engine_refuses_huge_durations_it_is_handed_directly(field, value):
     """The engine's own validation, without the Python table in front: an error, never a panic."""
-    from storlab.job import core_spec, resolve_job
+    from storlab.jobs.job import core_spec, resolve_job
 
     job = resolve_job({"target": ["/tmp/never-opened"], "engine": "null"})
     spec = core_spec(job.phases[0])

@@ -3,9 +3,9 @@ residency it leaves), and the warnings that flag cache-served results."""
 import os
 
 import pytest
-from storlab import cache
-from storlab.job import resolve_job
-from storlab.runner import PhaseHooks, run_job
+from storlab.jobs.job import resolve_job
+from storlab.measure import cache
+from storlab.measure.runner import PhaseHooks, run_job
 
 GiB = 1 << 30
 

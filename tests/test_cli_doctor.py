@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from storlab.cli.main import main  # noqa: E402
+from storlab.cli.main import main
 from test_doctor_fixtures import DISKS, FIX, KiB, MiB, disk_files, md_files, write_tree  # noqa: E402
 
 

@@ -12,8 +12,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "results"))
 
 import rundoc  # noqa: E402
-from storlab import store  # noqa: E402
-from storlab.cli.main import main  # noqa: E402
+from storlab import store
+from storlab.cli.main import main
 
 
 @pytest.fixture

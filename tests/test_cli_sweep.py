@@ -103,7 +103,7 @@ def test_report_plots_the_sweep_along_its_axis(shm_dir, capsys, tmp_path):
     out = tmp_path / "s.json"
     sweep(capsys, "--target", f"{shm_dir}/e.dat", *SATURATING, "--qd", "2,4,8", "--json", str(out),
           "--no-store")
-    from storlab.report import build_report, charts_for
+    from storlab.output.report import build_report, charts_for
 
     doc = json.loads(out.read_text())
     charts = charts_for([doc])
@@ -181,7 +181,7 @@ def test_ctrl_c_stops_the_sweep_and_keeps_the_points_done(shm_dir, tmp_path):
 def test_docs_hold_the_generated_option_table():
     from pathlib import Path
 
-    from storlab.sweep import render_reference
+    from storlab.measure.sweep import render_reference
 
     page = (Path(__file__).parent.parent / "docs" / "sweep.md").read_text()
     begin, end = "<!-- sweep-options:begin -->\n", "\n<!-- sweep-options:end -->"

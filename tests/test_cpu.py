@@ -1,6 +1,6 @@
 """CPU accounting: host shares from /proc/stat deltas and the normalised cost per 100 MB/s."""
 
-from storlab.cpu import CpuSample, cpu_usage
+from storlab.measure.cpu import CpuSample, cpu_usage
 
 
 def test_cpu_usage_from_known_samples(monkeypatch):

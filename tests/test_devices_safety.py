@@ -11,8 +11,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "doctor"))
 from loophelpers import LoopFactory, MiB, need_tool, run, skip_unless_root_and_loop  # noqa: E402
-from storlab.devices.safety import TargetRefused, check_write_allowed, describe_path  # noqa: E402
-from storlab.devices.signatures import md_superblock_offsets  # noqa: E402
+from storlab.devices.safety import TargetRefused, check_write_allowed, describe_path
+from storlab.devices.signatures import md_superblock_offsets
 
 
 @pytest.fixture

@@ -16,13 +16,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "doctor"))
 from loophelpers import LoopFactory, MiB, need_tool, run, skip_unless_root_and_loop  # noqa: E402
-from storlab import _core  # noqa: E402
-from storlab.cli.main import main  # noqa: E402
-from storlab.devices import signatures  # noqa: E402
-from storlab.devices.safety import TargetRefused, check_write_allowed  # noqa: E402
-from storlab.job import resolve_job  # noqa: E402
-from storlab.mpi.rewrite import rewrite_job  # noqa: E402
-from storlab.runner import PhaseHooks, checked_spec, run_job  # noqa: E402
+from storlab import _core
+from storlab.cli.main import main
+from storlab.devices import signatures
+from storlab.devices.safety import TargetRefused, check_write_allowed
+from storlab.jobs.job import resolve_job
+from storlab.measure.mpi.rewrite import rewrite_job
+from storlab.measure.runner import PhaseHooks, checked_spec, run_job
 
 pytestmark = [pytest.mark.root, pytest.mark.loop]
 

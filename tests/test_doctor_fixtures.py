@@ -12,8 +12,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "doctor"))
 from loophelpers import MiB, need_tool  # noqa: E402
-from storlab.doctor.checks import run_checks  # noqa: E402
-from storlab.doctor.inventory import discover  # noqa: E402
+from storlab.doctor.checks import run_checks
+from storlab.doctor.inventory import discover
 from test_devices_sysfs import make_tree as write_tree  # tests/ is on sys.path (pytest prepend mode)
 
 FIX = Path(__file__).parent / "fixtures" / "doctor"

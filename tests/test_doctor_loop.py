@@ -12,8 +12,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "doctor"))
 from loophelpers import LoopFactory, MiB, need_tool, run, skip_unless_root_and_loop  # noqa: E402
-from storlab.doctor.checks import run_checks  # noqa: E402
-from storlab.doctor.inventory import discover  # noqa: E402
+from storlab.doctor.checks import run_checks
+from storlab.doctor.inventory import discover
 
 pytestmark = [pytest.mark.root, pytest.mark.loop]
 

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from storlab.doctor.plan import compare_with_stack  # noqa: E402
-from storlab.model.stack import stack_from_dict  # noqa: E402
+from storlab.doctor.stack_check import compare_with_stack
+from storlab.model.stack import stack_from_dict
 from test_doctor_fixtures import raid6_host  # noqa: E402
 
 

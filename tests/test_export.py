@@ -12,8 +12,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "results"))
 
 import rundoc  # noqa: E402
-from storlab.export import EXPORTERS, export, render_table, to_csv, to_json, to_markdown  # noqa: E402
-from storlab.export.compare import compare, render_compare  # noqa: E402
+from storlab.output import EXPORTERS, export, render_table, to_csv, to_json, to_markdown
+from storlab.output.compare import compare, render_compare
 
 MiB = 1 << 20
 
@@ -160,8 +160,8 @@ def test_engine_output_renders_and_compares_on_bs_only():
 
 
 def test_render_table_shows_metadata_runs_as_operations(shm_dir):
-    from storlab.export import render_table
-    from storlab.meta import resolve_meta_options, run_meta
+    from storlab.measure.meta import resolve_meta_options, run_meta
+    from storlab.output import render_table
 
     doc = run_meta(resolve_meta_options({"target": shm_dir, "files": "50", "no_store": True}, None, "job"))
     text = render_table(doc)
@@ -170,7 +170,7 @@ def test_render_table_shows_metadata_runs_as_operations(shm_dir):
 
 def test_the_time_column_reads_alike_for_whole_and_fractional_seconds():
     # Regression: a phase of exactly 3 s printed "3" beside "3.00" in the same column.
-    from storlab.export.base import RESULT_COLUMNS, human
+    from storlab.output.base import RESULT_COLUMNS, human
 
     col = next(c for c in RESULT_COLUMNS if c.key == "seconds")
     assert [human(col, v) for v in (3.0, 3.0004, 0.5, 250.0)] == ["3.00", "3.00", "0.50", "250"]

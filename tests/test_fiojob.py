@@ -1,12 +1,12 @@
-"""Tests of storlab.fiojob: the job files in tests/fixtures/fio exercise every translated fio
+"""Tests of storlab.jobs.fiojob: the job files in tests/fixtures/fio exercise every translated fio
 option (and the rejection of the rest); values must be canonical for the option table."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from storlab.fiojob import FioJobError, parse_fio_size, parse_fio_time, translate
-from storlab.options import parse_value
+from storlab.jobs.fiojob import FioJobError, parse_fio_size, parse_fio_time, translate
+from storlab.jobs.options import parse_value
 
 FIO = Path(__file__).parent / "fixtures" / "fio"
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30

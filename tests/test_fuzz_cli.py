@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from storlab import _core
 from storlab.cli.main import ExitCode, main
-from storlab.job import core_spec, resolve_job
-from storlab.meta import META_OPTIONS
-from storlab.options import OPTIONS
-from storlab.sweep import SWEEP_OPTIONS
+from storlab.jobs.job import core_spec, resolve_job
+from storlab.jobs.options import OPTIONS
+from storlab.measure.meta import META_OPTIONS
+from storlab.measure.sweep import SWEEP_OPTIONS
 
 
 def fuzz(examples: int) -> settings:

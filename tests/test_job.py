@@ -1,7 +1,7 @@
 """Job resolution: precedence of defaults, job file, phases, groups and flags; clear errors."""
 import pytest
-from storlab.job import core_spec, load_jobfile, resolve_job
-from storlab.options import OptionError
+from storlab.jobs.job import core_spec, load_jobfile, resolve_job
+from storlab.jobs.options import OptionError
 
 
 def test_defaults_only():

@@ -8,8 +8,8 @@ import os
 import pathlib
 
 import pytest
-from storlab import mainjob
 from storlab.cli.main import main
+from storlab.jobs import mainjob
 
 # Long enough that no phase is under checks.MIN_RELIABLE_SECONDS (a 1 s phase can measure 0.9999 s).
 PHASE_TIME = "1.2s"

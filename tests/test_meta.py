@@ -1,4 +1,4 @@
-"""Tests of storlab.meta: the meta option table, the engine spec, every phase and option through
+"""Tests of storlab.measure.meta: the meta option table, the engine spec, every phase and option through
 the native engine (what exists on disk after each phase, via a hook), stonewall accounting, the
 result document and store, and failures that must name the path and leave nothing behind."""
 from __future__ import annotations
@@ -11,9 +11,10 @@ import sys
 from importlib import resources
 
 import pytest
-from storlab import _core, meta, store
+from storlab import _core, store
 from storlab.errors import SpecError, TargetError
-from storlab.options import BY_NAME, OptionError
+from storlab.jobs.options import BY_NAME, OptionError
+from storlab.measure import meta
 
 
 def values(**over):
@@ -387,7 +388,7 @@ def test_a_read_only_directory_fails_mkdir_naming_the_path(readonly_dir):
 def test_running_out_of_file_descriptors_names_the_path_and_leaves_nothing(tmp_path):
     script = f"""
 import json, os, resource
-from storlab import meta
+from storlab.measure import meta
 opened = len(os.listdir('/proc/self/fd'))
 resource.setrlimit(resource.RLIMIT_NOFILE, (opened + 4, opened + 4))
 out = meta.run_meta_phase(meta.resolve_meta_options({{'threads': 8, 'files': 50}}), {str(tmp_path)!r})
@@ -455,7 +456,7 @@ def test_docs_list_every_option_as_the_table_does():
 
     text = (pathlib.Path(__file__).parent.parent / "docs" / "meta.md").read_text()
     section = re.search(r"<!-- options:begin -->\n(.*)\n<!-- options:end -->", text, re.S).group(1)
-    assert section == meta.render_reference(), "regenerate with: python -m storlab.meta"
+    assert section == meta.render_reference(), "regenerate with: python -m storlab.measure.meta"
 
 
 def test_a_failing_hook_stops_the_running_phase_and_still_cleans_up(shm_dir):

@@ -1,4 +1,4 @@
-"""`storlab meta` under mpiexec (python/storlab/mpi/meta.py): real launches of 2 and 4 ranks on
+"""`storlab meta` under mpiexec (python/storlab/measure/mpi/meta.py): real launches of 2 and 4 ranks on
 /dev/shm reading the merged document rank 0 writes, plus the merging and window counting without
 MPI. Every launch checks that nothing is left behind."""
 from __future__ import annotations
@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from storlab import stats
-from storlab.mpi.aggregate import count_in_window, merge_meta_phase
+from storlab.measure import stats
+from storlab.measure.mpi.aggregate import count_in_window, merge_meta_phase
 from test_mpi_runs import MPIEXEC, _have_mpi4py, check_schema, mpirun
 
 needs_mpi = [
@@ -135,7 +135,7 @@ def test_stonewall_counts_of_every_rank_carry_to_the_later_phases(shm_dir):
 
 FAILING_HOOK = textwrap.dedent("""
     import os, sys
-    from storlab.mpi import meta as mpi_meta
+    from storlab.measure.mpi import meta as mpi_meta
     from storlab.cli.main import main
 
     if os.environ["PMI_RANK"] == sys.argv[1]:

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from storlab import stats
+from storlab.measure import stats
 
 
 def _mpiexec() -> str | None:
@@ -291,8 +291,8 @@ def test_scale_runs_one_two_and_four_ranks_and_reports_efficiency(shm_dir, tmp_p
 CLOCK_SCRIPT = """
 import json
 from mpi4py import MPI
-from storlab.mpi import clock
-from storlab.mpi.comm import Comm, Liveness
+from storlab.measure.mpi import clock
+from storlab.measure.mpi.comm import Comm, Liveness
 
 live = Liveness(MPI.COMM_WORLD, 10.0)
 comm = Comm(MPI.COMM_WORLD, live)

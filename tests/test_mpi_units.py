@@ -1,4 +1,4 @@
-"""The pure parts of storlab.mpi, without MPI: launcher detection, rank-aware target names and
+"""The pure parts of storlab.measure.mpi, without MPI: launcher detection, rank-aware target names and
 layouts, reorder, stonewall wear-out, clock-offset math, cross-rank aggregation, scaling curve."""
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import math
 import random
 
 import pytest
-from storlab import stats
-from storlab.job import resolve_job
-from storlab.mpi import aggregate, clock, launch, rewrite, scaling
+from storlab.jobs.job import resolve_job
+from storlab.measure import stats
+from storlab.measure.mpi import aggregate, clock, launch, rewrite, scaling
 
 # -- launcher detection ---------------------------------------------------------------------------
 

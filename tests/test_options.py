@@ -1,7 +1,7 @@
 """The option table: kept in step with the Rust job spec, values validated with one-line errors."""
 import pytest
 from storlab import _core
-from storlab.options import OPTIONS, OptionError, parse_value, render_reference
+from storlab.jobs.options import OPTIONS, OptionError, parse_value, render_reference
 
 
 def test_table_and_rust_spec_have_the_same_fields():
@@ -67,7 +67,7 @@ def test_docs_options_page_is_current():
 
     docs = pathlib.Path(__file__).resolve().parent.parent / "docs" / "options.md"
     assert docs.read_text() == render_reference() + "\n", \
-        "docs/options.md is stale: python -m storlab.options > docs/options.md"
+        "docs/options.md is stale: python -m storlab.jobs.options > docs/options.md"
 
 
 def test_every_subcommand_help_renders():

@@ -1,9 +1,9 @@
 """Passes: summary statistics against hand-computed values, exact histogram merging, spread warning."""
 import pytest
-from storlab import stats
-from storlab.job import resolve_job
-from storlab.passes import describe, format_interval, summarise, t95
-from storlab.runner import run_job
+from storlab.jobs.job import resolve_job
+from storlab.measure import stats
+from storlab.measure.passes import describe, format_interval, summarise, t95
+from storlab.measure.runner import run_job
 
 
 def test_describe_matches_hand_computation():
@@ -78,7 +78,7 @@ def test_three_passes_end_to_end(shm_dir):
 
 
 def test_two_passes_render_the_interval_in_brackets_with_a_note(shm_dir):
-    from storlab.export import render_table
+    from storlab.output import render_table
 
     job = resolve_job({"target": [f"{shm_dir}/p.dat"], "size": "1m", "engine": "null", "null_delay": "1ms",
                        "time": "100ms", "passes": "2"})

@@ -2,7 +2,7 @@
 whose winners can be worked out by hand."""
 import pytest
 from storlab.model.stack import DriveType, StackError
-from storlab.plan.recommend import Inventory, Needs, _dominates, recommend
+from storlab.planner.recommend import Inventory, Needs, _dominates, recommend
 
 TB = 10**12
 DRIVE = DriveType("2TB", capacity_bytes=2 * TB, mtbf_h=600_000, ber_per_bit=1e-15, seq_read_bw_bytes=100e6,

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 from storlab.model.stack import Filesystem, StackError, load_stack, stack_from_notation
-from storlab.plan.scripts import build_script, placeholder_devices, size_arg
+from storlab.planner.scripts import build_script, placeholder_devices, size_arg
 
 K, M = 1024, 1024 * 1024
 STACKS = Path(__file__).resolve().parents[1] / "examples" / "stacks"

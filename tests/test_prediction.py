@@ -1,4 +1,4 @@
-"""Predicted vs measured (storlab.prediction): a run's workload mapped onto the stack model, checked
+"""Predicted vs measured (storlab.measure.prediction): a run's workload mapped onto the stack model, checked
 against figures worked out by hand for a simple stack, and the `--stack` hook of `storlab run`."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import os
 
 import pytest
 from storlab.cli.main import main
-from storlab.job import resolve_job
-from storlab.prediction import measured_value, predict_for_run
-from storlab.runner import run_job
+from storlab.jobs.job import resolve_job
+from storlab.measure.prediction import measured_value, predict_for_run
+from storlab.measure.runner import run_job
 
 MB = 10**6
 KiB = 1024

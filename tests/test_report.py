@@ -20,13 +20,14 @@ pytest.importorskip("matplotlib", reason="the report needs matplotlib (extras: r
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "results"))
 
 import rundoc  # noqa: E402
-from storlab import stats, store  # noqa: E402
-from storlab.cli.main import main  # noqa: E402
-from storlab.document import header  # noqa: E402
-from storlab.prediction import predict_for_run  # noqa: E402
-from storlab.report import build_report, charts_for, write_report  # noqa: E402
-from storlab.report.charts import MODEL_TITLE  # noqa: E402
-from storlab.report.data import split_runs  # noqa: E402
+from storlab import store
+from storlab.cli.main import main
+from storlab.document import header
+from storlab.measure import stats
+from storlab.measure.prediction import predict_for_run
+from storlab.output.report import build_report, charts_for, write_report
+from storlab.output.report.charts import MODEL_TITLE
+from storlab.output.report.data import split_runs
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 MiB = 1 << 20

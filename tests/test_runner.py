@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from storlab.job import resolve_job
-from storlab.runner import PhaseHooks, run_job
+from storlab.jobs.job import resolve_job
+from storlab.measure.runner import PhaseHooks, run_job
 
 
 def staggered_job(target: str, late_s: float = 0.4, time_s: str = "1s"):
@@ -134,7 +134,7 @@ def test_lag_mode_accounts_for_every_record(shm_dir):
 
 def test_a_job_file_mixes_io_and_metadata_phases(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    from storlab.job import load_jobfile
+    from storlab.jobs.job import load_jobfile
 
     f = tmp_path / "job.toml"
     f.write_text('size = "1m"\n[[phase]]\nname = "w"\nrw = "write"\nbs = "64k"\n'

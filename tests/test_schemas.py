@@ -76,7 +76,7 @@ def test_a_real_run_validates_against_run_1(shm_dir):
 
 
 def test_a_real_metadata_run_validates_against_meta_1(shm_dir):
-    from storlab.meta import resolve_meta_options, run_meta
+    from storlab.measure.meta import resolve_meta_options, run_meta
 
     doc = run_meta(resolve_meta_options({"target": shm_dir, "files": "20", "no_store": True}, None, "job"))
     assert validate(doc) == "meta-1.schema.json"
@@ -115,7 +115,7 @@ def test_doctor_and_plan_documents_lacked_a_kind_and_plan_a_version(capsys):
 
 
 def test_fixture_run_documents_lacked_phase_outcomes_and_job_phases():
-    """rundoc builds documents through storlab.document and storlab.job: they validate, in every
+    """rundoc builds documents through storlab.document and storlab.jobs.job: they validate, in every
     shape the tests ask for."""
     docs = [rundoc.make_run(), rundoc.make_run(engine="io_uring", rw="randrw", threads=2, qd=8),
             rundoc.make_run(ranks=4, threads=2, phases=["write", "read"]),

@@ -1,4 +1,4 @@
-"""Tests of storlab.stats: the loglinear6 histogram against the rules in docs/result-format.md and
+"""Tests of storlab.measure.stats: the loglinear6 histogram against the rules in docs/result-format.md and
 against exact percentiles of known samples."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 import random
 
 import pytest
-from storlab import stats
+from storlab.measure import stats
 
 
 def exact_percentile(values, q):

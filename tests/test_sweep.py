@@ -1,4 +1,4 @@
-"""storlab.sweep: lists of option values, the matrix, knee / latency climb / early stop on synthetic
+"""storlab.measure.sweep: lists of option values, the matrix, knee / latency climb / early stop on synthetic
 series, and end-to-end sweeps on the null backend whose throughput is known in advance."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 from conftest import have_root
-from storlab import stats
-from storlab.options import OptionError
-from storlab.sweep import (
+from storlab.jobs.options import OptionError
+from storlab.measure import stats
+from storlab.measure.sweep import (
     Axis,
     EarlyStop,
     Settings,

@@ -3,7 +3,7 @@ table's consistency with storlab's option table, and docs/fio.md being current."
 from __future__ import annotations
 
 import pytest
-from storlab.options import BY_NAME
+from storlab.jobs.options import BY_NAME
 
 from . import figures
 from .cases import CASES, CHECKS

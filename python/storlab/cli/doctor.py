@@ -53,7 +53,7 @@ def run(args: argparse.Namespace, tool_runner=None) -> int:
     findings = run_checks(inv)
     differences = None
     if stack is not None:
-        from ..doctor.plan import compare_with_stack
+        from ..doctor.stack_check import compare_with_stack
         differences = compare_with_stack(inv, stack, inv.roots)
     result = build_result(inv, findings, list(args.targets), args.stack, differences)
     if args.json:

@@ -1,5 +1,5 @@
 """`storlab meta`: the metadata benchmark — create, stat, read, rename and remove many files in
-shared or per-thread directory trees and report ops/s and latency per phase (python/storlab/meta.py).
+shared or per-thread directory trees and report ops/s and latency per phase (python/storlab/measure/meta.py).
 """
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import argparse
 import sys
 from typing import Any
 
-from ..job import load_jobfile
-from ..meta import META_OPTIONS, SHARED_RUN_OPTIONS, resolve_meta_options, run_meta
-from ..mpi.launch import detect as detect_mpi_launch
-from ..options import BY_NAME, OPTIONS, Option, parse_value
+from ..jobs.job import load_jobfile
+from ..jobs.options import BY_NAME, OPTIONS, Option, parse_value
+from ..measure.meta import META_OPTIONS, SHARED_RUN_OPTIONS, resolve_meta_options, run_meta
+from ..measure.mpi.launch import detect as detect_mpi_launch
 from ..signals import STOP
 from .main import ExitCode
 from .options_cli import add_option_arguments, add_table_arguments, reclaim_jobfile
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         if launch is None:
             doc = run_meta(values, argv=argv, progress=progress)
         else:  # one rank of an MPI job: rank 0 gets the merged document, the others an exit code
-            from ..mpi.meta import run_cli
+            from ..measure.mpi.meta import run_cli
 
             rank_timeout = parse_value("rank_timeout", getattr(args, "rank_timeout", None))
             doc, code = run_cli(values, argv, launch, rank_timeout or BY_NAME["rank_timeout"].default, progress)

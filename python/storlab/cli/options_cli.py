@@ -1,4 +1,4 @@
-"""Command-line flags generated from the option table (python/storlab/options.py).
+"""Command-line flags generated from the option table (python/storlab/jobs/options.py).
 
 Flags are collected as raw text and validated by the table's parsers, so a bad value gets the
 same one-line message whether it came from a flag or a job file.
@@ -9,7 +9,7 @@ import argparse
 import os
 from typing import Any, Iterable
 
-from ..options import NUMERIC_KINDS, OPTIONS, Option, allowed_values
+from ..jobs.options import NUMERIC_KINDS, OPTIONS, Option, allowed_values
 
 # What a bool flag may be followed by (`--invalidate off`); alone it means on.
 BOOL_WORDS = ("on", "off", "true", "false", "yes", "no", "1", "0")

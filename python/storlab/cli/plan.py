@@ -1,7 +1,7 @@
 """`storlab plan`: model a storage stack (geometry, reliability, perf), recommend layouts, emit scripts.
 
 Each subcommand takes a stack file (TOML, see docs/model.md) or the short RAID notation plus options,
-computes a result object from storlab.model / storlab.plan, then renders it as text or, with --json,
+computes a result object from storlab.model / storlab.planner, then renders it as text or, with --json,
 as one JSON document on stdout (schema "storlab.plan.<command>/1").
 """
 from __future__ import annotations
@@ -31,8 +31,8 @@ from ..model.stack import (
     load_stack,
     stack_from_notation,
 )
-from ..plan.recommend import DEFAULT_LEVELS, OBJECTIVES, Inventory, Needs, recommend
-from ..plan.scripts import build_script
+from ..planner.recommend import DEFAULT_LEVELS, OBJECTIVES, Inventory, Needs, recommend
+from ..planner.scripts import build_script
 from ..units import format_si_bytes, format_size, parse_count, parse_rate, parse_size
 from .main import UsageError
 from .outputs import check_destination, write_output

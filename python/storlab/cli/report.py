@@ -30,7 +30,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         # matplotlib comes with storlab; a broken install gets one line, not a traceback
-        from ..report import write_report
+        from ..output.report import write_report
     except ImportError as e:
         raise UsageError(f"report: needs matplotlib ({e}), which is installed with storlab: reinstall with: pip install storlab") from None
     check_destination(args.output, "output", allow_stdout=False)

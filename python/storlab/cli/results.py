@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import store
-from ..export import EXPORTERS, export, render_table
-from ..export.base import align, fmt_number, short_id
-from ..export.compare import compare, render_compare
-from ..options import BY_NAME
+from ..jobs.options import BY_NAME
+from ..output import EXPORTERS, export, render_table
+from ..output.base import align, fmt_number, short_id
+from ..output.compare import compare, render_compare
 from ..units import format_size
 from .main import UsageError
 from .outputs import check_destination, write_output

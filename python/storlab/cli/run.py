@@ -10,11 +10,11 @@ import sys
 import time
 from typing import Any
 
-from .. import mainjob
 from ..errors import StorlabError
-from ..job import load_jobfile, resolve_job
-from ..mpi.launch import detect as detect_mpi_launch
-from ..runner import run_job
+from ..jobs import mainjob
+from ..jobs.job import load_jobfile, resolve_job
+from ..measure.mpi.launch import detect as detect_mpi_launch
+from ..measure.runner import run_job
 from ..signals import STOP, exit_code_for
 from ..units import format_rate
 from .main import ExitCode, UsageError
@@ -86,7 +86,7 @@ def job_from_args(args: argparse.Namespace, main_job: bool = False):
         return job
     phases = None
     if cli.get("fio"):
-        from .. import fiojob
+        from ..jobs import fiojob
 
         phases = fiojob.translate(cli["fio"])
     return resolve_job(cli, jobfile, jobfile_name=args.jobfile or "job file", phases=phases)
@@ -97,7 +97,7 @@ def emit_result(doc: dict[str, Any], settings: dict[str, Any], command: str) -> 
     nothing else), print the table (on stderr when the JSON went to stdout), the MPI summary and
     the warnings. Returns False when the result could not be stored or the JSON could not be
     written (each said in one line; whichever could be kept, was)."""
-    from ..export import render_table
+    from ..output import render_table
 
     stored = store_result(doc, settings, command)
     json_target = settings.get("json")
@@ -112,7 +112,7 @@ def emit_result(doc: dict[str, Any], settings: dict[str, Any], command: str) -> 
         out = sys.stderr if json_target == "-" else sys.stdout
         out.write(render_table(doc) + "\n")
         if "mpi" in doc:
-            from ..mpi.render import render_summary
+            from ..measure.mpi.render import render_summary
 
             out.write(render_summary(doc) + "\n")
     for w in doc["warnings"]:
@@ -186,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
             doc = run_job(job, argv=["storlab", "run", *sys.argv[2:]], progress=progress, notify=notify,
                           checkpoint=lambda partial: _checkpoint(partial, settings))
         else:  # one rank of an MPI job: rank 0 gets the merged document, the others an exit code
-            from ..mpi.orchestrator import run_cli
+            from ..measure.mpi.orchestrator import run_cli
 
             if any(p.kind == "meta" for p in job.phases):
                 raise UsageError("meta phases in job files run in one process; under MPI use "

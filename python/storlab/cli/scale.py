@@ -3,7 +3,7 @@
 Each rank count runs on a sub-communicator of the first n ranks (made once at start, while every
 rank is known to be alive); the other ranks wait. Rank 0 writes one document of kind `scale`:
 the merged run at each count under `runs`, and the scaling curve with parallel efficiency under
-`scale` (definitions in storlab/mpi/scaling.py and docs/mpi.md).
+`scale` (definitions in storlab/measure/mpi/scaling.py and docs/mpi.md).
 """
 from __future__ import annotations
 
@@ -46,18 +46,18 @@ def _counts(text: str | None) -> list[int] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..mpi.launch import detect
+    from ..measure.mpi.launch import detect
 
     job = job_from_args(args)
     check_destination(job.run.get("json"), "json")
     wanted = _counts(args.ranks)
     try:
-        from ..mpi.orchestrator import Session
+        from ..measure.mpi.orchestrator import Session
     except ImportError:
         raise UsageError("needs mpi4py and an MPI: pip install 'storlab[mpi]', then "
                          "mpiexec -n N storlab scale ... (see docs/mpi.md)") from None
-    from ..mpi.comm import RankFailure
-    from ..mpi.scaling import rank_counts
+    from ..measure.mpi.comm import RankFailure
+    from ..measure.mpi.scaling import rank_counts
 
     launch = detect()
     settings = job.run
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
 
 def scale_document(runs: list[dict[str, Any]], counts: list[int], argv: list[str]) -> dict[str, Any]:
     """The `scale` document: the runs at each count and the scaling curve."""
-    from ..mpi.scaling import scaling_curve
+    from ..measure.mpi.scaling import scaling_curve
 
     first, last = runs[0], runs[-1]
     done = [r["mpi"]["size"] for r in runs]
@@ -118,7 +118,7 @@ def scale_document(runs: list[dict[str, Any]], counts: list[int], argv: list[str
 
 
 def _output(doc: dict[str, Any], settings: dict[str, Any]) -> int:
-    from ..mpi.render import render_scale
+    from ..measure.mpi.render import render_scale
     from .run import _write_json, store_result
 
     stored = store_result(doc, settings, "scale")

@@ -1,5 +1,5 @@
 """`storlab sweep`: run a matrix of jobs over lists of option values and report one table, the
-knee and where latency climbs (docs/sweep.md). The work is in storlab/sweep.py; this module maps
+knee and where latency climbs (docs/sweep.md). The work is in storlab/measure/sweep.py; this module maps
 flags to it and prints."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import uuid
 from typing import Any
 
-from ..job import load_jobfile
+from ..jobs.job import load_jobfile
 from ..units import format_rate
 from .main import ExitCode, UsageError
 from .options_cli import add_option_arguments, add_table_arguments, given_options
@@ -48,8 +48,8 @@ def _recording(base: type) -> type:
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of the sweep settings table (storlab.sweep.SWEEP_OPTIONS)."""
-    from ..sweep import SWEEP_OPTIONS
+    """The flags of the sweep settings table (storlab.measure.sweep.SWEEP_OPTIONS)."""
+    from ..measure.sweep import SWEEP_OPTIONS
 
     add_table_arguments(parser, SWEEP_OPTIONS, title="sweep options")
 
@@ -94,7 +94,7 @@ class Console:
         self.line: ProgressLine | None = None
 
     def before(self, i: int, n: int, params: dict) -> Any:
-        from ..sweep import point_label
+        from ..measure.sweep import point_label
 
         if not self.live:
             return None
@@ -103,7 +103,7 @@ class Console:
         return lambda phase, b, o, elapsed: self.line(f"{label} {phase}", b, o, elapsed)
 
     def after(self, i: int, n: int, params: dict, point: dict, run: dict) -> None:
-        from ..sweep import point_label
+        from ..measure.sweep import point_label
 
         if self.line is not None:
             self.line.finish()
@@ -118,7 +118,7 @@ class Console:
         print(f"point {i + 1}/{n} {point_label(params)}: {figures}{status}", file=sys.stderr)
 
     def skipped(self, params: dict, reason: str) -> None:
-        from ..sweep import point_label
+        from ..measure.sweep import point_label
 
         if not self.quiet:
             print(f"point {point_label(params)}: skipped ({reason.replace('_', ' ')})", file=sys.stderr)
@@ -139,7 +139,7 @@ def _save(doc: dict[str, Any], settings: dict[str, Any], tags: list[str]) -> Non
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import sweep as sw
+    from ..measure import sweep as sw
 
     settings = sw.parse_settings({o.name: getattr(args, o.name, None) for o in sw.SWEEP_OPTIONS})
     axes, fixed = sw.build_axes(_given_in_order(args), series=args.series)
@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     jobfile = load_jobfile(args.jobfile) if args.jobfile else None
     phases = None
     if fixed.get("fio"):
-        from .. import fiojob
+        from ..jobs import fiojob
 
         phases = fiojob.translate(fixed["fio"])
     plan = sw.plan_sweep(axes, fixed, settings, jobfile, jobfile_name=args.jobfile or "job file",

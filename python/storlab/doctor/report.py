@@ -10,7 +10,7 @@ from ..document import DOCTOR_SCHEMA, header
 from ..units import format_size
 from .checks import SEVERITIES, Finding
 from .inventory import Inventory
-from .plan import Difference
+from .stack_check import Difference
 
 __all__ = ["SCHEMA", "build_result", "render_text"]
 

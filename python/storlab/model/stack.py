@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
-from ..tomlfile import TomlFileError, read_toml
+from ..jobs.tomlfile import TomlFileError, read_toml
 from ..units import UnitError, parse_rate, parse_size
 from .notation import MAX_DRIVES, NotationError, RaidNotation, parse_raid
 from .quantities import mtbf_h_from_afr, parse_afr, parse_ber, parse_mtbf_h, parse_period_h

@@ -17,9 +17,9 @@ from typing import Any, Sequence
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from .. import stats
-from ..options import BY_NAME
-from ..units import format_size
+from ...jobs.options import BY_NAME
+from ...measure import stats
+from ...units import format_size
 from .data import (
     SWEEP_AXES,
     ModelRow,
@@ -419,7 +419,7 @@ def sweep_charts(sweeps: Sequence[dict[str, Any]]) -> list[Chart]:
     and latency climb marked, and the climb latency beside it: along bs latency per KiB of
     request (what the climb compares there; latencies of different request sizes say nothing),
     along other axes plain latency."""
-    from ..sweep import climb_basis, compared_latency
+    from ...measure.sweep import climb_basis, compared_latency
 
     charts = []
     for doc in sweeps:

@@ -22,7 +22,7 @@ from typing import Any
 
 from mpi4py import MPI
 
-from ..errors import StorlabError
+from ...errors import StorlabError
 
 __all__ = ["RankFailure", "Liveness", "Comm"]
 

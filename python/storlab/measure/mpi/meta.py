@@ -1,6 +1,6 @@
 """Runs `storlab meta` on every rank of an MPI job and merges the ranks' phases on rank 0.
 
-Per rank: the metadata benchmark of storlab/meta.py in one working folder shared by the ranks
+Per rank: the metadata benchmark of storlab/measure/meta.py in one working folder shared by the ranks
 (`storlab-meta-<id>` in the target, which may name {rank}/{node}/{size}), with rank-unique names
 (`--name-prefix`, by default `r{rank}.`) and, with `--dir shared`, one tree that rank 0 makes and
 removes. Each rank joins the others through MetaHooks: a barrier before every phase's clock starts
@@ -30,11 +30,11 @@ from typing import Any, Mapping
 
 from mpi4py import MPI
 
+from ...document import header, now_iso
+from ...errors import TargetError
+from ...signals import STOP
 from .. import meta as single
-from ..document import header, now_iso
 from ..environment import host_environment
-from ..errors import TargetError
-from ..signals import STOP
 from .aggregate import count_in_window, deskew_window, merge_meta_phase
 from .comm import TAG_CLEANUP, Comm, RankFailure
 from .launch import Launch
@@ -259,7 +259,7 @@ def _merge(session: Session, values: Mapping[str, Any], template: str, got: dict
            hooks: _Hooks, failure: RankFailure | None, argv: list[str], started_at: str,
            rank_timeout_s: float) -> dict[str, Any]:
     """Rank 0: one `meta` document from every rank's phases (aggregate.merge_meta_phase)."""
-    from ..devices.safety import describe_path
+    from ...devices.safety import describe_path
 
     size = session.size
     per_rank: dict[int, list[dict[str, Any]]] = {

@@ -25,11 +25,11 @@ from typing import Any, Callable
 
 from mpi4py import MPI
 
-from ..document import header, now_iso
+from ...document import header, now_iso
+from ...jobs.job import Job, core_spec
+from ...signals import STOP
 from ..environment import host_environment
-from ..job import Job, core_spec
 from ..runner import PhaseHooks, ProgressFn, run_job
-from ..signals import STOP
 from . import clock
 from .aggregate import deskew_window, merge_phase
 from .comm import Comm, Liveness, RankFailure

@@ -20,12 +20,12 @@ import stat
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from ..document import RUN_SCHEMA, header, now_iso
+from ..errors import StorlabError, TargetError, from_core
+from ..jobs.options import BY_NAME, Option, OptionError, parse_option
+from ..signals import STOP
 from .checks import Finding
-from .document import RUN_SCHEMA, header, now_iso
 from .environment import host_environment
-from .errors import StorlabError, TargetError, from_core
-from .options import BY_NAME, Option, OptionError, parse_option
-from .signals import STOP
 
 __all__ = [
     "META_OPTIONS", "META_BY_NAME", "FILE_PHASES", "MetaHooks", "parse_meta_value",
@@ -221,7 +221,7 @@ def run_meta_phase(values: Mapping[str, Any], workdir: str, *, progress: Progres
     "cleanup": {"kept", "files_removed", "dirs_removed", "error"}}. Raises a StorlabError for a
     bad spec or an unusable folder (nothing was made then).
     """
-    from . import _core
+    from .. import _core
 
     hooks = hooks or MetaHooks()
     spec = meta_spec(values, workdir, rank=rank, shared_tree_owner=shared_tree_owner)
@@ -267,7 +267,7 @@ def _cleanup(run, values: Mapping[str, Any], hooks: MetaHooks) -> dict[str, Any]
     if values["keep"]:
         return {"kept": True, "files_removed": 0, "dirs_removed": 0, "error": None}
     hooks.before_cleanup(run)
-    from . import _core
+    from .. import _core
 
     try:
         report = json.loads(run.cleanup())
@@ -335,7 +335,7 @@ def run_meta(values: Mapping[str, Any], argv: list[str] | None = None,
     Makes the working folder in the target, runs every phase, removes what the run made (unless
     keep) and the folder. Raises StorlabError subclasses when the target is unusable.
     """
-    from .devices.safety import describe_path
+    from ..devices.safety import describe_path
 
     target = os.path.abspath(values["target"] or os.getcwd())
     doc: dict[str, Any] = {
@@ -404,7 +404,7 @@ _COLUMNS = (
 
 def phase_table(phases: list[dict[str, Any]]) -> list[str]:
     """Lines of the table of metadata phases: one row per phase, units in the headers."""
-    from .export.base import align, fmt_number
+    from ..output.base import align, fmt_number
 
     cells = []
     for p in phases:

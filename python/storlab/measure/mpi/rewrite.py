@@ -19,7 +19,7 @@ import copy
 import re
 from typing import Any, Sequence
 
-from ..job import Job
+from ...jobs.job import Job
 
 __all__ = ["PLACEHOLDERS", "substitute", "read_only", "data_rank", "rewrite_job", "rewrite_warnings",
            "wearout_pairs", "wearout_io_size"]

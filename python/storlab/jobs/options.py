@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from .units import MAX_BYTES, MAX_DURATION_S, UnitError, format_size, parse_duration, parse_rate, parse_size
+from ..units import MAX_BYTES, MAX_DURATION_S, UnitError, format_size, parse_duration, parse_rate, parse_size
 
 __all__ = ["Option", "OptionError", "OPTIONS", "BY_NAME", "parse_option", "parse_value", "defaults",
            "render_reference"]
@@ -425,7 +425,7 @@ def parse_option(opt: Option, raw: Any) -> Any:
     by the engine's rule for it when it has one."""
     value = _PARSERS[opt.kind](opt, raw)
     if opt.rule:
-        from . import _core
+        from .. import _core
 
         try:
             value = getattr(_core, opt.rule)(value)
@@ -452,8 +452,8 @@ def defaults() -> dict[str, Any]:
 def render_reference() -> str:
     """The Markdown reference page for docs/options.md, generated from the table."""
     lines = ["# `storlab run` options", "",
-             "Generated from `python/storlab/options.py`; do not edit by hand "
-             "(`python -m storlab.options > docs/options.md`).", "",
+             "Generated from `python/storlab/jobs/options.py`; do not edit by hand "
+             "(`python -m storlab.jobs.options > docs/options.md`).", "",
              "Every numeric option has the bounds shown under it; NaN and infinities are refused. "
              "A mistake is one line on standard error naming the option and what is allowed. "
              "Exit codes of `storlab run`: 0 done; 1 the run failed, or its `--json` file could not "

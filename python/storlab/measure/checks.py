@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..units import format_size
 from .cache import likely_cached, started_cold
-from .units import format_size
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ def host_environment() -> dict[str, Any]:
 
 def describe_target(engine_info: dict[str, Any]) -> dict[str, Any]:
     """Merge what the engine found about a target with what sysfs and mountinfo say about it."""
-    from .devices.safety import describe_path
+    from ..devices.safety import describe_path
 
     described = describe_path(engine_info["path"])
     merged = {k: v for k, v in described.items() if v is not None}

@@ -15,10 +15,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-from .. import __version__
-from ..export.base import RESULT_COLUMNS, RUN_COLUMNS, human, job_parameter, result_rows, short_id, varying
-from ..export.compare import compare
-from ..units import format_size
+from ... import __version__
+from ...units import format_size
+from ..base import RESULT_COLUMNS, RUN_COLUMNS, human, job_parameter, result_rows, short_id, varying
+from ..compare import compare
 from .charts import Chart, all_charts
 from .data import fmt_param, model_rows, of_kind, split_runs, varying_options
 

@@ -15,9 +15,9 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from .document import SWEEP_SCHEMA, header, now_iso
-from .options import BY_NAME, Option, OptionError, parse_option, parse_value, suggest
-from .units import format_duration, format_size
+from ..document import SWEEP_SCHEMA, header, now_iso
+from ..jobs.options import BY_NAME, Option, OptionError, parse_option, parse_value, suggest
+from ..units import format_duration, format_size
 
 __all__ = [
     "SCHEMA", "SWEEP_OPTIONS", "SWEEP_BY_NAME", "LIST_KINDS", "sweepable", "Axis", "Settings",
@@ -465,7 +465,7 @@ class SweepPlan:
     bad combination fails at once) and the settings."""
     axes: list[Axis]
     points: list[dict[str, Any]]          # params of every point, in run order
-    jobs: list[Any]                       # storlab.job.Job per point
+    jobs: list[Any]                       # storlab.jobs.job.Job per point
     settings: Settings
     run_options: dict[str, Any] = field(default_factory=dict)
 
@@ -474,7 +474,7 @@ def plan_sweep(axes: list[Axis], fixed: Mapping[str, Any], settings: Settings,
                jobfile: Mapping[str, Any] | None = None, jobfile_name: str = "job file",
                phases: list[dict] | None = None) -> SweepPlan:
     """Resolve the job of every point; errors name the point."""
-    from .job import resolve_job
+    from ..jobs.job import resolve_job
 
     check_early_stop(axes, settings)
     params = expand(axes)
@@ -667,13 +667,13 @@ def table_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _num(v: float | None) -> str:
-    from .export.base import fmt_number
+    from ..output.base import fmt_number
     return fmt_number(v)
 
 
 def render_table(doc: dict[str, Any]) -> str:
     """The sweep as one plain-text table (swept options as columns) and its findings."""
-    from .export.base import align
+    from ..output.base import align
 
     axes = [a["name"] for a in doc.get("axes") or []]
     rows = table_rows(doc)

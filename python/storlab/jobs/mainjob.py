@@ -23,8 +23,8 @@ import mmap
 import os
 from typing import Any, Mapping
 
-from .devices.sysfs import read_mountinfo
-from .units import format_size
+from ..devices.sysfs import read_mountinfo
+from ..units import format_size
 
 __all__ = ["CORNERS", "DEFAULT_TIME_S", "WANTED_BYTES", "MIN_BYTES", "OVERRIDABLE", "applies", "phases",
            "prepare", "direct_io_refusal", "fs_type", "finish"]
@@ -106,7 +106,7 @@ def _scratch_size(directory: str) -> tuple[int, str | None]:
     if usable >= WANTED_BYTES:
         return WANTED_BYTES, None
     if usable < MIN_BYTES:
-        from .errors import TargetError
+        from ..errors import TargetError
 
         raise TargetError(f"target: the scratch folder {directory} has {format_size(free)} free; the main job "
                            f"needs at least {format_size(2 * MIN_BYTES)}: free space or give --target and --size")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..passes import format_interval
+from ..measure.passes import format_interval
 from .base import RESULT_COLUMNS, align, human, result_rows
 
 __all__ = ["render_table"]
@@ -81,7 +81,7 @@ def _pass_notes(doc: dict[str, Any]) -> list[str]:
 def render_table(doc: dict[str, Any]) -> str:
     """Compact plain-text table of a result document (no colour, no trailing newline)."""
     if doc.get("kind") == "meta":  # metadata phases are operations per second, not bytes
-        from ..meta import render_table as render_meta
+        from ..measure.meta import render_table as render_meta
 
         return render_meta(doc)
     rows = result_rows([doc], with_run=False)
@@ -99,7 +99,7 @@ def render_table(doc: dict[str, Any]) -> str:
         lines = align([c.header for c in cols], cells, [c.kind == "num" for c in cols])
     meta = [p for p in phases if p.get("kind") == "meta"]
     if meta:  # metadata phases of a job file: operations per second, their own columns
-        from ..meta import phase_table
+        from ..measure.meta import phase_table
 
         lines += [""] + phase_table(meta)
     if doc.get("main_job"):   # how the default main job measured, in one line

@@ -138,7 +138,7 @@ def resolve_job(cli_values: Mapping[str, Any], jobfile: Mapping[str, Any] | None
         if kind not in PHASE_TYPES:
             raise OptionError(f"{where}: type: {kind!r} is not allowed; use one of: {', '.join(PHASE_TYPES)}")
         if kind == "meta":
-            from .meta import resolve_meta_options
+            from ..measure.meta import resolve_meta_options
 
             section = {k: v for k, v in p.items() if k not in ("type", "name")}
             resolved.append(PhaseDef(name=p.get("name") or "meta", groups=[], kind="meta",

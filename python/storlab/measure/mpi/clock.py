@@ -71,7 +71,7 @@ def node_offsets(samples: Sequence[Sequence[ClockSample]], nodes: Sequence[str])
 
 
 def exchange(comm, nodes: Sequence[str], rounds: int = ROUNDS) -> list[Offset]:
-    """Run the ping-pong on `comm` (storlab.mpi.comm.Comm); every rank returns all ranks' offsets.
+    """Run the ping-pong on `comm` (storlab.measure.mpi.comm.Comm); every rank returns all ranks' offsets.
 
     Only ranks off rank 0's node take part; rank 0 answers them one after the other.
     """

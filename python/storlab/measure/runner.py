@@ -20,15 +20,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import cache, mainjob, passes
+from ..document import RUN_SCHEMA, header, now_iso
+from ..errors import StorlabError, from_core
+from ..jobs import mainjob
+from ..jobs.job import Job, core_spec
+from ..signals import STOP
+from . import cache, passes
 from .checks import check_phase
 from .cpu import CpuSample, cpu_usage
-from .document import RUN_SCHEMA, header, now_iso
 from .environment import describe_target, host_environment
-from .errors import StorlabError, from_core
-from .job import Job, core_spec
 from .prediction import predict_for_run
-from .signals import STOP
 
 SCHEMA = RUN_SCHEMA
 SCRATCH_SIZE_BYTES = 256 << 20
@@ -80,8 +81,8 @@ def checked_spec(phase, allow_destroy) -> dict[str, Any]:
     """The engine spec of an I/O phase with `checked`: every path its plan opens (the engine
     names them, per-thread and per-rank names included) run through the write-safety gate, which
     refuses what must not be written; the engine compares each descriptor it opens with that."""
-    from . import _core
-    from .devices.safety import check_opened_paths
+    from .. import _core
+    from ..devices.safety import check_opened_paths
 
     spec = core_spec(phase)
     try:
@@ -346,7 +347,7 @@ class Runner:
         }
 
     def _run_phase(self, phase) -> dict[str, Any]:
-        from . import _core
+        from .. import _core
 
         spec = json.dumps(checked_spec(phase, self.job.run.get("allow_destroy") or ()))
         try:

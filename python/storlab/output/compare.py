@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..options import BY_NAME
+from ..jobs.options import BY_NAME
 from ..units import format_size
 from .base import Column, align, fmt_number, iter_runs, job_parameter, short_id
 

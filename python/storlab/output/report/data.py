@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from ..export.base import iter_runs, job_parameter
-from ..options import BY_NAME
-from ..units import format_size
+from ...jobs.options import BY_NAME
+from ...units import format_size
+from ..base import iter_runs, job_parameter
 
 __all__ = ["Point", "points", "split_runs", "of_kind", "varying_options", "series_along", "param",
            "fmt_param", "SWEEP_AXES", "worker_rates", "ModelRow", "model_rows"]
@@ -111,7 +111,7 @@ class ModelRow:
 def model_rows(runs: Sequence[dict[str, Any]]) -> list[ModelRow]:
     """Predicted vs measured for every phase of the runs that carry a `model` section. With
     several passes a phase repeats; its measured figure is the mean over the repeats."""
-    from ..prediction import measured_value
+    from ...measure.prediction import measured_value
 
     rows = []
     for run in runs:

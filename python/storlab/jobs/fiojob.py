@@ -8,7 +8,7 @@ at whichever comes first, the time or one pass over `size`; sizes follow `kb_bas
 k/m/g are binary and, inverted for compatibility with old scripts, ki/mi/gi are decimal).
 
 Options storlab cannot reproduce are never ignored: translate() raises one FioJobError listing each
-of them with its section. Every value produced is canonical for storlab.options.parse_value.
+of them with its section. Every value produced is canonical for storlab.jobs.options.parse_value.
 """
 from __future__ import annotations
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
-from .model import StackError, capacity_of, geometry_of, load_stack, mixed_iops, performance_of
-from .model.performance import MetricResult, PerfReport
-from .model.stack import Stack
+from ..model import StackError, capacity_of, geometry_of, load_stack, mixed_iops, performance_of
+from ..model.performance import MetricResult, PerfReport
+from ..model.stack import Stack
 
 __all__ = ["predict_for_run", "METRICS", "measured_value"]
 
