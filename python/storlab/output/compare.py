@@ -26,7 +26,7 @@ METRICS: tuple[tuple[Column, bool], ...] = (
 _LAT = {"lat_mean_ns": "mean", "lat_p50_ns": "p50", "lat_p99_ns": "p99", "lat_p999_ns": "p999"}
 
 # job options that are bookkeeping, not workload: a difference there is not worth a line
-_IGNORED_JOB_KEYS = {"json", "quiet", "store", "no_store", "tag", "note", "fio", "allow_destroy"}
+_IGNORED_JOB_KEYS = {"json", "fio_json", "quiet", "store", "no_store", "tag", "note", "fio", "allow_destroy"}
 
 
 def _value(doc: dict[str, Any], phase_index: int, direction: str, key: str) -> float | None:
