@@ -443,6 +443,22 @@ _MDTEST_OPS = {"Directory creation": "mkdir", "Directory stat": "dir-stat", "Dir
 _RATE_ROW = re.compile(r"^\s*([A-Za-z][A-Za-z ]*?)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$")
 
 
+def _mdtest_shape(command: str | None) -> dict[str, int]:
+    """Tree depth (-z, default 0), fanout (-b, default 1) and bytes written per file (-w, default
+    0) from mdtest's command line."""
+    flags = {"-z": "depth", "-b": "fanout", "-w": "file_size"}
+    shape = {"depth": 0, "fanout": 1, "file_size": 0}
+    words = shlex.split(command or "")
+    for i, w in enumerate(words):
+        for flag, key in flags.items():
+            if not w.startswith(flag):
+                continue
+            value = w[len(flag):] or (words[i + 1] if i + 1 < len(words) else "")
+            if value.isdigit():
+                shape[key] = int(value)
+    return shape
+
+
 def _mdtest_time(text: str) -> _dt.datetime | None:
     try:
         return _dt.datetime.strptime(text.strip(), "%m/%d/%Y %H:%M:%S").astimezone()
@@ -496,7 +512,8 @@ def mdtest_document(text: str, file: str, sha256: str) -> dict[str, Any]:
         "workers": tasks,
         "cleanup": None,
         "job": {"target": [path] if path else [], "rw": None, "bs": None, "engine": "posix",
-                "threads": tasks, "ranks": tasks, "files": items // tasks if items else None, "phases": []},
+                "threads": tasks, "ranks": tasks, "files": items // tasks if items else None,
+                "dir": path, "workdir": path, **_mdtest_shape(command), "phases": []},
         "environment": _environment(None, "posix", [], directory={"path": path} if path else None,
                                     nodes=nodes),
         "warnings": [],
