@@ -317,6 +317,7 @@ def test_imported_runs_list_show_and_compare_with_native_ones(capsys, private_st
     assert code == 0 and "bw MiB/s" in out
     ratio = (9005.4836 * MiB) / native["phases"][0]["write"]["bw_bytes"]
     assert f"{ratio:.2f}x" in out
+    assert f"run {ior_id[:8]} was imported from ior 4.1.0+dev" in out
 
 
 # -- round trip: real fio and IOR runs, imported, in one report with a storlab run ---------------

@@ -98,6 +98,12 @@ def _incomparable(base: dict[str, Any], other: dict[str, Any]) -> list[dict[str,
         differs("fs_type", "file system", ",".join(b_fs), ",".join(o_fs),
                 "file systems differ in allocation, caching and locking")
     for doc, rid in ((base, a), (other, b)):
+        src = (doc.get("imported") or {}).get("imported_from")
+        if src and not any(r["code"] == "imported" and r["run"] == doc.get("run_id") for r in out):
+            out.append({"code": "imported", "run": doc.get("run_id"),
+                        "message": f"run {rid} was imported from {src.get('tool')} {src.get('version') or ''}: "
+                                   f"its figures are that tool's own (definitions in docs/fio.md); latency: "
+                                   f"{doc['imported'].get('latency')}"})
         if doc.get("complete") is False and not any(
                 r["code"] == "incomplete" and r["run"] == doc.get("run_id") for r in out):
             out.append({"code": "incomplete", "run": doc.get("run_id"),
