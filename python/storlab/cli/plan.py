@@ -308,6 +308,8 @@ def run_perf(args: argparse.Namespace) -> int:
         fmt = _mb if metric.unit == "bytes/s" else (lambda v: f"{v:,.0f} IOPS")
         out.append(f"  {metric.metric:<13} {fmt(metric.value):>16}   drives alone {fmt(metric.drives_value)}; "
                    f"limited by {metric.limiting}")
+        if metric.note:
+            out.append(f"      {metric.note}")
         for c in metric.components:
             if c.capacity is None:
                 continue
