@@ -16,7 +16,7 @@ from typing import Any
 
 from ..document import header, plan_schema
 from ..model.geometry import geometry_report
-from ..model.notation import MAX_DRIVES, NotationError
+from ..model.notation import NotationError
 from ..model.performance import SHARING_MODES, performance_of, with_cap_chain
 from ..model.quantities import HOURS_PER_YEAR, mtbf_h_from_afr, parse_afr, parse_ber, parse_mtbf_h, parse_period_h
 from ..model.reliability import reliability_of
@@ -31,7 +31,17 @@ from ..model.stack import (
     load_stack,
     stack_from_notation,
 )
-from ..planner.recommend import DEFAULT_LEVELS, OBJECTIVES, Inventory, Needs, recommend
+from ..planner.recommend import (
+    DEFAULT_LEVELS,
+    DEFAULT_REBUILD_RATE_BYTES,
+    MAX_BAYS,
+    MAX_CONTROLLERS,
+    MAX_INVENTORY_DRIVES,
+    OBJECTIVES,
+    Inventory,
+    Needs,
+    recommend,
+)
 from ..planner.scripts import build_script
 from ..units import format_si_bytes, format_size, parse_count, parse_rate, parse_size
 from .main import UsageError
@@ -323,9 +333,10 @@ def run_perf(args: argparse.Namespace) -> int:
 
 def run_recommend(args: argparse.Namespace) -> int:
     drive = _drive_from_args(args)
-    for flag, value in (("--drives", args.drives), ("--bays", args.bays), ("--controllers", args.controllers)):
-        if not 1 <= value <= MAX_DRIVES:
-            raise UsageError(f"{flag}: {value} is out of range; allowed: 1 to {MAX_DRIVES}")
+    for flag, value, high in (("--drives", args.drives, MAX_INVENTORY_DRIVES), ("--bays", args.bays, MAX_BAYS),
+                              ("--controllers", args.controllers, MAX_CONTROLLERS)):
+        if not 1 <= value <= high:
+            raise UsageError(f"{flag}: {value} is out of range; allowed: 1 to {high}")
     levels = _whole_numbers(args.levels, "--levels", 0, 60) if args.levels else DEFAULT_LEVELS
     chunks = tuple(parse_size(x, "--chunks") for x in args.chunks.split(",")) if args.chunks else None
     if chunks is not None and not 1 <= len(chunks) <= 16:
@@ -333,7 +344,7 @@ def run_recommend(args: argparse.Namespace) -> int:
     mttr_h = parse_period_h(args.mttr, "--mttr", bare_unit_h=1.0) if args.mttr else None
     rebuild = parse_rate(args.rebuild_rate, "--rebuild-rate") if args.rebuild_rate else None
     if mttr_h is None and rebuild is None:
-        rebuild = 50e6
+        rebuild = DEFAULT_REBUILD_RATE_BYTES
     inventory_kwargs: dict[str, Any] = dict(
         drive=drive, drives=args.drives, bays_per_enclosure=args.bays, controllers=args.controllers,
         controller_read_bw_bytes=parse_rate(args.controller_read, "--controller-read") if args.controller_read else None,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable
 
 from .geometry import AlignmentReport, Geometry, analyse_alignment, geometry_of
-from .stack import Component, ComponentInstance, Stack, StackError
+from .stack import MAX_COMPONENT_DEPTH, Component, ComponentInstance, Stack, StackError
 
 __all__ = [
     "DriveLevelRates", "ComponentLoad", "MetricResult", "PerfReport", "drive_level_rates", "performance_of",
@@ -132,6 +132,8 @@ def with_cap_chain(stack: Stack, caps: Iterable[tuple[str, float | None, float |
     caps = list(caps)
     if not caps:
         return stack
+    if len(caps) > MAX_COMPONENT_DEPTH:
+        raise StackError(f"caps: {len(caps)} chained components; allowed: at most {MAX_COMPONENT_DEPTH}")
     if stack.path is not None:
         raise StackError("the stack already has a hardware path; add components in its file instead")
     node: Component | None = None

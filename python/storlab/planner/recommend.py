@@ -14,18 +14,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.geometry import capacity_of, is_power_of_two
-from ..model.notation import RAID_LEVELS, parse_raid
+from ..model.notation import MAX_MIRROR_COPIES, RAID_LEVELS, parse_raid
 from ..model.performance import performance_of
 from ..model.quantities import HOURS_PER_YEAR
 from ..model.reliability import reliability_of
 from ..model.stack import Component, DriveType, Stack, StackError, stack_from_notation
 from ..units import format_si_bytes, format_size
 
-__all__ = ["Needs", "Inventory", "Candidate", "Recommendation", "recommend", "OBJECTIVES", "DEFAULT_CHUNKS",
-           "DEFAULT_LEVELS"]
+__all__ = ["Needs", "Inventory", "Candidate", "Recommendation", "recommend", "candidate_count", "OBJECTIVES",
+           "DEFAULT_CHUNKS", "DEFAULT_LEVELS", "DEFAULT_REBUILD_RATE_BYTES", "MAX_INVENTORY_DRIVES", "MAX_BAYS",
+           "MAX_CONTROLLERS", "MAX_CANDIDATES"]
 
 DEFAULT_CHUNKS = (64 * 1024, 128 * 1024, 256 * 1024, 512 * 1024, 1024 * 1024)
 DEFAULT_LEVELS = (5, 6, 10, 50, 60)
+# Rebuild rate assumed when neither a rate nor an MTTR is given (a nearline drive rebuilding under load).
+DEFAULT_REBUILD_RATE_BYTES = 50e6
+
+# Bounds of an inventory. Every candidate is scored with the alignment and path models (a few
+# milliseconds each, growing with the number of groups), so these keep a recommendation to about a
+# second: more drives than the p690 study's 1,568 behind one host, more bays than the largest 4U
+# enclosures (102-106), more controllers than PCIe slots, more candidates than 3 x the default set.
+MAX_INVENTORY_DRIVES = 2048
+MAX_BAYS = 128
+MAX_CONTROLLERS = 64
+MAX_CANDIDATES = 256
 
 # (key, label, formatter) - every objective is maximised
 OBJECTIVES = (
@@ -65,8 +77,14 @@ class Inventory:
     chunks: tuple[int, ...] = DEFAULT_CHUNKS
 
     def __post_init__(self) -> None:
-        if self.drives < 1 or self.bays_per_enclosure < 1 or self.controllers < 1:
-            raise StackError("inventory: drives, bays per enclosure and controllers must be at least 1")
+        for label, value, high in (("drives", self.drives, MAX_INVENTORY_DRIVES),
+                                   ("bays", self.bays_per_enclosure, MAX_BAYS),
+                                   ("controllers", self.controllers, MAX_CONTROLLERS)):
+            if not 1 <= value <= high:
+                raise StackError(f"inventory: {label} {value} is out of range; allowed: 1 to {high}")
+        if self.controllers > self.drives:
+            raise StackError(f"inventory: controllers {self.controllers} is more than the {self.drives} drives; "
+                             f"allowed: 1 to {self.drives}")
         unknown = [level for level in self.levels if level not in RAID_LEVELS]
         if unknown:
             raise StackError(f"inventory: unknown RAID level {unknown[0]}")
@@ -100,6 +118,8 @@ def _spans(level: int, bays: int) -> list[int]:
     spans = [s for s in range(minimum, bays + 1) if bays % s == 0]
     if level == 10:
         spans = [s for s in spans if s % 2 == 0]
+    if level == 1:
+        spans = [s for s in spans if s <= MAX_MIRROR_COPIES]
     return spans
 
 
@@ -194,7 +214,18 @@ def _reasons(candidate: Candidate, front: list[Candidate]) -> tuple[str, ...]:
     return tuple(reasons)
 
 
+def candidate_count(inventory: Inventory) -> int:
+    """How many layouts `recommend` would score (counted before any is built)."""
+    per_controller = inventory.drives // inventory.controllers
+    return sum(len(inventory.chunks) for level in inventory.levels for span in _spans(level, inventory.bays_per_enclosure)
+               if per_controller // span >= (2 if RAID_LEVELS[level].nested else 1))
+
+
 def recommend(inventory: Inventory, needs: Needs = Needs()) -> Recommendation:
+    count = candidate_count(inventory)
+    if count > MAX_CANDIDATES:
+        raise StackError(f"inventory: {count} candidate layouts (levels x spans x chunks); allowed: at most "
+                         f"{MAX_CANDIDATES}: give fewer --levels or --chunks")
     built = _candidates(inventory)
     if not built:
         raise StackError(f"no layout fits {inventory.drives} drives over {inventory.controllers} controller(s) "
