@@ -21,7 +21,7 @@ def test_md_raid6_of_ten_with_xfs():
     devices = [f"/dev/disk/by-id/d{i}" for i in range(10)]
     script = build_script(stack_from_notation("R6/10", 512 * K, engine="md"), devices)
     assert f"mdadm --create /dev/md0 --level=6 --raid-devices=10 --chunk=512K --metadata=1.2 {' '.join(devices)}" in script.lines
-    assert "mkfs.xfs -b size=4096 -d su=512k,sw=8 /dev/md0" in script.lines
+    assert "mkfs.xfs -b size=4096 -d su=512k,sw=8 -l su=256k /dev/md0" in script.lines
     # read-ahead two full stripes = 8 MiB = 16384 sectors; stripe cache for the RAID 6 array
     assert "blockdev --setra 16384 /dev/md0   # in 512-byte sectors = 8192 KiB" in script.lines
     assert any(line.startswith("echo 4096 > /sys/block/md0/md/stripe_cache_size") for line in script.lines)
@@ -40,10 +40,10 @@ def test_lvm_stripe_over_three_md_raid6_8_plus_2():
     stack = stack_from_notation("R6/10", 512 * K, engine="md", count=3, inter_chunk_bytes=4 * M)
     script = build_script(stack)
     assert "pvcreate /dev/md0 /dev/md1 /dev/md2" in script.lines
-    assert "vgcreate vg_storlab /dev/md0 /dev/md1 /dev/md2" in script.lines
+    assert "vgcreate -s 4M vg_storlab /dev/md0 /dev/md1 /dev/md2" in script.lines
     assert ("lvcreate --type striped --stripes 3 --stripesize 4m --extents 100%FREE --name lv_storlab vg_storlab"
             in script.lines)
-    assert "mkfs.xfs -b size=4096 -d su=4m,sw=3 /dev/vg_storlab/lv_storlab" in script.lines
+    assert "mkfs.xfs -b size=4096 -d su=4m,sw=3 -l su=256k /dev/vg_storlab/lv_storlab" in script.lines
     assert "mdadm --create /dev/md2 --level=6 --raid-devices=10 --chunk=512K --metadata=1.2 " \
            + " ".join(placeholder_devices(30)[20:]) in script.lines
 
@@ -59,7 +59,7 @@ def test_software_raid60_is_md_raid0_over_raid6_spans():
     script = build_script(stack_from_notation("R60/6/12", 512 * K, engine="md"))
     assert "mdadm --create /dev/md2 --level=0 --raid-devices=2 --chunk=512K --metadata=1.2 /dev/md0 /dev/md1" in script.lines
     # su = chunk, sw = 2 spans x 4 data drives
-    assert "mkfs.xfs -b size=4096 -d su=512k,sw=8 /dev/md2" in script.lines
+    assert "mkfs.xfs -b size=4096 -d su=512k,sw=8 -l su=256k /dev/md2" in script.lines
 
 
 def test_linear_concat():
@@ -71,7 +71,7 @@ def test_btrfs_native_profiles():
     script = build_script(stack_from_notation("R6/6", 64 * K, engine="md", filesystem=Filesystem("btrfs")))
     assert "mkfs.btrfs -d raid6 -m raid1c3 " + " ".join(placeholder_devices(6)) in script.lines
     assert not any(line.startswith("mdadm") for line in script.lines)
-    assert any("unstable" in w for w in script.warnings)
+    assert any("unstable" in w.message for w in script.warnings)
     three_way = build_script(stack_from_notation("R1/3", 64 * K, engine="md", filesystem=Filesystem("btrfs")))
     assert any(line.startswith("mkfs.btrfs -d raid1c3 -m raid1c3") for line in three_way.lines)
 
@@ -81,7 +81,7 @@ def test_hardware_raid_starts_from_the_luns():
     script = build_script(stack, ["/dev/sdc", "/dev/sdd"])
     assert not any(line.startswith("mdadm") for line in script.lines)
     assert "lvcreate --type striped --stripes 2 --stripesize 1m --extents 100%FREE --name lv_storlab vg_storlab" in script.lines
-    assert "mkfs.xfs -b size=4096 -d su=1m,sw=2 /dev/vg_storlab/lv_storlab" in script.lines
+    assert "mkfs.xfs -b size=4096 -d su=1m,sw=2 -l su=256k /dev/vg_storlab/lv_storlab" in script.lines
 
 
 @pytest.mark.parametrize("stack, devices, message", [

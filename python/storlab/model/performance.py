@@ -25,7 +25,7 @@ from .stack import MAX_COMPONENT_DEPTH, Component, ComponentInstance, Stack, Sta
 
 __all__ = [
     "DriveLevelRates", "ComponentLoad", "MetricResult", "PerfReport", "drive_level_rates", "performance_of",
-    "mixed_iops", "with_cap_chain", "METRICS", "SHARING_MODES",
+    "mixed_iops", "with_cap_chain", "component_capacity_host", "METRICS", "SHARING_MODES",
 ]
 
 METRICS = ("seq_read", "seq_write", "random_read", "random_write")
@@ -144,7 +144,7 @@ def with_cap_chain(stack: Stack, caps: Iterable[tuple[str, float | None, float |
     return replace(stack, path=node)
 
 
-def _component_capacity_host(instance: ComponentInstance, metric: str, amplification: float,
+def component_capacity_host(instance: ComponentInstance, metric: str, amplification: float,
                              ops_per_request: float, request_bytes: int) -> float | None:
     """The most host traffic (bytes/s or IOPS) this one instance lets through."""
     template = instance.template
@@ -228,7 +228,7 @@ def _solve_metric(stack: Stack, root: ComponentInstance | None, metric: str, dri
         raise ValueError(f"mode must be one of {', '.join(SHARING_MODES)}, got {mode!r}")
     instances = list(root.walk())
     groups_under = {id(i): len(i.all_group_ids()) for i in instances}
-    caps_host = {id(i): _component_capacity_host(i, metric, amplification, ops_per_request, request_bytes)
+    caps_host = {id(i): component_capacity_host(i, metric, amplification, ops_per_request, request_bytes)
                  for i in instances}
     independent_value, independent_flow, independent_limiting = _independent_flow(root, caps_host, per_group)
     unequal_paths_value = None

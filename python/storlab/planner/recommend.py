@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..model.advice import DEFAULT_REBUILD_RATE_BYTES, PlanWarning, stack_warnings
 from ..model.geometry import capacity_of, is_power_of_two
 from ..model.notation import MAX_MIRROR_COPIES, RAID_LEVELS, parse_raid
 from ..model.performance import performance_of
@@ -27,9 +28,6 @@ __all__ = ["Needs", "Inventory", "Candidate", "Recommendation", "recommend", "ca
 
 DEFAULT_CHUNKS = (64 * 1024, 128 * 1024, 256 * 1024, 512 * 1024, 1024 * 1024)
 DEFAULT_LEVELS = (5, 6, 10, 50, 60)
-# Rebuild rate assumed when neither a rate nor an MTTR is given (a nearline drive rebuilding under load).
-DEFAULT_REBUILD_RATE_BYTES = 50e6
-
 # Bounds of an inventory. Every candidate is scored with the alignment and path models (a few
 # milliseconds each, growing with the number of groups), so these keep a recommendation to about a
 # second: more drives than the p690 study's 1,568 behind one host, more bays than the largest 4U
@@ -103,6 +101,7 @@ class Candidate:
     misses: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()
     equivalent: tuple[str, ...] = ()
+    warnings: tuple[PlanWarning, ...] = ()     # on the Pareto set: geometry, reliability, path
 
 
 @dataclass(frozen=True)
@@ -111,6 +110,13 @@ class Recommendation:
     feasible: int
     pareto: tuple[Candidate, ...]
     note: str = ""
+
+    @property
+    def warnings(self) -> tuple[PlanWarning, ...]:
+        """The document's warnings: unmet needs, then each Pareto candidate's, naming the candidate."""
+        out = [PlanWarning("needs-unmet", self.note)] if self.note else []
+        out += [PlanWarning(w.code, f"{c.description}: {w.message}") for c in self.pareto for w in c.warnings]
+        return tuple(out)
 
 
 def _spans(level: int, bays: int) -> list[int]:
@@ -178,6 +184,11 @@ def _score(stack: Stack, needs: Needs) -> tuple[dict[str, float], float]:
         "mttdl_h": reliability.mttdl_h,
     }
     return scores, reliability.annual_loss_probability
+
+
+def _warnings(stack: Stack, needs: Needs) -> tuple[PlanWarning, ...]:
+    perf = performance_of(stack, seq_request_bytes=needs.request_bytes, random_request_bytes=needs.random_request_bytes)
+    return tuple(stack_warnings(stack, perf=perf, request_bytes=needs.request_bytes))
 
 
 def _misses(scores: dict[str, float], annual_loss: float, needs: Needs) -> tuple[str, ...]:
@@ -250,6 +261,6 @@ def recommend(inventory: Inventory, needs: Needs = Needs()) -> Recommendation:
                                          equivalent=tuple(c.description for c in same[1:])))
     front = [c for c in representatives if not any(_dominates(o.scores, c.scores) for o in representatives)]
     front = [Candidate(c.stack, c.description, c.drives_used, c.spares, c.scores, c.annual_loss_probability,
-                       c.misses, _reasons(c, front), c.equivalent) for c in front]
+                       c.misses, _reasons(c, front), c.equivalent, _warnings(c.stack, needs)) for c in front]
     front.sort(key=lambda c: (-c.scores["usable_bytes"], -c.scores["mttdl_h"]))
     return Recommendation(len(scored), len(feasible), tuple(front), note)
