@@ -150,7 +150,8 @@ def _side_capacity(root: ComponentInstance, caps: dict[int, float | None], keep:
         return min(limits)
 
     def passed(instance: ComponentInstance) -> float:
-        offered = len(instance.group_ids) * per_group + sum(passed(c) for c in instance.children)
+        own = len(instance.group_ids) * per_group if instance.group_ids else 0.0   # 0 x inf is NaN
+        offered = own + sum(passed(c) for c in instance.children)
         cap = caps[id(instance)]
         return min(cap, offered) if id(instance) in keep and cap is not None else offered
     return passed(root)
