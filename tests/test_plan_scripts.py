@@ -93,3 +93,50 @@ def test_hardware_raid_starts_from_the_luns():
 def test_refusals(stack, devices, message):
     with pytest.raises(StackError, match=message):
         build_script(stack, devices)
+
+
+def test_more_than_128_stripes_are_striped_by_md_raid0_not_lvm():
+    # lvcreate takes at most 128 stripes; 130 LUNs of R5/9 (1 MiB stripe) go to one md RAID 0
+    luns = [f"/dev/mapper/lun{i}" for i in range(130)]
+    script = build_script(stack_from_notation("R5/9", 128 * K, count=130, inter_chunk_bytes=M), luns)
+    assert not any(line.startswith(("pvcreate", "vgcreate", "lvcreate")) for line in script.lines)
+    assert f"mdadm --create /dev/md0 --level=0 --raid-devices=130 --chunk=1M --metadata=1.2 {' '.join(luns)}" \
+        in script.lines
+    assert "mkfs.xfs -b size=4096 -d su=1m,sw=130 -l su=256k /dev/md0" in script.lines
+    assert "lvm-stripes-limit" in [w.code for w in script.warnings]
+    at_limit = build_script(stack_from_notation("R5/9", 128 * K, count=128, inter_chunk_bytes=M), luns[:128])
+    assert any(line.startswith("lvcreate --type striped --stripes 128 ") for line in at_limit.lines)
+
+
+def test_vg_extent_is_at_least_the_lvm_stripe_size():
+    # an 8 MiB stripe size above the 4 MiB default extent: lvcreate would cut it to 4 MiB
+    script = build_script(stack_from_notation("R5/5", 2 * M, count=2), ["/dev/sdx", "/dev/sdy"])
+    assert "vgcreate -s 8M vg_storlab /dev/sdx /dev/sdy" in script.lines
+    assert any(line.startswith("lvcreate --type striped --stripes 2 --stripesize 8m ") for line in script.lines)
+    small = build_script(stack_from_notation("R0/2", 64 * K, count=2), ["/dev/sdx", "/dev/sdy"])
+    assert "vgcreate -s 4M vg_storlab /dev/sdx /dev/sdy" in small.lines
+
+
+@pytest.mark.parametrize("chunk, data_su, log_su", [(64 * K, "64k", "64k"), (256 * K, "256k", "256k"),
+                                                     (512 * K, "512k", "256k")])
+def test_xfs_log_stripe_unit_is_the_data_su_up_to_256k(chunk, data_su, log_su):
+    script = build_script(stack_from_notation("R0/4", chunk), ["/dev/sdx"])
+    assert f"mkfs.xfs -b size=4096 -d su={data_su},sw=4 -l su={log_su} /dev/sdx" in script.lines
+    assert any("log stripe unit is capped at 256 KiB" in line for line in script.lines) == (data_su != log_su)
+
+
+@pytest.mark.parametrize("fs, line", [("xfs", "mkfs.xfs -b size=4096 /dev/md0"), ("ext4", "mkfs.ext4 -b 4096 /dev/md0")])
+def test_raid1_file_system_has_no_stripe_unit(fs, line):
+    script = build_script(stack_from_notation("R1/2", 64 * K, engine="md", filesystem=Filesystem(fs)))
+    assert line in script.lines
+    # striped by LVM, mirrors do get the LVM stripe as su
+    striped = build_script(stack_from_notation("R1/2", 64 * K, engine="md", count=2, inter_chunk_bytes=M,
+                                               filesystem=Filesystem(fs)))
+    assert any("su=1m,sw=2" in x or "stride=256,stripe_width=512" in x for x in striped.lines)
+
+
+def test_script_carries_the_stack_warnings_as_comments():
+    script = build_script(stack_from_notation("R50/6/12", 512 * K, engine="md"))
+    assert "single-parity-long-term" in [w.code for w in script.warnings]
+    assert any(line.startswith("# warning: single-parity-long-term: R50/6/12") for line in script.lines)
+    assert script.lines[0] == "#!/bin/sh"
