@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ..units import format_si_bytes
-from .geometry import geometry_flags, geometry_of
+from .geometry import MAX_EVALUATED_PIECES, geometry_flags, geometry_of
 from .notation import RaidNotation, parse_raid
 from .performance import PerfReport, component_capacity_host, performance_of
 from .quantities import HOURS_PER_YEAR
@@ -255,7 +255,11 @@ def stack_warnings(stack: Stack, perf: PerfReport | None = None, request_bytes: 
     stack with a hardware path, the path (from `perf`, or a performance report made here)."""
     warnings = geometry_warnings(stack, request_bytes) + reliability_warnings(stack, reliability)
     if perf is None and stack.path is not None:
-        perf = performance_of(stack)
+        # one full stripe, as `plan perf` takes by default, but no more chunks than the alignment
+        # analysis walks (a volume whose inter-chunk and device stripe have a huge lcm has a huge one)
+        geometry = geometry_of(stack)
+        most = MAX_EVALUATED_PIECES // 2 * geometry.chunk_bytes
+        perf = performance_of(stack, seq_request_bytes=min(geometry.full_stripe_bytes, most))
     if perf is not None:
         warnings += path_warnings(stack, perf)
     return warnings
