@@ -12,6 +12,7 @@ lines (this kernel has no md and mdadm has no dry run), which are checked as tex
 test_plan_scripts.py."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -22,6 +23,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "doctor"))
 from loophelpers import LoopFactory, MiB, need_tool, run, skip_unless_root_and_loop  # noqa: E402
+from storlab.cli.main import main
 from storlab.doctor.checks import run_checks
 from storlab.doctor.inventory import discover
 from storlab.model.stack import Filesystem, stack_from_notation
@@ -97,13 +99,21 @@ def test_native_btrfs_raid0_script_builds_what_the_doctor_reads_as_64k_x_2(loops
 
 
 @pytest.mark.parametrize("fs", ["xfs", "ext4"])
-def test_hardware_raid0_lun_script_matches_the_stripe_the_doctor_sees(loops, striped, tmp_path, fs):
+def test_hardware_raid0_lun_script_matches_the_stripe_the_doctor_sees(loops, striped, tmp_path, capsys, fs):
+    """End to end through the CLI: `plan script STACK --devices LUN -o build.sh`, run it, then
+    `doctor --json --stack STACK LUN`: no finding and no difference from the planned stack."""
     need_tool(f"mkfs.{fs}")
     lun = _lun(loops, striped, f"{fs}.img")
-    stack = stack_from_notation("R0/2", 64 * K, filesystem=Filesystem(fs))
-    script = build_script(stack, [lun])
-    _run_script(tmp_path, script.lines)
-    assert _findings(lun) == set()
+    stack_file = tmp_path / "lun.toml"
+    stack_file.write_text(f'[raid]\nlayout = "R0/2"\nchunk = "64KiB"\n[filesystem]\ntype = "{fs}"\n')
+    script = tmp_path / "build.sh"
+    assert main(["plan", "script", str(stack_file), "--devices", lun, "--output", str(script)]) == 0
+    capsys.readouterr()
+    _run_script(tmp_path, tuple(script.read_text().splitlines()))
+    assert main(["doctor", "--json", "--stack", str(stack_file), lun]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [f for f in doc["findings"] if f["severity"] != "info"] == []
+    assert doc["stack"]["differences"] == []
     if fs == "xfs":
         # -l su set to the data stripe unit: 64 KiB = 16 blocks of 4 KiB
         assert _xfs_geometry(lun) == {"sunit": 16, "swidth": 32, "log_sunit": 16}
