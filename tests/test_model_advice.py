@@ -199,3 +199,9 @@ def test_reliability_text_lists_the_warning(capsys):
     assert main(["plan", "reliability", "R50/6/24", "--rebuild-rate", "50MB/s"]) == 0
     out = capsys.readouterr().out
     assert "\nwarnings:\n" in out and "\n  single-parity-long-term: R50/6/24 of 2.00 TB drives: " in out
+
+
+def test_a_group_too_narrow_for_raid6_names_the_wider_alternative():
+    # three drives have no RAID 6 of their own: the alternative says it takes a drive more per group
+    [warning] = reliability_warnings(stack_from_notation("R5/3", 64 * K, drive=NL_SAS, count=2, mttr_h=24))
+    assert "R6/4 x 2 with one drive more per group has an MTTDL of" in warning.message

@@ -75,18 +75,19 @@ def _with_rebuild(stack: Stack) -> tuple[Stack, bool]:
     return replace(stack, raid=replace(stack.raid, rebuild_rate_bytes=DEFAULT_REBUILD_RATE_BYTES)), True
 
 
-def _double_parity_alternative(layout: RaidNotation, total_drives: int) -> RaidNotation:
-    """R6/12 or R60 with the same drives, the Dell study's long-term layouts; a span of 12 when the
-    drives divide into it, else the present span (at least RAID 6's four)."""
+def _double_parity_alternative(layout: RaidNotation, total_drives: int) -> tuple[RaidNotation, bool]:
+    """R6/12 or R60 with the same drives, the Dell study's long-term layouts: a span of 12 when the
+    drives divide into it, else the present span (at least RAID 6's four); and whether it uses the
+    same drives (a group of three drives has no RAID 6 of its own: R6/4 is one drive more)."""
     for span in (12, max(layout.span, 4)):
         if total_drives % span:
             continue
         if layout.level.nested:
             if total_drives // span >= 2:
-                return parse_raid(f"R60/{span}/{total_drives}")
+                return parse_raid(f"R60/{span}/{total_drives}"), True
         else:
-            return parse_raid(f"R6/{span}")
-    return parse_raid(f"R6/{max(layout.span, 4)}")
+            return parse_raid(f"R6/{span}"), True
+    return parse_raid(f"R6/{max(layout.span, 4)}"), False
 
 
 def reliability_warnings(stack: Stack, report: ReliabilityReport | None = None) -> list[PlanWarning]:
@@ -101,13 +102,13 @@ def reliability_warnings(stack: Stack, report: ReliabilityReport | None = None) 
     large = ure >= REBUILD_URE_WARN_PROBABILITY
     if not (wide or large):
         return []
-    alternative = _double_parity_alternative(layout, stack.raid.drives)
+    alternative, same_drives = _double_parity_alternative(layout, stack.raid.drives)
     if alternative.level.nested:
         alt_stack = stack_from_notation(alternative, stack.raid.chunk_bytes, drive=stack.drive,
                                         mttr_h=rated.raid.mttr_h, rebuild_rate_bytes=rated.raid.rebuild_rate_bytes)
         alt_text = alternative.text
     else:
-        groups = stack.raid.drives // alternative.span
+        groups = stack.raid.drives // alternative.span if same_drives else stack.raid.groups
         alt_stack = stack_from_notation(alternative, stack.raid.chunk_bytes, drive=stack.drive, count=max(groups, 1),
                                         mttr_h=rated.raid.mttr_h, rebuild_rate_bytes=rated.raid.rebuild_rate_bytes)
         alt_text = alternative.text + (f" x {groups}" if groups > 1 else "")
@@ -124,8 +125,9 @@ def reliability_warnings(stack: Stack, report: ReliabilityReport | None = None) 
     return [PlanWarning("single-parity-long-term", (
         f"{layout.text}{count} of {format_si_bytes(stack.drive.capacity_bytes)} drives: {'; '.join(why)}; MTTDL "
         f"{_years(report.mttdl_h)}, {100 * report.annual_loss_probability:.2g} % chance of loss a year{rebuild}. "
-        f"Keep RAID 5/50 for scratch space; for long-term storage use R6/12 or R60: {alt_text} of the same "
-        f"drives has an MTTDL of {_years(alt.mttdl_h)}"))]
+        f"Keep RAID 5/50 for scratch space; for long-term storage use R6/12 or R60: {alt_text} "
+        f"{'of the same drives' if same_drives else 'with one drive more per group'} has an MTTDL of "
+        f"{_years(alt.mttdl_h)}"))]
 
 
 # --- hardware path -------------------------------------------------------------------------------
