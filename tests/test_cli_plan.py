@@ -89,7 +89,7 @@ def test_script_to_stdout_and_file(capsys, tmp_path):
     code, out, _ = run(capsys, "script", str(STACKS / "r6-12-nlsas-md.toml"), "--output", str(target),
                        "--devices", ",".join(f"/dev/sd{c}" for c in "bcdefghijklm"))
     assert code == 0 and "wrote" in out
-    assert "mkfs.xfs -b size=4096 -d su=512k,sw=10 /dev/md0" in target.read_text()
+    assert "mkfs.xfs -b size=4096 -d su=512k,sw=10 -l su=256k /dev/md0" in target.read_text()
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from storlab.model.performance import METRICS, mixed_iops, performance_of, with_cap_chain
+from storlab.model.performance import METRICS, SHARING_MODES, mixed_iops, performance_of, with_cap_chain
 from storlab.model.stack import Component, DriveType, load_stack, stack_from_notation
 
 K, M = 1024, 1024 * 1024
@@ -95,6 +95,7 @@ def test_p690_sizing_chain_with_the_planning_rules():
     # 5 adapters saturate a 750 MB/s RIO2 link; 7 drawers -> 16,800 MB/s, under the 18 GB/s system.
     stack = load_stack(STACKS / "p690-rio2-fastt600.toml")
     assert stack.raid.groups == 112
+    assert stack.drive.capacity_bytes == 36 * 10**9      # "14 drives (36 GB, 15 K RPM)"
     result = performance_of(stack).metrics["seq_read"]
     assert result.value == pytest.approx(16_800 * MB)
     loads = {c.name: c for c in result.components}
@@ -110,12 +111,12 @@ def test_p690_sizing_chain_with_the_planning_rules():
     assert result.limiting == "p690/rio2-drawer[1]"
 
 
-def _measured_drawer(extra_phb3_adapters: int = 0) -> Component:
+def _measured_drawer(extra_phb3_adapters: int = 0, planar_mb: float | None = 1350) -> Component:
     """One RIO2 drawer with the study's measured ceilings: adapter 195, link0 ~820, link1 814,
     planar 1350 (engineering projection), PHBs unlimited (never reached in the profile)."""
     def adapters(name, count):
         return Component(name, count=count, read_bw_bytes=195 * MB, groups=1)
-    planar = Component("planar", count=2, read_bw_bytes=1350 * MB, children=(
+    planar = Component("planar", count=2, read_bw_bytes=None if planar_mb is None else planar_mb * MB, children=(
         Component("link0", read_bw_bytes=820 * MB, children=(Component("phb1", children=(adapters("a1", 3),)),)),
         Component("link1", read_bw_bytes=814 * MB, children=(
             Component("phb2", children=(adapters("a2", 3),)),
@@ -124,16 +125,26 @@ def _measured_drawer(extra_phb3_adapters: int = 0) -> Component:
     return Component("drawer", children=(planar,))
 
 
-def test_p690_measured_profile_link1_is_the_bottleneck():
-    drive = DriveType("fc", capacity_bytes=73 * 10**9, mtbf_h=1e6, seq_read_bw_bytes=60 * MB)
+def test_p690_measured_profile_link1_binds_and_the_planar_cuts_both_links():
+    drive = DriveType("fc", capacity_bytes=36 * 10**9, mtbf_h=1e6, seq_read_bw_bytes=60 * MB)   # the study's 36 GB
+    # Without the planar's projection, link1 is the bottleneck: PHB1 path 3 x 195 = 585 MB/s (link0
+    # not reached); link1 is offered 3 x 195 + 2 x 195 = 975 > 814.
+    open_planar = stack_from_notation("R5/9", 128 * K, drive=drive, count=16, aggregate="none",
+                                      path=_measured_drawer(planar_mb=None))
+    result = performance_of(open_planar, mode="independent").metrics["seq_read"]
+    loads = {c.name: c for c in result.components}
+    assert loads["link0"].load == pytest.approx(585 * MB) and not loads["link0"].binding
+    assert loads["link1"].load == pytest.approx(814 * MB) and loads["link1"].binding
+    assert result.value == pytest.approx(2 * 1399 * MB) and result.limiting == "drawer/planar[1]/link1"
+    # With it, the planar passes 1350 of the 1399 offered and cuts both links in proportion: what
+    # flows through link1 is then below its limit, and the planar is named.
     stack = stack_from_notation("R5/9", 128 * K, drive=drive, count=16, aggregate="none", path=_measured_drawer())
     result = performance_of(stack, mode="independent").metrics["seq_read"]
     loads = {c.name: c for c in result.components}
-    # PHB1 path: 3 x 195 = 585 MB/s (link0 not reached); link1 offered 3 x 195 + 2 x 195 = 975 > 814.
-    assert loads["link0"].load == pytest.approx(585 * MB) and not loads["link0"].binding
-    assert loads["link1"].load == pytest.approx(814 * MB) and loads["link1"].binding
-    # planar: 585 + 814 = 1399 offered, 1350 passes; drawer = 2 x 1350
-    assert result.value == pytest.approx(2700 * MB)
+    assert result.value == pytest.approx(2700 * MB) and result.limiting == "drawer/planar[1]"
+    assert loads["planar"].binding and loads["planar"].load == pytest.approx(1350 * MB)
+    assert loads["link1"].load == pytest.approx(814 * MB * 1350 / 1399) and not loads["link1"].binding
+    assert loads["link0"].load == pytest.approx(585 * MB * 1350 / 1399)
     # "adding additional adapters under either PHB2 or PHB3 cannot improve the overall bandwidth"
     more = stack_from_notation("R5/9", 128 * K, drive=drive, count=18, aggregate="none",
                                path=_measured_drawer(extra_phb3_adapters=1))
@@ -160,6 +171,64 @@ def test_engenio_host_bus_capacity_against_the_array(host, buses, total):
                                 path=Component("root", children=(array,)))
     report = performance_of(stack, mode="independent")
     assert report.value("seq_read") == pytest.approx(800 * MB) and report.metrics["seq_read"].limiting == "root/array"
+
+
+# --- the limiting component ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", SHARING_MODES)
+@pytest.mark.parametrize("upper_mb, lower_mb, named", [
+    (400, 405, "upper"),            # the host-side cap is tighter
+    (405, 400, "upper/lower"),      # the drive-side cap is tighter
+    (400, 400, "upper"),            # a tie goes to the component nearest the host
+])
+def test_independent_mode_named_the_looser_of_two_chained_caps(mode, upper_mb, lower_mb, named):
+    """`--cap upper=400MB/s --cap lower=405MB/s --mode independent` named `lower`: the flow through
+    `lower` was what it could pass, not what `upper` let through. Every mode names the tightest."""
+    stack = with_cap_chain(stack_from_notation("R6/12", 512 * K, drive=DRIVE),
+                           [("upper", upper_mb * MB, upper_mb * MB), ("lower", lower_mb * MB, lower_mb * MB)])
+    for metric in ("seq_read", "seq_write"):
+        result = performance_of(stack, mode=mode).metrics[metric]
+        assert result.value == pytest.approx(min(upper_mb, lower_mb) * MB)
+        assert result.limiting == named
+        loads = {c.name: c for c in result.components}
+        assert loads["upper"].load == loads["lower"].load == pytest.approx(min(upper_mb, lower_mb) * MB)
+        assert loads["upper"].binding == (upper_mb <= lower_mb)
+        assert loads["lower"].binding == (lower_mb <= upper_mb)
+        assert loads["lower"].headroom == pytest.approx(max(0, lower_mb - upper_mb) * MB)
+
+
+def _two_branches(left_mb: float, right_mb: float) -> Component:
+    return Component("host", kind="host", children=(
+        Component("left", kind="bus", read_bw_bytes=left_mb * MB, groups=1),
+        Component("right", kind="bus", read_bw_bytes=right_mb * MB, groups=1)))
+
+
+@pytest.mark.parametrize("mode, value_mb, named", [
+    ("lockstep", 2 * 300, "host/left"),          # both stripes wait for the 300 MB/s branch
+    ("independent", 300 + 800, "host/left"),     # left cuts 900 of its 1,200; right only 400
+])
+def test_the_branch_that_cuts_most_is_named_in_a_tree(mode, value_mb, named):
+    stack = stack_from_notation("R0/12", 64 * K, drive=DRIVE, count=2, path=_two_branches(300, 800))
+    result = performance_of(stack, mode=mode).metrics["seq_read"]
+    assert result.value == pytest.approx(value_mb * MB) and result.limiting == named
+
+
+def test_a_striped_volume_over_unequal_buses_states_both_figures():
+    """Engenio's O350: one PCI 64/100 bus at 770 MB/s and one 64/66 at 512 MB/s carry 1,282 MB/s, but a
+    volume striped over a LUN on each gets 2 x 512 = 1,024 (aggregate = n x the slowest member)."""
+    fast = DriveType("fast", capacity_bytes=10**12, mtbf_h=1e6, seq_read_bw_bytes=10**10, seq_write_bw_bytes=10**10)
+    o350 = Component("O350", kind="host", children=(
+        Component("bus-64-100", kind="host bus", read_bw_bytes=770 * MB, write_bw_bytes=770 * MB, groups=1),
+        Component("bus-64-66", kind="host bus", read_bw_bytes=512 * MB, write_bw_bytes=512 * MB, groups=1)))
+    stack = stack_from_notation("R5/5", 64 * K, drive=fast, count=2, path=o350)
+    striped = performance_of(stack).metrics["seq_read"]
+    assert striped.value == pytest.approx(1024 * MB) and striped.unequal_paths_value == pytest.approx(1282 * MB)
+    assert striped.note.startswith("host buses 1,282 MB/s; a striped volume gets 1,024 MB/s because its "
+                                   "stripes are equal")
+    separate = performance_of(stack, mode="independent").metrics["seq_read"]
+    assert separate.value == pytest.approx(1282 * MB) and separate.unequal_paths_value is None and not separate.note
+    equal = stack_from_notation("R5/5", 64 * K, drive=fast, count=2, path=_two_branches(512, 512))
+    assert performance_of(equal).metrics["seq_read"].note == ""
 
 
 # --- properties -----------------------------------------------------------------------------------

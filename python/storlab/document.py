@@ -163,5 +163,7 @@ class DoctorDocument(_DoctorBody, total=False):
 
 
 class PlanDocument(Header, total=False):
-    """`storlab plan COMMAND --json` (storlab.plan.COMMAND/1): the header and the command's
-    report, whose fields depend on the command (schemas/plan-1.schema.json)."""
+    """`storlab plan COMMAND --json` (storlab.plan.COMMAND/1): the header, the command's
+    report, whose fields depend on the command (schemas/plan-1.schema.json), and the warnings on
+    the stack that every plan command carries (storlab.model.advice)."""
+    warnings: List[Dict[str, str]]      # {code, message}

@@ -15,8 +15,9 @@ import sys
 from typing import Any
 
 from ..document import header, plan_schema
+from ..model.advice import PlanWarning, stack_warnings
 from ..model.geometry import geometry_report
-from ..model.notation import MAX_DRIVES, NotationError
+from ..model.notation import NotationError
 from ..model.performance import SHARING_MODES, performance_of, with_cap_chain
 from ..model.quantities import HOURS_PER_YEAR, mtbf_h_from_afr, parse_afr, parse_ber, parse_mtbf_h, parse_period_h
 from ..model.reliability import reliability_of
@@ -31,7 +32,17 @@ from ..model.stack import (
     load_stack,
     stack_from_notation,
 )
-from ..planner.recommend import DEFAULT_LEVELS, OBJECTIVES, Inventory, Needs, recommend
+from ..planner.recommend import (
+    DEFAULT_LEVELS,
+    DEFAULT_REBUILD_RATE_BYTES,
+    MAX_BAYS,
+    MAX_CONTROLLERS,
+    MAX_INVENTORY_DRIVES,
+    OBJECTIVES,
+    Inventory,
+    Needs,
+    recommend,
+)
 from ..planner.scripts import build_script
 from ..units import format_si_bytes, format_size, parse_count, parse_rate, parse_size
 from .main import UsageError
@@ -173,8 +184,9 @@ def stack_from_args(args: argparse.Namespace) -> Stack:
         filesystem=Filesystem(args.fs) if args.fs else None)
 
 
-def _emit_json(command: str, payload: Any) -> None:
-    document = {**header("plan", schema=plan_schema(command)), **_plain(payload)}
+def _emit_json(command: str, payload: Any, warnings: list[PlanWarning] | tuple[PlanWarning, ...]) -> None:
+    document = {**header("plan", schema=plan_schema(command)), **_plain(payload),
+                "warnings": [dataclasses.asdict(w) for w in warnings]}
     json.dump(document, sys.stdout, indent=2, sort_keys=False)
     sys.stdout.write("\n")
 
@@ -196,6 +208,10 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _warning_lines(warnings: list[PlanWarning] | tuple[PlanWarning, ...]) -> list[str]:
+    return ["warnings:", *(f"  {w.code}: {w.message}" for w in warnings)] if warnings else []
+
+
 def _mb(bytes_per_s: float) -> str:
     return f"{bytes_per_s / 1e6:,.0f} MB/s"
 
@@ -210,8 +226,9 @@ def run_geometry(args: argparse.Namespace) -> int:
     stack = stack_from_args(args)
     request = parse_size(args.request, "--request") if args.request else None
     report = geometry_report(stack, request, args.pattern)
+    warnings = stack_warnings(stack, request_bytes=request)
     if args.json:
-        _emit_json("geometry", report)
+        _emit_json("geometry", report, warnings)
         return 0
     raid = stack.raid
     out = [f"{stack.name}: {raid.layout.text} x {raid.count}, chunk {format_size(raid.chunk_bytes)}",
@@ -239,6 +256,8 @@ def run_geometry(args: argparse.Namespace) -> int:
     if report.flags:
         out.append("flags:")
         out += [f"  {flag.code}: {flag.message}" for flag in report.flags]
+    flagged = {(flag.code, flag.message) for flag in report.flags}
+    out += _warning_lines([w for w in warnings if (w.code, w.message) not in flagged])
     print("\n".join(out))
     return 0
 
@@ -254,8 +273,9 @@ def run_reliability(args: argparse.Namespace) -> int:
     stack = stack_from_args(args)
     period_h = parse_period_h(args.period, "--period") if args.period else HOURS_PER_YEAR
     report = reliability_of(stack, period_h)
+    warnings = stack_warnings(stack, reliability=report)
     if args.json:
-        _emit_json("reliability", report)
+        _emit_json("reliability", report, warnings)
         return 0
     g = report.group
     out = [f"{stack.name}: {report.layout} x {stack.raid.count}; MTBF {report.mtbf_h:,.0f} h, "
@@ -273,6 +293,7 @@ def run_reliability(args: argparse.Namespace) -> int:
            f"{format_si_bytes(report.expected_bytes_lost_per_year)} per year",
            "  limits: exponential, independent failures; field data show 2 to 1,500x more double failures "
            "(Elerath & Pecht 2009)"]
+    out += _warning_lines(warnings)
     print("\n".join(out))
     return 0
 
@@ -299,8 +320,9 @@ def run_perf(args: argparse.Namespace) -> int:
     request = parse_size(args.request, "--request") if args.request else None
     random_request = parse_size(args.random_request, "--random-request")
     report = performance_of(stack, request, random_request, args.mode)
+    warnings = stack_warnings(stack, perf=report, request_bytes=request)
     if args.json:
-        _emit_json("perf", report)
+        _emit_json("perf", report, warnings)
         return 0
     out = [f"{stack.name}: {report.layout} x {stack.raid.count}; sequential requests {format_size(report.seq_request_bytes)}, "
            f"random {format_size(report.random_request_bytes)}; sharing {report.mode}"]
@@ -308,11 +330,14 @@ def run_perf(args: argparse.Namespace) -> int:
         fmt = _mb if metric.unit == "bytes/s" else (lambda v: f"{v:,.0f} IOPS")
         out.append(f"  {metric.metric:<13} {fmt(metric.value):>16}   drives alone {fmt(metric.drives_value)}; "
                    f"limited by {metric.limiting}")
+        if metric.note:
+            out.append(f"      {metric.note}")
         for c in metric.components:
             if c.capacity is None:
                 continue
             head = f"{fmt(c.headroom)} headroom ({_pct(c.headroom_fraction)})" if not c.binding else "at its limit"
             out.append(f"      {c.name:<18} x{c.instances:<4} load {fmt(c.load)} of {fmt(c.capacity)}: {head}")
+    out += _warning_lines(warnings)
     print("\n".join(out))
     return 0
 
@@ -321,9 +346,10 @@ def run_perf(args: argparse.Namespace) -> int:
 
 def run_recommend(args: argparse.Namespace) -> int:
     drive = _drive_from_args(args)
-    for flag, value in (("--drives", args.drives), ("--bays", args.bays), ("--controllers", args.controllers)):
-        if not 1 <= value <= MAX_DRIVES:
-            raise UsageError(f"{flag}: {value} is out of range; allowed: 1 to {MAX_DRIVES}")
+    for flag, value, high in (("--drives", args.drives, MAX_INVENTORY_DRIVES), ("--bays", args.bays, MAX_BAYS),
+                              ("--controllers", args.controllers, MAX_CONTROLLERS)):
+        if not 1 <= value <= high:
+            raise UsageError(f"{flag}: {value} is out of range; allowed: 1 to {high}")
     levels = _whole_numbers(args.levels, "--levels", 0, 60) if args.levels else DEFAULT_LEVELS
     chunks = tuple(parse_size(x, "--chunks") for x in args.chunks.split(",")) if args.chunks else None
     if chunks is not None and not 1 <= len(chunks) <= 16:
@@ -331,7 +357,7 @@ def run_recommend(args: argparse.Namespace) -> int:
     mttr_h = parse_period_h(args.mttr, "--mttr", bare_unit_h=1.0) if args.mttr else None
     rebuild = parse_rate(args.rebuild_rate, "--rebuild-rate") if args.rebuild_rate else None
     if mttr_h is None and rebuild is None:
-        rebuild = 50e6
+        rebuild = DEFAULT_REBUILD_RATE_BYTES
     inventory_kwargs: dict[str, Any] = dict(
         drive=drive, drives=args.drives, bays_per_enclosure=args.bays, controllers=args.controllers,
         controller_read_bw_bytes=parse_rate(args.controller_read, "--controller-read") if args.controller_read else None,
@@ -353,7 +379,7 @@ def run_recommend(args: argparse.Namespace) -> int:
     if args.json:
         _emit_json("recommend", {"candidates_considered": result.candidates_considered, "feasible": result.feasible,
                                  "note": result.note, "pareto": [dict(_plain(c), layout=c.stack.raid.layout.text)
-                                                                 for c in result.pareto]})
+                                                                 for c in result.pareto]}, result.warnings)
         return 0
     out = [f"{result.candidates_considered} candidate layouts for {args.drives} x {format_si_bytes(drive.capacity_bytes)} "
            f"drives, {args.bays}-bay enclosures, {args.controllers} controller(s); {result.feasible} meet every need; "
@@ -369,6 +395,7 @@ def run_recommend(args: argparse.Namespace) -> int:
             out.append(f"    misses: {'; '.join(c.misses)}")
         if c.equivalent:
             out.append(f"    same scores: {'; '.join(c.equivalent)}")
+        out += [f"    warning: {w.code}: {w.message}" for w in c.warnings]
     print("\n".join(out))
     return 0
 
@@ -381,7 +408,7 @@ def run_script(args: argparse.Namespace) -> int:
     devices = [d for d in args.devices.split(",") if d] if args.devices else None
     script = build_script(stack, devices)
     if args.json:
-        _emit_json("script", {"stack": None, "lines": list(script.lines), "warnings": list(script.warnings)})
+        _emit_json("script", {"stack": None, "lines": list(script.lines)}, script.warnings)
         return 0
     if args.output and args.output != "-":
         write_output(script.text, args.output, "output")   # mode 0644: reviewed before it is run
@@ -389,7 +416,7 @@ def run_script(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(script.text)
     for warning in script.warnings:
-        print(f"storlab plan script: warning: {warning}", file=sys.stderr)
+        print(f"storlab plan script: warning: {warning.code}: {warning.message}", file=sys.stderr)
     return 0
 
 

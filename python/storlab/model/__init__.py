@@ -6,6 +6,7 @@ Pure Python (no engine, no numpy). Typical use:
     stack = load_stack("examples/stacks/sas-jbod-4x12-two-raid-adapters.toml")
     print(reliability_of(stack).mttdl_years, performance_of(stack).value("seq_write"))
 """
+from .advice import PlanWarning, stack_warnings
 from .geometry import (
     analyse_alignment,
     application_stripe_width_bytes,
@@ -36,5 +37,5 @@ __all__ = [
     "StackError", "Volume", "load_stack", "stack_from_dict", "stack_from_notation", "analyse_alignment",
     "application_stripe_width_bytes", "capacity_of", "geometry_of", "geometry_report", "layouts_for_request",
     "stripe_width_bytes", "group_mttdl_h", "loss_probability", "reliability_of", "series_mttdl_h",
-    "ure_probability", "mixed_iops", "performance_of", "with_cap_chain",
+    "ure_probability", "mixed_iops", "performance_of", "with_cap_chain", "PlanWarning", "stack_warnings",
 ]

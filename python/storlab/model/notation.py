@@ -10,11 +10,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["NotationError", "RaidLevel", "RAID_LEVELS", "RaidNotation", "parse_raid", "MAX_DRIVES"]
+__all__ = ["NotationError", "RaidLevel", "RAID_LEVELS", "RaidNotation", "parse_raid", "MAX_DRIVES", "MAX_SPAN"]
 
 # The most drives one stack may have: beyond any real array, and small enough that every model
 # (geometry, the Markov chains, the recommender) answers within a second.
 MAX_DRIVES = 100_000
+# The widest group (span): wider than any RAID group a controller or md builds (controllers stop
+# at a few dozen drives per span); more drives are several groups, e.g. R6/12/1200.
+MAX_SPAN = 1024
 # The widest n-way mirror: its reliability chain has one state per tolerated failure, solved
 # exactly in rationals, which stays well under a second up to here.
 MAX_MIRROR_COPIES = 64
@@ -145,6 +148,9 @@ def _validate(level: RaidLevel, span: int, total: int | None, source: str) -> Ra
     n = level.number
     if span > MAX_DRIVES or (total is not None and total > MAX_DRIVES):
         raise NotationError(f"{source}: more than {MAX_DRIVES} drives; allowed: at most {MAX_DRIVES} per stack")
+    if span > MAX_SPAN:
+        raise NotationError(f"{source}: a span of {span} drives; allowed: {level.min_span} to {MAX_SPAN} drives "
+                            f"per span (for more, give a total: R{n}/<span>/<total>)")
     if span < level.min_span:
         raise NotationError(f"{source}: RAID {n} needs at least {level.min_span} drives per span")
     if n == 1 and span > MAX_MIRROR_COPIES:

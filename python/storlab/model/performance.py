@@ -21,16 +21,19 @@ from dataclasses import dataclass, replace
 from typing import Iterable
 
 from .geometry import AlignmentReport, Geometry, analyse_alignment, geometry_of
-from .stack import Component, ComponentInstance, Stack, StackError
+from .stack import MAX_COMPONENT_DEPTH, Component, ComponentInstance, Stack, StackError
 
 __all__ = [
     "DriveLevelRates", "ComponentLoad", "MetricResult", "PerfReport", "drive_level_rates", "performance_of",
-    "mixed_iops", "with_cap_chain", "METRICS", "SHARING_MODES",
+    "mixed_iops", "with_cap_chain", "component_capacity_host", "METRICS", "SHARING_MODES",
 ]
 
 METRICS = ("seq_read", "seq_write", "random_read", "random_write")
 SHARING_MODES = ("lockstep", "independent")
 _TIE = 1e-9
+# A striped volume is said to lose to unequal paths when independent streams would carry more than
+# this fraction above what its equal stripes get (below it, the difference is rounding).
+_UNEQUAL_PATHS = 1e-6
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,9 @@ class MetricResult:
     value: float                    # predicted, after every cap
     limiting: str                   # component path, or "drives"
     components: tuple[ComponentLoad, ...]
+    # lockstep only: what the paths carry with independent streams, when more than `value`
+    unequal_paths_value: float | None = None
+    note: str = ""                  # both figures in words, when unequal_paths_value is set
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,8 @@ def with_cap_chain(stack: Stack, caps: Iterable[tuple[str, float | None, float |
     caps = list(caps)
     if not caps:
         return stack
+    if len(caps) > MAX_COMPONENT_DEPTH:
+        raise StackError(f"caps: {len(caps)} chained components; allowed: at most {MAX_COMPONENT_DEPTH}")
     if stack.path is not None:
         raise StackError("the stack already has a hardware path; add components in its file instead")
     node: Component | None = None
@@ -136,7 +144,7 @@ def with_cap_chain(stack: Stack, caps: Iterable[tuple[str, float | None, float |
     return replace(stack, path=node)
 
 
-def _component_capacity_host(instance: ComponentInstance, metric: str, amplification: float,
+def component_capacity_host(instance: ComponentInstance, metric: str, amplification: float,
                              ops_per_request: float, request_bytes: int) -> float | None:
     """The most host traffic (bytes/s or IOPS) this one instance lets through."""
     template = instance.template
@@ -155,6 +163,60 @@ def _component_capacity_host(instance: ComponentInstance, metric: str, amplifica
     return min(limits) if limits else None
 
 
+def _lockstep_flow(instances: list[ComponentInstance], caps_host: dict[int, float | None],
+                   groups_under: dict[int, int], groups: int, drives_value: float
+                   ) -> tuple[float, dict[int, float], str]:
+    """Every group moves the same share: the rate is the minimum over components of
+    cap x groups / groups under it; ties go to the component nearest the host, the drives are
+    named only when strictly lowest."""
+    limits = [(drives_value, -1, "drives")]
+    for i in instances:
+        cap, n = caps_host[id(i)], groups_under[id(i)]
+        if cap is not None and n:
+            limits.append((cap * groups / n, i.depth, i.path))
+    value = min(limit for limit, _, _ in limits)
+    tied = [(depth, path) for limit, depth, path in limits if limit <= value * (1 + _TIE) and depth >= 0]
+    limiting = min(tied)[1] if tied else "drives"
+    return value, {id(i): value * groups_under[id(i)] / groups for i in instances}, limiting
+
+
+def _independent_flow(root: ComponentInstance, caps_host: dict[int, float | None], per_group: float
+                      ) -> tuple[float, dict[int, float], str]:
+    """Separate streams: each component passes min(its cap, what its children deliver), the max
+    flow of the tree. A component that passes less than its children offer cuts each child in
+    proportion, so every load is what really flows through it (a child under a tighter parent is
+    not at its own limit). The limiting component is the one at its limit that cuts the most of
+    what the drives under it could deliver; ties go to the one nearest the host."""
+    offered: dict[int, float] = {}     # what an instance receives from below, its own cap not applied
+    passed: dict[int, float] = {}      # min(cap, offered): what it passes if nothing above cuts it
+    demand: dict[int, float] = {}      # what the drives under it deliver with no component at all
+    order: list[ComponentInstance] = list(root.walk())          # parents before children
+    for instance in reversed(order):                            # children before parents
+        own = len(instance.group_ids) * per_group
+        offered[id(instance)] = own + sum(passed[id(c)] for c in instance.children)
+        demand[id(instance)] = own + sum(demand[id(c)] for c in instance.children)
+        cap = caps_host[id(instance)]
+        passed[id(instance)] = offered[id(instance)] if cap is None else min(cap, offered[id(instance)])
+    flow: dict[int, float] = {id(root): passed[id(root)]}
+    for instance in order:
+        through, offer = flow[id(instance)], offered[id(instance)]
+        ratio = through / offer if offer > 0 else 0.0
+        for child in instance.children:
+            flow[id(child)] = passed[id(child)] * ratio
+    binding = []
+    for position, instance in enumerate(order):
+        cap = caps_host[id(instance)]
+        through = flow[id(instance)]
+        if cap is not None and through > 0 and through >= cap * (1 - _TIE):
+            binding.append((demand[id(instance)] - through, instance.depth, position, instance.path))
+    if not binding:
+        return flow[id(root)], flow, "drives"
+    most_cut = max(cut for cut, _, _, _ in binding)
+    limiting = min((depth, position, path) for cut, depth, position, path in binding
+                   if cut >= most_cut * (1 - _TIE))[2]
+    return flow[id(root)], flow, limiting
+
+
 def _solve_metric(stack: Stack, root: ComponentInstance | None, metric: str, drives_value: float,
                   amplification: float, ops_per_request: float, request_bytes: int, mode: str) -> MetricResult:
     unit = "bytes/s" if metric.startswith("seq") else "IOPS"
@@ -162,39 +224,20 @@ def _solve_metric(stack: Stack, root: ComponentInstance | None, metric: str, dri
     per_group = drives_value / groups
     if root is None:
         return MetricResult(metric, unit, drives_value, drives_value, "drives", ())
+    if mode not in SHARING_MODES:
+        raise ValueError(f"mode must be one of {', '.join(SHARING_MODES)}, got {mode!r}")
     instances = list(root.walk())
     groups_under = {id(i): len(i.all_group_ids()) for i in instances}
-    caps_host = {id(i): _component_capacity_host(i, metric, amplification, ops_per_request, request_bytes)
+    caps_host = {id(i): component_capacity_host(i, metric, amplification, ops_per_request, request_bytes)
                  for i in instances}
-    flow: dict[int, float] = {}
+    independent_value, independent_flow, independent_limiting = _independent_flow(root, caps_host, per_group)
+    unequal_paths_value = None
     if mode == "lockstep":
-        limits = [(drives_value, -1, "drives")]
-        for i in instances:
-            cap, n = caps_host[id(i)], groups_under[id(i)]
-            if cap is not None and n:
-                limits.append((cap * groups / n, i.depth, i.path))
-        value = min(limit for limit, _, _ in limits)
-        # ties go to the component nearest the host; drives only when strictly lowest
-        tied = [(depth, path) for limit, depth, path in limits if limit <= value * (1 + _TIE) and depth >= 0]
-        limiting = min(tied)[1] if tied else "drives"
-        for i in instances:
-            flow[id(i)] = value * groups_under[id(i)] / groups
-    elif mode == "independent":
-        binding_paths: list[tuple[float, int, str]] = []
-
-        def deliver(instance: ComponentInstance) -> float:
-            offered = len(instance.group_ids) * per_group + sum(deliver(c) for c in instance.children)
-            cap = caps_host[id(instance)]
-            passed = offered if cap is None else min(cap, offered)
-            if cap is not None and cap <= offered * (1 + _TIE) and offered > 0:
-                binding_paths.append((passed, -instance.depth, instance.path))
-            flow[id(instance)] = passed
-            return passed
-
-        value = deliver(root)
-        limiting = max(binding_paths)[2] if binding_paths else "drives"
+        value, flow, limiting = _lockstep_flow(instances, caps_host, groups_under, groups, drives_value)
+        if independent_value > value * (1 + _UNEQUAL_PATHS):
+            unequal_paths_value = independent_value
     else:
-        raise ValueError(f"mode must be one of {', '.join(SHARING_MODES)}, got {mode!r}")
+        value, flow, limiting = independent_value, independent_flow, independent_limiting
 
     rows: dict[str, dict] = {}
     for i in instances:
@@ -207,7 +250,7 @@ def _solve_metric(stack: Stack, root: ComponentInstance | None, metric: str, dri
             capacity = caps_host[id(i)]
             load = flow[id(i)]
         template = i.template
-        binding = capacity is not None and load >= capacity * (1 - 1e-9)
+        binding = capacity is not None and load >= capacity * (1 - _TIE)
         row = rows.setdefault(template.name, {"kind": template.kind, "instances": 0, "capacity": capacity,
                                               "load": 0.0, "carries": i.carries_parity, "binding": False})
         row["instances"] += 1
@@ -215,7 +258,29 @@ def _solve_metric(stack: Stack, root: ComponentInstance | None, metric: str, dri
         row["binding"] = row["binding"] or binding
     components = tuple(ComponentLoad(name, r["kind"], r["instances"], r["capacity"], r["load"], r["carries"],
                                      r["binding"]) for name, r in rows.items())
-    return MetricResult(metric, unit, drives_value, value, limiting, components)
+    note = _unequal_paths_note(instances, independent_flow, caps_host, unit, value, unequal_paths_value, groups)
+    return MetricResult(metric, unit, drives_value, value, limiting, components, unequal_paths_value, note)
+
+
+def _unequal_paths_note(instances: list[ComponentInstance], independent_flow: dict[int, float],
+                        caps_host: dict[int, float | None], unit: str, value: float,
+                        unequal_paths_value: float | None, groups: int) -> str:
+    """'buses 1,282 MB/s; a striped volume gets 1,024 MB/s because its stripes are equal': the paths
+    together carry more than a striped volume can use, since every stripe waits for the slowest."""
+    if unequal_paths_value is None:
+        return ""
+    at_limit = [i for i in instances
+                if caps_host[id(i)] is not None and independent_flow[id(i)] >= caps_host[id(i)] * (1 - _TIE)]
+    kinds = {i.template.kind for i in at_limit}
+    kind = kinds.pop() if len(kinds) == 1 else ""
+    what = _plural(kind) if kind and kind not in ("component", "cap") else "the paths"
+    fmt = (lambda v: f"{v / 1e6:,.0f} MB/s") if unit == "bytes/s" else (lambda v: f"{v:,.0f} IOPS")
+    return (f"{what} {fmt(unequal_paths_value)}; a striped volume gets {fmt(value)} because its stripes are equal "
+            f"({groups} groups x {fmt(value / groups)}, the share of the slowest path)")
+
+
+def _plural(noun: str) -> str:
+    return noun + ("es" if noun.endswith(("s", "x", "sh", "ch")) else "s")
 
 
 def performance_of(stack: Stack, seq_request_bytes: int | None = None, random_request_bytes: int = 4096,

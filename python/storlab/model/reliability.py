@@ -20,13 +20,13 @@ from math import comb
 from .markov import birth_death_chain, mean_time_to_absorption
 from .notation import RaidNotation
 from .quantities import HOURS_PER_YEAR
-from .stack import Stack
+from .stack import Stack, StackError
 
 __all__ = [
     "ure_probability", "critical_rebuild_bits", "group_mttdl_h", "mttdl_approx_h", "mttdl_raid5_exact_h",
     "mttdl_raid6_exact_h", "mttdl_mirror_pair_exact_h", "series_mttdl_h", "loss_probability",
     "patterson_mttf_raid_h", "erasure_window_loss", "erasure_annual_durability", "GroupReliability",
-    "ReliabilityReport", "reliability_of", "reliability_group",
+    "ReliabilityReport", "reliability_of", "reliability_group", "MAX_PERIOD_H",
 ]
 
 
@@ -165,7 +165,15 @@ class ReliabilityReport:
         return self.mttdl_h / HOURS_PER_YEAR
 
 
+# The longest period a loss probability is asked for: beyond any service life, and beyond it the
+# exponential model says nothing a reader can use.
+MAX_PERIOD_H = 10_000 * HOURS_PER_YEAR
+
+
 def reliability_of(stack: Stack, period_h: float = HOURS_PER_YEAR) -> ReliabilityReport:
+    if not 0 <= period_h <= MAX_PERIOD_H:
+        raise StackError(f"period {period_h / HOURS_PER_YEAR:g} years is out of range; allowed: 0 to "
+                         f"{MAX_PERIOD_H / HOURS_PER_YEAR:,.0f} years")
     drive, raid = stack.drive, stack.raid
     mttr_h = stack.mttr_h
     group, per_span = reliability_group(raid.layout, drive.capacity_bytes, drive.mtbf_h, mttr_h, drive.ber_per_bit)

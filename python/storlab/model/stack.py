@@ -32,6 +32,20 @@ AGGREGATIONS = ("stripe", "concat", "none")
 RAID_ENGINES = ("controller", "md")
 FILESYSTEMS = ("xfs", "ext4", "btrfs", "none")
 
+# Bounds of what a stack may state. Each is far beyond real hardware, and small enough that every
+# model (alignment, the Markov chains, the path flows, the recommender) answers within a second
+# in bounded memory; an input outside is refused with a one-line error naming the field and range.
+MAX_DRIVE_BYTES = 10**15            # 1 PB: no single drive comes near (the largest are tens of TB)
+MIN_MTBF_H, MAX_MTBF_H = 1.0, 1e9   # data sheets quote 10^5 .. 2.5 x 10^6 h; 10^9 h is 114,000 years
+MAX_DRIVE_BW_BYTES = 1e12           # 1 TB/s per drive: a hundred times the fastest NVMe device
+MAX_DRIVE_IOPS = 1e9                # a thousand times the fastest NVMe device
+MIN_SECTOR_BYTES, MAX_SECTOR_BYTES = 512, 64 * 1024
+MAX_CHUNK_BYTES = 1 << 30           # 1 GiB chunk / inter-chunk: above what md, LVM or a controller takes
+MAX_MTTR_H = 10 * 8760.0            # a rebuild of ten years is no rebuild
+MAX_FS_BLOCK_BYTES = 64 * 1024      # xfs, ext4 and btrfs blocks are at most 64 KiB
+MAX_COMPONENT_ROWS = 1000           # [[component]] rows of one stack file (templates, before count)
+MAX_COMPONENT_DEPTH = 64            # levels of the path tree: host, drawer, planar, link ... are < 10
+
 
 class StackError(ValueError):
     """An invalid stack description; the message is one line naming what is wrong."""
@@ -51,17 +65,26 @@ class DriveType:
     rotational: bool = True
 
     def __post_init__(self) -> None:
-        if not self.capacity_bytes > 0:
-            raise StackError(f"drive {self.name!r}: capacity must be positive")
-        if not (self.mtbf_h > 0 and math.isfinite(self.mtbf_h)):
-            raise StackError(f"drive {self.name!r}: mtbf must be positive")
+        where = f"drive {self.name!r}"
+        if not 0 < self.capacity_bytes <= MAX_DRIVE_BYTES:
+            raise StackError(f"{where}: capacity {self.capacity_bytes} bytes is out of range; "
+                             f"allowed: 1 byte to 1 PB ({MAX_DRIVE_BYTES} bytes)")
+        if not MIN_MTBF_H <= self.mtbf_h <= MAX_MTBF_H:
+            raise StackError(f"{where}: mtbf {self.mtbf_h:g} h is out of range; "
+                             f"allowed: {MIN_MTBF_H:g} h to {MAX_MTBF_H:g} h")
         if not 0 <= self.ber_per_bit < 1:
-            raise StackError(f"drive {self.name!r}: ber must be a probability per bit below 1")
-        for label, value in (("seq_read", self.seq_read_bw_bytes), ("seq_write", self.seq_write_bw_bytes),
-                             ("random_read_iops", self.random_read_iops),
-                             ("random_write_iops", self.random_write_iops)):
-            if not (value > 0 and math.isfinite(value)):
-                raise StackError(f"drive {self.name!r}: {label} must be a positive finite number")
+            raise StackError(f"{where}: ber must be a probability per bit below 1")
+        if not (MIN_SECTOR_BYTES <= self.sector_bytes <= MAX_SECTOR_BYTES
+                and self.sector_bytes & (self.sector_bytes - 1) == 0):
+            raise StackError(f"{where}: sector {self.sector_bytes} bytes; allowed: a power of two from "
+                             f"{MIN_SECTOR_BYTES} to {MAX_SECTOR_BYTES} bytes")
+        for label, value, high, unit in (
+                ("seq_read", self.seq_read_bw_bytes, MAX_DRIVE_BW_BYTES, "bytes/s"),
+                ("seq_write", self.seq_write_bw_bytes, MAX_DRIVE_BW_BYTES, "bytes/s"),
+                ("random_read_iops", self.random_read_iops, MAX_DRIVE_IOPS, "IOPS"),
+                ("random_write_iops", self.random_write_iops, MAX_DRIVE_IOPS, "IOPS")):
+            if not 0 < value <= high:
+                raise StackError(f"{where}: {label} {value:g} is out of range; allowed: above 0 to {high:g} {unit}")
 
 
 # A 2 TB nearline SAS drive with the assumptions of the Dell reliability study (MTBF 600,000 h,
@@ -84,13 +107,15 @@ class RaidSpec:
         text = self.layout.text
         if not self.layout.is_resolved:
             raise StackError(f"{text}: total number of drives is not chosen (x); give the number of drives")
-        if self.chunk_bytes <= 0 or self.chunk_bytes % 512:
-            raise StackError(f"{text}: chunk must be a positive multiple of 512 bytes, got {self.chunk_bytes}")
+        if not 0 < self.chunk_bytes <= MAX_CHUNK_BYTES or self.chunk_bytes % 512:
+            raise StackError(f"{text}: chunk {self.chunk_bytes} bytes; allowed: a multiple of 512 bytes "
+                             f"from 512 bytes to 1 GiB")
         if self.span_chunk_bytes is not None:
             if not self.layout.level.nested:
                 raise StackError(f"{text}: span_chunk only applies to RAID 50/60")
-            if self.span_chunk_bytes <= 0 or self.span_chunk_bytes % 512:
-                raise StackError(f"{text}: span_chunk must be a positive multiple of 512 bytes")
+            if not 0 < self.span_chunk_bytes <= MAX_CHUNK_BYTES or self.span_chunk_bytes % 512:
+                raise StackError(f"{text}: span_chunk {self.span_chunk_bytes} bytes; allowed: a multiple of "
+                                 f"512 bytes from 512 bytes to 1 GiB")
         if self.count < 1:
             raise StackError(f"{text}: count must be at least 1")
         if self.count * self.layout.total_drives > MAX_DRIVES:
@@ -98,10 +123,12 @@ class RaidSpec:
                              f"allowed: at most {MAX_DRIVES} per stack")
         if self.engine not in RAID_ENGINES:
             raise StackError(f"{text}: engine must be one of {', '.join(RAID_ENGINES)}, got {self.engine!r}")
-        if self.mttr_h is not None and not (self.mttr_h > 0 and math.isfinite(self.mttr_h)):
-            raise StackError(f"{text}: mttr must be a positive finite time")
-        if self.rebuild_rate_bytes is not None and not (self.rebuild_rate_bytes > 0 and math.isfinite(self.rebuild_rate_bytes)):
-            raise StackError(f"{text}: rebuild_rate must be a positive finite rate")
+        if self.mttr_h is not None and not 0 < self.mttr_h <= MAX_MTTR_H:
+            raise StackError(f"{text}: mttr {self.mttr_h:g} h is out of range; allowed: above 0 to {MAX_MTTR_H:g} h "
+                             f"(ten years)")
+        if self.rebuild_rate_bytes is not None and not 0 < self.rebuild_rate_bytes <= MAX_DRIVE_BW_BYTES:
+            raise StackError(f"{text}: rebuild_rate {self.rebuild_rate_bytes:g} bytes/s is out of range; "
+                             f"allowed: above 0 to {MAX_DRIVE_BW_BYTES:g} bytes/s")
 
     @property
     def effective_span_chunk_bytes(self) -> int:
@@ -140,8 +167,9 @@ class Volume:
         if self.inter_chunk_bytes is not None:
             if self.aggregate != "stripe":
                 raise StackError("volume: inter_chunk only applies to aggregate = \"stripe\"")
-            if self.inter_chunk_bytes <= 0 or self.inter_chunk_bytes % 512:
-                raise StackError("volume: inter_chunk must be a positive multiple of 512 bytes")
+            if not 0 < self.inter_chunk_bytes <= MAX_CHUNK_BYTES or self.inter_chunk_bytes % 512:
+                raise StackError(f"volume: inter_chunk {self.inter_chunk_bytes} bytes; allowed: a multiple of "
+                                 f"512 bytes from 512 bytes to 1 GiB")
 
 
 @dataclass(frozen=True)
@@ -152,8 +180,9 @@ class Filesystem:
     def __post_init__(self) -> None:
         if self.kind not in FILESYSTEMS:
             raise StackError(f"filesystem: type must be one of {', '.join(FILESYSTEMS)}, got {self.kind!r}")
-        if self.block_bytes < 512 or self.block_bytes & (self.block_bytes - 1):
-            raise StackError(f"filesystem: block must be a power of two of at least 512 bytes, got {self.block_bytes}")
+        if not 512 <= self.block_bytes <= MAX_FS_BLOCK_BYTES or self.block_bytes & (self.block_bytes - 1):
+            raise StackError(f"filesystem: block {self.block_bytes} bytes; allowed: a power of two from 512 bytes "
+                             f"to 64 KiB")
 
 
 @dataclass(frozen=True)
@@ -178,6 +207,9 @@ class Component:
         for label, value in (("read", self.read_bw_bytes), ("write", self.write_bw_bytes), ("iops", self.iops)):
             if value is not None and value <= 0:
                 raise StackError(f"component {self.name!r}: {label} limit must be positive")
+            if value is not None and not value <= MAX_RATE:
+                raise StackError(f"component {self.name!r}: {label} limit {value:g} is out of range; "
+                                 f"allowed: above 0 to {MAX_RATE:g}")
 
     def cap_bw_bytes(self, direction: str) -> float | None:
         return self.read_bw_bytes if direction == "read" else self.write_bw_bytes
@@ -404,6 +436,8 @@ def _components_from_list(rows: Any) -> Component:
     """Build the tree from `[[component]]` rows that name their parent; one root."""
     if not isinstance(rows, list) or not rows:
         raise StackError("[[component]]: expected a list of tables")
+    if len(rows) > MAX_COMPONENT_ROWS:
+        raise StackError(f"[[component]]: {len(rows)} components; allowed: at most {MAX_COMPONENT_ROWS}")
     by_name: dict[str, dict[str, Any]] = {}
     parents: dict[str, str | None] = {}
     order: list[str] = []
@@ -441,10 +475,18 @@ def _components_from_list(rows: Any) -> Component:
         listed = ", ".join(repr(r) for r in roots) or "none"
         raise StackError(f"[[component]]: exactly one component must have no parent (the host side); found {listed}")
 
+    children_of: dict[str, list[str]] = {name: [] for name in order}
+    for name in order:
+        if parents[name] is not None:
+            children_of[parents[name]].append(name)
+
     def build(name: str, seen: tuple[str, ...]) -> Component:
         if name in seen:
             raise StackError(f"[[component]] {name!r}: parent chain forms a loop")
-        children = tuple(build(child, seen + (name,)) for child in order if parents[child] == name)
+        if len(seen) >= MAX_COMPONENT_DEPTH:
+            raise StackError(f"[[component]] {name!r}: the path is more than {MAX_COMPONENT_DEPTH} components deep; "
+                             f"allowed: at most {MAX_COMPONENT_DEPTH} levels")
+        children = tuple(build(child, seen + (name,)) for child in children_of[name])
         try:
             return Component(children=children, **by_name[name])
         except StackError as e:

@@ -13,19 +13,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..model.advice import DEFAULT_REBUILD_RATE_BYTES, PlanWarning, stack_warnings
 from ..model.geometry import capacity_of, is_power_of_two
-from ..model.notation import RAID_LEVELS, parse_raid
+from ..model.notation import MAX_MIRROR_COPIES, RAID_LEVELS, parse_raid
 from ..model.performance import performance_of
 from ..model.quantities import HOURS_PER_YEAR
 from ..model.reliability import reliability_of
 from ..model.stack import Component, DriveType, Stack, StackError, stack_from_notation
 from ..units import format_si_bytes, format_size
 
-__all__ = ["Needs", "Inventory", "Candidate", "Recommendation", "recommend", "OBJECTIVES", "DEFAULT_CHUNKS",
-           "DEFAULT_LEVELS"]
+__all__ = ["Needs", "Inventory", "Candidate", "Recommendation", "recommend", "candidate_count", "OBJECTIVES",
+           "DEFAULT_CHUNKS", "DEFAULT_LEVELS", "DEFAULT_REBUILD_RATE_BYTES", "MAX_INVENTORY_DRIVES", "MAX_BAYS",
+           "MAX_CONTROLLERS", "MAX_CANDIDATES"]
 
 DEFAULT_CHUNKS = (64 * 1024, 128 * 1024, 256 * 1024, 512 * 1024, 1024 * 1024)
 DEFAULT_LEVELS = (5, 6, 10, 50, 60)
+# Bounds of an inventory. Every candidate is scored with the alignment and path models (a few
+# milliseconds each, growing with the number of groups), so these keep a recommendation to about a
+# second: more drives than the p690 study's 1,568 behind one host, more bays than the largest 4U
+# enclosures (102-106), more controllers than PCIe slots, more candidates than 3 x the default set.
+MAX_INVENTORY_DRIVES = 2048
+MAX_BAYS = 128
+MAX_CONTROLLERS = 64
+MAX_CANDIDATES = 256
 
 # (key, label, formatter) - every objective is maximised
 OBJECTIVES = (
@@ -65,8 +75,14 @@ class Inventory:
     chunks: tuple[int, ...] = DEFAULT_CHUNKS
 
     def __post_init__(self) -> None:
-        if self.drives < 1 or self.bays_per_enclosure < 1 or self.controllers < 1:
-            raise StackError("inventory: drives, bays per enclosure and controllers must be at least 1")
+        for label, value, high in (("drives", self.drives, MAX_INVENTORY_DRIVES),
+                                   ("bays", self.bays_per_enclosure, MAX_BAYS),
+                                   ("controllers", self.controllers, MAX_CONTROLLERS)):
+            if not 1 <= value <= high:
+                raise StackError(f"inventory: {label} {value} is out of range; allowed: 1 to {high}")
+        if self.controllers > self.drives:
+            raise StackError(f"inventory: controllers {self.controllers} is more than the {self.drives} drives; "
+                             f"allowed: 1 to {self.drives}")
         unknown = [level for level in self.levels if level not in RAID_LEVELS]
         if unknown:
             raise StackError(f"inventory: unknown RAID level {unknown[0]}")
@@ -85,6 +101,7 @@ class Candidate:
     misses: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()
     equivalent: tuple[str, ...] = ()
+    warnings: tuple[PlanWarning, ...] = ()     # on the Pareto set: geometry, reliability, path
 
 
 @dataclass(frozen=True)
@@ -94,12 +111,21 @@ class Recommendation:
     pareto: tuple[Candidate, ...]
     note: str = ""
 
+    @property
+    def warnings(self) -> tuple[PlanWarning, ...]:
+        """The document's warnings: unmet needs, then each Pareto candidate's, naming the candidate."""
+        out = [PlanWarning("needs-unmet", self.note)] if self.note else []
+        out += [PlanWarning(w.code, f"{c.description}: {w.message}") for c in self.pareto for w in c.warnings]
+        return tuple(out)
+
 
 def _spans(level: int, bays: int) -> list[int]:
     minimum = RAID_LEVELS[level].min_span
     spans = [s for s in range(minimum, bays + 1) if bays % s == 0]
     if level == 10:
         spans = [s for s in spans if s % 2 == 0]
+    if level == 1:
+        spans = [s for s in spans if s <= MAX_MIRROR_COPIES]
     return spans
 
 
@@ -160,6 +186,11 @@ def _score(stack: Stack, needs: Needs) -> tuple[dict[str, float], float]:
     return scores, reliability.annual_loss_probability
 
 
+def _warnings(stack: Stack, needs: Needs) -> tuple[PlanWarning, ...]:
+    perf = performance_of(stack, seq_request_bytes=needs.request_bytes, random_request_bytes=needs.random_request_bytes)
+    return tuple(stack_warnings(stack, perf=perf, request_bytes=needs.request_bytes))
+
+
 def _misses(scores: dict[str, float], annual_loss: float, needs: Needs) -> tuple[str, ...]:
     misses = []
     checks = (("usable_bytes", needs.usable_bytes), ("seq_read_bw_bytes", needs.seq_read_bw_bytes),
@@ -194,7 +225,18 @@ def _reasons(candidate: Candidate, front: list[Candidate]) -> tuple[str, ...]:
     return tuple(reasons)
 
 
+def candidate_count(inventory: Inventory) -> int:
+    """How many layouts `recommend` would score (counted before any is built)."""
+    per_controller = inventory.drives // inventory.controllers
+    return sum(len(inventory.chunks) for level in inventory.levels for span in _spans(level, inventory.bays_per_enclosure)
+               if per_controller // span >= (2 if RAID_LEVELS[level].nested else 1))
+
+
 def recommend(inventory: Inventory, needs: Needs = Needs()) -> Recommendation:
+    count = candidate_count(inventory)
+    if count > MAX_CANDIDATES:
+        raise StackError(f"inventory: {count} candidate layouts (levels x spans x chunks); allowed: at most "
+                         f"{MAX_CANDIDATES}: give fewer --levels or --chunks")
     built = _candidates(inventory)
     if not built:
         raise StackError(f"no layout fits {inventory.drives} drives over {inventory.controllers} controller(s) "
@@ -219,6 +261,6 @@ def recommend(inventory: Inventory, needs: Needs = Needs()) -> Recommendation:
                                          equivalent=tuple(c.description for c in same[1:])))
     front = [c for c in representatives if not any(_dominates(o.scores, c.scores) for o in representatives)]
     front = [Candidate(c.stack, c.description, c.drives_used, c.spares, c.scores, c.annual_loss_probability,
-                       c.misses, _reasons(c, front), c.equivalent) for c in front]
+                       c.misses, _reasons(c, front), c.equivalent, _warnings(c.stack, needs)) for c in front]
     front.sort(key=lambda c: (-c.scores["usable_bytes"], -c.scores["mttdl_h"]))
     return Recommendation(len(scored), len(feasible), tuple(front), note)

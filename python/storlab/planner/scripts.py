@@ -13,11 +13,26 @@ import shlex
 import string
 from dataclasses import dataclass
 
+from ..model.advice import PlanWarning, stack_warnings
 from ..model.geometry import geometry_of, geometry_report, is_power_of_two
 from ..model.stack import Stack, StackError
 from ..units import format_size
 
-__all__ = ["BuildScript", "build_script", "placeholder_devices", "size_arg", "BTRFS_PROFILES"]
+__all__ = ["BuildScript", "build_script", "placeholder_devices", "size_arg", "BTRFS_PROFILES", "LVM_MAX_STRIPES",
+           "LVM_DEFAULT_EXTENT_BYTES", "XFS_MAX_LOG_STRIPE_BYTES", "BTRFS_STRIPE_BYTES"]
+
+# lvcreate: "Number of stripes must be between 1 and 128" (one striped segment); beyond it the
+# volume is striped by md RAID 0 instead, which takes the same chunk.
+LVM_MAX_STRIPES = 128
+# vgcreate's default physical extent; lvcreate silently cuts a stripe size above the extent size
+# down to it ("Reducing requested stripe size ... to maximum, physical extent size"), so the
+# script sets the extent to at least the stripe size.
+LVM_DEFAULT_EXTENT_BYTES = 4 << 20
+# mkfs.xfs caps the log stripe unit at 256 KiB and, given a larger data su, falls back to 32 KiB
+# with a warning; the script sets -l su itself: the data su, or 256 KiB when that is larger.
+XFS_MAX_LOG_STRIPE_BYTES = 256 << 10
+# btrfs stripes data in fixed 64 KiB elements (BTRFS_STRIPE_LEN); no option changes it.
+BTRFS_STRIPE_BYTES = 64 << 10
 
 # notation level (and span for mirrors) -> mkfs.btrfs data profile, metadata profile
 BTRFS_PROFILES = {0: ("raid0", "raid1"), 5: ("raid5", "raid1"), 6: ("raid6", "raid1c3"), 10: ("raid10", "raid1")}
@@ -27,7 +42,7 @@ _BTRFS_MIRRORS = {2: ("raid1", "raid1"), 3: ("raid1c3", "raid1c3"), 4: ("raid1c4
 @dataclass(frozen=True)
 class BuildScript:
     lines: tuple[str, ...]
-    warnings: tuple[str, ...]
+    warnings: tuple[PlanWarning, ...]
 
     @property
     def text(self) -> str:
@@ -66,43 +81,50 @@ def build_script(stack: Stack, devices: list[str] | None = None, vg_name: str = 
     geometry = geometry_of(stack)
     report = geometry_report(stack)
     software = raid.engine == "md"
-    lines = ["#!/bin/sh",
-             f"# storlab plan script: {stack.name} ({layout.text} x {raid.count}, chunk {format_size(raid.chunk_bytes)})",
-             "# DRY RUN TEXT: storlab runs nothing. Review it, check the device names, then run it as root.",
-             "# It DESTROYS all data on the devices it names.",
-             "set -eu", ""]
-    warnings: list[str] = []
+    warnings: list[PlanWarning] = list(stack_warnings(stack))
     native_btrfs = (fs.kind == "btrfs" and software and raid.devices == 1 and not layout.level.nested
                     and (layout.level.number in BTRFS_PROFILES or
                          (layout.level.number == 1 and layout.span in _BTRFS_MIRRORS)))
     needed = raid.drives if software else raid.devices
     if devices is None:
         devices = placeholder_devices(needed)
-        warnings.append(f"device names are placeholders ({devices[0]} ...); pass the real ones")
+        warnings.append(PlanWarning("placeholder-devices",
+                                    f"device names are placeholders ({devices[0]} ...); pass the real ones"))
     if len(devices) != needed:
         what = "drives" if software else "controller LUNs"
         raise StackError(f"{layout.text} x {raid.count} needs {needed} {what}, got {len(devices)} devices")
+    body: list[str] = []
 
     if native_btrfs:
         number = layout.level.number
         data, metadata = _BTRFS_MIRRORS[layout.span] if number == 1 else BTRFS_PROFILES[number]
-        lines += ["# btrfs does the RAID itself (no md): data and metadata profiles",
-                  f"mkfs.btrfs -d {data} -m {metadata} {' '.join(map(shlex.quote, devices))}"]
+        body += ["# btrfs does the RAID itself (no md): data and metadata profiles"]
+        if number != 1:
+            body.append(f"# btrfs stripes in fixed {format_size(BTRFS_STRIPE_BYTES)} elements (BTRFS_STRIPE_LEN): "
+                        f"the chunk cannot be set" + (f"; the stack's {format_size(raid.chunk_bytes)} chunk is not used"
+                                                      if raid.chunk_bytes != BTRFS_STRIPE_BYTES else ""))
+            if raid.chunk_bytes != BTRFS_STRIPE_BYTES:
+                warnings.append(PlanWarning("btrfs-chunk-fixed", (
+                    f"btrfs RAID {number} stripes in fixed {format_size(BTRFS_STRIPE_BYTES)} elements; the "
+                    f"{format_size(raid.chunk_bytes)} chunk of {layout.text} cannot be set (use chunk = 64KiB to "
+                    f"model what btrfs builds)")))
+        body.append(f"mkfs.btrfs -d {data} -m {metadata} {' '.join(map(shlex.quote, devices))}")
         if number in (5, 6):
-            warnings.append("btrfs RAID5/6 is marked unstable upstream; raid1c3 is the suggested replacement")
-        lines += [""] + _queue_lines(stack, devices, None, report.read_ahead_min_bytes, md_arrays=())
-        return BuildScript(tuple(lines), tuple(warnings))
+            warnings.append(PlanWarning("btrfs-raid56-unstable",
+                                        "btrfs RAID5/6 is marked unstable upstream; raid1c3 is the suggested replacement"))
+        body += [""] + _queue_lines(stack, devices, None, report.read_ahead_min_bytes, md_arrays=())
+        return BuildScript(_header(stack, warnings) + tuple(body), tuple(warnings))
 
     arrays: list[str] = []
     parity_arrays: list[str] = []
+    md_index = 0
     if software:
         if layout.level.number == 3:
             raise StackError(f"{layout.text}: Linux md has no RAID 3; build it in a controller or use R4/R5")
         if not is_power_of_two(raid.chunk_bytes) or raid.chunk_bytes < 4096:
             raise StackError(f"{layout.text}: md needs a power-of-two chunk of at least 4 KiB, got {format_size(raid.chunk_bytes)}")
         span_level = layout.level.span_level
-        lines.append("# RAID groups (md)")
-        md_index = 0
+        body.append("# RAID groups (md)")
         span_arrays: list[str] = []
         for group in range(raid.groups):
             members = devices[group * layout.span:(group + 1) * layout.span]
@@ -114,65 +136,113 @@ def build_script(stack: Stack, devices: list[str] | None = None, vg_name: str = 
             if span_level == 10:
                 options.append("--layout=n2")
             options.append("--metadata=1.2")
-            lines.append(f"mdadm --create {md} {' '.join(options)} {' '.join(map(shlex.quote, members))}")
+            body.append(f"mdadm --create {md} {' '.join(options)} {' '.join(map(shlex.quote, members))}")
             span_arrays.append(md)
         if layout.level.nested:
-            lines.append(f"# RAID {layout.level.number}: md RAID 0 over each device's {layout.spans} spans")
+            body.append(f"# RAID {layout.level.number}: md RAID 0 over each device's {layout.spans} spans")
             spans = layout.spans
             for device in range(raid.devices):
                 md = f"/dev/md{md_index}"
                 md_index += 1
                 members = span_arrays[device * spans:(device + 1) * spans]
-                lines.append(f"mdadm --create {md} --level=0 --raid-devices={spans} "
-                             f"--chunk={size_arg(raid.effective_span_chunk_bytes)} --metadata=1.2 {' '.join(members)}")
+                body.append(f"mdadm --create {md} --level=0 --raid-devices={spans} "
+                            f"--chunk={size_arg(raid.effective_span_chunk_bytes)} --metadata=1.2 {' '.join(members)}")
                 arrays.append(md)
         else:
             arrays = span_arrays
         if geometry.has_parity:
             parity_arrays = span_arrays
-        lines += ["mdadm --detail --scan  # append its output to /etc/mdadm/mdadm.conf (or /etc/mdadm.conf)", ""]
+        body += ["mdadm --detail --scan  # append its output to /etc/mdadm/mdadm.conf (or /etc/mdadm.conf)", ""]
     else:
-        lines += [f"# The controller builds the RAID: create {layout.text} with a {format_size(raid.chunk_bytes)} segment"
-                  + (f" and a {format_size(raid.effective_span_chunk_bytes)} span stripe" if layout.level.nested else "")
-                  + f", {raid.count} time(s), in its console or CLI.",
-                  "# The devices below are the LUNs it exports.", ""]
+        body += [f"# The controller builds the RAID: create {layout.text} with a {format_size(raid.chunk_bytes)} segment"
+                 + (f" and a {format_size(raid.effective_span_chunk_bytes)} span stripe" if layout.level.nested else "")
+                 + f", {raid.count} time(s), in its console or CLI.",
+                 "# The devices below are the LUNs it exports.", ""]
         arrays = list(devices)
 
     target = arrays[0]
-    if stack.volume.aggregate in ("stripe", "concat"):
-        lines.append("# Volume (LVM)")
-        lines.append(f"pvcreate {' '.join(map(shlex.quote, arrays))}")
-        lines.append(f"vgcreate {vg_name} {' '.join(map(shlex.quote, arrays))}")
-        if stack.volume.aggregate == "stripe":
-            unit = geometry.levels[0].unit_bytes
-            if not is_power_of_two(unit) or unit < 4096:
-                raise StackError(f"LVM stripe size must be a power of two of at least 4 KiB; the inter-chunk is "
-                                 f"{format_size(unit)}: set volume inter_chunk")
-            lines.append(f"lvcreate --type striped --stripes {len(arrays)} --stripesize {size_arg(unit, upper=False)} "
-                         f"--extents 100%FREE --name {lv_name} {vg_name}")
+    if stack.volume.aggregate == "stripe":
+        unit = geometry.levels[0].unit_bytes
+        if not is_power_of_two(unit) or unit < 4096:
+            raise StackError(f"LVM stripe size must be a power of two of at least 4 KiB; the inter-chunk is "
+                             f"{format_size(unit)}: set volume inter_chunk")
+        if len(arrays) > LVM_MAX_STRIPES:
+            md = f"/dev/md{md_index}"
+            body += [f"# Volume (md RAID 0): LVM stripes over at most {LVM_MAX_STRIPES} physical volumes and this "
+                     f"volume has {len(arrays)}; md RAID 0 stripes them with the same {format_size(unit)} unit",
+                     f"mdadm --create {md} --level=0 --raid-devices={len(arrays)} --chunk={size_arg(unit)} "
+                     f"--metadata=1.2 {' '.join(map(shlex.quote, arrays))}", ""]
+            warnings.append(PlanWarning("lvm-stripes-limit", (
+                f"{len(arrays)} devices to stripe: LVM takes at most {LVM_MAX_STRIPES} stripes, so the script "
+                f"stripes them with md RAID 0 ({format_size(unit)} chunk) instead")))
+            target = md
         else:
-            lines.append(f"lvcreate --type linear --extents 100%FREE --name {lv_name} {vg_name}")
+            extent = max(LVM_DEFAULT_EXTENT_BYTES, unit)
+            body += [f"# Volume (LVM): the extent ({size_arg(extent)}) is at least the stripe size, else lvcreate "
+                     f"would cut the stripe size down to the extent",
+                     f"pvcreate {' '.join(map(shlex.quote, arrays))}",
+                     f"vgcreate -s {size_arg(extent)} {vg_name} {' '.join(map(shlex.quote, arrays))}",
+                     f"lvcreate --type striped --stripes {len(arrays)} --stripesize {size_arg(unit, upper=False)} "
+                     f"--extents 100%FREE --name {lv_name} {vg_name}", ""]
+            target = f"/dev/{vg_name}/{lv_name}"
+    elif stack.volume.aggregate == "concat":
+        body += ["# Volume (LVM, linear)",
+                 f"pvcreate {' '.join(map(shlex.quote, arrays))}",
+                 f"vgcreate -s {size_arg(LVM_DEFAULT_EXTENT_BYTES)} {vg_name} {' '.join(map(shlex.quote, arrays))}",
+                 f"lvcreate --type linear --extents 100%FREE --name {lv_name} {vg_name}", ""]
         target = f"/dev/{vg_name}/{lv_name}"
-        lines.append("")
     elif len(arrays) > 1:
-        warnings.append(f"{len(arrays)} separate devices (aggregate = none): one file system each; shown for {target}")
+        warnings.append(PlanWarning("separate-devices", (
+            f"{len(arrays)} separate devices (aggregate = none): one file system each; shown for {target}")))
 
+    body += _filesystem_lines(stack, geometry, report, target)
+    body.append("")
+    body += _queue_lines(stack, devices, target, report.read_ahead_min_bytes, md_arrays=tuple(parity_arrays))
+    return BuildScript(_header(stack, warnings) + tuple(body), tuple(warnings))
+
+
+def _header(stack: Stack, warnings: list[PlanWarning]) -> tuple[str, ...]:
+    raid = stack.raid
+    lines = ["#!/bin/sh",
+             f"# storlab plan script: {stack.name} ({raid.layout.text} x {raid.count}, chunk {format_size(raid.chunk_bytes)})",
+             "# DRY RUN TEXT: storlab runs nothing. Review it, check the device names, then run it as root.",
+             "# It DESTROYS all data on the devices it names."]
+    lines += [f"# warning: {w.code}: {w.message}" for w in warnings]
+    return tuple(lines + ["set -eu", ""])
+
+
+def _filesystem_lines(stack: Stack, geometry, report, target: str) -> list[str]:
+    """mkfs with the stripe geometry; none for a mirror that nothing stripes (RAID 1 has no stripe
+    unit: su = chunk would make xfs align to a boundary that means nothing)."""
+    fs, layout = stack.filesystem, stack.raid.layout
     su, sw = report.fs_stripe_unit_bytes, report.fs_stripe_width_units
     block = fs.block_bytes
-    if fs.kind in ("xfs", "ext4") and su % block:
+    unstriped_mirror = layout.level.number == 1 and not geometry.levels
+    if fs.kind in ("xfs", "ext4") and not unstriped_mirror and su % block:
         raise StackError(f"stripe unit {format_size(su)} is not a multiple of the {fs.kind} block {format_size(block)}")
     if fs.kind == "xfs":
-        lines += ["# File system: stripe unit = top-level chunk, stripe width in units",
-                  f"mkfs.xfs -b size={block} -d su={size_arg(su, upper=False)},sw={sw} {target}"]
-    elif fs.kind == "ext4":
-        lines += ["# File system: stride = chunk in blocks, stripe_width = stride x data members",
-                  f"mkfs.ext4 -b {block} -E stride={su // block},stripe_width={su * sw // block} {target}"]
-    elif fs.kind == "btrfs":
-        lines += ["# btrfs on top of md/LVM: one device, metadata duplicated; its 64 KiB stripe length has no su/sw",
-                  f"mkfs.btrfs -d single -m dup {target}"]
-    lines.append("")
-    lines += _queue_lines(stack, devices, target, report.read_ahead_min_bytes, md_arrays=tuple(parity_arrays))
-    return BuildScript(tuple(lines), tuple(warnings))
+        if unstriped_mirror:
+            return ["# File system: a RAID 1 mirror has no stripe: no su/sw",
+                    f"mkfs.xfs -b size={block} {target}"]
+        log_su = min(su, XFS_MAX_LOG_STRIPE_BYTES)
+        lines = ["# File system: stripe unit = top-level chunk, stripe width in units; log stripe unit set too"]
+        if log_su < su:
+            lines.append(f"# the log stripe unit is capped at {format_size(XFS_MAX_LOG_STRIPE_BYTES)} (mkfs.xfs): "
+                         f"{size_arg(log_su, upper=False)}, not the {format_size(su)} data stripe unit")
+        lines.append(f"mkfs.xfs -b size={block} -d su={size_arg(su, upper=False)},sw={sw} "
+                     f"-l su={size_arg(log_su, upper=False)} {target}")
+        return lines
+    if fs.kind == "ext4":
+        if unstriped_mirror:
+            return ["# File system: a RAID 1 mirror has no stripe: no stride/stripe_width",
+                    f"mkfs.ext4 -b {block} {target}"]
+        return ["# File system: stride = chunk in blocks, stripe_width = stride x data members",
+                f"mkfs.ext4 -b {block} -E stride={su // block},stripe_width={su * sw // block} {target}"]
+    if fs.kind == "btrfs":
+        return [f"# btrfs on top of md/LVM: one device, metadata duplicated; it stripes nothing itself, and its "
+                f"fixed {format_size(BTRFS_STRIPE_BYTES)} stripe length takes no su/sw",
+                f"mkfs.btrfs -d single -m dup {target}"]
+    return []
 
 
 def _queue_lines(stack: Stack, devices: list[str], target: str | None, read_ahead_bytes: int,
