@@ -164,7 +164,7 @@ def find(view, rows: list[Row], rates: dict[str, Any], workloads: list[Workload]
                                        f"member {m} {'reads' if w.direction == 'read' else 'writes'} at "
                                        f"{fmt(v, unit)} against {fmt(med, unit)} for the others ({v / med:.0%})"
                                        f" for {w.label()}{held}",
-                                       f"each member measured alone: " + ", ".join(f"{k} {fmt(x, unit)}"
+                                       "each member measured alone: " + ", ".join(f"{k} {fmt(x, unit)}"
                                                                                    for k, x in alone.items()),
                                        f"check {m}: its health (SMART, error counters), its link and any "
                                        f"throttle on it; replace it or move it out of the stripe"))

@@ -15,8 +15,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..doctor.checks import run_checks
 from ..devices.sysfs import read_mountinfo
+from ..doctor.checks import run_checks
 from ..doctor.inventory import Inventory, discover
 from ..document import header, now_iso
 from ..errors import SpecError
