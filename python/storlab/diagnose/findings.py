@@ -76,6 +76,12 @@ def _row(layer: str, subject: str, w: Workload, r: ProbeResult | None, exp: Expe
                r.document.get("run_id") if r else None)
 
 
+def _share_note(r: ProbeResult, w: Workload) -> str:
+    """Members probed with their share of a striped request say so: "(256 KiB requests)"."""
+    bs = r.probe.workload.bs
+    return "" if bs == w.bs else f" ({bs >> 10} KiB requests, the member's share)"
+
+
 def _by_member(r: ProbeResult, devpath: dict[str, str]) -> dict[str, float]:
     return {devpath.get(t, t): v for t, v in r.per_target.items()}
 
@@ -97,9 +103,10 @@ def build_rows(view, results: dict[tuple[str, str], ProbeResult], workloads: lis
         for m in view.members:
             r = results.get((f"member:{m}", w.name))
             if r is not None:
-                rows.append(_row("member", m, w, r, None))
+                rows.append(_row("member", m + _share_note(r, w), w, r, None))
         if together_r is not None and alone:
-            rows.append(_row("members", f"{len(view.members)} members at once", w, together_r,
+            rows.append(_row("members", f"{len(view.members)} members at once" + _share_note(together_r, w), w,
+                             together_r,
                              expect_members_together(alone), measured=sum(together.values()) or together_r.value))
         base = together or alone
         below: Expectation | None = None
@@ -129,6 +136,14 @@ def _size(v: float) -> str:
     return format_size(int(v)) + "/s"
 
 
+def _slow_among(member: str, rates: dict[str, float]) -> bool:
+    """True when `member` is below STRAGGLER x the others' median in `rates` (or was not measured there)."""
+    if member not in rates or len(rates) < 2:
+        return True
+    med = statistics.median(x for k, x in rates.items() if k != member)
+    return med > 0 and rates[member] < STRAGGLER * med
+
+
 def find(view, rows: list[Row], rates: dict[str, Any], workloads: list[Workload],
          doctor_findings: list[dict[str, Any]]) -> list[Finding]:
     """The findings, worst first: losses (warning) before observations (info)."""
@@ -149,12 +164,14 @@ def find(view, rows: list[Row], rates: dict[str, Any], workloads: list[Workload]
         alone = rates.get(w.name, {}).get("alone") or {}
         together = rates.get(w.name, {}).get("together") or {}
         unit = "IOPS" if w.figure == "iops" else "bytes/s"
-        # the straggler: from each member alone, so a shared limit cannot hide or fake it
+        # the straggler: slow alone (so a shared limit cannot fake it) and slow again among the
+        # members at once (so one disturbed probe cannot either)
         if len(alone) > 1:
             for m, v in sorted(alone.items(), key=lambda kv: kv[1]):
                 others = [x for k, x in alone.items() if k != m]
                 med = statistics.median(others)
-                if med > 0 and v < STRAGGLER * med:
+                again = _slow_among(m, together)
+                if med > 0 and v < STRAGGLER * med and again:
                     vol = rates[w.name].get("volume")
                     held = ""
                     if vol is not None and striped:

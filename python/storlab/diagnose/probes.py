@@ -16,7 +16,7 @@ from typing import Any, Callable
 from ..jobs.job import resolve_job
 from ..measure.runner import run_job
 
-__all__ = ["Workload", "Probe", "ProbeResult", "SEQ_READ", "RAND_READ", "SEQ_WRITE", "run_probe"]
+__all__ = ["Workload", "Probe", "ProbeResult", "SEQ_READ", "RAND_READ", "SEQ_WRITE", "run_probe", "member_share"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,16 @@ RAND_READ = Workload("rand-read", "randread", 4096, 16, "iops")
 SEQ_WRITE = Workload("seq-write", "write", 1 << 20, 4, "bw_bytes")
 
 
+def member_share(w: Workload, data_members: int) -> Workload:
+    """What one member sees of a volume workload: a sequential request striped over `data_members`
+    arrives as one request of its share on each of them (the member's consecutive stripe units are
+    contiguous on it), at the same depth; a random small request lands whole on one member."""
+    if w.rw.startswith("rand") or data_members <= 1:
+        return w
+    share = max(4096, w.bs // data_members)
+    return Workload(w.name, w.rw, share - share % 4096, w.qd, w.figure)
+
+
 @dataclass
 class Probe:
     """One run: a layer, the targets it reads or writes and how."""
@@ -55,6 +65,12 @@ class Probe:
     direct: bool = True
     cache: str | None = None           # buffered probes: "out" (invalidated first) or "in"
     extra: dict[str, Any] = field(default_factory=dict)
+    row_workload: str | None = None    # the volume workload this probe stands for (member probes
+                                       # run the member's share of it); None: its own workload
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.layer, self.row_workload or self.workload.name
 
     def values(self) -> dict[str, Any]:
         """The option values of the probe's storlab run."""
@@ -81,7 +97,8 @@ class ProbeResult:
 
     def to_dict(self) -> dict[str, Any]:
         p = self.probe
-        return {"layer": p.layer, "subject": p.subject, "workload": p.workload.name, "targets": p.targets,
+        return {"layer": p.layer, "subject": p.subject, "workload": p.key[1], "rw": p.workload.rw,
+                "bs": p.workload.bs, "qd": p.workload.qd, "targets": p.targets,
                 "time_s": p.time_s, "direct": p.direct, "cache": p.cache, "run_id": self.document.get("run_id"),
                 "value": self.value, "per_target": self.per_target, "complete": self.complete}
 

@@ -21,8 +21,9 @@ from ..doctor.inventory import Inventory, discover
 from ..document import header, now_iso
 from ..errors import SpecError
 from ..signals import STOP
+from .expect import data_members
 from .findings import build_rows, find
-from .probes import RAND_READ, SEQ_READ, SEQ_WRITE, Probe, ProbeResult, Workload, run_probe
+from .probes import RAND_READ, SEQ_READ, SEQ_WRITE, Probe, ProbeResult, Workload, member_share, run_probe
 from .stack import StackView, describe_stack
 
 __all__ = ["SCHEMA", "Settings", "diagnose", "plan_probes", "DEFAULT_BUDGET_S"]
@@ -59,12 +60,15 @@ def plan_probes(view: StackView, budget_s: float, probe_file: str | None, worklo
                 ) -> list[Probe]:
     """Every probe, with a time that fits the budget (PROBE_MIN_S..PROBE_MAX_S each)."""
     members = [f"/dev/{m}" for m in view.members]
+    share = data_members(view.level, len(members))
     probes: list[Probe] = []
     for w in workloads:
+        mw = member_share(w, share)
         for m, path in zip(view.members, members):
-            probes.append(Probe(f"member:{m}", m, w, [path], 0.0))
+            probes.append(Probe(f"member:{m}", m, mw, [path], 0.0, row_workload=w.name))
         if len(members) > 1:
-            probes.append(Probe("members", f"{len(members)} members at once", w, list(members), 0.0))
+            probes.append(Probe("members", f"{len(members)} members at once", mw, list(members), 0.0,
+                                row_workload=w.name))
         if view.volume:
             probes.append(Probe("volume", view.volume_layer, w, [f"/dev/{view.volume}"], 0.0))
         if probe_file:
@@ -175,5 +179,5 @@ def _run(p: Probe, settings: Settings, doc: dict[str, Any], results: dict, probe
         doc.update(complete=False, stop_reason="error", error=f"{p.subject}: {r.document.get('error')}")
         return None
     if p.layer != "fs-write":
-        results[(p.layer, p.workload.name)] = r
+        results[p.key] = r
     return r
