@@ -120,6 +120,9 @@ def describe_stack(target: str, inventory: Inventory | None = None) -> StackView
                      if (d.major, d.minor) == (os.major(st.st_rdev), os.minor(st.st_rdev))), None)
         if name is None:
             raise TargetError(f"diagnose target: {target} is not a block device this host lists under /sys/block")
+        lower = _below_loop(inv, name)
+        if lower is not None:
+            return _over(lower, target, "block", None, None, name, inv, None, [])
         members = _leaves(inv, name)
         volume = name if members != [name] else None
         level = _volume_level(inv, name) if volume else "single"
@@ -143,8 +146,34 @@ def describe_stack(target: str, inventory: Inventory | None = None) -> StackView
         members = [leaf for mem in geo.members for leaf in _leaves(inv, mem)]
         return StackView(target, kind, m.mount_point, m.fs_type, fs_dev, None, level, members,
                          inv.striping.get(fs_dev), geo, notes)
+    lower = _below_loop(inv, fs_dev)
+    if lower is not None:
+        return _over(lower, target, kind, m.mount_point, m.fs_type, fs_dev, inv, geo, notes)
     members = _leaves(inv, fs_dev)
     volume = fs_dev if members != [fs_dev] else None
     level = _volume_level(inv, fs_dev) if volume else "single"
     return StackView(target, kind, m.mount_point, m.fs_type, fs_dev, volume, level, members,
                      inv.striping.get(fs_dev), geo, notes)
+
+
+def _below_loop(inv: Inventory, name: str) -> StackView | None:
+    """The stack under a loop device whose backing file lives on a file system over devices."""
+    dev = inv.devices.get(name)
+    backing = dev.loop.backing_file if dev is not None and dev.loop is not None else None
+    if not backing or not os.path.isfile(backing):
+        return None
+    try:
+        lower = describe_stack(backing, inv)
+    except TargetError:
+        return None
+    return lower if lower.members else None
+
+
+def _over(lower: StackView, target: str, kind: str, mount_point: str | None, fs_type: str | None,
+          device: str, inv: Inventory, geo: FsGeometry | None, notes: list[str]) -> StackView:
+    """A loop device over a file on `lower`: the loop device is the volume (measured on its own),
+    the lower stack's members are the members."""
+    note = (f"{device} is a loop device over {lower.target} on {lower.fs_type} "
+            f"({lower.volume_layer}): its members are measured as this stack's members")
+    return StackView(target, kind, mount_point, fs_type, device, device, lower.level, list(lower.members),
+                     inv.striping.get(device) or lower.striping, geo, [*notes, *lower.notes, note])
