@@ -8,7 +8,6 @@ import json
 import os
 
 import pytest
-
 from storlab.cli.main import main
 from storlab.diagnose.expect import expect_members_together, expect_volume
 from storlab.diagnose.findings import build_rows, find
@@ -23,7 +22,7 @@ DEVPATH = {f"/dev/loop{i}": f"loop{i}" for i in range(1, 5)}
 
 
 def _view(members=("loop1", "loop2", "loop3", "loop4"), level="raid0"):
-    return StackView("/mnt/x", "mount", "/mnt/x", "btrfs", members[0], None, level, list(members))
+    return StackView("/mnt/x", "dir", "/mnt/x", "btrfs", members[0], None, level, list(members))
 
 
 def _result(layer, w, value, per_target=None, bs=None):

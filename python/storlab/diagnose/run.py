@@ -126,7 +126,7 @@ def diagnose(target: str, settings: Settings) -> tuple[dict[str, Any], list[dict
     doc["doctor"] = doctor
     workloads = [natural_workload(view), RAND_READ]
     probe_file = _probe_file_path(view)
-    created = probe_file is not None and view.target_kind == "mount"
+    created = probe_file is not None and view.target_kind == "dir"
     probes = plan_probes(view, settings.budget_s, probe_file, workloads)
     devpath = {f"/dev/{m}": m for m in view.members}
     results: dict[tuple[str, str], ProbeResult] = {}

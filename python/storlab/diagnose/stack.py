@@ -28,7 +28,7 @@ _LEVELS = {"single": "single", "dup": "raid1", "raid0": "raid0", "raid1": "raid1
 class StackView:
     """What diagnose measures: the file system, the volume and the members below one target."""
     target: str
-    target_kind: str                   # "mount" | "file" | "block"
+    target_kind: str                   # "dir" (a folder: the probe file goes there) | "file" | "block"
     mount_point: str | None            # file system holding the target (None for a bare device)
     fs_type: str | None
     fs_device: str | None              # kernel name of the device the file system lives on
@@ -133,7 +133,7 @@ def describe_stack(target: str, inventory: Inventory | None = None) -> StackView
     m = _mount_holding(inv, target)
     if m is None:
         raise TargetError(f"diagnose target: no mounted file system holds {target}")
-    kind = "mount" if os.path.realpath(target) == os.path.realpath(m.mount_point) else "file"
+    kind = "dir" if stat.S_ISDIR(st.st_mode) else "file"
     fs_dev = _device_of(inv, m)
     geo = inv.filesystems.get(fs_dev) if fs_dev else None
     notes: list[str] = []
