@@ -83,8 +83,15 @@ def test_a_member_four_times_slower_is_named_and_only_it(bed):
 
 
 def test_four_members_behind_one_shared_limit_report_the_limit_and_its_ceiling(bed):
-    built = build_stack(bed, [FAST] * 4, MEMBER_BYTES, btrfs="raid0", shared_bps=40 * MiB, fill_fraction=0.3)
-    doc, text = _diagnose(bed, _folder(built.target))
+    bus = bed.add_shared("bus", Limits(read_bps=40 * MiB, write_bps=40 * MiB), 4 * MEMBER_BYTES + 128 * MiB)
+    members = bed.add_devices(4, MEMBER_BYTES, [FAST] * 4, shared=bus.name)
+    for m in members:       # written once, outside the throttle: an unwritten extent reads without I/O
+        bed.fill(m, MEMBER_BYTES)
+    # -K: no discard at mkfs, which would punch the members' backing files full of holes, and a hole
+    # is read without touching the shared device
+    subprocess.run(["mkfs.btrfs", "-q", "-f", "-K", "-d", "raid0", "-m", "raid0", *members], check=True)
+    folder = bed.mount(members[0], "btrfs", "nodatacow")
+    doc, text = _diagnose(bed, folder)
     shared = [f for f in doc["findings"] if f["code"] == "shared-limit" and "sequential" in f["message"]]
     assert shared, text
     together = _rows(doc, "members")[0]["measured"]

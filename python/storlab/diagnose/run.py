@@ -150,6 +150,8 @@ def diagnose(target: str, settings: Settings) -> tuple[dict[str, Any], list[dict
                 p.size = min(CACHED_MAX, os.path.getsize(probe_file)) if probe_file else None
             if _run(p, settings, doc, results, probe_docs) is None:
                 break
+    except KeyboardInterrupt:       # a signal between probes (within one, the engine keeps what it measured)
+        doc.update(complete=False, stop_reason="interrupted", signal=STOP.signal_name)
     finally:
         if created and probe_file and os.path.exists(probe_file):
             with STOP.held():
