@@ -11,7 +11,7 @@ import pytest
 from storlab.cli.main import main
 from storlab.diagnose.expect import expect_members_together, expect_volume
 from storlab.diagnose.findings import build_rows, find
-from storlab.diagnose.probes import RAND_READ, SEQ_READ, Probe, ProbeResult, member_share
+from storlab.diagnose.probes import RAND_READ, SEQ_READ, Probe, ProbeResult, find_mpiexec, member_share
 from storlab.diagnose.run import PROBE_MIN_S, plan_probes
 from storlab.diagnose.stack import StackView
 from storlab.errors import SpecError
@@ -179,3 +179,28 @@ def test_bad_input_is_one_line_naming_the_field(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_diagnose_stores_every_probe_as_a_run_tagged_with_the_diagnosis(shm_dir, tmp_path):
+    from storlab import store
+
+    db = tmp_path / "results.db"
+    out = tmp_path / "d.json"
+    assert main(["diagnose", shm_dir, "--budget", "15s", "--store", str(db), "--json", str(out), "--quiet"]) == 0
+    doc = json.loads(out.read_text())
+    stored = store.list_runs(db, tag=f"diagnose:{doc['run_id'][:8]}")
+    # every probe, the write that laid the probe file out included
+    assert sorted(r["run_id"] for r in stored) == sorted(p["run_id"] for p in doc["probes"])
+    assert any(p["layer"] == "fs-write" for p in doc["probes"])
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(find_mpiexec() is None, reason="no mpiexec (pip install mpich, or a site MPI on PATH)")
+def test_ranks_measure_the_file_system_as_mpi_ranks(shm_dir, tmp_path):
+    out = tmp_path / "d.json"
+    assert main(["diagnose", shm_dir, "--budget", "20s", "--ranks", "2", "--no-store", "--json", str(out),
+                 "--quiet"]) == 0
+    doc = json.loads(out.read_text())
+    ranks = [r for r in doc["layers"] if r["layer"] == "fs-ranks"]
+    assert len(ranks) == 2 and all(r["measured"] > 0 for r in ranks)
+    assert all("2 MPI ranks" in r["subject"] for r in ranks)

@@ -28,6 +28,8 @@ DIAGNOSE_OPTIONS: tuple[Option, ...] = (
     Option("budget", "duration", "time for all probes together; each probe gets an equal share "
            "(2 to 10 s)", default=DEFAULT_BUDGET_S, category="timing", core=False, minimum=5,
            maximum=86400, unit="s"),
+    Option("ranks", "int", "also measure the file system as N MPI ranks on this host (mpiexec)",
+           default=None, category="workload", core=False, minimum=2, maximum=1024, metavar="N"),
     BY_NAME["allow_destroy"],
     BY_NAME["json"],
     Option("output", "str", "write the HTML report (waterfall chart and findings) to PATH",
@@ -71,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     quiet = bool(v.get("quiet"))
     say = None if quiet else (lambda line: print(line, file=sys.stderr))
     settings = Settings(budget_s=float(v["budget"]), allow_destroy=tuple(v.get("allow_destroy") or ()),
-                        argv=["storlab", "diagnose", *sys.argv[2:]], stack_file=v.get("stack"), say=say)
+                        argv=["storlab", "diagnose", *sys.argv[2:]], stack_file=v.get("stack"), say=say,
+                        ranks=v.get("ranks"))
     try:
         doc, probe_docs = diagnose(args.target, settings)
     finally:

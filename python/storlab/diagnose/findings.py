@@ -20,11 +20,12 @@ __all__ = ["NOISE", "STRAGGLER", "CACHE_FACTOR", "Row", "Finding", "build_rows",
 NOISE = 0.15            # |efficiency - 1| below this is noise, not a loss (the model's stated accuracy)
 STRAGGLER = 0.75        # a member below this share of the other members' median is a straggler
 CACHE_FACTOR = 2.0      # cached reads this many times faster than direct ones: figures of memory
+MEMORY_FS = frozenset({"tmpfs", "ramfs"})
 
 
 @dataclass
 class Row:
-    layer: str              # member | members | volume | fs | fs-buffered | fs-cached
+    layer: str              # member | members | volume | fs | fs-ranks | fs-buffered | fs-cached
     subject: str
     workload: str           # Workload.name
     unit: str               # "bytes/s" | "IOPS"
@@ -122,6 +123,9 @@ def build_rows(view, results: dict[tuple[str, str], ProbeResult], workloads: lis
         if fs is not None:
             exp_fs = below if (below is not None and view.members) else None
             rows.append(_row("fs", f"{view.mount_point} ({view.fs_type}, direct)", w, fs, exp_fs))
+            ranks = results.get(("fs-ranks", w.name))
+            if ranks is not None:
+                rows.append(_row("fs-ranks", ranks.probe.subject, w, ranks, exp_fs))
             for layer, what in (("fs-buffered", "buffered, out of cache"), ("fs-cached", "buffered, in cache")):
                 r = results.get((layer, w.name))
                 if r is not None and fs.value:
@@ -211,7 +215,12 @@ def find(view, rows: list[Row], rates: dict[str, Any], workloads: list[Workload]
     for d in explain:
         out.append(Finding("doctor", "warning", "fs" if "fs" in d.get("code", "") else "device",
                            f"doctor: {d['message']}", d.get("evidence", ""), d.get("fix")))
-    # cache effects: observations, not losses
+    # cache effects: observations, not losses (on a memory file system every figure is memory speed)
+    if view.fs_type in MEMORY_FS:
+        out.append(Finding("cache-effect", "info", "fs", f"{view.mount_point} is a memory file system "
+                           f"({view.fs_type}): every figure here is memory speed, cached or not",
+                           "the mount table", None))
+        workloads = []
     for w in workloads:
         direct = next((r for r in rows if r.layer == "fs" and r.workload == w.name), None)
         cached = next((r for r in rows if r.layer == "fs-cached" and r.workload == w.name), None)

@@ -10,13 +10,21 @@ Devices are only read; writes go to the probe file in the file system or to a de
 """
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..errors import EngineError
 from ..jobs.job import resolve_job
 from ..measure.runner import run_job
 
-__all__ = ["Workload", "Probe", "ProbeResult", "SEQ_READ", "RAND_READ", "SEQ_WRITE", "run_probe", "member_share"]
+__all__ = ["Workload", "Probe", "ProbeResult", "SEQ_READ", "RAND_READ", "SEQ_WRITE", "run_probe", "member_share",
+           "find_mpiexec", "run_rank_probe"]
 
 
 @dataclass(frozen=True)
@@ -133,3 +141,46 @@ def run_probe(probe: Probe, argv: list[str], checkpoint: Callable[[dict[str, Any
     phase = phases[-1] if phases else {}
     return ProbeResult(probe, doc, _figure(phase, probe.workload), _per_target(phase, probe.workload),
                        bool(doc.get("complete")))
+
+
+def find_mpiexec() -> str | None:
+    """The mpiexec beside this Python (the mpich wheel's), else the one on PATH."""
+    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    return here if os.path.exists(here) else shutil.which("mpiexec")
+
+
+def _flags(values: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for k, v in values.items():
+        flag = "--" + k.replace("_", "-")
+        for item in (v if isinstance(v, list) else [v]):
+            out += [flag, "on" if item is True else "off" if item is False else str(item)]
+    return out
+
+
+def run_rank_probe(probe: Probe, ranks: int, argv: list[str]) -> ProbeResult:
+    """The probe as `ranks` MPI ranks of `storlab run` (mpiexec, one host), merged by rank 0.
+    Each rank runs the probe's job on the same target; the figure is their sum."""
+    mpiexec = find_mpiexec()
+    if mpiexec is None:
+        raise EngineError("ranks: no mpiexec found (pip install 'storlab[mpi]' or put a site MPI on PATH)")
+    with tempfile.TemporaryDirectory(prefix="storlab-diagnose-") as tmp:
+        out = os.path.join(tmp, "ranks.json")
+        cmd = [mpiexec, "-n", str(ranks), sys.executable, "-m", "storlab.cli.main", "run",
+               *_flags(probe.values()), "--json", out, "--no-store", "--quiet"]
+        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            _, err = child.communicate()
+        except BaseException:           # a signal: stop the ranks, then let it through
+            child.terminate()
+            child.wait()
+            raise
+        if not os.path.exists(out):
+            last = (err or "").strip().splitlines()[-1:] or ["no output"]
+            raise EngineError(f"ranks: {ranks} MPI ranks of the probe failed (exit {child.returncode}): {last[0]}")
+        with open(out) as fh:
+            doc = json.load(fh)
+    doc["argv"] = [*argv, f"(probe as {ranks} MPI ranks)"]
+    phases = doc.get("phases") or []
+    phase = phases[-1] if phases else {}
+    return ProbeResult(probe, doc, _figure(phase, probe.workload), {}, bool(doc.get("complete")))

@@ -23,7 +23,7 @@ from ..errors import SpecError
 from ..signals import STOP
 from .expect import data_members
 from .findings import build_rows, find
-from .probes import RAND_READ, SEQ_READ, SEQ_WRITE, Probe, ProbeResult, Workload, member_share, run_probe
+from .probes import RAND_READ, SEQ_READ, SEQ_WRITE, Probe, ProbeResult, Workload, member_share, run_probe, run_rank_probe
 from .stack import StackView, describe_stack
 
 __all__ = ["SCHEMA", "Settings", "diagnose", "plan_probes", "DEFAULT_BUDGET_S"]
@@ -45,6 +45,7 @@ class Settings:
     allow_destroy: tuple[str, ...] = ()
     argv: list[str] = field(default_factory=list)
     stack_file: str | None = None
+    ranks: int | None = None                          # also probe the file system as N MPI ranks
     say: Callable[[str], None] | None = None          # progress lines (stderr in the CLI)
 
 
@@ -56,8 +57,8 @@ def natural_workload(view: StackView) -> Workload:
     return SEQ_READ
 
 
-def plan_probes(view: StackView, budget_s: float, probe_file: str | None, workloads: list[Workload]
-                ) -> list[Probe]:
+def plan_probes(view: StackView, budget_s: float, probe_file: str | None, workloads: list[Workload],
+                ranks: int | None = None) -> list[Probe]:
     """Every probe, with a time that fits the budget (PROBE_MIN_S..PROBE_MAX_S each)."""
     members = [f"/dev/{m}" for m in view.members]
     share = data_members(view.level, len(members))
@@ -73,6 +74,9 @@ def plan_probes(view: StackView, budget_s: float, probe_file: str | None, worklo
             probes.append(Probe("volume", view.volume_layer, w, [f"/dev/{view.volume}"], 0.0))
         if probe_file:
             probes.append(Probe("fs", view.mount_point or "", w, [probe_file], 0.0))
+            if ranks:
+                probes.append(Probe("fs-ranks", f"{view.mount_point} ({ranks} MPI ranks)", w, [probe_file], 0.0,
+                                    extra={"ranks": ranks}))
     if probe_file:
         probes.append(Probe("fs-buffered", view.mount_point or "", workloads[0], [probe_file], 0.0, direct=False))
         probes.append(Probe("fs-cached", view.mount_point or "", workloads[0], [probe_file], 0.0, direct=False,
@@ -127,7 +131,7 @@ def diagnose(target: str, settings: Settings) -> tuple[dict[str, Any], list[dict
     workloads = [natural_workload(view), RAND_READ]
     probe_file = _probe_file_path(view)
     created = probe_file is not None and view.target_kind == "dir"
-    probes = plan_probes(view, settings.budget_s, probe_file, workloads)
+    probes = plan_probes(view, settings.budget_s, probe_file, workloads, settings.ranks)
     devpath = {f"/dev/{m}": m for m in view.members}
     results: dict[tuple[str, str], ProbeResult] = {}
     probe_docs: list[dict[str, Any]] = []
@@ -171,7 +175,12 @@ def _run(p: Probe, settings: Settings, doc: dict[str, Any], results: dict, probe
     if STOP.requested:
         doc.update(complete=False, stop_reason="interrupted", signal=STOP.signal_name)
         return None
-    r = run_probe(p, settings.argv)
+    if p.layer == "fs-ranks":
+        ranks = p.extra.pop("ranks")
+        r = run_rank_probe(p, ranks, settings.argv)
+        p.extra["ranks"] = ranks
+    else:
+        r = run_probe(p, settings.argv)
     doc["probes"].append(r.to_dict())
     probe_docs.append(r.document)
     if r.document.get("stop_reason") == "interrupted":

@@ -16,7 +16,7 @@ from .report.charts import Chart
 
 __all__ = ["render_table", "waterfall_chart", "build_html"]
 
-_LAYER_NAMES = {"member": "member", "members": "members at once", "volume": "volume", "fs": "file system",
+_LAYER_NAMES = {"member": "member", "members": "members at once", "volume": "volume", "fs": "file system", "fs-ranks": "fs, MPI ranks",
                 "fs-buffered": "fs buffered", "fs-cached": "fs in cache"}
 
 
