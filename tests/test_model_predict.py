@@ -145,3 +145,16 @@ def test_bad_inputs_are_one_line_errors():
         predict(stack_from_notation("R0/2", 64 * KiB, drive=DRIVE), Workload("read", 4096), [dev()] * 3)
     with pytest.raises(StackError, match="latency_s must be a positive finite number"):
         dev(latency_s=0)
+
+
+def test_in_cache_small_requests_follow_littles_law_and_large_ones_the_port():
+    # one host behind a 200 MB/s port, 4 outstanding, a cache that answers in 0.6 ms:
+    # 4 KiB: 4 / (0.6 ms + 4096 / 200 MB/s) = 6458 requests/s; 1 MiB: the port's 200 MB/s
+    from storlab.model.stack import Component
+    path = Component("fabric", children=(Component("port", read_bw_bytes=200 * MB, groups=1),))
+    stack = stack_from_notation("R0/4", 256 * KiB, drive=DRIVE, path=path)
+    cache = ControllerCache(10**9, 10**12, 10**12, latency_s=0.0006)
+    small = predict(stack, Workload("randread", 4096, qd=4, working_set_bytes=10**8), [dev()], cache=cache)
+    assert small.iops == pytest.approx(4 / (0.0006 + 4096 / 200e6)) and small.limiting == "queue depth"
+    large = predict(stack, Workload("read", MiB, qd=4, working_set_bytes=10**8), [dev()], cache=cache)
+    assert large.bw_bytes == pytest.approx(200 * MB) and large.limiting == "fabric/port"

@@ -118,3 +118,18 @@ def test_xfs_over_btrfs_raid0_gets_the_stripe_geometry_asked_for():
         stack = build_stack(bed, [Limits()] * 2, 400 * MiB, btrfs="raid0", fs="xfs", su=64 << 10, sw=2)
         info = subprocess.run(["xfs_info", os.path.dirname(stack.target)], capture_output=True, text=True).stdout
         assert "sunit=16" in info and "swidth=32 blks" in info, info
+
+
+@pytest.mark.root
+@pytest.mark.loop
+@pytest.mark.slow
+def test_a_shared_limit_caps_the_members_together():
+    # two members of 20 MiB/s each behind one shared 20 MiB/s limit: btrfs RAID 0 reads get the
+    # shared 20 MiB/s, not the members' 40 (loop I/O is charged to the issuing cgroup)
+    _skip_without_testbed()
+    with Testbed() as bed:
+        stack = build_stack(bed, [Limits.both(bps=20 * MiB)] * 2, 256 * MiB, btrfs="raid0", shared_bps=20 * MiB)
+        doc = bed.run_storlab(["--target", stack.target, "--rw", "read", "--bs", "1MiB", "--engine", "psync",
+                               "--direct", "--ramp", "1s", "--time", "4s"])
+        bw = doc["phases"][0]["read"]["bw_bytes"]
+        assert 17 * MiB <= bw <= 23 * MiB, bw / MiB

@@ -52,6 +52,9 @@ def testbed_unavailable() -> str | None:
     return None
 
 
+testbed_unavailable.__test__ = False      # not a pytest test despite the name
+
+
 def _run(cmd: list[str], **kwargs) -> str:
     r = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
     if r.returncode != 0:

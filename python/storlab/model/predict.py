@@ -104,6 +104,7 @@ class ControllerCache:
     write_bw_bytes: float
     write_back: bool = True
     iops: float | None = None
+    latency_s: float = 0.0          # one request served from the cache, nothing queued (0: not stated)
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,24 @@ def _member_capacity(device: Device, load: _MemberLoad, sequential: bool) -> tup
         return (math.inf if total == 0 else 1.0 / total), why
     busiest = max(terms, key=lambda t: t[1])
     return (math.inf if busiest[1] == 0 else 1.0 / busiest[1]), busiest[0]
+
+
+def _path_transfer_times(stack: Stack | None, workload: Workload, request: int, write_amp: float,
+                         member_fraction: float, cached: bool) -> list[float]:
+    """Seconds one request spends crossing each bandwidth-limited path component (one instance)."""
+    root = None if stack is None else stack.instances()
+    if root is None:
+        return []
+    times = []
+    for inst in root.walk():
+        bw = inst.template.cap_bw_bytes("write" if workload.is_write else "read")
+        if bw is None or not inst.all_group_ids():
+            continue
+        factor = (write_amp if workload.is_write else 1.0) if inst.carries_parity else 1.0
+        if inst.carries_parity and cached:
+            factor *= member_fraction
+        times.append(request * factor / bw)
+    return times
 
 
 def predict(stack: Stack | None, workload: Workload, devices: list[Device] | None = None, *,
@@ -271,16 +290,28 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
             cap, why = _member_capacity(device, per_member, not workload.is_random)
             components.append((f"member[{i}] {device.name}" if count > 1 else device.name, "member", cap, why))
 
-    # Little's law: outstanding requests / time of one request with nothing queued
+    # Little's law: outstanding requests / time of one request with nothing queued: its latency plus
+    # its transfer on the slowest stage it crosses (members, cache, path components)
+    stages: list[float] = []
+    latency = 0.0
     touched = min(serving, max(1.0, pieces)) if member_fraction > 0 else 0
     if touched:
         per_touched = request * (write_amp if workload.is_write else 1.0) / touched
         rates = [d.write_bw_bytes if workload.is_write else d.read_bw_bytes for d in members]
         latencies = [d.latency_s for d in members]
         if touched >= serving:      # every member takes part: the slowest finishes the request
-            service = max(latencies) + per_touched / min(rates)
+            latency = max(latencies)
+            stages.append(per_touched / min(rates))
         else:                       # one or a few members: the average member
-            service = sum(latencies) / count + sum(per_touched / r for r in rates) / count
+            latency = sum(latencies) / count
+            stages.append(sum(per_touched / r for r in rates) / count)
+    if cache is not None:
+        if member_fraction == 0:
+            latency = cache.latency_s
+        stages.append(request / (cache.write_bw_bytes if workload.is_write else cache.read_bw_bytes))
+    stages += _path_transfer_times(stack, workload, request, write_amp, member_fraction, cache is not None)
+    service = latency + max(stages, default=0.0)
+    if service > 0:
         components.append(("queue depth", "concurrency", workload.outstanding / service,
                            f"{workload.outstanding} outstanding / {service * 1e3:.3g} ms per request"))
 
