@@ -91,6 +91,8 @@ class Probe:
             v["size"] = self.size
         if self.cache == "in":
             v["invalidate"] = False
+        if self.cache == "out" and self.size:
+            v["io_size"] = self.size        # one pass: no byte twice, so none from memory
         v.update(self.extra)
         return v
 

@@ -78,7 +78,10 @@ def plan_probes(view: StackView, budget_s: float, probe_file: str | None, worklo
                 probes.append(Probe("fs-ranks", f"{view.mount_point} ({ranks} MPI ranks)", w, [probe_file], 0.0,
                                     extra={"ranks": ranks}))
     if probe_file:
-        probes.append(Probe("fs-buffered", view.mount_point or "", workloads[0], [probe_file], 0.0, direct=False))
+        # out of cache means each byte read once: the time ends it, or the end of the file does
+        # (a time-based read would wrap around and read the pages its first pass cached)
+        probes.append(Probe("fs-buffered", view.mount_point or "", workloads[0], [probe_file], 0.0, direct=False,
+                            cache="out"))
         probes.append(Probe("fs-cached", view.mount_point or "", workloads[0], [probe_file], 0.0, direct=False,
                             cache="in"))
     count = len(probes) + (1 if probe_file else 0)       # + the write that lays the probe file out
@@ -152,6 +155,8 @@ def diagnose(target: str, settings: Settings) -> tuple[dict[str, Any], list[dict
                 f"{p.time_s:g} s")
             if p.cache == "in":
                 p.size = min(CACHED_MAX, os.path.getsize(probe_file)) if probe_file else None
+            elif p.cache == "out":
+                p.size = os.path.getsize(probe_file) if probe_file else None
             if _run(p, settings, doc, results, probe_docs) is None:
                 break
     except KeyboardInterrupt:       # a signal between probes (within one, the engine keeps what it measured)
