@@ -17,22 +17,23 @@ from typing import Any, Dict, List, Optional, Sequence, TypedDict
 from . import __version__
 
 __all__ = [
-    "RUN_SCHEMA", "SWEEP_SCHEMA", "DOCTOR_SCHEMA", "PLAN_SCHEMA_VERSION", "MEASURED_KINDS", "KINDS",
+    "RUN_SCHEMA", "SWEEP_SCHEMA", "DOCTOR_SCHEMA", "DIAGNOSE_SCHEMA", "PLAN_SCHEMA_VERSION", "MEASURED_KINDS", "KINDS",
     "plan_schema", "now_iso", "header",
     "Header", "RunHeader", "RunDocument", "MetaDocument", "ScaleDocument", "SweepDocument",
-    "DoctorDocument", "PlanDocument",
+    "DoctorDocument", "PlanDocument", "DiagnoseDocument",
 ]
 
 RUN_SCHEMA = "storlab.run/1"          # kinds run, meta and scale
 SWEEP_SCHEMA = "storlab.sweep/1"
 DOCTOR_SCHEMA = "storlab.doctor/1"
+DIAGNOSE_SCHEMA = "storlab.diagnose/1"
 PLAN_SCHEMA_VERSION = 1               # storlab.plan.<command>/1, one per plan command
 
 # The schema of each kind; plan's depends on the plan command (plan_schema).
 _SCHEMA_OF_KIND = {"run": RUN_SCHEMA, "meta": RUN_SCHEMA, "scale": RUN_SCHEMA, "sweep": SWEEP_SCHEMA,
-                   "doctor": DOCTOR_SCHEMA}
+                   "doctor": DOCTOR_SCHEMA, "diagnose": DIAGNOSE_SCHEMA}
 # Kinds whose documents record one measurement: they carry a run_id, times and an outcome.
-MEASURED_KINDS = frozenset({"run", "meta", "scale", "sweep"})
+MEASURED_KINDS = frozenset({"run", "meta", "scale", "sweep", "diagnose"})
 KINDS = frozenset({*MEASURED_KINDS, "doctor", "plan"})
 PLAN_COMMANDS = ("geometry", "reliability", "perf", "recommend", "script")
 
@@ -167,3 +168,40 @@ class PlanDocument(Header, total=False):
     report, whose fields depend on the command (schemas/plan-1.schema.json), and the warnings on
     the stack that every plan command carries (storlab.model.advice)."""
     warnings: List[Dict[str, str]]      # {code, message}
+
+
+class DiagnoseLayer(TypedDict):
+    """One row of `storlab diagnose`: a layer measured with one workload against its prediction."""
+    layer: str                  # member | members | volume | fs | fs-buffered | fs-cached
+    subject: str
+    workload: str
+    unit: str                   # bytes/s | IOPS
+    measured: Optional[float]
+    predicted: Optional[float]
+    efficiency: Optional[float]
+    limited_by: Optional[str]
+    rule: Optional[str]
+    run_id: Optional[str]
+
+
+class DiagnoseFinding(TypedDict):
+    code: str                   # layer-loss | straggler | shared-limit | fs-below-device | doctor | cache-effect
+    severity: str               # warning | info
+    layer: str
+    message: str
+    evidence: str
+    fix: Optional[str]
+
+
+class DiagnoseDocument(RunHeader, total=False):
+    """`storlab diagnose --json` (storlab.diagnose/1): the stack found below the target, every
+    probe (each also stored as a run), one row per layer and workload, and the findings."""
+    target: str
+    stack: Dict[str, Any]
+    stack_check: Optional[Dict[str, Any]]
+    budget_s: float
+    workloads: List[Dict[str, Any]]
+    probes: List[Dict[str, Any]]
+    layers: List[DiagnoseLayer]
+    findings: List[DiagnoseFinding]
+    doctor: List[Dict[str, Any]]

@@ -22,9 +22,9 @@ from ..compare import compare
 from .charts import Chart, all_charts
 from .data import fmt_param, model_rows, of_kind, split_runs, varying_options
 
-__all__ = ["build_report", "write_report", "charts_for"]
+__all__ = ["build_report", "write_report", "charts_for", "CSS"]
 
-_CSS = """
+CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
        max-width: 1200px; color: #1d1d1f; background: #fff; line-height: 1.4; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 1.8em; border-bottom: 1px solid #ddd; }
@@ -275,7 +275,7 @@ def build_report(docs: Sequence[dict[str, Any]], title: str | None = None,
                 text = text[:20000] + "\n…"
             body.append(f"<h3>{_e(d.get('kind'))} {_e(short_id(d.get('run_id')))}</h3><pre>{_e(text)}</pre>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>\n"
+            f"<title>{_e(title)}</title><style>{CSS}</style></head><body>\n"
             + "\n".join(body) + "\n</body></html>\n")
 
 

@@ -1,0 +1,352 @@
+"""Expected throughput and IOPS of a stack for one workload: what a run should measure, not a ceiling.
+
+`performance.py` gives the ceiling of each metric; this module predicts the rate of one workload
+(pattern, request size, queue depth, threads, working set) from:
+- each member device's bandwidth, IOPS and unloaded latency (datasheet or measured), members may
+  differ (a slow member);
+- the RAID level and geometry: how a request splits into chunk pieces, full-stripe, partial-stripe
+  and read-modify-write costs (`geometry.analyse_alignment`), which copies of a mirror serve reads;
+- the outstanding requests (queue depth x threads) through Little's law: rate = outstanding / time
+  per request, where the time is the unloaded latency plus the transfer on the slowest member touched;
+- a controller cache: in-cache working sets are served at the cache's rate, out-of-cache ones by the
+  members (reads hit in proportion cache / working set for random access, never for sequential
+  sweeps; write-back coalesces sequential writes into full stripes);
+- every component of the hardware path (adapters, buses) with the load shares of `performance.py`:
+  the workload is spread evenly over the RAID groups, so a component carries the share of the
+  groups under it.
+The rate is the smallest of these capacities; the output names that limiting component and every
+component's headroom (1 - rate / capacity). Each capacity is in host requests per second, so bandwidth
+and IOPS limits compare directly; bandwidth = rate x request size.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .geometry import analyse_alignment, geometry_of
+from .stack import DriveType, Stack, StackError
+
+__all__ = ["Device", "Workload", "ControllerCache", "ComponentCapacity", "Prediction", "predict",
+           "WORKLOAD_PATTERNS", "MIRROR_READ_POLICIES"]
+
+WORKLOAD_PATTERNS = ("read", "write", "randread", "randwrite")
+# balanced: reads spread over every copy (md raid1/raid10); per-thread: each thread reads one copy
+# (btrfs's default 'pid' read policy), so one thread uses one copy of every mirror
+MIRROR_READ_POLICIES = ("balanced", "per-thread")
+
+
+@dataclass(frozen=True)
+class Device:
+    """One member device. latency_s is the time of one small request with nothing else queued.
+    shared_time: reads and writes share one mechanism (a disk arm: their times add); False for
+    limits kept per direction (the blkio throttle keeps separate read and write budgets).
+    counts_every_request: the IOPS limit applies to sequential pieces too (a throttle counts every
+    bio); a disk streams the contiguous pieces of a sequential workload without a seek, so only its
+    bandwidth limits them."""
+    read_bw_bytes: float
+    write_bw_bytes: float
+    read_iops: float
+    write_iops: float
+    latency_s: float
+    name: str = "device"
+    shared_time: bool = True
+    counts_every_request: bool = False
+
+    def __post_init__(self) -> None:
+        for label in ("read_bw_bytes", "write_bw_bytes", "read_iops", "write_iops", "latency_s"):
+            value = getattr(self, label)
+            if not (value > 0 and math.isfinite(value)):
+                raise StackError(f"device {self.name!r}: {label} must be a positive finite number, got {value!r}")
+
+    @classmethod
+    def from_drive(cls, drive: DriveType, latency_s: float | None = None) -> "Device":
+        """A stack's drive type; without a latency, one random read's time (1 / random read IOPS),
+        which is the service time of a drive that serves one request at a time."""
+        return cls(drive.seq_read_bw_bytes, drive.seq_write_bw_bytes, drive.random_read_iops,
+                   drive.random_write_iops, latency_s if latency_s is not None else 1.0 / drive.random_read_iops,
+                   drive.name)
+
+
+@dataclass(frozen=True)
+class Workload:
+    rw: str                         # read | write | randread | randwrite
+    request_bytes: int
+    qd: int = 1                     # outstanding requests per thread
+    threads: int = 1
+    working_set_bytes: int | None = None   # bytes the run touches (for the cache); None = far beyond it
+
+    def __post_init__(self) -> None:
+        if self.rw not in WORKLOAD_PATTERNS:
+            raise StackError(f"workload: rw must be one of {', '.join(WORKLOAD_PATTERNS)}, got {self.rw!r}")
+        if self.request_bytes <= 0 or self.request_bytes % 512:
+            raise StackError(f"workload: request must be a positive multiple of 512 bytes, got {self.request_bytes}")
+        if self.qd < 1 or self.threads < 1:
+            raise StackError("workload: qd and threads must be at least 1")
+
+    @property
+    def is_write(self) -> bool:
+        return self.rw.endswith("write")
+
+    @property
+    def is_random(self) -> bool:
+        return self.rw.startswith("rand")
+
+    @property
+    def outstanding(self) -> int:
+        return self.qd * self.threads
+
+
+@dataclass(frozen=True)
+class ControllerCache:
+    """A RAID controller's cache: its size and the rates it serves hits (and absorbs writes) at."""
+    size_bytes: int
+    read_bw_bytes: float
+    write_bw_bytes: float
+    write_back: bool = True
+    iops: float | None = None
+    latency_s: float = 0.0          # one request served from the cache, nothing queued (0: not stated)
+
+
+@dataclass(frozen=True)
+class ComponentCapacity:
+    """The most host requests per second a component lets through, and its headroom at the rate."""
+    name: str
+    kind: str                       # member | concurrency | cache | path
+    capacity_iops: float            # host requests/s
+    headroom_fraction: float        # 1 - predicted rate / capacity
+    why: str                        # which of its limits binds, in words
+
+    @property
+    def binding(self) -> bool:
+        return self.headroom_fraction <= 1e-9
+
+
+@dataclass(frozen=True)
+class Prediction:
+    workload: Workload
+    iops: float                     # host requests/s expected
+    bw_bytes: float                 # = iops x request size
+    limiting: str                   # name of the component with the least headroom
+    components: tuple[ComponentCapacity, ...]
+    assumptions: tuple[str, ...]
+
+    def component(self, name: str) -> ComponentCapacity:
+        for c in self.components:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class _MemberLoad:
+    """What one host request puts on one member, on average (uniform spread)."""
+    read_ops: float
+    write_ops: float
+    read_bytes: float
+    write_bytes: float
+
+
+def _member_capacity(device: Device, load: _MemberLoad, sequential: bool) -> tuple[float, str]:
+    """Host requests/s this member can carry, and the limit that binds."""
+    ops = 0.0 if sequential and not device.counts_every_request else 1.0
+    terms = [("read IOPS", ops * load.read_ops / device.read_iops),
+             ("write IOPS", ops * load.write_ops / device.write_iops),
+             ("read bandwidth", load.read_bytes / device.read_bw_bytes),
+             ("write bandwidth", load.write_bytes / device.write_bw_bytes)]
+    if device.shared_time:
+        # one mechanism: a request's operations take turns; each op costs the larger of its IOPS
+        # and its transfer time
+        read_t = max(terms[0][1], terms[2][1])
+        write_t = max(terms[1][1], terms[3][1])
+        total = read_t + write_t
+        why = "time (reads and writes share it)"
+        return (math.inf if total == 0 else 1.0 / total), why
+    busiest = max(terms, key=lambda t: t[1])
+    return (math.inf if busiest[1] == 0 else 1.0 / busiest[1]), busiest[0]
+
+
+def _path_transfer_times(stack: Stack | None, workload: Workload, request: int, write_amp: float,
+                         member_fraction: float, cached: bool) -> list[float]:
+    """Seconds one request spends crossing each bandwidth-limited path component (one instance)."""
+    root = None if stack is None else stack.instances()
+    if root is None:
+        return []
+    times = []
+    for inst in root.walk():
+        bw = inst.template.cap_bw_bytes("write" if workload.is_write else "read")
+        if bw is None or not inst.all_group_ids():
+            continue
+        factor = (write_amp if workload.is_write else 1.0) if inst.carries_parity else 1.0
+        if inst.carries_parity and cached:
+            factor *= member_fraction
+        times.append(request * factor / bw)
+    return times
+
+
+def predict(stack: Stack | None, workload: Workload, devices: list[Device] | None = None, *,
+            cache: ControllerCache | None = None, mirror_read: str = "balanced") -> Prediction:
+    """Expected rate of `workload` on `stack` (None: one bare device, `devices[0]`). `devices`
+    gives each member (in group order) or one for all; default: the stack's drive type."""
+    if mirror_read not in MIRROR_READ_POLICIES:
+        raise StackError(f"mirror_read must be one of {', '.join(MIRROR_READ_POLICIES)}, got {mirror_read!r}")
+    assumptions: list[str] = []
+    if stack is None:
+        if not devices or len(devices) != 1:
+            raise StackError("a bare device needs exactly one Device")
+        members = list(devices)
+        serving_read = 1.0
+        pieces = 1.0
+        read_amp_ops = 1.0
+        write_amp = 1.0
+        write_ops = 1.0
+        write_reads = 0.0
+        full_stripe_amp = 1.0
+    else:
+        n = stack.raid.drives
+        if devices is None:
+            members = [Device.from_drive(stack.drive)] * n
+        elif len(devices) == 1:
+            members = list(devices) * n
+        elif len(devices) == n:
+            members = list(devices)
+        else:
+            raise StackError(f"devices: {len(devices)} given; the stack has {n} members (give 1 or {n})")
+        geometry = geometry_of(stack)
+        level = stack.raid.layout.level
+        pattern = "random" if workload.is_random else "sequential"
+        if workload.is_random and workload.request_bytes % 4096 == 0:
+            pattern = "random:4096"
+        alignment = analyse_alignment(geometry, workload.request_bytes, pattern)
+        pieces = alignment.disk_reads_per_read
+        groups = stack.raid.groups
+        if level.mirrored:
+            copies = geometry.copies
+            used = copies if mirror_read == "balanced" else min(copies, workload.threads)
+            serving_read = n * used / copies
+            if mirror_read == "per-thread":
+                assumptions.append(f"mirror reads: each thread reads one copy ({used} of {copies} used)")
+        elif level.dedicated_parity:
+            serving_read = n - groups * level.parity_drives
+        else:
+            serving_read = float(n)
+        read_amp_ops = pieces
+        write_amp = alignment.write_amplification
+        write_ops = alignment.disk_ops_per_write
+        write_reads = alignment.disk_reads_per_write
+        full_stripe_amp = (geometry.data_drives + geometry.parity_drives) * geometry.copies / geometry.data_drives
+    count = len(members)
+    request = workload.request_bytes
+    components: list[tuple[str, str, float, str]] = []
+
+    # the cache decides what reaches the members
+    member_fraction = 1.0
+    if cache is not None:
+        working = workload.working_set_bytes
+        in_cache = working is not None and working <= cache.size_bytes
+        rate = cache.write_bw_bytes if workload.is_write else cache.read_bw_bytes
+        limits = [(rate / request, "bandwidth")]
+        if cache.iops is not None:
+            limits.append((cache.iops, "IOPS"))
+        cap, why = min(limits)
+        components.append(("cache", "cache", cap, why))
+        if workload.is_write:
+            if not cache.write_back:
+                assumptions.append("write-through cache: every write reaches the members")
+            elif in_cache:
+                member_fraction = 0.0
+                assumptions.append("in-cache writes: absorbed by the write-back cache")
+            else:
+                assumptions.append("out-of-cache writes: the cache drains at the members' rate")
+                if not workload.is_random and write_amp > full_stripe_amp:
+                    write_amp, write_reads = full_stripe_amp, 0.0
+                    write_ops = max(1.0, pieces) * full_stripe_amp
+                    assumptions.append("write-back coalesces sequential writes into full stripes")
+        else:
+            if in_cache:
+                member_fraction = 0.0
+                assumptions.append("in-cache reads: every read hits after the first pass")
+            elif workload.is_random and working:
+                member_fraction = 1.0 - cache.size_bytes / working
+                assumptions.append(f"random reads hit the cache in proportion {1 - member_fraction:.0%}")
+            else:
+                assumptions.append("sequential sweep larger than the cache: no hits")
+
+    # members: uniform spread of each request's member work
+    if workload.is_write:
+        total_bytes = request * write_amp * member_fraction
+        reads, writes = write_reads * member_fraction, (write_ops - write_reads) * member_fraction
+        read_share = reads / (reads + writes) if reads + writes else 0.0
+        per_member = _MemberLoad(reads / count, writes / count, total_bytes * read_share / count,
+                                 total_bytes * (1 - read_share) / count)
+        serving = float(count)
+    else:
+        serving = serving_read
+        per_member = _MemberLoad(read_amp_ops * member_fraction / serving, 0.0,
+                                 request * member_fraction / serving, 0.0)
+    if member_fraction > 0:
+        for i, device in enumerate(members):
+            if not workload.is_write and serving < count and i % int(round(count / serving)):
+                continue    # a copy this workload does not read
+            cap, why = _member_capacity(device, per_member, not workload.is_random)
+            components.append((f"member[{i}] {device.name}" if count > 1 else device.name, "member", cap, why))
+
+    # Little's law: outstanding requests / time of one request with nothing queued: its latency plus
+    # its transfer on the slowest stage it crosses (members, cache, path components)
+    stages: list[float] = []
+    latency = 0.0
+    touched = min(serving, max(1.0, pieces)) if member_fraction > 0 else 0
+    if touched:
+        per_touched = request * (write_amp if workload.is_write else 1.0) / touched
+        rates = [d.write_bw_bytes if workload.is_write else d.read_bw_bytes for d in members]
+        latencies = [d.latency_s for d in members]
+        if touched >= serving:      # every member takes part: the slowest finishes the request
+            latency = max(latencies)
+            stages.append(per_touched / min(rates))
+        else:                       # one or a few members: the average member
+            latency = sum(latencies) / count
+            stages.append(sum(per_touched / r for r in rates) / count)
+    if cache is not None:
+        if member_fraction == 0:
+            latency = cache.latency_s
+        stages.append(request / (cache.write_bw_bytes if workload.is_write else cache.read_bw_bytes))
+    stages += _path_transfer_times(stack, workload, request, write_amp, member_fraction, cache is not None)
+    service = latency + max(stages, default=0.0)
+    if service > 0:
+        components.append(("queue depth", "concurrency", workload.outstanding / service,
+                           f"{workload.outstanding} outstanding / {service * 1e3:.3g} ms per request"))
+
+    # the hardware path: each component carries the share of the groups under it
+    if stack is not None:
+        root = stack.instances()
+        if root is not None:
+            groups = stack.raid.groups
+            for inst in root.walk():
+                template = inst.template
+                under = len(inst.all_group_ids())
+                if not under:
+                    continue
+                below_cache = inst.carries_parity and cache is not None
+                factor = (write_amp if workload.is_write else 1.0) if inst.carries_parity else 1.0
+                if below_cache:
+                    factor *= member_fraction
+                if factor == 0:
+                    continue
+                limits = []
+                bw = template.cap_bw_bytes("write" if workload.is_write else "read")
+                if bw is not None:
+                    limits.append((bw / (request * factor) * groups / under, "bandwidth"))
+                if template.iops is not None:
+                    ops = (write_ops if workload.is_write else read_amp_ops) if inst.carries_parity else 1.0
+                    limits.append((template.iops / ops * groups / under, "IOPS"))
+                if limits:
+                    cap, why = min(limits)
+                    components.append((inst.path, "path", cap, why))
+
+    rate = min(cap for _, _, cap, _ in components)
+    out = tuple(ComponentCapacity(name, kind, cap, 1.0 - rate / cap if math.isfinite(cap) else 1.0, why)
+                for name, kind, cap, why in components)
+    # the limiting component: least headroom; on a tie the one nearest the host (path, cache), then
+    # members, then the queue depth
+    order = {"path": 0, "cache": 1, "member": 2, "concurrency": 3}
+    limiting = min(out, key=lambda c: (round(c.headroom_fraction, 9), order[c.kind])).name
+    return Prediction(workload, rate, rate * request, limiting, out, tuple(assumptions))

@@ -1,0 +1,206 @@
+"""storlab diagnose without devices of its own: the prediction rules with hand-worked figures, the
+findings on synthetic probe results (a straggler, a shared limit, a file system below its device, a
+healthy stack), the probe plan within a budget, and the whole command on a tmpfs folder (the
+file-system layer only), its document, table, HTML report and clean-up."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from storlab.cli.main import main
+from storlab.diagnose.expect import expect_members_together, expect_volume
+from storlab.diagnose.findings import build_rows, find
+from storlab.diagnose.probes import RAND_READ, SEQ_READ, Probe, ProbeResult, find_mpiexec, member_share
+from storlab.diagnose.run import PROBE_MIN_S, plan_probes
+from storlab.diagnose.stack import StackView
+from storlab.errors import SpecError
+from storlab.output.diagnose import build_html, render_table
+
+MB = 1e6
+DEVPATH = {f"/dev/loop{i}": f"loop{i}" for i in range(1, 5)}
+
+
+def _view(members=("loop1", "loop2", "loop3", "loop4"), level="raid0"):
+    return StackView("/mnt/x", "dir", "/mnt/x", "btrfs", members[0], None, level, list(members))
+
+
+def _result(layer, w, value, per_target=None, bs=None):
+    wl = member_share(w, 4) if bs else w
+    p = Probe(layer, layer, wl, list(per_target or ["/f"]), 3.0, row_workload=w.name)
+    doc = {"run_id": f"{layer}-{w.name}"}
+    return ProbeResult(p, doc, value, {f"/dev/{k}": v for k, v in (per_target or {}).items()}, True)
+
+
+def _results(alone, together, fs, w=SEQ_READ, volume=None):
+    res = {}
+    for m, v in alone.items():
+        res[(f"member:{m}", w.name)] = _result(f"member:{m}", w, v, {m: v})
+    res[("members", w.name)] = _result("members", w, sum(together.values()), together)
+    if volume is not None:
+        res[("volume", w.name)] = _result("volume", w, volume)
+    res[("fs", w.name)] = _result("fs", w, fs)
+    return res
+
+
+# -- prediction rules --------------------------------------------------------------------------
+
+def test_a_striped_volume_moves_at_the_pace_of_its_slowest_member():
+    e = expect_volume("raid0", {"a": 40 * MB, "b": 40 * MB, "c": 40 * MB, "d": 10 * MB}, direction="read", random=False)
+    assert e.value == pytest.approx(40 * MB)          # 4 x 10
+    assert e.potential == pytest.approx(160 * MB)     # 4 x the median 40
+    assert "member d" in e.limited_by
+
+
+def test_mirror_reads_use_one_copy_per_reader_and_writes_every_copy():
+    rates = {"a": 50 * MB, "b": 30 * MB}
+    assert expect_volume("raid1", rates, direction="read", random=False, workers=1).value == pytest.approx(40 * MB)
+    assert expect_volume("raid1", rates, direction="write", random=False).value == pytest.approx(30 * MB)
+
+
+def test_parity_small_writes_pay_the_read_modify_write_penalty():
+    rates = {k: 1000.0 for k in "abcde"}
+    assert expect_volume("raid5", rates, direction="write", random=True).value == pytest.approx(5 * 1000 / 4)
+    assert expect_volume("raid6", rates, direction="write", random=True).value == pytest.approx(5 * 1000 / 6)
+    assert expect_volume("raid5", rates, direction="read", random=False).value == pytest.approx(4 * 1000)
+
+
+def test_members_at_once_are_predicted_as_the_sum_of_each_alone():
+    assert expect_members_together({"a": 1.0, "b": 2.5}).value == pytest.approx(3.5)
+
+
+def test_a_member_is_probed_with_its_share_of_a_striped_request():
+    assert member_share(SEQ_READ, 4).bs == 256 << 10
+    assert member_share(SEQ_READ, 1).bs == 1 << 20
+    assert member_share(RAND_READ, 4).bs == 4096      # a small random request lands whole on one member
+
+
+# -- findings -----------------------------------------------------------------------------------
+
+def test_the_slow_member_and_only_it_is_named_as_the_straggler():
+    view = _view()
+    alone = {"loop1": 41 * MB, "loop2": 42 * MB, "loop3": 41 * MB, "loop4": 10.5 * MB}
+    rows, rates = build_rows(view, _results(alone, dict(alone), fs=41 * MB), [SEQ_READ], DEVPATH)
+    found = find(view, rows, rates, [SEQ_READ], [])
+    stragglers = [f for f in found if f.code == "straggler"]
+    assert len(stragglers) == 1 and "member loop4" in stragglers[0].message
+    assert "loop1" not in stragglers[0].message.split("against")[0]
+    fs_row = next(r for r in rows if r.layer == "fs")
+    assert fs_row.predicted == pytest.approx(42 * MB)   # 4 x 10.5
+    assert 0.85 < fs_row.efficiency < 1.15
+    assert not [f for f in found if f.code in ("shared-limit", "fs-below-device")]
+
+
+def test_a_member_slow_in_only_one_probe_is_not_a_straggler():
+    view = _view()
+    alone = {"loop1": 11 * MB, "loop2": 42 * MB, "loop3": 41 * MB, "loop4": 41 * MB}
+    together = {"loop1": 40 * MB, "loop2": 41 * MB, "loop3": 40 * MB, "loop4": 41 * MB}
+    rows, rates = build_rows(view, _results(alone, together, fs=160 * MB), [SEQ_READ], DEVPATH)
+    assert not [f for f in find(view, rows, rates, [SEQ_READ], []) if f.code == "straggler"]
+
+
+def test_members_together_below_their_sum_alone_is_a_shared_limit_with_its_ceiling():
+    view = _view()
+    alone = {m: 40 * MB for m in view.members}
+    together = {m: 10 * MB for m in view.members}
+    rows, rates = build_rows(view, _results(alone, together, fs=40 * MB), [SEQ_READ], DEVPATH)
+    found = find(view, rows, rates, [SEQ_READ], [])
+    shared = [f for f in found if f.code == "shared-limit"]
+    assert len(shared) == 1 and "40.0 MB/s together" in shared[0].message and "160.0 MB/s" in shared[0].message
+    assert not [f for f in found if f.code == "straggler"]
+
+
+def test_a_file_system_below_its_device_is_named_with_the_doctors_finding():
+    view = _view()
+    alone = {m: 40 * MB for m in view.members}
+    doctor = [{"code": "fs-stripe-mismatch", "severity": "warning", "device": "loop9",
+               "message": "xfs stripe unit 32 KiB does not match the 64 KiB below", "evidence": "e", "fix": "mkfs.xfs"}]
+    rows, rates = build_rows(view, _results(alone, dict(alone), fs=100 * MB), [SEQ_READ], DEVPATH)
+    found = find(view, rows, rates, [SEQ_READ], doctor)
+    codes = [f.code for f in found]
+    assert "fs-below-device" in codes and "doctor" in codes
+    fs = next(f for f in found if f.code == "fs-below-device")
+    assert "xfs stripe unit 32 KiB" in fs.evidence and fs.fix == "mkfs.xfs"
+
+
+def test_a_healthy_stack_has_no_finding_above_the_noise():
+    view = _view()
+    alone = {"loop1": 40 * MB, "loop2": 41 * MB, "loop3": 39.5 * MB, "loop4": 40.5 * MB}
+    rows, rates = build_rows(view, _results(alone, dict(alone), fs=156 * MB), [SEQ_READ], DEVPATH)
+    found = find(view, rows, rates, [SEQ_READ], [])
+    assert [f for f in found if f.severity == "warning"] == []
+    assert all(0.85 <= r.efficiency <= 1.15 for r in rows if r.efficiency is not None)
+
+
+# -- probe plan ---------------------------------------------------------------------------------
+
+def test_every_probe_gets_an_equal_share_of_the_budget():
+    probes = plan_probes(_view(), 60.0, "/mnt/x/probe", [SEQ_READ, RAND_READ])
+    # per workload: 4 members alone, 4 at once, the file system; then buffered and cached
+    assert len(probes) == 2 * 6 + 2
+    assert len({p.time_s for p in probes}) == 1
+    assert sum(p.time_s for p in probes) <= 60.0
+
+
+def test_a_budget_too_short_for_the_stack_names_the_budget_it_needs():
+    with pytest.raises(SpecError, match=r"budget: 10 s is too short for 15 probes .* give --budget 38s"):
+        plan_probes(_view(), 10.0, "/mnt/x/probe", [SEQ_READ, RAND_READ])
+    assert PROBE_MIN_S >= 2.0
+
+
+# -- the command on tmpfs --------------------------------------------------------------------------
+
+def test_diagnose_on_tmpfs_measures_the_file_system_layer_and_leaves_nothing(shm_dir, tmp_path, capsys):
+    out, html = tmp_path / "d.json", tmp_path / "d.html"
+    before = set(os.listdir(shm_dir))
+    code = main(["diagnose", shm_dir, "--budget", "15s", "--no-store", "--json", str(out), "-o", str(html)])
+    assert code == 0
+    assert set(os.listdir(shm_dir)) == before            # the probe file is gone
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "storlab.diagnose/1" and doc["complete"] is True
+    assert doc["stack"]["members"] == [] and doc["stack"]["fs_type"] == "tmpfs"
+    layers = {r["layer"] for r in doc["layers"]}
+    assert layers == {"fs", "fs-buffered", "fs-cached"}
+    assert all(r["measured"] and r["measured"] > 0 for r in doc["layers"])
+    text = capsys.readouterr().out
+    assert "file system" in text and "findings:" in text
+    page = html.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "data:image/png;base64," in page
+    assert render_table(doc) in text
+    assert build_html(doc).count("<h2>") >= 3
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["diagnose", "/no/such/place"], "diagnose target: /no/such/place does not exist"),
+    (["diagnose", "/dev/shm", "--budget", "1s"], "budget: '1s' is out of range"),
+    (["diagnose", "/dev/null"], "diagnose target: /dev/null is neither a directory"),
+])
+def test_bad_input_is_one_line_naming_the_field(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_diagnose_stores_every_probe_as_a_run_tagged_with_the_diagnosis(shm_dir, tmp_path):
+    from storlab import store
+
+    db = tmp_path / "results.db"
+    out = tmp_path / "d.json"
+    assert main(["diagnose", shm_dir, "--budget", "15s", "--store", str(db), "--json", str(out), "--quiet"]) == 0
+    doc = json.loads(out.read_text())
+    stored = store.list_runs(db, tag=f"diagnose:{doc['run_id'][:8]}")
+    # every probe, the write that laid the probe file out included
+    assert sorted(r["run_id"] for r in stored) == sorted(p["run_id"] for p in doc["probes"])
+    assert any(p["layer"] == "fs-write" for p in doc["probes"])
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(find_mpiexec() is None, reason="no mpiexec (pip install mpich, or a site MPI on PATH)")
+def test_ranks_measure_the_file_system_as_mpi_ranks(shm_dir, tmp_path):
+    out = tmp_path / "d.json"
+    assert main(["diagnose", shm_dir, "--budget", "20s", "--ranks", "2", "--no-store", "--json", str(out),
+                 "--quiet"]) == 0
+    doc = json.loads(out.read_text())
+    ranks = [r for r in doc["layers"] if r["layer"] == "fs-ranks"]
+    assert len(ranks) == 2 and all(r["measured"] > 0 for r in ranks)
+    assert all("2 MPI ranks" in r["subject"] for r in ranks)

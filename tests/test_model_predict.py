@@ -1,0 +1,160 @@
+"""Expected rates (storlab.model.predict) against figures worked out by hand: Little's law at a given
+queue depth, striping over members, a slow member, RAID 5 small writes, mirrors read per thread, the
+controller cache in and out of cache, and shared path components."""
+from __future__ import annotations
+
+import pytest
+from storlab.model.predict import ControllerCache, Device, Workload, predict
+from storlab.model.stack import DriveType, StackError, stack_from_dict, stack_from_notation
+
+MB = 10**6
+KiB = 1024
+MiB = 1 << 20
+DRIVE = DriveType("d", 10**12, 1e6)
+
+
+def dev(bw=100 * MB, iops=150.0, latency_s=0.010, shared_time=True, name="d"):
+    return Device(bw, bw, iops, iops, latency_s, name, shared_time)
+
+
+def test_one_disk_qd1_is_one_over_latency_and_deep_queues_reach_its_iops():
+    # QD1: 1 / (10 ms + 4096 B / 100 MB/s = 0.041 ms) = 99.6 IOPS, below the 150 IOPS the disk does
+    p = predict(None, Workload("randread", 4096, qd=1), [dev()])
+    assert p.iops == pytest.approx(1 / (0.010 + 4096 / 100e6))
+    assert p.limiting == "queue depth"
+    # QD16: Little allows 16 x 99.6 = 1594; the disk's 150 IOPS bind, with 1 - 150/1594 headroom left
+    p = predict(None, Workload("randread", 4096, qd=16), [dev()])
+    assert p.iops == pytest.approx(150)
+    assert p.limiting == "d"
+    assert p.component("queue depth").headroom_fraction == pytest.approx(1 - 150 * (0.010 + 4096 / 100e6) / 16)
+
+
+def test_striped_sequential_read_needs_enough_outstanding_bytes():
+    stack = stack_from_notation("R0/4", 64 * KiB, drive=DRIVE)
+    d = dev(latency_s=0.001)
+    # 1 MiB over 4 members = 256 KiB each, in parallel: 1 ms + 262144 / 100 MB/s = 3.62 ms per request
+    p = predict(stack, Workload("read", MiB, qd=1), [d])
+    assert p.iops == pytest.approx(1 / (0.001 + 262144 / 100e6))
+    assert p.bw_bytes == pytest.approx(MiB / (0.001 + 262144 / 100e6))      # 289.6 MB/s
+    # QD4: Little allows 1105 requests/s; each member carries 256 KiB per request: 381 requests/s
+    p = predict(stack, Workload("read", MiB, qd=4), [d])
+    assert p.bw_bytes == pytest.approx(4 * 100 * MB)
+    assert p.limiting.startswith("member[0]")
+
+
+def test_a_slow_member_slows_the_whole_striped_volume():
+    # the seed: "a slow physical volume ... may slow down the overall striped LV"; each member gets half
+    # of every request, so the 50 MB/s member caps the volume at 2 x 50 MB/s
+    stack = stack_from_notation("R0/2", 64 * KiB, drive=DRIVE)
+    p = predict(stack, Workload("read", MiB, qd=8), [dev(name="fast"), dev(bw=50 * MB, name="slow")])
+    assert p.bw_bytes == pytest.approx(2 * 50 * MB)
+    assert p.limiting == "member[1] slow"
+    assert p.component("member[0] fast").headroom_fraction == pytest.approx(0.5)
+
+
+def test_raid5_small_random_writes_cost_four_operations():
+    # 4+1, 64 KiB chunk, 4 KiB aligned random writes: read old data + parity, write both = 4 ops
+    # over 5 disks of 150 IOPS: 5 x 150 / 4 = 187.5 IOPS (transfer time negligible beside 1/150 s)
+    stack = stack_from_notation("R5/5", 64 * KiB, drive=DRIVE)
+    p = predict(stack, Workload("randwrite", 4096, qd=32), [dev(bw=10**12)])
+    assert p.iops == pytest.approx(5 * 150 / 4)
+
+
+def test_full_stripe_writes_move_parity_but_no_reads():
+    # 4+1 at 64 KiB: 256 KiB requests are full stripes; every member writes 64 KiB per request:
+    # 100 MB/s / 65536 = 1526 requests/s = 400 MB/s of host data (4 data disks' worth)
+    stack = stack_from_notation("R5/5", 64 * KiB, drive=DRIVE)
+    p = predict(stack, Workload("write", 256 * KiB, qd=16), [dev(latency_s=0.0001)])
+    assert p.bw_bytes == pytest.approx(4 * 100 * MB)
+
+
+def test_mirror_read_by_one_thread_uses_one_copy_with_the_per_thread_policy():
+    stack = stack_from_notation("R10/4", 64 * KiB, drive=DRIVE)
+    d = dev(iops=500, latency_s=20e-6, shared_time=False)
+    one = predict(stack, Workload("randread", 4096, qd=16), [d], mirror_read="per-thread")
+    assert one.iops == pytest.approx(2 * 500)
+    two = predict(stack, Workload("randread", 4096, qd=16, threads=2), [d], mirror_read="per-thread")
+    assert two.iops == pytest.approx(4 * 500)
+    assert predict(stack, Workload("randread", 4096, qd=16), [d]).iops == pytest.approx(4 * 500)
+
+
+def test_in_cache_reads_run_at_the_cache_rate_and_out_of_cache_at_the_members():
+    stack = stack_from_notation("R5/9", 128 * KiB, drive=DRIVE)
+    cache = ControllerCache(8 * 10**9, read_bw_bytes=700 * MB, write_bw_bytes=500 * MB)
+    # in cache: 128 MB region in an 8 GB cache -> 700 MB/s, the cache is the limit
+    p = predict(stack, Workload("read", MiB, qd=8, working_set_bytes=128 * 10**6), [dev(iops=10**6)], cache=cache)
+    assert p.bw_bytes == pytest.approx(700 * MB) and p.limiting == "cache"
+    # out of cache: 9 members x 100 MB/s serve the sweep (parity rotates, every member holds data)
+    p = predict(stack, Workload("read", MiB, qd=8, working_set_bytes=50 * 10**9), [dev(iops=10**6)], cache=cache)
+    assert p.bw_bytes == pytest.approx(min(700 * MB, 9 * 100 * MB))
+    # random 4 KiB reads over 32 GB: a quarter hit, members carry 3/4: 9 x 150 / 0.75 = 1800 IOPS
+    p = predict(stack, Workload("randread", 4096, qd=64, working_set_bytes=32 * 10**9), [dev()], cache=cache)
+    assert p.iops == pytest.approx(9 * 150 / 0.75)
+
+
+def test_write_back_coalesces_partial_sequential_writes_into_full_stripes():
+    # 8+1 at 128 KiB (1 MiB stripe): 256 KiB sequential writes are partial stripes (RMW without a
+    # cache); a write-back cache out of cache destages full stripes: 9/8 drive bytes per host byte
+    stack = stack_from_notation("R5/9", 128 * KiB, drive=DRIVE)
+    cache = ControllerCache(10**9, 2000 * MB, 2000 * MB)
+    d = dev(latency_s=0.0001)
+    without = predict(stack, Workload("write", 256 * KiB, qd=8), [d])
+    with_cache = predict(stack, Workload("write", 256 * KiB, qd=8, working_set_bytes=10**11), [d], cache=cache)
+    assert with_cache.bw_bytes == pytest.approx(8 * 100 * MB)
+    assert without.bw_bytes < with_cache.bw_bytes / 2
+
+
+TWO_ADAPTERS = """
+[drive]
+capacity = "2TB"
+seq = "100MB/s"
+random_iops = 100
+[raid]
+layout = "R6/12"
+chunk = "512KiB"
+count = 2
+[[component]]
+name = "host"
+[[component]]
+name = "adapter"
+parent = "host"
+count = {count}
+bw = "800MB/s"
+raid_engine = true
+groups = {groups}
+"""
+
+
+def test_a_second_adapter_doubles_what_one_adapter_caps():
+    import tomllib
+    one = stack_from_dict(tomllib.loads(TWO_ADAPTERS.format(count=1, groups=2)))
+    two = stack_from_dict(tomllib.loads(TWO_ADAPTERS.format(count=2, groups=1)))
+    w = Workload("read", 5 * MiB, qd=8)
+    d = dev(iops=10**6, latency_s=0.001)
+    # drives: 2 x 10 data x 100 MB/s = 2000 MB/s; one adapter carries both groups: 800 MB/s
+    p1 = predict(one, w, [d])
+    assert p1.bw_bytes == pytest.approx(800 * MB) and p1.limiting == "host/adapter"
+    p2 = predict(two, w, [d])
+    assert p2.bw_bytes == pytest.approx(1600 * MB) and p2.limiting.startswith("host/adapter[")
+
+
+def test_bad_inputs_are_one_line_errors():
+    with pytest.raises(StackError, match="rw must be one of read, write, randread, randwrite"):
+        Workload("seq", 4096)
+    with pytest.raises(StackError, match="devices: 3 given; the stack has 2 members"):
+        predict(stack_from_notation("R0/2", 64 * KiB, drive=DRIVE), Workload("read", 4096), [dev()] * 3)
+    with pytest.raises(StackError, match="latency_s must be a positive finite number"):
+        dev(latency_s=0)
+
+
+def test_in_cache_small_requests_follow_littles_law_and_large_ones_the_port():
+    # one host behind a 200 MB/s port, 4 outstanding, a cache that answers in 0.6 ms:
+    # 4 KiB: 4 / (0.6 ms + 4096 / 200 MB/s) = 6458 requests/s; 1 MiB: the port's 200 MB/s
+    from storlab.model.stack import Component
+    path = Component("fabric", children=(Component("port", read_bw_bytes=200 * MB, groups=1),))
+    stack = stack_from_notation("R0/4", 256 * KiB, drive=DRIVE, path=path)
+    cache = ControllerCache(10**9, 10**12, 10**12, latency_s=0.0006)
+    small = predict(stack, Workload("randread", 4096, qd=4, working_set_bytes=10**8), [dev()], cache=cache)
+    assert small.iops == pytest.approx(4 / (0.0006 + 4096 / 200e6)) and small.limiting == "queue depth"
+    large = predict(stack, Workload("read", MiB, qd=4, working_set_bytes=10**8), [dev()], cache=cache)
+    assert large.bw_bytes == pytest.approx(200 * MB) and large.limiting == "fabric/port"

@@ -1,0 +1,42 @@
+"""The seeds' measured tables against `storlab.model.predict` (benchmarks/model_seeds.py): the table in
+docs/model.md is the one the script produces now, and a few rows keep their hand-checked values."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def seeds():
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))          # model_seeds imports tests.testbed.report
+    spec = importlib.util.spec_from_file_location("model_seeds", ROOT / "benchmarks" / "model_seeds.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["model_seeds"] = module        # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_seeds_table_in_docs_is_current(seeds):
+    page = (ROOT / "docs" / "model.md").read_text()
+    block = page.split("<!-- BEGIN generated:seeds-validation -->\n", 1)[1].split("\n<!-- END", 1)[0]
+    assert block == seeds.render(seeds.all_rows()).rstrip(), \
+        "docs/model.md is stale: run python3 benchmarks/model_seeds.py --write-doc docs/model.md"
+
+
+def test_hand_checked_rows(seeds):
+    rows = {(r.study, r.figure): r for r in seeds.all_rows()}
+    # 7 drawers x 2 planars x 1200 MB/s (planar rule) = 16,800 MB/s, under the 18 GB/s system rule
+    assert rows[("p690 RIO2 profile", "p690, 7 drawers")].predicted_mb == pytest.approx(16800)
+    # 8 hosts out of cache: the back end's 800 MB/s binds before 8 ports x 200 MB/s
+    assert rows[("Yotta Yotta GSX 2400", "out-cache read, 8 host(s)")].predicted_mb == pytest.approx(800)
+    # Engenio reads, 256K: R / (L + R / B) with L, B from the 16K and 512K figures
+    t16, t512 = 16 * 1024 / 46.97e6, 512 * 1024 / 174.01e6
+    per_byte = (t512 - t16) / (496 * 1024)
+    expected = 256 * 1024 / (t16 + 240 * 1024 * per_byte) / 1e6
+    assert rows[("Engenio 8+1, 1 thread", "read 256K")].predicted_mb == pytest.approx(expected)
