@@ -15,6 +15,7 @@ from storlab import _core, store
 from storlab.errors import SpecError, TargetError
 from storlab.jobs.options import BY_NAME, OptionError
 from storlab.measure import meta
+from storlab.output import meta_table
 
 
 def values(**over):
@@ -436,12 +437,12 @@ def test_keep_leaves_the_working_folder(shm_dir):
     doc = meta.run_meta(values(target=shm_dir, files=3, keep=True))
     files, _ = listing(doc["job"]["workdir"])
     assert len(files) == 3
-    assert f"kept: the files are in {doc['job']['workdir']}" in meta.render_table(doc)
+    assert f"kept: the files are in {doc['job']['workdir']}" in meta_table.render_table(doc)
 
 
 def test_table_shows_a_row_per_phase_with_units(shm_dir):
     doc = meta.run_meta(values(target=shm_dir, threads=2, files=100))
-    text = meta.render_table(doc)
+    text = meta_table.render_table(doc)
     lines = text.splitlines()
     assert lines[0].startswith("2 thread(s) x 100 files, dir unique")
     assert lines[1].split() == ["phase", "ops", "time", "ms", "ops/s", "mean", "us", "p50", "us",

@@ -9,8 +9,8 @@ from typing import Any
 
 from ..jobs.job import load_jobfile
 from ..jobs.options import BY_NAME, OPTIONS, Option, parse_value
+from ..measure.launch import detect as detect_mpi_launch
 from ..measure.meta import META_OPTIONS, SHARED_RUN_OPTIONS, resolve_meta_options, run_meta
-from ..measure.mpi.launch import detect as detect_mpi_launch
 from ..signals import STOP
 from .main import ExitCode
 from .options_cli import add_option_arguments, add_table_arguments, reclaim_jobfile

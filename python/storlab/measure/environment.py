@@ -12,7 +12,7 @@ import socket
 import sys
 from typing import Any
 
-from .mpi.launch import launch_environment
+from .launch import launch_environment
 
 
 def _read(path: str) -> str | None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ..document import RUN_SCHEMA, header, now_iso
@@ -29,8 +28,7 @@ from .environment import host_environment
 
 __all__ = [
     "META_OPTIONS", "META_BY_NAME", "FILE_PHASES", "MetaHooks", "parse_meta_value",
-    "resolve_meta_options", "meta_spec", "run_meta_phase", "run_meta", "render_table",
-    "render_reference", "SCHEMA",
+    "resolve_meta_options", "meta_spec", "run_meta_phase", "run_meta", "render_reference", "SCHEMA",
 ]
 
 SCHEMA = RUN_SCHEMA
@@ -377,60 +375,6 @@ def _remove_workdir(workdir: str, values: Mapping[str, Any]) -> None:
         os.rmdir(workdir)
     except OSError:
         pass  # not empty: something the run did not make is in there; leave it to the user
-
-
-# -- rendering ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Col:
-    header: str
-    get: Callable[[dict], Any]
-    scale: float = 1.0
-    numeric: bool = True
-
-
-_COLUMNS = (
-    _Col("phase", lambda p: p["name"], numeric=False),
-    _Col("ops", lambda p: p["ops"]),
-    _Col("time ms", lambda p: p["seconds"], 1e-3),
-    _Col("ops/s", lambda p: p["ops_per_s"]),
-    _Col("mean us", lambda p: p["lat_ns"]["mean"] if p["ops"] else None, 1e3),
-    _Col("p50 us", lambda p: p["lat_ns"]["p50"] if p["ops"] else None, 1e3),
-    _Col("p99 us", lambda p: p["lat_ns"]["p99"] if p["ops"] else None, 1e3),
-    _Col("p99.9 us", lambda p: p["lat_ns"]["p999"] if p["ops"] else None, 1e3),
-    _Col("max us", lambda p: p["lat_ns"]["max"] if p["ops"] else None, 1e3),
-    _Col("stonewalled", lambda p: "yes" if p.get("stonewalled") else "no", numeric=False),
-)
-
-
-def phase_table(phases: list[dict[str, Any]]) -> list[str]:
-    """Lines of the table of metadata phases: one row per phase, units in the headers."""
-    from ..output.base import align, fmt_number
-
-    cells = []
-    for p in phases:
-        row = []
-        for c in _COLUMNS:
-            v = c.get(p)
-            row.append(str(v) if not c.numeric else fmt_number(None if v is None else v / c.scale))
-        cells.append(row)
-    return align([c.header for c in _COLUMNS], cells, [c.numeric for c in _COLUMNS]) if cells else [
-        "(no phase ran)"]
-
-
-def render_table(doc: dict[str, Any]) -> str:
-    """Plain-text table of a meta result: the settings line, then one row per phase."""
-    lines = phase_table(doc.get("phases") or [])
-    job = doc.get("job") or {}
-    lines.insert(0, f"{doc.get('workers')} thread(s) x {job.get('files')} files, dir {job.get('dir')}, "
-                    f"depth {job.get('depth')}, fanout {job.get('fanout')}, "
-                    f"file size {job.get('file_size')} bytes, in {job.get('workdir')}")
-    if doc.get("complete") is False:
-        detail = f": {doc['error']}" if doc.get("error") else ""
-        lines.append(f"incomplete ({doc.get('stop_reason')}{detail}): figures cover the time until the stop")
-    cleanup = doc.get("cleanup") or {}
-    if cleanup.get("kept"):
-        lines.append(f"kept: the files are in {job.get('workdir')}")
-    return "\n".join(lines)
 
 
 def render_reference() -> str:

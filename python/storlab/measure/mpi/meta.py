@@ -35,9 +35,9 @@ from ...errors import TargetError
 from ...signals import STOP
 from .. import meta as single
 from ..environment import host_environment
+from ..launch import Launch
 from .aggregate import count_in_window, deskew_window, merge_meta_phase
 from .comm import TAG_CLEANUP, Comm, RankFailure
-from .launch import Launch
 from .orchestrator import Session, _one_line
 from .rewrite import substitute
 

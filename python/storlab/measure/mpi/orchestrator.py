@@ -29,11 +29,11 @@ from ...document import header, now_iso
 from ...jobs.job import Job, core_spec
 from ...signals import STOP
 from ..environment import host_environment
+from ..launch import Launch
 from ..runner import PhaseHooks, ProgressFn, run_job
 from . import clock
 from .aggregate import deskew_window, merge_phase
 from .comm import Comm, Liveness, RankFailure
-from .launch import Launch
 from .rewrite import data_rank, read_only, rewrite_job, rewrite_warnings, wearout_io_size, wearout_pairs
 
 __all__ = ["Session", "job_record"]
