@@ -133,8 +133,9 @@ class Benchmark(ABC):
     def finish(self, doc: dict[str, Any]) -> None:
         """The document's last fields, when the run ended without an exception."""
 
+    @staticmethod
     @abstractmethod
-    def merge_phase(self, results: list[dict[str, Any] | None], window_amount: list[float | None] | None,
+    def merge_phase(results: list[dict[str, Any] | None], window_amount: list[float | None] | None,
                     nodes: list[str]) -> dict[str, Any]:
         """One phase of every rank merged into the phase of the whole job (None: no result
         from that rank); `window_amount` is what each rank did in the de-skew window."""

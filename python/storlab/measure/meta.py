@@ -215,7 +215,8 @@ class MetaBenchmark(Benchmark):
         doc["job"] = meta_job_record(self.values, self.target, self.workdir)
         doc["warnings"] = [w.as_dict() for w in meta_findings(doc)]
 
-    def merge_phase(self, results, window_amount, nodes) -> dict[str, Any]:
+    @staticmethod
+    def merge_phase(results, window_amount, nodes) -> dict[str, Any]:
         return merge_meta_phase(results, window_amount, nodes)
 
 

@@ -177,7 +177,8 @@ class IoBenchmark(Benchmark):
     def finish(self, doc: dict[str, Any]) -> None:
         pass  # every field is in place as each phase ends (summarise adds the cross-phase ones)
 
-    def merge_phase(self, results, window_amount, nodes) -> dict[str, Any]:
+    @staticmethod
+    def merge_phase(results, window_amount, nodes) -> dict[str, Any]:
         return merge_phase(results, window_amount, nodes)
 
     # -- the phases -----------------------------------------------------------------------------

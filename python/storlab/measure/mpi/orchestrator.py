@@ -366,8 +366,8 @@ class RankSide(ABC):
     """One benchmark kind on the ranks of a communicator: what a rank runs and how rank 0 makes
     the document of the kind from what the ranks sent."""
 
+    benchmark_kind: type[Benchmark]     # whose merge_phase merges the ranks' phases
     hooks: RankHooks
-    benchmark: Benchmark | None = None   # this rank's benchmark, once made (rank 0 merges with it)
     rank_timeout_s: float
 
     @abstractmethod
@@ -418,6 +418,7 @@ def _outcome(doc: dict[str, Any], phases: list[dict[str, Any]], expected: int, f
 
 class IoRanks(RankSide):
     """`storlab run` (and each rank count of `storlab scale`) on the ranks of a communicator."""
+    benchmark_kind = IoBenchmark
 
     def __init__(self, template: Job, kind: str = "run") -> None:
         self.template = template
@@ -434,8 +435,7 @@ class IoRanks(RankSide):
         error = None
         try:
             tell = None if notify is None else (lambda msg: notify(f"rank {comm.rank}: {msg}"))
-            self.benchmark = IoBenchmark(job, progress if comm.rank == 0 else None, notify=tell)
-            doc = run_benchmark(self.benchmark, argv, hooks)
+            doc = run_benchmark(IoBenchmark(job, progress if comm.rank == 0 else None, notify=tell), argv, hooks)
         except (Exception, KeyboardInterrupt) as e:  # noqa: BLE001 - every failure must reach the others
             error = _one_line(e) if not isinstance(e, KeyboardInterrupt) else "interrupted (Ctrl-C)"
             hooks.fail(comm.liveness.report(error))
@@ -494,6 +494,7 @@ class IoRanks(RankSide):
 
 class MetaRanks(RankSide):
     """`storlab meta` on the ranks of a communicator (see the module doc)."""
+    benchmark_kind = MetaBenchmark
 
     def __init__(self, values: Mapping[str, Any], rank_timeout_s: float) -> None:
         self.values = values
@@ -511,10 +512,9 @@ class MetaRanks(RankSide):
             target = os.path.abspath(substitute(self.template, comm.rank, session.nodes[comm.rank], comm.size))
             mine = _rank_values(values, comm, target)
             workdir = _join_workdir(target, run_id)
-            self.benchmark = MetaBenchmark(mine, progress if comm.rank == 0 else None, run_id=run_id,
-                                           workdir=workdir, rank=comm.rank, shared_tree_owner=comm.rank == 0,
-                                           progress_interval_s=POLL_S)
-            cleanup = run_benchmark(self.benchmark, argv, hooks)["cleanup"]
+            bench = MetaBenchmark(mine, progress if comm.rank == 0 else None, run_id=run_id, workdir=workdir,
+                                  rank=comm.rank, shared_tree_owner=comm.rank == 0, progress_interval_s=POLL_S)
+            cleanup = run_benchmark(bench, argv, hooks)["cleanup"]
         except RankFailure as e:   # another rank failed (or this one, already reported in after_end)
             hooks.fail(e)
             if workdir is not None:
@@ -650,7 +650,7 @@ class Session:
         size, nodes = comm.size, self.nodes[:comm.size]
         per_rank = side.per_rank_phases(got)
         windows = side.windows()
-        merge = side.benchmark.merge_phase
+        merge = side.benchmark_kind.merge_phase
         phases = []
         for k in range(max((len(v) for v in per_rank.values()), default=0)):
             results = [per_rank[r][k] if r in per_rank and k < len(per_rank[r]) else None for r in range(size)]
