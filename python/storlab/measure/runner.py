@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+from ..devices.safety import check_opened_paths
 from ..document import RUN_SCHEMA, header, now_iso
 from ..errors import StorlabError, from_core
 from ..jobs import mainjob
@@ -62,7 +63,6 @@ def checked_spec(phase, allow_destroy) -> dict[str, Any]:
     names them, per-thread and per-rank names included) run through the write-safety gate, which
     refuses what must not be written; the engine compares each descriptor it opens with that."""
     from .. import _core
-    from ..devices.safety import check_opened_paths
 
     spec = core_spec(phase)
     try:

@@ -14,8 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from ..document import SWEEP_SCHEMA, header, now_iso
+from ..jobs.job import resolve_job
 from ..jobs.options import BY_NAME, Option, OptionError, parse_option, parse_value, suggest
 from ..units import format_duration, format_size
+from . import stats
+from .environment import host_environment
+from .runner import SCRATCH_SIZE_BYTES, Scratch
+from .runner import run_job as run_job_in_this_process
 
 __all__ = [
     "SCHEMA", "SWEEP_OPTIONS", "SWEEP_BY_NAME", "LIST_KINDS", "sweepable", "Axis", "Settings",
@@ -317,7 +322,6 @@ def measure(doc: dict[str, Any], phase: str | None = None) -> dict[str, Any]:
     all its I/Os (for reads and writes, or several passes, the histograms are merged, so the
     percentiles are exact to the bucket width, and the mean is the ops-weighted mean of the
     exact means)."""
-    from . import stats
 
     p = _measured_phase(doc, phase)
     out: dict[str, Any] = {"phase": p.get("name") if p else None, "passes": 1,
@@ -471,8 +475,6 @@ def build_matrix(axes: list[Axis], fixed: Mapping[str, Any], settings: Settings,
                  jobfile: Mapping[str, Any] | None = None, jobfile_name: str = "job file",
                  phases: list[dict] | None = None) -> SweepMatrix:
     """Resolve the job of every point; errors name the point."""
-    from ..jobs.job import resolve_job
-
     check_early_stop(axes, settings)
     params = expand(axes)
     jobs = []
@@ -509,11 +511,7 @@ def run_sweep(matrix: SweepMatrix, argv: Sequence[str] = (), hooks: SweepHooks |
     """Run every point of the matrix (skipping the rest of a series that early stop ended) and
     return the sweep document. Ctrl-C (during a point or between points) ends the sweep; the
     points done are kept and the document says `complete: false`."""
-    from .environment import host_environment
-    from .runner import SCRATCH_SIZE_BYTES, Scratch
-    from .runner import run_job as _run_job
-
-    run_job = run_job or _run_job
+    run_job = run_job or run_job_in_this_process
     hooks = hooks or SweepHooks()
     settings, axes = matrix.settings, matrix.axes
     doc: dict[str, Any] = {

@@ -50,6 +50,7 @@ from typing import Any, Callable, Mapping
 
 from mpi4py import MPI
 
+from ...devices.safety import describe_path
 from ...document import header, now_iso
 from ...errors import TargetError
 from ...jobs.job import Job, core_spec
@@ -545,8 +546,6 @@ class MetaRanks(RankSide):
         return self.hooks.window_ops
 
     def document(self, session, comm, got, phases, failure, argv, started_at) -> dict[str, Any]:
-        from ...devices.safety import describe_path
-
         values = self.values
         own = got[0]
         cleanups = {r: p["cleanup"] for r, p in got.items()}
