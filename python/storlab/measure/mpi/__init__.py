@@ -5,5 +5,5 @@ rewrite (what each rank runs: rank-aware targets, shared layouts, reorder, stone
 aggregate (merging the ranks' results), orchestrator (running a job or the metadata benchmark on
 every rank), scaling (the scaling curve of `storlab scale`). Whether this process is an MPI launch
 at all is measure/launch.py (no MPI needed); the human summary is output/mpi_summary.py.
-Only `rewrite`, `aggregate` and `scaling` import without mpi4py; docs/mpi.md is the user guide.
+Only `rewrite`, `clock` and `scaling` import without mpi4py; docs/mpi.md is the user guide.
 """
