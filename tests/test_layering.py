@@ -11,15 +11,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent / "python" / "storlab"
 
 # Lowest first. A module may import its own package and any package of a lower layer, nothing else.
-# Foundations import nothing of storlab but the package itself (its version) and the extension.
+# Foundations import nothing of storlab but the package itself (its version), the extension and
+# the error classes. The order is the pipeline's: options and job files, then measurement (which
+# uses the model for its predictions), then the store, then output, then the CLI.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"storlab", "_core"}),
-    frozenset({"units", "errors", "signals", "document", "schemas"}),
+    frozenset({"errors"}),
+    frozenset({"units", "signals", "document", "schemas"}),
     frozenset({"devices"}),
     frozenset({"jobs"}),                        # option tables and job files
-    frozenset({"model", "store"}),              # the stack model; the results store
+    frozenset({"model"}),                       # the stack model
     frozenset({"measure", "planner", "doctor"}),  # measurement; layouts; the host's stack
     frozenset({"measure.mpi"}),                 # the MPI orchestrator over measure's benchmarks
+    frozenset({"store"}),                       # the results store (keeps documents)
     frozenset({"output"}),                      # exporters, renderers, reports (read documents)
     frozenset({"cli"}),
     frozenset({"__main__"}),                    # python -m storlab
