@@ -14,8 +14,8 @@ import time
 import pytest
 from storlab import _core, units
 from storlab.cli.main import ExitCode, main
+from storlab.jobs.meta_options import META_OPTIONS
 from storlab.jobs.options import OPTIONS, OptionError, parse_option
-from storlab.measure.meta import META_OPTIONS
 from storlab.measure.sweep import SWEEP_OPTIONS
 
 NUMERIC_KINDS = {"int", "float", "percent", "size", "duration", "rate"}

@@ -5,7 +5,8 @@ import os
 import pytest
 from storlab.jobs.job import resolve_job
 from storlab.measure import cache
-from storlab.measure.runner import PhaseHooks, run_job
+from storlab.measure.benchmark import PhaseHooks
+from storlab.measure.runner import run_job
 
 GiB = 1 << 30
 

@@ -21,8 +21,9 @@ from storlab.cli.main import main
 from storlab.devices import signatures
 from storlab.devices.safety import TargetRefused, check_write_allowed
 from storlab.jobs.job import resolve_job
+from storlab.measure.benchmark import PhaseHooks
 from storlab.measure.mpi.rewrite import rewrite_job
-from storlab.measure.runner import PhaseHooks, checked_spec, run_job
+from storlab.measure.runner import checked_spec, run_job
 
 pytestmark = [pytest.mark.root, pytest.mark.loop]
 

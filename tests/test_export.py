@@ -160,7 +160,8 @@ def test_engine_output_renders_and_compares_on_bs_only():
 
 
 def test_render_table_shows_metadata_runs_as_operations(shm_dir):
-    from storlab.measure.meta import resolve_meta_options, run_meta
+    from storlab.jobs.meta_options import resolve_meta_options
+    from storlab.measure.meta import run_meta
     from storlab.output import render_table
 
     doc = run_meta(resolve_meta_options({"target": shm_dir, "files": "50", "no_store": True}, None, "job"))

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from storlab import _core
 from storlab.cli.main import ExitCode, main
 from storlab.jobs.job import core_spec, resolve_job
+from storlab.jobs.meta_options import META_OPTIONS
 from storlab.jobs.options import OPTIONS
-from storlab.measure.meta import META_OPTIONS
 from storlab.measure.sweep import SWEEP_OPTIONS
 
 

@@ -13,12 +13,15 @@ from importlib import resources
 import pytest
 from storlab import _core, store
 from storlab.errors import SpecError, TargetError
+from storlab.jobs import meta_options
 from storlab.jobs.options import BY_NAME, OptionError
 from storlab.measure import meta
+from storlab.measure.benchmark import PhaseHooks
+from storlab.output import meta_table
 
 
 def values(**over):
-    return meta.resolve_meta_options(over)
+    return meta_options.resolve_meta_options(over)
 
 
 def listing(root: str) -> tuple[dict[str, int], list[str]]:
@@ -33,7 +36,7 @@ def listing(root: str) -> tuple[dict[str, int], list[str]]:
     return files, sorted(dirs)
 
 
-class Snapshots(meta.MetaHooks):
+class Snapshots(PhaseHooks):
     """Records what exists in the working folder after every phase, and the hook order."""
 
     def __init__(self, workdir: str):
@@ -62,17 +65,17 @@ def by_name(out):
 
 # -- the option table ---------------------------------------------------------------------------
 def test_table_and_rust_spec_have_the_same_fields():
-    core = {o.name for o in meta.META_OPTIONS if o.core}
+    core = {o.name for o in meta_options.META_OPTIONS if o.core}
     assert core == set(_core.meta_spec_field_names()) - {"shared_tree_owner"}
 
 
 def test_every_option_has_help_a_known_kind_and_shared_output_options_are_runs():
-    for o in meta.META_OPTIONS:
+    for o in meta_options.META_OPTIONS:
         assert o.help and o.kind in {"size", "duration", "int", "choice", "bool", "str", "paths"}
         if o.kind == "choice":
             assert o.default in o.choices and all(o.choices.values())
-    for name in meta.SHARED_RUN_OPTIONS:
-        assert meta.META_BY_NAME[name] is BY_NAME[name]
+    for name in meta_options.SHARED_RUN_OPTIONS:
+        assert meta_options.META_BY_NAME[name] is BY_NAME[name]
 
 
 @pytest.mark.parametrize("name,raw,expected", [
@@ -81,7 +84,7 @@ def test_every_option_has_help_a_known_kind_and_shared_output_options_are_runs()
     ("depth", 3, 3), ("name_prefix", "r{rank}.", "r{rank}."), ("name_prefix", "", None),
 ])
 def test_values_are_parsed_to_canonical_units(name, raw, expected):
-    assert meta.parse_meta_value(name, raw) == expected
+    assert meta_options.parse_meta_value(name, raw) == expected
 
 
 @pytest.mark.parametrize("over,field", [
@@ -98,18 +101,18 @@ def test_bad_values_name_the_option(over, field):
 
 def test_unknown_option_suggests_the_right_name():
     with pytest.raises(OptionError, match="did you mean 'files'"):
-        meta.parse_meta_value("file", 3)
+        meta_options.parse_meta_value("file", 3)
 
 
 def test_phases_may_be_a_list_as_in_toml():
-    assert meta.resolve_meta_options({}, {"phases": ["create", "remove"]})["phases"] == ("create", "remove")
+    assert meta_options.resolve_meta_options({}, {"phases": ["create", "remove"]})["phases"] == ("create", "remove")
     with pytest.raises(OptionError, match="job file: phases: expected names"):
-        meta.resolve_meta_options({}, {"phases": ["create", 3]})
+        meta_options.resolve_meta_options({}, {"phases": ["create", 3]})
 
 
 def test_precedence_and_phase_defaults():
-    v = meta.resolve_meta_options({"threads": "4"}, {"threads": 2, "files": 5})
-    assert (v["threads"], v["files"], v["phases"]) == (4, 5, meta.FILE_PHASES)
+    v = meta_options.resolve_meta_options({"threads": "4"}, {"threads": 2, "files": 5})
+    assert (v["threads"], v["files"], v["phases"]) == (4, 5, meta_options.FILE_PHASES)
     assert values(keep=True)["phases"] == ("create", "stat", "read", "rename")
     assert values(keep=True, phases="create,remove")["phases"] == ("create", "remove")
 
@@ -118,7 +121,7 @@ def test_spec_has_rank_unique_names_and_the_engine_accepts_it():
     spec = meta.meta_spec(values(name_prefix="r{rank}.", dir="shared"), "/x", rank=3,
                           shared_tree_owner=False)
     assert spec["name_prefix"] == "r3." and spec["target"] == "/x"
-    assert spec["phases"] == ["mkdir", *meta.FILE_PHASES]
+    assert spec["phases"] == ["mkdir", *meta_options.FILE_PHASES]
     assert spec["shared_tree_owner"] is False and "json" not in spec
     _core.validate_meta_spec(json.dumps(spec))
     assert meta.meta_spec(values(), "/x")["name_prefix"] == ""
@@ -130,7 +133,7 @@ def test_every_phase_leaves_exactly_what_it_should(shm_dir):
     out = run_in(shm_dir, hooks, threads=2, files=30, file_size="1k", depth=1, fanout=3)
     assert out["complete"] and out["stop_reason"] == "done" and out["workers"] == 2
     p = by_name(out)
-    assert list(p) == ["mkdir", *meta.FILE_PHASES]
+    assert list(p) == ["mkdir", *meta_options.FILE_PHASES]
     # directories: 2 trees of 1 + 3
     files, dirs = hooks.after["mkdir"]
     assert (len(files), len(dirs)) == (0, 8)
@@ -142,7 +145,7 @@ def test_every_phase_leaves_exactly_what_it_should(shm_dir):
     assert len(renamed) == 60 and all(os.path.basename(f)[0] == "r" for f in renamed)
     assert hooks.after["remove"] == ({}, dirs)
     assert hooks.after["rmdir"] == ({}, [])
-    for name in meta.FILE_PHASES[:5]:
+    for name in meta_options.FILE_PHASES[:5]:
         ph = p[name]
         assert ph["ops"] == 60 and ph["items_per_worker"] == [30, 30], name
         assert sum(c for _, c in ph["lat_hist"]["buckets"]) == 60
@@ -247,7 +250,7 @@ def test_phases_without_remove_are_still_cleaned_up(shm_dir):
 
 
 def test_ctrl_c_stops_the_phase_and_removes_everything(shm_dir):
-    class Interrupt(meta.MetaHooks):
+    class Interrupt(PhaseHooks):
         def poll(self, phase, run):
             if phase == "create":
                 run.interrupt()
@@ -273,7 +276,7 @@ def test_progress_reports_the_running_phase(shm_dir):
 
 # -- failures: one clear error naming the path, nothing left behind ----------------------------
 def test_a_missing_file_fails_stat_naming_it(shm_dir):
-    class Sabotage(meta.MetaHooks):
+    class Sabotage(PhaseHooks):
         def after_end(self, phase, run, result):
             if phase == "create":
                 os.unlink(os.path.join(shm_dir, "w0", "f0.7"))
@@ -288,7 +291,7 @@ def test_a_missing_file_fails_stat_naming_it(shm_dir):
 
 
 def test_a_file_in_the_way_fails_create_and_survives_cleanup(shm_dir):
-    class Intruder(meta.MetaHooks):
+    class Intruder(PhaseHooks):
         def after_end(self, phase, run, result):
             if phase == "mkdir":
                 with open(os.path.join(shm_dir, "w0", "f0.3"), "w") as f:
@@ -388,10 +391,11 @@ def test_a_read_only_directory_fails_mkdir_naming_the_path(readonly_dir):
 def test_running_out_of_file_descriptors_names_the_path_and_leaves_nothing(tmp_path):
     script = f"""
 import json, os, resource
+from storlab.jobs import meta_options
 from storlab.measure import meta
 opened = len(os.listdir('/proc/self/fd'))
 resource.setrlimit(resource.RLIMIT_NOFILE, (opened + 4, opened + 4))
-out = meta.run_meta_phase(meta.resolve_meta_options({{'threads': 8, 'files': 50}}), {str(tmp_path)!r})
+out = meta.run_meta_phase(meta_options.resolve_meta_options({{'threads': 8, 'files': 50}}), {str(tmp_path)!r})
 print(json.dumps({{'error': out['error'], 'cleanup': out['cleanup']}}))
 """
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
@@ -413,7 +417,7 @@ def test_document_follows_the_run_schema_and_is_stored(shm_dir, private_store):
     doc = meta.run_meta(values(target=shm_dir, threads=2, files=50), argv=["storlab", "meta"])
     jsonschema.validate(doc, run_schema())
     assert (doc["schema"], doc["kind"], doc["complete"], doc["workers"]) == ("storlab.run/1", "meta", True, 2)
-    assert [p["name"] for p in doc["phases"]] == ["mkdir", *meta.FILE_PHASES]
+    assert [p["name"] for p in doc["phases"]] == ["mkdir", *meta_options.FILE_PHASES]
     assert doc["job"]["target"] == [shm_dir] and doc["job"]["workdir"].startswith(f"{shm_dir}/storlab-meta-")
     assert doc["environment"]["directory"]["fs_type"] == "tmpfs"
     assert not os.path.exists(doc["job"]["workdir"]), "the working folder is removed"
@@ -436,17 +440,17 @@ def test_keep_leaves_the_working_folder(shm_dir):
     doc = meta.run_meta(values(target=shm_dir, files=3, keep=True))
     files, _ = listing(doc["job"]["workdir"])
     assert len(files) == 3
-    assert f"kept: the files are in {doc['job']['workdir']}" in meta.render_table(doc)
+    assert f"kept: the files are in {doc['job']['workdir']}" in meta_table.render_table(doc)
 
 
 def test_table_shows_a_row_per_phase_with_units(shm_dir):
     doc = meta.run_meta(values(target=shm_dir, threads=2, files=100))
-    text = meta.render_table(doc)
+    text = meta_table.render_table(doc)
     lines = text.splitlines()
     assert lines[0].startswith("2 thread(s) x 100 files, dir unique")
     assert lines[1].split() == ["phase", "ops", "time", "ms", "ops/s", "mean", "us", "p50", "us",
                                 "p99", "us", "p99.9", "us", "max", "us", "stonewalled"]
-    assert [line.split()[0] for line in lines[2:]] == ["mkdir", *meta.FILE_PHASES]
+    assert [line.split()[0] for line in lines[2:]] == ["mkdir", *meta_options.FILE_PHASES]
     assert lines[3].split()[1] == "200"
 
 
@@ -456,11 +460,11 @@ def test_docs_list_every_option_as_the_table_does():
 
     text = (pathlib.Path(__file__).parent.parent / "docs" / "meta.md").read_text()
     section = re.search(r"<!-- options:begin -->\n(.*)\n<!-- options:end -->", text, re.S).group(1)
-    assert section == meta.render_reference(), "regenerate with: python -m storlab.measure.meta"
+    assert section == meta_options.render_reference(), "regenerate with: python -m storlab.jobs.meta_options"
 
 
 def test_a_failing_hook_stops_the_running_phase_and_still_cleans_up(shm_dir):
-    class Broken(meta.MetaHooks):
+    class Broken(PhaseHooks):
         def poll(self, phase, run):
             if phase == "create":
                 raise RuntimeError("orchestrator lost a rank")

@@ -1,6 +1,6 @@
-"""`storlab meta` under mpiexec (python/storlab/measure/mpi/meta.py): real launches of 2 and 4 ranks on
-/dev/shm reading the merged document rank 0 writes, plus the merging and window counting without
-MPI. Every launch checks that nothing is left behind."""
+"""`storlab meta` under mpiexec (MetaRanks in python/storlab/measure/mpi/orchestrator.py): real
+launches of 2 and 4 ranks on /dev/shm reading the merged document rank 0 writes, plus the merging
+and window counting without MPI. Every launch checks that nothing is left behind."""
 from __future__ import annotations
 
 import contextlib
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from storlab.measure import stats
-from storlab.measure.mpi.aggregate import count_in_window, merge_meta_phase
+from storlab.measure.aggregate import count_in_window, merge_meta_phase
 from test_mpi_runs import MPIEXEC, _have_mpi4py, check_schema, mpirun
 
 needs_mpi = [
@@ -135,17 +135,17 @@ def test_stonewall_counts_of_every_rank_carry_to_the_later_phases(shm_dir):
 
 FAILING_HOOK = textwrap.dedent("""
     import os, sys
-    from storlab.measure.mpi import meta as mpi_meta
+    from storlab.measure.mpi.orchestrator import MetaRankHooks
     from storlab.cli.main import main
 
     if os.environ["PMI_RANK"] == sys.argv[1]:
-        poll = mpi_meta._Hooks.poll
+        poll = MetaRankHooks.poll
 
         def failing_poll(self, phase, run):
             poll(self, phase, run)
             if phase == "create" and run.progress()[2] > 500:
                 raise RuntimeError("injected failure")
-        mpi_meta._Hooks.poll = failing_poll
+        MetaRankHooks.poll = failing_poll
     sys.exit(main(["meta", *sys.argv[2:]]))
 """)
 

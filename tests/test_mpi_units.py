@@ -7,8 +7,8 @@ import random
 
 import pytest
 from storlab.jobs.job import resolve_job
-from storlab.measure import stats
-from storlab.measure.mpi import aggregate, clock, launch, rewrite, scaling
+from storlab.measure import aggregate, launch, stats
+from storlab.measure.mpi import clock, rewrite, scaling
 
 # -- launcher detection ---------------------------------------------------------------------------
 

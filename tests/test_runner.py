@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 from storlab.jobs.job import resolve_job
-from storlab.measure.runner import PhaseHooks, run_job
+from storlab.measure.benchmark import PhaseHooks
+from storlab.measure.runner import run_job
 
 
 def staggered_job(target: str, late_s: float = 0.4, time_s: str = "1s"):

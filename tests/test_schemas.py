@@ -76,7 +76,8 @@ def test_a_real_run_validates_against_run_1(shm_dir):
 
 
 def test_a_real_metadata_run_validates_against_meta_1(shm_dir):
-    from storlab.measure.meta import resolve_meta_options, run_meta
+    from storlab.jobs.meta_options import resolve_meta_options
+    from storlab.measure.meta import run_meta
 
     doc = run_meta(resolve_meta_options({"target": shm_dir, "files": "20", "no_store": True}, None, "job"))
     assert validate(doc) == "meta-1.schema.json"

@@ -15,19 +15,18 @@ from storlab.measure.sweep import (
     Settings,
     analyse,
     build_axes,
+    build_matrix,
     check_early_stop,
     expand,
     knee,
     latency_climb,
     measure,
     parse_settings,
-    plan_sweep,
-    render_table,
     run_sweep,
     split_values,
     summarise_warnings,
-    to_csv,
 )
+from storlab.output.sweep_table import render_table, to_csv
 
 # --- lists of values ------------------------------------------------------------------------
 
@@ -334,14 +333,14 @@ class FakeDevice:
 DEFAULT_SETTINGS = Settings()
 
 
-def _plan(settings=DEFAULT_SETTINGS, **lists):
+def _matrix(settings=DEFAULT_SETTINGS, **lists):
     axes, fixed = build_axes([(k, v) for k, v in lists.items()])
-    return plan_sweep(axes, {"engine": "null", **fixed}, settings)
+    return build_matrix(axes, {"engine": "null", **fixed}, settings)
 
 
 def test_run_sweep_runs_every_point_in_order_and_finds_the_knee():
     dev = FakeDevice(cap=4)
-    doc = run_sweep(_plan(target="/x", size="1m", qd="1,2,4,8,16"), run_job=dev)
+    doc = run_sweep(_matrix(target="/x", size="1m", qd="1,2,4,8,16"), run_job=dev)
     assert [c["qd"] for c in dev.calls] == [1, 2, 4, 8, 16]
     assert doc["schema"] == "storlab.sweep/1" and doc["kind"] == "sweep" and doc["complete"] is True
     assert [p["params"]["qd"] for p in doc["points"]] == [1, 2, 4, 8, 16]
@@ -354,9 +353,9 @@ def test_run_sweep_runs_every_point_in_order_and_finds_the_knee():
 
 def test_early_stop_skips_the_rest_of_each_series_only():
     dev = FakeDevice(cap=2)
-    plan = _plan(Settings(stop_flat_pct=5, stop_count=2), target="/x", size="1m",
-                 bs="4k,8k", qd="1,2,4,8,16,32")
-    doc = run_sweep(plan, run_job=dev)
+    matrix = _matrix(Settings(stop_flat_pct=5, stop_count=2), target="/x", size="1m",
+                     bs="4k,8k", qd="1,2,4,8,16,32")
+    doc = run_sweep(matrix, run_job=dev)
     # qd 4 and 8 add nothing over qd 2: the series stops there, and the next one starts again
     assert [(c["bs"], c["qd"]) for c in dev.calls] == [(4096, q) for q in (1, 2, 4, 8)] + \
         [(8192, q) for q in (1, 2, 4, 8)]
@@ -372,7 +371,7 @@ def test_early_stop_skips_the_rest_of_each_series_only():
 
 def test_ctrl_c_between_points_keeps_the_points_done():
     dev = FakeDevice(interrupt_at=2)
-    doc = run_sweep(_plan(target="/x", size="1m", qd="1,2,4,8"), run_job=dev)
+    doc = run_sweep(_matrix(target="/x", size="1m", qd="1,2,4,8"), run_job=dev)
     assert doc["complete"] is False and doc["stop_reason"] == "interrupted"
     assert [p["status"] for p in doc["points"]] == ["done", "done", "interrupted"]
     assert len(doc["runs"]) == 2
@@ -381,7 +380,7 @@ def test_ctrl_c_between_points_keeps_the_points_done():
 
 def test_a_failed_point_ends_the_sweep_with_its_error():
     dev = FakeDevice(fail_at=1)
-    doc = run_sweep(_plan(target="/x", size="1m", qd="1,2,4"), run_job=dev)
+    doc = run_sweep(_matrix(target="/x", size="1m", qd="1,2,4"), run_job=dev)
     assert len(dev.calls) == 2
     assert doc["stop_reason"] == "error" and doc["error"] == "point qd=2: I/O error on /x"
     assert [p["status"] for p in doc["points"]] == ["done", "error"]
@@ -390,20 +389,20 @@ def test_a_failed_point_ends_the_sweep_with_its_error():
 def test_a_bad_combination_fails_before_anything_runs():
     axes, fixed = build_axes([("engine", "psync"), ("qd", "1,2")])
     with pytest.raises(OptionError, match=r"point qd=2: .*qd 2 needs an asynchronous engine"):
-        plan_sweep(axes, fixed, Settings())
+        build_matrix(axes, fixed, Settings())
 
 
 def test_default_target_is_one_scratch_file_for_the_whole_sweep(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     dev = FakeDevice()
-    run_sweep(_plan(qd="1,2"), run_job=dev)
+    run_sweep(_matrix(qd="1,2"), run_job=dev)
     targets = {c["target"] for c in dev.calls}
     assert len(targets) == 1 and "storlab-scratch-" in next(iter(targets))[0]
     assert list(tmp_path.iterdir()) == []   # removed afterwards
 
 
 def test_csv_has_the_swept_options_and_canonical_units():
-    doc = run_sweep(_plan(target="/x", size="1m", bs="4k,8k", qd="1,8"), run_job=FakeDevice(cap=4))
+    doc = run_sweep(_matrix(target="/x", size="1m", bs="4k,8k", qd="1,8"), run_job=FakeDevice(cap=4))
     lines = to_csv(doc).splitlines()
     assert lines[0] == "bs,qd,run_id,status,bw_bytes,iops,lat_mean_ns,lat_p50_ns,lat_p99_ns,lat_p999_ns,marks"
     assert len(lines) == 5
@@ -416,7 +415,7 @@ def test_csv_has_the_swept_options_and_canonical_units():
 
 def _e2e(shm_dir, settings=DEFAULT_SETTINGS, **lists):
     axes, fixed = build_axes([("target", [f"{shm_dir}/s.dat"]), ("engine", "null"), *lists.items()])
-    return run_sweep(plan_sweep(axes, fixed, settings))
+    return run_sweep(build_matrix(axes, fixed, settings))
 
 
 def test_null_device_scales_linearly_with_queue_depth(shm_dir):

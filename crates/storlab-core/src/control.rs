@@ -105,4 +105,63 @@ impl Control {
         }
         self.stop.store(true, Ordering::SeqCst);
     }
+
+    /// How the phase ended: ("error", the first error), ("interrupted", None) or ("done", None).
+    pub(crate) fn stop_reason(&self) -> (&'static str, Option<Error>) {
+        let error = self.error.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        match (error, self.interrupted.load(Ordering::SeqCst)) {
+            (Some(e), _) => ("error", Some(e)),
+            (None, true) => ("interrupted", None),
+            (None, false) => ("done", None),
+        }
+    }
+
+    /// One phase's threads, for the I/O engine and the metadata benchmark alike: one scoped
+    /// thread per worker (named `name(i)`) runs `work(i, input)`, the coordinator starts the clock,
+    /// meets the workers at the start line, runs `coordinate` (the stall watch) and joins them.
+    /// A worker's error is recorded here (which stops the others), and every worker is marked
+    /// done however it ends, a panic included, so a watch loop on the progress always ends.
+    /// Returns each worker's output in worker order (None when it panicked) and whether any did;
+    /// `finished` is set once all are joined.
+    pub(crate) fn run_workers<I: Send, T: Send>(
+        &self,
+        inputs: impl IntoIterator<Item = I>,
+        name: impl Fn(usize) -> String,
+        work: impl Fn(usize, I) -> (Option<T>, Option<Error>) + Sync,
+        coordinate: impl FnOnce(),
+    ) -> (Vec<Option<T>>, bool) {
+        let outputs: Vec<std::thread::Result<Option<T>>> = std::thread::scope(|s| {
+            let work = &work;
+            let handles: Vec<_> = inputs
+                .into_iter()
+                .enumerate()
+                .map(|(i, input)| {
+                    std::thread::Builder::new()
+                        .name(name(i))
+                        .spawn_scoped(s, move || {
+                            struct Done<'a>(&'a AtomicBool);
+                            impl Drop for Done<'_> {
+                                fn drop(&mut self) {
+                                    self.0.store(true, Ordering::Release);
+                                }
+                            }
+                            let _done = Done(&self.progress[i].done);
+                            let (out, err) = work(i, input);
+                            if let Some(e) = err {
+                                self.fail(e);
+                            }
+                            out
+                        })
+                        .expect("spawn a worker thread")
+                })
+                .collect();
+            self.set_start();
+            self.ready.wait();
+            coordinate();
+            handles.into_iter().map(|h| h.join()).collect()
+        });
+        let panicked = outputs.iter().any(|o| o.is_err());
+        self.finished.store(true, Ordering::Release);
+        (outputs.into_iter().map(|o| o.ok().flatten()).collect(), panicked)
+    }
 }

@@ -1,7 +1,7 @@
 //! Runs one phase: starts a thread per worker, releases them together, lets the front end watch
 //! progress and ask for a stop (Ctrl-C), and merges the workers' statistics into the phase result.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use serde::Serialize;
 
@@ -194,37 +194,18 @@ impl PhaseOutcome {
 /// Run a built plan to the end (or until stopped). Blocking; call from a thread of its own when
 /// the caller wants to watch progress.
 pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
-    let outcomes = std::thread::scope(|s| {
-        let handles: Vec<_> = plan
-            .workers
-            .iter()
-            .map(|w| {
-                std::thread::Builder::new()
-                    .name(format!("storlab-w{}", w.id))
-                    .spawn_scoped(s, move || {
-                        // Marks the worker done however it ends, even by a panic, so the
-                        // coordinator's watch loop always ends.
-                        struct Done<'a>(&'a AtomicBool);
-                        impl Drop for Done<'_> {
-                            fn drop(&mut self) {
-                                self.0.store(true, Ordering::Release);
-                            }
-                        }
-                        let _done = Done(&control.progress[w.id].done);
-                        let r = run_worker(plan, w, control);
-                        if let Err(e) = &r {
-                            control.fail(e.clone());
-                        }
-                        r
-                    })
-                    .expect("spawn worker thread")
-            })
-            .collect();
-        control.set_start();
-        control.ready.wait();
-        watch_for_stalls(plan, control);
-        handles.into_iter().map(|h| h.join()).collect::<Vec<_>>()
-    });
+    let (outcomes, panicked) = control.run_workers(
+        &plan.workers,
+        |i| format!("storlab-w{}", plan.workers[i].id),
+        |_, w| match run_worker(plan, w, control) {
+            Ok(o) => (Some(o), None),
+            Err(e) => (None, Some(e)),
+        },
+        || watch_for_stalls(plan, control),
+    );
+    if panicked {
+        control.fail(Error::engine("a worker thread panicked"));
+    }
 
     let ramp_s = plan.spec.groups[0].ramp;
     let interval_s = plan.spec.groups[0].interval;
@@ -237,39 +218,27 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
     let (mut readback_blocks, mut readback_s) = (0u64, 0f64);
     let keep = plan.spec.groups.iter().map(|g| g.verify_report as usize).max().unwrap_or(10);
     let mut flags: Vec<String> = Vec::new();
-    for o in outcomes {
-        match o {
-            Ok(Ok(w)) => {
-                read.merge(&w.read);
-                write.merge(&w.write);
-                sync.merge(&w.sync);
-                for f in w.setup_flags {
-                    if !flags.contains(&f) {
-                        flags.push(f);
-                    }
-                }
-                workers.push(w.summary);
-                logs.push(w.log);
-                verify.merge(&w.verify, keep);
-                readback_blocks += w.readback.blocks;
-                readback_s = readback_s.max(w.readback.seconds);
+    for w in outcomes.into_iter().flatten() {
+        read.merge(&w.read);
+        write.merge(&w.write);
+        sync.merge(&w.sync);
+        for f in w.setup_flags {
+            if !flags.contains(&f) {
+                flags.push(f);
             }
-            Ok(Err(_)) => {} // recorded in control.error
-            Err(_) => control.fail(Error::engine("a worker thread panicked")),
         }
+        workers.push(w.summary);
+        logs.push(w.log);
+        verify.merge(&w.verify, keep);
+        readback_blocks += w.readback.blocks;
+        readback_s = readback_s.max(w.readback.seconds);
     }
-    control.finished.store(true, Ordering::Release);
 
     let aggregate = Aggregate::of(&workers, &logs);
     // The plain window: earliest start (not before the ramp ends) to the last finish.
     let seconds = if workers.is_empty() { 0.0 } else { (aggregate.last_done_s - aggregate.first_start_s.max(ramp_s)).max(0.0) };
-    let error = control.error.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let interrupted = control.interrupted.load(Ordering::SeqCst);
-    let (stop_reason, complete) = match (&error, interrupted) {
-        (Some(_), _) => ("error", false),
-        (None, true) => ("interrupted", false),
-        (None, false) => ("done", true),
-    };
+    let (stop_reason, error) = control.stop_reason();
+    let complete = stop_reason == "done";
     let does = |reads: bool| {
         plan.spec.groups.iter().any(|g| {
             let p = g.rw.read_percent(g.rwmix_read);

@@ -37,8 +37,9 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace, tool_runner=None) -> int:
     from ..doctor.checks import run_checks
     from ..doctor.inventory import discover
-    from ..doctor.report import build_result, render_text
+    from ..doctor.report import build_result
     from ..doctor.tools import run_tool
+    from ..output.doctor_text import render_text
 
     if args.fail_on not in FAIL_ON:
         raise UsageError(f"--fail-on: expected one of {', '.join(FAIL_ON)}, got {args.fail_on!r}")

@@ -8,9 +8,10 @@ import sys
 from typing import Any
 
 from ..jobs.job import load_jobfile
+from ..jobs.meta_options import META_OPTIONS, SHARED_RUN_OPTIONS, resolve_meta_options
 from ..jobs.options import BY_NAME, OPTIONS, Option, parse_value
-from ..measure.meta import META_OPTIONS, SHARED_RUN_OPTIONS, resolve_meta_options, run_meta
-from ..measure.mpi.launch import detect as detect_mpi_launch
+from ..measure.launch import detect as detect_mpi_launch
+from ..measure.meta import run_meta
 from ..signals import STOP
 from .main import ExitCode
 from .options_cli import add_option_arguments, add_table_arguments, reclaim_jobfile
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         if launch is None:
             doc = run_meta(values, argv=argv, progress=progress)
         else:  # one rank of an MPI job: rank 0 gets the merged document, the others an exit code
-            from ..measure.mpi.meta import run_cli
+            from ..measure.mpi.orchestrator import run_meta_cli as run_cli
 
             rank_timeout = parse_value("rank_timeout", getattr(args, "rank_timeout", None))
             doc, code = run_cli(values, argv, launch, rank_timeout or BY_NAME["rank_timeout"].default, progress)

@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import StorlabError
 from ..jobs import mainjob
 from ..jobs.job import load_jobfile, resolve_job
-from ..measure.mpi.launch import detect as detect_mpi_launch
+from ..measure.launch import detect as detect_mpi_launch
 from ..measure.runner import run_job
 from ..signals import STOP, exit_code_for
 from ..units import format_rate
@@ -112,7 +112,7 @@ def emit_result(doc: dict[str, Any], settings: dict[str, Any], command: str) -> 
         out = sys.stderr if json_target == "-" else sys.stdout
         out.write(render_table(doc) + "\n")
         if "mpi" in doc:
-            from ..measure.mpi.render import render_summary
+            from ..output.mpi_summary import render_summary
 
             out.write(render_summary(doc) + "\n")
     for w in doc["warnings"]:

@@ -46,7 +46,7 @@ def _counts(text: str | None) -> list[int] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..measure.mpi.launch import detect
+    from ..measure.launch import detect
 
     job = job_from_args(args)
     check_destination(job.run.get("json"), "json")
@@ -118,7 +118,7 @@ def scale_document(runs: list[dict[str, Any]], counts: list[int], argv: list[str
 
 
 def _output(doc: dict[str, Any], settings: dict[str, Any]) -> int:
-    from ..measure.mpi.render import render_scale
+    from ..output.mpi_summary import render_scale
     from .run import _write_json, store_result
 
     stored = store_result(doc, settings, "scale")

@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 from ..jobs.job import load_jobfile
+from ..output import sweep_table
 from ..units import format_rate
 from .main import ExitCode, UsageError
 from .options_cli import add_option_arguments, add_table_arguments, given_options
@@ -152,9 +153,9 @@ def run(args: argparse.Namespace) -> int:
         from ..jobs import fiojob
 
         phases = fiojob.translate(fixed["fio"])
-    plan = sw.plan_sweep(axes, fixed, settings, jobfile, jobfile_name=args.jobfile or "job file",
-                         phases=phases)
-    run_settings = plan.run_options
+    matrix = sw.build_matrix(axes, fixed, settings, jobfile, jobfile_name=args.jobfile or "job file",
+                             phases=phases)
+    run_settings = matrix.run_options
     json_target = run_settings.get("json")
     csv_target = args.csv
     if json_target == "-" and csv_target == "-":
@@ -178,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
 
     hooks = sw.SweepHooks(before=console.before, after=after, skipped=console.skipped)
     try:
-        doc = sw.run_sweep(plan, argv=["storlab", "sweep", *sys.argv[2:]], hooks=hooks, sweep_id=sweep_id)
+        doc = sw.run_sweep(matrix, argv=["storlab", "sweep", *sys.argv[2:]], hooks=hooks, sweep_id=sweep_id)
     finally:
         if console.line is not None:
             console.line.finish()
@@ -186,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
         _save(doc, run_settings, user_tags)
     written = True
     for target, write in ((json_target, lambda: _write_json(doc, json_target)),
-                          (csv_target, lambda: write_output(sw.to_csv(doc), csv_target, "csv"))):
+                          (csv_target, lambda: write_output(sweep_table.to_csv(doc), csv_target, "csv"))):
         if not target:
             continue
         try:
@@ -196,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
             written = False
     if not quiet:
         out = sys.stderr if "-" in (json_target, csv_target) else sys.stdout
-        out.write(sw.render_table(doc) + "\n")
+        out.write(sweep_table.render_table(doc) + "\n")
     n_points = sum(1 for p in doc["points"] if p.get("run_id"))
     for w in doc["warnings"]:
         where = "every point" if len(w["points"]) == n_points else \

@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from .meta_options import resolve_meta_options
 from .options import BY_NAME, OPTIONS, OptionError, parse_value, suggest
 from .tomlfile import TomlFileError, read_toml
 
@@ -138,8 +139,6 @@ def resolve_job(cli_values: Mapping[str, Any], jobfile: Mapping[str, Any] | None
         if kind not in PHASE_TYPES:
             raise OptionError(f"{where}: type: {kind!r} is not allowed; use one of: {', '.join(PHASE_TYPES)}")
         if kind == "meta":
-            from ..measure.meta import resolve_meta_options
-
             section = {k: v for k, v in p.items() if k not in ("type", "name")}
             resolved.append(PhaseDef(name=p.get("name") or "meta", groups=[], kind="meta",
                                      meta=resolve_meta_options(None, section, where)))

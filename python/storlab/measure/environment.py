@@ -12,7 +12,8 @@ import socket
 import sys
 from typing import Any
 
-from .mpi.launch import launch_environment
+from ..devices.safety import describe_path
+from .launch import launch_environment
 
 
 def _read(path: str) -> str | None:
@@ -64,8 +65,6 @@ def host_environment() -> dict[str, Any]:
 
 def describe_target(engine_info: dict[str, Any]) -> dict[str, Any]:
     """Merge what the engine found about a target with what sysfs and mountinfo say about it."""
-    from ..devices.safety import describe_path
-
     described = describe_path(engine_info["path"])
     merged = {k: v for k, v in described.items() if v is not None}
     merged.update(engine_info)  # the engine's size and type are what the run used

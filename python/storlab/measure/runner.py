@@ -1,13 +1,14 @@
-"""Runs a resolved job through the engine and assembles the result document.
+"""The I/O benchmark: runs a resolved job through the engine and assembles the result document.
 
-Order of work: resolve the default scratch target, refuse unsafe block-device writes, then for
-each phase check again every path it opens (`checked_spec`), build the engine plan, run it on a
-background thread while reporting progress, and collect its result. Ctrl-C, SIGTERM and SIGHUP
-(storlab/signals.py) stop the current phase, or the layout of its files, cleanly; the partial
-result is kept with `complete: false` and the signal's name. While a phase runs, a checkpoint of
-the document (with the phase's progress so far) is handed out every `checkpoint_every` seconds,
-and after every phase. When a run fails, the files it created are removed. The document layout is
-docs/result-format.md.
+`IoBenchmark` is the I/O kind of the benchmark protocol (benchmark.py); `run_job` runs it with
+the local runner, the MPI orchestrator on every rank. Order of work: resolve the default scratch
+target, refuse unsafe block-device writes, then for each phase check again every path it opens
+(`checked_spec`), build the engine plan, run it on a background thread while reporting progress,
+and collect its result. Ctrl-C, SIGTERM and SIGHUP (storlab/signals.py) stop the current phase,
+or the layout of its files, cleanly; the partial result is kept with `complete: false` and the
+signal's name. While a phase runs, a checkpoint of the document (with the phase's progress so
+far) is handed out every `checkpoint_every` seconds, and after every phase. When a run fails, the
+files it created are removed. The document layout is docs/result-format.md.
 """
 from __future__ import annotations
 
@@ -18,47 +19,27 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
+from ..devices.safety import check_opened_paths
 from ..document import RUN_SCHEMA, header, now_iso
 from ..errors import StorlabError, from_core
 from ..jobs import mainjob
-from ..jobs.job import Job, core_spec
+from ..jobs.job import Job, PhaseDef, core_spec
 from ..signals import STOP
 from . import cache, passes
+from .aggregate import merge_phase
+from .benchmark import Benchmark, PhaseHooks, run_benchmark, wait_for_phase
 from .checks import check_phase
 from .cpu import CpuSample, cpu_usage
 from .environment import describe_target, host_environment
+from .meta import MetaBenchmark
 from .prediction import predict_for_run
 
 SCHEMA = RUN_SCHEMA
 SCRATCH_SIZE_BYTES = 256 << 20
 
 ProgressFn = Callable[[str, int, int, float], None]
-
-
-class PhaseHooks:
-    """Points where an orchestrator (MPI) joins a run; every method is optional to override.
-
-    `before_start` runs after the phase's plan is built (targets opened and laid out) and before
-    the clock starts: the place for a barrier. `poll` runs at every progress tick while the phase
-    runs (call `run.interrupt()` to stop it, e.g. when another rank failed). `after_end` gets the
-    finished engine object (for `run.bytes_in_window`) and the phase result, which it may extend.
-    `interrupted` runs as soon as a signal stops this process's run (in a phase, in a layout or
-    between phases): the place to tell other ranks.
-    """
-
-    def interrupted(self) -> None:
-        pass
-
-    def before_start(self, phase, run) -> None:
-        pass
-
-    def poll(self, phase, run) -> None:
-        pass
-
-    def after_end(self, phase, run, result: dict) -> None:
-        pass
 
 
 @dataclass
@@ -82,7 +63,6 @@ def checked_spec(phase, allow_destroy) -> dict[str, Any]:
     names them, per-thread and per-rank names included) run through the write-safety gate, which
     refuses what must not be written; the engine compares each descriptor it opens with that."""
     from .. import _core
-    from ..devices.safety import check_opened_paths
 
     spec = core_spec(phase)
     try:
@@ -102,12 +82,13 @@ def check_targets_safe(job: Job) -> None:
 
 
 @dataclass
-class Runner:
+class IoBenchmark(Benchmark):
+    """The I/O kind of the benchmark protocol: every pass of every phase of a job, with the page
+    cache, the write-safety gate, checkpoints and the model's prediction (a `meta` phase of a job
+    file runs the metadata benchmark in its place)."""
     job: Job
-    argv: list[str] = field(default_factory=list)
     progress: ProgressFn | None = None
     progress_interval_s: float = 0.5
-    hooks: PhaseHooks = field(default_factory=PhaseHooks)
     # Live messages while a phase runs (stalled I/O); the CLI prints them on stderr.
     notify: Callable[[str], None] | None = None
     # Called with the document after every phase and every `checkpoint_every` seconds within one
@@ -116,76 +97,91 @@ class Runner:
     checkpoint: Callable[[dict[str, Any]], None] | None = None
     # Files the run created (regular files a plan made), removed again if the run fails.
     created: list[str] = field(default_factory=list)
+    kind = "run"
 
-    def run(self) -> dict[str, Any]:
-        """Run every pass of every phase; returns the result document (complete or partial)."""
-        scratch = Scratch()
-        doc = self._new_document()
-        self._doc, self._targets = doc, {}
-        try:
-            self._run_passes(doc, scratch)
-        except KeyboardInterrupt:  # a signal outside a phase's wait: between phases, in a layout
-            self._stopped_by_signal(doc)
-        except BaseException:
-            self._remove_created()
-            raise
-        finally:
-            doc["finished_at"] = now_iso()
-            with STOP.held():
-                if doc["stop_reason"] == "error":
-                    self._remove_created()
-                scratch.remove()
-        return doc
+    def __post_init__(self) -> None:
+        self.scratch = Scratch()
+        self._targets: dict[str, dict[str, Any]] = {}
+        self._written: set[str] = set()   # targets written so far: cache=auto drops before reading them
+        self._doc: dict[str, Any] = {}
 
-    def _run_passes(self, doc: dict[str, Any], scratch: Scratch) -> None:
-        """Every pass of every phase, into `doc`."""
+    # -- the protocol ---------------------------------------------------------------------------
+    def new_document(self, argv) -> dict[str, Any]:
+        self._doc = {
+            **header("run", argv=argv),
+            "job": {},
+            "environment": {**host_environment(), "io_uring": None},
+            "warnings": [],
+            "phases": [],
+        }
+        return self._doc
+
+    def prepare(self, doc: dict[str, Any]) -> None:
         settings = self.job.run
         if self.job.main_job:
-            doc["main_job"] = mainjob.prepare(self.job, scratch.path())
-        self._use_scratch_where_no_target(scratch)
+            doc["main_job"] = mainjob.prepare(self.job, self.scratch.path())
+        self._use_scratch_where_no_target(self.scratch)
         check_targets_safe(self.job)
         doc["warnings"].extend(cache.apply_sizing(self.job, settings, doc["environment"]["memory_bytes"]))
         doc["job"] = self._job_record()
         if settings.get("stack"):
             doc["model"] = predict_for_run(settings["stack"], doc["job"])
-        targets = self._targets
+
+    def phases(self, doc: dict[str, Any]) -> Iterator[tuple[PhaseDef, int | None]]:
+        """Every phase of every pass, with the pass number when there are several."""
+        settings = self.job.run
         pass_count = settings.get("passes") or 1
-        written: set[str] = set()   # targets written so far: cache=auto drops before reading them
         for pass_no in range(1, pass_count + 1):
             if pass_no > 1 and settings.get("pass_delay"):
                 time.sleep(settings["pass_delay"])
             label = pass_no if pass_count > 1 else None
             for phase in self.job.phases:
-                if STOP.requested:  # a signal recorded while held (a checkpoint): no new phase
-                    self._stopped_by_signal(doc)
-                    break
-                if phase.kind == "meta":
-                    self._run_meta(phase, doc, label)
-                else:
-                    self._run_io(self._for_pass(phase, pass_no, pass_count), doc, label, targets, written)
-                self._checkpoint(doc, targets)
-                if not doc["complete"]:
-                    break
-            if not doc["complete"]:
-                break
+                yield (phase if phase.kind == "meta" else self._for_pass(phase, pass_no, pass_count)), label
+
+    def run_phase(self, phase: tuple[PhaseDef, int | None], hooks: PhaseHooks, doc: dict[str, Any]) -> None:
+        phase_def, pass_no = phase
+        if phase_def.kind == "meta":
+            self._run_meta(phase_def, doc, pass_no)
+        else:
+            self._run_io(phase_def, hooks, doc, pass_no, self._targets, self._written)
+        self._checkpoint(doc, self._targets)
+
+    def summarise(self, doc: dict[str, Any]) -> None:
+        settings = self.job.run
+        pass_count = settings.get("passes") or 1
         if pass_count > 1:
             summaries, spread = passes.summarise(doc["phases"], settings.get("pass_spread", 10.0))
             doc["passes"] = {"count": pass_count, "delay_s": settings.get("pass_delay") or 0.0,
                              "phases": summaries}
             self._add_warnings(doc, spread)
-        doc["environment"]["targets"] = list(targets.values())
+        doc["environment"]["targets"] = list(self._targets.values())
         if self.job.main_job:
             mainjob.finish(doc)
 
-    def _stopped_by_signal(self, doc: dict[str, Any]) -> None:
-        """Mark the document interrupted by the signal received, and tell the hooks (MPI)."""
+    def stopped(self, doc: dict[str, Any]) -> None:
+        """Mark the document interrupted by the signal received."""
         if doc["stop_reason"] not in ("interrupted", "error"):
             doc.update(complete=False, stop_reason="interrupted", error=None)
         if STOP.signal_name and doc["stop_reason"] == "interrupted":
             doc["signal"] = STOP.signal_name
         doc["environment"]["targets"] = list(self._targets.values())
-        self.hooks.interrupted()
 
+    def abort(self) -> None:
+        self._remove_created()
+
+    def clean_up(self, doc: dict[str, Any], hooks: PhaseHooks) -> None:
+        if doc["stop_reason"] == "error":
+            self._remove_created()
+        self.scratch.remove()
+
+    def finish(self, doc: dict[str, Any]) -> None:
+        pass  # every field is in place as each phase ends (summarise adds the cross-phase ones)
+
+    @staticmethod
+    def merge_phase(results, window_amount, nodes) -> dict[str, Any]:
+        return merge_phase(results, window_amount, nodes)
+
+    # -- the phases -----------------------------------------------------------------------------
     def _remove_created(self) -> None:
         """A failed run leaves no file it made (the user named them, but asked for a benchmark,
         not for a half-written file)."""
@@ -196,15 +192,15 @@ class Runner:
                 pass  # already gone, or never finished being made
         self.created.clear()
 
-    def _run_io(self, phase, doc: dict[str, Any], pass_no: int | None, targets: dict[str, dict[str, Any]],
-                written: set[str]) -> None:
+    def _run_io(self, phase, hooks: PhaseHooks, doc: dict[str, Any], pass_no: int | None,
+                targets: dict[str, dict[str, Any]], written: set[str]) -> None:
         """An I/O phase: drop the page cache first if the cache mode says so, run it (its targets'
         pages invalidated once laid out, unless --invalidate off or --cache in), and add its
         result, warnings, targets and engine facts to the document."""
         settings = self.job.run
         to_drop = cache.should_drop(phase, settings.get("cache", "off"), written)
         dropped = cache.drop_page_cache(to_drop) if to_drop else None
-        result = self._run_phase(phase)
+        result = self._run_phase(phase, hooks)
         if dropped:
             result["cache"] = {"mode": settings["cache"], "dropped": to_drop, **dropped}
         if pass_no is not None:
@@ -226,13 +222,13 @@ class Runner:
                 doc["signal"] = STOP.signal_name
 
     def _run_meta(self, phase, doc: dict[str, Any], pass_no: int | None) -> None:
-        """A metadata phase of a job file: its operations become phases `NAME:create` ..."""
-        from .meta import run_in_target
-
+        """A metadata phase of a job file: the metadata benchmark, whose operations become phases
+        `NAME:create` ..."""
         progress = None
         if self.progress is not None:
             progress = lambda op, ops, elapsed: self.progress(f"{phase.name}:{op}", 0, ops, elapsed)  # noqa: E731
-        out, workdir = run_in_target(phase.meta, doc["run_id"], progress=progress)
+        out = run_benchmark(MetaBenchmark(phase.meta, progress=progress, run_id=doc["run_id"]))
+        workdir = out["job"]["workdir"]
         for p in out["phases"]:
             entry = {**p, "name": f"{phase.name}:{p['name']}", "kind": "meta", "workdir": workdir}
             if pass_no is not None:
@@ -317,15 +313,6 @@ class Runner:
                 g.values["verify_pass"] = pass_no
         return phase
 
-    def _new_document(self) -> dict[str, Any]:
-        return {
-            **header("run", argv=self.argv),
-            "job": {},
-            "environment": {**host_environment(), "io_uring": None},
-            "warnings": [],
-            "phases": [],
-        }
-
     def _job_record(self) -> dict[str, Any]:
         """Flat options of the first group (for filtering) plus every phase in full."""
         phases = [core_spec(p) for p in self.job.phases]
@@ -346,7 +333,7 @@ class Runner:
             "requested": {k: g[k] for k in ("uring.fixed_buffers", "uring.fixed_files", "uring.sqpoll", "uring.batch")},
         }
 
-    def _run_phase(self, phase) -> dict[str, Any]:
+    def _run_phase(self, phase, hooks: PhaseHooks) -> dict[str, Any]:
         from .. import _core
 
         spec = json.dumps(checked_spec(phase, self.job.run.get("allow_destroy") or ()))
@@ -356,39 +343,29 @@ class Runner:
             raise from_core(*e.args) from None
         # After the plan laid the files out, before the clock: the layout's pages are dropped too.
         invalidated = cache.invalidate(*cache.invalidation_targets(phase, self.job.run))
-        self.hooks.before_start(phase, run)
+        hooks.before_start(phase, run)
         cpu_before = CpuSample.now()
         run.start()
         stalls_seen = 0
         every = self.job.run.get("checkpoint_every", 10.0) if self.checkpoint else 0
         next_checkpoint = time.monotonic() + every
-        stopping = False
-        try:
-            while not run.wait(self.progress_interval_s):
-                self._report(phase.name, run)
-                stalls_seen = self._notify_stalls(phase.name, run, stalls_seen)
-                self.hooks.poll(phase, run)
-                if STOP.requested and not stopping:  # a signal recorded while held
-                    stopping = True
-                    run.interrupt()
-                    self.hooks.interrupted()
-                if every and time.monotonic() >= next_checkpoint and not stopping:
-                    self._checkpoint_mid_phase(phase, run)
-                    next_checkpoint = time.monotonic() + every
-        except KeyboardInterrupt:
-            run.interrupt()
-            self.hooks.interrupted()  # other ranks stop at their next tick, not at the phase end
-            while not run.wait(0.5):
-                pass
+
+        def on_tick(stopping: bool) -> None:
+            nonlocal stalls_seen, next_checkpoint
+            stalls_seen = self._notify_stalls(phase.name, run, stalls_seen)
+            if every and time.monotonic() >= next_checkpoint and not stopping:
+                self._checkpoint_mid_phase(phase, run)
+                next_checkpoint = time.monotonic() + every
+
+        wait_for_phase(run, phase, hooks, self.progress_interval_s, lambda: self._report(phase.name, run), on_tick)
         cpu_after = CpuSample.now()
-        self._report(phase.name, run)
         result = json.loads(run.result_json())
         bw = sum(result[d]["bw_bytes"] for d in ("read", "write") if d in result)
         result["cpu"] = cpu_usage(cpu_before, cpu_after, bw)
         result["rw"] = "+".join(sorted({g.values["rw"] for g in phase.groups}))
         result["groups"] = [g.name for g in phase.groups]
         result["invalidate"] = invalidated
-        self.hooks.after_end(phase, run, result)
+        hooks.after_end(phase, run, result)
         return result
 
     def _notify_stalls(self, name: str, run, seen: int) -> int:
@@ -408,9 +385,10 @@ class Runner:
 def run_job(job: Job, argv: list[str] | None = None, progress: ProgressFn | None = None,
             hooks: PhaseHooks | None = None, notify: Callable[[str], None] | None = None,
             checkpoint: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Run a job and return its result document. Raises StorlabError subclasses for bad targets."""
-    return Runner(job, argv or [], progress, hooks=hooks or PhaseHooks(), notify=notify,
-                  checkpoint=checkpoint).run()
+    """Run a job in this process and return its result document. Raises StorlabError subclasses
+    for bad targets."""
+    return run_benchmark(IoBenchmark(job, progress, notify=notify, checkpoint=checkpoint), argv or [], hooks)
 
 
-__all__ = ["Runner", "PhaseHooks", "run_job", "check_targets_safe", "checked_spec", "SCHEMA", "StorlabError"]
+__all__ = ["IoBenchmark", "Scratch", "SCRATCH_SIZE_BYTES", "run_job", "check_targets_safe", "checked_spec",
+           "SCHEMA", "StorlabError"]

@@ -6,6 +6,8 @@ from typing import Any
 
 from ..measure.passes import format_interval
 from .base import RESULT_COLUMNS, align, human, result_rows
+from .meta_table import phase_table
+from .meta_table import render_table as render_meta_table
 
 __all__ = ["render_table"]
 
@@ -81,9 +83,7 @@ def _pass_notes(doc: dict[str, Any]) -> list[str]:
 def render_table(doc: dict[str, Any]) -> str:
     """Compact plain-text table of a result document (no colour, no trailing newline)."""
     if doc.get("kind") == "meta":  # metadata phases are operations per second, not bytes
-        from ..measure.meta import render_table as render_meta
-
-        return render_meta(doc)
+        return render_meta_table(doc)
     rows = result_rows([doc], with_run=False)
     phases = doc.get("phases") or []
     if any("pass" in p for p in phases):
@@ -99,8 +99,6 @@ def render_table(doc: dict[str, Any]) -> str:
         lines = align([c.header for c in cols], cells, [c.kind == "num" for c in cols])
     meta = [p for p in phases if p.get("kind") == "meta"]
     if meta:  # metadata phases of a job file: operations per second, their own columns
-        from ..measure.meta import phase_table
-
         lines += [""] + phase_table(meta)
     if doc.get("main_job"):   # how the default main job measured, in one line
         lines.append(doc["main_job"]["line"])

@@ -22,13 +22,9 @@ impl MetaControl {
         MetaControl { base: Control::new(&vec![0; workers]), phase }
     }
 
-    /// The phase start; set by the coordinator before it releases the workers.
+    /// The phase start; set by the coordinator before it releases the workers (Control::run_workers).
     pub fn start(&self) -> Instant {
         self.base.phase_start()
-    }
-
-    pub(crate) fn set_start(&self) {
-        self.base.set_start();
     }
 
     /// Seconds since the phase started (0 before).

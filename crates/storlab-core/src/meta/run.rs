@@ -2,9 +2,6 @@
 //! phase, phases run one at a time (so an orchestrator can put a barrier between them, as mdtest
 //! does between its phases across ranks), and the clean-up of whatever still exists.
 
-use std::sync::atomic::Ordering;
-use std::sync::Mutex;
-
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -79,46 +76,23 @@ impl MetaRun {
         self.next += 1;
         let MetaRun { spec, shape, base, states, .. } = self;
         let ctx = PhaseCtx { spec, shape, base, phase, control };
-        let panicked = Mutex::new(false);
-        let mut done: Vec<WorkerPhase> = std::thread::scope(|s| {
-            let handles: Vec<_> = states
-                .iter_mut()
-                .enumerate()
-                .map(|(w, st)| {
-                    let ctx = &ctx;
-                    std::thread::Builder::new()
-                        .name(format!("storlab-meta{w}"))
-                        .spawn_scoped(s, move || {
-                            let (out, err) = worker::run(ctx, w, st);
-                            if let Some(e) = err {
-                                ctx.control.fail(e);
-                            }
-                            ctx.control.base.progress[w].done.store(true, Ordering::Release);
-                            out
-                        })
-                        .expect("spawn a meta worker thread")
-                })
-                .collect();
-            control.set_start();
-            control.base.ready.wait();
-            handles
-                .into_iter()
-                .filter_map(|h| h.join().map_err(|_| *panicked.lock().unwrap() = true).ok())
-                .collect()
-        });
-        if *panicked.lock().unwrap() {
+        let (outputs, panicked) = control.base.run_workers(
+            states.iter_mut(),
+            |w| format!("storlab-meta{w}"),
+            |w, st| {
+                let (out, err) = worker::run(&ctx, w, st);
+                (Some(out), err)
+            },
+            || {},
+        );
+        if panicked {
             control.fail(Error::engine(format!("meta: a worker thread panicked during {}", phase.name())));
         }
-        control.base.finished.store(true, Ordering::Release);
+        let mut done: Vec<WorkerPhase> = outputs.into_iter().flatten().collect();
         done.sort_by_key(|w| w.id);
 
-        let error = control.base.error.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let interrupted = control.base.interrupted.load(Ordering::SeqCst);
-        let stop = match (&error, interrupted) {
-            (Some(e), _) => ("error", Some(e.message.clone()), Some(format!("{:?}", e.kind).to_lowercase())),
-            (None, true) => ("interrupted", None, None),
-            (None, false) => ("done", None, None),
-        };
+        let (reason, error) = control.base.stop_reason();
+        let stop = (reason, error.as_ref().map(|e| e.message.clone()), error.map(|e| format!("{:?}", e.kind).to_lowercase()));
         if stop.0 != "done" {
             self.stop();
         }

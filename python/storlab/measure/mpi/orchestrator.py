@@ -1,48 +1,89 @@
-"""Runs a job on every rank of a communicator and merges the ranks' results on rank 0.
+"""Runs a benchmark (I/O or metadata) on every rank of a communicator and merges the ranks'
+results on rank 0.
 
-Per rank: rewrite the job for the rank (rewrite.py), run it with the ordinary runner, and join
-it at three points through runner hooks: a barrier after the phase's plan is built and before
-its clock starts; a check at every progress tick that interrupts the local phase when another
-rank failed; and, after the phase, an exchange that makes a barrier, finds the cross-rank de-skew
-window, has each rank count its own bytes in it, and carries the stonewall counts to the phase
-that reads them back. Rank 0 then gathers every rank's results and merges them (aggregate.py)
-into one `storlab.run/1` document with `mpi` sections.
+One `Session` per command sets MPI up (liveness, node names, clock offsets); `Session.run_ranks`
+runs one benchmark kind on the ranks of a communicator the same way for every kind:
+
+1. each rank runs its share with the local runner (benchmark.run_benchmark) and hooks that join
+   it to the others (`RankHooks`): a barrier after a phase is ready and before its clock starts;
+   a check at every progress tick that interrupts the local phase when another rank failed; and,
+   after the phase, an exchange that makes a barrier, finds the cross-rank de-skew window and has
+   each rank count what it did in it;
+2. rank 0 gathers what every surviving rank has (`final_gather`), merges each phase with the
+   benchmark's own `merge_phase` (aggregate.py), and writes one document of the kind with an
+   `mpi` section.
+
+The kinds differ in what a rank runs and what the exchange carries, so each has its rank side:
+`IoRanks` (`storlab run`/`scale`: the job rewritten for the rank by rewrite.py, stonewall counts
+carried to the phase that reads them back, bytes counted in the window from the engine's progress
+logs) and `MetaRanks` (`storlab meta`: one working folder shared by the ranks, `storlab-meta-<id>`
+in the target, which may name {rank}/{node}/{size}, with rank-unique names (`--name-prefix`, by
+default `r{rank}.`) and, with `--dir shared`, one tree that rank 0 makes and removes; every phase
+result goes to rank 0 in the exchange, operations in the window are interpolated from samples
+taken at every tick, and before the clean-up rank 0 waits until the others have removed their
+files, then removes the shared tree and the working folder).
+
+Stonewall (metadata): each rank's engine stops its workers at the deadline (counted from the
+common start after the barrier) and keeps what each worker finished, so later phases work on
+exactly those items; the counts of every rank are in `mpi.stonewall`. The engine has no wear-out
+that lets a lagging rank catch up to the others' counts (mdtest's), so ranks may finish different
+counts.
 
 Failure: a rank whose run raises, whose phase ends with an error, or that a signal stops (Ctrl-C,
 SIGTERM, SIGHUP: at once, not at the end of its phase) tells the others (comm.py); they interrupt
-their phase at the next tick, and every rank sends what it has to rank 0, which writes a document
-marked incomplete whose error names the rank (stop_reason `interrupted` and the signal's name when
-a signal was the cause). A rank that vanished is noticed by the missing
-heartbeats within `rank_timeout`. No rank ever waits without a bound.
+their phase at the next tick (or do not start the next), remove what they made, and every rank
+sends what it has to rank 0, which writes a document marked incomplete whose error names the rank
+(stop_reason `interrupted` and the signal's name when a signal was the cause of an I/O run). A
+rank that vanished is noticed by the missing heartbeats within `rank_timeout`. No rank ever waits
+without a bound.
 """
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import sys
+import uuid
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from mpi4py import MPI
 
+from ...devices.safety import describe_path
 from ...document import header, now_iso
+from ...errors import TargetError
 from ...jobs.job import Job, core_spec
 from ...signals import STOP
+from ..aggregate import count_in_window, deskew_window
+from ..benchmark import Benchmark, PhaseHooks, run_benchmark
 from ..environment import host_environment
-from ..runner import PhaseHooks, ProgressFn, run_job
+from ..launch import Launch
+from ..meta import MetaBenchmark, make_workdir, meta_findings, meta_job_record, remove_workdir, workdir_name
+from ..meta import ProgressFn as MetaProgressFn
+from ..runner import IoBenchmark, ProgressFn
 from . import clock
-from .aggregate import deskew_window, merge_phase
-from .comm import Comm, Liveness, RankFailure
-from .launch import Launch
-from .rewrite import data_rank, read_only, rewrite_job, rewrite_warnings, wearout_io_size, wearout_pairs
+from .comm import TAG_CLEANUP, Comm, Liveness, RankFailure
+from .rewrite import data_rank, read_only, rewrite_job, rewrite_warnings, substitute, wearout_io_size, wearout_pairs
 
-__all__ = ["Session", "job_record"]
+__all__ = ["Session", "RankHooks", "IoRanks", "MetaRanks", "job_record", "run_cli", "run_meta_cli",
+           "POLL_S", "DEFAULT_PREFIX"]
+
+# Progress tick of a metadata run under MPI: how soon a rank notices that another failed, and the
+# sampling interval of the operation counts the de-skewed rate is interpolated from.
+POLL_S = 0.05
+# Names must differ between ranks that share a folder: mdtest puts the rank in every name too.
+DEFAULT_PREFIX = "r{rank}."
 
 
 def _one_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     return text if isinstance(e, (ValueError, OSError)) or type(e).__module__.startswith("storlab") \
         else f"{type(e).__name__}: {text}"
+
+
+def _describe(e: BaseException) -> str:
+    return "interrupted (Ctrl-C)" if isinstance(e, KeyboardInterrupt) else _one_line(e)
 
 
 def job_record(job: Job) -> dict[str, Any]:
@@ -55,45 +96,63 @@ def job_record(job: Job) -> dict[str, Any]:
     return {**first, **run_level, "phases": phases}
 
 
-class _Hooks(PhaseHooks):
-    """The three points at which a rank joins the others during a run (see the module doc)."""
+def _files_and_dirs(states_json: str) -> tuple[int, int]:
+    states = json.loads(states_json)
+    return sum(s["created"] - s["removed"] for s in states), sum(s["dirs"] for s in states)
 
-    def __init__(self, comm: Comm, job: Job, template: Job, offsets: list[clock.Offset],
-                 reorder: int) -> None:
+
+class RankHooks(PhaseHooks):
+    """What every rank's hooks share: the first failure seen (this rank's or another's), the
+    barrier before each phase's clock starts, and the failure check at every progress tick."""
+
+    def __init__(self, comm: Comm, offset_s: float) -> None:
         self.comm = comm
-        self.job = job                     # this rank's job: the runner runs these very objects
-        self.template = template
-        self.offset_s = offsets[comm.rank].offset_s
-        self.reorder = reorder
-        self.pairs = wearout_pairs(template)
-        self.index = 0
+        self.offset_s = offset_s
         self.failure: RankFailure | None = None
-        self.local: list[dict[str, Any]] = []          # per phase: result plus rank facts
-        self.window_bytes: dict[int, list[float | None]] = {}   # rank 0: per phase, per rank
-        self.stonewall: list[dict[str, Any]] = []      # rank 0: wear-out counts applied
 
-    def _fail(self, failure: RankFailure) -> None:
+    def fail(self, failure: RankFailure) -> None:
+        """Keep the first failure: it is the one the document names."""
         if self.failure is None:
             self.failure = failure
 
-    def before_start(self, phase, run) -> None:
+    def barrier(self) -> bool:
+        """The barrier before a phase's clock starts; False when a rank has failed."""
         if self.failure is None:
             try:
                 self.comm.barrier()
             except RankFailure as e:
-                self._fail(e)
-        if self.failure is not None:
-            run.interrupt()   # the phase starts and stops at once: a partial result, no hang
+                self.fail(e)
+        return self.failure is None
 
     def poll(self, phase, run) -> None:
         if self.failure is None and self.comm.failure is not None:
-            self._fail(self.comm.failure)
+            self.fail(self.comm.failure)
             run.interrupt()
+
+
+class IoRankHooks(RankHooks):
+    """The three points at which a rank joins the others during an I/O run (see the module doc)."""
+
+    def __init__(self, comm: Comm, job: Job, template: Job, offsets: list[clock.Offset],
+                 reorder: int) -> None:
+        super().__init__(comm, offsets[comm.rank].offset_s)
+        self.job = job                     # this rank's job: the runner runs these very objects
+        self.template = template
+        self.reorder = reorder
+        self.pairs = wearout_pairs(template)
+        self.index = 0
+        self.local: list[dict[str, Any]] = []          # per phase: result plus rank facts
+        self.window_bytes: dict[int, list[float | None]] = {}   # rank 0: per phase, per rank
+        self.stonewall: list[dict[str, Any]] = []      # rank 0: wear-out counts applied
+
+    def before_start(self, phase, run) -> None:
+        if not self.barrier():
+            run.interrupt()   # the phase starts and stops at once: a partial result, no hang
 
     def interrupted(self) -> None:
         """A signal stopped this rank: the others stop at their next tick."""
         if self.failure is None:
-            self._fail(self.comm.liveness.report(f"interrupted by {STOP.signal_name or 'a signal'}"))
+            self.fail(self.comm.liveness.report(f"interrupted by {STOP.signal_name or 'a signal'}"))
 
     def after_end(self, phase, run, result: dict[str, Any]) -> None:
         k = self.index
@@ -103,12 +162,12 @@ class _Hooks(PhaseHooks):
                            "data_rank": data_rank(self.comm.rank, self.comm.size, self.reorder, read_only(g0)),
                            "targets": [t["path"] for t in result.get("targets", [])]})
         if self.failure is None and result["stop_reason"] == "error":
-            self._fail(self.comm.liveness.report(f"phase {phase.name}: {result['error']}"))
+            self.fail(self.comm.liveness.report(f"phase {phase.name}: {result['error']}"))
         if self.failure is None:
             try:
                 self._exchange(k, phase, run, result)
             except RankFailure as e:
-                self._fail(e)
+                self.fail(e)
         signalled_here = result["stop_reason"] == "interrupted" and STOP.requested
         if self.failure is not None and result["stop_reason"] != "error" and not signalled_here:
             result.update(complete=False, stop_reason="error", error=self.failure.args[0])
@@ -167,6 +226,361 @@ class _Hooks(PhaseHooks):
                                        "io_size_bytes": per_rank})
 
 
+class MetaRankHooks(RankHooks):
+    """The points at which a rank joins the others during a metadata run (see the module doc)."""
+
+    def __init__(self, comm: Comm, offset_s: float) -> None:
+        super().__init__(comm, offset_s)
+        self.local: list[dict[str, Any]] = []      # this rank's phase results, in order
+        self.exchanged = 0                         # phases whose exchange this rank completed
+        self.results: dict[int, list[dict[str, Any]]] = {}       # rank 0: phase -> every rank's result
+        self.window_ops: dict[int, list[float | None]] = {}      # rank 0: phase -> ops in the window
+        self.samples: list[tuple[float, int]] = []  # (seconds since the phase start, ops) this phase
+        self.run = None
+        self.before_cleanup_left: tuple[int, int] | None = None  # files, dirs before the clean-up
+        self.cleaned: dict[int, Any] | None = None  # rank 0: the ranks that reported their clean-up
+
+    def before_start(self, phase: str, run) -> None:
+        self.run = run
+        if not self.barrier():
+            # A MetaRun cannot be interrupted before its phase starts: end the run here instead;
+            # the runner cleans up and re-raises, and MetaRanks.run_here takes it from there.
+            raise self.failure
+        self.samples = [(0.0, 0)]
+
+    def poll(self, phase: str, run) -> None:
+        p = run.progress()
+        if p is not None:
+            self.samples.append((p[3], p[2]))
+        super().poll(phase, run)
+
+    def after_end(self, phase: str, run, result: dict[str, Any]) -> None:
+        k = len(self.local)
+        result["offset_s"] = self.offset_s
+        self.samples.append((result["seconds"], result["ops"]))
+        self.local.append(result)
+        if self.failure is None and result["stop_reason"] == "error":
+            self.fail(self.comm.liveness.report(result["error"]))
+        elif self.failure is None and result["stop_reason"] == "interrupted":  # a signal, here
+            self.fail(self.comm.liveness.report(f"interrupted by {STOP.signal_name or 'a signal'}"))
+        if self.failure is None:
+            try:
+                self._exchange(k, result)
+            except RankFailure as e:
+                self.fail(e)
+        if self.failure is not None and result["stop_reason"] != "error":
+            result.update(complete=False, stop_reason="error", error=self.failure.args[0])
+
+    def _exchange(self, k: int, result: dict[str, Any]) -> None:
+        comm = self.comm
+        reports = comm.gather(result)
+        info = None
+        if comm.rank == 0:
+            _, shifts, window = deskew_window(reports)
+            stop = next(({"rank": r, "stop_reason": x["stop_reason"], "error": x["error"]}
+                         for r, x in enumerate(reports) if not x["complete"]), None)
+            if stop is not None:   # every rank marks its copy the same way below
+                for x in reports:
+                    _mark_stopped(x, stop)
+            self.results[k] = reports
+            info = {"shifts": shifts, "window": window, "stop": stop}
+        info = comm.bcast(info)   # also the barrier after the phase: rank 0 sent it after hearing all
+        mine = None
+        if info["window"] is not None:
+            shift = info["shifts"][comm.rank]
+            mine = count_in_window(self.samples, info["window"][0] - shift, info["window"][1] - shift)
+        everyone = comm.gather(mine)
+        if comm.rank == 0:
+            self.window_ops[k] = everyone
+        self.exchanged = k + 1
+        if info["stop"] is not None:
+            _mark_stopped(result, info["stop"])
+
+    def before_cleanup(self, run) -> None:
+        self.run = run
+        raised = sys.exc_info()[1]   # set when an exception is ending the run
+        if raised is not None and self.failure is None:
+            # tell the others now, not after the clean-up: they may be waiting in a barrier
+            self.fail(self.comm.liveness.report(_describe(raised)))
+        self.before_cleanup_left = _files_and_dirs(run.states_json())
+        if self.comm.rank == 0:
+            # The shared tree and the folder go last: wait for every rank still alive to have
+            # removed its files (no time limit: a dead rank drops out through the heartbeats).
+            self.cleaned = self.comm.gather_surviving(None, float("inf"), tag=TAG_CLEANUP)
+
+    def cleanup_after_raise(self, workdir: str, keep: bool) -> dict[str, Any]:
+        """The clean-up report when the run raised (it cleaned up but could not return):
+        counted from what exists before and after."""
+        if keep:
+            return {"kept": True, "files_removed": 0, "dirs_removed": 0, "error": None}
+        if self.run is None or self.before_cleanup_left is None:
+            return {"kept": False, "files_removed": 0, "dirs_removed": 0, "error": None}
+        files, dirs = _files_and_dirs(self.run.states_json())
+        before = self.before_cleanup_left
+        error = None if files == dirs == 0 else f"{files} files and {dirs} directories left in {workdir}"
+        return {"kept": False, "files_removed": before[0] - files, "dirs_removed": before[1] - dirs,
+                "error": error}
+
+
+def _mark_stopped(result: dict[str, Any], stop: dict[str, Any]) -> None:
+    if result["complete"]:
+        why = stop["error"] or stop["stop_reason"]
+        result.update(complete=False, stop_reason=stop["stop_reason"], error=f"stopped with rank {stop['rank']}: {why}")
+
+
+def _join_workdir(target: str, run_id: str) -> str:
+    """The run's folder in the target: made by the first rank to get there, joined by the others
+    (ranks with the same target share it; a {rank}/{node} target gives each its own)."""
+    try:
+        return make_workdir(target, run_id)
+    except TargetError:
+        workdir = workdir_name(target, run_id)
+        if os.path.isdir(workdir):
+            return workdir
+        raise
+
+
+def _rank_values(values: Mapping[str, Any], comm: Comm, target: str) -> dict[str, Any]:
+    """This rank's options, after checking that the ranks agree: the same phases, one target for
+    a shared tree, and names that cannot collide."""
+    mine = dict(values)
+    everyone = comm.allgather({"phases": list(values["phases"]), "dir": values["dir"], "target": target})
+    for r, x in enumerate(everyone):
+        if x["phases"] != everyone[0]["phases"] or x["dir"] != everyone[0]["dir"]:
+            raise ValueError(f"rank {r} runs phases {','.join(x['phases'])} with --dir {x['dir']}, rank 0 "
+                             f"{','.join(everyone[0]['phases'])} with --dir {everyone[0]['dir']}: "
+                             "every rank needs the same phases")
+        if values["dir"] == "shared" and x["target"] != everyone[0]["target"]:
+            raise ValueError(f"--dir shared: rank {r} works in {x['target']}, rank 0 in "
+                             f"{everyone[0]['target']}; every rank needs the same target (no {{rank}} or {{node}})")
+    shared_folder = len({x["target"] for x in everyone}) < len(everyone)
+    prefix = values.get("name_prefix")
+    if prefix is None:
+        mine["name_prefix"] = DEFAULT_PREFIX
+    elif "{rank}" not in prefix and shared_folder:
+        raise ValueError(f"--name-prefix {prefix!r}: ranks share a folder, so names need {{rank}} "
+                         f"(e.g. {prefix}{{rank}}.)")
+    return mine
+
+
+class RankSide(ABC):
+    """One benchmark kind on the ranks of a communicator: what a rank runs and how rank 0 makes
+    the document of the kind from what the ranks sent."""
+
+    benchmark_kind: type[Benchmark]     # whose merge_phase merges the ranks' phases
+    hooks: RankHooks
+    rank_timeout_s: float
+
+    @abstractmethod
+    def run_here(self, session: "Session", comm: Comm, argv: list[str], progress: Any,
+                 notify: Callable[[str], None] | None) -> dict[str, Any]:
+        """Run this rank's share; the payload it sends to rank 0 (failures are reported to the
+        other ranks here, never raised past the final gather)."""
+
+    @abstractmethod
+    def per_rank_phases(self, got: dict[int, dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+        """Rank 0: every rank's phase results, in order."""
+
+    @abstractmethod
+    def windows(self) -> dict[int, list[float | None]]:
+        """Rank 0: per phase, what each rank did in the de-skew window."""
+
+    @abstractmethod
+    def document(self, session: "Session", comm: Comm, got: dict[int, dict[str, Any]],
+                 phases: list[dict[str, Any]], failure: RankFailure | None, argv: list[str],
+                 started_at: str) -> dict[str, Any]:
+        """Rank 0: the merged document, all but its `mpi` section."""
+
+    @abstractmethod
+    def mpi_fields(self, phases: list[dict[str, Any]]) -> dict[str, Any]:
+        """The kind's own keys of the `mpi` section."""
+
+
+def _outcome(doc: dict[str, Any], phases: list[dict[str, Any]], expected: int, failure: RankFailure | None,
+             got: dict[int, dict[str, Any]], signalled: Mapping[int, str] | None = None) -> None:
+    """Mark the merged document with how the run ended: the first failure, a rank's error, or
+    the first phase that did not complete (or a phase that never ran)."""
+    errors = {r: p["error"] for r, p in got.items() if p["error"]}
+    signalled = signalled or {}
+    if failure is not None and failure.rank in signalled:  # stopped by a signal, not broken
+        doc.update(complete=False, stop_reason="interrupted", error=failure.args[0],
+                   signal=signalled[failure.rank])
+    elif failure is not None:
+        doc.update(complete=False, stop_reason="error", error=failure.args[0])
+    elif errors:
+        r, e = next(iter(errors.items()))
+        doc.update(complete=False, stop_reason="error", error=f"rank {r}: {e}")
+    else:
+        bad = next((p for p in phases if not p["complete"]), None)
+        if bad is not None or len(phases) < expected:
+            doc.update(complete=False, stop_reason=bad["stop_reason"] if bad else "error",
+                       error=bad["error"] if bad else "a phase did not run")
+
+
+class IoRanks(RankSide):
+    """`storlab run` (and each rank count of `storlab scale`) on the ranks of a communicator."""
+    benchmark_kind = IoBenchmark
+
+    def __init__(self, template: Job, kind: str = "run") -> None:
+        self.template = template
+        self.kind = kind
+        self.reorder = int(template.run.get("reorder") or 0)
+        self.rank_timeout_s = float(template.run.get("rank_timeout") or 30.0)
+
+    def run_here(self, session, comm, argv, progress, notify) -> dict[str, Any]:
+        template = self.template
+        session.check_same_shape(template, comm)
+        job = rewrite_job(template, comm.rank, session.nodes[:comm.size], self.reorder)
+        self.hooks = hooks = IoRankHooks(comm, job, template, session.offsets[:comm.size], self.reorder)
+        doc = None
+        error = None
+        try:
+            tell = None if notify is None else (lambda msg: notify(f"rank {comm.rank}: {msg}"))
+            doc = run_benchmark(IoBenchmark(job, progress if comm.rank == 0 else None, notify=tell), argv, hooks)
+        except (Exception, KeyboardInterrupt) as e:  # noqa: BLE001 - every failure must reach the others
+            error = _one_line(e) if not isinstance(e, KeyboardInterrupt) else "interrupted (Ctrl-C)"
+            hooks.fail(comm.liveness.report(error))
+        return {"doc": doc, "phases": hooks.local if doc is None else None, "error": error,
+                "sides": [{k: x[k] for k in ("offset_s", "data_rank", "targets")} for x in hooks.local]}
+
+    def per_rank_phases(self, got):
+        out = {}
+        for r, payload in got.items():
+            phases = payload["doc"]["phases"] if payload["doc"] is not None else [x["result"] for x in payload["phases"]]
+            out[r] = [{**p, **side} for p, side in zip(phases, payload["sides"])]
+        return out
+
+    def windows(self):
+        return self.hooks.window_bytes
+
+    def document(self, session, comm, got, phases, failure, argv, started_at) -> dict[str, Any]:
+        template = self.template
+        nodes = session.nodes[:comm.size]
+        docs = {r: p["doc"] for r, p in got.items() if p["doc"] is not None}
+        base = docs.get(0) or next(iter(docs.values()), None)
+        doc: dict[str, Any] = {
+            **header(self.kind, argv=argv, started_at=started_at, finished_at=now_iso()),
+            "job": job_record(template),
+            "environment": dict(base["environment"]) if base else {**host_environment(), "io_uring": None,
+                                                                  "engine": template.phases[0].groups[0].values["engine"]},
+            "warnings": [], "phases": phases,
+        }
+        targets: dict[str, Any] = {}
+        for d in docs.values():
+            for t in d["environment"].get("targets") or []:
+                targets.setdefault(t["path"], t)
+        doc["environment"]["targets"] = list(targets.values())
+        doc["warnings"] = self._warnings(template, docs, nodes)
+        if base and "model" in base:  # a stack attached with --stack: every rank computed the same
+            doc["model"] = base["model"]
+        signalled = {r: d["signal"] for r, d in docs.items() if d.get("signal")}
+        _outcome(doc, phases, len(template.phases), failure, got, signalled)
+        return doc
+
+    def mpi_fields(self, phases) -> dict[str, Any]:
+        return {"reorder": self.reorder, "rank_timeout_s": self.rank_timeout_s, "stonewall": self.hooks.stonewall}
+
+    @staticmethod
+    def _warnings(template: Job, docs: dict[int, dict[str, Any]], nodes: list[str]) -> list[dict[str, Any]]:
+        """Warnings of every rank, each once, with the ranks that raised it."""
+        seen: dict[tuple[str, str], dict[str, Any]] = {}
+        for r in sorted(docs):
+            for w in docs[r]["warnings"]:
+                entry = seen.setdefault((w["code"], w["message"]), {**w, "ranks": []})
+                entry["ranks"].append(r)
+        out = list(seen.values())
+        out.extend(rewrite_warnings(template, nodes, int(template.run.get("reorder") or 0)))
+        return out
+
+
+class MetaRanks(RankSide):
+    """`storlab meta` on the ranks of a communicator (see the module doc)."""
+    benchmark_kind = MetaBenchmark
+
+    def __init__(self, values: Mapping[str, Any], rank_timeout_s: float) -> None:
+        self.values = values
+        self.rank_timeout_s = rank_timeout_s
+        self.template = values["target"] or os.getcwd()
+
+    def run_here(self, session, comm, argv, progress, notify) -> dict[str, Any]:
+        values = self.values
+        run_id = comm.bcast(uuid.uuid4().hex if comm.rank == 0 else None)
+        self.hooks = hooks = MetaRankHooks(comm, session.offsets[comm.rank].offset_s)
+        target = workdir = error = None
+        keep = bool(values["keep"])
+        cleanup: dict[str, Any] = {"kept": keep, "files_removed": 0, "dirs_removed": 0, "error": None}
+        try:
+            target = os.path.abspath(substitute(self.template, comm.rank, session.nodes[comm.rank], comm.size))
+            mine = _rank_values(values, comm, target)
+            workdir = _join_workdir(target, run_id)
+            bench = MetaBenchmark(mine, progress if comm.rank == 0 else None, run_id=run_id, workdir=workdir,
+                                  rank=comm.rank, shared_tree_owner=comm.rank == 0, progress_interval_s=POLL_S)
+            cleanup = run_benchmark(bench, argv, hooks)["cleanup"]
+        except RankFailure as e:   # another rank failed (or this one, already reported in after_end)
+            hooks.fail(e)
+            if workdir is not None:
+                cleanup = hooks.cleanup_after_raise(workdir, keep)
+        except (Exception, KeyboardInterrupt) as e:  # noqa: BLE001 - every failure must reach the others
+            error = _describe(e)
+            if hooks.failure is None:   # else before_cleanup already told the others
+                hooks.fail(comm.liveness.report(error))
+            if workdir is not None:
+                cleanup = hooks.cleanup_after_raise(workdir, keep)
+        if comm.rank != 0:
+            if workdir is not None and not cleanup["error"]:
+                remove_workdir(workdir, keep)   # fails harmlessly while other ranks' files remain
+            comm.gather_surviving(None, float("inf"), tag=TAG_CLEANUP)
+        else:
+            if hooks.cleaned is None:   # kept, or the run ended before its clean-up: the notices still come
+                hooks.cleaned = comm.gather_surviving(None, float("inf"), tag=TAG_CLEANUP)
+            if workdir is not None and not cleanup["error"]:
+                remove_workdir(workdir, keep)
+        return {"first": hooks.exchanged, "phases": hooks.local[hooks.exchanged:], "error": error,
+                "cleanup": cleanup, "target": target, "workdir": workdir, "threads": values["threads"]}
+
+    def per_rank_phases(self, got):
+        results = self.hooks.results
+        return {r: [results[k][r] for k in range(p["first"])] + p["phases"] for r, p in got.items()}
+
+    def windows(self):
+        return self.hooks.window_ops
+
+    def document(self, session, comm, got, phases, failure, argv, started_at) -> dict[str, Any]:
+        values = self.values
+        own = got[0]
+        cleanups = {r: p["cleanup"] for r, p in got.items()}
+        counts = [c[key] for c in cleanups.values() for key in ("files_removed", "dirs_removed")]
+        cleanup_error = next((f"rank {r}: {c['error']}" for r, c in cleanups.items() if c["error"]), None)
+        doc: dict[str, Any] = {
+            **header("meta", argv=argv, started_at=started_at),
+            "job": meta_job_record(values, self.template, own["workdir"] or ""),
+            "environment": {**host_environment(), "engine": "posix", "io_uring": None, "targets": [],
+                            "directory": describe_path(own["target"]) if own["target"] else None},
+            "warnings": [], "workers": sum(p["threads"] for p in got.values()), "phases": phases,
+            "cleanup": {"kept": bool(values["keep"]),
+                        "files_removed": sum(c["files_removed"] for c in cleanups.values()) if None not in counts else None,
+                        "dirs_removed": sum(c["dirs_removed"] for c in cleanups.values()) if None not in counts else None,
+                        "error": cleanup_error,
+                        "ranks": [{"rank": r, **c} for r, c in sorted(cleanups.items())]},
+        }
+        doc["job"]["name_prefix"] = values.get("name_prefix") or DEFAULT_PREFIX
+        _outcome(doc, phases, 1 + len(values["phases"]), failure, got)
+        doc["warnings"] = [w.as_dict() for w in meta_findings(doc)]
+        return doc
+
+    def mpi_fields(self, phases) -> dict[str, Any]:
+        values = self.values
+        return {
+            "rank_timeout_s": self.rank_timeout_s,
+            "dir": values["dir"],
+            "shared_tree_owner": 0 if values["dir"] == "shared" else None,
+            "stonewall": [{"phase": p["name"], "stonewall_s": p["stonewall_s"],
+                           "ranks": [{"rank": x["rank"], "items_per_worker": x["items_per_worker"]}
+                                     for x in p["mpi"]["ranks"]]}
+                          for p in phases if p["stonewalled"]],
+        }
+
+
 @dataclass
 class Session:
     """MPI for one storlab command: liveness, the world communicator, node names and clock
@@ -219,29 +633,41 @@ class Session:
     # -- one run --------------------------------------------------------------------------------
     def run(self, template: Job, comm: Comm, argv: list[str], progress: ProgressFn | None = None,
             notify: Callable[[str], None] | None = None, kind: str = "run") -> dict[str, Any] | None:
-        """Run `template` on the ranks of `comm`; the merged document on its rank 0, else None."""
-        nodes = self.nodes[:comm.size]
-        offsets = self.offsets[:comm.size]
-        reorder = int(template.run.get("reorder") or 0)
-        rank_timeout = float(template.run.get("rank_timeout") or 30.0)
+        """Run the I/O job `template` on the ranks of `comm`; the merged document on its rank 0,
+        else None."""
+        return self.run_ranks(IoRanks(template, kind), comm, argv, progress, notify)
+
+    def run_ranks(self, side: RankSide, comm: Comm, argv: list[str], progress: Any = None,
+                  notify: Callable[[str], None] | None = None) -> dict[str, Any] | None:
+        """Run one benchmark kind on the ranks of `comm`: every rank its share, then rank 0 merges
+        each phase (the benchmark's `merge_phase`) and writes the document; None on other ranks."""
         started_at = now_iso()
-        self._check_same_shape(template, comm)
-        job = rewrite_job(template, comm.rank, nodes, reorder)
-        hooks = _Hooks(comm, job, template, offsets, reorder)
-        doc = None
-        error = None
-        try:
-            tell = None if notify is None else (lambda msg: notify(f"rank {comm.rank}: {msg}"))
-            doc = run_job(job, argv=argv, progress=progress if comm.rank == 0 else None, hooks=hooks, notify=tell)
-        except (Exception, KeyboardInterrupt) as e:  # noqa: BLE001 - every failure must reach the others
-            error = _one_line(e) if not isinstance(e, KeyboardInterrupt) else "interrupted (Ctrl-C)"
-            hooks._fail(comm.liveness.report(error))
-        payload = {"doc": doc, "phases": hooks.local if doc is None else None, "error": error,
-                   "sides": [{k: x[k] for k in ("offset_s", "data_rank", "targets")} for x in hooks.local]}
-        got, failure = self.final_gather(comm, payload, rank_timeout, hooks.failure)
+        payload = side.run_here(self, comm, argv, progress, notify)
+        got, failure = self.final_gather(comm, payload, side.rank_timeout_s, side.hooks.failure)
         if comm.rank != 0:
             return None
-        return self._merge(template, got, comm.size, nodes, offsets, hooks, failure, argv, kind, started_at)
+        size, nodes = comm.size, self.nodes[:comm.size]
+        per_rank = side.per_rank_phases(got)
+        windows = side.windows()
+        merge = side.benchmark_kind.merge_phase
+        phases = []
+        for k in range(max((len(v) for v in per_rank.values()), default=0)):
+            results = [per_rank[r][k] if r in per_rank and k < len(per_rank[r]) else None for r in range(size)]
+            phases.append(merge(results, windows.get(k), nodes))
+        doc = side.document(self, comm, got, phases, failure, argv, started_at)
+        doc["mpi"] = {
+            "size": size,
+            "launcher": self.launch.launcher if self.launch else None,
+            "launch_variables": self.launch.source if self.launch else None,
+            "library": MPI.Get_library_version().strip().splitlines()[0],
+            "nodes": [{"node": n, "ranks": [r for r in range(size) if nodes[r] == n]} for n in dict.fromkeys(nodes)],
+            "clock": [{"rank": r, "node": nodes[r], **self.offsets[r].as_dict()} for r in range(size)],
+            **side.mpi_fields(phases),
+            "ranks_reporting": sorted(got),
+            "failed_rank": failure.rank if failure is not None else None,
+        }
+        doc["finished_at"] = now_iso()
+        return doc
 
     def final_gather(self, comm: Comm, payload: dict[str, Any], timeout_s: float,
                      local_failure: RankFailure | None) -> tuple[dict[int, dict[str, Any]], RankFailure | None]:
@@ -256,7 +682,7 @@ class Session:
                 print(f"storlab: error: {failure.args[0]}", file=sys.stderr)   # nobody else will say it
         return got, failure
 
-    def _check_same_shape(self, template: Job, comm: Comm) -> None:
+    def check_same_shape(self, template: Job, comm: Comm) -> None:
         """Every rank must run the same phases and groups (options may differ, e.g. under MPMD)."""
         shape = [(p.name, len(p.groups)) for p in template.phases]
         shapes = comm.allgather(shape)
@@ -264,90 +690,29 @@ class Session:
             if s != shapes[0]:
                 raise ValueError(f"rank {r} runs phases {s}, rank 0 runs {shapes[0]}: every rank needs the same job")
 
-    # -- merging on rank 0 ------------------------------------------------------------------------
-    def _merge(self, template: Job, got: dict[int, dict[str, Any]], size: int, nodes: list[str],
-               offsets: list[clock.Offset], hooks: _Hooks, failure: RankFailure | None,
-               argv: list[str], kind: str, started_at: str) -> dict[str, Any]:
-        per_rank_phases: dict[int, list[dict[str, Any]]] = {}
-        for r, payload in got.items():
-            phases = payload["doc"]["phases"] if payload["doc"] is not None else [x["result"] for x in payload["phases"]]
-            per_rank_phases[r] = [{**p, **side} for p, side in zip(phases, payload["sides"])]
-        n_phases = max((len(v) for v in per_rank_phases.values()), default=0)
-        merged_phases = []
-        for k in range(n_phases):
-            results = [per_rank_phases.get(r, [])[k] if k < len(per_rank_phases.get(r, [])) else None
-                       for r in range(size)]
-            merged_phases.append(merge_phase(results, hooks.window_bytes.get(k), nodes))
-
-        docs = {r: p["doc"] for r, p in got.items() if p["doc"] is not None}
-        base = docs.get(0) or next(iter(docs.values()), None)
-        doc: dict[str, Any] = {
-            **header(kind, argv=argv, started_at=started_at, finished_at=now_iso()),
-            "job": job_record(template),
-            "environment": dict(base["environment"]) if base else {**host_environment(), "io_uring": None,
-                                                                  "engine": template.phases[0].groups[0].values["engine"]},
-            "warnings": [], "phases": merged_phases,
-        }
-        targets: dict[str, Any] = {}
-        for d in docs.values():
-            for t in d["environment"].get("targets") or []:
-                targets.setdefault(t["path"], t)
-        doc["environment"]["targets"] = list(targets.values())
-        doc["warnings"] = self._warnings(template, docs, nodes)
-        if base and "model" in base:  # a stack attached with --stack: every rank computed the same
-            doc["model"] = base["model"]
-
-        errors = {r: p["error"] for r, p in got.items() if p["error"]}
-        signalled = {r: d["signal"] for r, d in docs.items() if d.get("signal")}
-        if failure is not None and failure.rank in signalled:  # stopped by a signal, not broken
-            doc.update(complete=False, stop_reason="interrupted", error=failure.args[0],
-                       signal=signalled[failure.rank])
-        elif failure is not None:
-            doc.update(complete=False, stop_reason="error", error=failure.args[0])
-        elif errors:
-            r, e = next(iter(errors.items()))
-            doc.update(complete=False, stop_reason="error", error=f"rank {r}: {e}")
-        else:
-            bad = next((p for p in merged_phases if not p["complete"]), None)
-            if bad is not None or len(merged_phases) < len(template.phases):
-                doc.update(complete=False, stop_reason=bad["stop_reason"] if bad else "error",
-                           error=bad["error"] if bad else "a phase did not run")
-        doc["mpi"] = {
-            "size": size,
-            "launcher": self.launch.launcher if self.launch else None,
-            "launch_variables": self.launch.source if self.launch else None,
-            "library": MPI.Get_library_version().strip().splitlines()[0],
-            "nodes": [{"node": n, "ranks": [r for r in range(size) if nodes[r] == n]} for n in dict.fromkeys(nodes)],
-            "clock": [{"rank": r, "node": nodes[r], **offsets[r].as_dict()} for r in range(size)],
-            "reorder": int(template.run.get("reorder") or 0),
-            "rank_timeout_s": float(template.run.get("rank_timeout") or 30.0),
-            "stonewall": hooks.stonewall,
-            "ranks_reporting": sorted(got),
-            "failed_rank": failure.rank if failure is not None else None,
-        }
-        return doc
-
-    @staticmethod
-    def _warnings(template: Job, docs: dict[int, dict[str, Any]], nodes: list[str]) -> list[dict[str, Any]]:
-        """Warnings of every rank, each once, with the ranks that raised it."""
-        seen: dict[tuple[str, str], dict[str, Any]] = {}
-        for r in sorted(docs):
-            for w in docs[r]["warnings"]:
-                entry = seen.setdefault((w["code"], w["message"]), {**w, "ranks": []})
-                entry["ranks"].append(r)
-        out = list(seen.values())
-        out.extend(rewrite_warnings(template, nodes, int(template.run.get("reorder") or 0)))
-        return out
-
 
 def run_cli(job: Job, argv: list[str], launch: Launch, progress: ProgressFn | None,
             notify: Callable[[str], None] | None = None) -> tuple[dict[str, Any] | None, int]:
     """`storlab run` under an MPI launcher: (merged document on rank 0 / None elsewhere, exit
     code for the ranks other than 0). Falls back to one process when MPI sees a single rank."""
     session = Session.start(float(job.run.get("rank_timeout") or 30.0), launch)
-    if session.size == 1:
-        print(f"storlab run: warning: the {launch.launcher} launcher announced {launch.size} ranks but "
-              "MPI sees 1: mpi4py is built against a different MPI than the launcher's (see docs/mpi.md)",
-              file=sys.stderr)
+    _warn_single_rank(session, launch, "run")
     doc = session.run(job, session.world, argv, progress, notify)
     return doc, session.exit_code
+
+
+def run_meta_cli(values: Mapping[str, Any], argv: list[str], launch: Launch, rank_timeout_s: float,
+                 progress: MetaProgressFn | None = None) -> tuple[dict[str, Any] | None, int]:
+    """`storlab meta` under an MPI launcher: (merged document on rank 0 / None elsewhere, exit
+    code for the ranks other than 0)."""
+    session = Session.start(rank_timeout_s, launch)
+    _warn_single_rank(session, launch, "meta")
+    doc = session.run_ranks(MetaRanks(values, rank_timeout_s), session.world, argv, progress)
+    return doc, session.exit_code
+
+
+def _warn_single_rank(session: Session, launch: Launch, command: str) -> None:
+    if session.size == 1:
+        print(f"storlab {command}: warning: the {launch.launcher} launcher announced {launch.size} ranks but "
+              "MPI sees 1: mpi4py is built against a different MPI than the launcher's (see docs/mpi.md)",
+              file=sys.stderr)

@@ -19,6 +19,7 @@ from matplotlib.ticker import FuncFormatter
 
 from ...jobs.options import BY_NAME
 from ...measure import stats
+from ...measure.sweep import climb_basis, compared_latency
 from ...units import format_size
 from .data import (
     SWEEP_AXES,
@@ -419,8 +420,6 @@ def sweep_charts(sweeps: Sequence[dict[str, Any]]) -> list[Chart]:
     and latency climb marked, and the climb latency beside it: along bs latency per KiB of
     request (what the climb compares there; latencies of different request sizes say nothing),
     along other axes plain latency."""
-    from ...measure.sweep import climb_basis, compared_latency
-
     charts = []
     for doc in sweeps:
         settings = doc.get("settings") or {}

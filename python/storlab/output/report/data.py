@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ...jobs.options import BY_NAME
+from ...measure.prediction import measured_value
 from ...units import format_size
 from ..base import iter_runs, job_parameter
 
@@ -111,8 +112,6 @@ class ModelRow:
 def model_rows(runs: Sequence[dict[str, Any]]) -> list[ModelRow]:
     """Predicted vs measured for every phase of the runs that carry a `model` section. With
     several passes a phase repeats; its measured figure is the mean over the repeats."""
-    from ...measure.prediction import measured_value
-
     rows = []
     for run in runs:
         model = run.get("model")

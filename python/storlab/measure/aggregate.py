@@ -32,7 +32,7 @@ import math
 import statistics
 from typing import Any, Sequence
 
-from .. import stats
+from . import stats
 
 __all__ = ["time_bases", "deskew_window", "count_in_window", "pooled_latency", "merge_direction",
            "merge_sync", "merge_phase", "merge_meta_phase", "REPORTED_RANKS"]

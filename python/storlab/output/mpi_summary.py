@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ...units import format_rate
+from ..units import format_rate
+from .base import align
 
 __all__ = ["render_summary", "render_scale"]
 
@@ -82,8 +83,6 @@ def render_summary(doc: dict[str, Any]) -> str:
 
 def render_scale(doc: dict[str, Any]) -> str:
     """The scaling table of a `scale` document: rate, speedup and efficiency per rank count."""
-    from ...output.base import align
-
     headers = ["phase", "ranks", "nodes", "bw MiB/s", "speedup", "efficiency %",
                "de-skewed MiB/s", "de-skewed eff. %"]
     cells = []

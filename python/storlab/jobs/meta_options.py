@@ -1,0 +1,140 @@
+"""The option table of the metadata benchmark (`storlab meta`, and `type = "meta"` phases of job
+files): its options, how a value is parsed, and how the command line, a job file and the defaults
+combine. Parsing validates only; measure/meta.py runs the benchmark with the resolved values.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .options import BY_NAME, Option, OptionError, parse_option
+
+__all__ = [
+    "META_OPTIONS", "META_BY_NAME", "FILE_PHASES", "SHARED_RUN_OPTIONS", "META_RUN_LEVEL",
+    "parse_meta_value", "resolve_meta_options", "render_reference",
+]
+
+# The phases that work on files, in their only possible order; `mkdir` always runs first.
+FILE_PHASES = ("create", "stat", "read", "rename", "remove", "rmdir")
+# Options of `storlab run` that mean the same here (output and store); shared, not copied.
+SHARED_RUN_OPTIONS = ("json", "quiet", "store", "no_store", "tag", "note")
+
+
+def _choices(**values: str) -> dict[str, str]:
+    return dict(values)
+
+
+META_OPTIONS: tuple[Option, ...] = (
+    Option("target", "str", "directory to work in: a new folder storlab-meta-<id> is made in it "
+           "and removed afterwards (default: the current directory)", default=None,
+           category="target", metavar="DIR"),
+    Option("threads", "int", "worker threads", default=1, minimum=1, maximum=4096, fio_name="numjobs"),
+    Option("files", "int", "files each thread creates (mdtest -n)", default=10_000, minimum=1,
+           maximum=2**32 - 1, unit="files", fio_name="nrfiles"),
+    Option("file_size", "size", "bytes written to each file at create and read back by read "
+           "(mdtest -w/-e)", default=0, minimum=0, unit="bytes", fio_name="filesize"),
+    Option("dir", "choice", "where the threads' files live", default="unique",
+           choices=_choices(unique="one directory tree per thread (mdtest -u)",
+                            shared="one tree for all threads: they contend for the same "
+                                   "directories (METABENCH's shared-directory case)")),
+    Option("depth", "int", "levels of subdirectories below each tree root; files go into the "
+           "deepest level, round-robin (mdtest -z)", default=0, minimum=0, maximum=64),
+    Option("fanout", "int", "subdirectories per directory when depth > 0 (mdtest -b)",
+           default=10, minimum=1, maximum=1_000_000),
+    Option("order", "choice", "order in which stat and read visit the files", default="sequential",
+           choices=_choices(sequential="creation order",
+                            random="a random permutation per thread (mdtest -R)")),
+    Option("fsync_files", "bool", "fsync each file after writing it, inside the create latency "
+           "(mdtest -y)", default=False),
+    Option("fsync_dirs", "bool", "fsync every directory a thread changed at the end of mkdir, "
+           "create, rename, remove and rmdir, inside the phase's time", default=False),
+    Option("stonewall", "duration", "time limit of each file phase; later phases work on exactly "
+           "the files each thread finished (mdtest -W)", default=None, category="timing",
+           unit="s", minimum=0.001),
+    Option("phases", "str", "file phases to run, comma-separated, in this order: "
+           + ",".join(FILE_PHASES) + " (the tree is always made first; default: all, or all "
+           "but remove,rmdir with --keep)", default=None, metavar="LIST"),
+    Option("keep", "bool", "leave the files and directories in place, also after a failure or "
+           "Ctrl-C (the working folder is printed)", default=False, category="safety"),
+    Option("seed", "int", "seed of the random stat/read order", default=0x5EED, minimum=0,
+           maximum=2**63 - 1),
+    Option("name_prefix", "str", "prefix of every file and per-thread tree name; {rank} becomes "
+           "the MPI rank (0 without MPI)", default=None, category="target", metavar="TEXT"),
+    *(BY_NAME[name] for name in SHARED_RUN_OPTIONS),
+)
+
+META_BY_NAME: dict[str, Option] = {o.name: o for o in META_OPTIONS}
+# Options that are not part of the engine's spec (the output ones and the job-level target).
+META_RUN_LEVEL = frozenset(SHARED_RUN_OPTIONS)
+
+
+def parse_meta_value(name: str, raw: Any) -> Any:
+    """Validate one meta option value (from the CLI or a job file) into canonical units."""
+    opt = META_BY_NAME.get(name)
+    if opt is None:
+        import difflib
+
+        close = difflib.get_close_matches(name, list(META_BY_NAME), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise OptionError(f"unknown option {name!r}{hint}; see `storlab meta --help` for the list")
+    if raw is None:
+        return None
+    if name == "name_prefix" and raw == "":
+        return None  # no prefix, as by default
+    if name == "phases" and isinstance(raw, (list, tuple)):  # a TOML list
+        if not all(isinstance(p, str) for p in raw):
+            raise OptionError(f"phases: expected names of phases, got {list(raw)!r}")
+        return ",".join(raw)
+    return parse_option(opt, raw)
+
+
+def _parse_phases(raw: Any, keep: bool) -> tuple[str, ...]:
+    if raw is None:
+        return FILE_PHASES[:4] if keep else FILE_PHASES
+    items = [p.strip() for p in (raw.split(",") if isinstance(raw, str) else raw)]
+    unknown = [p for p in items if p not in FILE_PHASES]
+    if unknown:
+        raise OptionError(f"phases: {', '.join(map(repr, unknown))} unknown; use some of "
+                          f"{','.join(FILE_PHASES)}")
+    if "create" not in items:
+        raise OptionError("phases: must include create (the files the other phases work on)")
+    if len(set(items)) != len(items) or items != sorted(items, key=FILE_PHASES.index):
+        raise OptionError(f"phases: each at most once, in the order {','.join(FILE_PHASES)}")
+    if "rmdir" in items and "remove" not in items:
+        raise OptionError("phases: rmdir needs remove before it (directories must be empty)")
+    return tuple(items)
+
+
+def resolve_meta_options(cli: Mapping[str, Any] | None = None,
+                         jobfile: Mapping[str, Any] | None = None,
+                         jobfile_name: str = "job file") -> dict[str, Any]:
+    """Every meta option in canonical units: defaults < job file < command line (raw values are
+    validated). `phases` becomes a tuple of file-phase names."""
+    values = {o.name: o.default for o in META_OPTIONS}
+    for where, section in ((jobfile_name, jobfile or {}), ("command line", cli or {})):
+        for key, raw in section.items():
+            try:
+                parsed = parse_meta_value(key, raw)
+            except OptionError as e:
+                raise OptionError(f"{where}: {e}") from None
+            if parsed is not None:
+                values[key] = parsed
+    values["phases"] = _parse_phases(values["phases"], bool(values["keep"]))
+    return values
+
+
+def render_reference() -> str:
+    """The options section of docs/meta.md, generated from the table (a test keeps them equal)."""
+    lines = ["| option | job-file key | type | default | help |", "|---|---|---|---|---|"]
+    for o in META_OPTIONS:
+        flag = o.flag + (f" / {o.negative}" if o.negative else "")
+        default = "—" if o.default in (None, ()) else repr(o.default)
+        text = o.help
+        if o.choices:
+            text += "<br>" + "<br>".join(f"`{k}`: {v}" for k, v in o.choices.items())
+        unit = f" ({o.unit})" if o.unit else ""
+        lines.append(f"| `{flag}` | `{o.name}` | {o.kind}{unit} | {default} | {text} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(render_reference())
