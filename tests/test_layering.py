@@ -23,6 +23,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"model"}),                       # the stack model
     frozenset({"measure", "planner", "doctor"}),  # measurement; layouts; the host's stack
     frozenset({"measure.mpi"}),                 # the MPI orchestrator over measure's benchmarks
+    frozenset({"diagnose"}),                    # layer-by-layer probes: measure + doctor + model
     frozenset({"store"}),                       # the results store (keeps documents)
     frozenset({"output"}),                      # exporters, renderers, reports (read documents)
     frozenset({"cli"}),
