@@ -14,7 +14,7 @@ from ..measure.mpi.launch import detect as detect_mpi_launch
 from ..signals import STOP
 from .main import ExitCode
 from .options_cli import add_option_arguments, add_table_arguments, reclaim_jobfile
-from .outputs import check_destination
+from ..output.files import check_destination
 from .run import ProgressLine, emit_result, stop_exit_code, wants_progress
 
 EXAMPLES = """examples:

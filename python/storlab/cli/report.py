@@ -7,7 +7,7 @@ import sys
 
 from .. import store
 from .main import UsageError
-from .outputs import check_destination, check_folder
+from ..output.files import check_destination, check_folder
 from .results import load_docs
 
 __all__ = ["register", "run"]

@@ -22,7 +22,7 @@ from ..output.base import align, fmt_number, short_id
 from ..output.compare import compare, render_compare
 from ..units import format_size
 from .main import UsageError
-from .outputs import check_destination, write_output
+from ..output.files import check_destination, write_output
 
 __all__ = ["register", "run", "load_docs"]
 

@@ -19,7 +19,7 @@ from ..signals import STOP, exit_code_for
 from ..units import format_rate
 from .main import ExitCode, UsageError
 from .options_cli import add_option_arguments, given_options
-from .outputs import OutputError, check_destination, write_output
+from ..output.files import OutputError, check_destination, write_output
 
 EXAMPLES = """examples:
   storlab run                                   # the main job: the scratch folder's device at four

@@ -14,7 +14,7 @@ from typing import Any
 from ..document import header
 from .main import ExitCode, UsageError
 from .options_cli import add_option_arguments
-from .outputs import OutputError, check_destination
+from ..output.files import OutputError, check_destination
 from .run import job_from_args
 
 EXAMPLES = """examples:

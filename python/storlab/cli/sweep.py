@@ -14,7 +14,7 @@ from ..jobs.job import load_jobfile
 from ..units import format_rate
 from .main import ExitCode, UsageError
 from .options_cli import add_option_arguments, add_table_arguments, given_options
-from .outputs import OutputError, check_destination, write_output
+from ..output.files import OutputError, check_destination, write_output
 from .run import ProgressLine, _write_json, stop_exit_code
 
 EXAMPLES = """examples:

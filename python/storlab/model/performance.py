@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable
 
+from ..errors import UserError
 from .geometry import AlignmentReport, Geometry, analyse_alignment, geometry_of
 from .stack import Component, ComponentInstance, Stack, StackError
 
@@ -194,7 +195,7 @@ def _solve_metric(stack: Stack, root: ComponentInstance | None, metric: str, dri
         value = deliver(root)
         limiting = max(binding_paths)[2] if binding_paths else "drives"
     else:
-        raise ValueError(f"mode must be one of {', '.join(SHARING_MODES)}, got {mode!r}")
+        raise UserError(f"mode must be one of {', '.join(SHARING_MODES)}, got {mode!r}")
 
     rows: dict[str, dict] = {}
     for i in instances:

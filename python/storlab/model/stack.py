@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
+from ..errors import UserError
 from ..jobs.tomlfile import TomlFileError, read_toml
 from ..units import UnitError, parse_rate, parse_size
 from .notation import MAX_DRIVES, NotationError, RaidNotation, parse_raid
@@ -33,7 +34,7 @@ RAID_ENGINES = ("controller", "md")
 FILESYSTEMS = ("xfs", "ext4", "btrfs", "none")
 
 
-class StackError(ValueError):
+class StackError(UserError):
     """An invalid stack description; the message is one line naming what is wrong."""
 
 
