@@ -11,10 +11,10 @@ from ..jobs.job import load_jobfile
 from ..jobs.options import BY_NAME, OPTIONS, Option, parse_value
 from ..measure.meta import META_OPTIONS, SHARED_RUN_OPTIONS, resolve_meta_options, run_meta
 from ..measure.mpi.launch import detect as detect_mpi_launch
+from ..output.files import check_destination
 from ..signals import STOP
 from .main import ExitCode
 from .options_cli import add_option_arguments, add_table_arguments, reclaim_jobfile
-from ..output.files import check_destination
 from .run import ProgressLine, emit_result, stop_exit_code, wants_progress
 
 EXAMPLES = """examples:

@@ -18,12 +18,12 @@ from typing import Any
 
 from .. import store
 from ..jobs.options import BY_NAME, Option
-from ..output import EXPORTERS, export, render_table
+from ..output import export, render_table
 from ..output.base import align, fmt_number, short_id
 from ..output.compare import compare, render_compare
-from ..units import format_size
 from ..output.files import check_destination, write_output
 from ..output.json import write_json
+from ..units import format_size
 from .main import UsageError
 from .options_cli import OUTPUT, CommandTable, add_table_arguments, parse_table_args, takes_json_name
 

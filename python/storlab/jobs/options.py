@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Mapping
 from ..errors import UserError
 from ..units import (
     MAX_BYTES,
+    MAX_COUNT,
     MAX_DURATION_S,
     UnitError,
     format_size,
@@ -27,7 +28,7 @@ from ..units import (
 )
 
 __all__ = ["Option", "OptionError", "OPTIONS", "BY_NAME", "parse_option", "parse_value", "defaults",
-           "render_reference", "render_rows", "KINDS"]
+           "render_reference", "render_rows"]
 
 
 class OptionError(UserError):
@@ -85,7 +86,8 @@ class Option:
 # Kinds whose values are numbers: each has bounds, and NaN and infinities are refused.
 NUMERIC_KINDS = frozenset({"size", "duration", "rate", "int", "float", "percent", "count"})
 # Bounds every option of a kind has unless the table sets a tighter one.
-KIND_MAXIMUM: dict[str, float] = {"size": MAX_BYTES, "rate": MAX_BYTES, "duration": MAX_DURATION_S}
+KIND_MAXIMUM: dict[str, float] = {"size": MAX_BYTES, "rate": MAX_BYTES, "duration": MAX_DURATION_S,
+                                  "count": MAX_COUNT}
 
 
 def _choice(**values: str) -> dict[str, str]:
@@ -517,7 +519,7 @@ def render_rows(opts: Iterable[Option], job_keys: bool = True) -> list[str]:
     lines = (["| option | job-file key | type | default | help |", "|---|---|---|---|---|"] if job_keys
              else ["| option | type | default | help |", "|---|---|---|---|"])
     for o in opts:
-        flag = o.flag + (" [on\\|off]" if o.kind == "bool" else "") + (f" / {o.negative}" if o.negative else "")
+        flag = o.flag + (" [on\\|off]" if o.kind == "bool" and o.job_key else "") + (f" / {o.negative}" if o.negative else "")
         if o.short and not job_keys:
             flag += f"` / `-{o.short}"
         default = "—" if o.default is None or o.default == () else repr(o.default)
