@@ -26,6 +26,7 @@ from typing import Any, Callable
 from mpi4py import MPI
 
 from ...document import header, now_iso
+from ...errors import SpecError
 from ...jobs.job import Job, core_spec
 from ...signals import STOP
 from ..environment import host_environment
@@ -262,7 +263,7 @@ class Session:
         shapes = comm.allgather(shape)
         for r, s in enumerate(shapes):
             if s != shapes[0]:
-                raise ValueError(f"rank {r} runs phases {s}, rank 0 runs {shapes[0]}: every rank needs the same job")
+                raise SpecError(f"rank {r} runs phases {s}, rank 0 runs {shapes[0]}: every rank needs the same job")
 
     # -- merging on rank 0 ------------------------------------------------------------------------
     def _merge(self, template: Job, got: dict[int, dict[str, Any]], size: int, nodes: list[str],
