@@ -504,7 +504,9 @@ def render_reference() -> str:
              "Exit codes of `storlab run`: 0 done; 1 the run failed, or its `--json` file could not "
              "be written after the run (the result is stored all the same); 2 a bad option, job file "
              "or output destination (a directory, a missing folder, a read-only place: checked before "
-             "anything runs); 130 interrupted.", ""]
+             "anything runs); 70 an internal error: a bug in storlab, shown with the last frames of its "
+             "traceback (please report it); 130 interrupted. The options of the other commands: "
+             "docs/options-<command>.md.", ""]
     categories: dict[str, list[Option]] = {}
     for o in OPTIONS:
         categories.setdefault(o.category, []).append(o)
