@@ -1,6 +1,7 @@
 """`storlab doctor [DEVICE|MOUNTPOINT|PATH ...]`: inspect this host's storage stack for misalignment
-and mistuning; `--stack stack.toml` also lists every difference from a planned stack. Flags come
-from the option table below (reference: docs/options-doctor.md).
+and mistuning; `--stack stack.toml` also lists every difference from a planned stack.
+
+Flags come from the option table below (reference: docs/options-doctor.md).
 
 Exit codes: 0 when done (findings do not change it unless --fail-on is given), 1 when --fail-on
 finds a finding of that severity or worse, 2 for a bad option, target or stack file.
