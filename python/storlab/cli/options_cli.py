@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from ..jobs.options import NUMERIC_KINDS, OPTIONS, Option, allowed_values, parse_option
@@ -77,10 +77,25 @@ def _deprecating(base: type, command: str, flag: str, old: Sequence[str]) -> typ
     return Deprecating
 
 
+def _add_old_names(group: argparse._ArgumentGroup, o: Option, command: str) -> None:
+    """The old spellings of a renamed flag: the same destination and value form, a one-line notice
+    when used, hidden from --help; they never reset a value given by the new name."""
+    extra: dict[str, Any] = {}
+    if o.kind == "bool":
+        base, extra = argparse._StoreConstAction, {"const": True}
+    elif o.kind == "paths" or isinstance(o.default, tuple):
+        base = argparse._AppendAction
+    else:
+        base = argparse._StoreAction
+        if o.bare:
+            extra = {"nargs": "?", "const": o.bare}
+    group.add_argument(*o.deprecated, dest=o.name, default=argparse.SUPPRESS, help=argparse.SUPPRESS,
+                       action=_deprecating(base, command, o.flag, o.deprecated), **extra)
+
+
 def add_table_arguments(parser: argparse.ArgumentParser, table: Iterable[Option], skip: Iterable[str] = (),
                         title: str | None = None, command: str = "", keep_given: bool = False,
-                        json_takes: Callable[[str], bool] = takes_any_but_jobfile,
-                        _old: tuple[Option, str] | None = None) -> None:
+                        json_takes: Callable[[str], bool] = takes_any_but_jobfile) -> None:
     """Add one argument per option of a table, grouped by category or under `title`.
     `keep_given`: the flag is also accepted on an enclosing parser (results --store), so this one
     must not reset a value given there. Options without job-file keys are plain switches (bool)."""
@@ -95,21 +110,14 @@ def add_table_arguments(parser: argparse.ArgumentParser, table: Iterable[Option]
                                 **({"default": None} if nargs in ("?", "*") else {}))
             continue
         heading = title or f"{o.category} options"
-        group = parser if _old is not None else groups.setdefault(heading, parser.add_argument_group(heading))
+        group = groups.setdefault(heading, parser.add_argument_group(heading))
         flags = [o.flag] + ([f"-{o.short}"] if o.short else [])
         common: dict[str, Any] = {"dest": o.name, "help": _help(o)}
         common["default"] = argparse.SUPPRESS if keep_given else None
         if o.required:
             common["required"] = True
-        if o.deprecated:   # the old names: same value, a notice, not shown in --help
-            add_table_arguments(group, (replace(o, cli_name=None, required=False, deprecated=()),),
-                                command=command, keep_given=True, json_takes=json_takes, _old=(o, command))
-        if _old is not None:
-            new, cmd = _old
-            flags = list(new.deprecated)
-            base = {"bool": argparse._StoreConstAction}.get(o.kind, argparse._AppendAction
-                                                           if isinstance(o.default, tuple) else argparse._StoreAction)
-            common.update(action=_deprecating(base, cmd, new.flag, new.deprecated), help=argparse.SUPPRESS)
+        if o.deprecated:
+            _add_old_names(group, o, command)
         if o.kind == "bool" and not o.job_key:
             common.setdefault("action", "store_const")
             group.add_argument(*flags, const=True, **common)
