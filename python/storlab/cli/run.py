@@ -147,7 +147,7 @@ def store_result(doc: dict[str, Any], settings: dict[str, Any], command: str = "
     from .. import store
 
     try:
-        store.save(doc, path=settings.get("store"), tags=settings.get("tag") or (), note=settings.get("note"),
+        store.save(doc, path=settings.get("store"), tags=settings.get("tag") or (), note=settings.get("note") or None,
                    wait=min(CHECKPOINT_STORE_WAIT_S, store.wait_seconds()) if checkpoint else None)
     except Exception as e:  # the measurement is worth more than the store: report, keep going
         if not checkpoint:
