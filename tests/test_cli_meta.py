@@ -20,7 +20,7 @@ def entries(path) -> list[str]:
 
 def test_default_run_in_the_current_directory_prints_a_table_and_leaves_nothing(shm_dir, monkeypatch, capsys):
     monkeypatch.chdir(shm_dir)
-    rc = main(["meta", "--files", "50", "--threads", "2"])
+    rc = main(["meta", "--files-per-thread", "50", "--threads", "2"])
     out, err = capsys.readouterr()
     assert rc == 0
     lines = out.splitlines()
@@ -36,7 +36,7 @@ def test_default_run_in_the_current_directory_prints_a_table_and_leaves_nothing(
 
 
 def test_json_to_stdout_is_the_only_stdout_output(shm_dir, capsys):
-    rc = main(["meta", "--target", shm_dir, "--files", "20", "--json", "-", "--depth", "1",
+    rc = main(["meta", "--target", shm_dir, "--files-per-thread", "20", "--json", "-", "--depth", "1",
                "--fanout", "2", "--dir", "shared", "--file-size", "1k", "--order", "random"])
     out, err = capsys.readouterr()
     assert rc == 0
@@ -50,13 +50,13 @@ def test_json_to_stdout_is_the_only_stdout_output(shm_dir, capsys):
 
 def test_json_file_tags_and_note_are_kept_and_no_store_stores_nothing(shm_dir, tmp_path, capsys):
     target = tmp_path / "r.json"
-    assert main(["meta", "--target", shm_dir, "--files", "5", "-q", "--json", str(target),
+    assert main(["meta", "--target", shm_dir, "--files-per-thread", "5", "-q", "--json", str(target),
                  "--tag", "a", "--tag", "b", "--note", "first"]) == 0
     assert capsys.readouterr().out == ""
     doc = json.loads(target.read_text())
     summary = store.summary(doc["run_id"])
     assert (summary["tags"], summary["note"], summary["kind"]) == (["a", "b"], "first", "meta")
-    assert main(["meta", "--target", shm_dir, "--files", "5", "-q", "--no-store"]) == 0
+    assert main(["meta", "--target", shm_dir, "--files-per-thread", "5", "-q", "--no-store"]) == 0
     assert len(store.list_runs()) == 1
 
 
@@ -64,7 +64,7 @@ def test_job_file_with_flags_overriding_it(shm_dir, tmp_path, capsys):
     job = tmp_path / "meta.toml"
     job.write_text(f'target = "{shm_dir}"\nthreads = 2\nfiles = 7\nphases = "create,stat"\n'
                    'stonewall = "30s"\nfsync_dirs = true\n')
-    assert main(["meta", str(job), "--files", "9", "--json", "-", "-q"]) == 0
+    assert main(["meta", str(job), "--files-per-thread", "9", "--json", "-", "-q"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert (doc["job"]["threads"], doc["job"]["files"], doc["job"]["stonewall"]) == (2, 9, 30.0)
     assert [p["name"] for p in doc["phases"]] == ["mkdir", "create", "stat"]
@@ -98,7 +98,7 @@ def test_missing_target_exits_2_naming_it(tmp_path, capsys):
 
 
 def test_keep_prints_where_the_files_are(shm_dir, capsys):
-    assert main(["meta", "--target", shm_dir, "--files", "4", "--keep", "--no-store"]) == 0
+    assert main(["meta", "--target", shm_dir, "--files-per-thread", "4", "--keep", "--no-store"]) == 0
     out = capsys.readouterr().out
     (workdir,) = os.listdir(shm_dir)
     assert f"kept: the files are in {shm_dir}/{workdir}" in out
@@ -107,7 +107,7 @@ def test_keep_prints_where_the_files_are(shm_dir, capsys):
 
 
 def test_results_list_and_show_accept_a_meta_run(shm_dir, capsys):
-    assert main(["meta", "--target", shm_dir, "--files", "10", "-q", "--tag", "md"]) == 0
+    assert main(["meta", "--target", shm_dir, "--files-per-thread", "10", "-q", "--tag", "md"]) == 0
     (row,) = store.list_runs(tag="md")
     capsys.readouterr()
     assert main(["results", "list", "--kind", "meta"]) == 0
@@ -125,9 +125,9 @@ def test_help_lists_the_meta_options_and_examples(capsys):
     with pytest.raises(SystemExit):
         main(["meta", "--help"])
     out = capsys.readouterr().out
-    for flag in ("--files", "--file-size", "--dir {unique,shared}", "--depth", "--fanout", "--order",
+    for flag in ("--files-per-thread", "--file-size", "--dir {unique,shared}", "--depth", "--fanout", "--order",
                  "--fsync-files", "--fsync-dirs", "--stonewall", "--phases", "--keep",
-                 "--name-prefix", "--json", "--no-store", "storlab meta --files 1000000 --stonewall 10s"):
+                 "--name-prefix", "--json", "--no-store", "storlab meta --files-per-thread 1000000 --stonewall 10s"):
         assert flag in out, flag
 
 
@@ -142,7 +142,7 @@ def test_a_full_file_system_exits_1_with_the_path_and_leaves_nothing(tmp_path, c
     if r.returncode != 0:
         pytest.skip(f"cannot mount tmpfs: {r.stderr.strip()}")
     try:
-        rc = main(["meta", "--target", str(mnt), "--threads", "2", "--files", "500"])
+        rc = main(["meta", "--target", str(mnt), "--threads", "2", "--files-per-thread", "500"])
         out, err = capsys.readouterr()
         assert rc == 1
         last = err.strip().splitlines()[-1]

@@ -54,14 +54,14 @@ def test_list_shows_every_run_with_incomplete_marked(filled, capsys):
 
 def test_list_filters_and_json(filled, capsys):
     sweep, odd = filled
-    code, out, _ = cli(capsys, "results", "list", "--tag", "sweep", "--json")
+    code, out, _ = cli(capsys, "results", "list", "--with-tag", "sweep", "--json")
     assert code == 0
     assert [r["run_id"] for r in json.loads(out)] == [d["run_id"] for d in sweep]
     code, out, _ = cli(capsys, "results", "list", "--since", "2026-11-22", "--json")
     assert [r["run_id"] for r in json.loads(out)] == [odd["run_id"]]
     code, out, _ = cli(capsys, "results", "list", "--limit", "2", "--json")
     assert len(json.loads(out)) == 2
-    code, out, err = cli(capsys, "results", "list", "--tag", "nothing")
+    code, out, err = cli(capsys, "results", "list", "--with-tag", "nothing")
     assert code == 0 and out == "" and "no stored runs" in err
 
 
@@ -103,14 +103,14 @@ def test_compare_needs_two_runs(filled, capsys):
 
 def test_export_formats(filled, capsys, tmp_path):
     sweep, _ = filled
-    code, out, _ = cli(capsys, "results", "export", "--tag", "sweep", "--format", "csv")
+    code, out, _ = cli(capsys, "results", "export", "--with-tag", "sweep", "--format", "csv")
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [int(r["bs"]) for r in rows] == [4096, 65536, 1 << 20]
     code, out, _ = cli(capsys, "results", "export", sweep[0]["run_id"])
     assert json.loads(out) == sweep[0]
     dest = tmp_path / "out.md"
-    code, out, err = cli(capsys, "results", "export", "--tag", "sweep", "-f", "md", "-o", str(dest))
+    code, out, err = cli(capsys, "results", "export", "--with-tag", "sweep", "-f", "md", "-o", str(dest))
     assert code == 0 and out == "" and "wrote 3 run(s)" in err
     assert dest.read_text().startswith("| run |")
 
@@ -118,7 +118,7 @@ def test_export_formats(filled, capsys, tmp_path):
 def test_export_needs_a_selection(filled, capsys):
     code, _, err = cli(capsys, "results", "export")
     assert code == 2 and "name the runs" in err
-    code, _, err = cli(capsys, "results", "export", "abc", "--tag", "x")
+    code, _, err = cli(capsys, "results", "export", "abc", "--with-tag", "x")
     assert code == 2 and "not both" in err
 
 

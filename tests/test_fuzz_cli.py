@@ -1,7 +1,7 @@
-"""Property-based fuzzing of every input storlab takes: flags of run, sweep, meta and plan generated
-from the option tables, and TOML job files, with extreme numbers, NaN/inf, wrong types, odd units
+"""Property-based fuzzing of every input storlab takes: flags of run, sweep, meta, plan, doctor and
+results generated from the option tables, and TOML job files, with extreme numbers, NaN/inf, wrong types, odd units
 and unknown keys. Each example must end in success or a one-line error with a documented exit
-code: never a traceback, never a Rust panic.
+code: never a traceback, never a Rust panic, never the internal-error exit (70) of a bug.
 
 Everything runs in-process against the null engine with tiny sizes, so an example takes
 milliseconds; the whole file is bounded to about a minute (max_examples per test below).
@@ -31,7 +31,7 @@ def fuzz(examples: int) -> settings:
     return settings(max_examples=examples, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                            HealthCheck.data_too_large])
-EXIT_CODES = {int(c) for c in ExitCode}
+EXIT_CODES = {int(c) for c in ExitCode} - {int(ExitCode.BUG)}   # 70 is a bug, never an answer
 # The one line a failed command ends with: `storlab run: error: ...`, or a run's own verdict such
 # as `storlab run: verification failed in read: ...` (exit 1, as documented); not a warning.
 ERROR_LINE = re.compile(r"^storlab( [a-z]+){0,2}: (?!warning:)\S")
@@ -261,16 +261,26 @@ def test_sweep_flags_give_a_result_or_one_line_error(workdir, args, csv_to):
 @given(args=flag_args(META_OPTIONS, skip={"target", "files", "threads", "depth", "fanout", "file_size", "json",
                                           "store", "no_store", "quiet", "keep", "stonewall"}))
 def test_meta_flags_give_a_result_or_one_line_error(workdir, args):
-    argv = ["meta", *args, "--target", str(workdir / "adir"), "--files", "3", "--threads", "1", "--depth", "0",
+    argv = ["meta", *args, "--target", str(workdir / "adir"), "--files-per-thread", "3", "--threads", "1", "--depth", "0",
             "--file-size", "0", "--no-store", "-q"]
     rc, _, err = run_main(argv)
     assert_clean(argv, rc, err)
 
 
-PLAN_FLAGS = ["--chunk", "--span-chunk", "--drives", "--count", "--inter-chunk", "--mttr", "--rebuild-rate",
-              "--drive", "--mtbf", "--afr", "--ber", "--sector", "--drive-read", "--drive-iops"]
-PLAN_EXTRA = {"geometry": ["--request", "--pattern"], "reliability": ["--period"],
-              "perf": ["--request", "--random-request", "--cap"], "script": ["--devices", "-o"]}
+def _plan_flags() -> dict[str, list[str]]:
+    """Every value-taking flag of each stack-taking plan subcommand, from its option table."""
+    from storlab.cli.plan import COMMANDS
+
+    flags = {}
+    for table in COMMANDS:
+        sub = table.command.split()[1]
+        if sub != "recommend":
+            flags[sub] = [("-o" if o.name == "output" else o.flag) for o in table.options
+                          if not o.positional and o.kind != "bool" and o.name != "json"]
+    return flags
+
+
+PLAN_EXTRA = _plan_flags()
 
 
 @fuzz(150)
@@ -283,11 +293,12 @@ PLAN_EXTRA = {"geometry": ["--request", "--pattern"], "reliability": ["--period"
 def test_plan_inputs_give_an_answer_or_one_line_error_within_seconds(workdir, sub, level, span, total, data):
     import time
 
-    flags = data.draw(st.lists(st.sampled_from(PLAN_FLAGS + PLAN_EXTRA[sub]), max_size=3, unique=True))
+    flags = data.draw(st.lists(st.sampled_from(PLAN_EXTRA[sub]), max_size=3, unique=True))
     argv = ["plan", sub, f"R{level}/{span}" + (f"/{total}" if total else "")]
     for flag in flags:
         plausible = st.sampled_from(["512KiB", "64k", "24", "2", "24h", "50MB/s", "2TB", "1e-15", "1%", "1MiB",
-                                     "random:4k", "aligned", "5y", "1GB/s", "sda,sdb"])
+                                     "random:4k", "aligned", "5y", "1GB/s", "sda,sdb", "md", "stripe",
+                                     "ctl=2GB/s", "lockstep"])
         value = data.draw(st.sampled_from(OUTPUTS) if flag == "-o" else plausible | value_text())
         argv += [flag, value]
     started = time.monotonic()
@@ -339,5 +350,37 @@ def test_stack_files_give_an_answer_or_one_line_error(workdir, drive, raid, volu
     path = workdir / "stack.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     argv = ["plan", sub, str(path)] + (["--mttr", "24h"] if sub == "reliability" else [])
+    rc, _, err = run_main(argv)
+    assert_clean(argv, rc, err)
+
+
+def _table_flags(module_name: str, command: str) -> list:
+    import importlib
+
+    (table,) = [t for t in importlib.import_module(module_name).COMMANDS if t.command == command]
+    return [o for o in table.options if not o.positional and o.name not in ("json", "output", "store")]
+
+
+@fuzz(60)
+@given(data=st.data(), command=st.sampled_from(["results list", "results export"]))
+def test_results_flags_give_an_answer_or_one_line_error(workdir, data, command):
+    opts = _table_flags("storlab.cli.results", command)
+    argv = command.split()
+    for o in data.draw(st.lists(st.sampled_from(opts), max_size=3, unique_by=lambda o: o.name)):
+        argv += [o.flag] if o.kind == "bool" else [o.flag, data.draw(option_value(o))]
+    rc, _, err = run_main([*argv, "--store", str(workdir / "results.db")])
+    assert_clean(argv, rc, err)
+
+
+@fuzz(40)
+@given(data=st.data())
+def test_doctor_flags_give_an_answer_or_one_line_error(workdir, data):
+    opts = [o for o in _table_flags("storlab.cli.doctor", "doctor") if not o.name.endswith("_root")]
+    argv = ["doctor"]
+    for o in data.draw(st.lists(st.sampled_from(opts), max_size=2, unique_by=lambda o: o.name)):
+        argv += [o.flag, data.draw(option_value(o))]
+    # an empty recorded tree: nothing of the host is read
+    argv += ["--sysfs-root", str(workdir / "adir"), "--proc-root", str(workdir / "adir"),
+             "--dev-root", str(workdir / "adir")]
     rc, _, err = run_main(argv)
     assert_clean(argv, rc, err)

@@ -71,7 +71,7 @@ def test_table_and_rust_spec_have_the_same_fields():
 
 def test_every_option_has_help_a_known_kind_and_shared_output_options_are_runs():
     for o in meta_options.META_OPTIONS:
-        assert o.help and o.kind in {"size", "duration", "int", "choice", "bool", "str", "paths"}
+        assert o.help and o.kind in {"size", "duration", "int", "choice", "bool", "str", "text", "paths"}
         if o.kind == "choice":
             assert o.default in o.choices and all(o.choices.values())
     for name in meta_options.SHARED_RUN_OPTIONS:

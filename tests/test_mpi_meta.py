@@ -51,7 +51,7 @@ def test_every_ranks_files_are_made_counted_and_removed(shm_dir, n, mode):
     d = Path(shm_dir)
     threads, files = 2, 300
     p, doc, _ = meta_run(n, ["--target", str(d), "--dir", mode, "--threads", str(threads),
-                             "--files", str(files), "--depth", "1", "--fanout", "3"], d)
+                             "--files-per-thread", str(files), "--depth", "1", "--fanout", "3"], d)
     assert p.returncode == 0, p.stderr
     assert doc["kind"] == "meta" and doc["complete"] and doc["mpi"]["size"] == n
     check_schema(doc)
@@ -77,7 +77,7 @@ def test_kept_files_carry_the_rank_in_their_names(shm_dir, mode):
     d = Path(shm_dir)
     n, threads, files = 4, 2, 20
     p, doc, _ = meta_run(n, ["--target", str(d), "--dir", mode, "--threads", str(threads),
-                             "--files", str(files), "--keep", "--phases", "create,stat"], d)
+                             "--files-per-thread", str(files), "--keep", "--phases", "create,stat"], d)
     assert p.returncode == 0, p.stderr
     workdir = Path(doc["job"]["workdir"])
     names = {f.name for f in workdir.rglob("*") if f.is_file()}
@@ -90,7 +90,7 @@ def test_kept_files_carry_the_rank_in_their_names(shm_dir, mode):
 @mpi
 def test_merged_histogram_is_the_histogram_of_every_ranks_samples(shm_dir):
     d = Path(shm_dir)
-    p, doc, _ = meta_run(4, ["--target", str(d), "--threads", "2", "--files", "500",
+    p, doc, _ = meta_run(4, ["--target", str(d), "--threads", "2", "--files-per-thread", "500",
                              "--phases", "create,stat,remove,rmdir"], d)
     assert p.returncode == 0, p.stderr
     for ph in doc["phases"]:
@@ -112,7 +112,7 @@ def test_merged_histogram_is_the_histogram_of_every_ranks_samples(shm_dir):
 @mpi
 def test_stonewall_counts_of_every_rank_carry_to_the_later_phases(shm_dir):
     d = Path(shm_dir)
-    p, doc, wall = meta_run(2, ["--target", str(d), "--threads", "2", "--files", "4000000",
+    p, doc, wall = meta_run(2, ["--target", str(d), "--threads", "2", "--files-per-thread", "4000000",
                                 "--stonewall", "0.3s", "--phases", "create,stat,remove,rmdir"], d)
     assert p.returncode == 0, p.stderr
     assert wall < 30, f"took {wall:.1f} s"
@@ -154,7 +154,7 @@ FAILING_HOOK = textwrap.dedent("""
 @pytest.mark.parametrize("n,bad", [(2, 0), (4, 2)])
 def test_a_rank_whose_hook_raises_ends_every_rank_and_leaves_nothing(shm_dir, n, bad):
     d = Path(shm_dir)
-    args = ["--target", str(d), "--dir", "shared", "--threads", "2", "--files", "4000000",
+    args = ["--target", str(d), "--dir", "shared", "--threads", "2", "--files-per-thread", "4000000",
             "--json", str(d / "out.json"), "--no-store", "--quiet", "--rank-timeout", "5s"]
     t0 = time.monotonic()
     p = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-c", FAILING_HOOK, str(bad), *args],
@@ -181,7 +181,7 @@ def test_a_rank_whose_target_is_not_a_directory_fails_before_any_phase(shm_dir):
     for r in (0, 1, 3):
         (d / f"t{r}").mkdir()
     (d / "t2").write_text("in the way")
-    p, doc, wall = meta_run(4, ["--target", f"{d}/t{{rank}}", "--files", "100", "--rank-timeout", "5s"], d)
+    p, doc, wall = meta_run(4, ["--target", f"{d}/t{{rank}}", "--files-per-thread", "100", "--rank-timeout", "5s"], d)
     assert wall < 20, f"took {wall:.1f} s"
     assert p.returncode == 1
     assert doc["error"].startswith("rank 2 (node ") and "not a directory" in doc["error"]
@@ -210,7 +210,7 @@ def test_a_rank_out_of_inodes_stops_every_rank_naming_it_and_each_rank_removes_i
     d = Path(shm_dir)
     (d / "big").mkdir()
     with tmpfs(d / "small", "size=1m,nr_inodes=200") as small:
-        common = ["--files", "4000000", "--threads", "2", "--rank-timeout", "5s"]
+        common = ["--files-per-thread", "4000000", "--threads", "2", "--rank-timeout", "5s"]
         p, doc, wall = mpirun([(1, [*common, "--target", str(d / "big")]), (1, [*common, "--target", str(small)])],
                               ["--quiet"], d / "out.json", timeout_s=60, command="meta")
         assert wall < 30, f"took {wall:.1f} s"

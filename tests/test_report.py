@@ -402,7 +402,7 @@ def test_cli_report_from_store_tag_and_json_file(tmp_path, monkeypatch, capsys):
     extra = rundoc.make_run(seed=99)
     (tmp_path / "extra.json").write_text(json.dumps(extra))
     out = tmp_path / "report.html"
-    code = main(["report", str(tmp_path / "extra.json"), "--tag", "bs", "-o", str(out),
+    code = main(["report", str(tmp_path / "extra.json"), "--with-tag", "bs", "-o", str(out),
                  "--png", str(tmp_path / "png")])
     _, err = capsys.readouterr()
     assert code == 0 and "wrote" in err

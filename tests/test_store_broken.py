@@ -112,11 +112,11 @@ def _argv(action: str, path: Path, tmp_path: Path) -> list[str]:
         "show": ["results", "show", RUN_A[:8], *s],
         "compare": ["results", "compare", RUN_A[:8], RUN_B[:8], *s],
         "export": ["results", "export", RUN_A[:8], *s],
-        "export-tag": ["results", "export", "--tag", "t", "--format", "csv", *s],
+        "export-tag": ["results", "export", "--with-tag", "t", "--format", "csv", *s],
         "delete": ["results", "delete", RUN_A[:8], *s],
         "tag": ["results", "tag", RUN_A[:8], "later", *s],
         "report": ["report", RUN_A[:8], "-o", str(tmp_path / "report.html"), *s],
-        "report-tag": ["report", "--tag", "t", "-o", str(tmp_path / "report.html"), *s],
+        "report-tag": ["report", "--with-tag", "t", "-o", str(tmp_path / "report.html"), *s],
         "run": ["run", "--target", str(tmp_path / "t.dat"), "--size", "256k", "--bs", "64k",
                 "--engine", "null", "--json", str(tmp_path / "out.json"), "-q", *s],
     }[action]

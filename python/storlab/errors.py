@@ -1,7 +1,15 @@
 """The small exception hierarchy of storlab, and the mapping from engine errors to it.
 
-User-fixable problems (bad option, refused or unusable target, alignment) are ValueErrors too,
-so the CLI prints them as one line with exit code 2; run failures (I/O errors) exit with 1.
+Two kinds of error reach the user, and the CLI (storlab/cli/main.py) treats them differently:
+- `UserError`: a mistake the user can fix (a bad option value, job file, stack file, target or
+  output path). Printed as one line naming the field and what is allowed; exit code 2.
+- `FailureError`: the work could not be done although it was asked for correctly (the engine
+  could not be set up, an I/O request failed). One line; exit code 1.
+Anything else escaping a command is a bug in storlab: a short traceback, a request to report
+it, exit code 70 (EX_SOFTWARE).
+
+UserError is also a ValueError, so library code that validates with `except ValueError` keeps
+working; the CLI catches only UserError, so a stray ValueError shows as the bug it is.
 """
 from __future__ import annotations
 
@@ -10,11 +18,19 @@ class StorlabError(Exception):
     """Base of storlab's own errors."""
 
 
-class SpecError(StorlabError, ValueError):
+class UserError(StorlabError, ValueError):
+    """A mistake the user can fix; the message is one line naming the field and what is allowed."""
+
+
+class FailureError(StorlabError):
+    """The work failed although it was asked for correctly (not the user's mistake, not a bug)."""
+
+
+class SpecError(UserError):
     """A bad option value or combination."""
 
 
-class TargetError(StorlabError, ValueError):
+class TargetError(UserError):
     """A target that cannot be used (missing, wrong type, refused by the safety check)."""
 
 
@@ -22,12 +38,18 @@ class AlignmentError(SpecError):
     """O_DIRECT alignment violated by a size or offset."""
 
 
-class EngineError(StorlabError):
+class EngineError(FailureError):
     """The I/O backend could not be set up (e.g. io_uring disabled)."""
 
 
-class RunIOError(StorlabError):
+class RunIOError(FailureError):
     """An I/O request failed during the run."""
+
+
+class OutputError(UserError):
+    """An output that cannot be written; the message is one line naming the option and the path.
+    Found before the run it is a usage error (exit 2); a measuring command that fails to write
+    after its run has stored the result, says so and exits 1."""
 
 
 _BY_KIND = {
@@ -40,5 +62,6 @@ _BY_KIND = {
 
 
 def from_core(kind: str, message: str) -> StorlabError:
-    """Turn a (kind, message) pair from the engine into the matching exception."""
-    return _BY_KIND.get(kind, StorlabError)(message)
+    """Turn a (kind, message) pair from the engine into the matching exception (an unknown kind
+    is a failure of the run, not the user's mistake)."""
+    return _BY_KIND.get(kind, FailureError)(message)

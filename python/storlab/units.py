@@ -12,6 +12,8 @@ import math
 import re
 from fractions import Fraction
 
+from .errors import UserError
+
 __all__ = [
     "UnitError", "parse_size", "parse_duration", "parse_rate", "parse_count",
     "format_size", "format_rate", "format_duration", "format_si_bytes", "MAX_BYTES", "MAX_DURATION_S",
@@ -27,7 +29,7 @@ MAX_DURATION_S = 315_360_000.0
 MAX_COUNT = 10**15
 
 
-class UnitError(ValueError):
+class UnitError(UserError):
     """A size, duration or rate that cannot be parsed."""
 
 

@@ -79,7 +79,7 @@ def test_srun_meta_merges_one_document_over_the_ranks(slurm_cluster, shm_dir):
     d = Path(shm_dir)
     work = d / "meta"
     work.mkdir()
-    p, doc = srun(slurm_cluster, 2, "meta", ["--target", str(work), "--threads", "1", "--files", "50",
+    p, doc = srun(slurm_cluster, 2, "meta", ["--target", str(work), "--threads", "1", "--files-per-thread", "50",
                                             "--depth", "1", "--fanout", "2", "--quiet"], d)
     assert p.returncode == 0, p.stderr
     assert doc is not None and doc["kind"] == "meta" and doc["complete"], p.stderr

@@ -1,41 +1,46 @@
 """`storlab diagnose TARGET`: measure the stack below a mount point, file or block device layer by
 layer against what the layer below predicts, and name where it loses (storlab/diagnose/).
 
-Flags come from DIAGNOSE_OPTIONS (its own rows plus the shared output and safety rows of the run
-table, so --json, --store, --tag and --allow-destroy mean here what they mean in `storlab run`).
+Flags come from the option table below (its own rows plus the shared rows of the run table, so
+--json, --store, --tag and --allow-destroy mean here what they mean in `storlab run`; reference:
+docs/options-diagnose.md).
 """
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from ..diagnose.run import DEFAULT_BUDGET_S, Settings, diagnose
-from ..jobs.options import BY_NAME, Option, parse_option
+from ..jobs.options import BY_NAME, Option
 from ..output.diagnose import build_html, render_table
+from ..output.files import check_destination, write_output
+from ..output.json import write_json
 from ..signals import STOP
 from .main import ExitCode
-from .options_cli import add_table_arguments
-from .outputs import check_destination, write_output
+from .options_cli import OUTPUT, CommandTable, add_table_arguments, parse_table_args, takes_json_name
 from .run import stop_exit_code, store_result
 
-__all__ = ["DIAGNOSE_OPTIONS", "register", "run"]
+__all__ = ["COMMANDS", "DIAGNOSE_OPTIONS", "register", "run"]
 
-DIAGNOSE_OPTIONS: tuple[Option, ...] = (
-    Option("stack", "str", "planned stack (TOML, as `storlab plan` reads it): compared with the live "
-           "stack before measuring", default=None, category="target", core=False, metavar="STACK.toml"),
-    Option("budget", "duration", "time for all probes together; each probe gets an equal share "
-           "(2 to 10 s)", default=DEFAULT_BUDGET_S, category="timing", core=False, minimum=5,
-           maximum=86400, unit="s"),
-    Option("ranks", "int", "also measure the file system as N MPI ranks on this host (mpiexec)",
-           default=None, category="workload", core=False, minimum=2, maximum=1024, metavar="N"),
-    BY_NAME["allow_destroy"],
-    BY_NAME["json"],
-    Option("output", "str", "write the HTML report (waterfall chart and findings) to PATH",
-           default=None, category="output", core=False, short="o", metavar="PATH"),
-    BY_NAME["quiet"], BY_NAME["store"], BY_NAME["no_store"], BY_NAME["tag"], BY_NAME["note"],
+def _row(name: str, kind: str, help: str, **kw: Any) -> Option:
+    return Option(name, kind, help, core=False, job_key=False, **kw)
+
+
+COMMANDS: tuple[CommandTable, ...] = (
+    CommandTable("diagnose", "measure a storage stack layer by layer against the model and name where it "
+                 "loses (docs/diagnose.md)", (
+        _row("target", "str", "mount point (or any folder in a file system), file or block device",
+             positional="1", metavar="TARGET"),
+        BY_NAME["stack"],
+        _row("budget", "duration", "time for all probes together; each probe gets an equal share (2 to 10 s)",
+             default=DEFAULT_BUDGET_S, category="timing", minimum=5, maximum=86400, unit="s"),
+        _row("ranks", "int", "also measure the file system as N MPI ranks on this host (mpiexec)",
+             default=None, category="workload", minimum=2, maximum=1024, metavar="N"),
+        BY_NAME["allow_destroy"], BY_NAME["json"], OUTPUT,
+        BY_NAME["quiet"], BY_NAME["store"], BY_NAME["no_store"], BY_NAME["tag"], BY_NAME["note"])),
 )
+DIAGNOSE_OPTIONS = COMMANDS[0].options
 
 EXAMPLES = """examples:
   storlab diagnose /mnt/scratch
@@ -53,21 +58,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "the losses. Devices are only read; writes go to a probe file in the "
                                    "file system.",
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("target", help="mount point, file or block device")
-    add_table_arguments(p, DIAGNOSE_OPTIONS)
+    add_table_arguments(p, DIAGNOSE_OPTIONS, command="diagnose", json_takes=takes_json_name)
     p.set_defaults(func=run)
 
 
-def _values(args: argparse.Namespace) -> dict[str, Any]:
-    out = {}
-    for o in DIAGNOSE_OPTIONS:
-        raw = getattr(args, o.name, None)
-        out[o.name] = o.default if raw is None else parse_option(o, raw)
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
-    v = _values(args)
+    parse_table_args(args, DIAGNOSE_OPTIONS)
+    v = {o.name: getattr(args, o.name) for o in DIAGNOSE_OPTIONS}
     check_destination(v.get("json"), "json")
     check_destination(v.get("output"), "output")
     quiet = bool(v.get("quiet"))
@@ -76,14 +73,14 @@ def run(args: argparse.Namespace) -> int:
                         argv=["storlab", "diagnose", *sys.argv[2:]], stack_file=v.get("stack"), say=say,
                         ranks=v.get("ranks"))
     try:
-        doc, probe_docs = diagnose(args.target, settings)
+        doc, probe_docs = diagnose(v["target"], settings)
     finally:
         STOP.saving()
     tag = f"diagnose:{doc['run_id'][:8]}"
     store_settings = {**v, "tag": [*(v.get("tag") or ()), tag]}
     stored = all(store_result(d, store_settings, "diagnose") for d in probe_docs)
     if v.get("json"):
-        write_output(json.dumps(doc, indent=None if v["json"] == "-" else 1) + "\n", v["json"], "json")
+        write_json(doc, v["json"])
     if v.get("output"):
         write_output(build_html(doc), v["output"], "output")
     if not quiet and v.get("json") != "-":

@@ -1,36 +1,55 @@
 """`storlab doctor [DEVICE|MOUNTPOINT|PATH ...]`: inspect this host's storage stack for misalignment
 and mistuning; `--stack stack.toml` also lists every difference from a planned stack.
 
+Flags come from the option table below (reference: docs/options-doctor.md).
+
 Exit codes: 0 when done (findings do not change it unless --fail-on is given), 1 when --fail-on
 finds a finding of that severity or worse, 2 for a bad option, target or stack file.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from typing import Any
 
+from ..jobs.options import BY_NAME, Option
+from ..output.files import check_destination
+from ..output.json import write_json
 from .main import ExitCode, UsageError
+from .options_cli import CommandTable, add_table_arguments, parse_table_args, takes_json_name
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "COMMANDS"]
 
 FAIL_ON = ("never", "warning", "error")
 
 
+def _row(name: str, kind: str, help: str, **kw: Any) -> Option:
+    return Option(name, kind, help, core=False, job_key=False, **kw)
+
+
+COMMANDS: tuple[CommandTable, ...] = (
+    CommandTable("doctor", "check the host's block devices, RAID, LVM and file systems for misalignment "
+                 "and mistuning", (
+        _row("targets", "str", "block device, mount point or path to check (default: every device on "
+             "the host)", positional="*", default=(), metavar="TARGET"),
+        BY_NAME["json"], BY_NAME["stack"],
+        _row("fail_on", "choice", "exit 1 when a finding of this severity or worse is found",
+             default="never", category="checks",
+             choices={"never": "findings never change the exit code",
+                      "warning": "a warning or an error exits 1", "error": "an error exits 1"}),
+        _row("sysfs_root", "str", "sysfs mount (inspect a recorded tree instead of this host)",
+             default="/sys", metavar="DIR", category="recorded trees"),
+        _row("proc_root", "str", "procfs mount (inspect a recorded tree instead of this host)",
+             default="/proc", metavar="DIR", category="recorded trees"),
+        _row("dev_root", "str", "device nodes (inspect a recorded tree instead of this host)",
+             default="/dev", metavar="DIR", category="recorded trees"))),
+)
+
+
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "doctor", help="check the host's block devices, RAID, LVM and file systems for misalignment and mistuning",
-        description=__doc__.split("\n\n")[0])
-    p.add_argument("targets", nargs="*", metavar="TARGET",
-                   help="block device, mount point or path to check (default: every device on the host)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON (schema storlab.doctor/1) only")
-    p.add_argument("--stack", metavar="FILE", help="planned stack (TOML, as for storlab plan) to compare the targets with")
-    p.add_argument("--fail-on", choices=FAIL_ON, default="never",
-                   help="exit 1 when a finding of this severity or worse is found (default: never)")
-    adv = p.add_argument_group("recorded trees (inspect a snapshot instead of this host)")
-    adv.add_argument("--sysfs-root", default="/sys", metavar="DIR", help="sysfs mount (default: /sys)")
-    adv.add_argument("--proc-root", default="/proc", metavar="DIR", help="procfs mount (default: /proc)")
-    adv.add_argument("--dev-root", default="/dev", metavar="DIR", help="device nodes (default: /dev)")
+    (table,) = COMMANDS
+    p = subparsers.add_parser("doctor", help=table.summary, description=__doc__.split("\n\n")[0])
+    add_table_arguments(p, table.options, command="doctor", json_takes=takes_json_name)
     p.set_defaults(func=run)
 
 
@@ -41,14 +60,14 @@ def run(args: argparse.Namespace, tool_runner=None) -> int:
     from ..doctor.tools import run_tool
     from ..output.doctor_text import render_text
 
-    if args.fail_on not in FAIL_ON:
-        raise UsageError(f"--fail-on: expected one of {', '.join(FAIL_ON)}, got {args.fail_on!r}")
+    parse_table_args(args, COMMANDS[0].options)
+    check_destination(args.json, "json")
     stack = None
     if args.stack:
         if not args.targets:
             raise UsageError("--stack needs a TARGET: the mount point or device the planned stack describes")
         from ..model.stack import load_stack
-        stack = load_stack(args.stack)     # StackError is a ValueError: one line, exit 2
+        stack = load_stack(args.stack)     # a StackError (UserError): one line, exit 2
     inv = discover(args.targets, sysfs_root=args.sysfs_root, proc_root=args.proc_root, dev_root=args.dev_root,
                    run=tool_runner or run_tool)
     findings = run_checks(inv)
@@ -58,8 +77,7 @@ def run(args: argparse.Namespace, tool_runner=None) -> int:
         differences = compare_with_stack(inv, stack, inv.roots)
     result = build_result(inv, findings, list(args.targets), args.stack, differences)
     if args.json:
-        json.dump(result, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        write_json(result, args.json, indent=2)
     else:
         sys.stdout.write(render_text(result))
     worst = {"error": 2, "warning": 1, "info": 0}

@@ -2,8 +2,13 @@
 
 Each subcommand lives in its own module `storlab.cli.<name>` exposing
 `register(subparsers) -> None`, which adds its parser and sets `func=run` on it, where
-`run(args) -> int` returns the exit code. Errors a user can fix are raised as `UsageError`
-(or any `ValueError` subclass from option parsing) and printed as one line.
+`run(args) -> int` returns the exit code.
+
+Errors (storlab/errors.py): a `UserError` (bad option, job file, stack file, target or output;
+`UsageError` here) is one line, exit 2; a `StorlabError` that is not (the engine could not be set
+up, an I/O request failed, a rank died) is one line, exit 1; an `OSError` naming a file the
+command reads or writes is one line, exit 1. Anything else is a bug in storlab: the last frames of
+its traceback and an invitation to report it, exit 70 (EX_SOFTWARE, sysexits.h).
 """
 from __future__ import annotations
 
@@ -11,11 +16,13 @@ import argparse
 import importlib
 import importlib.util
 import sys
+import traceback
 from enum import IntEnum
 
 from .. import __version__
-from ..errors import StorlabError
+from ..errors import StorlabError, UserError
 from ..signals import STOP, exit_code_for
+from .options_cli import CommandParser
 
 # Order shown in `storlab --help`.
 SUBCOMMANDS = ("run", "sweep", "meta", "scale", "diagnose", "plan", "doctor", "results", "report")
@@ -25,13 +32,17 @@ class ExitCode(IntEnum):
     OK = 0
     FAILURE = 1          # the run itself failed (I/O error, verification mismatch ...)
     USAGE = 2            # bad option, bad job file, bad output destination, refused target
+    BUG = 70             # an error storlab did not expect: a bug, to be reported (EX_SOFTWARE)
     INTERRUPTED = 130    # Ctrl-C (SIGINT); partial results were written
     HANGUP = 129         # SIGHUP: as Ctrl-C (128 + the signal's number)
     TERMINATED = 143     # SIGTERM (Slurm's time limit, timeout, systemd): as Ctrl-C
 
 
-class UsageError(Exception):
-    """A mistake the user can fix; printed as one line, exit code 2."""
+class UsageError(UserError):
+    """A mistake in how a command was called, found by the command itself; one line, exit code 2."""
+
+# How many frames of a bug's traceback are shown (the innermost: where it went wrong).
+BUG_FRAMES = 4
 
 
 def _one_line(e: BaseException) -> str:
@@ -40,7 +51,7 @@ def _one_line(e: BaseException) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="storlab",
         description="Measure, model, plan and check storage for HPC and data-heavy clusters.",
     )
@@ -67,10 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         if STOP.exit_code is not None and code != ExitCode.USAGE:
             return STOP.exit_code
         return code
-    except (UsageError, ValueError) as e:
+    except UserError as e:
         print(f"storlab {args.command}: error: {_one_line(e)}", file=sys.stderr)
         return ExitCode.USAGE
-    except StorlabError as e:   # the engine could not be set up, or the run failed
+    except StorlabError as e:   # the engine could not be set up, the run failed, a rank died
         print(f"storlab {args.command}: error: {_one_line(e)}", file=sys.stderr)
         return ExitCode.FAILURE
     except BrokenPipeError:
@@ -82,11 +93,25 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as e:
         print(f"storlab {args.command}: interrupted", file=sys.stderr)
         return exit_code_for(getattr(e, "signo", 2)) if STOP.exit_code is None else STOP.exit_code
+    except Exception as e:      # not a mistake of the user's: a bug in storlab
+        report_bug(args.command, e)
+        return ExitCode.BUG
     finally:
         if argv is not None:
             STOP.uninstall()  # called in-process (tests): give the caller its handlers back
         else:
             STOP.saving()     # the process ends now: a late signal must not kill it mid-exit
+
+
+def report_bug(command: str, e: BaseException) -> None:
+    """A short traceback (the last frames, where it went wrong) and how to report it."""
+    frames = traceback.extract_tb(e.__traceback__)[-BUG_FRAMES:]
+    print(f"storlab {command}: internal error (a bug in storlab {__version__}): {type(e).__name__}: "
+          f"{_one_line(e)}", file=sys.stderr)
+    for line in traceback.format_list(frames):
+        sys.stderr.write(line)
+    print("please report this bug to the storlab maintainers with the command line and the lines "
+          "above (exit code 70)", file=sys.stderr)
 
 
 if __name__ == "__main__":

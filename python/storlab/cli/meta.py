@@ -12,17 +12,17 @@ from ..jobs.meta_options import META_OPTIONS, SHARED_RUN_OPTIONS, resolve_meta_o
 from ..jobs.options import BY_NAME, OPTIONS, Option, parse_value
 from ..measure.launch import detect as detect_mpi_launch
 from ..measure.meta import run_meta
+from ..output.files import check_destination
 from ..signals import STOP
 from .main import ExitCode
 from .options_cli import add_option_arguments, add_table_arguments, reclaim_jobfile
-from .outputs import check_destination
 from .run import ProgressLine, emit_result, stop_exit_code, wants_progress
 
 EXAMPLES = """examples:
   storlab meta                                      # 10000 files, one thread, under ./
-  storlab meta --target /mnt/lustre/scratch --threads 8 --files 10000 --dir shared
+  storlab meta --target /mnt/lustre/scratch --threads 8 --files-per-thread 10000 --dir shared
   storlab meta --target /dev/shm --depth 2 --fanout 10 --file-size 4k --order random
-  storlab meta --files 1000000 --stonewall 10s      # each file phase stops after 10 s
+  storlab meta --files-per-thread 1000000 --stonewall 10s      # each file phase stops after 10 s
   storlab meta --keep --phases create,stat          # leave the files for inspection
   mpiexec -n 4 storlab meta --target /scratch --dir shared   # one rank per process (docs/mpi.md)
 """
@@ -33,7 +33,7 @@ MPI_RUN_OPTIONS = ("rank_timeout",)
 def _add_meta_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of the meta table (the output options shared with `storlab run` come from the run
     table, so they read the same in both commands)."""
-    add_table_arguments(parser, META_OPTIONS, skip=SHARED_RUN_OPTIONS)
+    add_table_arguments(parser, META_OPTIONS, skip=SHARED_RUN_OPTIONS, command="meta")
     add_option_arguments(parser, skip=[o.name for o in OPTIONS
                                        if o.name not in SHARED_RUN_OPTIONS + MPI_RUN_OPTIONS])
 

@@ -1,23 +1,25 @@
 """`storlab plan`: model a storage stack (geometry, reliability, perf), recommend layouts, emit scripts.
 
 Each subcommand takes a stack file (TOML, see docs/model.md) or the short RAID notation plus options,
-computes a result object from storlab.model / storlab.planner, then renders it as text or, with --json,
-as one JSON document on stdout (schema "storlab.plan.<command>/1").
+computes a result object from storlab.model / storlab.planner, then renders it as text or, with
+--json [PATH], as one JSON document (schema "storlab.plan.<command>/1") on stdout or into PATH.
+Every flag comes from the option tables below (reference: docs/options-plan.md).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import re
 import sys
 from typing import Any
 
 from ..document import header, plan_schema
+from ..errors import UserError
+from ..jobs.options import BY_NAME, Option, OptionError
 from ..model.advice import PlanWarning, stack_warnings
-from ..model.geometry import geometry_report
-from ..model.notation import NotationError
+from ..model.geometry import geometry_report, parse_pattern
+from ..model.notation import MAX_DRIVES
 from ..model.performance import SHARING_MODES, performance_of, with_cap_chain
 from ..model.quantities import HOURS_PER_YEAR, mtbf_h_from_afr, parse_afr, parse_ber, parse_mtbf_h, parse_period_h
 from ..model.reliability import reliability_of
@@ -28,10 +30,11 @@ from ..model.stack import (
     RAID_ENGINES,
     Filesystem,
     Stack,
-    StackError,
     load_stack,
     stack_from_notation,
 )
+from ..output.files import check_destination, write_output
+from ..output.json import write_json
 from ..planner.recommend import (
     DEFAULT_LEVELS,
     DEFAULT_REBUILD_RATE_BYTES,
@@ -44,99 +47,251 @@ from ..planner.recommend import (
     recommend,
 )
 from ..planner.scripts import build_script
-from ..units import format_si_bytes, format_size, parse_count, parse_rate, parse_size
+from ..units import format_si_bytes, format_size, parse_rate, parse_size
 from .main import UsageError
-from .outputs import check_destination, write_output
+from .options_cli import OUTPUT, CommandTable, add_table_arguments, parse_table_args, takes_json_name
 
 DEFAULT_CHUNK = "512KiB"
+DEFAULT_RECOMMEND_REQUEST = "1MiB"   # recommend has no layout yet, so no full stripe to default to
 
 
-# --- argument helpers ----------------------------------------------------------------------------
-
-def _add_drive_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("drive")
-    g.add_argument("--drive", metavar="SIZE", help="drive capacity, e.g. 2TB (default 2TB)")
-    g.add_argument("--mtbf", metavar="HOURS", help="drive MTBF, e.g. 600000h (bare number = hours)")
-    g.add_argument("--afr", metavar="RATE", help="annualised failure rate instead of MTBF, e.g. 0.73%%")
-    g.add_argument("--ber", metavar="RATE", help="unrecoverable bit error rate per bit read, e.g. 1e-15")
-    g.add_argument("--sector", metavar="SIZE", help="drive sector size (default 512)")
-    g.add_argument("--drive-read", metavar="RATE", help="drive sequential read rate, e.g. 150MB/s")
-    g.add_argument("--drive-write", metavar="RATE", help="drive sequential write rate (default = read)")
-    g.add_argument("--drive-iops", metavar="N", help="drive random read IOPS (and write, unless given)")
-    g.add_argument("--drive-write-iops", metavar="N", help="drive random write IOPS")
-    g.add_argument("--ssd", action="store_true", help="non-rotational drives (scheduler none)")
+def _described(values: tuple[str, ...], **help: str) -> dict[str, str]:
+    """Choices of a flag from the model's own list, each with its help; a value the model adds
+    without help here (or help for one it dropped) fails at import, not in a user's hands."""
+    if set(help) != set(values):
+        raise RuntimeError(f"plan option choices {sorted(help)} differ from the model's {sorted(values)}")
+    return {v: help[v] for v in values}
 
 
-def _add_stack_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("stack", metavar="STACK", help="stack file (.toml) or RAID notation such as R60/12/24 or R50/6/x")
-    g = p.add_argument_group("layout (with a notation; override a file's values)")
-    g.add_argument("--chunk", metavar="SIZE", help=f"intra-chunk (segment) size (default {DEFAULT_CHUNK})")
-    g.add_argument("--span-chunk", metavar="SIZE", help="RAID 50/60: unit the controller stripes spans with (default = chunk)")
-    g.add_argument("--drives", metavar="N", type=int, help="total drives, for a notation ending in /x")
-    g.add_argument("--count", metavar="N", type=int, help="how many times the layout is built (e.g. one per controller)")
-    g.add_argument("--aggregate", choices=AGGREGATIONS, help="how the host combines RAID devices")
-    g.add_argument("--inter-chunk", metavar="SIZE", help="host stripe size (LVM --stripesize)")
-    g.add_argument("--engine", choices=RAID_ENGINES, help="parity computed in a RAID controller or Linux md")
-    g.add_argument("--fs", choices=FILESYSTEMS, help="file system on top (default xfs)")
-    r = p.add_argument_group("rebuild")
-    r.add_argument("--mttr", metavar="TIME", help="time to rebuild one drive, e.g. 24h")
-    r.add_argument("--rebuild-rate", metavar="RATE", help="rebuild rate, e.g. 50MB/s (MTTR = capacity / rate)")
-    _add_drive_options(p)
-    p.add_argument("--json", action="store_true", help="write JSON to stdout")
+# --- option tables -------------------------------------------------------------------------------
+# Every flag of every plan subcommand is a row here, defined once: a row shared by several
+# subcommands (drive, layout, rebuild, --request, --drives) has one meaning, help and default.
+
+def _period_h(raw: Any, label: str) -> float:
+    return parse_period_h(raw, label)
+
+
+def _hours(raw: Any, label: str) -> float:
+    return parse_period_h(raw, label, bare_unit_h=1.0)
+
+
+def _probability(raw: Any, label: str) -> float:
+    """A probability in (0, 1], e.g. 1e-4; NaN and infinities refused."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise OptionError(f"{label}: cannot read {raw!r} as a probability; use e.g. 1e-4") from None
+    if not 0 < value <= 1:
+        raise OptionError(f"{label}: {raw!r} is out of range; allowed: a probability > 0 and <= 1")
+    return value
+
+
+def _levels(raw: Any, label: str) -> tuple[int, ...]:
+    """A comma-separated list of RAID levels, each a whole number from 0 to 60."""
+    items = [x.strip() for x in str(raw).split(",") if x.strip()]
+    if not items or not all(re.fullmatch(r"[0-9]{1,3}", x) for x in items):
+        raise OptionError(f"{label}: expected comma-separated whole numbers (RAID levels), got {raw!r}")
+    values = tuple(int(x) for x in items)
+    for v in values:
+        if not 0 <= v <= 60:
+            raise OptionError(f"{label}: {v} is out of range; allowed: 0 to 60")
+    return values
+
+
+def _chunks(raw: Any, label: str) -> tuple[int, ...]:
+    """A comma-separated list of 1 to 16 chunk sizes."""
+    chunks = tuple(parse_size(x, label) for x in str(raw).split(","))
+    if not 1 <= len(chunks) <= 16:
+        raise OptionError(f"{label}: give 1 to 16 chunk sizes, got {len(chunks)}")
+    for c in chunks:
+        if c < 1:
+            raise OptionError(f"{label}: {c} is out of range; allowed: sizes >= 1 byte")
+    return chunks
+
+
+def _devices(raw: Any, label: str) -> list[str]:
+    devices = [d for d in str(raw).split(",") if d]
+    if not devices:
+        raise OptionError(f"{label}: expected comma-separated device paths, got {raw!r}")
+    return devices
+
+
+def _pattern(raw: Any, label: str) -> str:
+    try:
+        parse_pattern(raw)     # the model's own reading of it; geometry_report reads it again
+    except UserError as e:
+        raise OptionError(f"{label}: {str(e).removeprefix('pattern: ')}") from None
+    return str(raw)
+
+
+def _caps(raw: Any, label: str) -> list[tuple[str, float | None, float | None]]:
+    """Repeated NAME=RATE or NAME=READ/WRITE component limits, host side first."""
+    caps = []
+    for text in raw:
+        name, sep, rates = text.partition("=")
+        if not sep or not name:
+            raise OptionError(f"{label} {text!r}: write NAME=RATE or NAME=READ/WRITE, e.g. pcie=4GB/s or "
+                              "ctl=2GB/s/1.3GB/s")
+        if rates.count("/s/") == 1:
+            read_text, write_text = rates.split("/s/")
+            caps.append((name, parse_rate(read_text + "/s", label), parse_rate(write_text, label)))
+        else:
+            rate = parse_rate(rates, label)
+            caps.append((name, rate, rate))
+    return caps
+
+
+def _row(name: str, kind: str, help: str, **kw: Any) -> Option:
+    """A plan option: command line only (no job file), so messages name its flag."""
+    return Option(name, kind, help, core=False, job_key=False, **kw)
+
+
+STACK = _row("stack", "str", "stack file (.toml, docs/model.md) or RAID notation such as R60/12/24 or "
+             "R50/6/x", positional="1", metavar="STACK")
+DRIVES = _row("drives", "int", "number of drives: the total for a notation ending in /x; for "
+              "recommend, the drives available", minimum=1, maximum=MAX_DRIVES, metavar="N",
+              category="layout")
+REQUEST = _row("request", "size", "sequential request size to model: geometry analyses its "
+               "alignment (none without it); perf default: one full stripe; recommend default: 1 MiB",
+               minimum=1, unit="bytes", metavar="SIZE", category="workload")
+MTTR = _row("mttr", "period", "time to rebuild one drive, e.g. 24h (a bare number is hours)",
+            parse=_hours, unit="h", metavar="TIME", category="rebuild")
+REBUILD_RATE = _row("rebuild_rate", "rate", "rebuild rate, e.g. 50MB/s (MTTR = drive capacity / rate); "
+                    "default: the stack file's, else 50 MB/s", minimum=1, unit="bytes/s",
+                    metavar="RATE", category="rebuild")
+
+DRIVE_OPTIONS: tuple[Option, ...] = (
+    _row("drive", "size", "drive capacity, e.g. 2TB (default 2TB)", minimum=1, unit="bytes",
+         metavar="SIZE", category="drive"),
+    _row("mtbf", "period", "drive MTBF, e.g. 600000h (a bare number is hours)",
+         parse=lambda raw, label: parse_mtbf_h(raw, label), unit="h", metavar="HOURS", category="drive"),
+    _row("afr", "fraction", "annualised failure rate instead of MTBF, e.g. 0.73% or 0.0073",
+         parse=lambda raw, label: parse_afr(raw, label), metavar="RATE", category="drive"),
+    _row("ber", "probability", "unrecoverable bit error rate per bit read, e.g. 1e-15",
+         parse=lambda raw, label: parse_ber(raw, label), metavar="RATE", category="drive"),
+    _row("sector", "size", "drive sector size (default 512)", minimum=1, unit="bytes", metavar="SIZE",
+         category="drive"),
+    _row("drive_read", "rate", "drive sequential read rate, e.g. 150MB/s", minimum=1,
+         unit="bytes/s", metavar="RATE", category="drive"),
+    _row("drive_write", "rate", "drive sequential write rate (default: the read rate)", minimum=1,
+         unit="bytes/s", metavar="RATE", category="drive"),
+    _row("drive_iops", "count", "drive random read IOPS (and write, unless --drive-write-iops)",
+         minimum=1, metavar="N", category="drive"),
+    _row("drive_write_iops", "count", "drive random write IOPS", minimum=1, metavar="N",
+         category="drive"),
+    _row("ssd", "bool", "non-rotational drives (scheduler none)", default=False, category="drive"),
+)
+
+LAYOUT_OPTIONS: tuple[Option, ...] = (
+    _row("chunk", "size", f"intra-chunk (segment) size (default {DEFAULT_CHUNK})", minimum=1,
+         unit="bytes", metavar="SIZE", category="layout"),
+    _row("span_chunk", "size", "RAID 50/60: unit the controller stripes spans with (default: the chunk)",
+         minimum=1, unit="bytes", metavar="SIZE", category="layout"),
+    DRIVES,
+    _row("count", "int", "how many times the layout is built (e.g. one per controller)", minimum=1,
+         maximum=MAX_DRIVES, metavar="N", category="layout"),
+    _row("aggregate", "choice", "how the host combines RAID devices", category="layout",
+         choices=_described(AGGREGATIONS, stripe="striped into one volume (LVM/md RAID 0; see --inter-chunk)",
+                            concat="concatenated into one volume", none="each RAID device used on its own")),
+    _row("inter_chunk", "size", "host stripe size (LVM --stripesize)", minimum=1, unit="bytes",
+         metavar="SIZE", category="layout"),
+    _row("parity", "choice", "where parity is computed", category="layout", deprecated=("--engine",),
+         choices=_described(RAID_ENGINES, controller="a hardware RAID controller",
+                            md="Linux md, on the host's CPUs")),
+    _row("fs", "choice", "file system on top (default xfs)", category="layout",
+         choices=_described(FILESYSTEMS, xfs="XFS", ext4="ext4", btrfs="Btrfs",
+                            none="no file system (raw volume)")),
+    MTTR, REBUILD_RATE,
+)
+
+JSON = BY_NAME["json"]
+STACK_OPTIONS: tuple[Option, ...] = (STACK, *LAYOUT_OPTIONS, *DRIVE_OPTIONS, JSON)
+
+COMMANDS: tuple[CommandTable, ...] = (
+    CommandTable("plan geometry", "stripe widths, alignment of a request size, capacity, flags", (
+        *STACK_OPTIONS, REQUEST,
+        _row("pattern", "str", "offsets: sequential[:start], aligned (random, aligned to the request) or "
+             "random[:alignment]", default="sequential", parse=_pattern, metavar="PATTERN", category="workload"))),
+    CommandTable("plan reliability", "MTTDL (Markov, with URE), loss probability per year and period", (
+        *STACK_OPTIONS,
+        _row("period", "period", "period for the loss probability, e.g. 5y (a bare number is years; "
+             "default 1y)", parse=_period_h, unit="h", metavar="TIME", category="workload"))),
+    CommandTable("plan perf", "predicted bandwidth / IOPS, limiting component and headroom", (
+        *STACK_OPTIONS, REQUEST,
+        _row("random_request", "size", "random request size", default=4096, minimum=1, unit="bytes",
+             metavar="SIZE", category="workload"),
+        _row("mode", "choice", "how the load is shared (default: lockstep for a striped volume, else "
+             "independent)", category="workload",
+             choices=_described(SHARING_MODES, lockstep="a striped volume: every group moves the same amount",
+                                independent="separate streams per device")),
+        _row("cap", "caps", "component limit above all drives, host side first (repeatable): NAME=RATE, "
+             "or NAME=READ/WRITE for two rates", default=(), parse=_caps, metavar="NAME=RATE",
+             category="workload"))),
+    CommandTable("plan recommend", "enumerate layouts for a drive inventory and show the Pareto set", (
+        dataclasses.replace(DRIVES, required=True),
+        _row("bays", "int", "bays per enclosure", default=12, minimum=1, maximum=MAX_DRIVES, metavar="N",
+             category="inventory"),
+        _row("controllers", "int", "RAID controllers", default=1, minimum=1, maximum=MAX_DRIVES,
+             metavar="N", category="inventory"),
+        _row("controller_read", "rate", "read limit of one controller", minimum=1, unit="bytes/s",
+             metavar="RATE", category="inventory"),
+        _row("controller_write", "rate", "write limit of one controller", minimum=1, unit="bytes/s",
+             metavar="RATE", category="inventory"),
+        _row("levels", "list", "RAID levels to consider, comma-separated (default "
+             + ",".join(map(str, DEFAULT_LEVELS)) + ")", parse=_levels, metavar="LIST", category="inventory"),
+        _row("chunks", "list", "chunk sizes to consider, comma-separated (default 64k,128k,256k,512k,1m)",
+             parse=_chunks, metavar="LIST", category="inventory"),
+        _row("capacity", "size", "need: usable capacity, e.g. 60TB", minimum=1, unit="bytes",
+             metavar="SIZE", category="needs"),
+        _row("seq_read", "rate", "need: sequential read bandwidth", minimum=1, unit="bytes/s",
+             metavar="RATE", category="needs"),
+        _row("seq_write", "rate", "need: sequential write bandwidth", minimum=1, unit="bytes/s",
+             metavar="RATE", category="needs"),
+        _row("read_iops", "count", "need: random read IOPS", minimum=1, metavar="N", category="needs"),
+        _row("write_iops", "count", "need: random write IOPS", minimum=1, metavar="N", category="needs"),
+        _row("min_mttdl", "period", "need: minimum MTTDL, e.g. 1000y (a bare number is years)",
+             parse=_period_h, unit="h", metavar="TIME", category="needs"),
+        _row("max_annual_loss", "probability", "need: maximum probability of loss per year, e.g. 1e-4",
+             parse=_probability, metavar="P", category="needs"),
+        REQUEST, MTTR, REBUILD_RATE, *DRIVE_OPTIONS, JSON)),
+    CommandTable("plan script", "emit mdadm / LVM / mkfs / queue commands that build the stack (dry-run "
+                 "text)", (
+        *STACK_OPTIONS,
+        _row("devices", "list", "comma-separated devices: drives (md) or controller LUNs", parse=_devices,
+             metavar="LIST", category="script"),
+        OUTPUT)),
+)
 
 
 def _drive_from_args(args: argparse.Namespace, base=DEFAULT_DRIVE):
     changes: dict[str, Any] = {}
-    if args.drive:
-        changes["capacity_bytes"] = parse_size(args.drive, "--drive")
-    if args.mtbf and args.afr:
+    if args.drive is not None:
+        changes["capacity_bytes"] = args.drive
+    if args.mtbf is not None and args.afr is not None:
         raise UsageError("give --mtbf or --afr, not both")
-    if args.mtbf:
-        changes["mtbf_h"] = parse_mtbf_h(args.mtbf, "--mtbf")
-    if args.afr:
-        changes["mtbf_h"] = mtbf_h_from_afr(parse_afr(args.afr, "--afr"))
-    if args.ber:
-        changes["ber_per_bit"] = parse_ber(args.ber, "--ber")
-    if args.sector:
-        changes["sector_bytes"] = parse_size(args.sector, "--sector")
-    if args.drive_read:
-        changes["seq_read_bw_bytes"] = parse_rate(args.drive_read, "--drive-read")
+    if args.mtbf is not None:
+        changes["mtbf_h"] = args.mtbf
+    if args.afr is not None:
+        changes["mtbf_h"] = mtbf_h_from_afr(args.afr)
+    if args.ber is not None:
+        changes["ber_per_bit"] = args.ber
+    if args.sector is not None:
+        changes["sector_bytes"] = args.sector
+    if args.drive_read is not None:
+        changes["seq_read_bw_bytes"] = args.drive_read
         changes.setdefault("seq_write_bw_bytes", changes["seq_read_bw_bytes"])
-    if args.drive_write:
-        changes["seq_write_bw_bytes"] = parse_rate(args.drive_write, "--drive-write")
-    if args.drive_iops:
-        changes["random_read_iops"] = float(parse_count(args.drive_iops, "--drive-iops"))
+    if args.drive_write is not None:
+        changes["seq_write_bw_bytes"] = args.drive_write
+    if args.drive_iops is not None:
+        changes["random_read_iops"] = float(args.drive_iops)
         changes["random_write_iops"] = changes["random_read_iops"]
-    if args.drive_write_iops:
-        changes["random_write_iops"] = float(parse_count(args.drive_write_iops, "--drive-write-iops"))
+    if args.drive_write_iops is not None:
+        changes["random_write_iops"] = float(args.drive_write_iops)
     if args.ssd:
         changes["rotational"] = False
     if changes and "name" not in changes and base is DEFAULT_DRIVE:
         changes["name"] = "drive"
     return dataclasses.replace(base, **changes) if changes else base
-
-
-def _probability(text: str, flag: str) -> float:
-    """A probability in (0, 1], e.g. 1e-4; NaN and infinities refused."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"{flag}: cannot read {text!r} as a probability; use e.g. 1e-4") from None
-    if not 0 < value <= 1:
-        raise UsageError(f"{flag}: {text!r} is out of range; allowed: a probability > 0 and <= 1")
-    return value
-
-
-def _whole_numbers(text: str, flag: str, low: int, high: int) -> tuple[int, ...]:
-    """A comma-separated list of whole numbers, each within [low, high]."""
-    try:
-        values = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise UsageError(f"{flag}: expected comma-separated whole numbers, got {text!r}") from None
-    for v in values:
-        if not low <= v <= high:
-            raise UsageError(f"{flag}: {v} is out of range; allowed: {low} to {high}")
-    return values
 
 
 def _looks_like_file(text: str) -> bool:
@@ -147,13 +302,12 @@ def _looks_like_file(text: str) -> bool:
 
 
 def stack_from_args(args: argparse.Namespace) -> Stack:
-    mttr_h = parse_period_h(args.mttr, "--mttr", bare_unit_h=1.0) if args.mttr else None
-    rebuild = parse_rate(args.rebuild_rate, "--rebuild-rate") if args.rebuild_rate else None
+    """The stack of a plan subcommand: a stack file with flags overriding it, or a notation with
+    flags completing it (the flags already parsed by the table)."""
+    mttr_h, rebuild = args.mttr, args.rebuild_rate
     if mttr_h is not None and rebuild is not None:
         raise UsageError("give --mttr or --rebuild-rate, not both")
-    chunk = parse_size(args.chunk, "--chunk") if args.chunk else None
-    span_chunk = parse_size(args.span_chunk, "--span-chunk") if args.span_chunk else None
-    inter = parse_size(args.inter_chunk, "--inter-chunk") if args.inter_chunk else None
+    chunk, span_chunk, inter = args.chunk, args.span_chunk, args.inter_chunk
     if _looks_like_file(args.stack):
         stack = load_stack(args.stack)
         raid_changes: dict[str, Any] = {}
@@ -161,8 +315,8 @@ def stack_from_args(args: argparse.Namespace) -> Stack:
             raid_changes["chunk_bytes"] = chunk
         if span_chunk is not None:
             raid_changes["span_chunk_bytes"] = span_chunk
-        if args.engine:
-            raid_changes["engine"] = args.engine
+        if args.parity:
+            raid_changes["engine"] = args.parity
         if mttr_h is not None:
             raid_changes.update(mttr_h=mttr_h, rebuild_rate_bytes=None)
         if rebuild is not None:
@@ -180,15 +334,14 @@ def stack_from_args(args: argparse.Namespace) -> Stack:
     return stack_from_notation(
         args.stack, chunk if chunk is not None else parse_size(DEFAULT_CHUNK), drive=_drive_from_args(args),
         drives=args.drives, count=args.count or 1, span_chunk_bytes=span_chunk, aggregate=args.aggregate,
-        inter_chunk_bytes=inter, engine=args.engine or "controller", mttr_h=mttr_h, rebuild_rate_bytes=rebuild,
+        inter_chunk_bytes=inter, engine=args.parity or "controller", mttr_h=mttr_h, rebuild_rate_bytes=rebuild,
         filesystem=Filesystem(args.fs) if args.fs else None)
 
 
-def _emit_json(command: str, payload: Any, warnings: list[PlanWarning] | tuple[PlanWarning, ...]) -> None:
+def _emit_json(command: str, payload: Any, warnings: list[PlanWarning] | tuple[PlanWarning, ...], target: str) -> None:
     document = {**header("plan", schema=plan_schema(command)), **_plain(payload),
                 "warnings": [dataclasses.asdict(w) for w in warnings]}
-    json.dump(document, sys.stdout, indent=2, sort_keys=False)
-    sys.stdout.write("\n")
+    write_json(document, target, indent=2)
 
 
 def _plain(value: Any) -> Any:
@@ -224,11 +377,10 @@ def _pct(x: float) -> str:
 
 def run_geometry(args: argparse.Namespace) -> int:
     stack = stack_from_args(args)
-    request = parse_size(args.request, "--request") if args.request else None
-    report = geometry_report(stack, request, args.pattern)
-    warnings = stack_warnings(stack, request_bytes=request)
+    report = geometry_report(stack, args.request, args.pattern)
+    warnings = stack_warnings(stack, request_bytes=args.request)
     if args.json:
-        _emit_json("geometry", report, warnings)
+        _emit_json("geometry", report, warnings, args.json)
         return 0
     raid = stack.raid
     out = [f"{stack.name}: {raid.layout.text} x {raid.count}, chunk {format_size(raid.chunk_bytes)}",
@@ -271,11 +423,11 @@ def _years(hours: float) -> str:
 
 def run_reliability(args: argparse.Namespace) -> int:
     stack = stack_from_args(args)
-    period_h = parse_period_h(args.period, "--period") if args.period else HOURS_PER_YEAR
+    period_h = args.period if args.period is not None else HOURS_PER_YEAR
     report = reliability_of(stack, period_h)
     warnings = stack_warnings(stack, reliability=report)
     if args.json:
-        _emit_json("reliability", report, warnings)
+        _emit_json("reliability", report, warnings, args.json)
         return 0
     g = report.group
     out = [f"{stack.name}: {report.layout} x {stack.raid.count}; MTBF {report.mtbf_h:,.0f} h, "
@@ -300,29 +452,12 @@ def run_reliability(args: argparse.Namespace) -> int:
 
 # --- perf ----------------------------------------------------------------------------------------
 
-def _parse_caps(texts: list[str] | None) -> list[tuple[str, float | None, float | None]]:
-    caps = []
-    for text in texts or []:
-        name, sep, rates = text.partition("=")
-        if not sep or not name:
-            raise UsageError(f"--cap {text!r}: write NAME=RATE or NAME=READ/WRITE, e.g. pcie=4GB/s or ctl=2GB/s/1.3GB/s")
-        if rates.count("/s/") == 1:
-            read_text, write_text = rates.split("/s/")
-            caps.append((name, parse_rate(read_text + "/s", "--cap"), parse_rate(write_text, "--cap")))
-        else:
-            rate = parse_rate(rates, "--cap")
-            caps.append((name, rate, rate))
-    return caps
-
-
 def run_perf(args: argparse.Namespace) -> int:
-    stack = with_cap_chain(stack_from_args(args), _parse_caps(args.cap))
-    request = parse_size(args.request, "--request") if args.request else None
-    random_request = parse_size(args.random_request, "--random-request")
-    report = performance_of(stack, request, random_request, args.mode)
-    warnings = stack_warnings(stack, perf=report, request_bytes=request)
+    stack = with_cap_chain(stack_from_args(args), args.cap)
+    report = performance_of(stack, args.request, args.random_request, args.mode)
+    warnings = stack_warnings(stack, perf=report, request_bytes=args.request)
     if args.json:
-        _emit_json("perf", report, warnings)
+        _emit_json("perf", report, warnings, args.json)
         return 0
     out = [f"{stack.name}: {report.layout} x {stack.raid.count}; sequential requests {format_size(report.seq_request_bytes)}, "
            f"random {format_size(report.random_request_bytes)}; sharing {report.mode}"]
@@ -350,36 +485,29 @@ def run_recommend(args: argparse.Namespace) -> int:
                               ("--controllers", args.controllers, MAX_CONTROLLERS)):
         if not 1 <= value <= high:
             raise UsageError(f"{flag}: {value} is out of range; allowed: 1 to {high}")
-    levels = _whole_numbers(args.levels, "--levels", 0, 60) if args.levels else DEFAULT_LEVELS
-    chunks = tuple(parse_size(x, "--chunks") for x in args.chunks.split(",")) if args.chunks else None
-    if chunks is not None and not 1 <= len(chunks) <= 16:
-        raise UsageError(f"--chunks: give 1 to 16 chunk sizes, got {len(chunks)}")
-    mttr_h = parse_period_h(args.mttr, "--mttr", bare_unit_h=1.0) if args.mttr else None
-    rebuild = parse_rate(args.rebuild_rate, "--rebuild-rate") if args.rebuild_rate else None
+    mttr_h, rebuild = args.mttr, args.rebuild_rate
+    if mttr_h is not None and rebuild is not None:
+        raise UsageError("give --mttr or --rebuild-rate, not both")
     if mttr_h is None and rebuild is None:
         rebuild = DEFAULT_REBUILD_RATE_BYTES
     inventory_kwargs: dict[str, Any] = dict(
         drive=drive, drives=args.drives, bays_per_enclosure=args.bays, controllers=args.controllers,
-        controller_read_bw_bytes=parse_rate(args.controller_read, "--controller-read") if args.controller_read else None,
-        controller_write_bw_bytes=parse_rate(args.controller_write, "--controller-write") if args.controller_write else None,
-        rebuild_rate_bytes=rebuild, mttr_h=mttr_h, levels=levels)
-    if chunks:
-        inventory_kwargs["chunks"] = chunks
+        controller_read_bw_bytes=args.controller_read, controller_write_bw_bytes=args.controller_write,
+        rebuild_rate_bytes=rebuild, mttr_h=mttr_h, levels=args.levels or DEFAULT_LEVELS)
+    if args.chunks:
+        inventory_kwargs["chunks"] = args.chunks
     needs = Needs(
-        usable_bytes=parse_size(args.capacity, "--capacity") if args.capacity else None,
-        seq_read_bw_bytes=parse_rate(args.seq_read, "--seq-read") if args.seq_read else None,
-        seq_write_bw_bytes=parse_rate(args.seq_write, "--seq-write") if args.seq_write else None,
-        random_read_iops=float(parse_count(args.read_iops, "--read-iops")) if args.read_iops else None,
-        random_write_iops=float(parse_count(args.write_iops, "--write-iops")) if args.write_iops else None,
-        min_mttdl_h=parse_period_h(args.min_mttdl, "--min-mttdl") if args.min_mttdl else None,
-        max_annual_loss=_probability(args.max_annual_loss, "--max-annual-loss") if args.max_annual_loss else None,
-        request_bytes=parse_size(args.request, "--request"),
+        usable_bytes=args.capacity, seq_read_bw_bytes=args.seq_read, seq_write_bw_bytes=args.seq_write,
+        random_read_iops=None if args.read_iops is None else float(args.read_iops),
+        random_write_iops=None if args.write_iops is None else float(args.write_iops),
+        min_mttdl_h=args.min_mttdl, max_annual_loss=args.max_annual_loss,
+        request_bytes=args.request if args.request is not None else parse_size(DEFAULT_RECOMMEND_REQUEST),
     )
     result = recommend(Inventory(**inventory_kwargs), needs)
     if args.json:
         _emit_json("recommend", {"candidates_considered": result.candidates_considered, "feasible": result.feasible,
                                  "note": result.note, "pareto": [dict(_plain(c), layout=c.stack.raid.layout.text)
-                                                                 for c in result.pareto]}, result.warnings)
+                                                                 for c in result.pareto]}, result.warnings, args.json)
         return 0
     out = [f"{result.candidates_considered} candidate layouts for {args.drives} x {format_si_bytes(drive.capacity_bytes)} "
            f"drives, {args.bays}-bay enclosures, {args.controllers} controller(s); {result.feasible} meet every need; "
@@ -404,12 +532,13 @@ def run_recommend(args: argparse.Namespace) -> int:
 
 def run_script(args: argparse.Namespace) -> int:
     check_destination(args.output, "output")
+    check_destination(args.json, "json")
     stack = stack_from_args(args)
-    devices = [d for d in args.devices.split(",") if d] if args.devices else None
-    script = build_script(stack, devices)
+    script = build_script(stack, args.devices)
     if args.json:
-        _emit_json("script", {"stack": None, "lines": list(script.lines)}, script.warnings)
-        return 0
+        _emit_json("script", {"stack": None, "lines": list(script.lines)}, script.warnings, args.json)
+        if not args.output:
+            return 0
     if args.output and args.output != "-":
         write_output(script.text, args.output, "output")   # mode 0644: reviewed before it is run
         print(f"wrote {args.output} (dry-run text; review before running)")
@@ -422,68 +551,27 @@ def run_script(args: argparse.Namespace) -> int:
 
 # --- registration --------------------------------------------------------------------------------
 
+RUNNERS = {"geometry": run_geometry, "reliability": run_reliability, "perf": run_perf,
+           "recommend": run_recommend, "script": run_script}
+
+
 def register(subparsers: Any) -> None:
     plan = subparsers.add_parser("plan", help="model a storage stack, recommend layouts, emit build scripts",
                                  description="Model a storage stack: geometry, reliability, throughput; "
                                              "recommend layouts; emit the commands that build it.")
     plan.set_defaults(func=run, plan_command=None, _plan_parser=plan)
     sub = plan.add_subparsers(dest="plan_command", metavar="SUBCOMMAND")
-
-    p = sub.add_parser("geometry", help="stripe widths, alignment of a request size, capacity, flags")
-    _add_stack_options(p)
-    p.add_argument("--request", metavar="SIZE", help="request size to analyse, e.g. 1MiB")
-    p.add_argument("--pattern", default="sequential",
-                   help="offsets: sequential[:start], aligned (random, aligned to the request) or random[:alignment]")
-    p.set_defaults(plan_func=run_geometry)
-
-    p = sub.add_parser("reliability", help="MTTDL (Markov, with URE), loss probability per year and period")
-    _add_stack_options(p)
-    p.add_argument("--period", metavar="TIME", help="period for the loss probability, e.g. 5y (default 1y)")
-    p.set_defaults(plan_func=run_reliability)
-
-    p = sub.add_parser("perf", help="predicted bandwidth / IOPS, limiting component and headroom")
-    _add_stack_options(p)
-    p.add_argument("--request", metavar="SIZE", help="sequential request size (default one full stripe)")
-    p.add_argument("--random-request", metavar="SIZE", default="4KiB", help="random request size (default 4KiB)")
-    p.add_argument("--mode", choices=SHARING_MODES, help="lockstep (striped volume) or independent streams")
-    p.add_argument("--cap", action="append", metavar="NAME=RATE",
-                   help="component limit above all drives, host side first; NAME=READ/WRITE for two rates")
-    p.set_defaults(plan_func=run_perf)
-
-    p = sub.add_parser("recommend", help="enumerate layouts for a drive inventory and show the Pareto set")
-    p.add_argument("--drives", type=int, required=True, metavar="N", help="drives available")
-    p.add_argument("--bays", type=int, default=12, metavar="N", help="bays per enclosure (default 12)")
-    p.add_argument("--controllers", type=int, default=1, metavar="N", help="RAID controllers (default 1)")
-    p.add_argument("--controller-read", metavar="RATE", help="read limit of one controller")
-    p.add_argument("--controller-write", metavar="RATE", help="write limit of one controller")
-    p.add_argument("--levels", metavar="LIST", help="RAID levels to consider (default 5,6,10,50,60)")
-    p.add_argument("--chunks", metavar="LIST", help="chunk sizes to consider (default 64k,128k,256k,512k,1m)")
-    p.add_argument("--capacity", metavar="SIZE", help="need: usable capacity, e.g. 60TB")
-    p.add_argument("--seq-read", metavar="RATE", help="need: sequential read bandwidth")
-    p.add_argument("--seq-write", metavar="RATE", help="need: sequential write bandwidth")
-    p.add_argument("--read-iops", metavar="N", help="need: random read IOPS")
-    p.add_argument("--write-iops", metavar="N", help="need: random write IOPS")
-    p.add_argument("--min-mttdl", metavar="TIME", help="need: minimum MTTDL, e.g. 1000y")
-    p.add_argument("--max-annual-loss", metavar="P", help="need: maximum probability of loss per year, e.g. 1e-4")
-    p.add_argument("--request", metavar="SIZE", default="1MiB", help="sequential request size (default 1MiB)")
-    p.add_argument("--mttr", metavar="TIME", help="time to rebuild one drive")
-    p.add_argument("--rebuild-rate", metavar="RATE", help="rebuild rate (default 50MB/s)")
-    _add_drive_options(p)
-    p.add_argument("--json", action="store_true", help="write JSON to stdout")
-    p.set_defaults(plan_func=run_recommend)
-
-    p = sub.add_parser("script", help="emit mdadm / LVM / mkfs / queue commands that build the stack (dry-run text)")
-    _add_stack_options(p)
-    p.add_argument("--devices", metavar="LIST", help="comma-separated devices: drives (md) or controller LUNs")
-    p.add_argument("--output", "-o", metavar="FILE", help="write the script to FILE instead of stdout")
-    p.set_defaults(plan_func=run_script)
+    for table in COMMANDS:
+        name = table.command.split()[1]
+        p = sub.add_parser(name, help=table.summary, description=table.summary)
+        add_table_arguments(p, table.options, command="plan", json_takes=takes_json_name)
+        p.set_defaults(plan_func=RUNNERS[name], _plan_table=table)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.plan_command is None:
         args._plan_parser.print_help()
         return 2
-    try:
-        return args.plan_func(args)
-    except (StackError, NotationError) as e:
-        raise UsageError(str(e)) from None
+    parse_table_args(args, args._plan_table.options)
+    check_destination(args.json, "json")
+    return args.plan_func(args)

@@ -4,7 +4,8 @@ Machine output (tables asked for, JSON, CSV, Markdown) goes to standard output; 
 standard error. Runs are named by run_id or a unique prefix of one; `show`, `compare` and `export`
 also take a path to a JSON result file written with `storlab run --json`. Reading actions open the
 store read-only and never create it; `delete` and `tag` need it to exist. A store that cannot be
-used is one line naming it and what is wrong (store.StoreUnusable), exit code 2.
+used is one line naming it and what is wrong (store.StoreUnusable), exit code 2. Flags come from
+the option tables below (reference: docs/options-results.md).
 """
 from __future__ import annotations
 
@@ -16,81 +17,100 @@ from pathlib import Path
 from typing import Any
 
 from .. import store
-from ..jobs.options import BY_NAME
-from ..output import EXPORTERS, export, render_table
+from ..jobs.options import BY_NAME, Option
+from ..output import export, render_table
 from ..output.base import align, fmt_number, short_id
 from ..output.compare import compare, render_compare
+from ..output.files import check_destination, write_output
+from ..output.json import write_json
 from ..units import format_size
 from .main import UsageError
-from .outputs import check_destination, write_output
+from .options_cli import OUTPUT, CommandTable, add_table_arguments, parse_table_args, takes_json_name
 
-__all__ = ["register", "run", "load_docs"]
+__all__ = ["register", "run", "load_docs", "COMMANDS", "WITH_TAG"]
 
 MiB = 1 << 20
 
 
-def _store_option(p: argparse.ArgumentParser, top: bool = False) -> None:
-    # accepted before and after the action; the action's parser must not reset a value given
-    # before it, hence SUPPRESS there
-    p.add_argument("--store", metavar="PATH", default=None if top else argparse.SUPPRESS,
-                   help="results database (default: $STORLAB_STORE or ~/.local/share/storlab/results.db)")
+def _row(name: str, kind: str, help: str, **kw: Any) -> Option:
+    return Option(name, kind, help, core=False, job_key=False, **kw)
 
 
-def _filter_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tag", help="only runs with this tag")
-    p.add_argument("--target", help="only runs on this target path (glob patterns allowed)")
-    p.add_argument("--since", help="only runs started at or after this time (2026-11-21, "
-                   "2026-11-21T15:00, or an age such as 2h, 7d)")
-    p.add_argument("--until", help="only runs started before this time (same forms as --since)")
-    p.add_argument("--kind", help="only documents of this kind (run, sweep, meta, scale, plan)")
-    p.add_argument("--host", help="only runs on this host")
+STORE, JSON, NOTE = BY_NAME["store"], BY_NAME["json"], BY_NAME["note"]
+RUN = _row("run", "str", "run id, unique prefix of one, or JSON result file", positional="1", metavar="RUN")
+# Selecting stored runs: shared by `results list`, `results export` and (--with-tag) `report`.
+WITH_TAG = _row("with_tag", "str", "only runs with this tag", deprecated=("--tag",), metavar="TAG",
+                category="selection")
+FILTERS: tuple[Option, ...] = (
+    WITH_TAG,
+    _row("target_glob", "str", "only runs on a target path matching this (exactly, or as a glob with "
+         "*, ?, [...])", deprecated=("--target",), metavar="GLOB", category="selection"),
+    _row("since", "str", "only runs started at or after this time (2026-11-21, 2026-11-21T15:00, or an "
+         "age such as 2h, 7d)", metavar="TIME", category="selection"),
+    _row("until", "str", "only runs started before this time (same forms as --since)", metavar="TIME",
+         category="selection"),
+    _row("kind", "str", "only documents of this kind (run, sweep, meta, scale, plan)", metavar="KIND",
+         category="selection"),
+    _row("host", "str", "only runs on this host", metavar="HOST", category="selection"),
+)
+# Filter option -> the store's keyword for it.
+FILTER_KEYS = {"with_tag": "tag", "target_glob": "target", "since": "since", "until": "until",
+               "kind": "kind", "host": "host"}
+
+COMMANDS: tuple[CommandTable, ...] = (
+    CommandTable("results", "list, show, compare, export, delete, tag and import stored runs (--store is also "
+                 "accepted before the action)", (STORE,)),
+    CommandTable("results list", "list stored runs, oldest first", (
+        STORE, *FILTERS,
+        _row("limit", "int", "only the newest N runs", minimum=1, maximum=2**31, metavar="N",
+             category="selection"),
+        JSON)),
+    CommandTable("results show", "show one run: job, environment, results table", (STORE, RUN, JSON)),
+    CommandTable("results compare", "runs side by side with ratios to the first; flags differences that "
+                 "make them incomparable", (
+        STORE, _row("runs", "str", "two or more runs (ids, prefixes, JSON files); the first is the baseline",
+                    positional="+", metavar="RUN"),
+        JSON)),
+    CommandTable("results export", "export runs as JSON, CSV or Markdown", (
+        STORE, _row("runs", "str", "runs to export (or select them with the filters)", positional="*",
+                    default=(), metavar="RUN"),
+        *FILTERS,
+        _row("format", "choice", "output format", default="json", short="f", category="output",
+             choices={"json": "the stored documents (one object, or a list)",
+                      "csv": "one row per phase (and pass)", "md": "Markdown tables"}),
+        OUTPUT)),
+    CommandTable("results delete", "delete runs from the store", (
+        STORE, _row("runs", "str", "runs to delete", positional="+", metavar="RUN"))),
+    CommandTable("results tag", "add (or remove) tags and set the note of a run", (
+        STORE, RUN,
+        _row("tags", "str", "tags to add (or remove)", positional="*", default=(), metavar="TAG"),
+        _row("remove", "bool", "remove the given tags instead of adding them", default=False,
+             category="tags"),
+        NOTE)),
+    CommandTable("results import", "store fio JSON (--output-format=json or json+), IOR JSON (-O "
+                 "summaryFormat=JSON) and mdtest text results as runs beside storlab's own, for `results "
+                 "compare` and `report`; the format is told from the content, and importing a file again "
+                 "replaces its run (docs/store.md, Import)", (
+        STORE, _row("files", "str", "result files to import", positional="+", metavar="FILE"),
+        BY_NAME["tag"], NOTE)),
+)
 
 
 def register(subparsers) -> None:
+    top, *actions = COMMANDS
     p = subparsers.add_parser("results", help="list, show, compare, export, delete and tag stored runs",
                               description=__doc__.split("\n\n")[0])
-    _store_option(p, top=True)
+    add_table_arguments(p, top.options, command="results")
     sub = p.add_subparsers(dest="results_command", metavar="ACTION")
     sub.required = True
-
-    ls = sub.add_parser("list", help="list stored runs, oldest first")
-    _store_option(ls)
-    _filter_options(ls)
-    ls.add_argument("--limit", type=int, metavar="N", help="only the newest N runs")
-    ls.add_argument("--json", action="store_true", help="JSON list of run summaries")
-
-    show = sub.add_parser("show", help="show one run: job, environment, results table")
-    _store_option(show)
-    show.add_argument("run", metavar="RUN", help="run id, unique prefix, or JSON result file")
-    show.add_argument("--json", action="store_true", help="print the whole stored document")
-
-    cmp = sub.add_parser("compare", help="runs side by side with ratios to the first; flags "
-                         "differences that make them incomparable")
-    _store_option(cmp)
-    cmp.add_argument("runs", metavar="RUN", nargs="+", help="two or more runs; the first is the baseline")
-    cmp.add_argument("--json", action="store_true", help="the comparison as JSON")
-
-    ex = sub.add_parser("export", help="export runs as JSON, CSV or Markdown")
-    _store_option(ex)
-    ex.add_argument("runs", metavar="RUN", nargs="*", help="runs to export (or select with the filters)")
-    _filter_options(ex)
-    ex.add_argument("--format", "-f", default="json", choices=list(EXPORTERS),
-                    help="output format (default: json)")
-    ex.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of standard output")
-
-    rm = sub.add_parser("delete", help="delete runs from the store")
-    _store_option(rm)
-    rm.add_argument("runs", metavar="RUN", nargs="+")
-
-    tag = sub.add_parser("tag", help="add (or remove) tags and set the note of a run")
-    _store_option(tag)
-    tag.add_argument("run", metavar="RUN")
-    tag.add_argument("tags", metavar="TAG", nargs="*")
-    tag.add_argument("--remove", action="store_true", help="remove the given tags instead of adding them")
-    tag.add_argument("--note", metavar="TEXT", help="set the run's note ('' removes it)")
-
-    _register_import(sub)
-
+    for table in actions:
+        name = table.command.split()[1]
+        action = sub.add_parser(name, help=table.summary, description=table.summary)
+        # --store is accepted before and after the action; the action's parser must not reset a
+        # value given before it (keep_given)
+        add_table_arguments(action, (STORE,), command="results", keep_given=True)
+        add_table_arguments(action, table.options[1:], command="results", json_takes=takes_json_name)
+        action.set_defaults(_results_table=table)
     p.set_defaults(func=run)
 
 
@@ -115,14 +135,19 @@ def load_docs(specs: list[str], store_path: str | None) -> list[dict[str, Any]]:
     return docs
 
 
+def _filters(args: argparse.Namespace) -> dict[str, Any]:
+    """The store's keywords of the selection flags given."""
+    return {key: getattr(args, name) for name, key in FILTER_KEYS.items()}
+
+
 def _select(args: argparse.Namespace) -> list[dict[str, Any]]:
-    filters = {k: getattr(args, k, None) for k in ("tag", "target", "since", "until", "kind", "host")}
+    filters = _filters(args)
     if args.runs and any(v is not None for v in filters.values()):
-        raise UsageError("give either run ids or filters (--tag, --since ...), not both")
+        raise UsageError("give either run ids or filters (--with-tag, --since ...), not both")
     if args.runs:
         return load_docs(args.runs, args.store)
     if not any(v is not None for v in filters.values()):
-        raise UsageError("name the runs to export, or select them with --tag, --target, --since ...")
+        raise UsageError("name the runs to export, or select them with --with-tag, --target-glob, --since ...")
     with store.Store(args.store, write=False) as s:
         return [s.load(r["run_id"]) for r in s.list_runs(**filters)]
 
@@ -142,21 +167,18 @@ def _mib_s(v: float | None) -> str:
 
 # -- actions -------------------------------------------------------------------------------------
 def _list(args: argparse.Namespace) -> int:
-    if args.limit is not None and args.limit < 1:
-        raise UsageError(f"--limit: must be at least 1, got {args.limit}")
     if args.store is None and not os.environ.get("STORLAB_STORE") and not store.default_path().exists():
         # A new user's first look: the default store appears with the first stored run. A store
         # named with --store or $STORLAB_STORE that does not exist is an error (a typo, likely).
         if args.json:
-            print("[]")
+            write_json([], args.json, indent=2)
         else:
             print(f"no stored runs yet (the default store {store.default_path()} is created by the "
                   "first run)", file=sys.stderr)
         return 0
-    runs = store.list_runs(args.store, tag=args.tag, target=args.target, since=args.since,
-                           until=args.until, kind=args.kind, host=args.host, limit=args.limit)
+    runs = store.list_runs(args.store, **_filters(args), limit=args.limit)
     if args.json:
-        print(json.dumps(runs, indent=2))
+        write_json(runs, args.json, indent=2)
         return 0
     if not runs:
         print("no stored runs match", file=sys.stderr)
@@ -192,7 +214,7 @@ def _pass_mean(summary: dict[str, Any], direction: str) -> str:
 def _show(args: argparse.Namespace) -> int:
     (doc,) = load_docs([args.run], args.store)
     if args.json:
-        print(json.dumps(doc, indent=2))
+        write_json(doc, args.json, indent=2)
         return 0
     meta: dict[str, Any] = {}
     if not Path(args.run).is_file():
@@ -231,7 +253,10 @@ def _compare(args: argparse.Namespace) -> int:
     if len(args.runs) < 2:
         raise UsageError("compare needs at least two runs")
     cmp = compare(load_docs(args.runs, args.store))
-    print(json.dumps(cmp, indent=2) if args.json else render_compare(cmp))
+    if args.json:
+        write_json(cmp, args.json, indent=2)
+    else:
+        print(render_compare(cmp))
     return 0
 
 
@@ -271,19 +296,6 @@ def _tag(args: argparse.Namespace) -> int:
 
 
 # -- import: other tools' result files (store/imports.py) ----------------------------------------
-def _register_import(sub) -> None:
-    imp = sub.add_parser("import", help="store fio JSON, IOR JSON and mdtest results as runs",
-                         description="Read result files of other tools and store each as a run beside "
-                                     "storlab's own, for `results compare` and `report`: fio JSON "
-                                     "(--output-format=json or json+), IOR JSON (-O summaryFormat=JSON) "
-                                     "and mdtest's text output. The format is told from the content; "
-                                     "importing a file again replaces its run (docs/store.md, Import).")
-    _store_option(imp)
-    imp.add_argument("files", metavar="FILE", nargs="+", help="result files to import")
-    imp.add_argument("--tag", action="append", default=[], metavar="TAG", help="tag the imported runs (repeatable)")
-    imp.add_argument("--note", metavar="TEXT", help="free-text note kept with each imported run")
-
-
 def _import(args: argparse.Namespace) -> int:
     """Store every file that reads as a result; one line per file, each bad one named (exit 2)."""
     from ..store.imports import ResultFileError, read_file
@@ -297,7 +309,7 @@ def _import(args: argparse.Namespace) -> int:
             failed += 1
             continue
         tool = doc["imported"]["imported_from"]["tool"]
-        run_id = store.save(doc, path=args.store, tags=["imported", tool, *args.tag], note=args.note)
+        run_id = store.save(doc, path=args.store, tags=["imported", tool, *(args.tag or ())], note=args.note)
         src = doc["imported"]["imported_from"]
         print(f"imported {src['tool']} {src['version'] or ''} result {path} as run {short_id(run_id)} "
               f"({len(doc['phases'])} phase(s), kind {doc['kind']})", file=sys.stderr)
@@ -322,4 +334,6 @@ _ACTIONS = {"list": _list, "show": _show, "compare": _compare, "export": _export
 
 
 def run(args: argparse.Namespace) -> int:
+    parse_table_args(args, args._results_table.options)
+    check_destination(getattr(args, "json", None), "json")
     return _ACTIONS[args.results_command](args)

@@ -15,11 +15,12 @@ from ..jobs import mainjob
 from ..jobs.job import load_jobfile, resolve_job
 from ..measure.launch import detect as detect_mpi_launch
 from ..measure.runner import run_job
+from ..output.files import OutputError, check_destination, write_output
+from ..output.json import write_json
 from ..signals import STOP, exit_code_for
 from ..units import format_rate
 from .main import ExitCode, UsageError
 from .options_cli import add_option_arguments, given_options
-from .outputs import OutputError, check_destination, write_output
 
 EXAMPLES = """examples:
   storlab run                                   # the main job: the scratch folder's device at four
@@ -104,7 +105,7 @@ def emit_result(doc: dict[str, Any], settings: dict[str, Any], command: str) -> 
     written = True
     if json_target:
         try:
-            _write_json(doc, json_target)
+            write_json(doc, json_target)
         except OutputError as e:
             print(f"storlab {command}: error: {e}", file=sys.stderr)
             written = False
@@ -131,13 +132,6 @@ def stop_exit_code(command: str, doc: dict[str, Any], kept: str = "partial resul
         print(f"storlab {command}: error: {doc['error']}", file=sys.stderr)
         return ExitCode.FAILURE
     return None
-
-
-def _write_json(doc: dict[str, Any], target: str) -> None:
-    """The document as JSON: on stdout for '-'; into a regular file atomically (a reader never sees
-    half a document); into anything else (/dev/null, a FIFO, a terminal) directly — replacing it
-    would destroy a device node."""
-    write_output(json.dumps(doc, indent=None if target == "-" else 1) + "\n", target, "json")
 
 
 def _write_fio_json(doc: dict[str, Any], target: str | None) -> bool:
@@ -169,7 +163,7 @@ def store_result(doc: dict[str, Any], settings: dict[str, Any], command: str = "
     from .. import store
 
     try:
-        store.save(doc, path=settings.get("store"), tags=settings.get("tag") or (), note=settings.get("note"),
+        store.save(doc, path=settings.get("store"), tags=settings.get("tag") or (), note=settings.get("note") or None,
                    wait=min(CHECKPOINT_STORE_WAIT_S, store.wait_seconds()) if checkpoint else None)
     except Exception as e:  # the measurement is worth more than the store: report, keep going
         if not checkpoint:
@@ -237,7 +231,7 @@ def _checkpoint(partial: dict[str, Any], settings: dict[str, Any]) -> None:
     real = os.path.realpath(target) if target and target != "-" else None
     if real and (not os.path.exists(real) or os.path.isfile(real)):  # a device or FIFO gets one document
         try:
-            _write_json(partial, target)
+            write_json(partial, target)
         except OutputError as e:  # the run goes on; the final write reports it again if it persists
             print(f"storlab run: warning: checkpoint not written: {e}", file=sys.stderr)
 

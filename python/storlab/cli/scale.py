@@ -12,9 +12,10 @@ import sys
 from typing import Any
 
 from ..document import header
+from ..jobs.options import Option, OptionError
+from ..output.files import OutputError, check_destination
 from .main import ExitCode, UsageError
-from .options_cli import add_option_arguments
-from .outputs import OutputError, check_destination
+from .options_cli import add_option_arguments, add_table_arguments, parse_table_args
 from .run import job_from_args
 
 EXAMPLES = """examples:
@@ -30,27 +31,37 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "(mpiexec/srun) and report rate, speedup and parallel efficiency.",
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("jobfile", nargs="?", help="TOML job file (options as keys; [[phase]] tables)")
-    p.add_argument("--ranks", metavar="LIST", default=None,
-                   help="rank counts to run, comma-separated (default: 1, 2, 4 ... and all ranks)")
+    add_table_arguments(p, SCALE_OPTIONS, command="scale", title="scale options")
     add_option_arguments(p, skip=["fio_json"])   # fio's layout is per run: `storlab run`
     p.set_defaults(func=run)
 
 
-def _counts(text: str | None) -> list[int] | None:
-    if not text:
-        return None
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise UsageError(f"--ranks: expected comma-separated whole numbers, got {text!r}") from None
+def _counts(raw: str, label: str) -> list[int]:
+    """Comma-separated rank counts, each a whole number from 1 (checked against the launch's size
+    once it is known)."""
+    items = [x.strip() for x in str(raw).split(",") if x.strip()]
+    if not items or not all(x.isdigit() and len(x) <= 9 for x in items):
+        raise OptionError(f"{label}: expected comma-separated whole numbers (rank counts), got {raw!r}")
+    counts = [int(x) for x in items]
+    if min(counts) < 1:
+        raise OptionError(f"{label}: 0 is out of range; allowed: rank counts from 1 to the launch's ranks")
+    return counts
+
+
+# The options of `storlab scale` beyond the run table's.
+SCALE_OPTIONS: tuple[Option, ...] = (
+    Option("ranks", "list", "rank counts to run, comma-separated (default: 1, 2, 4 ... and all ranks)",
+           parse=_counts, metavar="LIST", category="scale", core=False, job_key=False),
+)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..measure.launch import detect
 
+    parse_table_args(args, SCALE_OPTIONS)
     job = job_from_args(args)
     check_destination(job.run.get("json"), "json")
-    wanted = _counts(args.ranks)
+    wanted = args.ranks
     try:
         from ..measure.mpi.orchestrator import Session
     except ImportError:
@@ -118,15 +129,16 @@ def scale_document(runs: list[dict[str, Any]], counts: list[int], argv: list[str
 
 
 def _output(doc: dict[str, Any], settings: dict[str, Any]) -> int:
+    from ..output.json import write_json
     from ..output.mpi_summary import render_scale
-    from .run import _write_json, store_result
+    from .run import store_result
 
     stored = store_result(doc, settings, "scale")
     json_target = settings.get("json")
     written = True
     if json_target:
         try:
-            _write_json(doc, json_target)
+            write_json(doc, json_target)
         except OutputError as e:
             print(f"storlab scale: error: {e}", file=sys.stderr)
             written = False

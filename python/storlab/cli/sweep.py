@@ -12,11 +12,12 @@ from typing import Any
 
 from ..jobs.job import load_jobfile
 from ..output import sweep_table
+from ..output.files import OutputError, check_destination, write_output
+from ..output.json import write_json
 from ..units import format_rate
 from .main import ExitCode, UsageError
 from .options_cli import add_option_arguments, add_table_arguments, given_options
-from .outputs import OutputError, check_destination, write_output
-from .run import ProgressLine, _write_json, stop_exit_code
+from .run import ProgressLine, stop_exit_code
 
 EXAMPLES = """examples:
   storlab sweep --target /dev/shm/a.dat --size 1g --rw read --bs 4k,16k,64k,256k,1m,4m --threads 1,2,4,8
@@ -186,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     if store_on:
         _save(doc, run_settings, user_tags)
     written = True
-    for target, write in ((json_target, lambda: _write_json(doc, json_target)),
+    for target, write in ((json_target, lambda: write_json(doc, json_target)),
                           (csv_target, lambda: write_output(sweep_table.to_csv(doc), csv_target, "csv"))):
         if not target:
             continue

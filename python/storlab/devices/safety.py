@@ -20,6 +20,7 @@ import os
 import stat
 from typing import Iterable
 
+from ..errors import TargetError
 from .signatures import probe_device
 from .sysfs import (
     BlockDevice,
@@ -37,7 +38,7 @@ __all__ = ["TargetRefused", "check_write_allowed", "check_opened_paths", "descri
            "same_block_device"]
 
 
-class TargetRefused(ValueError):
+class TargetRefused(TargetError):
     """Writing to this target could destroy data or a live file system; the message says why."""
 
 

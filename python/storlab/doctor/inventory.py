@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from ..devices.partitions import read_partition_table
 from ..devices.signatures import Signature, probe_signatures
 from ..devices.sysfs import BlockDevice, Mount, list_block_devices, read_mountinfo
+from ..errors import TargetError
 from ..units import format_size
 from .filesystems import (
     BTRFS_STRIPE_BYTES,
@@ -359,20 +360,20 @@ def _striping_of_file(inv: Inventory, path: str, visiting: frozenset) -> Stripin
 
 
 def _resolve_target(inv: Inventory, target: str) -> list[str]:
-    """Device names a command-line target stands for; ValueError when it is none of them."""
+    """Device names a command-line target stands for; TargetError when it is none of them."""
     try:
         st = os.stat(target)
     except OSError as e:
-        raise ValueError(f"target {target!r}: {e.strerror}; give a block device, mount point or path") from None
+        raise TargetError(f"target {target!r}: {e.strerror}; give a block device, mount point or path") from None
     if stat.S_ISBLK(st.st_mode):
         for d in inv.devices.values():
             if (d.major, d.minor) == (os.major(st.st_rdev), os.minor(st.st_rdev)):
                 return [d.name]
-        raise ValueError(f"target {target!r}: block device not found in sysfs")
+        raise TargetError(f"target {target!r}: block device not found in sysfs")
     m = _mount_of_path(os.path.realpath(target), inv.mounts)
     name = _device_of_mount(inv, m) if m else None
     if name is None:
-        raise ValueError(f"target {target!r}: its file system ({m.fs_type if m else 'unknown'}) is not on a block device")
+        raise TargetError(f"target {target!r}: its file system ({m.fs_type if m else 'unknown'}) is not on a block device")
     return [name]
 
 

@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..errors import UserError
 from .options import parse_value
 
 __all__ = ["FioJobError", "translate", "parse_fio_size", "parse_fio_time", "ENGINES"]
 
 
-class FioJobError(ValueError):
+class FioJobError(UserError):
     """A fio job file storlab cannot run as written; the message lists every problem."""
 
 

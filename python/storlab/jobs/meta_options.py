@@ -29,7 +29,8 @@ META_OPTIONS: tuple[Option, ...] = (
            category="target", metavar="DIR"),
     Option("threads", "int", "worker threads", default=1, minimum=1, maximum=4096, fio_name="numjobs"),
     Option("files", "int", "files each thread creates (mdtest -n)", default=10_000, minimum=1,
-           maximum=2**32 - 1, unit="files", fio_name="nrfiles"),
+           maximum=2**32 - 1, unit="files", fio_name="nrfiles", cli_name="files_per_thread",
+           deprecated=("--files",)),
     Option("file_size", "size", "bytes written to each file at create and read back by read "
            "(mdtest -w/-e)", default=0, minimum=0, unit="bytes", fio_name="filesize"),
     Option("dir", "choice", "where the threads' files live", default="unique",

@@ -1,4 +1,5 @@
-"""THE option table: every option of `storlab run` described once.
+"""THE option table: every option of `storlab run` described once, and the option machinery every
+command's table shares (the `Option` row, value parsers by kind, bounds, reference pages).
 
 The table drives the command-line parser, TOML job files, `--help`, the generated reference page
 (docs/options.md) and the plain-data job spec handed to the Rust engine. A test keeps the names of
@@ -11,22 +12,34 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
-from ..units import MAX_BYTES, MAX_DURATION_S, UnitError, format_size, parse_duration, parse_rate, parse_size
+from ..errors import UserError
+from ..units import (
+    MAX_BYTES,
+    MAX_COUNT,
+    MAX_DURATION_S,
+    UnitError,
+    format_size,
+    parse_count,
+    parse_duration,
+    parse_rate,
+    parse_size,
+)
 
 __all__ = ["Option", "OptionError", "OPTIONS", "BY_NAME", "parse_option", "parse_value", "defaults",
-           "render_reference"]
+           "render_reference", "render_rows"]
 
 
-class OptionError(ValueError):
+class OptionError(UserError):
     """A bad option value; the message names the option and what is allowed."""
 
 
 @dataclass(frozen=True)
 class Option:
     name: str                      # canonical snake_case name; TOML key; --name-with-dashes on the CLI
-    kind: str                      # size | duration | rate | int | float | percent | choice | bool | str | paths
+    kind: str                      # size | duration | rate | int | float | percent | count | choice | bool |
+                                   # str | text | paths; or the value form of a row with its own `parse`
     help: str                      # one line
     default: Any = None            # in canonical units (bytes, seconds) or None for "not set"
     category: str = "workload"     # target | workload | timing | engine | output | safety
@@ -43,10 +56,25 @@ class Option:
     bare: str | None = None        # choice: the value of the flag given alone (`--verify` = crc32c)
     rule: str | None = None        # storlab._core function that validates and canonicalises the
                                    # value, where the rule lives in the engine
+    parse: Callable[[Any, str], Any] | None = None   # parser of a value form no kind covers:
+                                   # (raw, label) -> value; raises a UserError naming the label
+    positional: str | None = None  # a positional argument, not a flag: its argparse nargs (?, *, +, 1)
+    required: bool = False         # the flag must be given
+    deprecated: tuple[str, ...] = ()   # old flag names still accepted for one release, with a notice
+    cli_name: str | None = None    # the flag's name where it differs from the job-file key
+    job_key: bool = True           # `name` is a job-file key; False: a command-line-only option,
+                                   # whose messages name the flag instead
 
     @property
     def flag(self) -> str:
-        return "--" + self.name.replace("_", "-").replace(".", "-")
+        if self.positional:
+            return self.metavar or self.name.upper()
+        return "--" + (self.cli_name or self.name).replace("_", "-").replace(".", "-")
+
+    @property
+    def label(self) -> str:
+        """How error messages name the option: its job-file key, or its flag where it has none."""
+        return self.name if self.job_key else self.flag
 
     @property
     def upper(self) -> float | None:
@@ -56,9 +84,10 @@ class Option:
 
 
 # Kinds whose values are numbers: each has bounds, and NaN and infinities are refused.
-NUMERIC_KINDS = frozenset({"size", "duration", "rate", "int", "float", "percent"})
+NUMERIC_KINDS = frozenset({"size", "duration", "rate", "int", "float", "percent", "count"})
 # Bounds every option of a kind has unless the table sets a tighter one.
-KIND_MAXIMUM: dict[str, float] = {"size": MAX_BYTES, "rate": MAX_BYTES, "duration": MAX_DURATION_S}
+KIND_MAXIMUM: dict[str, float] = {"size": MAX_BYTES, "rate": MAX_BYTES, "duration": MAX_DURATION_S,
+                                  "count": MAX_COUNT}
 
 
 def _choice(**values: str) -> dict[str, str]:
@@ -204,8 +233,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("uring.batch", "int", "submit after this many queued requests (default: the queue depth)",
            default=0, category="engine", engine="io_uring", minimum=0, maximum=65536),
     # --- output ---------------------------------------------------------------------------
-    Option("json", "str", "write the JSON result to PATH ('-' for standard output)",
-           default=None, category="output", core=False, metavar="PATH"),
+    Option("json", "str", "write the result document as JSON to PATH; alone or '-': to standard "
+           "output", default=None, category="output", core=False, metavar="PATH", bare="-"),
     Option("fio_json", "str", "also write the result in fio's JSON layout (fio --output-format=json) "
            "to PATH, for fio-JSON readers (docs/fio.md)", default=None, category="output", core=False,
            metavar="PATH"),
@@ -218,7 +247,7 @@ OPTIONS: tuple[Option, ...] = (
            category="output", core=False),
     Option("tag", "paths", "tag the stored run (repeatable)", default=(), category="output",
            core=False, metavar="TAG"),
-    Option("note", "str", "free-text note kept with the stored run", default=None,
+    Option("note", "text", "free-text note kept with the stored run ('': none)", default=None,
            category="output", core=False, metavar="TEXT"),
     Option("checkpoint_every", "duration", "while a phase runs, store the result so far and rewrite "
            "the --json file this often (as after every phase), so a killed run leaves what it "
@@ -256,8 +285,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("bw_ceiling", "rate", "the most bandwidth the target can plausibly give (e.g. 2GB/s); "
            "faster results are flagged as served from cache", default=None, category="method",
            core=False, unit="bytes/s", minimum=1),
-    Option("stack", "str", "a stack description (TOML) to compare the run with: its predicted "
-           "throughput and limiting component are stored with the result", default=None,
+    Option("stack", "str", "a planned stack (TOML, docs/model.md) to compare with: run and sweep "
+           "store its predicted throughput and limiting component with the result; doctor lists "
+           "every difference between it and the targets", default=None,
            category="method", core=False, metavar="FILE"),
     Option("reorder", "int", "under MPI: read phases read what rank (rank + N) mod size wrote, so "
            "no node reads its own data back from its client cache (IOR's -C/-Q)", default=0,
@@ -316,10 +346,10 @@ def _number(v: float) -> str:
 def _check_bounds(opt: Option, value: float, shown: Any) -> None:
     """NaN and infinities are refused for every numeric option, then the option's own bounds."""
     if isinstance(value, float) and not math.isfinite(value):
-        raise OptionError(f"{opt.name}: {shown!r} is not a finite number; allowed: {_allowed(opt)}")
+        raise OptionError(f"{opt.label}: {shown!r} is not a finite number; allowed: {_allowed(opt)}")
     upper = opt.upper
     if (opt.minimum is not None and value < opt.minimum) or (upper is not None and value > upper):
-        raise OptionError(f"{opt.name}: {shown!r} is out of range; allowed: {_allowed(opt)}")
+        raise OptionError(f"{opt.label}: {shown!r} is out of range; allowed: {_allowed(opt)}")
 
 
 _PARSERS: dict[str, Callable[[Option, Any], Any]] = {}
@@ -336,7 +366,7 @@ def _unit_parser(parse: Callable[[Any, str], Any]) -> Callable[[Option, Any], An
     """An option parser from one of units.py's: its error becomes an OptionError, then bounds."""
     def parse_option(opt: Option, raw: Any) -> Any:
         try:
-            v = parse(raw, opt.name)
+            v = parse(raw, opt.label)
         except UnitError as e:
             raise OptionError(str(e)) from None
         _check_bounds(opt, v, raw)
@@ -351,11 +381,11 @@ _PARSERS.update(size=_unit_parser(parse_size), duration=_unit_parser(parse_durat
 @_parser("float")
 def _parse_float(opt: Option, raw: Any) -> float:
     if isinstance(raw, bool):
-        raise OptionError(f"{opt.name}: expected a number, got {raw!r}")
+        raise OptionError(f"{opt.label}: expected a number, got {raw!r}")
     try:
         v = float(raw)
     except (TypeError, ValueError):
-        raise OptionError(f"{opt.name}: expected a number, got {raw!r}") from None
+        raise OptionError(f"{opt.label}: expected a number, got {raw!r}") from None
     _check_bounds(opt, v, raw)
     return v
 
@@ -363,17 +393,17 @@ def _parse_float(opt: Option, raw: Any) -> float:
 @_parser("int")
 def _parse_int(opt: Option, raw: Any) -> int:
     if isinstance(raw, bool):
-        raise OptionError(f"{opt.name}: expected a whole number, got {raw!r}")
+        raise OptionError(f"{opt.label}: expected a whole number, got {raw!r}")
     if isinstance(raw, float) and not math.isfinite(raw):
-        raise OptionError(f"{opt.name}: {raw!r} is not a finite number; allowed: {_allowed(opt)}")
+        raise OptionError(f"{opt.label}: {raw!r} is not a finite number; allowed: {_allowed(opt)}")
     if isinstance(raw, str) and len(raw.strip()) > 40:   # longer than any allowed value; int() of
-        raise OptionError(f"{opt.name}: {raw[:40]!r}... is out of range; allowed: {_allowed(opt)}")
+        raise OptionError(f"{opt.label}: {raw[:40]!r}... is out of range; allowed: {_allowed(opt)}")
     try:                                                 # 5000 digits raises its own ValueError
         v = int(raw, 0) if isinstance(raw, str) else int(raw)
         if isinstance(raw, float) and raw != v:
             raise ValueError
     except (TypeError, ValueError):
-        raise OptionError(f"{opt.name}: expected a whole number, got {raw!r}") from None
+        raise OptionError(f"{opt.label}: expected a whole number, got {raw!r}") from None
     _check_bounds(opt, v, raw)
     return v
 
@@ -387,7 +417,7 @@ def _parse_percent(opt: Option, raw: Any) -> int:
 @_parser("choice")
 def _parse_choice(opt: Option, raw: Any) -> str:
     if not isinstance(raw, str) or raw not in opt.choices:
-        raise OptionError(f"{opt.name}: {raw!r} is not allowed; use one of: {', '.join(opt.choices)}")
+        raise OptionError(f"{opt.label}: {raw!r} is not allowed; use one of: {', '.join(opt.choices)}")
     return raw
 
 
@@ -399,14 +429,24 @@ def _parse_bool(opt: Option, raw: Any) -> bool:
         return True
     if isinstance(raw, str) and raw.lower() in ("0", "false", "no", "off"):
         return False
-    raise OptionError(f"{opt.name}: expected on or off (true/false, yes/no, 1/0), got {raw!r}")
+    raise OptionError(f"{opt.label}: expected on or off (true/false, yes/no, 1/0), got {raw!r}")
 
 
 @_parser("str")
 def _parse_str(opt: Option, raw: Any) -> str:
     if not isinstance(raw, str) or not raw:
-        raise OptionError(f"{opt.name}: expected a non-empty text, got {raw!r}")
+        raise OptionError(f"{opt.label}: expected a non-empty text, got {raw!r}")
     return raw
+
+
+@_parser("text")
+def _parse_text(opt: Option, raw: Any) -> str:
+    if not isinstance(raw, str):
+        raise OptionError(f"{opt.label}: expected a text, got {raw!r}")
+    return raw
+
+
+_PARSERS["count"] = _unit_parser(parse_count)
 
 
 @_parser("paths")
@@ -416,16 +456,21 @@ def _parse_paths(opt: Option, raw: Any) -> tuple[str, ...]:
     elif isinstance(raw, (list, tuple)):
         items = list(raw)
     else:
-        raise OptionError(f"{opt.name}: expected a text or a list of texts, got {raw!r}")
+        raise OptionError(f"{opt.label}: expected a text or a list of texts, got {raw!r}")
     for item in items:
         if not isinstance(item, str) or not item:
-            raise OptionError(f"{opt.name}: expected a path, got {item!r}")
+            raise OptionError(f"{opt.label}: expected a path, got {item!r}")
     return tuple(items)
 
 
 def parse_option(opt: Option, raw: Any) -> Any:
-    """Validate a value for any option of any table (run, meta, sweep) by its kind and bounds, then
-    by the engine's rule for it when it has one."""
+    """Validate a value for any option of any table by its kind and bounds (or the row's own
+    parser), then by the engine's rule for it when it has one."""
+    if opt.parse is not None:
+        value = opt.parse(raw, opt.label)
+        if opt.kind in NUMERIC_KINDS:
+            _check_bounds(opt, value, raw)
+        return value
     value = _PARSERS[opt.kind](opt, raw)
     if opt.rule:
         from .. import _core
@@ -462,28 +507,46 @@ def render_reference() -> str:
              "Exit codes of `storlab run`: 0 done; 1 the run failed, or its `--json` file could not "
              "be written after the run (the result is stored all the same); 2 a bad option, job file "
              "or output destination (a directory, a missing folder, a read-only place: checked before "
-             "anything runs); 130 interrupted.", ""]
+             "anything runs); 70 an internal error: a bug in storlab, shown with the last frames of its "
+             "traceback (please report it); 130 interrupted. The options of the other commands: "
+             "docs/options-<command>.md.", ""]
     categories: dict[str, list[Option]] = {}
     for o in OPTIONS:
         categories.setdefault(o.category, []).append(o)
     for cat, opts in categories.items():
-        lines += [f"## {cat}", "", "| option | job-file key | type | default | help |", "|---|---|---|---|---|"]
-        for o in opts:
-            flag = o.flag + (" [on\\|off]" if o.kind == "bool" else "") + (f" / {o.negative}" if o.negative else "")
-            default = "—" if o.default in (None, ()) else repr(o.default)
-            text = o.help
-            if o.choices:
-                text += "<br>" + "<br>".join(f"`{k}`: {v}" for k, v in o.choices.items())
-            if o.bare:
-                text += f"<br>`{o.flag}` alone: `{o.bare}`"
-            if o.engine:
-                text += f" (only with engine {o.engine})"
-            if o.kind in NUMERIC_KINDS:
-                text += f"<br>allowed: {_allowed(o)}"
-            unit = f" ({o.unit})" if o.unit else ""
-            lines.append(f"| `{flag}` | `{o.name}` | {o.kind}{unit} | {default} | {text} |")
-        lines.append("")
+        lines += [f"## {cat}", "", *render_rows(opts), ""]
     return "\n".join(lines)
+
+
+def render_rows(opts: Iterable[Option], job_keys: bool = True) -> list[str]:
+    """A Markdown table of options: flag, job-file key (with `job_keys`), value form, default and
+    help with the allowed values; shared by every command's reference page."""
+    lines = (["| option | job-file key | type | default | help |", "|---|---|---|---|---|"] if job_keys
+             else ["| option | type | default | help |", "|---|---|---|---|"])
+    for o in opts:
+        flag = o.flag + (" [on\\|off]" if o.kind == "bool" and o.job_key else "") + (f" / {o.negative}" if o.negative else "")
+        if o.short and not job_keys:
+            flag += f"` / `-{o.short}"
+        default = "—" if o.default is None or o.default == () else repr(o.default)
+        text = o.help.replace("|", "\\|")
+        if o.choices:
+            text += "<br>" + "<br>".join(f"`{k}`: {v}" for k, v in o.choices.items())
+        if o.bare:
+            text += f"<br>`{o.flag}` alone: `{o.bare}`"
+        if o.engine:
+            text += f" (only with engine {o.engine})"
+        if o.kind in NUMERIC_KINDS:
+            text += f"<br>allowed: {_allowed(o)}"
+        if o.positional:
+            text += " (positional" + {"?": ", optional", "*": ", any number", "+": ", one or more"}.get(o.positional, "") + ")"
+        if o.required:
+            text += " (required)"
+        if o.deprecated:
+            text += "<br>formerly " + ", ".join(f"`{d}`" for d in o.deprecated) + " (still accepted, with a notice)"
+        unit = f" ({o.unit})" if o.unit else ""
+        key = f" `{o.name}` |" if job_keys else ""
+        lines.append(f"| `{flag}` |{key} {o.kind}{unit} | {default} | {text} |")
+    return lines
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ import stat
 import sys
 from typing import Any
 
+from ..errors import UserError
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python < 3.11 only
@@ -18,7 +20,7 @@ __all__ = ["TomlFileError", "read_toml", "MAX_TOML_BYTES"]
 MAX_TOML_BYTES = 16 << 20
 
 
-class TomlFileError(ValueError):
+class TomlFileError(UserError):
     """A TOML file that cannot be used; the message names it and what is wrong."""
 
 

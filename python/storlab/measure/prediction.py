@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
+from ..errors import SpecError
 from ..model import StackError, capacity_of, geometry_of, load_stack, mixed_iops, performance_of
 from ..model.performance import MetricResult, PerfReport
 from ..model.stack import Stack
@@ -49,16 +50,16 @@ _MODEL_NAME = {"seq_read": "seq_read_bw_bytes", "seq_write": "seq_write_bw_bytes
 
 
 def _load(stack_path: str) -> Stack:
-    """The stack, or a one-line ValueError naming the file and what is wrong with it."""
+    """The stack, or a one-line SpecError naming the file and what is wrong with it."""
     name = os.fspath(stack_path)
     try:
         return load_stack(name)
     except StackError as e:
         text = str(e)
         # load_stack names the file itself; keep that one line as is
-        raise ValueError(f"stack: {text}" if text.startswith(name) else f"stack: {name}: {text}") from None
+        raise SpecError(f"stack: {text}" if text.startswith(name) else f"stack: {name}: {text}") from None
     except OSError as e:
-        raise ValueError(f"stack: {name}: {e.strerror or e}") from None
+        raise SpecError(f"stack: {name}: {e.strerror or e}") from None
 
 
 def _stack_summary(stack: Stack) -> dict[str, Any]:
@@ -153,7 +154,7 @@ def _alignment(perf: PerfReport, metric: str) -> dict[str, Any]:
 def _phase_prediction(stack: Stack, phase_name: str, group: Mapping[str, Any]) -> dict[str, Any]:
     rw = str(group.get("rw"))
     if rw not in _RW:
-        raise ValueError(f"stack: cannot predict rw={rw!r}; the model knows {', '.join(_RW)}")
+        raise SpecError(f"stack: cannot predict rw={rw!r}; the model knows {', '.join(_RW)}")
     bs = int(group.get("bs") or 4096)
     read_metric, write_metric = _RW[rw]
     outstanding = _outstanding(group)
@@ -220,7 +221,7 @@ def _notes(stack: Stack, job: Mapping[str, Any], phases: Sequence[dict[str, Any]
 def predict_for_run(stack_path: str, job_record: Mapping[str, Any]) -> dict[str, Any]:
     """The `model` section of a run document: the stack, its four predicted figures at the run's
     request size, and per phase the figure the run measures, its limiting component and the
-    headroom of every component. Raises a one-line ValueError for a bad stack file."""
+    headroom of every component. Raises a one-line SpecError for a bad stack file."""
     stack = _load(stack_path)
     phases_spec = list(job_record.get("phases") or [])
     if not phases_spec:
@@ -232,7 +233,7 @@ def predict_for_run(stack_path: str, job_record: Mapping[str, Any]) -> dict[str,
         bs = int(job_record.get("bs") or phases[0]["bs"])
         perf = performance_of(stack, seq_request_bytes=bs, random_request_bytes=bs)
     except StackError as e:
-        raise ValueError(f"stack: {os.fspath(stack_path)}: {e}") from None
+        raise SpecError(f"stack: {os.fspath(stack_path)}: {e}") from None
     first = phases[0]
     for_this_run = {k: first[k] for k in ("phase", "metric", "unit", "value", "limiting_component",
                                           "headroom") if k in first}

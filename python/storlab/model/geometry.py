@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
+from ..errors import UserError
 from ..units import format_size, parse_size
 from .notation import RaidNotation, parse_raid
 from .stack import Stack
@@ -201,15 +202,15 @@ def parse_pattern(text: str) -> tuple[str, int | None]:
     """'sequential[:start]', 'aligned' (random, aligned to the request) or 'random[:alignment]'."""
     m = _PATTERN_RE.match(str(text).strip())
     if not m:
-        raise ValueError(f"pattern: cannot read {text!r}; use sequential[:start], aligned or random[:alignment]")
+        raise UserError(f"pattern: cannot read {text!r}; use sequential[:start], aligned or random[:alignment]")
     kind = m.group(1).lower()
     kind = "sequential" if kind == "seq" else kind
     argument = m.group(2)
     if kind == "aligned" and argument:
-        raise ValueError("pattern: aligned takes no argument (it aligns to the request size)")
+        raise UserError("pattern: aligned takes no argument (it aligns to the request size)")
     value = None if argument is None else parse_size(argument, "pattern")
     if kind == "random" and value == 0:
-        raise ValueError("pattern: random alignment must be positive")
+        raise UserError("pattern: random alignment must be positive")
     return kind, value
 
 
@@ -330,10 +331,10 @@ def analyse_alignment(geometry: Geometry, request_bytes: int, pattern: str = "se
     """Cost of writes (and reads) of `request_bytes` at the offsets of `pattern`, averaged exactly over
     the offsets the pattern visits within one full-stripe period."""
     if request_bytes <= 0:
-        raise ValueError("request size must be positive")
+        raise UserError("request size must be positive")
     pieces = -(-request_bytes // geometry.chunk_bytes) + 1   # chunks one request touches, at most
     if pieces > MAX_EVALUATED_PIECES:
-        raise ValueError(f"request: {request_bytes} bytes spans {pieces - 1} chunks of {geometry.chunk_bytes} "
+        raise UserError(f"request: {request_bytes} bytes spans {pieces - 1} chunks of {geometry.chunk_bytes} "
                          f"bytes; allowed: at most {MAX_EVALUATED_PIECES} chunks "
                          f"({MAX_EVALUATED_PIECES * geometry.chunk_bytes} bytes with this chunk)")
     kind, argument = parse_pattern(pattern)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..errors import UserError
+
 __all__ = ["NotationError", "RaidLevel", "RAID_LEVELS", "RaidNotation", "parse_raid", "MAX_DRIVES", "MAX_SPAN"]
 
 # The most drives one stack may have: beyond any real array, and small enough that every model
@@ -23,7 +25,7 @@ MAX_SPAN = 1024
 MAX_MIRROR_COPIES = 64
 
 
-class NotationError(ValueError):
+class NotationError(UserError):
     """A RAID notation that cannot be parsed or does not describe a valid layout."""
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable
 
+from ..errors import UserError
 from .geometry import AlignmentReport, Geometry, analyse_alignment, geometry_of
 from .stack import MAX_COMPONENT_DEPTH, Component, ComponentInstance, Stack, StackError
 
@@ -225,7 +226,7 @@ def _solve_metric(stack: Stack, root: ComponentInstance | None, metric: str, dri
     if root is None:
         return MetricResult(metric, unit, drives_value, drives_value, "drives", ())
     if mode not in SHARING_MODES:
-        raise ValueError(f"mode must be one of {', '.join(SHARING_MODES)}, got {mode!r}")
+        raise UserError(f"mode must be one of {', '.join(SHARING_MODES)}, got {mode!r}")
     instances = list(root.walk())
     groups_under = {id(i): len(i.all_group_ids()) for i in instances}
     caps_host = {id(i): component_capacity_host(i, metric, amplification, ops_per_request, request_bytes)

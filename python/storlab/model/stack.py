@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
+from ..errors import UserError
 from ..jobs.tomlfile import TomlFileError, read_toml
 from ..units import UnitError, parse_rate, parse_size
 from .notation import MAX_DRIVES, NotationError, RaidNotation, parse_raid
@@ -47,7 +48,7 @@ MAX_COMPONENT_ROWS = 1000           # [[component]] rows of one stack file (temp
 MAX_COMPONENT_DEPTH = 64            # levels of the path tree: host, drawer, planar, link ... are < 10
 
 
-class StackError(ValueError):
+class StackError(UserError):
     """An invalid stack description; the message is one line naming what is wrong."""
 
 

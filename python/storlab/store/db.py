@@ -22,6 +22,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from ..errors import UserError
 from ..units import UnitError, parse_duration
 from .schema import LATEST, migrate
 
@@ -35,7 +36,7 @@ WAIT_ENV = "STORLAB_STORE_WAIT"
 _ATTEMPT_BUSY_MS = 100
 
 
-class StoreError(ValueError):
+class StoreError(UserError):
     """A mistake the user can fix (unknown run, ambiguous prefix, bad filter); one line."""
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from ..errors import UserError
+
 __all__ = ["MIGRATIONS", "LATEST", "migrate"]
 
 
@@ -83,7 +85,7 @@ def migrate(db: sqlite3.Connection, target: int = LATEST) -> int:
     """
     found = db.execute("PRAGMA user_version").fetchone()[0]
     if found > LATEST:
-        raise ValueError(f"results store: schema version {found} is newer than this storlab "
+        raise UserError(f"results store: schema version {found} is newer than this storlab "
                          f"understands ({LATEST}); upgrade storlab")
     for version in range(found + 1, target + 1):
         for statement in MIGRATIONS[version - 1]:

@@ -52,7 +52,7 @@ from mpi4py import MPI
 
 from ...devices.safety import describe_path
 from ...document import header, now_iso
-from ...errors import TargetError
+from ...errors import SpecError, TargetError
 from ...jobs.job import Job, core_spec
 from ...signals import STOP
 from ..aggregate import count_in_window, deskew_window
@@ -347,18 +347,18 @@ def _rank_values(values: Mapping[str, Any], comm: Comm, target: str) -> dict[str
     everyone = comm.allgather({"phases": list(values["phases"]), "dir": values["dir"], "target": target})
     for r, x in enumerate(everyone):
         if x["phases"] != everyone[0]["phases"] or x["dir"] != everyone[0]["dir"]:
-            raise ValueError(f"rank {r} runs phases {','.join(x['phases'])} with --dir {x['dir']}, rank 0 "
+            raise SpecError(f"rank {r} runs phases {','.join(x['phases'])} with --dir {x['dir']}, rank 0 "
                              f"{','.join(everyone[0]['phases'])} with --dir {everyone[0]['dir']}: "
                              "every rank needs the same phases")
         if values["dir"] == "shared" and x["target"] != everyone[0]["target"]:
-            raise ValueError(f"--dir shared: rank {r} works in {x['target']}, rank 0 in "
+            raise SpecError(f"--dir shared: rank {r} works in {x['target']}, rank 0 in "
                              f"{everyone[0]['target']}; every rank needs the same target (no {{rank}} or {{node}})")
     shared_folder = len({x["target"] for x in everyone}) < len(everyone)
     prefix = values.get("name_prefix")
     if prefix is None:
         mine["name_prefix"] = DEFAULT_PREFIX
     elif "{rank}" not in prefix and shared_folder:
-        raise ValueError(f"--name-prefix {prefix!r}: ranks share a folder, so names need {{rank}} "
+        raise SpecError(f"--name-prefix {prefix!r}: ranks share a folder, so names need {{rank}} "
                          f"(e.g. {prefix}{{rank}}.)")
     return mine
 
@@ -688,7 +688,7 @@ class Session:
         shapes = comm.allgather(shape)
         for r, s in enumerate(shapes):
             if s != shapes[0]:
-                raise ValueError(f"rank {r} runs phases {s}, rank 0 runs {shapes[0]}: every rank needs the same job")
+                raise SpecError(f"rank {r} runs phases {s}, rank 0 runs {shapes[0]}: every rank needs the same job")
 
 
 def run_cli(job: Job, argv: list[str], launch: Launch, progress: ProgressFn | None,

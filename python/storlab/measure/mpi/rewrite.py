@@ -19,6 +19,7 @@ import copy
 import re
 from typing import Any, Sequence
 
+from ...errors import TargetError
 from ...jobs.job import Job
 
 __all__ = ["PLACEHOLDERS", "substitute", "read_only", "data_rank", "rewrite_job", "rewrite_warnings",
@@ -35,7 +36,7 @@ def substitute(path: str, rank: int, node: str, size: int) -> str:
     def one(m: re.Match) -> str:
         name = m.group(1)
         if name not in values:
-            raise ValueError(f"target {path}: unknown placeholder {{{name}}}; use {{rank}}, {{node}} or {{size}}")
+            raise TargetError(f"target {path}: unknown placeholder {{{name}}}; use {{rank}}, {{node}} or {{size}}")
         return values[name]
     return _FIELD.sub(one, path)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ...errors import UserError
+
 __all__ = ["rank_counts", "scaling_curve"]
 
 
@@ -19,7 +21,7 @@ def rank_counts(size: int, wanted: Sequence[int] | None = None) -> list[int]:
         counts = sorted(set(int(n) for n in wanted))
         bad = [n for n in counts if n < 1 or n > size]
         if bad:
-            raise ValueError(f"ranks: {bad[0]} is not between 1 and the {size} ranks of this launch")
+            raise UserError(f"ranks: {bad[0]} is not between 1 and the {size} ranks of this launch")
         return counts
     counts, n = [], 1
     while n < size:

@@ -1,4 +1,4 @@
-"""Output destinations of every command (--json, --csv, -o, --png): checked before any work starts,
+"""Output files of every command (--json, --csv, -o, --png): checked before any work starts,
 written so a reader never sees half a file, and every failure one line naming the option and path.
 
 A destination is '-' (standard output, where the command allows it), an existing regular file in
@@ -14,15 +14,9 @@ import stat
 import sys
 import tempfile
 
-from ..errors import StorlabError
+from ..errors import OutputError
 
 __all__ = ["OutputError", "check_destination", "check_folder", "write_output"]
-
-
-class OutputError(StorlabError, ValueError):
-    """An output that cannot be written; the message is one line naming the option and the path.
-    Found before the run it is a usage error (exit 2); a measuring command that fails to write
-    after its run has stored the result, says so and exits 1."""
 
 
 def _reason(e: OSError) -> str:
