@@ -51,8 +51,8 @@ def _parsers(parser, path=()):
 def _table_names() -> set[str]:
     from storlab.cli import diagnose, doctor, plan, report, results
     from storlab.cli.scale import SCALE_OPTIONS
-    from storlab.jobs.options import OPTIONS
     from storlab.jobs.meta_options import META_OPTIONS
+    from storlab.jobs.options import OPTIONS
     from storlab.measure.sweep import SWEEP_OPTIONS
 
     names = {o.name for o in (*OPTIONS, *META_OPTIONS, *SWEEP_OPTIONS, *SCALE_OPTIONS)}
@@ -73,8 +73,9 @@ def test_every_argument_of_every_command_is_a_table_row():
 
 
 # Flags that keep a command-specific help: the same meaning in words fitting the command (seed,
-# threads), and meta's --target, a directory rather than run's repeatable file or device.
-SAME_NAME_OWN_HELP = {"--seed", "--threads", "--target"}
+# threads; --ranks: rank counts, a LIST in scale and diagnose), and meta's --target, a directory
+# rather than run's repeatable file or device.
+SAME_NAME_OWN_HELP = {"--seed", "--threads", "--target", "--ranks"}
 
 
 def test_one_flag_name_has_one_meaning_across_commands():

@@ -81,7 +81,7 @@ def test_recommend(capsys):
 
 
 def test_script_to_stdout_and_file(capsys, tmp_path):
-    code, out, err = run(capsys, "script", "R6/10", "--engine", "md", "--chunk", "512k", "--fs", "ext4")
+    code, out, err = run(capsys, "script", "R6/10", "--parity", "md", "--chunk", "512k", "--fs", "ext4")
     assert code == 0
     assert "mkfs.ext4 -b 4096 -E stride=128,stripe_width=1024 /dev/md0" in out
     assert "placeholders" in err

@@ -174,7 +174,7 @@ def _json(capsys, *argv):
 
 
 def test_inter_chunk_below_intra_chunk_is_repeated_in_geometry_perf_and_script(capsys):
-    layout = ["R6/10", "--count", "2", "--chunk", "512k", "--inter-chunk", "64k", "--engine", "md"]
+    layout = ["R6/10", "--count", "2", "--chunk", "512k", "--inter-chunk", "64k", "--parity", "md"]
     for command in ("geometry", "perf", "script"):
         doc = _json(capsys, command, *layout)
         assert "inter-chunk-smaller" in [w["code"] for w in doc["warnings"]], command

@@ -37,7 +37,7 @@ CASES = [
     (["geometry", "R6/99999999999999999999"], "numbers too large"),
     (["geometry", "R6/99999"], "allowed: 4 to 1024 drives per span"),
     (["geometry", "R6/12/999999"], "allowed: at most 100000 per stack"),
-    (["geometry", "R6/12", "--count", "999999999999"], "allowed: at most 100000 per stack"),
+    (["geometry", "R6/12", "--count", "999999999999"], "--count: '999999999999' is out of range; allowed: >= 1 and <= 100000"),
     (["geometry", "R6/12", "--chunk", "1TiB"], "chunk 1099511627776 bytes; allowed:"),
     (["geometry", "R6/12", "--count", "2", "--inter-chunk", "64GiB"], "inter_chunk 68719476736 bytes; allowed:"),
     (["geometry", "R6/12", "--request", "1024TiB"], "allowed: at most 200000 chunks"),
@@ -66,7 +66,7 @@ CASES = [
       "--chunks", "4k,8k,16k,32k,64k,128k,256k,512k,1m,2m,4m,8m,16m,32m,64m,128m"], "candidate layouts"),
     (["recommend", "--drives", "24", "--drive", "1000PB"], "capacity"),
     # script: the same stack bounds
-    (["script", "R0/99999", "--engine", "md"], "allowed: 2 to 1024 drives per span"),
+    (["script", "R0/99999", "--parity", "md"], "allowed: 2 to 1024 drives per span"),
     (["script", "R6/12", "--chunk", "1TiB"], "chunk"),
 ]
 

@@ -20,6 +20,7 @@ from ..signals import STOP
 from .main import ExitCode
 from .options_cli import OUTPUT, CommandTable, add_table_arguments, parse_table_args, takes_json_name
 from .run import stop_exit_code, store_result
+from .scale import parse_rank_counts
 
 __all__ = ["COMMANDS", "DIAGNOSE_OPTIONS", "register", "run"]
 
@@ -35,8 +36,9 @@ COMMANDS: tuple[CommandTable, ...] = (
         BY_NAME["stack"],
         _row("budget", "duration", "time for all probes together; each probe gets an equal share (2 to 10 s)",
              default=DEFAULT_BUDGET_S, category="timing", minimum=5, maximum=86400, unit="s"),
-        _row("ranks", "int", "also measure the file system as N MPI ranks on this host (mpiexec)",
-             default=None, category="workload", minimum=2, maximum=1024, metavar="N"),
+        _row("ranks", "list", "rank counts at which to measure the file system again, as MPI ranks on "
+             "this host (mpiexec), comma-separated (default: none)", parse=parse_rank_counts, metavar="LIST",
+             category="scale"),
         BY_NAME["allow_destroy"], BY_NAME["json"], OUTPUT,
         BY_NAME["quiet"], BY_NAME["store"], BY_NAME["no_store"], BY_NAME["tag"], BY_NAME["note"])),
 )
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     say = None if quiet else (lambda line: print(line, file=sys.stderr))
     settings = Settings(budget_s=float(v["budget"]), allow_destroy=tuple(v.get("allow_destroy") or ()),
                         argv=["storlab", "diagnose", *sys.argv[2:]], stack_file=v.get("stack"), say=say,
-                        ranks=v.get("ranks"))
+                        ranks=tuple(c for c in v.get("ranks") or () if c > 1))
     try:
         doc, probe_docs = diagnose(v["target"], settings)
     finally:

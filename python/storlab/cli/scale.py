@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _counts(raw: str, label: str) -> list[int]:
+def parse_rank_counts(raw: str, label: str) -> list[int]:
     """Comma-separated rank counts, each a whole number from 1 (checked against the launch's size
     once it is known)."""
     items = [x.strip() for x in str(raw).split(",") if x.strip()]
@@ -51,7 +51,7 @@ def _counts(raw: str, label: str) -> list[int]:
 # The options of `storlab scale` beyond the run table's.
 SCALE_OPTIONS: tuple[Option, ...] = (
     Option("ranks", "list", "rank counts to run, comma-separated (default: 1, 2, 4 ... and all ranks)",
-           parse=_counts, metavar="LIST", category="scale", core=False, job_key=False),
+           parse=parse_rank_counts, metavar="LIST", category="scale", core=False, job_key=False),
 )
 
 

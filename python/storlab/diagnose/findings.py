@@ -123,9 +123,9 @@ def build_rows(view, results: dict[tuple[str, str], ProbeResult], workloads: lis
         if fs is not None:
             exp_fs = below if (below is not None and view.members) else None
             rows.append(_row("fs", f"{view.mount_point} ({view.fs_type}, direct)", w, fs, exp_fs))
-            ranks = results.get(("fs-ranks", w.name))
-            if ranks is not None:
-                rows.append(_row("fs-ranks", ranks.probe.subject, w, ranks, exp_fs))
+            for (layer, wname), ranks in results.items():
+                if layer.startswith("fs-ranks:") and wname == w.name:
+                    rows.append(_row("fs-ranks", ranks.probe.subject, w, ranks, exp_fs))
             for layer, what in (("fs-buffered", "buffered, out of cache"), ("fs-cached", "buffered, in cache")):
                 r = results.get((layer, w.name))
                 if r is not None and fs.value:

@@ -45,7 +45,7 @@ class Settings:
     allow_destroy: tuple[str, ...] = ()
     argv: list[str] = field(default_factory=list)
     stack_file: str | None = None
-    ranks: int | None = None                          # also probe the file system as N MPI ranks
+    ranks: tuple[int, ...] = ()                       # also probe the file system at these MPI rank counts
     say: Callable[[str], None] | None = None          # progress lines (stderr in the CLI)
 
 
@@ -58,7 +58,7 @@ def natural_workload(view: StackView) -> Workload:
 
 
 def plan_probes(view: StackView, budget_s: float, probe_file: str | None, workloads: list[Workload],
-                ranks: int | None = None) -> list[Probe]:
+                ranks: tuple[int, ...] = ()) -> list[Probe]:
     """Every probe, with a time that fits the budget (PROBE_MIN_S..PROBE_MAX_S each)."""
     members = [f"/dev/{m}" for m in view.members]
     share = data_members(view.level, len(members))
@@ -74,9 +74,9 @@ def plan_probes(view: StackView, budget_s: float, probe_file: str | None, worklo
             probes.append(Probe("volume", view.volume_layer, w, [f"/dev/{view.volume}"], 0.0))
         if probe_file:
             probes.append(Probe("fs", view.mount_point or "", w, [probe_file], 0.0))
-            if ranks:
-                probes.append(Probe("fs-ranks", f"{view.mount_point} ({ranks} MPI ranks)", w, [probe_file], 0.0,
-                                    extra={"ranks": ranks}))
+            for n in ranks:
+                probes.append(Probe(f"fs-ranks:{n}", f"{view.mount_point} ({n} MPI ranks)", w, [probe_file], 0.0,
+                                    extra={"ranks": n}))
     if probe_file:
         # out of cache means each byte read once: the time ends it, or the end of the file does
         # (a time-based read would wrap around and read the pages its first pass cached)
@@ -180,7 +180,7 @@ def _run(p: Probe, settings: Settings, doc: dict[str, Any], results: dict, probe
     if STOP.requested:
         doc.update(complete=False, stop_reason="interrupted", signal=STOP.signal_name)
         return None
-    if p.layer == "fs-ranks":
+    if p.layer.startswith("fs-ranks:"):
         ranks = p.extra.pop("ranks")
         r = run_rank_probe(p, ranks, settings.argv)
         p.extra["ranks"] = ranks
