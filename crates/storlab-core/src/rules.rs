@@ -197,7 +197,7 @@ pub fn choices(field: &str) -> Option<Vec<String>> {
 pub fn check_choice(field: &str, value: &str) -> Result<()> {
     match choices(field) {
         Some(allowed) if !allowed.iter().any(|a| a == value) => {
-            Err(Error::spec(format!("{field}: {value:?} is not allowed; use one of: {}", allowed.join(", "))))
+            Err(Error::spec(format!("{field}: '{value}' is not allowed; use one of: {}", allowed.join(", "))))
         }
         Some(_) => Ok(()),
         None => Err(Error::spec(format!("{field}: not a choice option of the engine"))),
@@ -300,7 +300,7 @@ mod tests {
         let e = check_number("ramp", Num::Real(1e300)).unwrap_err();
         assert!(e.message.starts_with("ramp: 1e300 s is out of range"), "{}", e.message);
         let e = check_choice("rw", "sideways").unwrap_err();
-        assert_eq!(e.message, "rw: \"sideways\" is not allowed; use one of: read, write, randread, randwrite, rw, randrw");
+        assert_eq!(e.message, "rw: 'sideways' is not allowed; use one of: read, write, randread, randwrite, rw, randrw");
         assert!(check_number("seed", Num::Int(i64::MAX as u64)).is_ok());
         assert!(check_number("seed", Num::Int(i64::MAX as u64 + 1)).is_err());
         assert!(check_number("rw", Num::Int(1)).is_err() && check_choice("bs", "x").is_err());

@@ -321,8 +321,9 @@ def _number(v: float) -> str:
 
 
 def _engine_rule(opt: Option) -> dict[str, Any] | None:
-    """The engine's rule of an engine option; None for the others (run-level, meta, sweep)."""
-    return ENGINE_RULES.get(opt.name) if opt.core else None
+    """The engine's rule of an engine option (a row of this table); None for any other (run-level,
+    or a row of another table such as meta's `threads`)."""
+    return ENGINE_RULES.get(opt.name) if opt.core and BY_NAME.get(opt.name) is opt else None
 
 
 def _engine_check(opt: Option, value: Any) -> None:
