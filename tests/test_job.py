@@ -42,7 +42,7 @@ def test_groups_run_together_in_one_phase(tmp_path):
     ('thraeds = 2\n', ["unknown option 'thraeds'", "did you mean 'threads'"]),
     ('rw = "sideways"\n', ["rw", "read, write"]),
     ('[[phase]]\njson = "-"\n', ["json", "whole run"]),
-    ('engine = "psync"\nqd = 8\n', ["qd: 8", "io_uring"]),
+    ('engine = "psync"\nqd = 8\n', ["qd 8", "io_uring"]),
     ('engine = "psync"\n"uring.sqpoll" = true\n', ["uring.sqpoll", "io_uring"]),
     ('io_size = "1m"\nio_total = "2m"\n', ["io_size", "io_total"]),
 ])

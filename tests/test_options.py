@@ -20,7 +20,7 @@ def test_engine_options_have_the_engines_default_bounds_unit_and_choices():
         if not o.core:
             continue
         rule = rules[o.name]
-        default = tuple(rule["default"]) if o.kind == "paths" else rule["default"]
+        default = tuple(rule["default"]) if isinstance(rule["default"], list) else rule["default"]
         assert (o.default, type(o.default)) == (default, type(default)), o.name
         assert (o.minimum, o.maximum) == (rule.get("min"), rule.get("max")), o.name
         if o.kind in NUMERIC_KINDS:

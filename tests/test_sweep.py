@@ -389,7 +389,7 @@ def test_a_failed_point_ends_the_sweep_with_its_error():
 
 def test_a_bad_combination_fails_before_anything_runs():
     axes, fixed = build_axes([("engine", "psync"), ("qd", "1,2")])
-    with pytest.raises(OptionError, match=r"point qd=2: .*qd: 2 needs an asynchronous engine"):
+    with pytest.raises(OptionError, match=r"point qd=2: .*qd 2 needs an asynchronous engine"):
         plan_sweep(axes, fixed, Settings())
 
 

@@ -1,7 +1,8 @@
 //! The job spec: plain data handed over from Python (JSON), one field per engine-bound option of
-//! python/storlab/options.py, with the same names. A phase holds one or more groups that run at
-//! the same time (fio's jobs between two stonewalls). Validation of values happens here; touching
-//! the system (opening, sizing, alignment) happens in `plan`.
+//! python/storlab/jobs/options.py, with the same names. A phase holds one or more groups that run at
+//! the same time (fio's jobs between two stonewalls). Validation of values happens here (each
+//! option's bounds and allowed values in `rules`, their combinations below); touching the system
+//! (opening, sizing, alignment) happens in `plan`.
 
 use serde::{Deserialize, Serialize};
 
@@ -389,7 +390,7 @@ impl GroupSpec {
             return Err(bad(field, format!("belongs to engine {}, but engine is {}", engine.as_str(), self.engine.as_str())));
         }
         if self.engine == EngineKind::Psync && self.qd > 1 {
-            return Err(bad("qd", format!("{} needs an asynchronous engine (io_uring or null); psync does one request at a time", self.qd)));
+            return Err(bad("qd", format!("psync does one request at a time; qd {} needs an asynchronous engine (io_uring or null)", self.qd)));
         }
         Ok(())
     }

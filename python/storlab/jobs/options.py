@@ -267,7 +267,8 @@ def _with_engine_rule(opt: Option) -> Option:
     rule = ENGINE_RULES.get(opt.name) if opt.core else None
     if rule is None:
         return opt
-    default = tuple(rule["default"]) if opt.kind == "paths" else rule["default"]
+    default = rule["default"]
+    default = tuple(default) if isinstance(default, list) else default    # the table's defaults are immutable
     return dataclasses.replace(opt, default=default, minimum=rule.get("min", opt.minimum),
                                maximum=rule.get("max", opt.maximum), unit=rule.get("unit", opt.unit))
 
