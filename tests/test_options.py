@@ -32,7 +32,7 @@ def test_engine_options_have_the_engines_default_bounds_unit_and_choices():
 
 def test_the_table_does_not_write_an_engine_rule_a_second_time():
     """A row of an engine option says how its value is written; default, bounds and unit are the engine's."""
-    for row in options._ROWS:
+    for row in options.ROWS:
         if row.core and row.name in options.ENGINE_RULES:
             assert (row.default, row.minimum, row.maximum, row.unit) == (None, None, None, ""), row.name
 

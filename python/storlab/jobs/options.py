@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 from .. import _core
 from ..units import MAX_BYTES, MAX_DURATION_S, UnitError, format_size, parse_duration, parse_rate, parse_size
 
-__all__ = ["Option", "OptionError", "OPTIONS", "BY_NAME", "parse_option", "parse_value", "defaults",
+__all__ = ["Option", "OptionError", "ROWS", "ENGINE_RULES", "OPTIONS", "BY_NAME", "parse_option", "parse_value", "defaults",
            "render_reference"]
 
 
@@ -89,7 +89,8 @@ RW_CHOICES = _choice(
 # Every engine option's rule, from the engine: {name: {default, min, max, unit, allowed, choices}}.
 ENGINE_RULES: dict[str, dict[str, Any]] = json.loads(_core.option_rules())
 
-_ROWS: tuple[Option, ...] = (
+# The rows as written; OPTIONS is them with each engine option completed by the engine's rule.
+ROWS: tuple[Option, ...] = (
     # --- targets ---------------------------------------------------------------------------
     Option("target", "paths", "file or block device to do I/O on (repeatable); default: a scratch "
            "file in a temporary folder under the current directory, removed afterwards",
@@ -273,7 +274,7 @@ def _with_engine_rule(opt: Option) -> Option:
                                maximum=rule.get("max", opt.maximum), unit=rule.get("unit", opt.unit))
 
 
-OPTIONS: tuple[Option, ...] = tuple(_with_engine_rule(o) for o in _ROWS)
+OPTIONS: tuple[Option, ...] = tuple(_with_engine_rule(o) for o in ROWS)
 BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
 BY_FIO_NAME: dict[str, Option] = {o.fio_name: o for o in OPTIONS if o.fio_name}
 
