@@ -37,6 +37,28 @@ def test_the_table_does_not_write_an_engine_rule_a_second_time():
             assert (row.default, row.minimum, row.maximum, row.unit) == (None, None, None, ""), row.name
 
 
+def test_meta_options_have_the_engines_default_bounds_and_choices():
+    """The meta table still writes its rows in full: each numeric or choice option must say what
+    the engine's meta spec says (crates/storlab-core/src/meta/spec.rs BOUNDS)."""
+    from storlab.measure.meta import META_OPTIONS
+
+    rules = json.loads(_core.meta_option_rules())
+    checked = 0
+    for o in META_OPTIONS:
+        rule = rules.get(o.name)
+        if rule is None or not ("min" in rule or "choices" in rule):
+            continue
+        checked += 1
+        assert o.default == rule["default"], o.name
+        if o.kind in NUMERIC_KINDS:
+            assert (o.minimum, o.upper) == (rule["min"], rule["max"]), o.name
+        else:
+            assert set(o.choices) == set(rule["choices"]), o.name
+    numeric_meta = {o.name for o in META_OPTIONS if o.kind in NUMERIC_KINDS and o.core and o.name in rules}
+    assert numeric_meta <= {name for name, rule in rules.items() if "min" in rule}
+    assert checked >= 8
+
+
 def test_bs_above_1_gib_is_refused_by_the_table_as_by_the_engine():
     """bs had no maximum in the table while the engine refused more than 1 GiB."""
     assert BY_NAME["bs"].maximum == 1 << 30

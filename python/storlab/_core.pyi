@@ -190,5 +190,10 @@ def meta_spec_field_names() -> list[str]:
     engine in step."""
 
 
+def meta_option_rules() -> str:
+    """Every field of a meta spec with its rule, as JSON in the form of `option_rules`: the
+    default, and min, max and unit of numeric options, choices of choice options."""
+
+
 def validate_meta_spec(spec_json: str) -> None:
     """Validate a meta spec without touching the system; raises CoreError (kind "spec")."""

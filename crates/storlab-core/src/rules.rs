@@ -1,5 +1,6 @@
 //! The rules of the engine's job options, written once: each numeric option's bounds and unit,
-//! each choice option's allowed values, and every option's default (`GroupSpec::default`).
+//! each choice option's allowed values, and every option's default (`GroupSpec::default`; the
+//! metadata benchmark's `MetaSpec` has its own table in meta/spec.rs, of the same `Bounds`).
 //! `GroupSpec::validate` checks a spec against them; the Python bindings export them
 //! (`storlab._core.option_rules`) and check single values with them (`check_option`), so the option
 //! table (python/storlab/jobs/options.py) takes its defaults and bounds from here, and a bad value
@@ -58,27 +59,27 @@ impl Num {
     }
 }
 
-/// The inclusive bounds of one numeric option, and where a group holds its value.
-pub struct Bounds {
+/// The inclusive bounds of one numeric option, and where a spec `S` holds its value.
+pub struct Bounds<S: 'static> {
     pub field: &'static str,
     pub unit: Unit,
     pub min: Num,
     pub max: Num,
-    value: fn(&GroupSpec) -> Option<Num>,
+    value: fn(&S) -> Option<Num>,
 }
 
-const fn ints(field: &'static str, unit: Unit, min: u64, max: u64, value: fn(&GroupSpec) -> Option<Num>) -> Bounds {
+pub const fn ints<S>(field: &'static str, unit: Unit, min: u64, max: u64, value: fn(&S) -> Option<Num>) -> Bounds<S> {
     Bounds { field, unit, min: Num::Int(min), max: Num::Int(max), value }
 }
 
 /// A duration: from `min` seconds to 10 years. Every duration is bounded before anything converts
 /// it: Duration::from_secs_f64 panics past u64 seconds, and Instant + Duration on overflow.
-const fn secs(field: &'static str, min: f64, value: fn(&GroupSpec) -> Option<Num>) -> Bounds {
+pub const fn secs<S>(field: &'static str, min: f64, value: fn(&S) -> Option<Num>) -> Bounds<S> {
     Bounds { field, unit: Unit::Seconds, min: Num::Real(min), max: Num::Real(MAX_DURATION_S), value }
 }
 
 /// Byte counts stop at 1 EiB (MAX_BYTES), so sums and products of offsets stay inside u64.
-pub const BOUNDS: &[Bounds] = &[
+pub const BOUNDS: &[Bounds<GroupSpec>] = &[
     ints("size", Unit::Bytes, 1, MAX_BYTES, |g| g.size.map(Num::Int)),
     ints("offset", Unit::Bytes, 0, MAX_BYTES, |g| Some(Num::Int(g.offset))),
     ints("segments", Unit::Count, 1, 1 << 40, |g| Some(Num::Int(g.segments))),
@@ -106,7 +107,7 @@ pub const BOUNDS: &[Bounds] = &[
     ints("uring.batch", Unit::Count, 0, 65536, |g| Some(Num::Int(g.uring_batch.into()))),
 ];
 
-impl Bounds {
+impl<S> Bounds<S> {
     /// What the option accepts, in words: ">= 1 byte and <= 1 GiB".
     pub fn allowed(&self) -> String {
         format!(">= {} and <= {}", self.show(self.min), self.show(self.max))
@@ -156,22 +157,28 @@ fn bytes_text(n: u64) -> String {
     format!("{n} bytes")
 }
 
-/// The bounds of a numeric option; None for any other option.
-pub fn bounds(field: &str) -> Option<&'static Bounds> {
+/// The bounds of a numeric option of a group; None for any other option.
+pub fn bounds(field: &str) -> Option<&'static Bounds<GroupSpec>> {
     BOUNDS.iter().find(|b| b.field == field)
 }
 
-/// Every numeric option of a group within its bounds; the first that is not is named.
-pub fn check_group(g: &GroupSpec) -> Result<()> {
-    for b in BOUNDS {
-        if let Some(v) = (b.value)(g) {
+/// Every numeric option of `spec` within its bounds in `table`; the first that is not is named.
+pub fn check_all<S>(table: &[Bounds<S>], spec: &S) -> Result<()> {
+    for b in table {
+        if let Some(v) = (b.value)(spec) {
             b.check(v)?;
         }
     }
     Ok(())
 }
 
-fn names<T: Serialize>(all: &[T]) -> Vec<String> {
+/// Every numeric option of a group within its bounds.
+pub fn check_group(g: &GroupSpec) -> Result<()> {
+    check_all(BOUNDS, g)
+}
+
+/// The serde names of an enum's values, in the order given.
+pub fn names<T: Serialize>(all: &[T]) -> Vec<String> {
     all.iter()
         .map(|v| match serde_json::to_value(v) {
             Ok(Value::String(s)) => s,
@@ -216,16 +223,22 @@ pub fn check_number(field: &str, value: Num) -> Result<()> {
 /// `{name: {"default", "min", "max", "unit", "allowed", "choices"}}`; min, max and unit for
 /// numeric options, choices for choice options, `allowed` in words for both.
 pub fn option_rules() -> Value {
-    let Ok(Value::Object(defaults)) = serde_json::to_value(GroupSpec::default()) else {
+    rules_json(&GroupSpec::default(), BOUNDS, choices, &["name"])
+}
+
+/// The rules of every field of a spec (`defaults` its default value) as `option_rules` gives them.
+pub fn rules_json<S: Serialize>(defaults: &S, table: &[Bounds<S>], choices: fn(&str) -> Option<Vec<String>>,
+                                skip: &[&str]) -> Value {
+    let Ok(Value::Object(defaults)) = serde_json::to_value(defaults) else {
         return Value::Object(Map::new());
     };
     let mut out = Map::new();
     for (name, default) in defaults {
-        if name == "name" {
+        if skip.contains(&name.as_str()) {
             continue;
         }
         let mut rule = json!({ "default": default });
-        if let Some(b) = bounds(&name) {
+        if let Some(b) = table.iter().find(|b| b.field == name) {
             rule["min"] = json!(b.min);
             rule["max"] = json!(b.max);
             rule["unit"] = json!(b.unit.as_str());
