@@ -209,6 +209,44 @@ def test_sizes_above_2_to_the_53_stay_exact():
         units.parse_size("2048PiB")
 
 
+@pytest.mark.parametrize("flag, toml, fio, message", [
+    ("--bs=2g", 'bs = "2g"', "bs=2g", "bs: 2 GiB is out of range; allowed: >= 1 byte and <= 1 GiB"),
+    ("--threads=5000", "threads = 5000", "numjobs=5000", "threads: 5000 is out of range; allowed: >= 1 and <= 4096"),
+    ("--qd=70000", "qd = 70000", "iodepth=70000", "qd: 70000 is out of range; allowed: >= 1 and <= 65536"),
+    ("--ramp=400000000", "ramp = 400000000", "ramp_time=400000000",
+     "ramp: 400000000 s is out of range; allowed: >= 0 s and <= 10 years"),
+])
+def test_a_bad_value_reads_the_same_from_a_flag_a_job_file_and_an_fio_job_file(tmp_path, capsys, flag, toml, fio, message):
+    """The engine checks every value of an engine option (storlab._core.check_option): one message,
+    whichever way the value came in."""
+    target = str(tmp_path / "t.dat")
+    (tmp_path / "job.toml").write_text(f'{toml}\nengine = "null"\n')
+    (tmp_path / "job.fio").write_text(f"[j]\nioengine=null\nfilename={target}\nsize=64k\n{fio}\n")
+    lines = []
+    for extra in ([flag], [str(tmp_path / "job.toml")], ["--fio", str(tmp_path / "job.fio")]):
+        rc, err = run(capsys, *tiny(tmp_path, *extra))
+        assert rc == ExitCode.USAGE
+        lines.append(one_error_line(err))
+    assert all(line.endswith(message) for line in lines), lines
+    assert not os.path.exists(target)
+
+
+def test_every_engine_error_kind_maps_to_its_own_storlab_error():
+    """Error kinds cross the boundary by name (ErrorKind::as_str); an unmapped kind would become the
+    bare base class and lose its exit code."""
+    from storlab.errors import StorlabError, from_core
+
+    kinds = _core.error_kinds()
+    assert {"spec", "target", "alignment", "io", "engine", "interrupted"} <= set(kinds)
+    for kind in kinds:
+        e = from_core(kind, f"{kind}: message")
+        assert isinstance(e, StorlabError) and type(e) is not StorlabError, kind
+        assert str(e) == f"{kind}: message"
+    with pytest.raises(_core.CoreError) as e:
+        _core.validate_spec("{}")
+    assert e.value.args[0] == "spec" and type(from_core(*e.value.args)).__name__ == "SpecError"
+
+
 # --- planner -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv", [

@@ -1,13 +1,94 @@
 """The option table: kept in step with the Rust job spec, values validated with one-line errors."""
+import json
+
 import pytest
 from storlab import _core
-from storlab.jobs.options import OPTIONS, OptionError, parse_value, render_reference
+from storlab.jobs import options
+from storlab.jobs.job import resolve_job
+from storlab.jobs.options import BY_NAME, NUMERIC_KINDS, OPTIONS, OptionError, parse_value, render_reference
 
 
 def test_table_and_rust_spec_have_the_same_fields():
     core_options = {o.name for o in OPTIONS if o.core}
     rust_fields = set(_core.spec_field_names()) - {"name"}
     assert core_options == rust_fields
+
+
+def test_engine_options_have_the_engines_default_bounds_unit_and_choices():
+    rules = json.loads(_core.option_rules())
+    for o in OPTIONS:
+        if not o.core:
+            continue
+        rule = rules[o.name]
+        default = tuple(rule["default"]) if isinstance(rule["default"], list) else rule["default"]
+        assert (o.default, type(o.default)) == (default, type(default)), o.name
+        assert (o.minimum, o.maximum) == (rule.get("min"), rule.get("max")), o.name
+        if o.kind in NUMERIC_KINDS:
+            assert "min" in rule and "max" in rule, f"{o.name}: a numeric engine option without the engine's bounds"
+            assert o.unit == rule["unit"], o.name
+        if o.kind == "choice":
+            assert list(o.choices) == rule["choices"], o.name
+
+
+def test_the_table_does_not_write_an_engine_rule_a_second_time():
+    """A row of an engine option says how its value is written; default, bounds and unit are the engine's."""
+    for row in options.ROWS:
+        if row.core and row.name in options.ENGINE_RULES:
+            assert (row.default, row.minimum, row.maximum, row.unit) == (None, None, None, ""), row.name
+
+
+def test_meta_options_have_the_engines_default_bounds_and_choices():
+    """The meta table still writes its rows in full: each numeric or choice option must say what
+    the engine's meta spec says (crates/storlab-core/src/meta/spec.rs BOUNDS)."""
+    from storlab.measure.meta import META_OPTIONS
+
+    rules = json.loads(_core.meta_option_rules())
+    checked = 0
+    for o in META_OPTIONS:
+        rule = rules.get(o.name)
+        if rule is None or not ("min" in rule or "choices" in rule):
+            continue
+        checked += 1
+        assert o.default == rule["default"], o.name
+        if o.kind in NUMERIC_KINDS:
+            assert (o.minimum, o.upper) == (rule["min"], rule["max"]), o.name
+        else:
+            assert set(o.choices) == set(rule["choices"]), o.name
+    numeric_meta = {o.name for o in META_OPTIONS if o.kind in NUMERIC_KINDS and o.core and o.name in rules}
+    assert numeric_meta <= {name for name, rule in rules.items() if "min" in rule}
+    assert checked >= 8
+
+
+def test_bs_above_1_gib_is_refused_by_the_table_as_by_the_engine():
+    """bs had no maximum in the table while the engine refused more than 1 GiB."""
+    assert BY_NAME["bs"].maximum == 1 << 30
+    assert parse_value("bs", "1g") == 1 << 30
+    with pytest.raises(OptionError, match=r"^bs: 2 GiB is out of range; allowed: >= 1 byte and <= 1 GiB$"):
+        parse_value("bs", "2g")
+
+
+@pytest.mark.parametrize("values, words", [
+    ({"verify": "crc32c", "bs": "32"}, ["bs", "verify needs bs >= 64"]),
+    ({"rbw": "lag", "rw": "read"}, ["rbw", "needs rw=write"]),
+    ({"bs": "4k", "block": "6k"}, ["block", "whole number of transfers"]),
+    ({"files": "per_thread", "thread_layout": "strided"}, ["thread_layout", "files=shared"]),
+    ({"uring.batch": "4"}, ["uring.batch", "belongs to engine io_uring, but engine is psync"]),
+])
+def test_combinations_the_engine_refuses_are_refused_when_the_job_is_read(values, words):
+    """Rules combining options live in the engine's spec validation only; resolving a job runs it,
+    so a bad combination is one line naming the option before anything is opened."""
+    with pytest.raises(OptionError) as e:
+        resolve_job(values)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("job file phase 1 group 1: ")
+    for w in words:
+        assert w in msg, msg
+
+
+def test_groups_of_one_phase_with_different_ramps_are_refused_when_the_job_is_read():
+    jobfile = {"phase": [{"group": [{"ramp": "1s"}, {"ramp": "2s"}]}]}
+    with pytest.raises(OptionError, match="^job.toml phase 1: groups of one phase must share ramp and interval"):
+        resolve_job({}, jobfile, jobfile_name="job.toml")
 
 
 def test_every_option_has_help_and_a_known_kind():

@@ -2,10 +2,12 @@
 against exact percentiles of known samples."""
 from __future__ import annotations
 
+import json
 import math
 import random
 
 import pytest
+from storlab import _core
 from storlab.measure import stats
 
 
@@ -191,3 +193,40 @@ def test_python_summary_of_engine_buckets_equals_the_engines_summary(shm_dir, ar
                     assert mine[k] == engine[k], (d, key, k, mine[k], engine[k])
                 checked += 1
     assert checked >= 1
+
+
+# --- the same histogram in the engine (crates/storlab-core/src/histogram.rs) ---------------------
+
+EDGES = [0, 1, 127, 128, 129, 255, 256, 1_000_000, 2**40 + 12345, 2**63 - 1, 2**63, 2**64 - 2, 2**64 - 1]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_python_and_the_engine_agree_on_buckets_bounds_and_percentiles(seed):
+    """The same values through both: identical bucket indices and bounds, the same buckets, and
+    the same percentiles (each clamped to the exact min and max, as the engine does)."""
+    rng = random.Random(seed)
+    values = [int(rng.lognormvariate(math.log(100_000), 1.5)) for _ in range(5000)]
+    values += [rng.randrange(0, 128) for _ in range(50)] + EDGES
+    quantiles = [0, 1, 10, 50, 90, 99, 99.9, 99.99, 100]
+    engine = json.loads(_core.hist_record(values, [stats.quantile_fraction(q) for q in quantiles]))
+
+    assert [stats.index(v) for v in values] == [_core.hist_index(v) for v in values]
+    assert stats.histogram(values) == engine["buckets"]
+    for i in range(_core.HIST_BUCKETS):
+        lower, upper = stats.bucket_bounds(i)
+        assert (lower, min(upper, 2**64 - 1)) == _core.hist_bounds(i), i   # the engine's u64 saturates at 2^64
+    lo, hi = min(values), max(values)
+    assert [stats.percentile(engine["buckets"], q, lo, hi) for q in quantiles] == engine["percentiles"]
+    mine = stats.summary(engine["buckets"], lo, hi)
+    assert {k: mine[k] for k in ("min", "p50", "p90", "p99", "p999", "max")} == \
+        {k: engine["summary"][k] for k in ("min", "p50", "p90", "p99", "p999", "max")}
+
+
+def test_the_last_buckets_midpoint_is_the_same_in_python_and_the_engine():
+    """The engine took the last bucket's midpoint from its upper end saturated at 2^64 - 1, and
+    reported 2^56 - 1 above the lower end where Python reports 2^56."""
+    last = _core.HIST_BUCKETS - 1
+    values = [127 << 57, 2**64 - 1]                 # both ends of the last bucket
+    engine = json.loads(_core.hist_record(values, [0.5]))
+    assert engine["buckets"] == stats.histogram(values) == [[last, 2]]
+    assert engine["percentiles"] == [(127 << 57) + 2**56] == [stats.percentile(engine["buckets"], 50, *values)]

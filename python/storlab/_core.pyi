@@ -1,6 +1,6 @@
 """Type stub of `storlab._core`, the PyO3 bindings over the Rust engine (crates/storlab-py/src).
 
-The bindings move JSON in and out: a phase spec (python/storlab/job.py `core_spec`) goes in as
+The bindings move JSON in and out: a phase spec (python/storlab/jobs/job.py `core_spec`) goes in as
 text, results come back as text (docs/result-format.md). Every long call releases the GIL and
 returns to Python at least every 50 ms so signal handlers run. tests/test_core_stub.py keeps this
 file and the compiled module naming the same things.
@@ -21,9 +21,9 @@ MAX_BYTES: Final[int]
 """The largest byte count (offset + size, io_size, io_total, block) the engine accepts: 2**60."""
 
 class CoreError(Exception):
-    """An engine error. `args` is `(kind, message)`: kind is one of "spec", "target",
-    "alignment", "io", "engine", "interrupted"; storlab.errors.from_core maps it to storlab's
-    exception hierarchy."""
+    """An engine error. `args` is `(kind, message)`: kind is one of `error_kinds()` ("spec",
+    "target", "alignment", "io", "engine", "interrupted"); storlab.errors.from_core maps it to
+    storlab's exception hierarchy."""
 
     args: tuple[str, str]
     """(kind, message)."""
@@ -142,6 +142,24 @@ def validate_spec(spec_json: str) -> None:
     """Validate a phase spec without touching the system; raises CoreError (kind "spec")."""
 
 
+def error_kinds() -> list[str]:
+    """The name of every error kind CoreError can carry (crates/storlab-core error.rs
+    `ErrorKind::as_str`), for the test that storlab.errors.from_core maps each one."""
+
+
+def option_rules() -> str:
+    """Every engine option (a field of a phase spec's group) with its rule, as JSON
+    {name: {"default", "min", "max", "unit", "allowed", "choices"}}: min, max (inclusive) and unit
+    ("bytes", "s", "%" or "") for numeric options, choices for choice options, `allowed` in words
+    for both. The option table (storlab/jobs/options.py) takes its defaults and bounds from here."""
+
+
+def check_option(name: str, value: int | float | str) -> None:
+    """Check one value of the engine option `name`: a number against its bounds, a text against
+    its allowed values. ValueError, one line naming the option and what it allows, when it does
+    not hold (or when the option has no such rule)."""
+
+
 def opened_paths(spec_json: str) -> str:
     """Every path the plan of this phase spec opens, as JSON [{"path", "writes"}] (per-thread
     PATH.N names included): what the write-safety gate must check. Raises CoreError on a bad
@@ -151,6 +169,12 @@ def opened_paths(spec_json: str) -> str:
 def random_distribution(text: str) -> str:
     """The canonical text of a `random_distribution` value; ValueError (one line naming the
     option and its forms) when it is not one."""
+
+
+def hist_record(values_ns: list[int], quantiles: list[float]) -> str:
+    """Record `values_ns` in the engine's latency histogram; as JSON its non-empty buckets
+    `[[index, count], ...]`, its summary {min, mean, stddev, p50, p90, p99, p999, max} and the value
+    at each quantile of `quantiles` (0..1), for the test that storlab.measure.stats agrees."""
 
 
 def hist_index(v: int) -> int:
@@ -164,6 +188,11 @@ def hist_bounds(i: int) -> tuple[int, int]:
 def meta_spec_field_names() -> list[str]:
     """Names of the fields of a meta spec, for the test that keeps the meta option table and the
     engine in step."""
+
+
+def meta_option_rules() -> str:
+    """Every field of a meta spec with its rule, as JSON in the form of `option_rules`: the
+    default, and min, max and unit of numeric options, choices of choice options."""
 
 
 def validate_meta_spec(spec_json: str) -> None:

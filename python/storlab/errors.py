@@ -58,6 +58,9 @@ _BY_KIND = {
     "alignment": AlignmentError,
     "engine": EngineError,
     "io": RunIOError,
+    # A layout stopped by a signal: the signal's own exception (signals.Interrupted) reaches Python
+    # first, so this only names what the engine says if it ever comes through.
+    "interrupted": EngineError,
 }
 
 

@@ -3,7 +3,7 @@
 //! its bucket midpoint. Each worker owns one without locks; merging is bucket-wise addition plus the
 //! parallel mean/variance formula, so percentiles of merged histograms are exact re-computations.
 //!
-//! The bucket scheme is called `loglinear6` in results; python/storlab/stats.py mirrors `index`
+//! The bucket scheme is called `loglinear6` in results; python/storlab/measure/stats.py mirrors `index`
 //! and `bounds`, and a test checks both sides agree.
 
 use serde::Serialize;
@@ -26,25 +26,29 @@ pub fn index(v: u64) -> usize {
     (((shift + 1) as u64) * SUB_COUNT + ((v >> shift) & (SUB_COUNT - 1))) as usize
 }
 
-/// Half-open value range `[lower, upper)` of a bucket.
-pub fn bounds(i: usize) -> (u64, u64) {
+/// Lower end and width of a bucket.
+fn lower_and_width(i: usize) -> (u64, u64) {
     let i = i as u64;
     if i < 2 * SUB_COUNT {
-        return (i, i + 1);
+        return (i, 1);
     }
     let shift = i / SUB_COUNT - 1;
-    let lower = (SUB_COUNT + i % SUB_COUNT) << shift;
-    (lower, lower.saturating_add(1u64 << shift))
+    ((SUB_COUNT + i % SUB_COUNT) << shift, 1u64 << shift)
 }
 
-/// The value reported for a bucket: its midpoint (exact for the unit-width buckets).
+/// Half-open value range `[lower, upper)` of a bucket. The last bucket's upper end, 2^64, is
+/// given as u64::MAX.
+pub fn bounds(i: usize) -> (u64, u64) {
+    let (lower, width) = lower_and_width(i);
+    (lower, lower.saturating_add(width))
+}
+
+/// The value reported for a bucket: its midpoint, lower + width / 2 (exact for the unit-width
+/// buckets). From the width, not `bounds`, so the last bucket's midpoint is not cut by the
+/// saturated upper end.
 pub fn representative(i: usize) -> u64 {
-    let (lo, hi) = bounds(i);
-    if hi - lo == 1 {
-        lo
-    } else {
-        lo + (hi - lo) / 2
-    }
+    let (lower, width) = lower_and_width(i);
+    lower + width / 2
 }
 
 /// Latency histogram plus exact min/max/mean/variance (Welford), all in nanoseconds.

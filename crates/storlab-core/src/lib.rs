@@ -15,6 +15,7 @@ pub mod meta;
 pub mod plan;
 pub(crate) mod rbw;
 pub(crate) mod rng;
+pub mod rules;
 pub mod run;
 pub mod spec;
 pub mod stats;

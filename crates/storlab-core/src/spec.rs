@@ -1,7 +1,8 @@
 //! The job spec: plain data handed over from Python (JSON), one field per engine-bound option of
-//! python/storlab/options.py, with the same names. A phase holds one or more groups that run at
-//! the same time (fio's jobs between two stonewalls). Validation of values happens here; touching
-//! the system (opening, sizing, alignment) happens in `plan`.
+//! python/storlab/jobs/options.py, with the same names. A phase holds one or more groups that run at
+//! the same time (fio's jobs between two stonewalls). Validation of values happens here (each
+//! option's bounds and allowed values in `rules`, their combinations below); touching the system
+//! (opening, sizing, alignment) happens in `plan`.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +22,9 @@ pub enum Rw {
 }
 
 impl Rw {
+    /// Every pattern, in declaration order: the allowed values of `rw` (rules.rs).
+    pub const ALL: [Rw; 6] = [Rw::Read, Rw::Write, Rw::Randread, Rw::Randwrite, Rw::Rw, Rw::Randrw];
+
     pub fn is_random(self) -> bool {
         matches!(self, Rw::Randread | Rw::Randwrite | Rw::Randrw)
     }
@@ -43,6 +47,18 @@ pub enum EngineKind {
     Null,
 }
 
+impl EngineKind {
+    pub const ALL: [EngineKind; 3] = [EngineKind::Psync, EngineKind::IoUring, EngineKind::Null];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Psync => "psync",
+            EngineKind::IoUring => "io_uring",
+            EngineKind::Null => "null",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ThreadLayout {
@@ -54,6 +70,10 @@ pub enum ThreadLayout {
     Segmented,
     /// Round-robin transfers: participant p does transfers p, p+P, p+2P ... (segments of bs).
     Strided,
+}
+
+impl ThreadLayout {
+    pub const ALL: [ThreadLayout; 4] = [ThreadLayout::Region, ThreadLayout::Shared, ThreadLayout::Segmented, ThreadLayout::Strided];
 }
 
 /// Read-behind-write: a writer and a reader per target, the reader following the writer.
@@ -68,6 +88,10 @@ pub enum RbwMode {
     Lag,
 }
 
+impl RbwMode {
+    pub const ALL: [RbwMode; 3] = [RbwMode::Off, RbwMode::Lockstep, RbwMode::Lag];
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FileLayout {
@@ -75,6 +99,10 @@ pub enum FileLayout {
     Shared,
     /// Each thread its own file, named PATH.N with N the participant index.
     PerThread,
+}
+
+impl FileLayout {
+    pub const ALL: [FileLayout; 2] = [FileLayout::Shared, FileLayout::PerThread];
 }
 
 /// One group of identical workers (fio: one job section with numjobs).
@@ -316,18 +344,8 @@ impl GroupSpec {
         if self.target.is_empty() {
             return Err(bad("target", "no target given".into()));
         }
-        if self.bs == 0 || self.bs > (1 << 30) {
-            return Err(bad("bs", format!("{} is out of range; allowed: 1 byte to 1 GiB", self.bs)));
-        }
-        if self.threads == 0 {
-            return Err(bad("threads", "must be at least 1".into()));
-        }
-        if self.qd == 0 || self.qd > 65536 {
-            return Err(bad("qd", format!("{} is out of range; allowed: 1 to 65536", self.qd)));
-        }
-        if self.rwmix_read > 100 {
-            return Err(bad("rwmix_read", format!("{} is out of range; allowed: 0 to 100", self.rwmix_read)));
-        }
+        // Bounds of every numeric option (rules.rs, exported to the Python option table).
+        crate::rules::check_group(self).map_err(|e| Error::spec(format!("{who}{}", e.message)))?;
         if self.verify != VerifyKind::Off && self.bs < MIN_BLOCK {
             return Err(bad("bs", format!("{} bytes is too small to carry a verification header; verify needs bs >= {MIN_BLOCK}", self.bs)));
         }
@@ -338,15 +356,9 @@ impl GroupSpec {
             if self.qd != 1 || self.threads != 1 || self.files != FileLayout::Shared {
                 return Err(bad("rbw", "read-behind-write runs one writer and one reader per target at qd 1: use threads=1, qd=1, files=shared".into()));
             }
-            if self.rbw == RbwMode::Lag && self.rbw_lag == 0 {
-                return Err(bad("rbw_lag", "must be at least 1 record".into()));
-            }
-        }
-        if self.segments == 0 {
-            return Err(bad("segments", "must be at least 1".into()));
         }
         if let Some(b) = self.block {
-            if b == 0 || b % self.bs != 0 {
+            if b % self.bs != 0 {
                 return Err(bad("block", format!("{b} bytes is not a whole number of transfers of bs = {} bytes", self.bs)));
             }
         }
@@ -363,52 +375,22 @@ impl GroupSpec {
         if self.io_size.is_some() && self.io_total.is_some() {
             return Err(bad("io_size", "give io_size (per thread) or io_total, not both".into()));
         }
-        // Every duration is checked before anything converts it: Duration::from_secs_f64 panics
-        // on values past u64 seconds, and Instant + Duration panics on overflow.
-        let duration = |field: &str, v: f64, min: f64, strict: bool| -> Result<()> {
-            let above_min = if strict { v > min } else { v >= min };
-            if !(above_min && v <= MAX_DURATION_S) {
-                let low = if strict { format!("> {min}") } else { format!(">= {min}") };
-                return Err(bad(field, format!("{v} s is out of range; allowed: {low} and <= {MAX_DURATION_S} s (10 years)")));
-            }
-            Ok(())
-        };
-        if let Some(t) = self.time {
-            duration("time", t, 0.0, true)?;
-        }
-        duration("ramp", self.ramp, 0.0, false)?;
-        duration("interval", self.interval, 0.01, false)?;
-        duration("stall_after", self.stall_after, 0.0, true)?;
-        duration("start_delay", self.start_delay, 0.0, false)?;
-        duration("null_delay", self.null_delay, 0.0, false)?;
         if let (Some(size), offset) = (self.size, self.offset) {
             if size.checked_add(offset).is_none_or(|end| end > MAX_BYTES) {
                 return Err(bad("size", format!("offset {offset} + size {size} is out of range; allowed: up to {MAX_BYTES} bytes (1 EiB)")));
             }
         }
-        if self.offset > MAX_BYTES {
-            return Err(bad("offset", format!("{} is out of range; allowed: up to {MAX_BYTES} bytes (1 EiB)", self.offset)));
-        }
-        for (field, v) in [("io_size", self.io_size), ("io_total", self.io_total), ("block", self.block)] {
-            if v.is_some_and(|v| v > MAX_BYTES) {
-                return Err(bad(field, format!("{} is out of range; allowed: up to {MAX_BYTES} bytes (1 EiB)", v.unwrap_or(0))));
-            }
-        }
         if self.segments.checked_mul(self.block.unwrap_or(self.bs)).is_none_or(|b| b > MAX_BYTES) {
             return Err(bad("segments", format!("{} segments of {} bytes exceed {MAX_BYTES} bytes (1 EiB)", self.segments, self.block.unwrap_or(self.bs))));
         }
-        let uring_opts = self.uring_fixed_buffers || self.uring_fixed_files || self.uring_sqpoll || self.uring_batch > 0;
-        if uring_opts && self.engine != EngineKind::IoUring {
-            return Err(bad(
-                "uring.*",
-                format!("io_uring options need engine io_uring (engine is {:?})", self.engine).to_lowercase(),
-            ));
-        }
-        if self.null_delay > 0.0 && self.engine != EngineKind::Null {
-            return Err(bad("null_delay", "only the null engine has a synthetic delay".into()));
+        let engine_scoped = [("uring.fixed_buffers", self.uring_fixed_buffers, EngineKind::IoUring),
+            ("uring.fixed_files", self.uring_fixed_files, EngineKind::IoUring), ("uring.sqpoll", self.uring_sqpoll, EngineKind::IoUring),
+            ("uring.batch", self.uring_batch > 0, EngineKind::IoUring), ("null_delay", self.null_delay > 0.0, EngineKind::Null)];
+        if let Some((field, _, engine)) = engine_scoped.iter().find(|(_, set, engine)| *set && *engine != self.engine) {
+            return Err(bad(field, format!("belongs to engine {}, but engine is {}", engine.as_str(), self.engine.as_str())));
         }
         if self.engine == EngineKind::Psync && self.qd > 1 {
-            return Err(bad("qd", format!("psync does one request at a time; qd {} needs engine io_uring (or null)", self.qd)));
+            return Err(bad("qd", format!("psync does one request at a time; qd {} needs an asynchronous engine (io_uring or null)", self.qd)));
         }
         Ok(())
     }

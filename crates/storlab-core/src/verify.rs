@@ -70,6 +70,9 @@ pub enum VerifyKind {
 }
 
 impl VerifyKind {
+    /// Every kind, in declaration order: the allowed values of `verify` (rules.rs).
+    pub const ALL: [VerifyKind; 3] = [VerifyKind::Off, VerifyKind::Crc32c, VerifyKind::Xxh3];
+
     fn code(self) -> u32 {
         match self {
             VerifyKind::Off => 0,

@@ -1,6 +1,6 @@
 //! `storlab._core`: thin PyO3 bindings over storlab-core. Nothing here measures anything; it moves
 //! JSON specs in and JSON results out, releases the GIL around every long call, and maps core
-//! errors to one Python exception carrying (kind, message). Long calls wake up often enough to let
+//! errors to one Python exception carrying (kind, message), kind being `ErrorKind::as_str`. Long calls wake up often enough to let
 //! Python's signal handlers run: building a plan (laying out a large file) stops on a signal.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,18 +11,20 @@ use std::time::Duration;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
+use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
 use pyo3::prelude::*;
 
 mod meta;
 
 use storlab_core::distribution::RandomDistribution;
 use storlab_core::histogram;
-use storlab_core::{run_phase, Control, Error, PhaseOutcome, PhaseSpec, Plan};
+use storlab_core::rules::{self, Num};
+use storlab_core::{run_phase, Control, Error, ErrorKind, PhaseOutcome, PhaseSpec, Plan};
 
 create_exception!(_core, CoreError, PyException, "An engine error: args are (kind, message).");
 
 fn to_py(e: Error) -> PyErr {
-    CoreError::new_err((format!("{:?}", e.kind).to_lowercase(), e.message))
+    CoreError::new_err((e.kind.as_str(), e.message))
 }
 
 /// A phase running on its own thread, which says on a channel when it has ended, so waiting for
@@ -249,6 +251,52 @@ fn random_distribution(text: &str) -> PyResult<String> {
     text.parse::<RandomDistribution>().map(|d| d.to_string()).map_err(PyValueError::new_err)
 }
 
+/// The names of every error kind CoreError can carry, for the test that storlab.errors maps each.
+#[pyfunction]
+fn error_kinds() -> Vec<&'static str> {
+    ErrorKind::ALL.iter().map(|k| k.as_str()).collect()
+}
+
+/// Every engine option's default, bounds, unit and allowed values as JSON (rules.rs): the option
+/// table takes them from here instead of writing them again.
+#[pyfunction]
+fn option_rules() -> PyResult<String> {
+    serde_json::to_string(&rules::option_rules()).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
+/// Check one value of an engine option against its rule: a number against the option's bounds,
+/// a text against its allowed values. ValueError (one line naming the option and what it allows)
+/// when it does not hold.
+#[pyfunction]
+fn check_option(name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    let checked = if value.is_instance_of::<PyString>() {
+        rules::check_choice(name, &value.extract::<String>()?)
+    } else if value.is_instance_of::<PyInt>() && !value.is_instance_of::<PyBool>() {
+        // A negative or huge whole number is out of range whichever it is: compare it as a real.
+        let number = match value.extract::<u64>() {
+            Ok(v) => Num::Int(v),
+            Err(_) => Num::Real(value.extract::<f64>().unwrap_or(f64::INFINITY)),
+        };
+        rules::check_number(name, number)
+    } else if value.is_instance_of::<PyFloat>() {
+        rules::check_number(name, Num::Real(value.extract::<f64>()?))
+    } else {
+        return Err(PyValueError::new_err(format!("{name}: expected a number or a text, got {}", value.repr()?)));
+    };
+    checked.map_err(|e| PyValueError::new_err(e.message))
+}
+
+/// Record `values_ns` in the engine's histogram; its non-empty buckets, summary and the value
+/// at each quantile (0..1) as JSON, for the test that Python's stats.py computes the same.
+#[pyfunction]
+fn hist_record(values_ns: Vec<u64>, quantiles: Vec<f64>) -> PyResult<String> {
+    let mut h = histogram::Histogram::new();
+    values_ns.iter().for_each(|&v| h.record(v));
+    let percentiles: Vec<u64> = quantiles.iter().map(|&q| h.percentile(q)).collect();
+    let out = serde_json::json!({"buckets": h.sparse_buckets(), "summary": h.summary(), "percentiles": percentiles});
+    serde_json::to_string(&out).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
 #[pyfunction]
 fn hist_index(v: u64) -> usize {
     histogram::index(v)
@@ -271,6 +319,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_spec, m)?)?;
     m.add_function(wrap_pyfunction!(opened_paths, m)?)?;
     m.add_function(wrap_pyfunction!(random_distribution, m)?)?;
+    m.add_function(wrap_pyfunction!(error_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(option_rules, m)?)?;
+    m.add_function(wrap_pyfunction!(check_option, m)?)?;
+    m.add_function(wrap_pyfunction!(hist_record, m)?)?;
     m.add_function(wrap_pyfunction!(hist_index, m)?)?;
     m.add_function(wrap_pyfunction!(hist_bounds, m)?)?;
     meta::register(m)?;

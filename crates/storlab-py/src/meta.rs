@@ -168,6 +168,13 @@ fn meta_spec_field_names() -> Vec<String> {
     MetaSpec::field_names()
 }
 
+/// Every meta option's default, bounds and allowed values as JSON (meta/spec.rs), as
+/// `option_rules` gives them for the I/O options.
+#[pyfunction]
+fn meta_option_rules() -> PyResult<String> {
+    serde_json::to_string(&MetaSpec::option_rules()).map_err(json_err)
+}
+
 /// Validate a meta spec without touching the system; raises CoreError on a bad spec.
 #[pyfunction]
 fn validate_meta_spec(spec_json: &str) -> PyResult<()> {
@@ -178,5 +185,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<MetaRun>()?;
     m.add_function(wrap_pyfunction!(meta_spec_field_names, m)?)?;
     m.add_function(wrap_pyfunction!(validate_meta_spec, m)?)?;
+    m.add_function(wrap_pyfunction!(meta_option_rules, m)?)?;
     Ok(())
 }

@@ -25,14 +25,18 @@ Job file (TOML), keys are option names from the option table:
     target = "/mnt/fs"         # a folder; keys are `storlab meta` options (docs/meta.md)
     files = 10000
 
-Parsing only validates; nothing on the system is touched here.
+Parsing only validates; nothing on the system is touched here. Each value is checked by the option
+table as it is read, then each group and each phase as a whole by the engine's spec validation
+(crates/storlab-core/src/spec.rs), the one place the rules that combine options are written.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .meta_options import resolve_meta_options
+from .. import _core
 from .options import BY_NAME, OPTIONS, OptionError, parse_value, suggest
 from .tomlfile import TomlFileError, read_toml
 
@@ -156,8 +160,9 @@ def resolve_job(cli_values: Mapping[str, Any], jobfile: Mapping[str, Any] | None
             merged = {**base, **top, **phase_opts, **gopts, **cli}
             values = {k: v for k, v in merged.items() if BY_NAME[k].core}
             name = graw.get("name") or (f"g{gi + 1}" if len(raw_groups) > 1 else "")
-            _check_group(values, gwhere)
+            _check_with_engine([GroupDef(name="", values=values)], gwhere)
             groups.append(GroupDef(name=name, values=values))
+        _check_with_engine(groups, where)
         resolved.append(PhaseDef(name=_phase_name(p.get("name"), groups, pi), groups=groups))
     return Job(phases=resolved, run=run)
 
@@ -169,16 +174,21 @@ def _check_name(table: Mapping[str, Any], where: str) -> None:
         raise OptionError(f"{where}: name: expected a text, got {name!r}")
 
 
-def _check_group(v: dict[str, Any], where: str) -> None:
-    """Combination rules the option table alone cannot express."""
-    engine = v["engine"]
-    for name, opt in BY_NAME.items():
-        if opt.engine and opt.core and v[name] != opt.default and opt.engine != engine:
-            raise OptionError(f"{where}: {name} belongs to engine {opt.engine}, but engine is {engine}")
-    if engine == "psync" and v["qd"] > 1:
-        raise OptionError(f"{where}: qd {v['qd']} needs an asynchronous engine (io_uring or null); psync does one request at a time")
-    if v["io_size"] is not None and v["io_total"] is not None:
-        raise OptionError(f"{where}: give io_size (per thread) or io_total, not both")
+def _check_with_engine(groups: list[GroupDef], where: str) -> None:
+    """The engine's validation of a phase of these groups (combinations such as an option of
+    another engine, qd with psync, io_size with io_total; groups sharing ramp and interval), without
+    touching the system: a group without a target yet (the scratch file, named when the run
+    starts) is checked with a stand-in path."""
+    specs = [_group_spec(g.name, {**g.values, "target": g.values["target"] or ("scratch",)}) for g in groups]
+    try:
+        _core.validate_spec(json.dumps({"name": "", "groups": specs}))
+    except _core.CoreError as e:
+        raise OptionError(f"{where}: {e.args[1]}") from None
+
+
+def _group_spec(name: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """One group of the engine's phase spec: its name and every engine-bound value (JSON types)."""
+    return {"name": name, **{k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}}
 
 
 def core_spec(phase: PhaseDef) -> dict[str, Any]:
@@ -187,10 +197,4 @@ def core_spec(phase: PhaseDef) -> dict[str, Any]:
     if phase.kind == "meta":
         return {"name": phase.name, "type": "meta",
                 "options": {k: list(v) if isinstance(v, tuple) else v for k, v in phase.meta.items()}}
-    groups = []
-    for g in phase.groups:
-        d = {"name": g.name}
-        for k, v in g.values.items():
-            d[k] = list(v) if isinstance(v, tuple) else v
-        groups.append(d)
-    return {"name": phase.name, "groups": groups}
+    return {"name": phase.name, "groups": [_group_spec(g.name, g.values) for g in phase.groups]}

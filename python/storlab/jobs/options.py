@@ -2,18 +2,25 @@
 command's table shares (the `Option` row, value parsers by kind, bounds, reference pages).
 
 The table drives the command-line parser, TOML job files, `--help`, the generated reference page
-(docs/options.md) and the plain-data job spec handed to the Rust engine. A test keeps the names of
-the engine-bound options (`core=True`) equal to the fields of the Rust job spec, so they cannot drift.
+(docs/options.md) and the plain-data job spec handed to the Rust engine. The engine-bound options
+(`core=True`) are the fields of the Rust job spec, and their rules are the engine's: each row here
+says how the value is written (kind, flag, help, choices' help); its default, bounds and unit come
+from `storlab._core.option_rules()` (crates/storlab-core/src/rules.rs), and each value is checked
+by the engine (`_core.check_option`), so a bad value reads the same from a flag, a job file or an
+fio job file. tests/test_options.py keeps the names and choices in step with the engine.
 
 Values are validated here only (parsing touches no file or device); resolving against the system
 (file sizes, alignment, ring set-up) happens when the engine builds its plan.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from .. import _core
 from ..errors import UserError
 from ..units import (
     MAX_BYTES,
@@ -27,8 +34,8 @@ from ..units import (
     parse_size,
 )
 
-__all__ = ["Option", "OptionError", "OPTIONS", "BY_NAME", "parse_option", "parse_value", "defaults",
-           "render_reference", "render_rows"]
+__all__ = ["Option", "OptionError", "ROWS", "ENGINE_RULES", "OPTIONS", "BY_NAME", "parse_option", "parse_value",
+           "defaults", "render_reference", "render_rows"]
 
 
 class OptionError(UserError):
@@ -41,7 +48,8 @@ class Option:
     kind: str                      # size | duration | rate | int | float | percent | count | choice | bool |
                                    # str | text | paths; or the value form of a row with its own `parse`
     help: str                      # one line
-    default: Any = None            # in canonical units (bytes, seconds) or None for "not set"
+    default: Any = None            # in canonical units (bytes, seconds) or None for "not set";
+                                   # default, minimum, maximum and unit of an engine option: the engine's
     category: str = "workload"     # target | workload | timing | engine | output | safety
     choices: Mapping[str, str] = field(default_factory=dict)   # value -> help, for kind=choice
     minimum: float | None = None
@@ -107,51 +115,48 @@ RW_CHOICES = _choice(
            "writes each block once",
 )
 
-OPTIONS: tuple[Option, ...] = (
+# Every engine option's rule, from the engine: {name: {default, min, max, unit, allowed, choices}}.
+ENGINE_RULES: dict[str, dict[str, Any]] = json.loads(_core.option_rules())
+
+# The rows as written; OPTIONS is them with each engine option completed by the engine's rule.
+ROWS: tuple[Option, ...] = (
     # --- targets ---------------------------------------------------------------------------
     Option("target", "paths", "file or block device to do I/O on (repeatable); default: a scratch "
            "file in a temporary folder under the current directory, removed afterwards",
-           default=(), category="target", metavar="PATH", fio_name="filename"),
+           category="target", metavar="PATH", fio_name="filename"),
     Option("size", "size", "length of the I/O range on each target; files are created this size; "
            "default: the whole device or existing file (the scratch file: 256 MiB, or 1 GiB for the main job)",
-           default=None, category="target", unit="bytes", minimum=1),
-    Option("offset", "size", "start of the I/O range on each target", default=0,
-           category="target", unit="bytes", minimum=0),
+           category="target"),
+    Option("offset", "size", "start of the I/O range on each target", category="target"),
     Option("thread_layout", "choice", "how the participants (threads; ranks x threads under MPI) "
-           "share a target", default="region", category="target",
+           "share a target", category="target",
            choices=_choice(region="each participant owns an equal, bs-aligned slice of the range",
                            shared="every participant covers the whole range",
                            segmented="IOR segments: in each of `segments` segments participant p "
                                      "owns the p-th `block`, done in transfers of bs",
                            strided="round-robin transfers: participant p does transfers p, p+P, "
                                    "p+2P ... of bs (IOR segments with block = bs)")),
-    Option("files", "choice", "one shared file or a file per thread", default="shared",
-           category="target",
+    Option("files", "choice", "one shared file or a file per thread", category="target",
            choices=_choice(shared="every thread works on the target itself",
                            per_thread="each thread its own file PATH.N, N its participant index "
                                       "(file per process under MPI)")),
-    Option("segments", "int", "number of segments of the segmented layout (IOR -s)", default=1,
-           category="target", minimum=1, maximum=2**40),
+    Option("segments", "int", "number of segments of the segmented layout (IOR -s)", category="target"),
     Option("block", "size", "bytes each participant owns per segment (IOR -b); default: the range "
-           "split evenly; a multiple of bs (the transfer size, IOR -t)", default=None,
-           category="target", unit="bytes", minimum=1),
+           "split evenly; a multiple of bs (the transfer size, IOR -t)", category="target"),
     Option("participants", "int", "participants sharing a target's layout (0: the threads); "
-           "set by MPI runs to ranks x threads", default=0, category="target", minimum=0,
-           maximum=2**32),
+           "set by MPI runs to ranks x threads", category="target"),
     Option("participant_base", "int", "participant index of this process's first thread; set by "
-           "MPI runs to rank x threads", default=0, category="target", minimum=0,
-           maximum=2**32),
+           "MPI runs to rank x threads", category="target"),
     Option("allow_destroy", "paths", "block device that storlab may write to even though it holds "
            "a partition table, file system, RAID/LVM/swap signature (repeatable; name the exact device); "
            "a mounted, swap, held or loop-backing device is never written",
            default=(), category="safety", core=False, metavar="DEVICE"),
     # --- workload -------------------------------------------------------------------------
-    Option("rw", "choice", "access pattern", default="read", choices=RW_CHOICES, short=None, fio_name="readwrite"),
-    Option("rwmix_read", "percent", "share of reads in rw/randrw, in percent", default=50,
-           minimum=0, maximum=100, unit="%", fio_name="rwmixread"),
+    Option("rw", "choice", "access pattern", choices=RW_CHOICES, short=None, fio_name="readwrite"),
+    Option("rwmix_read", "percent", "share of reads in rw/randrw, in percent", fio_name="rwmixread"),
     Option("random_map", "bool", "random patterns visit every block exactly once per pass, in an "
            "order that depends only on seed and pass (fio's random map); off: uniform draws with "
-           "repeats (fio's norandommap)", default=True, negative="--no-random-map", fio_name="norandommap"),
+           "repeats (fio's norandommap)", negative="--no-random-map", fio_name="norandommap"),
     Option("random_distribution", "str", "which blocks random patterns favour: random (uniform, "
            "the default); zipf[:theta[:center]] (theta > 0, default 1.1); pareto[:h[:center]] "
            "(0 < h < 1, default 0.2; h = 0.2 sends 80 % of I/O to 20 % of blocks); "
@@ -159,79 +164,69 @@ OPTIONS: tuple[Option, ...] = (
            "sigma % of it, 0 <= sigma < 100); zoned:A/R[:A/R...] (A % of the I/O to the next R % "
            "of the range; each column sums to 100). center in [0, 1] places the hottest block. "
            "Skewed laws draw with repeats (the random map is off for them, as in fio)",
-           default="random", metavar="DIST", fio_name="random_distribution",
+           metavar="DIST", fio_name="random_distribution",
            rule="random_distribution"),
-    Option("bs", "size", "request (block) size", default=4096, unit="bytes", minimum=1, maximum=2**30,
-           fio_name="blocksize"),
-    Option("threads", "int", "worker threads per target", default=1, minimum=1, maximum=4096, fio_name="numjobs"),
+    Option("bs", "size", "request (block) size", fio_name="blocksize"),
+    Option("threads", "int", "worker threads per target", fio_name="numjobs"),
     Option("qd", "int", "requests in flight per thread (io_uring; psync is always 1)",
-           default=1, minimum=1, maximum=65536, fio_name="iodepth"),
-    Option("seed", "int", "seed of the random offsets and read/write choice", default=0x5EED,
-           minimum=0, maximum=2**63 - 1),
-    Option("io_size", "size", "bytes to transfer per thread (default: one pass over its range)",
-           default=None, unit="bytes", minimum=1),
-    Option("io_total", "size", "bytes to transfer in total, split evenly over all threads",
-           default=None, unit="bytes", minimum=1),
+           fio_name="iodepth"),
+    Option("seed", "int", "seed of the random offsets and read/write choice"),
+    Option("io_size", "size", "bytes to transfer per thread (default: one pass over its range)"),
+    Option("io_total", "size", "bytes to transfer in total, split evenly over all threads"),
     Option("fsync_every", "int", "fsync after every N writes per thread, before the next request "
-           "as fio's fsync=N (none after the last write: see fsync_end; 0: never)", default=0,
-           minimum=0, maximum=2**32, fio_name="fsync"),
+           "as fio's fsync=N (none after the last write: see fsync_end; 0: never)", fio_name="fsync"),
     Option("fsync_end", "bool", "fsync written targets at the end of the phase, inside the timed "
-           "window, so buffered writes are not reported at page-cache speed", default=True,
-           negative="--no-fsync-end", fio_name="end_fsync"),
+           "window, so buffered writes are not reported at page-cache speed", negative="--no-fsync-end",
+           fio_name="end_fsync"),
     Option("rbw", "choice", "read-behind-write: with rw=write, add a reader per target that "
            "follows the writer record by record; reports write, read and duplex bandwidth",
-           default="off",
            choices=_choice(off="no reader",
                            lockstep="the writer waits until the reader has read each record (Xdd)",
                            lag="the writer never waits; the reader never passes it and stays at "
                                "most rbw_lag records behind, skipping ahead (counted) if slower")),
-    Option("rbw_lag", "int", "records the reader may trail the writer in rbw=lag", default=8,
-           minimum=1, maximum=2**32),
+    Option("rbw_lag", "int", "records the reader may trail the writer in rbw=lag"),
     Option("verify", "choice", "stamp written blocks with a header and checksum; check every read "
-           "block against them (a read-only run verifies data written earlier)", default="off",
+           "block against them (a read-only run verifies data written earlier)",
            choices=_choice(off="no verification",
                            crc32c="CRC-32C over header and payload (hardware accelerated)",
                            xxh3="64-bit xxh3 over header and payload"), fio_name="verify",
            bare="crc32c"),
     Option("verify_pass", "int", "pass number written into headers; when not 0 a read requires it "
-           "(stale data from an earlier pass is reported)", default=0, minimum=0, maximum=2**32 - 1),
-    Option("verify_report", "int", "mismatches reported in full; the rest are counted", default=10,
-           minimum=0, maximum=100000),
+           "(stale data from an earlier pass is reported)"),
+    Option("verify_report", "int", "mismatches reported in full; the rest are counted"),
     Option("verify_readback", "bool", "with verify, a phase that writes reads back and checks every "
-           "block it wrote once it is done (outside the measured window)", default=True,
-           negative="--no-verify-readback", fio_name="do_verify"),
+           "block it wrote once it is done (outside the measured window)", negative="--no-verify-readback",
+           fio_name="do_verify"),
     # --- timing ---------------------------------------------------------------------------
     Option("time", "duration", "run for this long, wrapping around the range (time-based run)",
-           default=None, category="timing", unit="s", minimum=0.001, fio_name="runtime"),
+           category="timing", fio_name="runtime"),
     Option("ramp", "duration", "run this long before measuring; ramp I/O is excluded from results",
-           default=0.0, category="timing", unit="s", minimum=0, fio_name="ramp_time"),
+           category="timing", fio_name="ramp_time"),
     Option("stall_after", "duration", "report a request outstanding longer than this (the studies' "
-           "dropped-I/O rule), with target, offset and age, while the run goes on", default=60.0,
-           category="timing", unit="s", minimum=0.001),
+           "dropped-I/O rule), with target, offset and age, while the run goes on", category="timing"),
     Option("stall_abort", "bool", "end the phase with an error at the first stalled request",
-           default=False, category="timing"),
+           category="timing"),
     Option("start_delay", "duration", "wait this long after the phase starts before issuing I/O "
-           "(staggered starts; shows in the de-skew and straggler report)", default=0.0,
-           category="timing", unit="s", minimum=0, fio_name="startdelay"),
-    Option("interval", "duration", "length of one time-series interval", default=1.0,
-           category="timing", unit="s", minimum=0.01),
+           "(staggered starts; shows in the de-skew and straggler report)", category="timing",
+           fio_name="startdelay"),
+    Option("interval", "duration", "length of one time-series interval", category="timing"),
     # --- engine ---------------------------------------------------------------------------
-    Option("engine", "choice", "I/O backend", default="psync", category="engine",
+    Option("engine", "choice", "I/O backend", category="engine",
            choices=_choice(psync="pread/pwrite, one request at a time per thread",
                            io_uring="Linux io_uring: queue depth, batched submit and reap",
                            null="no kernel I/O: completes at once; measures storlab itself"), fio_name="ioengine"),
     Option("direct", "bool", "O_DIRECT: bypass the page cache (buffers and offsets aligned)",
-           default=False, category="engine", negative="--buffered"),
+           category="engine", negative="--buffered"),
     Option("null_delay", "duration", "synthetic completion delay of the null backend",
-           default=0.0, category="engine", unit="s", engine="null", minimum=0),
+           category="engine", engine="null"),
     Option("uring.fixed_buffers", "bool", "register the I/O buffers with the ring (READ/WRITE_FIXED)",
-           default=False, category="engine", engine="io_uring"),
+           category="engine", engine="io_uring"),
     Option("uring.fixed_files", "bool", "register the target files with the ring",
-           default=False, category="engine", engine="io_uring"),
+           category="engine", engine="io_uring"),
     Option("uring.sqpoll", "bool", "kernel thread polls the submission queue (SQPOLL)",
-           default=False, category="engine", engine="io_uring"),
+           category="engine", engine="io_uring"),
     Option("uring.batch", "int", "submit after this many queued requests (default: the queue depth)",
-           default=0, category="engine", engine="io_uring", minimum=0, maximum=65536),
+           category="engine", engine="io_uring"),
     # --- output ---------------------------------------------------------------------------
     Option("json", "str", "write the result document as JSON to PATH; alone or '-': to standard "
            "output", default=None, category="output", core=False, metavar="PATH", bare="-"),
@@ -299,6 +294,20 @@ OPTIONS: tuple[Option, ...] = (
            default=None, category="target", core=False, metavar="JOBFILE"),
 )
 
+
+
+def _with_engine_rule(opt: Option) -> Option:
+    """An engine option's row completed with the engine's default, bounds and unit."""
+    rule = ENGINE_RULES.get(opt.name) if opt.core else None
+    if rule is None:
+        return opt
+    default = rule["default"]
+    default = tuple(default) if isinstance(default, list) else default    # the table's defaults are immutable
+    return dataclasses.replace(opt, default=default, minimum=rule.get("min", opt.minimum),
+                               maximum=rule.get("max", opt.maximum), unit=rule.get("unit", opt.unit))
+
+
+OPTIONS: tuple[Option, ...] = tuple(_with_engine_rule(o) for o in ROWS)
 BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
 BY_FIO_NAME: dict[str, Option] = {o.fio_name: o for o in OPTIONS if o.fio_name}
 
@@ -319,6 +328,9 @@ def allowed_values(opt: Option) -> str:
 
 
 def _allowed(opt: Option) -> str:
+    engine = _engine_rule(opt)
+    if engine is not None and "allowed" in engine:
+        return engine["allowed"]
     if opt.kind == "choice":
         return "one of " + ", ".join(opt.choices)
     bounds = []
@@ -343,8 +355,26 @@ def _number(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else f"{v:g}"
 
 
+def _engine_rule(opt: Option) -> dict[str, Any] | None:
+    """The engine's rule of an engine option (a row of this table); None for any other (run-level,
+    or a row of another table such as meta's `threads`)."""
+    return ENGINE_RULES.get(opt.name) if opt.core and BY_NAME.get(opt.name) is opt else None
+
+
+def _engine_check(opt: Option, value: Any) -> None:
+    """The engine's own check of one value (its bounds, its allowed values)."""
+    try:
+        _core.check_option(opt.name, value)
+    except ValueError as e:
+        raise OptionError(str(e)) from None
+
+
 def _check_bounds(opt: Option, value: float, shown: Any) -> None:
-    """NaN and infinities are refused for every numeric option, then the option's own bounds."""
+    """An engine option's value is checked by the engine; any other's here: NaN and infinities are
+    refused for every numeric option, then the option's own bounds."""
+    if "min" in (_engine_rule(opt) or {}):
+        _engine_check(opt, value)
+        return
     if isinstance(value, float) and not math.isfinite(value):
         raise OptionError(f"{opt.label}: {shown!r} is not a finite number; allowed: {_allowed(opt)}")
     upper = opt.upper
@@ -395,7 +425,7 @@ def _parse_int(opt: Option, raw: Any) -> int:
     if isinstance(raw, bool):
         raise OptionError(f"{opt.label}: expected a whole number, got {raw!r}")
     if isinstance(raw, float) and not math.isfinite(raw):
-        raise OptionError(f"{opt.label}: {raw!r} is not a finite number; allowed: {_allowed(opt)}")
+        _check_bounds(opt, raw, raw)                     # refused, with the engine's words if its option
     if isinstance(raw, str) and len(raw.strip()) > 40:   # longer than any allowed value; int() of
         raise OptionError(f"{opt.label}: {raw[:40]!r}... is out of range; allowed: {_allowed(opt)}")
     try:                                                 # 5000 digits raises its own ValueError
@@ -416,6 +446,8 @@ def _parse_percent(opt: Option, raw: Any) -> int:
 
 @_parser("choice")
 def _parse_choice(opt: Option, raw: Any) -> str:
+    if isinstance(raw, str) and "choices" in (_engine_rule(opt) or {}):
+        _engine_check(opt, raw)
     if not isinstance(raw, str) or raw not in opt.choices:
         raise OptionError(f"{opt.label}: {raw!r} is not allowed; use one of: {', '.join(opt.choices)}")
     return raw
@@ -473,8 +505,6 @@ def parse_option(opt: Option, raw: Any) -> Any:
         return value
     value = _PARSERS[opt.kind](opt, raw)
     if opt.rule:
-        from .. import _core
-
         try:
             value = getattr(_core, opt.rule)(value)
         except ValueError as e:

@@ -1,11 +1,14 @@
 //! The metadata benchmark's spec: plain data from Python (JSON), one field per engine-bound option
-//! of the meta option table in python/storlab/meta.py, with the same names, plus the fields an
-//! orchestrator (MPI) sets. Validation of values happens here; the file system is touched only
-//! when the run is built (`run::MetaRun::new`).
+//! of the meta option table in python/storlab/measure/meta.py, with the same names, plus the fields
+//! an orchestrator (MPI) sets. Validation of values happens here (each numeric option's bounds in
+//! `BOUNDS`, exported with the defaults by `option_rules`); the file system is touched only when
+//! the run is built (`run::MetaRun::new`).
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::rules::{self, ints, secs, Bounds, Num, Unit};
+use crate::spec::MAX_BYTES;
 
 /// The phases of a metadata run, in the only order they can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -66,6 +69,10 @@ pub enum DirMode {
     Unique,
 }
 
+impl DirMode {
+    pub const ALL: [DirMode; 2] = [DirMode::Shared, DirMode::Unique];
+}
+
 /// Order in which stat and read visit the files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -76,12 +83,37 @@ pub enum Order {
     Random,
 }
 
+impl Order {
+    pub const ALL: [Order; 2] = [Order::Sequential, Order::Random];
+}
+
 /// Longest file-name prefix: leaves room for the worker and item numbers within NAME_MAX (255).
 pub const MAX_PREFIX_BYTES: usize = 200;
 /// Upper bound on the directories of one tree, so a typo cannot ask for billions of them.
 pub const MAX_TREE_DIRS: u64 = 1_000_000;
 /// Upper bound on the tree depth (path length stays far below PATH_MAX).
 pub const MAX_DEPTH: u32 = 64;
+
+/// The bounds of every numeric meta option (rules.rs checks and exports them).
+pub const BOUNDS: &[Bounds<MetaSpec>] = &[
+    ints("threads", Unit::Count, 1, 4096, |m| Some(Num::Int(m.threads.into()))),
+    ints("files", Unit::Count, 1, u32::MAX as u64, |m| Some(Num::Int(m.files))),
+    ints("file_size", Unit::Bytes, 0, MAX_BYTES, |m| Some(Num::Int(m.file_size))),
+    ints("depth", Unit::Count, 0, MAX_DEPTH as u64, |m| Some(Num::Int(m.depth.into()))),
+    ints("fanout", Unit::Count, 1, MAX_TREE_DIRS, |m| Some(Num::Int(m.fanout.into()))),
+    secs("stonewall", 0.001, |m| m.stonewall.map(Num::Real)),
+    // i64's range: the largest seed a TOML job file can write
+    ints("seed", Unit::Count, 0, i64::MAX as u64, |m| Some(Num::Int(m.seed))),
+];
+
+/// The allowed values of a choice option of the meta spec.
+pub fn choices(field: &str) -> Option<Vec<String>> {
+    match field {
+        "dir" => Some(rules::names(&DirMode::ALL)),
+        "order" => Some(rules::names(&Order::ALL)),
+        _ => None,
+    }
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -151,6 +183,11 @@ impl MetaSpec {
         Ok(spec)
     }
 
+    /// Every meta option with its default and rule, as `rules::option_rules` gives a group's.
+    pub fn option_rules() -> serde_json::Value {
+        rules::rules_json(&MetaSpec::default(), BOUNDS, choices, &[])
+    }
+
     /// Names of the spec's fields (for the test that keeps the option table in step).
     pub fn field_names() -> Vec<String> {
         match serde_json::to_value(MetaSpec::default()) {
@@ -173,21 +210,7 @@ impl MetaSpec {
         if self.target.is_empty() {
             return Err(Error::spec("target: a directory is required"));
         }
-        if self.threads == 0 {
-            return Err(Error::spec("threads: must be at least 1"));
-        }
-        if self.files == 0 {
-            return Err(Error::spec("files: must be at least 1"));
-        }
-        if self.files > u32::MAX as u64 {
-            return Err(Error::spec(format!("files: {} per thread is more than the limit of {}", self.files, u32::MAX)));
-        }
-        if self.fanout == 0 {
-            return Err(Error::spec("fanout: must be at least 1"));
-        }
-        if self.depth > MAX_DEPTH {
-            return Err(Error::spec(format!("depth: {} is more than the limit of {MAX_DEPTH}", self.depth)));
-        }
+        rules::check_all(BOUNDS, self)?;
         let dirs = (0..=self.depth)
             .try_fold(0u64, |acc, l| (self.fanout as u64).checked_pow(l).and_then(|n| acc.checked_add(n)));
         match dirs {
@@ -197,14 +220,6 @@ impl MetaSpec {
                     "depth/fanout: a tree of depth {} and fanout {} has more than {MAX_TREE_DIRS} directories",
                     self.depth, self.fanout
                 )))
-            }
-        }
-        if let Some(s) = self.stonewall {
-            if !(s > 0.0 && s <= crate::spec::MAX_DURATION_S) {
-                return Err(Error::spec(format!(
-                    "stonewall: must be a positive number of seconds up to {} (10 years), got {s}",
-                    crate::spec::MAX_DURATION_S
-                )));
             }
         }
         if self.name_prefix.len() > MAX_PREFIX_BYTES || self.name_prefix.bytes().any(|b| b == b'/' || b == 0) {
@@ -234,6 +249,24 @@ mod tests {
     fn spec(extra: &str) -> Result<MetaSpec> {
         let sep = if extra.is_empty() { "" } else { ", " };
         MetaSpec::from_json(&format!(r#"{{"target": "/tmp"{sep}{extra}}}"#))
+    }
+
+    #[test]
+    fn bounds_cover_every_numeric_field_and_choices_every_variant() {
+        let rules = MetaSpec::option_rules();
+        for (name, rule) in rules.as_object().unwrap() {
+            if rule["default"].is_number() {
+                assert!(rule.get("min").is_some() && rule.get("max").is_some(), "{name}: numeric, without bounds");
+            }
+        }
+        assert!(rules["stonewall"].get("min").is_some());
+        for field in ["dir", "order"] {
+            let e = spec(&format!(r#""{field}": "\u0001""#)).unwrap_err().message;
+            let listed: Vec<String> = e[e.find("expected").unwrap()..].split('`').skip(1).step_by(2).map(String::from).collect();
+            assert_eq!(choices(field).unwrap(), listed, "{field}");
+        }
+        assert_eq!(spec(r#""threads": 0"#).unwrap_err().message, "threads: 0 is out of range; allowed: >= 1 and <= 4096");
+        assert!(spec(r#""stonewall": 0.0"#).unwrap_err().message.starts_with("stonewall: 0 s is out of range"));
     }
 
     #[test]
