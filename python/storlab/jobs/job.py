@@ -35,8 +35,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .meta_options import resolve_meta_options
 from .. import _core
+from .meta_options import resolve_meta_options
 from .options import BY_NAME, OPTIONS, OptionError, parse_value, suggest
 from .tomlfile import TomlFileError, read_toml
 
