@@ -265,7 +265,9 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
             if in_cache:
                 member_fraction = 0.0
                 assumptions.append("in-cache reads: every read hits after the first pass")
-            elif workload.is_random and working:
+            elif working is None:
+                assumptions.append("working set not given: taken as far beyond the cache (no hits)")
+            elif workload.is_random:
                 member_fraction = 1.0 - cache.size_bytes / working
                 assumptions.append(f"random reads hit the cache in proportion {1 - member_fraction:.0%}")
             else:
