@@ -49,6 +49,13 @@ def test_a_slow_member_slows_the_whole_striped_volume():
     p = predict(stack, Workload("read", MiB, qd=8), [dev(name="fast"), dev(bw=50 * MB, name="slow")])
     assert p.bw_bytes == pytest.approx(2 * 50 * MB)
     assert p.limiting == "member[1] slow"
+    # at QD 1 with a short latency the queue-depth bound is a hair below the slow member's: the
+    # member is busy all the time and is named, with the queue depth's headroom still reported
+    q1 = predict(stack, Workload("read", MiB, qd=1), [dev(name="fast", latency_s=1e-5),
+                                                      dev(bw=50 * MB, name="slow", latency_s=1e-5)])
+    assert q1.bw_bytes == pytest.approx(MiB / (1e-5 + 524288 / 50e6))
+    assert q1.limiting == "member[1] slow"
+    assert q1.component("queue depth").binding
     assert p.component("member[0] fast").headroom_fraction == pytest.approx(0.5)
 
 

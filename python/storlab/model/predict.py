@@ -14,8 +14,9 @@
 - every component of the hardware path (adapters, buses) with the load shares of `performance.py`:
   the workload is spread evenly over the RAID groups, so a component carries the share of the
   groups under it.
-The rate is the smallest of these capacities; the output names that limiting component and every
-component's headroom (1 - rate / capacity). Each capacity is in host requests per second, so bandwidth
+The rate is the smallest of these capacities; the output names that limiting component (a resource
+within 1 % of it before the queue depth, which always sits just below the resource a request waits on)
+and every component's headroom (1 - rate / capacity). Each capacity is in host requests per second, so bandwidth
 and IOPS limits compare directly; bandwidth = rate x request size.
 """
 from __future__ import annotations
@@ -33,6 +34,8 @@ WORKLOAD_PATTERNS = ("read", "write", "randread", "randwrite")
 # balanced: reads spread over every copy (md raid1/raid10); per-thread: each thread reads one copy
 # (btrfs's default 'pid' read policy), so one thread uses one copy of every mirror
 MIRROR_READ_POLICIES = ("balanced", "per-thread")
+# a resource within this headroom is named limiting before the queue depth (see predict)
+QUEUE_DEPTH_MARGIN = 0.01
 
 
 @dataclass(frozen=True)
@@ -376,7 +379,15 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     out = tuple(ComponentCapacity(name, kind, cap, 1.0 - rate / cap if math.isfinite(cap) else 1.0, why)
                 for name, kind, cap, why in components)
     # the limiting component: least headroom; on a tie the one nearest the host (path, cache), then
-    # members, then the queue depth
+    # members. The queue depth only when every other component keeps more than 1 % headroom: a
+    # request's own latency always puts the queue-depth bound a little below the resource it
+    # waits on, and more outstanding requests would then gain nothing
     order = {"path": 0, "cache": 1, "member": 2, "concurrency": 3}
-    limiting = min(out, key=lambda c: (round(c.headroom_fraction, 9), order[c.kind])).name
+    resources = [c for c in out if c.kind != "concurrency"]
+    tightest = min(out, key=lambda c: (round(c.headroom_fraction, 9), order[c.kind]))
+    if tightest.kind == "concurrency" and resources:
+        busiest = min(resources, key=lambda c: (round(c.headroom_fraction, 9), order[c.kind]))
+        if busiest.headroom_fraction <= QUEUE_DEPTH_MARGIN:
+            tightest = busiest
+    limiting = tightest.name
     return Prediction(workload, rate, rate * workload.request_bytes, limiting, out, tuple(assumptions))
