@@ -165,3 +165,12 @@ def test_in_cache_small_requests_follow_littles_law_and_large_ones_the_port():
     assert small.iops == pytest.approx(4 / (0.0006 + 4096 / 200e6)) and small.limiting == "queue depth"
     large = predict(stack, Workload("read", MiB, qd=4, working_set_bytes=10**8), [dev()], cache=cache)
     assert large.bw_bytes == pytest.approx(200 * MB) and large.limiting == "fabric/port"
+
+
+def test_a_small_mirror_write_at_qd1_takes_one_transfer_not_two():
+    # RAID 1 over 2: a 64 KiB write goes to both members at once, so at QD 1 it takes
+    # latency + 64 KiB / 100 MB/s, not twice the transfer (regression: the spread of a write was
+    # taken from its read pieces, 1, so both copies were charged to one member's time)
+    stack = stack_from_notation("R1/2", 64 * KiB, drive=DRIVE)
+    p = predict(stack, Workload("write", 64 * KiB, qd=1), [dev(latency_s=0.001)])
+    assert p.iops == pytest.approx(1 / (0.001 + 65536 / 100e6))

@@ -289,7 +289,10 @@ def _concurrency(stack: Stack | None, cost: _RequestCost, workload: Workload,
     stages: list[float] = []
     latency = 0.0
     serving = _serving(cost, workload)
-    touched = min(serving, max(1.0, cost.pieces)) if cost.member_fraction > 0 else 0
+    # members one request keeps busy at once: its read pieces, or its write operations (data,
+    # parity, copies and read-modify-write reads land on different members)
+    spread = cost.write_ops if workload.is_write else cost.pieces
+    touched = min(serving, max(1.0, spread)) if cost.member_fraction > 0 else 0
     if touched:
         per_touched = request * (cost.write_amp if workload.is_write else 1.0) / touched
         rates = [d.write_bw_bytes if workload.is_write else d.read_bw_bytes for d in cost.members]
