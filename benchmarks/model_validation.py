@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "python")]
 from storlab.model.predict import Device, Workload, predict  # noqa: E402
-from storlab.model.stack import DriveType, stack_from_notation  # noqa: E402
+from storlab.model.stack import Component, DriveType, stack_from_notation  # noqa: E402
 
 from tests.testbed import Limits, Testbed, testbed_unavailable  # noqa: E402
 from tests.testbed.report import markdown_table, replace_generated  # noqa: E402
@@ -50,6 +50,7 @@ class StackCase:
     su: int | None = None
     sw: int | None = None
     mirror_read: str = "balanced"
+    shared_bps: int | None = None        # one shared limit over all members (a bus)
 
 
 CASES = [
@@ -58,6 +59,8 @@ CASES = [
     StackCase("raid0x4", "btrfs RAID 0 over 4", 4, "raid0", "R0/4"),
     StackCase("raid10x4", "btrfs RAID 10 over 4", 4, "raid10", "R10/4", mirror_read="per-thread"),
     StackCase("raid0slow", "btrfs RAID 0 over 2, one member at half speed", 2, "raid0", "R0/2", slow_last=True),
+    StackCase("raid0x4-bus", "btrfs RAID 0 over 4 behind a shared 40 MiB/s limit", 4, "raid0", "R0/4",
+              shared_bps=40 * MiB),
     StackCase("xfs-right", "xfs su=64k sw=2 on btrfs RAID 0 over 2", 2, "raid0", "R0/2", fs="xfs",
               su=64 * KiB, sw=2),
     StackCase("xfs-wrong", "xfs su=32k sw=3 on btrfs RAID 0 over 2", 2, "raid0", "R0/2", fs="xfs",
@@ -121,7 +124,10 @@ def model_for(case: StackCase, latency_s: float):
         return None, devices
     drive = DriveType("loop", MEMBER_BYTES, 1e6, seq_read_bw_bytes=BPS, seq_write_bw_bytes=BPS,
                       random_read_iops=IOPS, random_write_iops=IOPS, rotational=False)
-    return stack_from_notation(case.layout, BTRFS_STRIPE, drive=drive), devices
+    path = None
+    if case.shared_bps is not None:
+        path = Component("bus", kind="link", read_bw_bytes=case.shared_bps, write_bw_bytes=case.shared_bps, groups=1)
+    return stack_from_notation(case.layout, BTRFS_STRIPE, drive=drive, path=path), devices
 
 
 def run_case(case: StackCase, seconds: float, latency_s: float) -> list[Row]:
@@ -130,7 +136,8 @@ def run_case(case: StackCase, seconds: float, latency_s: float) -> list[Row]:
         limits[-1] = SLOW
     rows = []
     with Testbed(name=f"storlab-validation-{os.getpid()}-{case.key}") as bed:
-        stack = build_stack(bed, limits, MEMBER_BYTES, btrfs=case.btrfs, fs=case.fs, su=case.su, sw=case.sw)
+        stack = build_stack(bed, limits, MEMBER_BYTES, btrfs=case.btrfs, fs=case.fs, su=case.su, sw=case.sw,
+                            shared_bps=case.shared_bps)
         model, devices = model_for(case, latency_s)
         for w in WORKLOADS:
             doc = bed.run_storlab(["--target", stack.target, *stack.run_args, *w.args(), "--ramp", "1s",

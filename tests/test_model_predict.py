@@ -49,6 +49,13 @@ def test_a_slow_member_slows_the_whole_striped_volume():
     p = predict(stack, Workload("read", MiB, qd=8), [dev(name="fast"), dev(bw=50 * MB, name="slow")])
     assert p.bw_bytes == pytest.approx(2 * 50 * MB)
     assert p.limiting == "member[1] slow"
+    # at QD 1 with a short latency the queue-depth bound is a hair below the slow member's: the
+    # member is busy all the time and is named, with the queue depth's headroom still reported
+    q1 = predict(stack, Workload("read", MiB, qd=1), [dev(name="fast", latency_s=1e-5),
+                                                      dev(bw=50 * MB, name="slow", latency_s=1e-5)])
+    assert q1.bw_bytes == pytest.approx(MiB / (1e-5 + 524288 / 50e6))
+    assert q1.limiting == "member[1] slow"
+    assert q1.component("queue depth").binding
     assert p.component("member[0] fast").headroom_fraction == pytest.approx(0.5)
 
 
@@ -158,3 +165,12 @@ def test_in_cache_small_requests_follow_littles_law_and_large_ones_the_port():
     assert small.iops == pytest.approx(4 / (0.0006 + 4096 / 200e6)) and small.limiting == "queue depth"
     large = predict(stack, Workload("read", MiB, qd=4, working_set_bytes=10**8), [dev()], cache=cache)
     assert large.bw_bytes == pytest.approx(200 * MB) and large.limiting == "fabric/port"
+
+
+def test_a_small_mirror_write_at_qd1_takes_one_transfer_not_two():
+    # RAID 1 over 2: a 64 KiB write goes to both members at once, so at QD 1 it takes
+    # latency + 64 KiB / 100 MB/s, not twice the transfer (regression: the spread of a write was
+    # taken from its read pieces, 1, so both copies were charged to one member's time)
+    stack = stack_from_notation("R1/2", 64 * KiB, drive=DRIVE)
+    p = predict(stack, Workload("write", 64 * KiB, qd=1), [dev(latency_s=0.001)])
+    assert p.iops == pytest.approx(1 / (0.001 + 65536 / 100e6))

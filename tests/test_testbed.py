@@ -4,7 +4,10 @@ completely, also when the body fails."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from testbed import BlkioV1, IoMaxV2, Limits, Testbed, ThrottleUnavailable, detect_throttle, testbed_unavailable
@@ -102,6 +105,8 @@ def test_storlab_runs_inside_the_throttle_and_partitions_are_made(tmp_path):
         parts = bed.partition(dev, [16 * MiB, 16 * MiB])
         assert all(os.path.exists(p) for p in parts)
         bed.mkfs_ext4(parts[0], stride=16, stripe_width=32)
+        tuned = subprocess.run(["tune2fs", "-l", parts[0]], capture_output=True, text=True).stdout
+        assert "RAID stride:              16" in tuned and "RAID stripe width:        32" in tuned, tuned
         # a short random read at QD 1: 200 IOPS cap, so about 200 x 2 s (+ the first slice's burst)
         doc = bed.run_storlab(["--target", parts[1], "--allow-destroy", parts[1], "--rw", "randread",
                                "--bs", "4KiB", "--time", "2s", "--direct"])
@@ -133,3 +138,39 @@ def test_a_shared_limit_caps_the_members_together():
                                "--direct", "--ramp", "1s", "--time", "4s"])
         bw = doc["phases"][0]["read"]["bw_bytes"]
         assert 17 * MiB <= bw <= 23 * MiB, bw / MiB
+
+
+@pytest.mark.root
+@pytest.mark.loop
+@pytest.mark.parametrize("level, members", [("raid5", 3), ("raid6", 4), ("raid10", 4)])
+def test_btrfs_profiles_are_the_ones_asked_for(level, members):
+    _skip_without_testbed()
+    with Testbed() as bed:
+        devices = bed.add_devices(members, 160 * MiB)
+        mnt = bed.btrfs(devices, level)
+        df = subprocess.run(["btrfs", "filesystem", "df", mnt], capture_output=True, text=True).stdout
+        assert f"Data, {level.upper()}" in df and f"Metadata, {level.upper()}" in df, df
+
+
+@pytest.mark.root
+@pytest.mark.loop
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_the_cli_removes_its_stack_when_interrupted(signum):
+    # `python -m tests.testbed --hold` builds, prints its cgroup and waits; a signal tears it down
+    _skip_without_testbed()
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-m", "tests.testbed", "--devices", "2", "--size", "160MiB",
+                             "--bps", "20MiB", "--btrfs", "raid1", "--hold"], cwd=root, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert line.startswith("testbed: members"), (line, proc.stderr.read() if proc.poll() is not None else "")
+    cgroup = line.rsplit("cgroup ", 1)[1].strip()
+    workdir = line.split("target ", 1)[1].split("/mnt-", 1)[0]
+    assert os.path.isdir(cgroup) and os.path.isdir(workdir)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert not os.path.exists(cgroup) and not os.path.exists(workdir)
+    with open("/proc/mounts") as f:
+        assert workdir not in f.read()
+    assert workdir not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout

@@ -29,9 +29,22 @@ from .throttle import Limits  # noqa: E402
 
 def _rate(text: str) -> int:
     try:
-        return int(parse_rate(text if "/" in text else f"{text}/s"))
+        value = int(parse_rate(text if "/" in text else f"{text}/s"))
     except UnitError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a limit must be positive (leave the flag out for none)")
+    return value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be at least 1")
+    return value
 
 
 def _size(text: str) -> int:
@@ -52,16 +65,16 @@ def main(argv: list[str] | None = None) -> int:
         cut = argv.index("--")
         argv, storlab_args = argv[:cut], argv[cut + 1:]
     p = argparse.ArgumentParser(prog="python -m tests.testbed", description=__doc__.splitlines()[0])
-    p.add_argument("--devices", type=int, default=1, help="member loop devices (default 1)")
+    p.add_argument("--devices", type=_positive, default=1, help="member loop devices (default 1)")
     p.add_argument("--size", type=_size, default=256 << 20, help="size of each member (default 256MiB)")
     p.add_argument("--bps", type=_rate, help="bandwidth limit of each member, both directions (e.g. 20MiB)")
-    p.add_argument("--iops", type=int, help="IOPS limit of each member, both directions")
+    p.add_argument("--iops", type=_positive, help="IOPS limit of each member, both directions")
     p.add_argument("--slow-bps", type=_rate, help="bandwidth limit of the last member instead of --bps")
     p.add_argument("--shared", type=_rate, help="one shared bandwidth limit over all members (a bus)")
     p.add_argument("--btrfs", choices=BTRFS_LEVELS, help="btrfs with this data and metadata profile")
     p.add_argument("--fs", choices=("xfs", "ext4"), help="xfs or ext4 on the top device")
     p.add_argument("--su", type=_size, help="stripe unit for --fs (bytes)")
-    p.add_argument("--sw", type=int, help="stripe width for --fs (units)")
+    p.add_argument("--sw", type=_positive, help="stripe width for --fs (units)")
     p.add_argument("--hold", action="store_true", help="build, print the stack, wait for Ctrl-C")
     args = p.parse_args(argv)
     why = testbed_unavailable()
@@ -91,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                     if d and d.get("ops"):
                         print(f"{phase['name']} {direction}: {d['bw_bytes'] / 2**20:.2f} MiB/s, "
                               f"{d['iops']:.1f} IOPS over {d['seconds']:.1f} s")
-    except TestbedError as e:
+    except (TestbedError, ValueError, OSError) as e:
         print(f"testbed: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -14,8 +14,9 @@
 - every component of the hardware path (adapters, buses) with the load shares of `performance.py`:
   the workload is spread evenly over the RAID groups, so a component carries the share of the
   groups under it.
-The rate is the smallest of these capacities; the output names that limiting component and every
-component's headroom (1 - rate / capacity). Each capacity is in host requests per second, so bandwidth
+The rate is the smallest of these capacities; the output names that limiting component (a resource
+within 1 % of it before the queue depth, which always sits just below the resource a request waits on)
+and every component's headroom (1 - rate / capacity). Each capacity is in host requests per second, so bandwidth
 and IOPS limits compare directly; bandwidth = rate x request size.
 """
 from __future__ import annotations
@@ -33,6 +34,8 @@ WORKLOAD_PATTERNS = ("read", "write", "randread", "randwrite")
 # balanced: reads spread over every copy (md raid1/raid10); per-thread: each thread reads one copy
 # (btrfs's default 'pid' read policy), so one thread uses one copy of every mirror
 MIRROR_READ_POLICIES = ("balanced", "per-thread")
+# a resource within this headroom is named limiting before the queue depth (see predict)
+QUEUE_DEPTH_MARGIN = 0.01
 
 
 @dataclass(frozen=True)
@@ -165,8 +168,163 @@ def _member_capacity(device: Device, load: _MemberLoad, sequential: bool) -> tup
     return (math.inf if busiest[1] == 0 else 1.0 / busiest[1]), busiest[0]
 
 
-def _path_transfer_times(stack: Stack | None, workload: Workload, request: int, write_amp: float,
-                         member_fraction: float, cached: bool) -> list[float]:
+@dataclass
+class _RequestCost:
+    """What one host request costs the members, before the cache: the pieces a read touches, the
+    members that serve reads, and for writes the bytes moved per host byte and the operations."""
+    members: list[Device]
+    serving_read: float
+    pieces: float
+    write_amp: float
+    write_ops: float
+    write_reads: float
+    full_stripe_amp: float
+    member_fraction: float = 1.0        # share of requests that reach the members (the rest hit the cache)
+
+
+def _request_cost(stack: Stack | None, workload: Workload, devices: list[Device] | None, mirror_read: str,
+                  assumptions: list[str]) -> _RequestCost:
+    if stack is None:
+        if not devices or len(devices) != 1:
+            raise StackError("a bare device needs exactly one Device")
+        return _RequestCost(list(devices), 1.0, 1.0, 1.0, 1.0, 0.0, 1.0)
+    n = stack.raid.drives
+    if devices is None:
+        members = [Device.from_drive(stack.drive)] * n
+    elif len(devices) == 1:
+        members = list(devices) * n
+    elif len(devices) == n:
+        members = list(devices)
+    else:
+        raise StackError(f"devices: {len(devices)} given; the stack has {n} members (give 1 or {n})")
+    geometry = geometry_of(stack)
+    level = stack.raid.layout.level
+    pattern = "sequential"
+    if workload.is_random:
+        pattern = "random:4096" if workload.request_bytes % 4096 == 0 else "random"
+    alignment = analyse_alignment(geometry, workload.request_bytes, pattern)
+    if level.mirrored:
+        copies = geometry.copies
+        used = copies if mirror_read == "balanced" else min(copies, workload.threads)
+        serving_read = n * used / copies
+        if mirror_read == "per-thread":
+            assumptions.append(f"mirror reads: each thread reads one copy ({used} of {copies} used)")
+    elif level.dedicated_parity:
+        serving_read = float(n - stack.raid.groups * level.parity_drives)
+    else:
+        serving_read = float(n)
+    full_stripe_amp = (geometry.data_drives + geometry.parity_drives) * geometry.copies / geometry.data_drives
+    return _RequestCost(members, serving_read, alignment.disk_reads_per_read, alignment.write_amplification,
+                        alignment.disk_ops_per_write, alignment.disk_reads_per_write, full_stripe_amp)
+
+
+def _apply_cache(cost: _RequestCost, workload: Workload, cache: ControllerCache,
+                 assumptions: list[str]) -> tuple[float, str]:
+    """What the cache lets reach the members (updates cost); returns the cache's own capacity."""
+    request = workload.request_bytes
+    working = workload.working_set_bytes
+    in_cache = working is not None and working <= cache.size_bytes
+    rate = cache.write_bw_bytes if workload.is_write else cache.read_bw_bytes
+    limits = [(rate / request, "bandwidth")]
+    if cache.iops is not None:
+        limits.append((cache.iops, "IOPS"))
+    if workload.is_write:
+        if not cache.write_back:
+            assumptions.append("write-through cache: every write reaches the members")
+        elif in_cache:
+            cost.member_fraction = 0.0
+            assumptions.append("in-cache writes: absorbed by the write-back cache")
+        else:
+            assumptions.append("out-of-cache writes: the cache drains at the members' rate")
+            if not workload.is_random and cost.write_amp > cost.full_stripe_amp:
+                cost.write_amp, cost.write_reads = cost.full_stripe_amp, 0.0
+                cost.write_ops = max(1.0, cost.pieces) * cost.full_stripe_amp
+                assumptions.append("write-back coalesces sequential writes into full stripes")
+    elif in_cache:
+        cost.member_fraction = 0.0
+        assumptions.append("in-cache reads: every read hits after the first pass")
+    elif working is None:
+        assumptions.append("working set not given: taken as far beyond the cache (no hits)")
+    elif workload.is_random:
+        cost.member_fraction = 1.0 - cache.size_bytes / working
+        assumptions.append(f"random reads hit the cache in proportion {1 - cost.member_fraction:.0%}")
+    else:
+        assumptions.append("sequential sweep larger than the cache: no hits")
+    return min(limits)
+
+
+def _serving(cost: _RequestCost, workload: Workload) -> float:
+    """Members that share a request's work: all for writes, the readable copies for reads."""
+    return float(len(cost.members)) if workload.is_write else cost.serving_read
+
+
+def _member_capacities(cost: _RequestCost, workload: Workload) -> list[tuple[str, str, float, str]]:
+    """Each member's capacity in host requests/s, the work of a request spread evenly."""
+    if cost.member_fraction == 0:
+        return []
+    count, fraction, request = len(cost.members), cost.member_fraction, workload.request_bytes
+    serving = _serving(cost, workload)
+    if workload.is_write:
+        total_bytes = request * cost.write_amp * fraction
+        reads, writes = cost.write_reads * fraction, (cost.write_ops - cost.write_reads) * fraction
+        read_share = reads / (reads + writes) if reads + writes else 0.0
+        load = _MemberLoad(reads / count, writes / count, total_bytes * read_share / count,
+                           total_bytes * (1 - read_share) / count)
+    else:
+        load = _MemberLoad(cost.pieces * fraction / serving, 0.0, request * fraction / serving, 0.0)
+    out = []
+    for i, device in enumerate(cost.members):
+        if not workload.is_write and serving < count and i % int(round(count / serving)):
+            continue    # a copy this workload does not read
+        cap, why = _member_capacity(device, load, not workload.is_random)
+        out.append((f"member[{i}] {device.name}" if count > 1 else device.name, "member", cap, why))
+    return out
+
+
+def _concurrency(stack: Stack | None, cost: _RequestCost, workload: Workload,
+                 cache: ControllerCache | None) -> list[tuple[str, str, float, str]]:
+    """Little's law: outstanding requests / time of one request with nothing queued, i.e. its
+    latency plus its transfer on the slowest stage it crosses (members, cache, path components)."""
+    request = workload.request_bytes
+    stages: list[float] = []
+    latency = 0.0
+    serving = _serving(cost, workload)
+    # members one request keeps busy at once: its read pieces, or its write operations (data,
+    # parity, copies and read-modify-write reads land on different members)
+    spread = cost.write_ops if workload.is_write else cost.pieces
+    touched = min(serving, max(1.0, spread)) if cost.member_fraction > 0 else 0
+    if touched:
+        per_touched = request * (cost.write_amp if workload.is_write else 1.0) / touched
+        rates = [d.write_bw_bytes if workload.is_write else d.read_bw_bytes for d in cost.members]
+        latencies = [d.latency_s for d in cost.members]
+        if touched >= serving:      # every member takes part: the slowest finishes the request
+            latency = max(latencies)
+            stages.append(per_touched / min(rates))
+        else:                       # one or a few members: the average member
+            latency = sum(latencies) / len(cost.members)
+            stages.append(sum(per_touched / r for r in rates) / len(cost.members))
+    if cache is not None:
+        if cost.member_fraction == 0:
+            latency = cache.latency_s
+        stages.append(request / (cache.write_bw_bytes if workload.is_write else cache.read_bw_bytes))
+    stages += _path_transfer_times(stack, workload, cost, cache is not None)
+    service = latency + max(stages, default=0.0)
+    if service <= 0:
+        return []
+    return [("queue depth", "concurrency", workload.outstanding / service,
+             f"{workload.outstanding} outstanding / {service * 1e3:.3g} ms per request")]
+
+
+def _path_factor(inst, workload: Workload, cost: _RequestCost, cached: bool) -> float:
+    """Bytes an instance carries per host byte: host bytes above the RAID engine, member bytes
+    (parity, RMW) below it, and behind a cache only what reaches the members."""
+    if not inst.carries_parity:
+        return 1.0
+    factor = cost.write_amp if workload.is_write else 1.0
+    return factor * cost.member_fraction if cached else factor
+
+
+def _path_transfer_times(stack: Stack | None, workload: Workload, cost: _RequestCost, cached: bool) -> list[float]:
     """Seconds one request spends crossing each bandwidth-limited path component (one instance)."""
     root = None if stack is None else stack.instances()
     if root is None:
@@ -174,13 +332,35 @@ def _path_transfer_times(stack: Stack | None, workload: Workload, request: int, 
     times = []
     for inst in root.walk():
         bw = inst.template.cap_bw_bytes("write" if workload.is_write else "read")
-        if bw is None or not inst.all_group_ids():
-            continue
-        factor = (write_amp if workload.is_write else 1.0) if inst.carries_parity else 1.0
-        if inst.carries_parity and cached:
-            factor *= member_fraction
-        times.append(request * factor / bw)
+        if bw is not None and inst.all_group_ids():
+            times.append(workload.request_bytes * _path_factor(inst, workload, cost, cached) / bw)
     return times
+
+
+def _path_capacities(stack: Stack | None, workload: Workload, cost: _RequestCost,
+                     cached: bool) -> list[tuple[str, str, float, str]]:
+    """Each path component's capacity in host requests/s; it carries the share of the groups under it."""
+    root = None if stack is None else stack.instances()
+    if root is None:
+        return []
+    groups = stack.raid.groups
+    out = []
+    for inst in root.walk():
+        under = len(inst.all_group_ids())
+        factor = _path_factor(inst, workload, cost, cached)
+        if not under or factor == 0:
+            continue
+        limits = []
+        bw = inst.template.cap_bw_bytes("write" if workload.is_write else "read")
+        if bw is not None:
+            limits.append((bw / (workload.request_bytes * factor) * groups / under, "bandwidth"))
+        if inst.template.iops is not None:
+            ops = (cost.write_ops if workload.is_write else cost.pieces) if inst.carries_parity else 1.0
+            limits.append((inst.template.iops / ops * groups / under, "IOPS"))
+        if limits:
+            cap, why = min(limits)
+            out.append((inst.path, "path", cap, why))
+    return out
 
 
 def predict(stack: Stack | None, workload: Workload, devices: list[Device] | None = None, *,
@@ -190,163 +370,27 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     if mirror_read not in MIRROR_READ_POLICIES:
         raise StackError(f"mirror_read must be one of {', '.join(MIRROR_READ_POLICIES)}, got {mirror_read!r}")
     assumptions: list[str] = []
-    if stack is None:
-        if not devices or len(devices) != 1:
-            raise StackError("a bare device needs exactly one Device")
-        members = list(devices)
-        serving_read = 1.0
-        pieces = 1.0
-        read_amp_ops = 1.0
-        write_amp = 1.0
-        write_ops = 1.0
-        write_reads = 0.0
-        full_stripe_amp = 1.0
-    else:
-        n = stack.raid.drives
-        if devices is None:
-            members = [Device.from_drive(stack.drive)] * n
-        elif len(devices) == 1:
-            members = list(devices) * n
-        elif len(devices) == n:
-            members = list(devices)
-        else:
-            raise StackError(f"devices: {len(devices)} given; the stack has {n} members (give 1 or {n})")
-        geometry = geometry_of(stack)
-        level = stack.raid.layout.level
-        pattern = "random" if workload.is_random else "sequential"
-        if workload.is_random and workload.request_bytes % 4096 == 0:
-            pattern = "random:4096"
-        alignment = analyse_alignment(geometry, workload.request_bytes, pattern)
-        pieces = alignment.disk_reads_per_read
-        groups = stack.raid.groups
-        if level.mirrored:
-            copies = geometry.copies
-            used = copies if mirror_read == "balanced" else min(copies, workload.threads)
-            serving_read = n * used / copies
-            if mirror_read == "per-thread":
-                assumptions.append(f"mirror reads: each thread reads one copy ({used} of {copies} used)")
-        elif level.dedicated_parity:
-            serving_read = n - groups * level.parity_drives
-        else:
-            serving_read = float(n)
-        read_amp_ops = pieces
-        write_amp = alignment.write_amplification
-        write_ops = alignment.disk_ops_per_write
-        write_reads = alignment.disk_reads_per_write
-        full_stripe_amp = (geometry.data_drives + geometry.parity_drives) * geometry.copies / geometry.data_drives
-    count = len(members)
-    request = workload.request_bytes
+    cost = _request_cost(stack, workload, devices, mirror_read, assumptions)
     components: list[tuple[str, str, float, str]] = []
-
-    # the cache decides what reaches the members
-    member_fraction = 1.0
     if cache is not None:
-        working = workload.working_set_bytes
-        in_cache = working is not None and working <= cache.size_bytes
-        rate = cache.write_bw_bytes if workload.is_write else cache.read_bw_bytes
-        limits = [(rate / request, "bandwidth")]
-        if cache.iops is not None:
-            limits.append((cache.iops, "IOPS"))
-        cap, why = min(limits)
+        cap, why = _apply_cache(cost, workload, cache, assumptions)
         components.append(("cache", "cache", cap, why))
-        if workload.is_write:
-            if not cache.write_back:
-                assumptions.append("write-through cache: every write reaches the members")
-            elif in_cache:
-                member_fraction = 0.0
-                assumptions.append("in-cache writes: absorbed by the write-back cache")
-            else:
-                assumptions.append("out-of-cache writes: the cache drains at the members' rate")
-                if not workload.is_random and write_amp > full_stripe_amp:
-                    write_amp, write_reads = full_stripe_amp, 0.0
-                    write_ops = max(1.0, pieces) * full_stripe_amp
-                    assumptions.append("write-back coalesces sequential writes into full stripes")
-        else:
-            if in_cache:
-                member_fraction = 0.0
-                assumptions.append("in-cache reads: every read hits after the first pass")
-            elif workload.is_random and working:
-                member_fraction = 1.0 - cache.size_bytes / working
-                assumptions.append(f"random reads hit the cache in proportion {1 - member_fraction:.0%}")
-            else:
-                assumptions.append("sequential sweep larger than the cache: no hits")
-
-    # members: uniform spread of each request's member work
-    if workload.is_write:
-        total_bytes = request * write_amp * member_fraction
-        reads, writes = write_reads * member_fraction, (write_ops - write_reads) * member_fraction
-        read_share = reads / (reads + writes) if reads + writes else 0.0
-        per_member = _MemberLoad(reads / count, writes / count, total_bytes * read_share / count,
-                                 total_bytes * (1 - read_share) / count)
-        serving = float(count)
-    else:
-        serving = serving_read
-        per_member = _MemberLoad(read_amp_ops * member_fraction / serving, 0.0,
-                                 request * member_fraction / serving, 0.0)
-    if member_fraction > 0:
-        for i, device in enumerate(members):
-            if not workload.is_write and serving < count and i % int(round(count / serving)):
-                continue    # a copy this workload does not read
-            cap, why = _member_capacity(device, per_member, not workload.is_random)
-            components.append((f"member[{i}] {device.name}" if count > 1 else device.name, "member", cap, why))
-
-    # Little's law: outstanding requests / time of one request with nothing queued: its latency plus
-    # its transfer on the slowest stage it crosses (members, cache, path components)
-    stages: list[float] = []
-    latency = 0.0
-    touched = min(serving, max(1.0, pieces)) if member_fraction > 0 else 0
-    if touched:
-        per_touched = request * (write_amp if workload.is_write else 1.0) / touched
-        rates = [d.write_bw_bytes if workload.is_write else d.read_bw_bytes for d in members]
-        latencies = [d.latency_s for d in members]
-        if touched >= serving:      # every member takes part: the slowest finishes the request
-            latency = max(latencies)
-            stages.append(per_touched / min(rates))
-        else:                       # one or a few members: the average member
-            latency = sum(latencies) / count
-            stages.append(sum(per_touched / r for r in rates) / count)
-    if cache is not None:
-        if member_fraction == 0:
-            latency = cache.latency_s
-        stages.append(request / (cache.write_bw_bytes if workload.is_write else cache.read_bw_bytes))
-    stages += _path_transfer_times(stack, workload, request, write_amp, member_fraction, cache is not None)
-    service = latency + max(stages, default=0.0)
-    if service > 0:
-        components.append(("queue depth", "concurrency", workload.outstanding / service,
-                           f"{workload.outstanding} outstanding / {service * 1e3:.3g} ms per request"))
-
-    # the hardware path: each component carries the share of the groups under it
-    if stack is not None:
-        root = stack.instances()
-        if root is not None:
-            groups = stack.raid.groups
-            for inst in root.walk():
-                template = inst.template
-                under = len(inst.all_group_ids())
-                if not under:
-                    continue
-                below_cache = inst.carries_parity and cache is not None
-                factor = (write_amp if workload.is_write else 1.0) if inst.carries_parity else 1.0
-                if below_cache:
-                    factor *= member_fraction
-                if factor == 0:
-                    continue
-                limits = []
-                bw = template.cap_bw_bytes("write" if workload.is_write else "read")
-                if bw is not None:
-                    limits.append((bw / (request * factor) * groups / under, "bandwidth"))
-                if template.iops is not None:
-                    ops = (write_ops if workload.is_write else read_amp_ops) if inst.carries_parity else 1.0
-                    limits.append((template.iops / ops * groups / under, "IOPS"))
-                if limits:
-                    cap, why = min(limits)
-                    components.append((inst.path, "path", cap, why))
-
+    components += _member_capacities(cost, workload)
+    components += _concurrency(stack, cost, workload, cache)
+    components += _path_capacities(stack, workload, cost, cache is not None)
     rate = min(cap for _, _, cap, _ in components)
     out = tuple(ComponentCapacity(name, kind, cap, 1.0 - rate / cap if math.isfinite(cap) else 1.0, why)
                 for name, kind, cap, why in components)
     # the limiting component: least headroom; on a tie the one nearest the host (path, cache), then
-    # members, then the queue depth
+    # members. The queue depth only when every other component keeps more than 1 % headroom: a
+    # request's own latency always puts the queue-depth bound a little below the resource it
+    # waits on, and more outstanding requests would then gain nothing
     order = {"path": 0, "cache": 1, "member": 2, "concurrency": 3}
-    limiting = min(out, key=lambda c: (round(c.headroom_fraction, 9), order[c.kind])).name
-    return Prediction(workload, rate, rate * request, limiting, out, tuple(assumptions))
+    resources = [c for c in out if c.kind != "concurrency"]
+    tightest = min(out, key=lambda c: (round(c.headroom_fraction, 9), order[c.kind]))
+    if tightest.kind == "concurrency" and resources:
+        busiest = min(resources, key=lambda c: (round(c.headroom_fraction, 9), order[c.kind]))
+        if busiest.headroom_fraction <= QUEUE_DEPTH_MARGIN:
+            tightest = busiest
+    limiting = tightest.name
+    return Prediction(workload, rate, rate * workload.request_bytes, limiting, out, tuple(assumptions))
