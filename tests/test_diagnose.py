@@ -45,24 +45,38 @@ def _results(alone, together, fs, w=SEQ_READ, volume=None):
 
 # -- prediction rules --------------------------------------------------------------------------
 
+SEQ = dict(rw="read", request_bytes=1 << 20, qd=4, figure="bw_bytes")
+
+
 def test_a_striped_volume_moves_at_the_pace_of_its_slowest_member():
-    e = expect_volume("raid0", {"a": 40 * MB, "b": 40 * MB, "c": 40 * MB, "d": 10 * MB}, direction="read", random=False)
+    e = expect_volume("raid0", {"a": 40 * MB, "b": 40 * MB, "c": 40 * MB, "d": 10 * MB}, **SEQ)
     assert e.value == pytest.approx(40 * MB)          # 4 x 10
     assert e.potential == pytest.approx(160 * MB)     # 4 x the median 40
-    assert "member d" in e.limited_by
+    assert "member d" in e.limited_by and "stack model" in e.rule
 
 
 def test_mirror_reads_use_one_copy_per_reader_and_writes_every_copy():
     rates = {"a": 50 * MB, "b": 30 * MB}
-    assert expect_volume("raid1", rates, direction="read", random=False, workers=1).value == pytest.approx(40 * MB)
-    assert expect_volume("raid1", rates, direction="write", random=False).value == pytest.approx(30 * MB)
+    assert expect_volume("raid1", rates, **SEQ).value == pytest.approx(50 * MB)     # btrfs: one copy per reader
+    write = {**SEQ, "rw": "write"}
+    assert expect_volume("raid1", rates, **write).value == pytest.approx(30 * MB)   # every copy: the slowest
+
+
+def test_random_reads_at_depth_are_held_to_the_slowest_member_too():
+    rates = {"a": 1000.0, "b": 1000.0, "c": 1000.0, "d": 250.0}
+    e = expect_volume("raid0", rates, rw="randread", request_bytes=4096, qd=16, figure="iops")
+    assert e.value == pytest.approx(1000.0) and e.potential == pytest.approx(4000.0)
 
 
 def test_parity_small_writes_pay_the_read_modify_write_penalty():
     rates = {k: 1000.0 for k in "abcde"}
-    assert expect_volume("raid5", rates, direction="write", random=True).value == pytest.approx(5 * 1000 / 4)
-    assert expect_volume("raid6", rates, direction="write", random=True).value == pytest.approx(5 * 1000 / 6)
-    assert expect_volume("raid5", rates, direction="read", random=False).value == pytest.approx(4 * 1000)
+    small = dict(rw="randwrite", request_bytes=4096, qd=16, figure="iops")
+    reads = expect_volume("raid5", rates, **{**small, "rw": "randread"}).value
+    r5, r6 = expect_volume("raid5", rates, **small).value, expect_volume("raid6", rates, **small).value
+    assert reads == pytest.approx(5000.0)
+    # each small write reads and writes data and parity: two I/Os on each of two members (three
+    # members, for RAID 6), so at most half the read rate, and less for double parity
+    assert r5 <= reads / 2 + 1e-6 and r6 < r5
 
 
 def test_members_at_once_are_predicted_as_the_sum_of_each_alone():

@@ -1,7 +1,7 @@
 """What a layer should deliver, predicted from the layer measured below it.
 
-The rules are the stack model's (docs/model.md) applied to measured members instead of datasheet
-figures:
+The volume's prediction is the stack model's (storlab.model.predict, docs/model.md) with the
+members' measured rates as its devices. Its rules, as they apply here:
 - members at once: the sum of the members alone (nothing shared between them);
 - a striped volume (RAID 0, 10, 5, 6): stripes are equal, so every data member moves at the pace of
   the slowest one: data members x the slowest member's rate when all run at once. The same holds
@@ -17,14 +17,16 @@ every member at the members' median pace, the figure a straggler costs.
 """
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass
 
-__all__ = ["Expectation", "expect_members_together", "expect_volume", "data_members", "SMALL_WRITE_PENALTY"]
+from ..model.predict import Device, predict
+from ..model.predict import Workload as ModelWorkload
+from ..model.stack import stack_from_notation
 
-# device I/Os per small (sub-stripe) random write: read data + read parity + write both (RAID 5),
-# plus the second parity read and write (RAID 6)
-SMALL_WRITE_PENALTY = {"raid5": 4, "raid6": 6}
+__all__ = ["Expectation", "expect_members_together", "expect_volume", "data_members"]
+
 
 
 @dataclass(frozen=True)
@@ -46,34 +48,59 @@ def expect_members_together(alone: dict[str, float]) -> Expectation:
     return Expectation(total, "the members themselves", total, "sum of each member alone")
 
 
-def expect_volume(level: str, together: dict[str, float], *, direction: str, random: bool,
-                  workers: int = 1) -> Expectation:
-    """The volume built from `together` (each member's rate when all run at once)."""
+# the model's notation of each level diagnose meets (single and linear need no stack)
+_NOTATION = {"raid0": "R0", "raid1": "R1", "raid10": "R10", "raid5": "R5", "raid6": "R6"}
+_UNBOUNDED_BW = 1e15          # a figure the probe did not measure: no limit from it
+_UNBOUNDED_IOPS = 1e12
+_UNLOADED_LATENCY_S = 1e-6    # the members' figures were measured at the probe's depth: the
+                              # queue depth is in them, so the model's Little's-law bound must not bind
+
+
+def _devices(rates: dict[str, float], figure: str) -> list[Device]:
+    """Members as the model's devices: the measured figure is the limit, the other is not."""
+    out = []
+    for name, v in rates.items():
+        if figure == "iops":
+            out.append(Device(_UNBOUNDED_BW, _UNBOUNDED_BW, v, v, _UNLOADED_LATENCY_S, name=name, shared_time=False,
+                              counts_every_request=True))
+        else:
+            out.append(Device(v, v, _UNBOUNDED_IOPS, _UNBOUNDED_IOPS, _UNLOADED_LATENCY_S, name=name,
+                              shared_time=False))
+    return out
+
+
+def _model_value(level: str, rates: dict[str, float], *, rw: str, request_bytes: int, qd: int, workers: int,
+                 chunk_bytes: int, figure: str, mirror_read: str) -> tuple[float, str]:
+    stack = stack_from_notation(f"{_NOTATION[level]}/{len(rates)}", chunk_bytes)
+    p = predict(stack, ModelWorkload(rw, request_bytes, qd, workers), _devices(rates, figure), mirror_read=mirror_read)
+    return (p.iops if figure == "iops" else p.bw_bytes), p.limiting
+
+
+def expect_volume(level: str, together: dict[str, float], *, rw: str, request_bytes: int, qd: int,
+                  figure: str, workers: int = 1, chunk_bytes: int = 64 << 10,
+                  mirror_read: str = "per-thread") -> Expectation:
+    """The volume built from `together` (each member's rate when all run at once), predicted by the
+    stack model (storlab.model.predict) with the members as its devices."""
     if not together:
         raise ValueError("expect_volume: no member rates")
-    n = len(together)
-    slowest = min(together, key=together.get)
-    low = together[slowest]
+    names = list(together)
+    slowest = min(names, key=together.get)
     median = statistics.median(together.values())
-    spread = low < 0.9 * median
-    limit = f"member {slowest} (slowest, {low / median:.0%} of the median)" if spread else "the members (equal pace)"
-    if level in ("single", "linear") or n == 1:
-        # one member serves the probe's range (linear: the first member holds its start)
-        first = next(iter(together))
+    if level not in _NOTATION or len(names) == 1:
+        first = names[0]        # one member serves the range (linear: the first holds its start)
         return Expectation(together[first], f"member {first}", together[first], "one member serves the range")
-    if level == "raid1":
-        if direction == "read":
-            k = min(workers, n)
-            return Expectation(k * median, "one copy per reader", k * median,
-                               f"{k} reader(s) x one member each")
-        return Expectation(low, limit, median, "every copy is written: the slowest member")
-    d = data_members(level, n)
-    if level in SMALL_WRITE_PENALTY and direction == "write" and random:
-        p = SMALL_WRITE_PENALTY[level]
-        return Expectation(n * low / p, limit, n * median / p,
-                           f"{n} members x slowest / {p} (read-modify-write per small write)")
-    if random and direction == "read":
-        # random reads land on every member, parity and mirror copies included, at the slowest pace
-        k = d if level == "raid10" else n
-        return Expectation(k * low, limit, k * median, f"{k} members x the slowest member's rate")
-    return Expectation(d * low, limit, d * median, f"{d} data members x the slowest member's rate")
+    kw = dict(rw=rw, request_bytes=request_bytes, qd=qd, workers=workers, chunk_bytes=chunk_bytes, figure=figure,
+              mirror_read=mirror_read)
+    value, limiting = _model_value(level, together, **kw)
+    potential, _ = _model_value(level, {n: median for n in names}, **kw)
+    m = re.fullmatch(r"member\[(\d+)\] (.*)", limiting)
+    if m:
+        name = m.group(2)
+        share = together[name] / median if median else 1.0
+        limited_by = f"member {name} (slowest, {share:.0%} of the median)" if name == slowest and share < 0.9 \
+            else "the members (equal pace)"
+    else:
+        limited_by = limiting
+    d = data_members(level, len(names))
+    return Expectation(value, limited_by, potential,
+                       f"stack model: {level} over {len(names)} members ({d} data), each at its rate with all at once")

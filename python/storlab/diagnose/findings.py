@@ -112,8 +112,10 @@ def build_rows(view, results: dict[tuple[str, str], ProbeResult], workloads: lis
         base = together or alone
         below: Expectation | None = None
         if base:
-            below = expect_volume(view.level, base, direction=w.direction, random=w.rw.startswith("rand"),
-                                  workers=workers)
+            chunk = view.striping.unit_bytes if view.striping and view.striping.unit_bytes else 64 << 10
+            below = expect_volume(view.level, base, rw=w.rw, request_bytes=w.bs, qd=w.qd, figure=w.figure,
+                                  workers=workers, chunk_bytes=chunk,
+                                  mirror_read="per-thread" if view.fs_type == "btrfs" else "balanced")
         vol = results.get(("volume", w.name))
         if vol is not None:
             rows.append(_row("volume", view.volume_layer, w, vol, below))
