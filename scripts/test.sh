@@ -32,6 +32,19 @@ fi
 echo "== building and installing storlab with test extras"
 python3 -m pip install -q --disable-pip-version-check -e '.[test,mpi]'
 
+# tests/test_import.py's round trip imports a real IOR result: build IOR from the peers' tarball
+# beside the project when it is there (needs the mpich wheel's mpicc, installed just above)
+ior_build=../shared/peers/build-ior.sh
+if [ -z "${STORLAB_IOR:-}" ] && [ -x "$ior_build" ]; then
+    echo "== building IOR (peer) from $ior_build"
+    mpicc_dir=$(python3 -c 'import sys, os; print(os.path.dirname(sys.executable))')
+    if ior_bin=$(PATH="$mpicc_dir:$PATH" "$ior_build" "${XDG_CACHE_HOME:-$HOME/.cache}/storlab-peers/ior" | tail -1); then
+        export STORLAB_IOR="$ior_bin/ior"
+    else
+        echo "   IOR could not be built: the IOR round-trip test skips with the reason"
+    fi
+fi
+
 echo "== lint: ruff (rules in pyproject.toml) and clippy, both at zero findings"
 python3 -m ruff check python tests benchmarks scripts
 cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
