@@ -13,8 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from ..units import (MAX_BYTES, MAX_DURATION_S, UnitError, format_size, parse_count, parse_duration, parse_rate,
-                     parse_size)
+from ..units import MAX_BYTES, MAX_DURATION_S, UnitError, format_size, parse_count, parse_duration, parse_rate, parse_size
 
 __all__ = ["Option", "OptionError", "OPTIONS", "BY_NAME", "parse_option", "parse_value", "defaults",
            "render_reference"]
