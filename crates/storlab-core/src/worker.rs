@@ -120,8 +120,13 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     let buffers: Vec<(*mut u8, usize)> = slots.iter().map(|s| (s.buf, buf_len)).collect();
     let backend = engine::create(&EngineSetup { fd, buffers: &buffers, qd: g.qd, group: g, block_device: target.kind == "block" });
     let iolog_path = g.write_iolog.as_ref().map(|p| {
-        let sharing = plan.workers.iter().filter(|o| plan.group(o).write_iolog.as_ref() == Some(p)).count();
-        iolog::worker_log_path(p, w.id, sharing)
+        // Under MPI other processes log to the same name: their threads are numbered on from
+        // participant_base (rank x threads), so the names stay apart.
+        let mut sharing = plan.workers.iter().filter(|o| plan.group(o).write_iolog.as_ref() == Some(p)).count();
+        if g.participant_count() > g.threads as u64 {
+            sharing = sharing.max(2);
+        }
+        iolog::worker_log_path(p, g.participant_base as usize + w.id, sharing)
     });
     let iolog_writer = iolog_path.as_ref().map(|p| iolog::Writer::create(p, &target.path, now));
     // Every worker reaches the start line, even one whose set-up failed, so nobody waits forever.

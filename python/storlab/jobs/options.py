@@ -239,7 +239,7 @@ OPTIONS: tuple[Option, ...] = (
     # --- I/O logs (fio's iolog) -----------------------------------------------------------
     Option("write_iolog", "str", "write fio's iolog (version 3: times in microseconds) of the "
            "requests issued to PATH; with several threads each writes PATH.N (N the thread's "
-           "number in the phase); replays in storlab and in fio (--read_iolog)", default=None,
+           "number in the phase, on from rank x threads under MPI); replays in storlab and in fio (--read_iolog)", default=None,
            category="iolog", metavar="PATH", fio_name="write_iolog"),
     Option("read_iolog", "str", "replay an fio iolog (version 2 or 3) instead of the pattern: its "
            "directions, offsets, lengths and syncs, at its times (see replay_no_stall); every "

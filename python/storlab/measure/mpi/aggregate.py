@@ -162,6 +162,11 @@ def _own_bw(amount: float, start: float, end: float) -> float:
     return amount / (end - start) if end > start else 0.0
 
 
+def _worker_bytes(w: dict[str, Any]) -> int:
+    """All bytes a worker moved: reads, writes and (present only for a worker that trimmed) trims."""
+    return w["read_bytes"] + w["write_bytes"] + w.get("trim_bytes", 0)
+
+
 def _shifted_workers(rank: int, res: dict[str, Any], shift: float, first_id: int) -> list[dict[str, Any]]:
     """A rank's workers in the merged time base, numbered on from `first_id`."""
     return [{**w, "id": first_id + i, "rank": rank, "local_id": w["id"],
@@ -206,7 +211,7 @@ def merge_phase(results: Sequence[dict[str, Any] | None], window_bytes: Sequence
         s = shifts[r]
         ws = _shifted_workers(r, res, s, len(workers))
         workers.extend(ws)
-        nbytes = sum(w["read_bytes"] + w["write_bytes"] for w in res["workers"])
+        nbytes = sum(_worker_bytes(w) for w in res["workers"])
         start = min((w["start_s"] for w in ws), default=s)
         end = max((w["end_s"] for w in ws), default=s)
         rec: dict[str, Any] = {
@@ -224,7 +229,7 @@ def merge_phase(results: Sequence[dict[str, Any] | None], window_bytes: Sequence
             rec["verify"] = res["verify"]
         per_rank.append(rec)
 
-    nbytes = sum(w["read_bytes"] + w["write_bytes"] + w.get("trim_bytes", 0) for w in workers)
+    nbytes = sum(_worker_bytes(w) for w in workers)
     if workers:
         first_start = min(w["start_s"] for w in workers)
         last_start = max(w["start_s"] for w in workers)
