@@ -197,14 +197,16 @@ def test_a_log_fio_wrote_replays_in_storlab_with_the_same_ops_and_bytes(shm_dir)
     fio = need_fio()
     target, log = f"{shm_dir}/fio.dat", f"{shm_dir}/fio.log"
     out = subprocess.run([fio, "--name=w", f"--filename={target}", "--size=2m", "--rw=randrw", "--bs=4k",
-                          "--bssplit=4k/50:16k/50", "--ioengine=psync", f"--write_iolog={log}",
+                          "--bssplit=4k/50:16k/50", "--fsync=8", "--ioengine=psync", f"--write_iolog={log}",
                           "--output-format=json"], capture_output=True, text=True, check=True)
     job = json.loads(out.stdout)["jobs"][0]
-    r = run_cli("--read-iolog", log, "--replay-no-stall")
+    r = run_cli("--read-iolog", log, "--replay-no-stall", "--no-fsync-end")
     assert r["rc"] == 0, r["doc"]["error"]
     phase = r["doc"]["phases"][0]
     for d in ("read", "write"):
         assert (phase[d]["ops"], phase[d]["bytes"]) == (job[d]["total_ios"], job[d]["io_bytes"]), d
+    assert job["sync"]["total_ios"] > 0 and phase["sync"]["ops"] == job["sync"]["total_ios"], "the log's syncs"
+    assert phase["name"] == "randrw", "the phase is named after the log's pattern"
 
 
 def test_a_log_storlab_wrote_replays_in_fio(shm_dir):

@@ -105,6 +105,7 @@ def apply_replay_logs(job: Job) -> None:
     from .. import _core
 
     for phase in job.phases:
+        named_by_rw = phase.name == "+".join(sorted({g.values["rw"] for g in phase.groups}))
         for g in phase.groups:
             path = g.values.get("read_iolog")
             if not path:
@@ -120,6 +121,8 @@ def apply_replay_logs(job: Job) -> None:
                 g.values["target"] = (summary["files"][0],)
             dirs = summary["directions"]
             g.values["rw"] = _REPLAY_RW.get((dirs["read"], dirs["write"], dirs["trim"]), "randrw")
+        if named_by_rw:   # a name made from rw (jobs/job.py) follows the log's pattern
+            phase.name = "+".join(sorted({g.values["rw"] for g in phase.groups}))
 
 
 def check_targets_safe(job: Job) -> None:
