@@ -17,6 +17,8 @@ use crate::workload::Dir;
 
 pub const HEADER_V2: &str = "fio version 2 iolog";
 pub const HEADER_V3: &str = "fio version 3 iolog";
+/// The latest time a replayed request may have, in microseconds after the log's start.
+const MAX_TIME_US: u64 = crate::spec::MAX_DURATION_S as u64 * 1_000_000;
 
 /// What one replayed line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +84,10 @@ impl Replay {
             } else {
                 None
             };
+            // Times become Instants in the worker: keep them where adding them cannot overflow.
+            if at.unwrap_or(clock_us) > MAX_TIME_US {
+                return Err(bad(n, format!("the time {} us is beyond 10 years after the log's start", at.unwrap_or(clock_us))));
+            }
             let file = if version == 3 { words.next().ok_or_else(|| bad(n, "expected 'TIMESTAMP FILE ACTION [OFFSET LENGTH]'".into()))? } else { first };
             let action = words.next().ok_or_else(|| bad(n, "expected a file action (add, open, close) or an I/O action".into()))?;
             let numbers: Vec<&str> = words.collect();
@@ -96,7 +102,7 @@ impl Replay {
             let dir = match action {
                 "add" | "open" | "close" => continue,
                 "wait" if version == 2 => {
-                    clock_us += number(0)?;
+                    clock_us = clock_us.saturating_add(number(0)?).min(MAX_TIME_US + 1);
                     continue;
                 }
                 "wait" => continue, // fio ignores wait in version 3 (the timestamps say it)
@@ -230,7 +236,9 @@ mod tests {
                              ("fio version 3 iolog\n10 /f frobnicate 0 1\n", "line 2: unknown action"),
                              ("fio version 3 iolog\n10 /f read 0\n", "line 2: read needs OFFSET and LENGTH"),
                              ("fio version 3 iolog\nx /f read 0 1\n", "line 2: \"x\" is not a timestamp"),
-                             ("fio version 3 iolog\n10 /f add\n", "has no read, write or trim")] {
+                             ("fio version 3 iolog\n10 /f add\n", "has no read, write or trim"),
+                             ("fio version 3 iolog\n0 /f add\n18446744073709551615 /f read 0 1\n", "line 3: the time"),
+                             ("fio version 2 iolog\n/f wait 18446744073709551615 0\n/f wait 5 0\n/f read 0 1\n", "line 3: the time")] {
             let e = Replay::parse(text.as_bytes(), "the.log").unwrap_err();
             assert!(e.message.contains(want) && e.message.contains("the.log") && !e.message.contains('\n'), "{}", e.message);
         }

@@ -308,7 +308,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                             issuing = false;
                             break;
                         };
-                        let at = (!g.replay_no_stall).then(|| start_instant + Duration::from_micros(e.at_us - replay_first));
+                        let at = (!g.replay_no_stall).then(|| start_instant + Duration::from_micros(e.at_us.saturating_sub(replay_first)));
                         match e.action {
                             iolog::Action::Sync => {
                                 replay_pos += 1;
