@@ -704,6 +704,24 @@ mod phase_tests {
         }
     }
 
+    /// A paced asynchronous worker keeps requests in flight while it waits for the next issue time:
+    /// with 10 ms per request and 400 IOPS allowed, 4 are in flight at a time. Draining the queue
+    /// before every wait (fio's way) would allow only 100 IOPS.
+    #[test]
+    fn a_paced_queue_keeps_requests_in_flight() {
+        let (target, log) = (scratch("paced-qd"), scratch("paced-qd.log"));
+        let g = GroupSpec { target: vec![target.clone()], size: Some(1 << 20), rw: Rw::Randread, engine: EngineKind::Null,
+                            null_delay: 0.01, qd: 8, time: Some(0.5), rate_iops: [400; 3], write_iolog: Some(log.clone()),
+                            ..Default::default() };
+        run(g);
+        let ios = logged(&log);
+        assert!((150..=201).contains(&ios.len()), "{} requests issued in 0.5 s at 400 IOPS", ios.len());
+        // some request was issued while the one before it was still in flight (10 ms)
+        assert!(ios.windows(2).any(|w| w[1].0 - w[0].0 < 5_000));
+        std::fs::remove_file(&target).unwrap();
+        std::fs::remove_file(&log).unwrap();
+    }
+
     #[test]
     fn thinktime_pauses_every_thinktime_blocks_requests() {
         let (target, log) = (scratch("think"), scratch("think.log"));
