@@ -49,7 +49,7 @@ def _help(o: Option) -> str:
     text = o.help
     if o.choices:
         text += " [" + ", ".join(o.choices) + "]"
-    if o.default not in (None, (), False) and o.kind != "bool":
+    if o.default not in (None, (), False, (0, 0, 0)) and o.kind != "bool":
         shown = o.default
         if o.kind == "size" and isinstance(shown, int):
             from ..units import format_size
