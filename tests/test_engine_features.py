@@ -10,23 +10,9 @@ import subprocess
 import pytest
 from storlab.cli.main import main
 from storlab.jobs.options import OptionError, parse_value
+from test_cli_run import run_cli  # tests/ is on sys.path (pytest prepend mode)
 
 MiB = 1 << 20
-
-
-def run_cli(*args: str) -> dict:
-    """`storlab run ... --json FILE -q --no-store` in-process: exit code and result document."""
-    import tempfile
-
-    fd, out = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    try:
-        rc = main(["run", *args, "--json", out, "-q", "--no-store"])
-        with open(out) as f:
-            text = f.read()
-        return {"rc": rc, "doc": json.loads(text) if text else None}
-    finally:
-        os.unlink(out)
 
 
 def iolog_ios(path: str) -> list[tuple[str, int, int]]:
