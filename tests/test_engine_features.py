@@ -75,6 +75,18 @@ def test_a_rate_floor_above_its_cap_is_refused_before_running(capsys):
     assert "rate_min: the floor of the read direction is above its cap" in capsys.readouterr().err
 
 
+def test_rate_flag_with_values_per_direction_is_one_value_not_a_repeated_flag(capsys):
+    """After the option rows took the engine's defaults, rate's (0, 0, 0) made --rate a repeatable
+    flag, so `--rate 1m,2m` reached the parser whole and was refused as a size."""
+    rc = main(["run", "--engine", "null", "--rate", "1m,2m", "--rate-min", "2m,1m", "--time", "1s",
+               "--no-store", "-q"])
+    assert rc == 2
+    assert "rate_min: the floor of the read direction is above its cap" in capsys.readouterr().err
+    r = run_cli("--engine", "null", "--rw", "write", "--rate", ",4m", "--rate-iops", "100,200,300", "--time", "1s")
+    assert r["rc"] == 0
+    assert (r["doc"]["job"]["rate"], r["doc"]["job"]["rate_iops"]) == ([0, 4 * MiB, 0], [100, 200, 300])
+
+
 def test_thinktime_slows_a_run_by_its_pauses(shm_dir):
     # 64 requests, a 5 ms pause after every 8: at least 7 pauses, so at least 35 ms
     r = run_cli("--engine", "null", "--size", "256k", "--thinktime", "5ms", "--thinktime-blocks", "8",

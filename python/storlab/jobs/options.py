@@ -34,7 +34,8 @@ from ..units import (
     parse_size,
 )
 
-__all__ = ["Option", "OptionError", "ROWS", "ENGINE_RULES", "OPTIONS", "BY_NAME", "parse_option", "parse_value",
+__all__ = ["Option", "OptionError", "ROWS", "ENGINE_RULES", "OPTIONS", "BY_NAME", "NUMERIC_KINDS",
+           "PER_DIRECTION_KINDS", "parse_option", "parse_value",
            "defaults", "render_reference", "render_rows"]
 
 
@@ -94,6 +95,8 @@ class Option:
 
 # Kinds whose values are numbers: each has bounds, and NaN and infinities are refused.
 NUMERIC_KINDS = frozenset({"size", "duration", "rate", "int", "float", "percent", "count", "dir_rate", "dir_iops"})
+# Kinds whose value is one per direction (read, write, trim), written as one value or R,W[,T].
+PER_DIRECTION_KINDS = frozenset({"dir_rate", "dir_iops"})
 # Bounds every option of a kind has unless the table sets a tighter one (the per-direction kinds
 # belong to engine options, whose bounds are the engine's).
 KIND_MAXIMUM: dict[str, float] = {"size": MAX_BYTES, "rate": MAX_BYTES, "duration": MAX_DURATION_S,
