@@ -94,7 +94,7 @@ def test_groups_of_one_phase_with_different_ramps_are_refused_when_the_job_is_re
 def test_every_option_has_help_and_a_known_kind():
     for o in OPTIONS:
         assert o.help and o.kind in {"size", "duration", "rate", "int", "float", "percent", "choice", "bool",
-                                     "str", "text", "paths"}
+                                     "str", "text", "paths", "dir_rate", "dir_iops"}
         if o.kind == "choice":
             assert o.default in o.choices and all(o.choices.values())
 

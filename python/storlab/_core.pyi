@@ -177,6 +177,12 @@ def hist_record(values_ns: list[int], quantiles: list[float]) -> str:
     at each quantile of `quantiles` (0..1), for the test that storlab.measure.stats agrees."""
 
 
+def iolog_summary(path: str) -> str:
+    """What an fio iolog (version 2 or 3) holds, as JSON {"version", "files", "directions":
+    {"read", "write", "trim"}, "requests", "bytes"}; raises CoreError (kind "spec", one line
+    naming the file and line) when it cannot be read."""
+
+
 def hist_index(v: int) -> int:
     """Index of the latency-histogram bucket that holds the value `v` (nanoseconds)."""
 

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
-use crate::spec::{EngineKind, FileLayout, GroupSpec, RbwMode, Rw, ThreadLayout, MAX_BYTES, MAX_DURATION_S};
+use crate::spec::{EngineKind, FileLayout, GroupSpec, PerDir, RbwMode, Rw, ThreadLayout, MAX_BYTES, MAX_DURATION_S};
 use crate::verify::VerifyKind;
 
 /// The unit of a numeric option's value.
@@ -20,6 +20,10 @@ pub enum Unit {
     Bytes,
     Seconds,
     Percent,
+    /// A rate in bytes per second (rate, rate_min).
+    BytesPerSecond,
+    /// A rate in requests per second (rate_iops, rate_iops_min).
+    Iops,
 }
 
 impl Unit {
@@ -30,6 +34,8 @@ impl Unit {
             Unit::Bytes => "bytes",
             Unit::Seconds => "s",
             Unit::Percent => "%",
+            Unit::BytesPerSecond => "bytes/s",
+            Unit::Iops => "IOPS",
         }
     }
 }
@@ -105,7 +111,20 @@ pub const BOUNDS: &[Bounds<GroupSpec>] = &[
     secs("start_delay", 0.0, |g| Some(Num::Real(g.start_delay))),
     secs("null_delay", 0.0, |g| Some(Num::Real(g.null_delay))),
     ints("uring.batch", Unit::Count, 0, 65536, |g| Some(Num::Int(g.uring_batch.into()))),
+    // per direction [read, write, trim]: the largest of the three is checked
+    ints("rate", Unit::BytesPerSecond, 0, MAX_BYTES, |g| Some(Num::Int(largest(g.rate)))),
+    ints("rate_min", Unit::BytesPerSecond, 0, MAX_BYTES, |g| Some(Num::Int(largest(g.rate_min)))),
+    ints("rate_iops", Unit::Iops, 0, 1 << 40, |g| Some(Num::Int(largest(g.rate_iops)))),
+    ints("rate_iops_min", Unit::Iops, 0, 1 << 40, |g| Some(Num::Int(largest(g.rate_iops_min)))),
+    secs("thinktime", 0.0, |g| Some(Num::Real(g.thinktime))),
+    secs("thinktime_spin", 0.0, |g| Some(Num::Real(g.thinktime_spin))),
+    ints("thinktime_blocks", Unit::Count, 1, 1 << 32, |g| Some(Num::Int(g.thinktime_blocks))),
 ];
+
+/// The largest of a per-direction option's values.
+fn largest(v: PerDir) -> u64 {
+    v.into_iter().max().unwrap_or(0)
+}
 
 impl<S> Bounds<S> {
     /// What the option accepts, in words: ">= 1 byte and <= 1 GiB".
@@ -117,6 +136,7 @@ impl<S> Bounds<S> {
     fn show(&self, v: Num) -> String {
         match (self.unit, v) {
             (Unit::Bytes, Num::Int(n)) => bytes_text(n),
+            (Unit::BytesPerSecond, Num::Int(n)) => format!("{}/s", bytes_text(n)),
             (Unit::Seconds, Num::Real(s)) if s == MAX_DURATION_S => "10 years".into(),
             (Unit::Count, _) => number_text(v),
             (unit, _) => format!("{} {}", number_text(v), unit.as_str()),
@@ -313,10 +333,30 @@ mod tests {
         let e = check_number("ramp", Num::Real(1e300)).unwrap_err();
         assert!(e.message.starts_with("ramp: 1e300 s is out of range"), "{}", e.message);
         let e = check_choice("rw", "sideways").unwrap_err();
-        assert_eq!(e.message, "rw: 'sideways' is not allowed; use one of: read, write, randread, randwrite, rw, randrw");
+        assert_eq!(e.message, "rw: 'sideways' is not allowed; use one of: read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite");
         assert!(check_number("seed", Num::Int(i64::MAX as u64)).is_ok());
         assert!(check_number("seed", Num::Int(i64::MAX as u64 + 1)).is_err());
         assert!(check_number("rw", Num::Int(1)).is_err() && check_choice("bs", "x").is_err());
+        let e = check_number("rate", Num::Int(2 << 60)).unwrap_err();
+        assert_eq!(e.message, "rate: 2 EiB/s is out of range; allowed: >= 0 bytes/s and <= 1 EiB/s");
+        let e = check_number("rate_iops_min", Num::Int((1 << 40) + 1)).unwrap_err();
+        assert_eq!(e.message, format!("rate_iops_min: {} IOPS is out of range; allowed: >= 0 IOPS and <= {} IOPS", (1u64 << 40) + 1, 1u64 << 40));
+        assert!(check_number("thinktime_blocks", Num::Int(0)).is_err());
+    }
+
+    /// The per-direction rates are checked by their largest value: one direction out of range fails.
+    #[test]
+    fn per_direction_rates_check_the_largest_direction() {
+        let g = GroupSpec { target: vec!["/x".into()], rate: [0, MAX_BYTES + 1, 0], ..Default::default() };
+        let e = check_group(&g).unwrap_err();
+        assert!(e.message.starts_with("rate: "), "{}", e.message);
+        let g = GroupSpec { target: vec!["/x".into()], rate_iops: [1, 2, 3], ..Default::default() };
+        assert!(check_group(&g).is_ok());
+        let rules = option_rules();
+        assert_eq!(rules["rate"]["unit"], json!("bytes/s"));
+        assert_eq!(rules["rate_iops_min"]["unit"], json!("IOPS"));
+        assert_eq!(rules["rate"]["default"], json!([0, 0, 0]));
+        assert_eq!(rules["thinktime"]["min"], json!(0.0));
     }
 
     #[test]

@@ -19,24 +19,40 @@ pub enum Rw {
     Randwrite,
     Rw,
     Randrw,
+    /// Discards (block devices) or punched holes (files), sequential / random: fio's trim, randtrim.
+    Trim,
+    Randtrim,
+    /// fio's trimwrite: each block is trimmed, then written.
+    Trimwrite,
 }
 
 impl Rw {
     /// Every pattern, in declaration order: the allowed values of `rw` (rules.rs).
-    pub const ALL: [Rw; 6] = [Rw::Read, Rw::Write, Rw::Randread, Rw::Randwrite, Rw::Rw, Rw::Randrw];
+    pub const ALL: [Rw; 9] = [Rw::Read, Rw::Write, Rw::Randread, Rw::Randwrite, Rw::Rw, Rw::Randrw, Rw::Trim, Rw::Randtrim, Rw::Trimwrite];
 
     pub fn is_random(self) -> bool {
-        matches!(self, Rw::Randread | Rw::Randwrite | Rw::Randrw)
+        matches!(self, Rw::Randread | Rw::Randwrite | Rw::Randrw | Rw::Randtrim)
     }
     /// Percentage of reads implied by the pattern (mixed patterns use rwmix_read).
     pub fn read_percent(self, rwmix_read: u32) -> u32 {
         match self {
             Rw::Read | Rw::Randread => 100,
-            Rw::Write | Rw::Randwrite => 0,
+            Rw::Write | Rw::Randwrite | Rw::Trim | Rw::Randtrim | Rw::Trimwrite => 0,
             Rw::Rw | Rw::Randrw => rwmix_read,
         }
     }
+    /// The pattern discards data (trim, randtrim, trimwrite): destructive like a write.
+    pub fn trims(self) -> bool {
+        matches!(self, Rw::Trim | Rw::Randtrim | Rw::Trimwrite)
+    }
+    /// The pattern writes data (trimwrite writes each block after trimming it).
+    pub fn writes(self, rwmix_read: u32) -> bool {
+        !matches!(self, Rw::Trim | Rw::Randtrim) && self.read_percent(rwmix_read) < 100
+    }
 }
+
+/// A limit per direction, fio's `rate=R,W,T` layout: [read, write, trim]; 0 = none.
+pub type PerDir = [u64; 3];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -166,6 +182,26 @@ pub struct GroupSpec {
     pub uring_sqpoll: bool,
     #[serde(rename = "uring.batch")]
     pub uring_batch: u32,
+    /// Bandwidth cap per worker in bytes/s, [read, write, trim] (fio's rate; 0 = unlimited).
+    pub rate: PerDir,
+    /// IOPS cap per worker, [read, write, trim] (fio's rate_iops).
+    pub rate_iops: PerDir,
+    /// Bandwidth floor per worker over the phase; below it the phase fails (fio's rate_min).
+    pub rate_min: PerDir,
+    /// IOPS floor per worker over the phase (fio's rate_iops_min).
+    pub rate_iops_min: PerDir,
+    /// Pause after every `thinktime_blocks` requests, in seconds (fio's thinktime).
+    pub thinktime: f64,
+    /// The part of the pause spent spinning (fio's thinktime_spin).
+    pub thinktime_spin: f64,
+    /// Requests issued between pauses (fio's thinktime_blocks).
+    pub thinktime_blocks: u64,
+    /// Write fio's iolog v3 of the requests issued to this path (PATH.N per worker if several).
+    pub write_iolog: Option<String>,
+    /// Replay an fio iolog (v2 or v3) instead of generating offsets.
+    pub read_iolog: Option<String>,
+    /// Replay as fast as possible, ignoring the log's timestamps (fio's replay_no_stall).
+    pub replay_no_stall: bool,
 }
 
 impl Default for GroupSpec {
@@ -212,6 +248,16 @@ impl Default for GroupSpec {
             uring_fixed_files: false,
             uring_sqpoll: false,
             uring_batch: 0,
+            rate: [0; 3],
+            rate_iops: [0; 3],
+            rate_min: [0; 3],
+            rate_iops_min: [0; 3],
+            thinktime: 0.0,
+            thinktime_spin: 0.0,
+            thinktime_blocks: 1,
+            write_iolog: None,
+            read_iolog: None,
+            replay_no_stall: false,
         }
     }
 }
@@ -299,6 +345,7 @@ impl PhaseSpec {
     pub fn opened_paths(&self) -> Vec<OpenedPath> {
         let mut out: Vec<OpenedPath> = Vec::new();
         for g in &self.groups {
+            // Trims are destructive: the gate treats them as writes.
             let writes = g.rw.read_percent(g.rwmix_read) < 100;
             for target in &g.target {
                 for path in g.file_names(target) {
@@ -392,6 +439,59 @@ impl GroupSpec {
         if self.engine == EngineKind::Psync && self.qd > 1 {
             return Err(bad("qd", format!("psync does one request at a time; qd {} needs an asynchronous engine (io_uring or null)", self.qd)));
         }
+        self.validate_pacing(&bad)?;
+        self.validate_trim(&bad)?;
+        self.validate_iolog(&bad)?;
+        Ok(())
+    }
+
+    /// rate, rate_iops, rate_min, rate_iops_min, thinktime*: what relates two options (each
+    /// option's own bounds are in rules.rs).
+    fn validate_pacing(&self, bad: &dyn Fn(&str, String) -> Error) -> Result<()> {
+        for d in 0..3 {
+            let cap_bw = self.rate[d] > 0 && self.rate_min[d] > self.rate[d];
+            let cap_iops = self.rate_iops[d] > 0 && self.rate_iops_min[d] > self.rate_iops[d];
+            if cap_bw || cap_iops {
+                let what = if cap_bw { "rate_min" } else { "rate_iops_min" };
+                return Err(bad(what, format!("the floor of the {} direction is above its cap", ["read", "write", "trim"][d])));
+            }
+        }
+        if self.thinktime_spin > self.thinktime {
+            return Err(bad("thinktime_spin", format!("{} s is longer than thinktime ({} s), of which it is a part", self.thinktime_spin, self.thinktime)));
+        }
+        Ok(())
+    }
+
+    /// rw = trim, randtrim, trimwrite.
+    fn validate_trim(&self, bad: &dyn Fn(&str, String) -> Error) -> Result<()> {
+        if !self.rw.trims() {
+            return Ok(());
+        }
+        if self.verify != VerifyKind::Off {
+            return Err(bad("verify", format!("trim patterns ({:?}) cannot be verified; use verify=off", self.rw).to_lowercase()));
+        }
+        Ok(())
+    }
+
+    /// write_iolog, read_iolog, replay_no_stall.
+    fn validate_iolog(&self, bad: &dyn Fn(&str, String) -> Error) -> Result<()> {
+        for (field, v) in [("write_iolog", &self.write_iolog), ("read_iolog", &self.read_iolog)] {
+            if v.as_ref().is_some_and(|p| p.is_empty()) {
+                return Err(bad(field, "expected a file path, got an empty text".into()));
+            }
+        }
+        if self.read_iolog.is_none() {
+            if self.replay_no_stall {
+                return Err(bad("replay_no_stall", "only applies to read_iolog replays".into()));
+            }
+            return Ok(());
+        }
+        if self.verify != VerifyKind::Off || self.rbw != RbwMode::Off {
+            return Err(bad("read_iolog", "a replay cannot be combined with verify or rbw".into()));
+        }
+        if self.files != FileLayout::Shared {
+            return Err(bad("read_iolog", "a replay works on the log's file (or the one target): use files=shared".into()));
+        }
         Ok(())
     }
 }
@@ -428,6 +528,34 @@ mod tests {
         assert!(e.message.contains("sideways"), "{}", e.message);
         let e = PhaseSpec::from_json(&phase_json(r#"{"bogus": 1}"#)).unwrap_err();
         assert!(e.message.contains("bogus"), "{}", e.message);
+    }
+
+    /// A trim is destructive: the write-safety gate must check its targets as written.
+    #[test]
+    fn trim_patterns_open_their_targets_for_writing() {
+        for rw in ["trim", "randtrim", "trimwrite"] {
+            let p = PhaseSpec::from_json(&phase_json(&format!(r#"{{"rw": "{rw}"}}"#))).unwrap();
+            assert_eq!(p.opened_paths(), vec![OpenedPath { path: "/tmp/x".into(), writes: true }], "{rw}");
+        }
+        let e = PhaseSpec::from_json(&phase_json(r#"{"rw": "trim", "verify": "crc32c"}"#)).unwrap_err();
+        assert!(e.message.starts_with("verify: trim patterns"), "{}", e.message);
+    }
+
+    #[test]
+    fn pacing_and_iolog_fields_are_validated() {
+        let e = PhaseSpec::from_json(&phase_json(r#"{"rate": [100, 0, 0], "rate_min": [200, 0, 0]}"#)).unwrap_err();
+        assert!(e.message.starts_with("rate_min: the floor of the read direction is above its cap"), "{}", e.message);
+        let e = PhaseSpec::from_json(&phase_json(r#"{"thinktime": 0.001, "thinktime_spin": 0.002}"#)).unwrap_err();
+        assert!(e.message.starts_with("thinktime_spin:"), "{}", e.message);
+        let e = PhaseSpec::from_json(&phase_json(r#"{"thinktime_blocks": 0}"#)).unwrap_err();
+        assert!(e.message.starts_with("thinktime_blocks:"), "{}", e.message);
+        let e = PhaseSpec::from_json(&phase_json(r#"{"replay_no_stall": true}"#)).unwrap_err();
+        assert!(e.message.starts_with("replay_no_stall:"), "{}", e.message);
+        let e = PhaseSpec::from_json(&phase_json(r#"{"read_iolog": "/x.log", "verify": "crc32c"}"#)).unwrap_err();
+        assert!(e.message.starts_with("read_iolog:"), "{}", e.message);
+        // [read, write, trim] always: the front end expands "R" and "R,W" (options.py)
+        let e = PhaseSpec::from_json(&phase_json(r#"{"rate": [1, 2]}"#)).unwrap_err();
+        assert!(e.message.contains("expected an array of length 3"), "{}", e.message);
     }
 
     #[test]

@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
-from ..jobs.options import NUMERIC_KINDS, OPTIONS, Option, allowed_values, parse_option
+from ..jobs.options import NUMERIC_KINDS, OPTIONS, PER_DIRECTION_KINDS, Option, allowed_values, parse_option
 
 # What a bool flag may be followed by (`--invalidate off`); alone it means on.
 BOOL_WORDS = ("on", "off", "true", "false", "yes", "no", "1", "0")
@@ -49,7 +49,7 @@ def _help(o: Option) -> str:
     text = o.help
     if o.choices:
         text += " [" + ", ".join(o.choices) + "]"
-    if o.default not in (None, (), False) and o.kind != "bool":
+    if o.default not in (None, (), False, (0, 0, 0)) and o.kind != "bool":
         shown = o.default
         if o.kind == "size" and isinstance(shown, int):
             from ..units import format_size
@@ -77,13 +77,19 @@ def _deprecating(base: type, command: str, flag: str, old: Sequence[str]) -> typ
     return Deprecating
 
 
+def _repeatable(o: Option) -> bool:
+    """The flag is given once per value of a list: paths, and options whose default is a list (not a
+    per-direction value, which is one flag: R,W[,T])."""
+    return o.kind == "paths" or (isinstance(o.default, tuple) and o.kind not in PER_DIRECTION_KINDS)
+
+
 def _add_old_names(group: argparse._ArgumentGroup, o: Option, command: str) -> None:
     """The old spellings of a renamed flag: the same destination and value form, a one-line notice
     when used, hidden from --help; they never reset a value given by the new name."""
     extra: dict[str, Any] = {}
     if o.kind == "bool":
         base, extra = argparse._StoreConstAction, {"const": True}
-    elif o.kind == "paths" or isinstance(o.default, tuple):
+    elif _repeatable(o):
         base = argparse._AppendAction
     else:
         base = argparse._StoreAction
@@ -126,7 +132,7 @@ def add_table_arguments(parser: argparse.ArgumentParser, table: Iterable[Option]
             if o.negative:
                 group.add_argument(o.negative, dest=o.name, action="store_const", const=False,
                                    help=f"the opposite of {o.flag}")
-        elif o.kind == "paths" or isinstance(o.default, tuple):   # repeatable: a list of values
+        elif _repeatable(o):
             common.setdefault("action", "append")
             group.add_argument(*flags, metavar=o.metavar or "VALUE", **common)
         else:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from ..devices.safety import check_opened_paths
-from ..document import RUN_SCHEMA, header, now_iso
+from ..document import DIRECTIONS, RUN_SCHEMA, header, now_iso
 from ..errors import StorlabError, from_core
 from ..jobs import mainjob
 from ..jobs.job import Job, PhaseDef, core_spec
@@ -73,6 +73,38 @@ def checked_spec(phase, allow_destroy) -> dict[str, Any]:
     return spec
 
 
+# The pattern a replay's spec carries, by the directions its log issues (read, write, trim): it only
+# tells the write-safety gate and the plan whether the target is written; the log drives the I/O.
+_REPLAY_RW = {(True, False, False): "read", (False, True, False): "write", (False, False, True): "trim",
+              (False, True, True): "trimwrite"}
+
+
+def apply_replay_logs(job: Job) -> None:
+    """Groups with read_iolog: the target is the one file the log names unless the job gives one
+    (then the log's file is mapped onto each target), and rw follows the log's directions."""
+    from .. import _core
+
+    for phase in job.phases:
+        named_by_rw = phase.name == "+".join(sorted({g.values["rw"] for g in phase.groups}))
+        for g in phase.groups:
+            path = g.values.get("read_iolog")
+            if not path:
+                continue
+            try:
+                summary = json.loads(_core.iolog_summary(path))
+            except _core.CoreError as e:
+                raise from_core(*e.args) from None
+            if not g.values["target"]:
+                if len(summary["files"]) != 1:
+                    raise from_core("spec", f"read_iolog: {path} names {len(summary['files'])} files; "
+                                            "give --target to replay a log of one file onto it")
+                g.values["target"] = (summary["files"][0],)
+            dirs = summary["directions"]
+            g.values["rw"] = _REPLAY_RW.get((dirs["read"], dirs["write"], dirs["trim"]), "randrw")
+        if named_by_rw:   # a name made from rw (jobs/job.py) follows the log's pattern
+            phase.name = "+".join(sorted({g.values["rw"] for g in phase.groups}))
+
+
 def check_targets_safe(job: Job) -> None:
     """Refuse, before anything runs, a job that would write to a block device holding data (unless
     named in --allow-destroy) or in use; each phase is checked again when it starts."""
@@ -120,6 +152,7 @@ class IoBenchmark(Benchmark):
         settings = self.job.run
         if self.job.main_job:
             doc["main_job"] = mainjob.prepare(self.job, self.scratch.path())
+        apply_replay_logs(self.job)
         self._use_scratch_where_no_target(self.scratch)
         check_targets_safe(self.job)
         doc["warnings"].extend(cache.apply_sizing(self.job, settings, doc["environment"]["memory_bytes"]))
@@ -262,7 +295,9 @@ class IoBenchmark(Benchmark):
         workers = snap["workers"]
         total_bytes = sum(w["bytes"] for w in workers)
         total_ops = sum(w["ops"] for w in workers)
-        by = {d: [w for w in workers if w["direction"] == d] for d in ("read", "write")}
+        by = {d: [w for w in workers if w["direction"] == d] for d in DIRECTIONS}
+        if not by["trim"]:
+            del by["trim"]   # only phases that trim count trims
         progress = {
             "elapsed_s": elapsed, "includes_ramp": ramp > 0, "bytes": total_bytes, "ops": total_ops,
             "bw_bytes": total_bytes / elapsed if elapsed > 0 else 0.0,
@@ -360,7 +395,7 @@ class IoBenchmark(Benchmark):
         wait_for_phase(run, phase, hooks, self.progress_interval_s, lambda: self._report(phase.name, run), on_tick)
         cpu_after = CpuSample.now()
         result = json.loads(run.result_json())
-        bw = sum(result[d]["bw_bytes"] for d in ("read", "write") if d in result)
+        bw = sum(result[d]["bw_bytes"] for d in DIRECTIONS if d in result)
         result["cpu"] = cpu_usage(cpu_before, cpu_after, bw)
         result["rw"] = "+".join(sorted({g.values["rw"] for g in phase.groups}))
         result["groups"] = [g.name for g in phase.groups]
@@ -390,5 +425,5 @@ def run_job(job: Job, argv: list[str] | None = None, progress: ProgressFn | None
     return run_benchmark(IoBenchmark(job, progress, notify=notify, checkpoint=checkpoint), argv or [], hooks)
 
 
-__all__ = ["IoBenchmark", "Scratch", "SCRATCH_SIZE_BYTES", "run_job", "check_targets_safe", "checked_spec",
-           "SCHEMA", "StorlabError"]
+__all__ = ["IoBenchmark", "Scratch", "SCRATCH_SIZE_BYTES", "run_job", "check_targets_safe", "apply_replay_logs",
+           "checked_spec", "SCHEMA", "StorlabError"]

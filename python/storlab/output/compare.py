@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..document import DIRECTIONS
 from ..jobs.options import BY_NAME
 from ..units import format_size
 from .base import Column, align, fmt_number, iter_runs, job_parameter, short_id
@@ -152,7 +153,7 @@ def compare(docs: Sequence[dict[str, Any]]) -> dict[str, Any]:
             name = str(phase.get("name", pi))
             if name not in names.setdefault(pi, []):
                 names[pi].append(name)
-            for direction in ("read", "write"):
+            for direction in DIRECTIONS:
                 if isinstance(phase.get(direction), dict) and (pi, direction) not in keys:
                     keys.append((pi, direction))
     keys.sort(key=lambda k: (k[0], k[1] != "read"))

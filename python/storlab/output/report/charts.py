@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from ...document import DIRECTIONS
 from ...jobs.options import BY_NAME
 from ...measure import stats
 from ...measure.sweep import climb_basis, compared_latency
@@ -124,7 +125,7 @@ def throughput_charts(runs: Sequence[dict[str, Any]]) -> list[Chart]:
         xs_all = []
         nlines = 0
         for label, series in groups.items():
-            directions = [d for d in ("read", "write")
+            directions = [d for d in DIRECTIONS
                           if any(p.direction == d for r in series for p in points(r))]
             for d in directions:
                 if nlines >= MAX_SERIES:
@@ -233,7 +234,7 @@ def iops_latency_charts(runs: Sequence[dict[str, Any]]) -> list[Chart]:
         fig, (ax,) = _figure()
         drawn = 0
         for label, series in groups.items():
-            for d in ("read", "write"):
+            for d in DIRECTIONS:
                 # the first phase of each run that did this direction stands for the run
                 firsts = [next((p for p in points(r) if p.direction == d), None) for r in series]
                 rows = [(p.iops, p.lat_ns.get("mean"), p.lat_ns.get("p99"), param(p.run, axis))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+from ...document import DIRECTIONS
 from ...jobs.options import BY_NAME
 from ...measure.prediction import measured_value
 from ...units import format_size
@@ -60,7 +61,7 @@ class Point:
 def points(run: dict[str, Any]) -> list[Point]:
     out = []
     for pi, phase in enumerate(run.get("phases") or []):
-        for direction in ("read", "write"):
+        for direction in DIRECTIONS:
             d = phase.get(direction)
             if isinstance(d, dict):
                 out.append(Point(run, str(phase.get("name", pi)), direction, d))
