@@ -93,14 +93,10 @@ def test_unsupported_options_are_listed_together_with_their_sections():
         translate(FIO / "unsupported.fio")
     msg = str(e.value)
     assert "\n" not in msg
-    expected = ["[global] ioengine=libaio", "[global] verify=md5", "[global] size=50%",
-                "[global] include common.fio", "[job1] rw=randread:8", "[job1] bs=4k,8k",
-                "[job1] filename=/dev/sda:/dev/sdb", "[job1] nrfiles=2", "[job2] rw=trim",
-                "[job2] bsrange=4k-16k", "[job2] numjobs=$ncpus", "[job2] loops=2"]
-    positions = [msg.index(item) for item in expected]
-    assert positions == sorted(positions)          # in file order
-    assert msg.count("[") == len(expected)        # nothing else, nothing twice
-    assert "psync, sync, pvsync, io_uring, null" in msg
+    assert len(msg) <= 200 and msg.endswith("see docs/fio.md")
+    # each unsupported option named once, in file order
+    assert "not supported: zero_buffers, cpus_allowed" in msg
+    assert msg.count("zero_buffers") == 1
 
 
 def test_runtime_without_time_based_needs_a_size():
@@ -109,23 +105,25 @@ def test_runtime_without_time_based_needs_a_size():
 
 
 @pytest.mark.parametrize("text, problem", [
-    ("[j]\nfilename=/x\nrw=randread:4\n", "offset modifiers"),
-    ("[j]\nfilename=/x\nrw=write:4k\n", "offset modifiers"),
+    ("[j]\nfilename=/x\nrw=randread:4\n", "one request per random offset"),
+    ("[j]\nfilename=/x\nrw=write:4k\n", "no holes between sequential requests"),
     ("[j]\nfilename=/x\ntime_based\n", "time_based: needs runtime"),
     ("[j]\nrw=read\n", "size: missing"),
-    ("[j]\nfilename=/x\ndirect\n", "direct: needs a value"),
     ("[j]\nfilename=/x\ndirect=2\n", "expected 0 or 1"),
     ("[j]\nfilename=-\n", "standard input"),
     ("[j]\nfilename=/x\nkb_base=512\n", "1000 or 1024"),
-    ("[j]\nfilename=/x\nbs=4k-8k\n", "ranges"),
+    ("[j]\nfilename=/x\nbs=4k-8k\n", "one block size per worker"),
     ("[j]\nfilename=/x\nruntime=10parsecs\n", "fio time"),
-    ("[j]\nfilename=/x\nsize=(1024*4)\n", "arithmetic"),
     ("[j]\nfilename=/x\nnumjobs=0\n", "at least 1"),
     ("[j]\nfilename=/x\nrwmixread=120\n", "0..100"),
-    ("[j]\nfilename=/x\ndirectory=/a:/b\n", "several directories"),
+    ("[j]\nfilename=/x\nrw=rw\nbs=4k,8k\n", "share one block size"),
     ("[j]\nfilename=/x\nrandom_distribution=zoned_abs:60/20g:40/100g\n", "zoned_abs is not supported"),
     ("[j]\nfilename=/x\nrandom_distribution=zipf:1:0.5:2\n", "random_distribution"),
     ("[j]\nfilename=/x\nnorandommap=2\n", "expected 0 or 1"),
+    ("[j]\nfilename=/x\nsize=50%\n", "needs an existing file"),
+    ("[j]\nfilename=/x\nblockalign=512\n", "only blockalign=bs"),
+    ("[j]\nfilename=/x\nstartdelay=1-5\n", "one delay"),
+    ("[j]\nfilename=/x\nsize=1m\nbssplit=4k/50:8k/40\n", "add up to 100"),
 ])
 def test_bad_values_name_the_option_and_the_reason(text, problem):
     with pytest.raises(FioJobError, match=problem) as e:
@@ -208,7 +206,7 @@ def test_fio_time_rules(text, seconds):
 def test_fio_parse_errors():
     with pytest.raises(ValueError, match="suffix"):
         parse_fio_size("4q")
-    with pytest.raises(ValueError, match="percentages"):
+    with pytest.raises(ValueError, match="percentage needs an existing"):
         parse_fio_size("50%")
     with pytest.raises(ValueError, match="whole number"):
         parse_fio_size("1.5")
