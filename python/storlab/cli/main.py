@@ -18,7 +18,7 @@ from ..errors import StorlabError
 from ..signals import STOP, exit_code_for
 
 # Order shown in `storlab --help`.
-SUBCOMMANDS = ("run", "sweep", "meta", "scale", "plan", "doctor", "results", "report")
+SUBCOMMANDS = ("run", "fio", "sweep", "meta", "scale", "plan", "doctor", "results", "report")
 
 
 class ExitCode(IntEnum):

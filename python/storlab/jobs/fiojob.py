@@ -330,8 +330,8 @@ def translate(path_or_text: str | os.PathLike, environ: Mapping[str, str] | None
 
 
 def translate_sections(sections: list[Section], source: str = "<text>",
-                       only: str | None = None) -> Translation:
-    """The translation of fio sections; `only` keeps just that job section (fio's --section)."""
+                       only: set[str] | None = None) -> Translation:
+    """The translation of fio sections; `only` keeps just those job sections (fio's --section)."""
     problems = _Problems()
     defaults: dict[str, Setting] = {}
     jobs: list[tuple[Section, dict[str, Setting]]] = []
@@ -342,10 +342,10 @@ def translate_sections(sections: list[Section], source: str = "<text>",
                 own[st.key] = st
         if sec.name.lower() == "global":
             defaults.update(own)       # a job sees only the global sections above it
-        elif only is None or sec.name == only:
+        elif not only or sec.name in only:
             jobs.append((sec, {**defaults, **own}))
-    if only is not None and not jobs and not problems:
-        raise FioJobError(f"fio job {source}: no section [{only}]")
+    if only and not jobs and not problems:
+        raise FioJobError(f"fio job {source}: no section [{', '.join(sorted(only))}]")
     if not jobs and not problems:
         raise FioJobError(f"fio job {source}: defines no job (only [global] sections)")
 

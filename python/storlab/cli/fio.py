@@ -1,0 +1,278 @@
+"""`storlab fio [fio arguments …]`: fio's own command line and job files, run by storlab.
+
+Scripts switch by replacing `fio` with `storlab fio`: the arguments are read as fio reads them
+(jobs/fio/cmdline.py), translated with fio's semantics (jobs/fiojob.py), run like `storlab run`,
+stored, and reported in fio's per-job layout (`--output-format=normal`) or as JSON. Where storlab
+maps an engine or does something differently, one line says so before the report.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+from typing import Any
+
+from ..jobs.fio.cmdline import COMMAND_OPTIONS, parse_command_line, show_command
+from ..jobs.fiojob import FioJob, Translation, translate_sections
+from ..jobs.job import resolve_job
+from ..measure.stats import percentile
+from ..signals import STOP
+from .main import ExitCode
+from .outputs import check_destination, write_output
+
+EPILOG = """fio's own options taken here:
+""" + "\n".join(f"  --{k:<16} {v}" for k, (_, v) in COMMAND_OPTIONS.items()) + """
+
+examples:
+  storlab fio job.fio
+  storlab fio --name=randread --filename=/dev/shm/a --size=64m --rw=randread --bs=4k
+  storlab fio -filename=/dev/shm/a -size 64m -rw randwrite -iodepth 1 -thread -name w
+  storlab fio --output-format=json --output=out.json job.fio
+every fio option and engine and what storlab does with it: docs/fio.md
+"""
+FIO_DEFAULT_PERCENTILES = (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    # fio's options start with '-' and are not storlab's: this parser leaves them all to fio's reader
+    p = sub.add_parser("fio", help="run fio job files and fio command lines (drop-in for fio)",
+                       description="Run fio jobs as fio defines them: fio's command line and job files.",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+                       prefix_chars="+", add_help=False)
+    p.add_argument("fio_args", nargs="*", metavar="FIO-ARGUMENT")
+    p.set_defaults(func=run, fio_parser=p)
+
+
+def run(args: argparse.Namespace) -> int:
+    argv = list(args.fio_args)
+    if not argv or argv[0] in ("-h", "--help"):
+        args.fio_parser.print_help()
+        return ExitCode.OK if argv else ExitCode.USAGE
+    cmd = parse_command_line(argv)
+    if cmd.showcmd:
+        print(show_command(cmd.sections))
+        return ExitCode.OK
+    tr = translate_sections(cmd.sections, cmd.source, cmd.only or None)
+    if cmd.readonly and any(_writes(p) for p in tr.phases):
+        print("storlab fio: error: --readonly: a job writes", file=sys.stderr)
+        return ExitCode.USAGE
+    if cmd.parse_only:
+        for line in tr.notes:
+            print(line)
+        return ExitCode.OK
+    if cmd.output:
+        check_destination(cmd.output, "output")
+    from ..measure.runner import run_job
+    from .run import ProgressLine, store_result, wants_progress
+
+    job = resolve_job(dict(tr.run), None, jobfile_name=cmd.source, phases=tr.phases)
+    progress = ProgressLine(sys.stderr) if wants_progress(False) else None
+    try:
+        doc = run_job(job, argv=["storlab", "fio", *argv], progress=progress,
+                      notify=lambda msg: print(f"warning: {msg}", file=sys.stderr))
+    finally:
+        STOP.saving()
+        if progress:
+            progress.finish()
+    doc.setdefault("warnings", [])
+    store_result(doc, {}, "fio")
+    for job_info in tr.jobs:
+        _unlink(job_info)
+    _write_logs(doc, tr)
+    text = render_json(doc) if cmd.output_format == "json" else render_normal(doc, tr)
+    if cmd.output:
+        write_output(text, cmd.output, "output")
+    else:
+        sys.stdout.write(text)
+    for w in doc["warnings"]:
+        print(f"warning: {w['message']}", file=sys.stderr)
+    if doc["stop_reason"] == "error":
+        print(f"storlab fio: error: {doc['error']}", file=sys.stderr)
+        return ExitCode.FAILURE
+    if doc["stop_reason"] == "interrupted":
+        return STOP.exit_code or ExitCode.INTERRUPTED
+    return ExitCode.OK
+
+
+def _writes(phase: dict[str, Any]) -> bool:
+    if phase.get("type") == "meta":
+        return True
+    return any(g["options"]["rw"] not in ("read", "randread") for g in phase["groups"])
+
+
+def _unlink(job: FioJob) -> None:
+    """fio's unlink=1: remove the job's regular files once it has run."""
+    for path in job.unlink:
+        try:
+            if os.path.isfile(path) and not os.path.islink(path):
+                os.unlink(path)
+        except OSError as e:
+            print(f"storlab fio: warning: unlink {path}: {e.strerror}", file=sys.stderr)
+
+
+def render_json(doc: dict[str, Any]) -> str:
+    """fio's JSON layout where storlab.output.fiojson is present, else storlab's own document."""
+    if importlib.util.find_spec("storlab.output.fiojson") is not None:
+        from ..output.fiojson import fio_json
+
+        return json.dumps(fio_json(doc), indent=2) + "\n"
+    return json.dumps(doc, indent=1) + "\n"
+
+
+# -- fio's normal output -----------------------------------------------------------------------
+def _bin(v: float) -> str:
+    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if v >= div:
+            return f"{v / div:.{1 if v / div < 1000 else 0}f}{unit}"
+    return f"{v:.0f}B"
+
+
+def _dec(v: float) -> str:
+    for unit, div in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if v >= div:
+            return f"{v / div:.{1 if v / div < 1000 else 0}f}{unit}"
+    return f"{v:.0f}B"
+
+
+def _count(v: float) -> str:
+    for unit, div in (("M", 1e6), ("k", 1e3)):
+        if v >= div:
+            return f"{v / div:.{1 if v / div < 100 else 0}f}{unit}"
+    return f"{v:.0f}"
+
+
+def _lat_unit(ns: float) -> tuple[str, float]:
+    if ns >= 10_000_000:
+        return "msec", 1e6
+    if ns >= 10_000:
+        return "usec", 1e3
+    return "nsec", 1.0
+
+
+def _direction_block(name: str, d: dict[str, Any], seconds: float, percentiles: tuple[float, ...],
+                     whole_phase: bool) -> list[str]:
+    bw = d["bytes"] / seconds if seconds > 0 else 0.0
+    iops = d["ops"] / seconds if seconds > 0 else 0.0
+    lines = [f"  {name}: IOPS={_count(iops)}, BW={_bin(bw)}/s ({_dec(bw)}/s)"
+             f"({_bin(d['bytes'])}/{seconds * 1000:.0f}msec)"]
+    if not whole_phase:
+        lines.append("    (latency below: the whole phase, this job shares it)")
+    for key, label in (("slat_ns", "slat"), ("clat_ns", "clat"), ("lat_ns", " lat")):
+        lat = d.get(key)
+        if not lat or not d.get("ops"):
+            continue
+        unit, div = _lat_unit(lat["max"])
+        lines.append(f"    {label} ({unit}): min={lat['min'] / div:.0f}, max={lat['max'] / div:.0f}, "
+                     f"avg={lat['mean'] / div:.2f}, stdev={lat['stddev'] / div:.2f}")
+    hist = (d.get("lat_hist") or {}).get("buckets")
+    if hist and d.get("ops"):
+        unit, div = _lat_unit(d["lat_ns"]["max"])
+        lines.append(f"     lat percentiles ({unit}):")
+        lat = d["lat_ns"]
+        cells = [f"{p:5.2f}th=[{percentile(hist, p, lat['min'], lat['max']) / div:.0f}]" for p in percentiles]
+        for i in range(0, len(cells), 4):
+            lines.append("     | " + ", ".join(cells[i:i + 4]) + ("," if i + 4 < len(cells) else ""))
+    return lines
+
+
+def render_normal(doc: dict[str, Any], tr: Translation) -> str:
+    """A report close to fio's: a block per job (per reporting group with group_reporting), then
+    each group's run status. Latency figures are the phase's, which a job alone in its phase owns."""
+    out: list[str] = []
+    for note in tr.notes:
+        out.append(f"storlab: {note}")
+    phases = doc["phases"]
+    by_group: dict[int, list[FioJob]] = {}
+    for j in tr.jobs:
+        by_group.setdefault(j.report_group, []).append(j)
+    for gid, jobs in by_group.items():
+        blocks = [jobs] if any(j.group_reporting for j in jobs) else [[j] for j in jobs]
+        for block in blocks:
+            out += _job_block(block, gid, phases, tr)
+        out += _run_status(gid, jobs, phases, tr)
+    return "\n".join(out) + "\n"
+
+
+def _phase_of(job: FioJob, phases: list[dict[str, Any]], tr: Translation) -> list[dict[str, Any]]:
+    """The result entries of a job's phase (a meta phase has several: NAME:create ...)."""
+    name = tr.phases[job.phase]["name"]
+    return [p for p in phases if p["name"] == name or p["name"].startswith(name + ":")]
+
+
+def _job_block(block: list[FioJob], gid: int, phases: list[dict[str, Any]], tr: Translation) -> list[str]:
+    first = block[0]
+    entries = _phase_of(first, phases, tr)
+    head = f"{first.name}: (groupid={gid}, jobs={sum(j.clones for j in block)}): err= 0"
+    if not entries:
+        return [head, "  (not run)"]
+    lines = [head]
+    if tr.phases[first.phase].get("type") == "meta":
+        for e in entries:
+            ops = e.get("ops") or e.get("operations") or 0
+            rate = e.get("ops_per_s") or e.get("rate") or 0
+            lines.append(f"  {e['name']}: {ops} ops, {rate:,.0f} ops/s")
+        return lines
+    phase = entries[0]
+    groups = {g for j in block for g in j.groups}
+    whole = groups == {g["name"] for g in tr.phases[first.phase]["groups"]}
+    seconds = phase.get("seconds") or 0.0
+    for direction in ("read", "write", "trim"):
+        d = phase.get(direction)
+        if not d or not d.get("ops"):
+            continue
+        if not whole:
+            d = dict(d)
+            d["bytes"] = sum(w.get(f"{direction}_bytes", 0) for w in phase["workers"] if w["group"] in groups)
+            d["ops"] = sum(w.get(f"{direction}_ops", 0) for w in phase["workers"] if w["group"] in groups)
+        lines += _direction_block(direction, d, seconds, first.percentiles or FIO_DEFAULT_PERCENTILES, whole)
+    sync = phase.get("sync")
+    if sync and sync.get("ops"):
+        lines.append(f"  sync: {sync['ops']} calls")
+    return lines
+
+
+def _run_status(gid: int, jobs: list[FioJob], phases: list[dict[str, Any]], tr: Translation) -> list[str]:
+    lines = [f"\nRun status group {gid} (all jobs):"]
+    for direction, label in (("read", "READ"), ("write", "WRITE"), ("trim", "TRIM")):
+        total, seconds = 0, 0.0
+        for j in jobs:
+            for e in _phase_of(j, phases, tr)[:1]:
+                if tr.phases[j.phase].get("type") == "meta":
+                    continue
+                total += sum(w.get(f"{direction}_bytes", 0) for w in e.get("workers", ())
+                             if w["group"] in j.groups)
+                seconds = max(seconds, e.get("seconds") or 0.0)
+        if total:
+            bw = total / seconds if seconds else 0.0
+            lines.append(f"  {label:>5}: bw={_bin(bw)}/s ({_dec(bw)}/s), io={_bin(total)} ({_dec(total)}), "
+                         f"run={seconds * 1000:.0f}msec")
+    return lines
+
+
+def _write_logs(doc: dict[str, Any], tr: Translation) -> None:
+    """fio's write_bw_log/write_iops_log files (`PREFIX_bw.N.log`: time in ms, value, direction,
+    block size, offset) from storlab's per-interval time series of the job's phase."""
+    for number, job in enumerate(tr.jobs, 1):
+        if not job.logs:
+            continue
+        entries = [p for p in doc["phases"] if p["name"] == tr.phases[job.phase]["name"]]
+        if not entries:
+            continue
+        phase = entries[0]
+        bs = tr.phases[job.phase]["groups"][0]["options"]["bs"] if tr.phases[job.phase].get("groups") else 0
+        for kind, prefix in job.logs.items():
+            rows = []
+            for ddir, direction in enumerate(("read", "write", "trim")):
+                series = (phase.get(direction) or {}).get("timeseries")
+                if not series or not (phase.get(direction) or {}).get("ops"):
+                    continue
+                values = series["bw_bytes"] if kind == "bw" else series["iops"]
+                step = series["interval_s"]
+                for i, v in enumerate(values):
+                    value = v / 1024 if kind == "bw" else v     # fio logs bandwidth in KiB/s
+                    rows.append((round((i + 1) * step * 1000), round(value), ddir))
+            rows.sort()
+            text = "".join(f"{t}, {v}, {d}, {bs}, 0\n" for t, v, d in rows)
+            write_output(text, f"{prefix}_{kind}.{number}.log", "log")
