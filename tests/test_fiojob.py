@@ -2,6 +2,7 @@
 option (and the rejection of the rest); values must be canonical for the option table."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,136 @@ def test_fio_parse_errors():
         parse_fio_size("1.5")
     with pytest.raises(ValueError, match="fio time"):
         parse_fio_time("3 weeks")
+
+
+def test_docs_fio_option_table_is_current():
+    from storlab.jobs.fio.options import render_table
+
+    page = (Path(__file__).parent.parent / "docs" / "fio.md").read_text()
+    assert render_table() in page, ("docs/fio.md is out of date: "
+                                    "PYTHONPATH=python python3 -m storlab.jobs.fio.options --write docs/fio.md")
+
+
+# -- fio's command line, refusals and the semantics storlab fio added ------------------------------
+from storlab.jobs.fio.cmdline import parse_command_line, show_command  # noqa: E402
+from storlab.jobs.fio.options import FIO_OPTIONS, REFUSED_ENGINES  # noqa: E402
+from storlab.jobs.fiojob import translate_sections  # noqa: E402
+
+
+def _cmd(*argv):
+    cmd = parse_command_line(list(argv), environ={})
+    return translate_sections(cmd.sections, cmd.source, cmd.only or None), cmd
+
+
+def test_command_line_forms_globals_and_several_name_jobs():
+    tr, _ = _cmd("--filename=/tmp/x", "-size", "1m", "-thread", "--name=a", "-rw=write",
+                 "-iodepth", "4", "-ioengine", "libaio", "--name", "b", "--bs=8k")
+    g = groups(tr.phases)
+    assert g["a"]["rw"] == "write" and g["a"]["qd"] == 4 and g["a"]["engine"] == "io_uring"
+    assert g["b"]["rw"] == "read" and g["b"]["bs"] == 8 * KiB and g["b"]["size"] == MiB
+    assert "libaio → io_uring: same asynchronous queue-depth semantics" in tr.notes
+
+
+def test_command_line_globals_apply_to_job_files_and_section_picks_jobs():
+    tr, cmd = _cmd("--directory=/scratch", str(FIO / "stonewall-phases.fio"), "--section=read",
+                   "--output-format=json", "--output=/tmp/o.json")
+    assert cmd.output_format == "json" and cmd.output == "/tmp/o.json"
+    (phase,) = tr.phases
+    assert phase["groups"][0]["options"]["target"] == ("/tmp/storlab-fio/read.0.0",)  # the file's own directory wins
+
+
+def test_command_line_refuses_terse_and_unknown_options():
+    with pytest.raises(FioJobError, match="terse"):
+        parse_command_line(["--output-format=terse", "--name=a"])
+    with pytest.raises(FioJobError, match="not a fio option"):
+        parse_command_line(["--name=a", "--frobnicate=1"])
+
+
+def test_showcmd_echoes_the_jobs_as_one_command_line():
+    cmd = parse_command_line(["--size=1m", "--name=a", "-rw", "write", "-thread"], environ={})
+    assert show_command(cmd.sections) == "fio --size=1m --name=a --rw=write --thread"
+
+
+def test_refusal_is_one_line_of_at_most_200_characters_naming_each_option_once():
+    text = "[global]\nfilename=/x\n" + "".join(f"[j{i}]\ncpus_allowed=1\nnice=1\nprio=2\n"
+                                              f"zonemode=zbd\nexitall\ncgroup=x\nuid=1\n" for i in range(20))
+    with pytest.raises(FioJobError) as e:
+        translate(text)
+    msg = str(e.value)
+    assert len(msg) <= 200 and "\n" not in msg and msg.endswith("see docs/fio.md")
+    assert msg.count("cpus_allowed") == 1 and msg.count("nice") == 1
+
+
+@pytest.mark.parametrize("engine", sorted(REFUSED_ENGINES))
+def test_engines_storlab_does_not_do_are_refused_in_one_short_line(engine):
+    with pytest.raises(FioJobError) as e:
+        translate(f"[j]\nioengine={engine}\nfilename=/x\n")
+    assert len(str(e.value)) <= 200 and f"ioengine={engine}" in str(e.value)
+
+
+def test_sync_engines_map_to_psync_and_libaio_to_io_uring():
+    g = groups(translate("[a]\nfilename=/x\nioengine=sync\niodepth=8\n[b]\nfilename=/x\n"
+                         "ioengine=posixaio\niodepth=8\n"))
+    assert (g["a"]["engine"], g["a"]["qd"]) == ("psync", 1)
+    assert (g["b"]["engine"], g["b"]["qd"]) == ("io_uring", 8)
+
+
+def test_null_engine_names_no_file_of_its_own():
+    (g,) = translate("[n]\nioengine=null\nfilename=/tmp/should-not-exist\nsize=1m\n")[0]["groups"]
+    assert g["options"]["target"] == () and g["options"]["engine"] == "null"
+
+
+def test_file_engines_become_meta_phases_with_concurrent_jobs_added_up():
+    text = "[global]\nioengine=filecreate\nnrfiles=100\nfilesize=4k\n[t0]\n[t1]\n[t2]\n"
+    (phase,) = translate(text)
+    assert phase["type"] == "meta" and phase["threads"] == 3 and phase["files"] == 100
+    assert phase["phases"] == "create"
+
+
+def test_unset_environment_variable_is_an_error_like_fios():
+    with pytest.raises(FioJobError, match="SIZE is not set"):
+        translate(FIO / "env-vars.fio", environ={})
+
+
+def test_keywords_and_arithmetic_expand():
+    g = groups(translate("[j]\nfilename=/x\nsize=(1024*4)k\nbs=$pagesize\n"))
+    assert g["j"]["size"] == 4 * MiB and g["j"]["bs"] == os.sysconf("SC_PAGE_SIZE")
+
+
+def test_include_reads_the_file_in_place(tmp_path):
+    (tmp_path / "common.fio").write_text("bs=16k\nsize=2m\n")
+    (tmp_path / "job.fio").write_text("[global]\ninclude common.fio\n[j]\nfilename=/x\n")
+    assert groups(translate(tmp_path / "job.fio"))["j"]["bs"] == 16 * KiB
+
+
+def test_loops_number_ios_and_offset_increment():
+    g = groups(translate("[a]\nfilename=/x\nsize=1m\nloops=3\n[b]\nfilename=/x\nsize=1m\nbs=8k\n"
+                         "number_ios=10\n[c]\nfilename=/x\nsize=1m\nnumjobs=2\noffset_increment=1m\n"))
+    assert g["a"]["io_size"] == 3 * MiB
+    assert g["b"]["io_size"] == 80 * KiB
+    assert (g["c"]["offset"] if "offset" in g["c"] else 0) == 0 and g["c.1"]["offset"] == MiB
+
+
+def test_size_percentage_of_an_existing_file(tmp_path):
+    f = tmp_path / "data"
+    f.write_bytes(b"\0" * 4 * MiB)
+    g = groups(translate(f"[j]\nfilename={f}\nsize=25%\noffset=50%\n"))
+    assert g["j"]["size"] == MiB and g["j"]["offset"] == 2 * MiB
+
+
+def test_verify_kinds_map_to_crc32c_with_a_note():
+    cmd = parse_command_line(["--name=v", "--filename=/x", "--rw=write", "--verify=md5",
+                              "--do_verify=0"], environ={})
+    tr = translate_sections(cmd.sections, cmd.source)
+    opts = tr.phases[0]["groups"][0]["options"]
+    assert opts["verify"] == "crc32c" and opts["verify_readback"] is False
+    assert any(n.startswith("verify=md5 → crc32c") for n in tr.notes)
+
+
+def test_invalidate_is_a_run_option():
+    cmd = parse_command_line(["--name=v", "--filename=/x", "--invalidate=0"], environ={})
+    assert translate_sections(cmd.sections, cmd.source).run == {"invalidate": False}
+
+
+def test_every_table_row_has_a_known_status():
+    assert {o.status for o in FIO_OPTIONS.values()} == {"mapped", "accepted", "refused"}
