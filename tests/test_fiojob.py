@@ -346,3 +346,21 @@ def test_invalidate_is_a_run_option():
 
 def test_every_table_row_has_a_known_status():
     assert {o.status for o in FIO_OPTIONS.values()} == {"mapped", "accepted", "refused"}
+
+
+def test_zoned_blanks_are_filled_as_fio_fills_them():
+    g = groups(translate("[j]\nfilename=/x\nrw=randread\nrandom_distribution=zoned:50/5:30/15:20/\n"))
+    assert g["j"]["random_distribution"] == "zoned:50/5:30/15:20/80"
+
+
+def test_log_options_stand_alone_or_take_a_prefix():
+    cmd = parse_command_line(["--name=j", "--filename=/x", "--write_bw_log", "--write_iops_log=pre",
+                              "--log_avg_msec=500"], environ={})
+    tr = translate_sections(cmd.sections, cmd.source)
+    assert tr.jobs[0].logs == {"bw": "j", "iops": "pre"}
+    assert tr.phases[0]["groups"][0]["options"]["interval"] == 0.5
+
+
+def test_engine_refusal_comes_before_an_unset_variable():
+    with pytest.raises(FioJobError, match="ioengine=rdma: storlab does local file"):
+        translate("[j]\nioengine=rdma\nhostname=${HOST_UNSET}\n", environ={})

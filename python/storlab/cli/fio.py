@@ -210,9 +210,10 @@ def _job_block(block: list[FioJob], gid: int, phases: list[dict[str, Any]], tr: 
     lines = [head]
     if tr.phases[first.phase].get("type") == "meta":
         for e in entries:
-            ops = e.get("ops") or e.get("operations") or 0
-            rate = e.get("ops_per_s") or e.get("rate") or 0
-            lines.append(f"  {e['name']}: {ops} ops, {rate:,.0f} ops/s")
+            lat = e.get("lat_ns") or {}
+            unit, div = _lat_unit(lat.get("max") or 0)
+            lines.append(f"  {e['name']}: {e['ops']} ops, {e['ops_per_s']:,.0f} ops/s, lat ({unit}): "
+                         f"avg={(lat.get('mean') or 0) / div:.2f}, max={(lat.get('max') or 0) / div:.0f}")
         return lines
     phase = entries[0]
     groups = {g for j in block for g in j.groups}

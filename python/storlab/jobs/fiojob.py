@@ -30,8 +30,9 @@ from typing import Any, Mapping
 from .fio.options import ALIASES, ENGINES, META_ENGINES, REFUSED_ENGINES, status_of
 from .options import BY_NAME, OptionError, parse_value
 
-__all__ = ["FioJobError", "Section", "FioJob", "Translation", "translate", "translate_sections",
-           "read_sections", "parse_fio_size", "parse_fio_time", "MAX_MESSAGE"]
+__all__ = ["FioJobError", "Section", "Setting", "FioJob", "Translation", "translate",
+           "translate_sections", "read_sections", "expand_value", "canonical_name", "parse_fio_size",
+           "parse_fio_time", "MAX_MESSAGE", "BOOLEAN_OPTIONS", "BARE_OPTIONS"]
 
 MAX_MESSAGE = 200       # a refusal is one line of at most this many characters
 DOCS = "see docs/fio.md"
@@ -44,15 +45,17 @@ class FioJobError(ValueError):
 _RW = {"read": "read", "write": "write", "randread": "randread", "randwrite": "randwrite",
        "rw": "rw", "readwrite": "rw", "randrw": "randrw", "trim": "trim", "randtrim": "randtrim",
        "trimwrite": "trimwrite"}
-_FLAGS = {"time_based", "stonewall", "group_reporting", "thread", "new_group", "norandommap",
+BOOLEAN_OPTIONS = {"time_based", "stonewall", "group_reporting", "thread", "new_group", "norandommap",
           "unlink", "create_on_open", "overwrite", "end_fsync", "fsync_on_close", "direct",
           "buffered", "invalidate", "randrepeat", "allrandrepeat", "do_verify", "sqthread_poll",
           "registerfiles", "fixedbufs", "replay_no_stall", "lat_percentiles", "clat_percentiles",
           "slat_percentiles", "gtod_reduce", "disable_lat", "disable_clat", "disable_slat",
           "disable_bw_measurement", "per_job_logs", "unique_filename", "create_serialize",
           "create_fsync", "allow_file_create", "refill_buffers", "scramble_buffers", "stats",
-          "disk_util", "nonvectored", "write_bw_log", "write_iops_log",
+          "disk_util", "nonvectored",
           "verify_async", "verify_fatal", "verify_dump", "softrandommap", "error_dump"}
+# options that may stand alone without being booleans (a log prefix defaults to the job name)
+BARE_OPTIONS = BOOLEAN_OPTIONS | {"write_bw_log", "write_iops_log", "write_lat_log"}
 # accepted options that change nothing only with these values
 _ONLY = {"lockfile": {"none"}, "io_submit_mode": {"inline"}, "continue_on_error": {"none", "0"},
          "unified_rw_reporting": {"none", "0"}}
@@ -143,6 +146,7 @@ class Setting:
     raw_key: str      # as written
     value: str | None
     line: int
+    error: str | None = None     # the value could not be expanded (an unset ${VAR})
 
 
 @dataclass
@@ -178,7 +182,7 @@ def expand_value(value: str, environ: Mapping[str, str]) -> str:
     return value
 
 
-def _canon(key: str) -> str:
+def canonical_name(key: str) -> str:
     k = key.strip().lower()
     return ALIASES.get(k, k)
 
@@ -237,12 +241,13 @@ def _read_lines(text: str, source: str, base: Path, sections: list[Section],
                               f"any [section]")
         key, sep, value = line.partition("=")
         val: str | None = value.strip() if sep else None
+        error = None
         if val is not None:
             try:
                 val = expand_value(val, environ)
-            except ValueError as e:
-                raise FioJobError(f"fio job file {source} line {lineno}: {key.strip()}: {e}") from None
-        sections[-1].settings.append(Setting(_canon(key), key.strip(), val, lineno))
+            except ValueError as e:     # reported with the job's other problems
+                error = f"{key.strip()}: {e}"
+        sections[-1].settings.append(Setting(canonical_name(key), key.strip(), val, lineno, error))
 
 
 # -- problems -------------------------------------------------------------------------------------
@@ -282,6 +287,9 @@ def _fit(text: str, tail: str) -> str:
     if len(text) + len(tail) <= MAX_MESSAGE:
         return text + tail
     items = re.split(r"(?<=[,;]) ", text)
+    room = MAX_MESSAGE - len(tail)
+    if len(items[0]) > room - 20:
+        items[0] = items[0][:room - 21] + "…"
     out = ""
     for i, item in enumerate(items):
         more = f" … (+{len(items) - i} more)"
@@ -422,12 +430,15 @@ def _check_known(st: Setting, problems: _Problems) -> bool:
     """An option fio has, and storlab does not refuse outright."""
     row = status_of(st.key)
     if row is None:
-        problems.value(f"{st.raw_key}: not a fio option")
+        problems.value(f"{st.raw_key}: not a fio option (fio ignores it, storlab refuses it)")
         return False
     if row.status == "refused":
         problems.option(st.raw_key)
         return False
-    if st.value is None and st.key not in _FLAGS:
+    if st.error:
+        problems.value(st.error)
+        return False
+    if st.value is None and st.key not in BARE_OPTIONS:
         problems.value(f"{st.raw_key}: needs a value")
         return False
     allowed = _ONLY.get(st.key)
@@ -440,6 +451,26 @@ def _check_known(st: Setting, problems: _Problems) -> bool:
 def _split_list(text: str) -> list[str]:
     """fio's `:` lists, where `\\:` is a colon inside a name."""
     return [p.replace("\\:", ":") for p in re.split(r"(?<!\\):", text) if p]
+
+
+def _fill_zoned(text: str) -> str:
+    """fio's zoned distribution with its blanks filled as fio fills them: a zone without an access
+    or a range percentage gets an equal share of what the others leave; one set for all
+    directions (`,` sets must be equal)."""
+    if not text.startswith("zoned:"):
+        return text
+    sets = {s for s in text[len("zoned:"):].split(",") if s}
+    if len(sets) != 1:
+        raise OptionError("random_distribution: storlab uses one zoned set for reads and writes")
+    zones = [z.partition("/")[::2] for z in sets.pop().split(":") if z]
+    for col in (0, 1):
+        given = [int(z[col]) for z in zones if z[col].strip()]
+        missing = len(zones) - len(given)
+        if missing:
+            share = (100 - sum(given)) // missing
+            zones = [(z[0] if col or z[0].strip() else str(share),
+                      z[1] if not col or z[1].strip() else str(share)) for z in zones]
+    return "zoned:" + ":".join(f"{a}/{r}" for a, r in zones)
 
 
 def _target_bytes(path: str) -> int | None:
@@ -516,7 +547,7 @@ class _Job:
 
     # the translation
     def translate(self) -> tuple[str, Any, list[str]] | None:
-        for key in [k for k in self.s if k in _FLAGS]:
+        for key in [k for k in self.s if k in BOOLEAN_OPTIONS]:
             self.boolean(key)       # a bad flag value is named before anything else
         if self.has("kb_base"):
             if self.raw("kb_base") not in ("1000", "1024"):
@@ -773,8 +804,8 @@ class _Job:
             opts["random_map"] = False
         if self.has("random_distribution"):
             try:
-                opts["random_distribution"] = parse_value("random_distribution",
-                                                          self.raw("random_distribution"))
+                opts["random_distribution"] = parse_value(
+                    "random_distribution", _fill_zoned(self.raw("random_distribution")))
             except OptionError as e:
                 self.bad("random_distribution", str(e))
         if self.has("randseed"):

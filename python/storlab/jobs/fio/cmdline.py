@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ..fiojob import _FLAGS, FioJobError, Section, Setting, _canon, expand_value, read_sections
+from ..fiojob import BARE_OPTIONS, FioJobError, Section, Setting, canonical_name, expand_value, read_sections
 from .options import status_of
 
 __all__ = ["FioCommand", "parse_command_line", "COMMAND_OPTIONS"]
@@ -48,8 +48,8 @@ class FioCommand:
 
 
 def _is_flag(key: str) -> bool:
-    """fio's boolean options take a value only as `--opt=val`; alone they mean 1."""
-    return key in _FLAGS
+    """fio's boolean options (and log prefixes) take a value only as `--opt=val`; alone they mean 1."""
+    return key in BARE_OPTIONS
 
 
 def parse_command_line(argv: list[str], environ: Mapping[str, str] | None = None) -> FioCommand:
@@ -78,10 +78,10 @@ def parse_command_line(argv: list[str], environ: Mapping[str, str] | None = None
             continue
         if key in ("version", "help", "cmdhelp", "enghelp", "client", "server", "daemonize",
                    "trigger", "trigger-file", "trigger-timeout", "trigger-remote", "idle-prof",
-                   "inflate-log", "crctest", "remote-config", "bandwidth-log", "write_bw_log"):
+                   "inflate-log", "crctest", "remote-config", "bandwidth-log"):
             raise FioJobError(f"fio command line: --{key}: not a storlab fio option (it runs jobs; "
                               f"see docs/fio.md)")
-        canon = _canon(key)
+        canon = canonical_name(key)
         if status_of(canon) is None:
             raise FioJobError(f"fio command line: {arg}: not a fio option")
         if not sep and not _is_flag(canon):
