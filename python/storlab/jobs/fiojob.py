@@ -852,30 +852,30 @@ class _Job:
             opts["verify_readback"] = self.flag("do_verify")
 
     def pacing(self, opts: dict[str, Any]) -> None:
-        """rate, rate_iops (per direction `R,W`), their minimums, think time, I/O logs: storlab's
-        options of the same names."""
-        for key in ("rate", "rate_min"):
-            if self.has(key):
-                parts = [str(parse_fio_size(p, self.kb_base)) if p.strip() else "0"
-                         for p in self.raw(key).split(",")]
-                opts[key] = parts[0] if len(parts) == 1 else ",".join(parts[:2])
-        for key in ("rate_iops", "rate_iops_min"):
-            if self.has(key):
-                parts = [str(parse_fio_size(p, self.kb_base)) if p.strip() else "0"
-                         for p in self.raw(key).split(",")]
-                opts[key] = parts[0] if len(parts) == 1 else ",".join(parts[:2])
+        """rate, rate_iops (per direction `R,W[,T]`), their minimums, think time and the I/O logs:
+        storlab's options of the same names, in their canonical form."""
+        given: dict[str, Any] = {}
+        for key in ("rate", "rate_min", "rate_iops", "rate_iops_min"):
+            if self.has(key):    # fio sizes (with kb_base) per direction; an empty part: no limit
+                given[key] = ",".join(str(parse_fio_size(p, self.kb_base)) if p.strip() else "0"
+                                      for p in self.raw(key).split(",")[:3])
         for key in ("thinktime", "thinktime_spin"):
             if self.has(key):     # fio's unit here is microseconds
-                opts[key] = self.time(key, default_unit=1e-6)
+                given[key] = self.time(key, default_unit=1e-6)
         if self.has("thinktime_blocks"):
-            opts["thinktime_blocks"] = self.size("thinktime_blocks")
+            given["thinktime_blocks"] = self.size("thinktime_blocks")
         for key in ("write_iolog", "read_iolog"):
             if self.has(key):
-                opts[key] = self.raw(key)
+                given[key] = self.raw(key)
         if self.has("replay_no_stall"):
-            opts["replay_no_stall"] = self.flag("replay_no_stall")
-        for key in [k for k in opts if k not in BY_NAME]:
-            self._available(key, opts[key])
+            given["replay_no_stall"] = self.flag("replay_no_stall")
+        for key, value in given.items():
+            if not self._available(key, value):
+                continue
+            try:
+                opts[key] = parse_value(key, value)
+            except OptionError as e:
+                self.bad(key, str(e))
 
     def groups(self, opts: dict[str, Any], workers: list[tuple[int, list[str], int | None]]
                ) -> list[dict[str, Any]] | None:
