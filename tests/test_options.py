@@ -13,7 +13,7 @@ def test_table_and_rust_spec_have_the_same_fields():
 def test_every_option_has_help_and_a_known_kind():
     for o in OPTIONS:
         assert o.help and o.kind in {"size", "duration", "rate", "int", "float", "percent", "choice", "bool",
-                                     "str", "paths"}
+                                     "str", "paths", "dir_rate", "dir_iops"}
         if o.kind == "choice":
             assert o.default in o.choices and all(o.choices.values())
 

@@ -153,6 +153,12 @@ def random_distribution(text: str) -> str:
     option and its forms) when it is not one."""
 
 
+def iolog_summary(path: str) -> str:
+    """What an fio iolog (version 2 or 3) holds, as JSON {"version", "files", "directions":
+    {"read", "write", "trim"}, "requests", "bytes"}; raises CoreError (kind "spec", one line
+    naming the file and line) when it cannot be read."""
+
+
 def hist_index(v: int) -> int:
     """Index of the latency-histogram bucket that holds the value `v` (nanoseconds)."""
 

@@ -19,11 +19,12 @@ use serde::Serialize;
 
 use crate::buffer::AlignedBuf;
 use crate::error::{Error, Result};
+use crate::iolog::Replay;
 use crate::rbw::{Channel, Role};
 use crate::spec::{CheckedPath, GroupSpec, Identity, PhaseSpec, RbwMode, ThreadLayout};
 use crate::verify::{self, Expect, VerifyKind};
 use crate::rng::Rng;
-use crate::workload::AccessMap;
+use crate::workload::{AccessMap, Dir};
 
 /// What storlab found out about a target, reported in the result's environment.
 #[derive(Debug, Clone, Serialize)]
@@ -64,6 +65,8 @@ pub struct Plan {
     pub buffer_align: usize,
     /// Read-behind-write channels, one per target of an rbw group.
     pub rbw_channels: Vec<Arc<Channel>>,
+    /// Per group: the parsed log it replays (read_iolog), shared by its workers.
+    pub replays: Vec<Option<Arc<Replay>>>,
 }
 
 const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
@@ -292,9 +295,22 @@ struct Build<'a> {
     gate: IdentityGate,
 }
 
-fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, build: &mut Build) -> Result<OpenTarget> {
-    let read_pct = g.rw.read_percent(g.rwmix_read);
-    let (reads, writes) = (read_pct > 0, read_pct < 100);
+/// Whether a group reads and whether it changes data (writes or trims): a replay as its log says.
+fn reads_writes(g: &GroupSpec, replay: Option<&Replay>) -> (bool, bool) {
+    match replay {
+        Some(r) => {
+            let [reads, writes, trims] = r.directions();
+            (reads, writes || trims)
+        }
+        None => {
+            let read_pct = g.rw.read_percent(g.rwmix_read);
+            (read_pct > 0, read_pct < 100)
+        }
+    }
+}
+
+fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, replay: Option<&Replay>, build: &mut Build) -> Result<OpenTarget> {
+    let (reads, writes) = reads_writes(g, replay);
     let meta = std::fs::metadata(path);
     let mut created = false;
     let (kind, existing_size, align) = match &meta {
@@ -364,8 +380,13 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, build: &mut Buil
 
 /// The range length a group needs on a target it must create: its size, or for the segmented
 /// layouts segments × participants × block when the block is known.
-fn wanted_size(g: &GroupSpec) -> Option<u64> {
+fn wanted_size(g: &GroupSpec, replay: Option<&Replay>) -> Option<u64> {
     let participants = g.participant_count();
+    if let Some(r) = replay {
+        // A replay's offsets are absolute: the range must reach its furthest request.
+        let need = r.max_end.saturating_sub(g.offset).max(g.bs);
+        return Some(g.size.map_or(need, |s| s.max(need)));
+    }
     match (g.size, g.thread_layout, g.block) {
         (Some(s), _, _) => Some(s),
         (None, ThreadLayout::Segmented, Some(b)) => Some(g.segments * participants * b),
@@ -448,6 +469,37 @@ fn check_direct(g: &GroupSpec, t: &OpenTarget, buffer_align: &mut usize) -> Resu
     Ok(())
 }
 
+/// Parse a group's replay log. Its requests go to the group's target(s): the log must name one
+/// file (several files would need one descriptor per file and worker; storlab replays one).
+fn load_replay(path: &str, g: &GroupSpec) -> Result<Replay> {
+    let r = Replay::load(path)?;
+    let [_, writes, trims] = r.directions();
+    if (writes || trims) && g.rw.read_percent(g.rwmix_read) == 100 {
+        return Err(Error::spec(format!(
+            "read_iolog: {path} {}, but rw is {}: the write-safety gate checked the target for reads only; give a writing rw (storlab sets it from the log)",
+            if writes { "writes" } else { "trims" }, format!("{:?}", g.rw).to_lowercase()
+        )));
+    }
+    if r.files.len() > 1 {
+        let shown: Vec<&str> = r.files.iter().take(3).map(String::as_str).collect();
+        return Err(Error::spec(format!(
+            "read_iolog: {path} names {} files ({}{}); storlab replays a log of one file onto the target",
+            r.files.len(), shown.join(", "), if r.files.len() > 3 { ", ..." } else { "" }
+        )));
+    }
+    if g.direct {
+        if let Some(e) = r.entries.iter().find_map(|e| match e.action {
+            crate::iolog::Action::Io { offset, len, .. } if offset % 512 != 0 || len % 512 != 0 => Some((offset, len)),
+            _ => None,
+        }) {
+            return Err(Error::alignment(format!(
+                "read_iolog: {path} has a request at offset {} of {} bytes, not 512-byte aligned as O_DIRECT needs (use --buffered)", e.0, e.1
+            )));
+        }
+    }
+    Ok(r)
+}
+
 impl Plan {
     /// Resolve every target and fix every worker's work. Touches the file system.
     pub fn build(spec: PhaseSpec) -> Result<Plan> {
@@ -474,15 +526,21 @@ impl Plan {
         let mut workers: Vec<WorkerPlan> = Vec::new();
         let mut buffer_align = 4096usize;
         let mut rbw_channels = Vec::new();
+        let mut replays = Vec::new();
         for (gi, g) in spec.groups.iter().enumerate() {
+            let replay = match &g.read_iolog {
+                Some(path) => Some(Arc::new(load_replay(path, g)?)),
+                None => None,
+            };
             let group_workers = g.target.len() as u64 * g.threads as u64;
             let participants = g.participant_count();
-            let size = wanted_size(g);
+            let size = wanted_size(g, replay.as_deref());
+            replays.push(replay.clone());
             for (target_no, path) in g.target.iter().enumerate() {
                 // One file per thread (PATH.N, N the participant index) or all threads on PATH.
                 let names = g.file_names(path);
                 let shared = match names.as_slice() {
-                    [one] if one == path => Some(resolve_target(path, g, size, build)?),
+                    [one] if one == path => Some(resolve_target(path, g, size, replay.as_deref(), build)?),
                     _ => None,
                 };
                 if let Some(t) = &shared {
@@ -498,7 +556,7 @@ impl Plan {
                     let (t, ti, map) = match &shared {
                         Some(t) => (t, shared_index, access_map(g, t, p, participants)?),
                         None => {
-                            own = resolve_target(&names[th as usize], g, size, build)?;
+                            own = resolve_target(&names[th as usize], g, size, replay.as_deref(), build)?;
                             check_direct(g, &own, &mut buffer_align)?;
                             targets.push(own.info.clone());
                             let map = access_map(g, &own, 0, 1)?;
@@ -545,11 +603,23 @@ impl Plan {
                 }
             }
         }
-        Ok(Plan { spec, targets, workers, buffer_align, rbw_channels })
+        Ok(Plan { spec, targets, workers, buffer_align, rbw_channels, replays })
     }
 
     pub fn group(&self, w: &WorkerPlan) -> &GroupSpec {
         &self.spec.groups[w.group]
+    }
+
+    /// Whether group `gi` issues requests of direction `d`: a replay what its log says, a pattern
+    /// what it names (read-behind-write adds reads).
+    pub fn group_does(&self, gi: usize, d: Dir) -> bool {
+        let g = &self.spec.groups[gi];
+        match (&self.replays[gi], d) {
+            (Some(r), d) => r.directions()[d.index()],
+            (None, Dir::Read) => g.rw.read_percent(g.rwmix_read) > 0 || g.rbw != RbwMode::Off,
+            (None, Dir::Write) => g.rw.writes(g.rwmix_read),
+            (None, Dir::Trim) => g.rw.trims(),
+        }
     }
 }
 

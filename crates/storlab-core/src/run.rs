@@ -13,6 +13,7 @@ use crate::rbw::RbwResult;
 use crate::spec::RbwMode;
 use crate::verify::{VerifyKind, VerifyTally};
 use crate::worker::{run_worker, WorkerSummary};
+use crate::workload::Dir;
 
 pub use crate::control::{Control, StallEvent};
 
@@ -58,7 +59,7 @@ impl Aggregate {
         let last_start_s = fold(|w| w.start_s, false);
         let first_done_s = fold(|w| w.end_s, true);
         let last_done_s = fold(|w| w.end_s, false);
-        let bytes: u64 = workers.iter().map(|w| w.read_bytes + w.write_bytes).sum();
+        let bytes: u64 = workers.iter().map(|w| w.bytes()).sum();
         let span = last_done_s - first_start_s;
         let (deskew_window_s, deskew_bytes, deskew_bw_bytes) = if first_done_s > last_start_s {
             let (t0, t1) = (last_start_s * 1e9, first_done_s * 1e9);
@@ -69,7 +70,7 @@ impl Aggregate {
         };
         let own_bw = |w: &WorkerSummary| {
             let d = w.end_s - w.start_s;
-            if d > 0.0 { (w.read_bytes + w.write_bytes) as f64 / d } else { 0.0 }
+            if d > 0.0 { w.bytes() as f64 / d } else { 0.0 }
         };
         let slowest = workers.iter().min_by(|a, b| own_bw(a).total_cmp(&own_bw(b)));
         Aggregate {
@@ -120,6 +121,9 @@ pub struct PhaseResult {
     pub read: Option<DirResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub write: Option<DirResult>,
+    /// Present only for phases whose patterns trim (trim, randtrim, trimwrite, a replayed trim).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trim: Option<DirResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync: Option<SyncResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -178,6 +182,40 @@ fn watch_for_stalls(plan: &Plan, control: &Control) {
     }
 }
 
+/// fio's rate_min / rate_iops_min, checked per worker over its whole measured window (fio checks
+/// every ratecycle instead): the first worker and direction below its floor, as one line.
+fn rate_floor_missed(plan: &Plan, workers: &[WorkerSummary]) -> Option<Error> {
+    for s in workers {
+        let g = plan.group(&plan.workers[s.id]);
+        let seconds = s.end_s - s.start_s;
+        if seconds <= 0.0 {
+            continue;
+        }
+        let done = [(s.read_bytes, s.read_ops), (s.write_bytes, s.write_ops), (s.trim_bytes, s.trim_ops)];
+        for d in Dir::ALL {
+            let (bytes, ops) = done[d.index()];
+            if ops == 0 && !plan.group_does(plan.workers[s.id].group, d) {
+                continue; // a direction this worker never does has no floor to meet
+            }
+            let (bw, iops) = (bytes as f64 / seconds, ops as f64 / seconds);
+            let (bw_min, iops_min) = (g.rate_min[d.index()], g.rate_iops_min[d.index()]);
+            let who = if g.name.is_empty() { format!("worker {}", s.id) } else { format!("{} worker {}", g.name, s.id) };
+            if bw_min > 0 && bw < bw_min as f64 {
+                return Some(Error::io(format!(
+                    "rate_min not met: {} {:.1} MiB/s < {:.1} MiB/s ({who} on {})",
+                    d.name(), bw / 1048576.0, bw_min as f64 / 1048576.0, s.target
+                )));
+            }
+            if iops_min > 0 && iops < iops_min as f64 {
+                return Some(Error::io(format!(
+                    "rate_iops_min not met: {} {iops:.0} IOPS < {iops_min} IOPS ({who} on {})", d.name(), s.target
+                )));
+            }
+        }
+    }
+    None
+}
+
 /// A finished phase: the result, and each worker's progress log for later window queries.
 pub struct PhaseOutcome {
     pub result: PhaseResult,
@@ -228,8 +266,7 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
 
     let ramp_s = plan.spec.groups[0].ramp;
     let interval_s = plan.spec.groups[0].interval;
-    let mut read = DirStats::default();
-    let mut write = DirStats::default();
+    let mut dirs: [DirStats; 3] = Default::default();
     let mut sync = Histogram::new();
     let mut workers = Vec::new();
     let mut logs = Vec::new();
@@ -240,8 +277,9 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
     for o in outcomes {
         match o {
             Ok(Ok(w)) => {
-                read.merge(&w.read);
-                write.merge(&w.write);
+                for (all, one) in dirs.iter_mut().zip(w.dirs.iter()) {
+                    all.merge(one);
+                }
                 sync.merge(&w.sync);
                 for f in w.setup_flags {
                     if !flags.contains(&f) {
@@ -263,6 +301,9 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
     let aggregate = Aggregate::of(&workers, &logs);
     // The plain window: earliest start (not before the ramp ends) to the last finish.
     let seconds = if workers.is_empty() { 0.0 } else { (aggregate.last_done_s - aggregate.first_start_s.max(ramp_s)).max(0.0) };
+    if let Some(e) = rate_floor_missed(plan, &workers) {
+        control.fail(e);
+    }
     let error = control.error.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let interrupted = control.interrupted.load(Ordering::SeqCst);
     let (stop_reason, complete) = match (&error, interrupted) {
@@ -270,12 +311,8 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
         (None, true) => ("interrupted", false),
         (None, false) => ("done", true),
     };
-    let does = |reads: bool| {
-        plan.spec.groups.iter().any(|g| {
-            let p = g.rw.read_percent(g.rwmix_read);
-            if reads { p > 0 || g.rbw != RbwMode::Off } else { p < 100 }
-        })
-    };
+    let does = |d: Dir| (0..plan.spec.groups.len()).any(|gi| plan.group_does(gi, d));
+    let [read, write, trim] = &dirs;
     let engine_name = serde_json::to_value(plan.spec.groups[0].engine)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
@@ -290,8 +327,9 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
         ramp_s,
         start_unix_s: control.start_unix_s(),
         aggregate,
-        read: does(true).then(|| DirResult::from_stats(&read, seconds, interval_s)),
-        write: does(false).then(|| DirResult::from_stats(&write, seconds, interval_s)),
+        read: does(Dir::Read).then(|| DirResult::from_stats(read, seconds, interval_s)),
+        write: does(Dir::Write).then(|| DirResult::from_stats(write, seconds, interval_s)),
+        trim: does(Dir::Trim).then(|| DirResult::from_stats(trim, seconds, interval_s)),
         rbw: plan.spec.groups.iter().find(|g| g.rbw != RbwMode::Off).map(|g| {
             let sum = |f: fn(&crate::rbw::Channel) -> u64| plan.rbw_channels.iter().map(|c| f(c)).sum::<u64>();
             RbwResult {

@@ -18,21 +18,37 @@ pub enum Rw {
     Randwrite,
     Rw,
     Randrw,
+    /// Discards (block devices) or punched holes (files), sequential / random: fio's trim, randtrim.
+    Trim,
+    Randtrim,
+    /// fio's trimwrite: each block is trimmed, then written.
+    Trimwrite,
 }
 
 impl Rw {
     pub fn is_random(self) -> bool {
-        matches!(self, Rw::Randread | Rw::Randwrite | Rw::Randrw)
+        matches!(self, Rw::Randread | Rw::Randwrite | Rw::Randrw | Rw::Randtrim)
     }
     /// Percentage of reads implied by the pattern (mixed patterns use rwmix_read).
     pub fn read_percent(self, rwmix_read: u32) -> u32 {
         match self {
             Rw::Read | Rw::Randread => 100,
-            Rw::Write | Rw::Randwrite => 0,
+            Rw::Write | Rw::Randwrite | Rw::Trim | Rw::Randtrim | Rw::Trimwrite => 0,
             Rw::Rw | Rw::Randrw => rwmix_read,
         }
     }
+    /// The pattern discards data (trim, randtrim, trimwrite): destructive like a write.
+    pub fn trims(self) -> bool {
+        matches!(self, Rw::Trim | Rw::Randtrim | Rw::Trimwrite)
+    }
+    /// The pattern writes data (trimwrite writes each block after trimming it).
+    pub fn writes(self, rwmix_read: u32) -> bool {
+        !matches!(self, Rw::Trim | Rw::Randtrim) && self.read_percent(rwmix_read) < 100
+    }
 }
+
+/// A limit per direction, fio's `rate=R,W,T` layout: [read, write, trim]; 0 = none.
+pub type PerDir = [u64; 3];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -138,6 +154,26 @@ pub struct GroupSpec {
     pub uring_sqpoll: bool,
     #[serde(rename = "uring.batch")]
     pub uring_batch: u32,
+    /// Bandwidth cap per worker in bytes/s, [read, write, trim] (fio's rate; 0 = unlimited).
+    pub rate: PerDir,
+    /// IOPS cap per worker, [read, write, trim] (fio's rate_iops).
+    pub rate_iops: PerDir,
+    /// Bandwidth floor per worker over the phase; below it the phase fails (fio's rate_min).
+    pub rate_min: PerDir,
+    /// IOPS floor per worker over the phase (fio's rate_iops_min).
+    pub rate_iops_min: PerDir,
+    /// Pause after every `thinktime_blocks` requests, in seconds (fio's thinktime).
+    pub thinktime: f64,
+    /// The part of the pause spent spinning (fio's thinktime_spin).
+    pub thinktime_spin: f64,
+    /// Requests issued between pauses (fio's thinktime_blocks).
+    pub thinktime_blocks: u64,
+    /// Write fio's iolog v3 of the requests issued to this path (PATH.N per worker if several).
+    pub write_iolog: Option<String>,
+    /// Replay an fio iolog (v2 or v3) instead of generating offsets.
+    pub read_iolog: Option<String>,
+    /// Replay as fast as possible, ignoring the log's timestamps (fio's replay_no_stall).
+    pub replay_no_stall: bool,
 }
 
 impl Default for GroupSpec {
@@ -184,6 +220,16 @@ impl Default for GroupSpec {
             uring_fixed_files: false,
             uring_sqpoll: false,
             uring_batch: 0,
+            rate: [0; 3],
+            rate_iops: [0; 3],
+            rate_min: [0; 3],
+            rate_iops_min: [0; 3],
+            thinktime: 0.0,
+            thinktime_spin: 0.0,
+            thinktime_blocks: 1,
+            write_iolog: None,
+            read_iolog: None,
+            replay_no_stall: false,
         }
     }
 }
@@ -271,6 +317,7 @@ impl PhaseSpec {
     pub fn opened_paths(&self) -> Vec<OpenedPath> {
         let mut out: Vec<OpenedPath> = Vec::new();
         for g in &self.groups {
+            // Trims are destructive: the gate treats them as writes.
             let writes = g.rw.read_percent(g.rwmix_read) < 100;
             for target in &g.target {
                 for path in g.file_names(target) {
@@ -409,6 +456,76 @@ impl GroupSpec {
         }
         if self.engine == EngineKind::Psync && self.qd > 1 {
             return Err(bad("qd", format!("psync does one request at a time; qd {} needs engine io_uring (or null)", self.qd)));
+        }
+        self.validate_pacing(&bad)?;
+        self.validate_trim(&bad)?;
+        self.validate_iolog(&bad)?;
+        Ok(())
+    }
+
+    /// rate, rate_iops, rate_min, rate_iops_min, thinktime*.
+    fn validate_pacing(&self, bad: &dyn Fn(&str, String) -> Error) -> Result<()> {
+        for (field, v) in [("rate", self.rate), ("rate_min", self.rate_min)] {
+            if v.iter().any(|&x| x > MAX_BYTES) {
+                return Err(bad(field, format!("{v:?} is out of range; allowed: up to {MAX_BYTES} bytes/s (1 EiB/s) per direction")));
+            }
+        }
+        for (field, v) in [("rate_iops", self.rate_iops), ("rate_iops_min", self.rate_iops_min)] {
+            if v.iter().any(|&x| x > 1 << 40) {
+                return Err(bad(field, format!("{v:?} is out of range; allowed: up to 2^40 IOPS per direction")));
+            }
+        }
+        for d in 0..3 {
+            let cap_bw = self.rate[d] > 0 && self.rate_min[d] > self.rate[d];
+            let cap_iops = self.rate_iops[d] > 0 && self.rate_iops_min[d] > self.rate_iops[d];
+            if cap_bw || cap_iops {
+                let what = if cap_bw { "rate_min" } else { "rate_iops_min" };
+                return Err(bad(what, format!("the floor of the {} direction is above its cap", ["read", "write", "trim"][d])));
+            }
+        }
+        for (field, v) in [("thinktime", self.thinktime), ("thinktime_spin", self.thinktime_spin)] {
+            if !(0.0..=MAX_DURATION_S).contains(&v) {
+                return Err(bad(field, format!("{v} s is out of range; allowed: >= 0 and <= {MAX_DURATION_S} s (10 years)")));
+            }
+        }
+        if self.thinktime_spin > self.thinktime {
+            return Err(bad("thinktime_spin", format!("{} s is longer than thinktime ({} s), of which it is a part", self.thinktime_spin, self.thinktime)));
+        }
+        if self.thinktime_blocks == 0 || self.thinktime_blocks > 1 << 32 {
+            return Err(bad("thinktime_blocks", format!("{} is out of range; allowed: 1 to 2^32", self.thinktime_blocks)));
+        }
+        Ok(())
+    }
+
+    /// rw = trim, randtrim, trimwrite.
+    fn validate_trim(&self, bad: &dyn Fn(&str, String) -> Error) -> Result<()> {
+        if !self.rw.trims() {
+            return Ok(());
+        }
+        if self.verify != VerifyKind::Off {
+            return Err(bad("verify", format!("trim patterns ({:?}) cannot be verified; use verify=off", self.rw).to_lowercase()));
+        }
+        Ok(())
+    }
+
+    /// write_iolog, read_iolog, replay_no_stall.
+    fn validate_iolog(&self, bad: &dyn Fn(&str, String) -> Error) -> Result<()> {
+        for (field, v) in [("write_iolog", &self.write_iolog), ("read_iolog", &self.read_iolog)] {
+            if v.as_ref().is_some_and(|p| p.is_empty()) {
+                return Err(bad(field, "expected a file path, got an empty text".into()));
+            }
+        }
+        if self.read_iolog.is_none() {
+            if self.replay_no_stall {
+                return Err(bad("replay_no_stall", "only applies to read_iolog replays".into()));
+            }
+            return Ok(());
+        }
+        if self.verify != VerifyKind::Off || self.rbw != RbwMode::Off {
+            return Err(bad("read_iolog", "a replay cannot be combined with verify or rbw".into()));
+        }
+        if self.files != FileLayout::Shared {
+            return Err(bad("read_iolog", "a replay works on the log's file (or the one target): use files=shared".into()));
         }
         Ok(())
     }

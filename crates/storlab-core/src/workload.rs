@@ -8,11 +8,55 @@ use crate::distribution::{normal_spread, normal_value, pareto_rank, RandomDistri
 use crate::rng::{splitmix64, Rng};
 use crate::spec::{GroupSpec, Rw};
 
+/// The direction of a request, indexing per-direction arrays as fio's ddir does: read, write, trim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    Read = 0,
+    Write = 1,
+    Trim = 2,
+}
+
+impl Dir {
+    pub const ALL: [Dir; 3] = [Dir::Read, Dir::Write, Dir::Trim];
+
+    #[inline(always)]
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The name in results and in fio's iolog.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dir::Read => "read",
+            Dir::Write => "write",
+            Dir::Trim => "trim",
+        }
+    }
+}
+
 /// One request to issue: direction and byte offset in the target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NextIo {
-    pub is_read: bool,
+    pub dir: Dir,
     pub offset: u64,
+}
+
+impl NextIo {
+    #[cfg(test)]
+    pub fn is_read(&self) -> bool {
+        self.dir == Dir::Read
+    }
+}
+
+/// How trim patterns choose their direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TrimMode {
+    /// No trims: reads and writes by rwmix.
+    None,
+    /// trim, randtrim: every request a trim.
+    Only,
+    /// trimwrite: a trim, then a write of the same block (`pending` holds it).
+    ThenWrite { pending: Option<u64> },
 }
 
 /// Which byte offsets a worker may touch, as a numbered list of transfers: transfer k of n.
@@ -201,6 +245,7 @@ pub struct OffsetGenerator {
     map: AccessMap,
     blocks: u64,
     read_percent: u32,
+    trim: TrimMode,
     order: Order,
     mix_rng: Rng,
 }
@@ -252,6 +297,11 @@ impl OffsetGenerator {
             map,
             blocks,
             read_percent: rw.read_percent(g.rwmix_read),
+            trim: match rw {
+                Rw::Trim | Rw::Randtrim => TrimMode::Only,
+                Rw::Trimwrite => TrimMode::ThenWrite { pending: None },
+                _ => TrimMode::None,
+            },
             order,
             mix_rng: Rng::new(Rng::derive(seed, MIX_STREAM)),
         }
@@ -267,11 +317,47 @@ impl OffsetGenerator {
 
     #[inline(always)]
     pub fn next_io(&mut self) -> NextIo {
-        let is_read = match self.read_percent {
-            100 => true,
-            0 => false,
-            p => self.mix_rng.below(100) < p as u64,
-        };
+        let dir = self.next_dir();
+        NextIo { dir, offset: self.next_offset(dir) }
+    }
+
+    /// The direction of the next request (a mixed pattern's draw), before its offset is drawn: a
+    /// rate limiter may then take the other direction of a mixed pattern instead (fio's rate_ddir).
+    #[inline(always)]
+    pub fn next_dir(&mut self) -> Dir {
+        match self.trim {
+            TrimMode::Only => Dir::Trim,
+            TrimMode::ThenWrite { pending: Some(_) } => Dir::Write,
+            TrimMode::ThenWrite { pending: None } => Dir::Trim,
+            TrimMode::None => match self.read_percent {
+                100 => Dir::Read,
+                0 => Dir::Write,
+                p => if self.mix_rng.below(100) < p as u64 { Dir::Read } else { Dir::Write },
+            },
+        }
+    }
+
+    /// Both directions are drawn by a mix (rw, randrw): a rate limiter may switch between them.
+    pub fn mixed(&self) -> bool {
+        self.trim == TrimMode::None && self.read_percent > 0 && self.read_percent < 100
+    }
+
+    /// The offset of the next request in direction `dir`.
+    #[inline(always)]
+    pub fn next_offset(&mut self, dir: Dir) -> u64 {
+        if let TrimMode::ThenWrite { pending } = &mut self.trim {
+            if let Some(offset) = pending.take() {
+                return offset;
+            }
+            let offset = self.draw_offset(false);
+            self.trim = TrimMode::ThenWrite { pending: Some(offset) };
+            return offset;
+        }
+        self.draw_offset(dir == Dir::Read)
+    }
+
+    #[inline(always)]
+    fn draw_offset(&mut self, is_read: bool) -> u64 {
         let n = self.blocks;
         let block = match &mut self.order {
             Order::Sequential { next } => {
@@ -287,7 +373,7 @@ impl OffsetGenerator {
             Order::Normal { spread, scatter, rng } => scatter.block(normal_value(n, *spread, rng)),
             Order::Zoned { table, rng } => table.block(rng),
         };
-        NextIo { is_read, offset: self.map.offset(block, self.bs) }
+        self.map.offset(block, self.bs)
     }
 }
 
@@ -491,7 +577,7 @@ mod tests {
         let (mut reads, mut writes) = (Vec::new(), Vec::new());
         for _ in 0..400 {
             let io = g.next_io();
-            if io.is_read { reads.push(io.offset) } else { writes.push(io.offset) }
+            if io.is_read() { reads.push(io.offset) } else { writes.push(io.offset) }
         }
         assert!(reads.len() > 150 && writes.len() > 150);
         assert!(reads.iter().enumerate().all(|(i, &o)| o == i as u64 * 4096), "reads {:?}", &reads[..5]);
@@ -509,7 +595,7 @@ mod tests {
         let mut all: Vec<u64> = ios.iter().map(|io| io.offset / 512).collect();
         all.sort_unstable();
         assert_eq!(all, (0..n).collect::<Vec<_>>());
-        let reads = ios.iter().filter(|io| io.is_read).count() as f64 / n as f64;
+        let reads = ios.iter().filter(|io| io.is_read()).count() as f64 / n as f64;
         assert!((reads - 0.3).abs() < 0.03, "{reads}");
     }
 
@@ -517,7 +603,7 @@ mod tests {
     fn mix_share_does_not_depend_on_the_offsets() {
         let choices = |rw, dist: &str| {
             let mut g = OffsetGenerator::new(rw, &group(70, 4096, true, dist), contiguous(0, 1000), 7);
-            (0..10_000).map(|_| g.next_io().is_read).collect::<Vec<_>>()
+            (0..10_000).map(|_| g.next_io().is_read()).collect::<Vec<_>>()
         };
         let mixed = choices(Rw::Randrw, "random");
         assert_eq!(mixed, choices(Rw::Rw, "random"));
@@ -527,7 +613,7 @@ mod tests {
     #[test]
     fn mixed_honours_read_percentage() {
         let mut g = OffsetGenerator::new(Rw::Randrw, &group(70, 4096, true, "random"), contiguous(0, 1000), 7);
-        let reads = (0..100_000).filter(|_| g.next_io().is_read).count();
+        let reads = (0..100_000).filter(|_| g.next_io().is_read()).count();
         assert!((69_000..71_000).contains(&reads), "{reads}");
     }
 }

@@ -17,6 +17,8 @@ mod meta;
 
 use storlab_core::distribution::RandomDistribution;
 use storlab_core::histogram;
+use storlab_core::iolog::Replay;
+use storlab_core::spec::Rw;
 use storlab_core::{run_phase, Control, Error, PhaseOutcome, PhaseSpec, Plan};
 
 create_exception!(_core, CoreError, PyException, "An engine error: args are (kind, message).");
@@ -188,7 +190,13 @@ impl PhaseRun {
             let g = self.plan.group(w);
             let read_pct = g.rw.read_percent(g.rwmix_read);
             let (bytes, ops) = (p.bytes.load(Ordering::Relaxed), p.ops.load(Ordering::Relaxed));
-            let direction = match read_pct { 100 => Some("read"), 0 => Some("write"), _ => None };
+            let direction = match (g.read_iolog.is_some(), g.rw, read_pct) {
+                (true, _, _) | (_, Rw::Trimwrite, _) => None,
+                (_, Rw::Trim | Rw::Randtrim, _) => Some("trim"),
+                (_, _, 100) => Some("read"),
+                (_, _, 0) => Some("write"),
+                _ => None,
+            };
             serde_json::json!({
                 "id": w.id, "group": g.name, "target": self.plan.targets[w.target].path,
                 "bytes": bytes, "ops": ops, "direction": direction,
@@ -242,6 +250,22 @@ fn opened_paths(spec_json: &str) -> PyResult<String> {
     serde_json::to_string(&spec.opened_paths()).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
+/// What an fio iolog (version 2 or 3) holds, as JSON `{"version", "files", "directions":
+/// {"read", "write", "trim"}, "requests", "bytes"}`: the front end takes the target and the
+/// pattern's direction from it. CoreError (kind "spec", one line naming file and line) when the
+/// log cannot be read. The format lives in storlab-core's iolog.rs.
+#[pyfunction]
+fn iolog_summary(path: &str) -> PyResult<String> {
+    let r = Replay::load(path).map_err(to_py)?;
+    let [read, write, trim] = r.directions();
+    let requests = r.entries.iter().filter(|e| matches!(e.action, storlab_core::iolog::Action::Io { .. })).count();
+    let summary = serde_json::json!({
+        "version": r.version, "files": r.files, "requests": requests, "bytes": r.bytes,
+        "directions": {"read": read, "write": write, "trim": trim},
+    });
+    serde_json::to_string(&summary).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
 /// The canonical text of a `random_distribution` value; ValueError (one line naming the option and
 /// its forms) when it is not one. The rule lives in storlab-core's distribution.rs.
 #[pyfunction]
@@ -271,6 +295,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_spec, m)?)?;
     m.add_function(wrap_pyfunction!(opened_paths, m)?)?;
     m.add_function(wrap_pyfunction!(random_distribution, m)?)?;
+    m.add_function(wrap_pyfunction!(iolog_summary, m)?)?;
     m.add_function(wrap_pyfunction!(hist_index, m)?)?;
     m.add_function(wrap_pyfunction!(hist_bounds, m)?)?;
     meta::register(m)?;

@@ -19,7 +19,7 @@ def _help(o: Option) -> str:
     text = o.help
     if o.choices:
         text += " [" + ", ".join(o.choices) + "]"
-    if o.default not in (None, (), False) and o.kind != "bool":
+    if o.default not in (None, (), False, (0, 0, 0)) and o.kind != "bool":
         text += f" (default: {o.default}{' ' + o.unit if o.unit and o.unit != '%' else ''})"
     if o.kind in NUMERIC_KINDS:
         text += f" (allowed: {allowed_values(o)})"

@@ -65,7 +65,8 @@ class Job:
 
     @property
     def uses_default_target(self) -> bool:
-        return any(not g.values["target"] for p in self.phases for g in p.groups) or \
+        # A replay without a target takes the file its log names (measure/runner.py).
+        return any(not g.values["target"] and not g.values.get("read_iolog") for p in self.phases for g in p.groups) or \
             any(p.kind == "meta" and not p.meta["target"] for p in self.phases)
 
 

@@ -13,7 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from ..units import MAX_BYTES, MAX_DURATION_S, UnitError, format_size, parse_duration, parse_rate, parse_size
+from ..units import (MAX_BYTES, MAX_DURATION_S, UnitError, format_size, parse_count, parse_duration, parse_rate,
+                     parse_size)
 
 __all__ = ["Option", "OptionError", "OPTIONS", "BY_NAME", "parse_option", "parse_value", "defaults",
            "render_reference"]
@@ -27,6 +28,7 @@ class OptionError(ValueError):
 class Option:
     name: str                      # canonical snake_case name; TOML key; --name-with-dashes on the CLI
     kind: str                      # size | duration | rate | int | float | percent | choice | bool | str | paths
+                                   # | dir_rate | dir_iops (one value per direction: read, write, trim)
     help: str                      # one line
     default: Any = None            # in canonical units (bytes, seconds) or None for "not set"
     category: str = "workload"     # target | workload | timing | engine | output | safety
@@ -56,9 +58,13 @@ class Option:
 
 
 # Kinds whose values are numbers: each has bounds, and NaN and infinities are refused.
-NUMERIC_KINDS = frozenset({"size", "duration", "rate", "int", "float", "percent"})
-# Bounds every option of a kind has unless the table sets a tighter one.
-KIND_MAXIMUM: dict[str, float] = {"size": MAX_BYTES, "rate": MAX_BYTES, "duration": MAX_DURATION_S}
+NUMERIC_KINDS = frozenset({"size", "duration", "rate", "int", "float", "percent", "dir_rate", "dir_iops"})
+# Bounds every option of a kind has unless the table sets a tighter one (the engine's: rates up to
+# 1 EiB/s, IOPS up to 2^40 per direction).
+KIND_MAXIMUM: dict[str, float] = {"size": MAX_BYTES, "rate": MAX_BYTES, "duration": MAX_DURATION_S,
+                                  "dir_rate": MAX_BYTES, "dir_iops": 2**40}
+# The directions of a per-direction value, in fio's order (rate=R,W,T).
+DIRECTIONS = ("read", "write", "trim")
 
 
 def _choice(**values: str) -> dict[str, str]:
@@ -76,6 +82,10 @@ RW_CHOICES = _choice(
        "position, both starting at the range's start",
     randrw="random mixed reads and writes (see rwmix_read); with the random map a pass reads or "
            "writes each block once",
+    trim="sequential trims: BLKDISCARD on a block device, a punched hole (FALLOC_FL_PUNCH_HOLE) "
+         "in a file; destructive, so the write-safety rules apply",
+    randtrim="random trims aligned to bs (as randwrite, with trims)",
+    trimwrite="sequential: each block trimmed, then written (fio's trimwrite)",
 )
 
 OPTIONS: tuple[Option, ...] = (
@@ -186,6 +196,30 @@ OPTIONS: tuple[Option, ...] = (
            category="timing", unit="s", minimum=0, fio_name="startdelay"),
     Option("interval", "duration", "length of one time-series interval", default=1.0,
            category="timing", unit="s", minimum=0.01),
+    Option("rate", "dir_rate", "bandwidth cap per thread: requests are spread evenly in time (fio's "
+           "rate, rate_process=linear); one value for every direction or R,W[,T] (read, write, "
+           "trim; an empty part: no cap); io_uring keeps its queue depth; 0: no cap",
+           default=(0, 0, 0), category="timing", unit="bytes/s", minimum=0, metavar="RATE",
+           fio_name="rate"),
+    Option("rate_iops", "dir_iops", "request-rate cap per thread, as rate but in IOPS (fio's "
+           "rate_iops); with both, the tighter one holds", default=(0, 0, 0), category="timing",
+           unit="IOPS", minimum=0, metavar="IOPS", fio_name="rate_iops"),
+    Option("rate_min", "dir_rate", "bandwidth floor per thread over its measured window: below it "
+           "the phase fails with one line naming the direction (fio's rate_min, which fio checks "
+           "every second instead); same forms as rate", default=(0, 0, 0), category="timing",
+           unit="bytes/s", minimum=0, metavar="RATE", fio_name="rate_min"),
+    Option("rate_iops_min", "dir_iops", "IOPS floor per thread over its measured window (fio's "
+           "rate_iops_min); same forms as rate_iops", default=(0, 0, 0), category="timing",
+           unit="IOPS", minimum=0, metavar="IOPS", fio_name="rate_iops_min"),
+    Option("thinktime", "duration", "pause after every thinktime_blocks requests, once those in "
+           "flight have completed (fio's thinktime, which counts in microseconds: give a unit, "
+           "e.g. 50us); 0: none", default=0.0, category="timing", unit="s", minimum=0,
+           fio_name="thinktime"),
+    Option("thinktime_spin", "duration", "the part of each pause spent spinning on the CPU "
+           "(the rest sleeps; fio's thinktime_spin)", default=0.0, category="timing", unit="s",
+           minimum=0, fio_name="thinktime_spin"),
+    Option("thinktime_blocks", "int", "requests issued between pauses (fio's thinktime_blocks)",
+           default=1, category="timing", minimum=1, maximum=2**32, fio_name="thinktime_blocks"),
     # --- engine ---------------------------------------------------------------------------
     Option("engine", "choice", "I/O backend", default="psync", category="engine",
            choices=_choice(psync="pread/pwrite, one request at a time per thread",
@@ -203,6 +237,18 @@ OPTIONS: tuple[Option, ...] = (
            default=False, category="engine", engine="io_uring"),
     Option("uring.batch", "int", "submit after this many queued requests (default: the queue depth)",
            default=0, category="engine", engine="io_uring", minimum=0, maximum=65536),
+    # --- I/O logs (fio's iolog) -----------------------------------------------------------
+    Option("write_iolog", "str", "write fio's iolog (version 3: times in microseconds) of the "
+           "requests issued to PATH; with several threads each writes PATH.N (N the thread's "
+           "number in the phase); replays in storlab and in fio (--read_iolog)", default=None,
+           category="iolog", metavar="PATH", fio_name="write_iolog"),
+    Option("read_iolog", "str", "replay an fio iolog (version 2 or 3) instead of the pattern: its "
+           "directions, offsets, lengths and syncs, at its times (see replay_no_stall); every "
+           "thread replays the whole log on its target; without --target the target is the one "
+           "file the log names; rw is set from the log", default=None, category="iolog",
+           metavar="PATH", fio_name="read_iolog"),
+    Option("replay_no_stall", "bool", "replay the log as fast as possible, ignoring its times "
+           "(fio's replay_no_stall)", default=False, category="iolog", fio_name="replay_no_stall"),
     # --- output ---------------------------------------------------------------------------
     Option("json", "str", "write the JSON result to PATH ('-' for standard output)",
            default=None, category="output", core=False, metavar="PATH"),
@@ -298,8 +344,8 @@ def _allowed(opt: Option) -> str:
 
 def _bound(opt: Option, v: float) -> str:
     """A bound in the option's unit: sizes as 4 KiB / 1024 PiB, durations in seconds or years."""
-    if opt.kind in ("size", "rate"):
-        return format_size(v).replace(" B", " bytes") + ("/s" if opt.kind == "rate" else "")
+    if opt.kind in ("size", "rate", "dir_rate"):
+        return format_size(v).replace(" B", " bytes") + ("" if opt.kind == "size" else "/s")
     if opt.kind == "duration":
         return "10 years" if v == MAX_DURATION_S else f"{_number(v)} s"
     return _number(v)
@@ -343,6 +389,38 @@ def _unit_parser(parse: Callable[[Any, str], Any]) -> Callable[[Option, Any], An
 
 _PARSERS.update(size=_unit_parser(parse_size), duration=_unit_parser(parse_duration),
                 rate=_unit_parser(parse_rate))
+
+
+def _per_direction_parser(parse: Callable[[Any, str], Any]) -> Callable[[Option, Any], Any]:
+    """A value per direction as fio writes rate=: one value for read, write and trim, or R,W[,T]
+    with an empty part meaning none (0). Canonical: a (read, write, trim) tuple of whole numbers."""
+    def parse_option(opt: Option, raw: Any) -> tuple[int, int, int]:
+        if isinstance(raw, str):
+            parts: list[Any] = raw.split(",")
+        elif isinstance(raw, (list, tuple)):
+            parts = list(raw)
+        else:
+            parts = [raw]
+        if not 1 <= len(parts) <= 3:
+            raise OptionError(f"{opt.name}: {raw!r} has {len(parts)} values; use one for every "
+                              "direction or R,W[,T] (read, write, trim)")
+        values = []
+        for part in parts:
+            if isinstance(part, str) and not part.strip():
+                values.append(0)
+                continue
+            try:
+                v = parse(part, opt.name)
+            except UnitError as e:
+                raise OptionError(str(e)) from None
+            _check_bounds(opt, v, part)
+            values.append(int(v))
+        values = values * 3 if len(values) == 1 else values + [0] * (3 - len(values))
+        return (values[0], values[1], values[2])
+    return parse_option
+
+
+_PARSERS.update(dir_rate=_per_direction_parser(parse_rate), dir_iops=_per_direction_parser(parse_count))
 
 
 @_parser("float")
@@ -467,7 +545,7 @@ def render_reference() -> str:
         lines += [f"## {cat}", "", "| option | job-file key | type | default | help |", "|---|---|---|---|---|"]
         for o in opts:
             flag = o.flag + (" [on\\|off]" if o.kind == "bool" else "") + (f" / {o.negative}" if o.negative else "")
-            default = "—" if o.default in (None, ()) else repr(o.default)
+            default = "—" if o.default in (None, ()) else "0" if o.default == (0, 0, 0) else repr(o.default)
             text = o.help
             if o.choices:
                 text += "<br>" + "<br>".join(f"`{k}`: {v}" for k, v in o.choices.items())

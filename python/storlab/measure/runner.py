@@ -93,6 +93,35 @@ def checked_spec(phase, allow_destroy) -> dict[str, Any]:
     return spec
 
 
+# The pattern a replay's spec carries, by the directions its log issues (read, write, trim): it only
+# tells the write-safety gate and the plan whether the target is written; the log drives the I/O.
+_REPLAY_RW = {(True, False, False): "read", (False, True, False): "write", (False, False, True): "trim",
+              (False, True, True): "trimwrite"}
+
+
+def apply_replay_logs(job: Job) -> None:
+    """Groups with read_iolog: the target is the one file the log names unless the job gives one
+    (then the log's file is mapped onto each target), and rw follows the log's directions."""
+    from .. import _core
+
+    for phase in job.phases:
+        for g in phase.groups:
+            path = g.values.get("read_iolog")
+            if not path:
+                continue
+            try:
+                summary = json.loads(_core.iolog_summary(path))
+            except _core.CoreError as e:
+                raise from_core(*e.args) from None
+            if not g.values["target"]:
+                if len(summary["files"]) != 1:
+                    raise from_core("spec", f"read_iolog: {path} names {len(summary['files'])} files; "
+                                            "give --target to replay a log of one file onto it")
+                g.values["target"] = (summary["files"][0],)
+            dirs = summary["directions"]
+            g.values["rw"] = _REPLAY_RW.get((dirs["read"], dirs["write"], dirs["trim"]), "randrw")
+
+
 def check_targets_safe(job: Job) -> None:
     """Refuse, before anything runs, a job that would write to a block device holding data (unless
     named in --allow-destroy) or in use; each phase is checked again when it starts."""
@@ -142,6 +171,7 @@ class Runner:
         settings = self.job.run
         if self.job.main_job:
             doc["main_job"] = mainjob.prepare(self.job, scratch.path())
+        apply_replay_logs(self.job)
         self._use_scratch_where_no_target(scratch)
         check_targets_safe(self.job)
         doc["warnings"].extend(cache.apply_sizing(self.job, settings, doc["environment"]["memory_bytes"]))
@@ -413,4 +443,4 @@ def run_job(job: Job, argv: list[str] | None = None, progress: ProgressFn | None
                   checkpoint=checkpoint).run()
 
 
-__all__ = ["Runner", "PhaseHooks", "run_job", "check_targets_safe", "checked_spec", "SCHEMA", "StorlabError"]
+__all__ = ["Runner", "PhaseHooks", "run_job", "check_targets_safe", "apply_replay_logs", "checked_spec", "SCHEMA", "StorlabError"]

@@ -9,15 +9,18 @@ pub mod psync;
 pub mod uring;
 
 use std::os::fd::RawFd;
+use std::time::Instant;
 
 use crate::error::Result;
 use crate::spec::{EngineKind, GroupSpec};
+use crate::workload::Dir;
 
-/// One request. `slot` identifies the request slot (and its buffer) in the worker.
+/// One request. `slot` identifies the request slot (and its buffer) in the worker. A trim has no
+/// data: its buffer is not touched.
 #[derive(Debug, Clone, Copy)]
 pub struct Request {
     pub slot: u32,
-    pub is_read: bool,
+    pub dir: Dir,
     pub offset: u64,
     pub len: u32,
     pub buf: *mut u8,
@@ -64,6 +67,12 @@ pub trait Engine {
     fn reap(&mut self, _min: usize, _out: &mut Vec<Completion>) -> Result<()> {
         Ok(())
     }
+    /// Asynchronous backends: append the completions that arrive before `deadline` (none is
+    /// fine), returning at the first ones or at the deadline. Used by a paced worker waiting for
+    /// its next issue time with requests in flight. Blocking ones never have any in flight.
+    fn reap_until(&mut self, _deadline: Instant, _out: &mut Vec<Completion>) -> Result<()> {
+        Ok(())
+    }
     /// Set-up flags actually in use (io_uring), recorded in every result.
     fn setup_flags(&self) -> Vec<String> {
         Vec::new()
@@ -76,12 +85,32 @@ pub struct EngineSetup<'a> {
     pub buffers: &'a [(*mut u8, usize)],
     pub qd: u32,
     pub group: &'a GroupSpec,
+    /// The target is a block device: trims are BLKDISCARD, not punched holes.
+    pub block_device: bool,
+}
+
+const BLKDISCARD: libc::c_ulong = 0x1277;
+
+/// Trim [offset, offset + len) synchronously: BLKDISCARD on a block device, a punched hole
+/// (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE) in a regular file. Returns len, or -errno.
+pub fn trim(fd: RawFd, block_device: bool, offset: u64, len: u32) -> i64 {
+    let rc = if block_device {
+        let range: [u64; 2] = [offset, len as u64];
+        // SAFETY: BLKDISCARD reads one [start, length] pair of u64.
+        unsafe { libc::ioctl(fd, BLKDISCARD, range.as_ptr()) }
+    } else {
+        // SAFETY: plain syscall on an open descriptor.
+        unsafe {
+            libc::fallocate(fd, libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, offset as libc::off_t, len as libc::off_t)
+        }
+    };
+    if rc < 0 { -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as i64) } else { len as i64 }
 }
 
 /// Create the backend a group asks for. Called on the worker thread (io_uring rings are per thread).
 pub fn create(setup: &EngineSetup) -> Result<Box<dyn Engine>> {
     Ok(match setup.group.engine {
-        EngineKind::Psync => Box::new(psync::Psync::new(setup.fd)),
+        EngineKind::Psync => Box::new(psync::Psync::new(setup.fd, setup.block_device)),
         EngineKind::Null => Box::new(null::Null::new(setup.group.null_delay, setup.qd)),
         EngineKind::IoUring => Box::new(uring::Uring::new(setup)?),
     })

@@ -20,21 +20,7 @@ impl Null {
     }
 }
 
-/// Sleep for long waits, spin for short ones (sleep overshoots by tens of microseconds).
-fn wait_until(t: Instant) {
-    loop {
-        let now = Instant::now();
-        if now >= t {
-            return;
-        }
-        let left = t - now;
-        if left > Duration::from_micros(200) {
-            std::thread::sleep(left - Duration::from_micros(100));
-        } else {
-            std::hint::spin_loop();
-        }
-    }
-}
+use crate::pace::wait_until;
 
 impl Engine for Null {
     fn caps(&self) -> Caps {
@@ -48,6 +34,13 @@ impl Engine for Null {
         }
         self.pending.push_back((Instant::now() + self.delay, Completion { slot: r.slot, result: r.len as i64 }));
         Ok(Queued::Pending)
+    }
+
+    fn reap_until(&mut self, deadline: Instant, out: &mut Vec<Completion>) -> Result<()> {
+        if let Some(&(due, _)) = self.pending.front() {
+            wait_until(due.min(deadline));
+        }
+        self.reap(0, out)
     }
 
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<()> {

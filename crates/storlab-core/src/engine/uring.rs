@@ -3,17 +3,20 @@
 //! kernel accepted are recorded (`setup_flags`), as are registered buffers and files.
 
 use std::os::fd::RawFd;
+use std::time::Instant;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use super::{Caps, Completion, Engine, EngineSetup, Queued, Request};
+use super::{trim, Caps, Completion, Engine, EngineSetup, Queued, Request};
 use crate::error::{Error, Result};
+use crate::workload::Dir;
 
 type Ring = IoUring<squeue::Entry, cqueue::Entry>;
 
 pub struct Uring {
     ring: Ring,
     fd: RawFd,
+    block_device: bool,
     fixed_buffers: bool,
     fixed_files: bool,
     queued: u32,
@@ -119,14 +122,14 @@ impl Uring {
                 Err(e) => flags.push(format!("FIXED_FILES_REFUSED({e})")),
             }
         }
-        Ok(Uring { ring, fd: setup.fd, fixed_buffers, fixed_files, queued: 0, flags })
+        Ok(Uring { ring, fd: setup.fd, block_device: setup.block_device, fixed_buffers, fixed_files, queued: 0, flags })
     }
 
     fn entry(&self, r: &Request) -> squeue::Entry {
         let ud = r.slot as u64;
         macro_rules! build {
             ($target:expr) => {
-                match (r.is_read, self.fixed_buffers) {
+                match (r.dir == Dir::Read, self.fixed_buffers) {
                     (true, false) => opcode::Read::new($target, r.buf, r.len).offset(r.offset).build(),
                     (false, false) => opcode::Write::new($target, r.buf, r.len).offset(r.offset).build(),
                     (true, true) => opcode::ReadFixed::new($target, r.buf, r.len, r.slot as u16).offset(r.offset).build(),
@@ -146,6 +149,11 @@ impl Engine for Uring {
 
     #[inline]
     unsafe fn queue(&mut self, r: &Request) -> Result<Queued> {
+        if r.dir == Dir::Trim {
+            // As fio's io_uring engine: a trim is done synchronously (there is no discard opcode
+            // for regular descriptors), so it counts as completed at once, with slat 0.
+            return Ok(Queued::Completed(trim(self.fd, self.block_device, r.offset, r.len)));
+        }
         let e = self.entry(r);
         // SAFETY: the buffer stays valid and untouched until this request's completion is reaped.
         unsafe { self.ring.submission().push(&e) }
@@ -183,6 +191,30 @@ impl Engine for Uring {
                 }
             }
             self.queued = 0;
+        }
+        for cqe in self.ring.completion() {
+            out.push(Completion { slot: cqe.user_data() as u32, result: cqe.result() as i64 });
+        }
+        Ok(())
+    }
+
+    fn reap_until(&mut self, deadline: Instant, out: &mut Vec<Completion>) -> Result<()> {
+        if self.ring.completion().is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if !left.is_zero() {
+                let ts = types::Timespec::from(left);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                match self.ring.submitter().submit_with_args(1, &args) {
+                    Ok(_) => {}
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)) => {}
+                    // A kernel without timed waits (before 5.11): poll in short steps instead.
+                    Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                        crate::pace::wait_until(deadline.min(Instant::now() + std::time::Duration::from_micros(50)));
+                    }
+                    Err(e) => return Err(Error::engine(format!("io_uring wait failed: {e}"))),
+                }
+                self.queued = 0;
+            }
         }
         for cqe in self.ring.completion() {
             out.push(Completion { slot: cqe.user_data() as u32, result: cqe.result() as i64 });
