@@ -85,7 +85,11 @@ def test_rate_iops_translates_to_storlabs_rate_limiter():
             translate_sections(cmd.sections, cmd.source)
         return
     (phase,) = translate_sections(cmd.sections, cmd.source).phases
-    assert phase["groups"][0]["options"]["rate_iops"] == "500"
+    assert phase["groups"][0]["options"]["rate_iops"] == (500, 500, 500)
+    cmd = parse_command_line(["--name=j", "--filename=/x", "--rw=randrw", "--rate=1m,", "--thinktime=50"])
+    opts = translate_sections(cmd.sections, cmd.source).phases[0]["groups"][0]["options"]
+    assert opts["rate"][:2] == (1 << 20, 0)               # fio's `R,` caps reads only
+    assert opts["thinktime"] == pytest.approx(50e-6)      # fio's thinktime is in microseconds
 
 
 @needs_fio
