@@ -20,14 +20,22 @@ needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not i
 DIRECTIONS = ("read", "write", "trim")
 
 
+def _ops(doc: dict) -> dict:
+    """Requests per direction of an fio JSON document (fio's own, or storlab's in fio's layout
+    where storlab.output.fiojson is present), else of a storlab run document."""
+    if "jobs" in doc:
+        ops = {d: sum(j[d]["total_ios"] for j in doc["jobs"]) for d in DIRECTIONS}
+    else:
+        ops = {d: sum((p.get(d) or {}).get("ops", 0) for p in doc["phases"]) for d in DIRECTIONS}
+    return {d: n for d, n in ops.items() if n}
+
+
 def _fio(args: list[str], workdir: Path) -> dict:
     out = workdir / "fio.json"
     subprocess.run(["fio", "--output-format=json", f"--output={out}", *args], cwd=workdir,
                    check=True, capture_output=True, timeout=300)
     text = out.read_text()
-    doc = json.loads(text[text.index("{"):])
-    ops = {d: sum(j[d]["total_ios"] for j in doc["jobs"]) for d in DIRECTIONS}
-    return {d: n for d, n in ops.items() if n}
+    return _ops(json.loads(text[text.index("{"):]))
 
 
 def _storlab(args: list[str], workdir: Path, monkeypatch) -> dict:
@@ -35,9 +43,7 @@ def _storlab(args: list[str], workdir: Path, monkeypatch) -> dict:
     monkeypatch.chdir(workdir)
     monkeypatch.setenv("STORLAB_STORE", str(workdir.parent / "store.db"))
     assert main(["fio", "--output-format=json", f"--output={out}", *args]) == 0
-    doc = json.loads(out.read_text())
-    ops = {d: sum((p.get(d) or {}).get("ops", 0) for p in doc["phases"]) for d in DIRECTIONS}
-    return {d: n for d, n in ops.items() if n}
+    return _ops(json.loads(out.read_text()))
 
 
 def _files(folder: Path) -> set[str]:
