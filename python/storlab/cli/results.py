@@ -1,4 +1,4 @@
-"""`storlab results list|show|compare|export|delete|tag`: browse the results store.
+"""`storlab results list|show|compare|export|delete|tag|import`: browse the results store.
 
 Machine output (tables asked for, JSON, CSV, Markdown) goes to standard output; confirmations go to
 standard error. Runs are named by run_id or a unique prefix of one; `show`, `compare` and `export`
@@ -88,6 +88,8 @@ def register(subparsers) -> None:
     tag.add_argument("tags", metavar="TAG", nargs="*")
     tag.add_argument("--remove", action="store_true", help="remove the given tags instead of adding them")
     tag.add_argument("--note", metavar="TEXT", help="set the run's note ('' removes it)")
+
+    _register_import(sub)
 
     p.set_defaults(func=run)
 
@@ -202,8 +204,8 @@ def _show(args: argparse.Namespace) -> int:
     if meta.get("tags") or meta.get("note"):
         lines.append(f"tags: {', '.join(meta.get('tags') or []) or '-'}  note: {meta.get('note') or '-'}")
     if env:
-        lines.append(f"host {env.get('host')}  kernel {env.get('kernel')}  {env.get('os', '')}")
-        cpu = f"cpu {env.get('cpu_model')} x{env.get('cpu_count')}"
+        lines.append(f"host {env.get('host') or '-'}  kernel {env.get('kernel') or '-'}  {env.get('os') or ''}")
+        cpu = f"cpu {env.get('cpu_model')} x{env.get('cpu_count')}" if env.get("cpu_model") else "cpu -"
         mem = f"memory {format_size(env['memory_bytes'])}" if env.get("memory_bytes") else ""
         lines.append(f"{cpu}  {mem}  engine {env.get('engine')}")
         if env.get("launcher") or env.get("slurm_job_id"):
@@ -218,6 +220,7 @@ def _show(args: argparse.Namespace) -> int:
                                         if job.get(k) is not None))
     for w in doc.get("warnings") or []:
         lines.append(f"warning [{w.get('code')}]: {w.get('message')}")
+    lines += _imported_lines(doc)
     if doc.get("phases") is not None:
         lines += ["", render_table(doc)]
     print("\n".join(lines))
@@ -267,8 +270,55 @@ def _tag(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- import: other tools' result files (store/imports.py) ----------------------------------------
+def _register_import(sub) -> None:
+    imp = sub.add_parser("import", help="store fio JSON, IOR JSON and mdtest results as runs",
+                         description="Read result files of other tools and store each as a run beside "
+                                     "storlab's own, for `results compare` and `report`: fio JSON "
+                                     "(--output-format=json or json+), IOR JSON (-O summaryFormat=JSON) "
+                                     "and mdtest's text output. The format is told from the content; "
+                                     "importing a file again replaces its run (docs/store.md, Import).")
+    _store_option(imp)
+    imp.add_argument("files", metavar="FILE", nargs="+", help="result files to import")
+    imp.add_argument("--tag", action="append", default=[], metavar="TAG", help="tag the imported runs (repeatable)")
+    imp.add_argument("--note", metavar="TEXT", help="free-text note kept with each imported run")
+
+
+def _import(args: argparse.Namespace) -> int:
+    """Store every file that reads as a result; one line per file, each bad one named (exit 2)."""
+    from ..store.imports import ResultFileError, read_file
+
+    failed = 0
+    for path in args.files:
+        try:
+            doc = read_file(path)
+        except ResultFileError as e:
+            print(f"storlab results import: error: {e}", file=sys.stderr)
+            failed += 1
+            continue
+        tool = doc["imported"]["imported_from"]["tool"]
+        run_id = store.save(doc, path=args.store, tags=["imported", tool, *args.tag], note=args.note)
+        src = doc["imported"]["imported_from"]
+        print(f"imported {src['tool']} {src['version'] or ''} result {path} as run {short_id(run_id)} "
+              f"({len(doc['phases'])} phase(s), kind {doc['kind']})", file=sys.stderr)
+    return 2 if failed else 0
+
+
+def _imported_lines(doc: dict[str, Any]) -> list[str]:
+    """`results show`: where an imported run came from and what it lacks."""
+    imp = doc.get("imported")
+    if not isinstance(imp, dict):
+        return []
+    src = imp.get("imported_from") or {}
+    return [f"imported from {src.get('tool')} {src.get('version') or ''} ({src.get('format')}): {src.get('file')} "
+            f"sha256 {str(src.get('sha256'))[:16]}…",
+            f"command: {imp.get('command') or '-'}",
+            f"latency: {imp.get('latency')}",
+            f"not in the file: {', '.join(imp.get('missing') or []) or '-'}"]
+
+
 _ACTIONS = {"list": _list, "show": _show, "compare": _compare, "export": _export,
-            "delete": _delete, "tag": _tag}
+            "delete": _delete, "tag": _tag, "import": _import}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -140,6 +140,21 @@ def _write_json(doc: dict[str, Any], target: str) -> None:
     write_output(json.dumps(doc, indent=None if target == "-" else 1) + "\n", target, "json")
 
 
+def _write_fio_json(doc: dict[str, Any], target: str | None) -> bool:
+    """--fio-json PATH: the run in fio's JSON layout (output/fiojson.py), beside the storlab
+    document; False (said in one line) when it could not be written."""
+    if not target or doc.get("kind") != "run":
+        return True
+    from ..output.fiojson import fio_json
+
+    try:
+        write_output(json.dumps(fio_json(doc), indent=1) + "\n", target, "fio-json")
+    except OutputError as e:
+        print(f"storlab run: error: {e}", file=sys.stderr)
+        return False
+    return True
+
+
 CHECKPOINT_STORE_WAIT_S = 1.0   # a checkpoint waits this long for a locked store; the final save longer
 
 
@@ -177,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
     job = job_from_args(args, main_job=detect_mpi_launch() is None)
     settings = job.run
     check_destination(settings.get("json"), "json")
+    check_destination(settings.get("fio_json"), "fio-json", allow_stdout=False)   # stdout: `storlab fio`
     progress = ProgressLine(sys.stderr) if wants_progress(bool(settings.get("quiet"))) else None
 
     notify = lambda msg: print(f"\r\x1b[Kwarning: {msg}" if progress else f"warning: {msg}", file=sys.stderr)  # noqa: E731
@@ -203,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
             progress.finish()
 
     ok = emit_result(doc, settings, "run")
+    ok = _write_fio_json(doc, settings.get("fio_json")) and ok
     mismatches = _report_verification(doc)
     stopped = stop_exit_code("run", doc)
     if stopped is not None:

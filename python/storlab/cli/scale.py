@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("jobfile", nargs="?", help="TOML job file (options as keys; [[phase]] tables)")
     p.add_argument("--ranks", metavar="LIST", default=None,
                    help="rank counts to run, comma-separated (default: 1, 2, 4 ... and all ranks)")
-    add_option_arguments(p)
+    add_option_arguments(p, skip=["fio_json"])   # fio's layout is per run: `storlab run`
     p.set_defaults(func=run)
 
 

@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                       ("store_const", argparse._StoreConstAction), ("append", argparse._AppendAction)):
         p.register("action", name, _recording(cls))
     p.add_argument("jobfile", nargs="?", help="TOML job file with the fixed options and phases")
-    add_option_arguments(p)
+    add_option_arguments(p, skip=["fio_json"])   # fio's layout is per run: `storlab run`
     add_sweep_arguments(p)
     p.set_defaults(func=run, **{ORDER_DEST: None})
 

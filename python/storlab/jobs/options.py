@@ -252,6 +252,9 @@ OPTIONS: tuple[Option, ...] = (
     # --- output ---------------------------------------------------------------------------
     Option("json", "str", "write the JSON result to PATH ('-' for standard output)",
            default=None, category="output", core=False, metavar="PATH"),
+    Option("fio_json", "str", "also write the result in fio's JSON layout (fio --output-format=json) "
+           "to PATH, for fio-JSON readers (docs/fio.md)", default=None, category="output", core=False,
+           metavar="PATH"),
     Option("quiet", "bool", "no progress line and no table", default=False, category="output",
            core=False, short="q"),
     Option("store", "str", "results database (default: $STORLAB_STORE or "

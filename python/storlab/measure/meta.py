@@ -388,16 +388,22 @@ class _Col:
     numeric: bool = True
 
 
+def _lat(phase: dict[str, Any], key: str) -> Any:
+    """A latency figure of a phase; none when it did no operation or (an imported mdtest run) has
+    no latency."""
+    return (phase.get("lat_ns") or {}).get(key) if phase.get("ops") else None
+
+
 _COLUMNS = (
     _Col("phase", lambda p: p["name"], numeric=False),
     _Col("ops", lambda p: p["ops"]),
     _Col("time ms", lambda p: p["seconds"], 1e-3),
     _Col("ops/s", lambda p: p["ops_per_s"]),
-    _Col("mean us", lambda p: p["lat_ns"]["mean"] if p["ops"] else None, 1e3),
-    _Col("p50 us", lambda p: p["lat_ns"]["p50"] if p["ops"] else None, 1e3),
-    _Col("p99 us", lambda p: p["lat_ns"]["p99"] if p["ops"] else None, 1e3),
-    _Col("p99.9 us", lambda p: p["lat_ns"]["p999"] if p["ops"] else None, 1e3),
-    _Col("max us", lambda p: p["lat_ns"]["max"] if p["ops"] else None, 1e3),
+    _Col("mean us", lambda p: _lat(p, "mean"), 1e3),
+    _Col("p50 us", lambda p: _lat(p, "p50"), 1e3),
+    _Col("p99 us", lambda p: _lat(p, "p99"), 1e3),
+    _Col("p99.9 us", lambda p: _lat(p, "p999"), 1e3),
+    _Col("max us", lambda p: _lat(p, "max"), 1e3),
     _Col("stonewalled", lambda p: "yes" if p.get("stonewalled") else "no", numeric=False),
 )
 

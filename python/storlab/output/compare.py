@@ -26,7 +26,7 @@ METRICS: tuple[tuple[Column, bool], ...] = (
 _LAT = {"lat_mean_ns": "mean", "lat_p50_ns": "p50", "lat_p99_ns": "p99", "lat_p999_ns": "p999"}
 
 # job options that are bookkeeping, not workload: a difference there is not worth a line
-_IGNORED_JOB_KEYS = {"json", "quiet", "store", "no_store", "tag", "note", "fio", "allow_destroy"}
+_IGNORED_JOB_KEYS = {"json", "fio_json", "quiet", "store", "no_store", "tag", "note", "fio", "allow_destroy"}
 
 
 def _value(doc: dict[str, Any], phase_index: int, direction: str, key: str) -> float | None:
@@ -98,6 +98,12 @@ def _incomparable(base: dict[str, Any], other: dict[str, Any]) -> list[dict[str,
         differs("fs_type", "file system", ",".join(b_fs), ",".join(o_fs),
                 "file systems differ in allocation, caching and locking")
     for doc, rid in ((base, a), (other, b)):
+        src = (doc.get("imported") or {}).get("imported_from")
+        if src and not any(r["code"] == "imported" and r["run"] == doc.get("run_id") for r in out):
+            out.append({"code": "imported", "run": doc.get("run_id"),
+                        "message": f"run {rid} was imported from {src.get('tool')} {src.get('version') or ''}: "
+                                   f"its figures are that tool's own (definitions in docs/fio.md); latency: "
+                                   f"{doc['imported'].get('latency')}"})
         if doc.get("complete") is False and not any(
                 r["code"] == "incomplete" and r["run"] == doc.get("run_id") for r in out):
             out.append({"code": "incomplete", "run": doc.get("run_id"),

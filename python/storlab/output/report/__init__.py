@@ -204,6 +204,24 @@ def _meta_section(metas: list[dict[str, Any]]) -> str:
     return "".join(parts)
 
 
+def _imported_section(docs: Sequence[dict[str, Any]]) -> str:
+    """Where each imported run came from (`storlab results import`) and what its file lacks: its
+    figures are the other tool's, its percentiles not recomputed from storlab histograms."""
+    rows = []
+    for d in docs:
+        imp = d.get("imported")
+        if not isinstance(imp, dict):
+            continue
+        src = imp.get("imported_from") or {}
+        rows.append([short_id(d.get("run_id")), f"{src.get('tool')} {src.get('version') or ''}",
+                     src.get("file"), str(src.get("sha256"))[:16], imp.get("command") or "-",
+                     imp.get("latency"), ", ".join(imp.get("missing") or [])])
+    if not rows:
+        return ""
+    return _table(["run", "tool", "file", "sha256", "command", "latency", "not in the file"], rows,
+                  [False] * 7)
+
+
 def charts_for(docs: Sequence[dict[str, Any]]) -> list[Chart]:
     runs, _ = split_runs(docs)
     return all_charts(runs, of_kind(docs, "sweep"), of_kind(docs, "scale"), of_kind(docs, "meta"))
@@ -246,6 +264,9 @@ def build_report(docs: Sequence[dict[str, Any]], title: str | None = None,
                  "latency in microseconds; bandwidth and IOPS are summed over workers.</p>",
                  "<h2>Job</h2>", _job_section(runs),
                  "<h2>Environment</h2>", _environment_section(runs)]
+    imported = _imported_section([*runs, *metas])
+    if imported:
+        body += ["<h2>Imported results</h2>", imported]
     if others:
         body.append("<h2>Other documents</h2>")
         for d in others:

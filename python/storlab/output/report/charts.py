@@ -563,6 +563,11 @@ def meta_charts(metas: Sequence[dict[str, Any]]) -> list[Chart]:
     ax.legend(fontsize="small")
     charts = [Chart("meta-ops", "Metadata rate per operation", fig,
                     "ops/s = the phase's operations of all threads over the phase time")]
+    metas = [m for m in metas if any((p.get("lat_ns") or {}).get(key) for p in m.get("phases") or []
+                                     for key, _ in _META_PCTS)]
+    if not metas:               # rates only (imported mdtest runs): no latency chart
+        return charts
+    labels = [run_label(m, varying) for m in metas]
     fig, (ax,) = _figure()
     styles = {"p50": ("o", "-"), "p99": ("^", "--"), "p999": ("s", ":")}
     colors = [f"C{i}" for i in range(len(metas))]

@@ -23,7 +23,7 @@ __all__ = ["Point", "points", "split_runs", "of_kind", "varying_options", "serie
 SWEEP_AXES = ("bs", "threads", "qd", "ranks")
 
 # Job options that are bookkeeping or follow from others; they never split runs into series.
-_NOT_PARAMETERS = {"json", "quiet", "store", "no_store", "tag", "note", "fio", "seed", "argv",
+_NOT_PARAMETERS = {"json", "fio_json", "quiet", "store", "no_store", "tag", "note", "fio", "seed", "argv",
                    "allow_destroy", "phases"}
 
 

@@ -1,0 +1,129 @@
+"""Tests of storlab's fio JSON output (output/fiojson.py, `storlab run --fio-json`): every key a real
+fio 3.x writes is there with fio's type, and the counts, bytes and rates are the storlab document's."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "results"))
+
+import rundoc  # noqa: E402
+from storlab.cli.main import main
+from storlab.measure import stats
+from storlab.output.fiojson import FIO_PERCENTILES, FIO_VERSION, fio_json
+
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+
+
+def real_fio_json(directory: str, rw: str = "randrw", engine: str = "psync") -> dict:
+    """fio's own JSON for a small job on tmpfs."""
+    out = subprocess.run(["fio", "--name=ref", f"--filename={directory}/fio.dat", "--size=2M", "--bs=4k",
+                          f"--rw={rw}", f"--ioengine={engine}", "--output-format=json"],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def key_type_differences(fio: dict, ours: dict, path: str = "") -> list[str]:
+    """Keys of `fio` missing from `ours` or of another JSON type, recursively (job options and
+    percentile maps compared by their keys only where fio's are fixed)."""
+    found = []
+    for key, value in fio.items():
+        where = f"{path}/{key}"
+        if key not in ours:
+            found.append(f"missing {where}")
+            continue
+        mine = ours[key]
+        if isinstance(value, bool) or isinstance(mine, bool) or type(value) is not type(mine):
+            found.append(f"type of {where}: fio {type(value).__name__}, storlab {type(mine).__name__}")
+        elif isinstance(value, dict) and key not in ("job options", "global options"):
+            found += key_type_differences(value, mine, where)
+    return found
+
+
+@needs_fio
+def test_every_key_fio_writes_is_there_with_fios_type(shm_dir):
+    fio = real_fio_json(shm_dir)
+    ours = fio_json(rundoc.make_run(rw="randrw", engine="io_uring", qd=8))
+    top = {k: v for k, v in fio.items() if k != "jobs"}
+    assert key_type_differences(top, ours) == []
+    assert key_type_differences(fio["jobs"][0], ours["jobs"][0], "/jobs/0") == []
+
+
+@needs_fio
+def test_psync_run_has_the_shape_of_fio_psync(shm_dir):
+    """psync has no submission latency in fio (slat N = 0); a storlab psync run says the same."""
+    fio = real_fio_json(shm_dir, rw="read")
+    ours = fio_json(rundoc.make_run(rw="read", engine="psync"))
+    assert key_type_differences(fio["jobs"][0], ours["jobs"][0], "/jobs/0") == []
+    assert fio["jobs"][0]["read"]["slat_ns"]["N"] == ours["jobs"][0]["read"]["slat_ns"]["N"] == 0
+    assert ours["jobs"][0]["write"]["total_ios"] == 0
+    assert "percentile" not in ours["jobs"][0]["write"]["clat_ns"]      # fio: none without samples
+
+
+def test_values_are_the_documents():
+    doc = rundoc.make_run(rw="randrw", engine="io_uring", qd=4, threads=2, phases=["randrw", "read"])
+    out = fio_json(doc)
+    assert out["fio version"] == FIO_VERSION and [j["jobname"] for j in out["jobs"]] == ["randrw", "read"]
+    assert [j["groupid"] for j in out["jobs"]] == [0, 1]
+    for phase, job in zip(doc["phases"], out["jobs"]):
+        for d in ("read", "write"):
+            if d not in phase:
+                assert job[d]["total_ios"] == 0 and job[d]["io_bytes"] == 0
+                continue
+            src, got = phase[d], job[d]
+            assert got["total_ios"] == src["ops"]
+            assert got["io_bytes"] == src["bytes"] and got["io_kbytes"] == src["bytes"] // 1024
+            assert got["iops"] == src["iops"]
+            assert got["bw_bytes"] == round(src["bw_bytes"]) and got["bw"] == int(src["bw_bytes"] // 1024)
+            assert got["runtime"] == round(src["seconds"] * 1000)
+            assert got["lat_ns"]["min"] == src["lat_ns"]["min"] and got["lat_ns"]["max"] == src["lat_ns"]["max"]
+            buckets = src["lat_hist"]["buckets"]           # clat falls back to lat when not kept apart
+            assert got["clat_ns"]["N"] == stats.count(buckets)
+            assert list(got["clat_ns"]["percentile"]) == [f"{q:f}" for q in FIO_PERCENTILES]
+            assert got["clat_ns"]["percentile"]["50.000000"] == src["lat_ns"]["p50"]
+            assert got["clat_ns"]["percentile"]["99.900000"] == src["lat_ns"]["p999"]
+            assert got["bw_samples"] == len(src["timeseries"]["bw_bytes"])
+            assert got["bw_min"] == int(min(src["timeseries"]["bw_bytes"]) / 1024)
+        lat_total = sum(v for key in ("latency_ns", "latency_us", "latency_ms") for v in job[key].values())
+        assert lat_total == pytest.approx(100.0)
+    opts = out["jobs"][0]["job options"]
+    assert (opts["rw"], opts["bs"], opts["iodepth"], opts["numjobs"], opts["ioengine"]) == \
+        ("randrw", "4096", "4", "2", "io_uring")
+    assert out["jobs"][0]["iodepth_level"]["4"] == 100.0
+
+
+def test_latency_buckets_follow_fios_ranges():
+    """fio counts 750-999 ns under '1000' of latency_ns and 1-1.999 ms under '2' of latency_ms."""
+    doc = rundoc.make_run(rw="read")
+    samples = [800, 800, 1_500_000, 3_000_000_000]
+    doc["phases"][0]["read"]["lat_hist"] = {"scheme": "loglinear6", "buckets": stats.histogram(samples)}
+    job = fio_json(doc)["jobs"][0]
+    assert job["latency_ns"]["1000"] == 50.0
+    assert job["latency_ms"]["2"] == 25.0 and job["latency_ms"][">=2000"] == 25.0
+
+
+def test_a_sweep_document_is_refused_in_one_line():
+    with pytest.raises(ValueError, match="needs a storlab.run/1 document of kind run"):
+        fio_json(rundoc.make_sweep(sizes=(4096,)))
+
+
+def test_run_writes_fio_json_beside_the_document(shm_dir, tmp_path):
+    target = f"{shm_dir}/a.dat"
+    assert main(["run", "--target", target, "--size", "1m", "--rw", "randread", "--bs", "4k",
+                 "--engine", "null", "--time", "0.2s", "--quiet", "--json", str(tmp_path / "doc.json"),
+                 "--fio-json", str(tmp_path / "fio.json")]) == 0
+    doc = json.loads((tmp_path / "doc.json").read_text())
+    out = json.loads((tmp_path / "fio.json").read_text())
+    assert out["storlab"]["run_id"] == doc["run_id"]
+    assert out["jobs"][0]["read"]["total_ios"] == doc["phases"][0]["read"]["ops"] > 0
+    assert out["jobs"][0]["job options"]["filename"] == target
+
+
+def test_fio_json_to_standard_output_is_refused_before_the_run(capsys):
+    assert main(["run", "--engine", "null", "--size", "1m", "--time", "0.1s", "--fio-json", "-"]) == 2
+    assert "fio-json: standard output ('-') is not possible here" in capsys.readouterr().err
