@@ -315,7 +315,6 @@ class FioJob:
     logs: dict[str, str] = field(default_factory=dict)   # bw|lat|iops -> file prefix
     log_interval_s: float | None = None
     percentiles: tuple[float, ...] = ()
-    options: dict[str, str] = field(default_factory=dict)   # fio's options as given (`job options`)
 
 
 @dataclass
@@ -402,8 +401,7 @@ def translate_sections(sections: list[Section], source: str = "<text>",
             name=job.name, report_group=report_group, phase=phase_index, groups=groups,
             rw=job.rw, clones=job.numjobs, files=job.all_files,
             group_reporting=job.flag("group_reporting"), unlink=job.unlink_paths(),
-            logs=job.logs(), log_interval_s=job.log_interval(), percentiles=job.percentiles(),
-            options={s.raw_key: s.value or "" for s in settings.values()}))
+            logs=job.logs(), log_interval_s=job.log_interval(), percentiles=job.percentiles()))
     if problems:
         raise FioJobError(problems.message(source))
     for p in out.phases:
