@@ -136,3 +136,15 @@ def test_bssplit_shares_the_bytes_by_request_percentages():
     assert sizes == {4096: 5461 * 4096, 8192: 5461 * 8192} or \
         sizes == {4096: 5462 * 4096, 8192: 5462 * 8192}
     assert {g["options"]["target"] for g in groups} == {("mixed-sizes.0.0",)}
+
+
+@needs_fio
+@pytest.mark.skipif("read_iolog" not in BY_NAME, reason="storlab's iolog replay is not in this build")
+def test_an_iolog_fio_wrote_replays_under_storlab_fio(tmp_path, monkeypatch):
+    log, data = tmp_path / "w.log", tmp_path / "data"
+    subprocess.run(["fio", "--name=w", f"--filename={data}", "--size=1m", "--bs=4k", "--rw=randwrite",
+                    f"--write_iolog={log}", "--output=/dev/null"], check=True, timeout=120)
+    work = tmp_path / "storlab"
+    work.mkdir()
+    ops = _storlab(["--name=replay", f"--read_iolog={log}", "--replay_no_stall=1"], work, monkeypatch)
+    assert ops == {"write": 256}

@@ -53,7 +53,7 @@ BOOLEAN_OPTIONS = {"time_based", "stonewall", "group_reporting", "thread", "new_
           "disable_bw_measurement", "per_job_logs", "unique_filename", "create_serialize",
           "create_fsync", "allow_file_create", "refill_buffers", "scramble_buffers", "stats",
           "disk_util", "nonvectored",
-          "verify_async", "verify_fatal", "verify_dump", "softrandommap", "error_dump"}
+          "verify_fatal", "verify_dump", "softrandommap", "error_dump"}
 # options that may stand alone without being booleans (a log prefix defaults to the job name)
 BARE_OPTIONS = BOOLEAN_OPTIONS | {"write_bw_log", "write_iops_log", "write_lat_log"}
 # accepted options that change nothing only with these values
@@ -723,6 +723,8 @@ class _Job:
                               "sizes its scratch file for the plan (removed after the run)")
             per_file = self.size("size") if self.has("size") else None
             return [(0, [], per_file)]
+        if self.has("read_iolog") and not self.has("filename"):
+            return [(0, [], None)]    # the replayed log names its file, as in fio
         if self.has("filename"):
             if self.raw("filename") == "-":
                 self.bad("filename", "standard input/output is not a storlab target")
