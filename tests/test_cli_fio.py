@@ -98,3 +98,11 @@ def test_section_runs_only_the_named_job(workdir, capsys):
     out = capsys.readouterr().out
     assert "b: (groupid=0" in out and "a: (groupid" not in out
     assert os.path.getsize(workdir / "t") == 256 << 10
+
+
+def test_overwrite_layout_is_not_a_job_in_fios_json(workdir):
+    out = workdir / "o.json"
+    assert main(["fio", "--output-format=json", f"--output={out}", "--name=ow", f"--filename={workdir}/f",
+                 "--size=256k", "--rw=randwrite", "--overwrite=1"]) == 0
+    jobs = json.loads(out.read_text())["jobs"]
+    assert [j["jobname"] for j in jobs] == ["ow"] and jobs[0]["write"]["total_ios"] == 64

@@ -364,3 +364,17 @@ def test_log_options_stand_alone_or_take_a_prefix():
 def test_engine_refusal_comes_before_an_unset_variable():
     with pytest.raises(FioJobError, match="ioengine=rdma: storlab does local file"):
         translate("[j]\nioengine=rdma\nhostname=${HOST_UNSET}\n", environ={})
+
+
+def test_overwrite_lays_the_files_out_in_a_phase_before_every_job():
+    phases = translate("[global]\nfilename=/tmp/x\nsize=1m\n[a]\nrw=randwrite\noverwrite=1\n[b]\nrw=read\n")
+    assert [p["name"] for p in phases] == ["layout", "a+b"]
+    (lay,) = phases[0]["groups"]
+    assert lay["options"]["rw"] == "write" and lay["options"]["target"] == ("/tmp/x",)
+    assert lay["options"]["size"] == MiB and lay["options"]["fsync_end"] is True
+
+
+def test_fallocate_none_is_refused_for_writing_jobs_only():
+    with pytest.raises(FioJobError, match="fallocate=none"):
+        translate("[j]\nfilename=/x\nsize=1m\nrw=write\nfallocate=none\n")
+    assert translate("[j]\nfilename=/x\nsize=1m\nrw=read\nfallocate=none\n")

@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     for job_info in tr.jobs:
         _unlink(job_info)
     _write_logs(doc, tr)
-    text = render_json(doc) if cmd.output_format == "json" else render_normal(doc, tr)
+    text = render_json(doc, tr) if cmd.output_format == "json" else render_normal(doc, tr)
     if cmd.output:
         write_output(text, cmd.output, "output")
     else:
@@ -112,12 +112,16 @@ def _unlink(job: FioJob) -> None:
             print(f"storlab fio: warning: unlink {path}: {e.strerror}", file=sys.stderr)
 
 
-def render_json(doc: dict[str, Any]) -> str:
-    """fio's JSON layout where storlab.output.fiojson is present, else storlab's own document."""
+def render_json(doc: dict[str, Any], tr: Translation) -> str:
+    """fio's JSON layout where storlab.output.fiojson is present (without the layout phase of
+    overwrite=1, which fio does not report as a job), else storlab's own document."""
     if importlib.util.find_spec("storlab.output.fiojson") is not None:
         from ..output.fiojson import fio_json
 
-        return json.dumps(fio_json(doc), indent=2) + "\n"
+        fio_doc = fio_json(doc)
+        job_phases = {tr.phases[j.phase]["name"] for j in tr.jobs}
+        fio_doc["jobs"] = [j for j in fio_doc["jobs"] if j["jobname"].split(".pass")[0] in job_phases]
+        return json.dumps(fio_doc, indent=2) + "\n"
     return json.dumps(doc, indent=1) + "\n"
 
 

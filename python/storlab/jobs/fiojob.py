@@ -359,6 +359,7 @@ def translate_sections(sections: list[Section], source: str = "<text>",
     out = Translation([], {}, [], [], source)
     report_group = 0
     names_seen: dict[str, int] = {}
+    layout: list[dict[str, Any]] = []     # overwrite=1: files written once before any job
     for sec, settings in jobs:
         try:
             job = _Job(sec, settings, problems)
@@ -369,6 +370,7 @@ def translate_sections(sections: list[Section], source: str = "<text>",
         if made is None or problems:
             continue
         kind, payload, notes = made
+        layout += job.layout
         for n in notes:
             if n not in out.notes:
                 out.notes.append(n)
@@ -404,7 +406,11 @@ def translate_sections(sections: list[Section], source: str = "<text>",
             logs=job.logs(), log_interval_s=job.log_interval(), percentiles=job.percentiles()))
     if problems:
         raise FioJobError(problems.message(source))
-    for p in out.phases:
+    if layout:   # fio lays the files of overwrite=1 jobs out before it starts any job
+        out.phases.insert(0, {"name": "layout", "groups": layout})
+        for j in out.jobs:
+            j.phase += 1
+    for p in out.phases[1 if layout else 0:]:
         if p.get("type") != "meta":
             p["name"] = "+".join(dict.fromkeys(j.name for j in out.jobs
                                                if j.phase == out.phases.index(p)))
@@ -501,6 +507,7 @@ class _Job:
         self.rw = "read"
         self.all_files: list[str] = []
         self.notes: list[str] = []
+        self.layout: list[dict[str, Any]] = []
 
     # settings
     def raw(self, key: str) -> str | None:
@@ -824,6 +831,9 @@ class _Job:
                 self.bad("startdelay", "storlab starts every worker after one delay; give one time")
             else:
                 opts["start_delay"] = self.time("startdelay")
+        _, writes, _ = self._directions()
+        if writes and (self.raw("fallocate") or "").strip().lower() in ("none", "0"):
+            self.problems.option("fallocate=none (storlab preallocates new files, as fio's default)")
         self.verification(opts)
         if engine == "io_uring":
             batch = self.later("iodepth_batch", "iodepth_batch_submit")
@@ -931,6 +941,15 @@ class _Job:
                       base_options(files, 1, None, offset + k * incr)) for k, files, _ in workers]
         else:
             plans = [(self.name, base_options([f for _, fs, _ in workers for f in fs], 1, None, offset))]
+        _, writes, _ = self._directions()
+        if self.flag("overwrite") and writes:
+            self.notes.append("overwrite=1 → storlab writes the files once before the jobs (phase "
+                              "'layout', in storlab's document only), as fio lays them out")
+            for name, o in plans:
+                if o["target"]:
+                    self.layout.append({"name": f"{name}:layout", "options": {
+                        **{k: o[k] for k in ("target", "size", "offset", "bs", "direct") if k in o},
+                        "rw": "write", "threads": 1, "engine": "psync", "fsync_end": True}})
         if self.bssplit:
             split_plans = []
             mean = sum(b * p for b, p in self.bssplit) / 100
