@@ -12,6 +12,7 @@ import importlib.util
 import json
 import os
 import sys
+import tempfile
 from typing import Any
 
 from ..jobs.fio.cmdline import COMMAND_OPTIONS, parse_command_line, show_command
@@ -69,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
     job = resolve_job(dict(tr.run), None, jobfile_name=cmd.source, phases=tr.phases)
     progress = ProgressLine(sys.stderr) if wants_progress(False) else None
+    sparse = _sparse_targets_for_null(job)
     try:
         doc = run_job(job, argv=["storlab", "fio", *argv], progress=progress,
                       notify=lambda msg: print(f"warning: {msg}", file=sys.stderr))
@@ -76,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
         STOP.saving()
         if progress:
             progress.finish()
+        for path in sparse:
+            os.unlink(path)
     doc.setdefault("warnings", [])
     store_result(doc, {}, "fio")
     for job_info in tr.jobs:
@@ -94,6 +98,28 @@ def run(args: argparse.Namespace) -> int:
     if doc["stop_reason"] == "interrupted":
         return STOP.exit_code or ExitCode.INTERRUPTED
     return ExitCode.OK
+
+
+def _sparse_targets_for_null(job) -> list[str]:
+    """fio's null engine touches no file. storlab's plan still opens a target of the job's size, so
+    each null group gets a sparse file of that size (created by truncation: no data written, no
+    blocks allocated), removed after the run. Returns their paths."""
+    from ..measure.runner import SCRATCH_SIZE_BYTES
+
+    made = []
+    for phase in job.phases:
+        for g in phase.groups:
+            v = g.values
+            if v["engine"] != "null" or v["target"]:
+                continue
+            fd, path = tempfile.mkstemp(prefix="storlab-fio-null-")
+            try:
+                os.ftruncate(fd, v["offset"] + (v["size"] or SCRATCH_SIZE_BYTES))
+            finally:
+                os.close(fd)
+            made.append(path)
+            v["target"] = (path,)
+    return made
 
 
 def _writes(phase: dict[str, Any]) -> bool:

@@ -725,9 +725,10 @@ class _Job:
         dirs = _split_list(self.raw("directory")) if self.has("directory") else []
         if engine == "null":
             # storlab's null engine completes every request at once; its plan still wants a
-            # target, so the run's scratch file (removed afterwards) stands in for fio's none
-            self.notes.append("null → storlab's null engine: requests complete at once; storlab "
-                              "sizes its scratch file for the plan (removed after the run)")
+            # target: `storlab fio` gives it a sparse file (the run's scratch file under
+            # `storlab run --fio`), never the job's filename
+            self.notes.append("null → storlab's null engine: requests complete at once; no file I/O "
+                              "(the plan gets a sparse file, removed after the run)")
             per_file = self.size("size") if self.has("size") else None
             return [(0, [], per_file)]
         if self.has("read_iolog") and not self.has("filename"):
