@@ -338,6 +338,12 @@ _ROWS: list[tuple[str, str, str]] = [
         "zone_reset_frequency", "recover_zbd_write_error", "write_zone_remainder", "fdp",
         "dataplacement", "data_placement", "plid_select", "fdp_pli_select", "plids", "fdp_pli",
         "dp_scheme")),
+    # --- options of fio's profiles (act, tiobench): they do nothing without `profile` ---
+    *((z, _A, "an option of fio's act profile: no effect without profile=act (refused)") for z in (
+        "device-names", "load", "test-duration", "threads-per-queue", "read-req-num-512-blocks",
+        "large-block-op-kbytes", "prep")),
+    *((z, _A, "an option of fio's tiobench profile: no effect without profile=tiobench (refused)")
+      for z in ("block", "numruns", "dir", "threads")),
     # --- io_uring engine options that are NVMe passthrough ---
     *((z, _R, "storlab's io_uring does reads and writes, not NVMe passthrough") for z in (
         "readfua", "writefua", "write_mode", "verify_mode", "cmd_type", "cdb_len", "verify_bytchk",
