@@ -65,7 +65,8 @@ def value_text(choices=()) -> st.SearchStrategy[str]:
 # check and run (a test that only ever sees refusals would not notice a crash in the run).
 PLAUSIBLE = {"size": ["4k", "64k", "1m", "512", "8KiB"], "duration": ["0", "10ms", "0.02", "1s"],
              "rate": ["1GB/s", "100MB/s"], "int": ["0", "1", "2", "8"], "percent": ["0", "50", "100", "75%"],
-             "float": ["0.5", "10", "50"], "str": ["random", "zipf:1.2", "x"], "paths": ["t.dat", "tag1"]}
+             "float": ["0.5", "10", "50"], "str": ["random", "zipf:1.2", "x"], "paths": ["t.dat", "tag1"],
+             "dir_rate": ["10m", "1m,2m", ",500k"], "dir_iops": ["100", "10,20", "0"]}
 
 
 def option_value(o) -> st.SearchStrategy[str]:

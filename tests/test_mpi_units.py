@@ -249,6 +249,23 @@ def test_merge_sums_bytes_and_takes_the_plain_and_deskewed_rates():
     assert m["complete"] and m["stop_reason"] == "done"
 
 
+def test_trims_of_every_rank_merge_into_one_trim_direction():
+    ranks = []
+    for start, lat in ((1000.0, [500, 700]), (1000.0, [900])):
+        r = rank_result(start, 0.0, [(0.0, 1.0, 4096 * len(lat))], lat, read=False, name="trim")
+        r["trim"] = r.pop("read")
+        r["rw"] = "trim"
+        for w in r["workers"]:
+            w["trim_bytes"], w["trim_ops"], w["write_bytes"] = w["write_bytes"], len(lat), 0
+        ranks.append(r)
+    m = aggregate.merge_phase(ranks, nodes=["a", "b"])
+    assert "read" not in m and "write" not in m
+    assert (m["trim"]["bytes"], m["trim"]["ops"]) == (3 * 4096, 3)
+    assert m["trim"]["lat_ns"]["min"] == 500 and m["trim"]["lat_ns"]["max"] == 900
+    assert m["aggregate"]["bytes"] == 3 * 4096, "trimmed bytes count in the aggregate"
+    assert [rank["bytes"] for rank in m["mpi"]["ranks"]] == [2 * 4096, 4096]
+
+
 def test_merged_histogram_equals_the_histogram_of_all_samples_and_moments_are_exact():
     rng = random.Random(7)
     samples = [[int(rng.lognormvariate(10, 1)) for _ in range(n)] for n in (500, 300, 700)]

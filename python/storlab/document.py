@@ -17,11 +17,14 @@ from typing import Any, Dict, List, Optional, Sequence, TypedDict
 from . import __version__
 
 __all__ = [
-    "RUN_SCHEMA", "SWEEP_SCHEMA", "DOCTOR_SCHEMA", "PLAN_SCHEMA_VERSION", "MEASURED_KINDS", "KINDS",
+    "DIRECTIONS", "RUN_SCHEMA", "SWEEP_SCHEMA", "DOCTOR_SCHEMA", "PLAN_SCHEMA_VERSION", "MEASURED_KINDS", "KINDS",
     "plan_schema", "now_iso", "header",
     "Header", "RunHeader", "RunDocument", "MetaDocument", "ScaleDocument", "SweepDocument",
     "DoctorDocument", "PlanDocument",
 ]
+
+# The directions a phase result can have, in fio's order; trim only where the phase trimmed.
+DIRECTIONS = ("read", "write", "trim")
 
 RUN_SCHEMA = "storlab.run/1"          # kinds run, meta and scale
 SWEEP_SCHEMA = "storlab.sweep/1"

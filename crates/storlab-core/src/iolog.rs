@@ -137,8 +137,8 @@ impl Replay {
     }
 }
 
-/// The file one worker writes its log to: PATH itself, or PATH.N (N the worker's number in the
-/// phase) when several workers log to PATH, as one file per fio job.
+/// The file one worker writes its log to: PATH itself, or PATH.N when several workers log to PATH
+/// (N the worker's number in the phase, shifted by rank x threads under MPI), one file per fio job.
 pub fn worker_log_path(path: &str, worker: usize, sharing: usize) -> String {
     if sharing > 1 { format!("{path}.{worker}") } else { path.to_string() }
 }

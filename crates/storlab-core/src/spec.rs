@@ -565,6 +565,34 @@ mod tests {
         assert!(e.message.contains("bogus"), "{}", e.message);
     }
 
+    /// A trim is destructive: the write-safety gate must check its targets as written.
+    #[test]
+    fn trim_patterns_open_their_targets_for_writing() {
+        for rw in ["trim", "randtrim", "trimwrite"] {
+            let p = PhaseSpec::from_json(&phase_json(&format!(r#"{{"rw": "{rw}"}}"#))).unwrap();
+            assert_eq!(p.opened_paths(), vec![OpenedPath { path: "/tmp/x".into(), writes: true }], "{rw}");
+        }
+        let e = PhaseSpec::from_json(&phase_json(r#"{"rw": "trim", "verify": "crc32c"}"#)).unwrap_err();
+        assert!(e.message.starts_with("verify: trim patterns"), "{}", e.message);
+    }
+
+    #[test]
+    fn pacing_and_iolog_fields_are_validated() {
+        let e = PhaseSpec::from_json(&phase_json(r#"{"rate": [100, 0, 0], "rate_min": [200, 0, 0]}"#)).unwrap_err();
+        assert!(e.message.starts_with("rate_min: the floor of the read direction is above its cap"), "{}", e.message);
+        let e = PhaseSpec::from_json(&phase_json(r#"{"thinktime": 0.001, "thinktime_spin": 0.002}"#)).unwrap_err();
+        assert!(e.message.starts_with("thinktime_spin:"), "{}", e.message);
+        let e = PhaseSpec::from_json(&phase_json(r#"{"thinktime_blocks": 0}"#)).unwrap_err();
+        assert!(e.message.starts_with("thinktime_blocks:"), "{}", e.message);
+        let e = PhaseSpec::from_json(&phase_json(r#"{"replay_no_stall": true}"#)).unwrap_err();
+        assert!(e.message.starts_with("replay_no_stall:"), "{}", e.message);
+        let e = PhaseSpec::from_json(&phase_json(r#"{"read_iolog": "/x.log", "verify": "crc32c"}"#)).unwrap_err();
+        assert!(e.message.starts_with("read_iolog:"), "{}", e.message);
+        // [read, write, trim] always: the front end expands "R" and "R,W" (options.py)
+        let e = PhaseSpec::from_json(&phase_json(r#"{"rate": [1, 2]}"#)).unwrap_err();
+        assert!(e.message.contains("expected an array of length 3"), "{}", e.message);
+    }
+
     #[test]
     fn huge_durations_and_sizes_are_refused_not_panicking() {
         for (field, value) in [("time", "1.8446744073709552e19"), ("start_delay", "9.223372036854776e18"),

@@ -13,8 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from ..units import (MAX_BYTES, MAX_DURATION_S, UnitError, format_size, parse_count, parse_duration, parse_rate,
-                     parse_size)
+from ..units import MAX_BYTES, MAX_DURATION_S, UnitError, format_size, parse_count, parse_duration, parse_rate, parse_size
 
 __all__ = ["Option", "OptionError", "OPTIONS", "BY_NAME", "parse_option", "parse_value", "defaults",
            "render_reference"]
@@ -240,7 +239,7 @@ OPTIONS: tuple[Option, ...] = (
     # --- I/O logs (fio's iolog) -----------------------------------------------------------
     Option("write_iolog", "str", "write fio's iolog (version 3: times in microseconds) of the "
            "requests issued to PATH; with several threads each writes PATH.N (N the thread's "
-           "number in the phase); replays in storlab and in fio (--read_iolog)", default=None,
+           "number in the phase, on from rank x threads under MPI); replays in storlab and in fio (--read_iolog)", default=None,
            category="iolog", metavar="PATH", fio_name="write_iolog"),
     Option("read_iolog", "str", "replay an fio iolog (version 2 or 3) instead of the pattern: its "
            "directions, offsets, lengths and syncs, at its times (see replay_no_stall); every "

@@ -259,7 +259,9 @@ def _reads(values: dict[str, Any]) -> bool:
 
 def _writes(values: dict[str, Any]) -> bool:
     rw = values["rw"]
-    return rw in ("write", "randwrite") or (rw in ("rw", "randrw") and values["rwmix_read"] < 100)
+    # Trims change the data too: cached pages of a trimmed range are stale.
+    return rw in ("write", "randwrite", "trim", "randtrim", "trimwrite") \
+        or (rw in ("rw", "randrw") and values["rwmix_read"] < 100)
 
 
 def target_paths(values: dict[str, Any]) -> list[str]:

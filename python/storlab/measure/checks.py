@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..document import DIRECTIONS
 from ..units import format_size
 from .cache import likely_cached, started_cold
 
@@ -61,7 +62,7 @@ def check_phase(phase, result: dict[str, Any], env: dict[str, Any],
                                f"{phase.name}: reads likely served from cache: {why}; use --direct, "
                                f"--cache out, or a working set larger than RAM"))
     if result.get("complete") and result.get("seconds", 0) < MIN_RELIABLE_SECONDS:
-        did_io = any(result.get(d, {}).get("ops") for d in ("read", "write"))
+        did_io = any(result.get(d, {}).get("ops") for d in DIRECTIONS)
         if did_io:
             out.append(Finding(
                 "short_run",

@@ -13,6 +13,7 @@ import math
 import statistics
 from typing import Any, Iterable
 
+from ..document import DIRECTIONS
 from . import stats
 
 # Two-sided 95 % Student's t critical values by degrees of freedom (1..30); normal beyond.
@@ -77,7 +78,7 @@ def summarise(phases: list[dict[str, Any]], spread_warn_pct: float) -> tuple[lis
     summaries, warnings = [], []
     for name, runs in by_name.items():
         entry: dict[str, Any] = {"name": name, "passes": len(runs)}
-        for d in ("read", "write"):
+        for d in DIRECTIONS:
             sides = [r[d] for r in runs if d in r]
             if not sides:
                 continue

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..document import RUN_SCHEMA, header, now_iso
+from ..document import DIRECTIONS, RUN_SCHEMA, header, now_iso
 from ..errors import StorlabError, from_core
 from ..jobs import mainjob
 from ..jobs.job import Job, core_spec
@@ -105,6 +105,7 @@ def apply_replay_logs(job: Job) -> None:
     from .. import _core
 
     for phase in job.phases:
+        named_by_rw = phase.name == "+".join(sorted({g.values["rw"] for g in phase.groups}))
         for g in phase.groups:
             path = g.values.get("read_iolog")
             if not path:
@@ -120,6 +121,8 @@ def apply_replay_logs(job: Job) -> None:
                 g.values["target"] = (summary["files"][0],)
             dirs = summary["directions"]
             g.values["rw"] = _REPLAY_RW.get((dirs["read"], dirs["write"], dirs["trim"]), "randrw")
+        if named_by_rw:   # a name made from rw (jobs/job.py) follows the log's pattern
+            phase.name = "+".join(sorted({g.values["rw"] for g in phase.groups}))
 
 
 def check_targets_safe(job: Job) -> None:
@@ -296,7 +299,9 @@ class Runner:
         workers = snap["workers"]
         total_bytes = sum(w["bytes"] for w in workers)
         total_ops = sum(w["ops"] for w in workers)
-        by = {d: [w for w in workers if w["direction"] == d] for d in ("read", "write")}
+        by = {d: [w for w in workers if w["direction"] == d] for d in DIRECTIONS}
+        if not by["trim"]:
+            del by["trim"]   # only phases that trim count trims
         progress = {
             "elapsed_s": elapsed, "includes_ramp": ramp > 0, "bytes": total_bytes, "ops": total_ops,
             "bw_bytes": total_bytes / elapsed if elapsed > 0 else 0.0,
@@ -413,7 +418,7 @@ class Runner:
         cpu_after = CpuSample.now()
         self._report(phase.name, run)
         result = json.loads(run.result_json())
-        bw = sum(result[d]["bw_bytes"] for d in ("read", "write") if d in result)
+        bw = sum(result[d]["bw_bytes"] for d in DIRECTIONS if d in result)
         result["cpu"] = cpu_usage(cpu_before, cpu_after, bw)
         result["rw"] = "+".join(sorted({g.values["rw"] for g in phase.groups}))
         result["groups"] = [g.name for g in phase.groups]

@@ -544,7 +544,8 @@ def run_sweep(plan: SweepPlan, argv: Sequence[str] = (), hooks: SweepHooks | Non
                 path = scratch.path()
                 for ph in job.phases:
                     for g in ph.groups:
-                        if not g.values["target"]:
+                        # a replay without a target replays onto the file its log names (runner)
+                        if not g.values["target"] and not g.values.get("read_iolog"):
                             g.values["target"] = (path,)
                             if g.values["size"] is None:
                                 g.values["size"] = SCRATCH_SIZE_BYTES

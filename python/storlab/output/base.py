@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+from ..document import DIRECTIONS
+
 __all__ = ["Column", "RUN_COLUMNS", "RESULT_COLUMNS", "result_rows", "human", "fmt_number",
            "short_id", "iter_runs", "varying", "align", "normalise_target", "job_parameter"]
 
@@ -100,7 +102,7 @@ def result_rows(docs: Iterable[dict[str, Any]], with_run: bool = True) -> list[d
                "bs": job.get("bs"), "threads": job.get("threads"), "qd": job.get("qd"),
                "direct": job.get("direct")}
         for phase in doc.get("phases") or []:
-            for direction in ("read", "write"):
+            for direction in DIRECTIONS:
                 d = phase.get(direction)
                 if not isinstance(d, dict):
                     continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..document import DIRECTIONS
 from ..measure.passes import format_interval
 from .base import RESULT_COLUMNS, align, human, result_rows
 
@@ -66,7 +67,7 @@ def _pass_notes(doc: dict[str, Any]) -> list[str]:
         return []
     out = []
     for entry in p["phases"]:
-        for d in ("read", "write"):
+        for d in DIRECTIONS:
             s = entry.get(d)
             if not s:
                 continue
@@ -88,7 +89,7 @@ def render_table(doc: dict[str, Any]) -> str:
     phases = doc.get("phases") or []
     if any("pass" in p for p in phases):
         # label rows with their pass: result_rows keeps phase order, one or two rows per phase
-        labels = [p["name"] + f" #{p['pass']}" for p in phases for d in ("read", "write") if d in p]
+        labels = [p["name"] + f" #{p['pass']}" for p in phases for d in DIRECTIONS if d in p]
         for row, label in zip(rows, labels):
             row["phase"] = label
     if not rows:

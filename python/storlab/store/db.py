@@ -22,6 +22,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from ..document import DIRECTIONS
 from ..units import UnitError, parse_duration
 from .schema import LATEST, migrate
 
@@ -145,7 +146,7 @@ def _result_rows(doc: dict[str, Any]) -> Iterator[tuple]:
     for pi, phase in enumerate(doc.get("phases") or []):
         if not isinstance(phase, dict):
             continue
-        for direction in ("read", "write"):
+        for direction in DIRECTIONS:
             d = phase.get(direction)
             if not isinstance(d, dict):
                 continue

@@ -32,6 +32,7 @@ import math
 import statistics
 from typing import Any, Sequence
 
+from ...document import DIRECTIONS
 from .. import stats
 
 __all__ = ["time_bases", "deskew_window", "count_in_window", "pooled_latency", "merge_direction",
@@ -161,6 +162,11 @@ def _own_bw(amount: float, start: float, end: float) -> float:
     return amount / (end - start) if end > start else 0.0
 
 
+def _worker_bytes(w: dict[str, Any]) -> int:
+    """All bytes a worker moved: reads, writes and (present only for a worker that trimmed) trims."""
+    return w["read_bytes"] + w["write_bytes"] + w.get("trim_bytes", 0)
+
+
 def _shifted_workers(rank: int, res: dict[str, Any], shift: float, first_id: int) -> list[dict[str, Any]]:
     """A rank's workers in the merged time base, numbered on from `first_id`."""
     return [{**w, "id": first_id + i, "rank": rank, "local_id": w["id"],
@@ -205,7 +211,7 @@ def merge_phase(results: Sequence[dict[str, Any] | None], window_bytes: Sequence
         s = shifts[r]
         ws = _shifted_workers(r, res, s, len(workers))
         workers.extend(ws)
-        nbytes = sum(w["read_bytes"] + w["write_bytes"] for w in res["workers"])
+        nbytes = sum(_worker_bytes(w) for w in res["workers"])
         start = min((w["start_s"] for w in ws), default=s)
         end = max((w["end_s"] for w in ws), default=s)
         rec: dict[str, Any] = {
@@ -216,14 +222,14 @@ def merge_phase(results: Sequence[dict[str, Any] | None], window_bytes: Sequence
             "deskew_bytes": None if window_bytes is None else window_bytes[r],
             "complete": res["complete"], "stop_reason": res["stop_reason"], "error": res.get("error"),
         }
-        for d in ("read", "write"):
+        for d in DIRECTIONS:
             if isinstance(res.get(d), dict):
                 rec[d] = {k: res[d][k] for k in ("bytes", "ops", "bw_bytes", "lat_ns", "lat_hist") if k in res[d]}
         if res.get("verify"):
             rec["verify"] = res["verify"]
         per_rank.append(rec)
 
-    nbytes = sum(w["read_bytes"] + w["write_bytes"] for w in workers)
+    nbytes = sum(_worker_bytes(w) for w in workers)
     if workers:
         first_start = min(w["start_s"] for w in workers)
         last_start = max(w["start_s"] for w in workers)
@@ -264,7 +270,7 @@ def merge_phase(results: Sequence[dict[str, Any] | None], window_bytes: Sequence
         "name": first["name"], **_outcome(present, missing),
         "seconds": seconds, "ramp_s": ramp, "start_unix_s": t0, "aggregate": aggregate,
     }
-    for d in ("read", "write"):
+    for d in DIRECTIONS:
         parts = [res[d] for _, res in present if isinstance(res.get(d), dict)]
         if parts:
             out[d] = merge_direction(parts, seconds)

@@ -1,0 +1,223 @@
+"""Engine features fio jobs need, through `storlab run`: rate limits and think time, trims, and
+fio's I/O logs (written by storlab and replayed by fio, written by fio and replayed by storlab)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+from storlab.cli.main import main
+from storlab.jobs.options import OptionError, parse_value
+
+MiB = 1 << 20
+
+
+def run_cli(*args: str) -> dict:
+    """`storlab run ... --json FILE -q --no-store` in-process: exit code and result document."""
+    import tempfile
+
+    fd, out = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        rc = main(["run", *args, "--json", out, "-q", "--no-store"])
+        with open(out) as f:
+            text = f.read()
+        return {"rc": rc, "doc": json.loads(text) if text else None}
+    finally:
+        os.unlink(out)
+
+
+def iolog_ios(path: str) -> list[tuple[str, int, int]]:
+    """(action, offset, length) of every read/write/trim line of a version 3 iolog."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    assert lines[0] == "fio version 3 iolog"
+    out = []
+    for line in lines[1:]:
+        words = line.split()
+        if words[2] in ("read", "write", "trim"):
+            out.append((words[2], int(words[3]), int(words[4])))
+    return out
+
+
+def need_fio() -> str:
+    fio = shutil.which("fio")
+    if fio is None:
+        pytest.skip("fio is not installed")
+    return fio
+
+
+# --- rate and think time ---------------------------------------------------------------------
+
+def test_rate_values_per_direction_follow_fio_forms():
+    assert parse_value("rate", "10m") == (10 * MiB,) * 3
+    assert parse_value("rate", "1m,2m") == (MiB, 2 * MiB, 0)
+    assert parse_value("rate", ",2m") == (0, 2 * MiB, 0)
+    assert parse_value("rate_iops", "100,,5") == (100, 0, 5)
+    assert parse_value("rate_iops", 250) == (250, 250, 250)
+    for bad in ("1m,2m,3m,4m", "fast", "-1m"):
+        with pytest.raises(OptionError) as e:
+            parse_value("rate", bad)
+        assert str(e.value).startswith("rate: ") and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("target", ["null", "tmpfs"])
+def test_rate_10m_gives_10_mib_per_second(shm_dir, target):
+    args = ["--engine", "null"] if target == "null" else ["--target", f"{shm_dir}/rate.dat", "--size", "16m"]
+    r = run_cli(*args, "--rw", "read", "--rate", "10m", "--time", "2s")
+    assert r["rc"] == 0, r["doc"] and r["doc"]["error"]
+    read = r["doc"]["phases"][0]["read"]
+    assert abs(read["bw_bytes"] / MiB - 10.0) < 0.3, read["bw_bytes"] / MiB
+    # latency is of the requests themselves, not of the waits between them: far below 1/2560 s
+    assert read["lat_ns"]["p50"] < 200_000
+
+
+def test_rate_min_not_met_fails_the_run_with_one_line(capsys):
+    rc = main(["run", "--engine", "null", "--rate-min", "20m", "--thinktime", "10ms", "--time", "1s",
+               "--no-store", "-q"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 1
+    assert err.startswith("storlab run: error: rate_min not met: read ") and "MiB/s < 20.0 MiB/s" in err, err
+    assert "\n" not in err
+
+
+def test_a_rate_floor_above_its_cap_is_refused_before_running(capsys):
+    rc = main(["run", "--engine", "null", "--rate", "10m", "--rate-min", "20m", "--time", "1s", "--no-store", "-q"])
+    assert rc == 2
+    assert "rate_min: the floor of the read direction is above its cap" in capsys.readouterr().err
+
+
+def test_thinktime_slows_a_run_by_its_pauses(shm_dir):
+    # 64 requests, a 5 ms pause after every 8: at least 7 pauses, so at least 35 ms
+    r = run_cli("--engine", "null", "--size", "256k", "--thinktime", "5ms", "--thinktime-blocks", "8",
+                "--thinktime-spin", "1ms")
+    assert r["rc"] == 0
+    phase = r["doc"]["phases"][0]
+    assert phase["read"]["ops"] == 64 and phase["seconds"] >= 0.035
+
+
+# --- trims -----------------------------------------------------------------------------------
+
+def test_trim_on_a_file_punches_holes_and_reports_a_trim_direction(shm_dir):
+    path = f"{shm_dir}/trim.dat"
+    with open(path, "wb") as f:
+        f.write(b"\x55" * (4 * MiB))
+    r = run_cli("--target", path, "--rw", "trim", "--bs", "64k")
+    assert r["rc"] == 0, r["doc"]["error"]
+    phase = r["doc"]["phases"][0]
+    assert "read" not in phase and "write" not in phase
+    assert (phase["trim"]["ops"], phase["trim"]["bytes"]) == (64, 4 * MiB)
+    assert phase["trim"]["slat_ns"]["max"] == 0
+    assert os.stat(path).st_blocks == 0 and os.path.getsize(path) == 4 * MiB
+    with open(path, "rb") as f:
+        assert f.read(4096) == b"\0" * 4096
+
+
+def test_trimwrite_trims_then_writes_each_block_and_the_table_shows_both(shm_dir, capsys):
+    path = f"{shm_dir}/tw.dat"
+    rc = main(["run", "--target", path, "--size", "1m", "--rw", "trimwrite", "--bs", "64k", "--no-store"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    rows = [line.split()[1] for line in out.splitlines()[1:] if line.startswith("trimwrite ")]
+    assert rows == ["write", "trim"], out
+    assert os.stat(path).st_blocks * 512 >= 1024 * 1024, "every block was written after its trim"
+
+
+def test_runs_without_trims_have_no_trim_fields(shm_dir):
+    r = run_cli("--target", f"{shm_dir}/n.dat", "--size", "1m", "--rw", "randrw")
+    phase = r["doc"]["phases"][0]
+    assert "trim" not in phase
+    assert all("trim_bytes" not in w for w in phase["workers"])
+
+
+@pytest.mark.root
+@pytest.mark.loop
+def test_trim_on_a_loop_device_with_a_file_system_is_refused_and_discards_nothing(loop_device, capsys):
+    if shutil.which("mkfs.ext4") is None:
+        pytest.skip("mkfs.ext4 is not installed")
+    dev = loop_device(64 * MiB)
+    subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+    with open(dev, "rb") as f:
+        before = f.read(2 * MiB)
+    rc = main(["run", "--target", dev, "--rw", "trim", "--bs", "1m", "--size", "2m", "--no-store", "-q"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "ext4" in err and "\n" not in err.strip(), err
+    with open(dev, "rb") as f:
+        assert f.read(2 * MiB) == before
+
+
+@pytest.mark.root
+@pytest.mark.loop
+def test_trim_on_a_named_loop_device_discards(loop_device):
+    dev = loop_device(16 * MiB)
+    with open(dev, "r+b") as f:
+        f.write(b"\xaa" * MiB)
+    r = run_cli("--target", dev, "--rw", "randtrim", "--bs", "64k", "--size", "1m", "--allow-destroy", dev)
+    assert r["rc"] == 0, r["doc"]["error"]
+    assert r["doc"]["phases"][0]["trim"]["ops"] == 16
+    with open(dev, "rb") as f:
+        assert f.read(MiB) == b"\0" * MiB, "a discarded loop range reads back as zeros"
+
+
+# --- I/O logs --------------------------------------------------------------------------------
+
+def test_an_iolog_written_by_storlab_replays_in_storlab(shm_dir):
+    target, log, log2 = f"{shm_dir}/io.dat", f"{shm_dir}/w.log", f"{shm_dir}/r.log"
+    first = run_cli("--target", target, "--size", "2m", "--rw", "randrw", "--bs", "8k", "--write-iolog", log)
+    again = run_cli("--read-iolog", log, "--replay-no-stall", "--write-iolog", log2)
+    assert first["rc"] == 0 and again["rc"] == 0, again["doc"]["error"]
+    for d in ("read", "write"):
+        a, b = first["doc"]["phases"][0][d], again["doc"]["phases"][0][d]
+        assert (a["ops"], a["bytes"]) == (b["ops"], b["bytes"])
+    assert iolog_ios(log) == iolog_ios(log2)
+    assert again["doc"]["phases"][0]["workers"][0]["target"] == target, "the target named by the log"
+
+
+def test_several_threads_write_one_log_each(shm_dir):
+    log = f"{shm_dir}/t.log"
+    r = run_cli("--target", f"{shm_dir}/t.dat", "--size", "1m", "--threads", "2", "--rw", "write",
+                "--write-iolog", log)
+    assert r["rc"] == 0
+    assert sorted(os.listdir(shm_dir)) == ["t.dat", "t.log.0", "t.log.1"]
+    assert len(iolog_ios(f"{log}.0")) + len(iolog_ios(f"{log}.1")) == 256
+
+
+def test_a_bad_iolog_is_one_line_naming_file_and_line(shm_dir, capsys):
+    log = f"{shm_dir}/bad.log"
+    with open(log, "w") as f:
+        f.write("fio version 3 iolog\n0 /x add\n5 /x scribble 0 4096\n")
+    rc = main(["run", "--read-iolog", log, "--no-store", "-q"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and f"{log} line 3: unknown action" in err and "\n" not in err, err
+
+
+def test_a_log_fio_wrote_replays_in_storlab_with_the_same_ops_and_bytes(shm_dir):
+    fio = need_fio()
+    target, log = f"{shm_dir}/fio.dat", f"{shm_dir}/fio.log"
+    out = subprocess.run([fio, "--name=w", f"--filename={target}", "--size=2m", "--rw=randrw", "--bs=4k",
+                          "--bssplit=4k/50:16k/50", "--fsync=8", "--ioengine=psync", f"--write_iolog={log}",
+                          "--output-format=json"], capture_output=True, text=True, check=True)
+    job = json.loads(out.stdout)["jobs"][0]
+    r = run_cli("--read-iolog", log, "--replay-no-stall", "--no-fsync-end")
+    assert r["rc"] == 0, r["doc"]["error"]
+    phase = r["doc"]["phases"][0]
+    for d in ("read", "write"):
+        assert (phase[d]["ops"], phase[d]["bytes"]) == (job[d]["total_ios"], job[d]["io_bytes"]), d
+    assert job["sync"]["total_ios"] > 0 and phase["sync"]["ops"] == job["sync"]["total_ios"], "the log's syncs"
+    assert phase["name"] == "randrw", "the phase is named after the log's pattern"
+
+
+def test_a_log_storlab_wrote_replays_in_fio(shm_dir):
+    fio = need_fio()
+    target, log = f"{shm_dir}/s.dat", f"{shm_dir}/s.log"
+    r = run_cli("--target", target, "--size", "2m", "--rw", "randrw", "--bs", "4k", "--write-iolog", log,
+                "--no-fsync-end")
+    assert r["rc"] == 0
+    phase = r["doc"]["phases"][0]
+    out = subprocess.run([fio, "--name=replay", f"--read_iolog={log}", "--ioengine=psync", "--replay_no_stall=1",
+                          "--output-format=json"], capture_output=True, text=True, check=True)
+    job = json.loads(out.stdout)["jobs"][0]
+    for d in ("read", "write"):
+        assert (job[d]["total_ios"], job[d]["io_bytes"]) == (phase[d]["ops"], phase[d]["bytes"]), d
