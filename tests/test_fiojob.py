@@ -378,3 +378,9 @@ def test_fallocate_none_is_refused_for_writing_jobs_only():
     with pytest.raises(FioJobError, match="fallocate=none"):
         translate("[j]\nfilename=/x\nsize=1m\nrw=write\nfallocate=none\n")
     assert translate("[j]\nfilename=/x\nsize=1m\nrw=read\nfallocate=none\n")
+
+
+def test_what_only_storlab_fio_does_is_refused_by_translate_not_dropped():
+    with pytest.raises(FioJobError, match=r"invalidate=0, \[j\] unlink, \[j\] write_bw_log: run it with `storlab fio`"):
+        translate("[j]\nfilename=/x\ninvalidate=0\nunlink=1\nwrite_bw_log=p\n")
+    assert translate("[j]\nfilename=/x\ninvalidate=1\n")

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if cmd.output:
         check_destination(cmd.output, "output")
     from ..measure.runner import run_job
-    from .run import ProgressLine, store_result, wants_progress
+    from .run import ProgressLine, stop_exit_code, store_result, wants_progress
 
     job = resolve_job(dict(tr.run), None, jobfile_name=cmd.source, phases=tr.phases)
     progress = ProgressLine(sys.stderr) if wants_progress(False) else None
@@ -80,7 +80,6 @@ def run(args: argparse.Namespace) -> int:
             progress.finish()
         for path in sparse:
             os.unlink(path)
-    doc.setdefault("warnings", [])
     store_result(doc, {}, "fio")
     for job_info in tr.jobs:
         _unlink(job_info)
@@ -92,12 +91,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     for w in doc["warnings"]:
         print(f"warning: {w['message']}", file=sys.stderr)
-    if doc["stop_reason"] == "error":
-        print(f"storlab fio: error: {doc['error']}", file=sys.stderr)
-        return ExitCode.FAILURE
-    if doc["stop_reason"] == "interrupted":
-        return STOP.exit_code or ExitCode.INTERRUPTED
-    return ExitCode.OK
+    stopped = stop_exit_code("fio", doc)
+    return ExitCode.OK if stopped is None else stopped
 
 
 def _sparse_targets_for_null(job) -> list[str]:

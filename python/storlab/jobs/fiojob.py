@@ -333,7 +333,15 @@ def translate(path_or_text: str | os.PathLike, environ: Mapping[str, str] | None
     a job with stonewall starts the next phase. Raises FioJobError (one line) when the file asks
     for anything storlab would not do the same way."""
     sections, source = read_sections(path_or_text, environ)
-    return translate_sections(sections, source).phases
+    tr = translate_sections(sections, source)
+    # what only `storlab fio` carries out (run-wide invalidation, unlink, logs) must not be lost
+    only_fio = [f"invalidate={int(tr.run['invalidate'])}"] if tr.run.get("invalidate") is False else []
+    only_fio += [f"[{j.name}] unlink" for j in tr.jobs if j.unlink]
+    only_fio += [f"[{j.name}] write_{kind}_log" for j in tr.jobs for kind in j.logs]
+    if only_fio:
+        raise FioJobError(_fit(f"fio job {os.path.basename(source)}: {', '.join(only_fio)}: run it "
+                               f"with `storlab fio` (or give --no-invalidate)", ""))
+    return tr.phases
 
 
 def translate_sections(sections: list[Section], source: str = "<text>",
