@@ -22,12 +22,15 @@ DIRECTIONS = ("read", "write", "trim")
 
 def _ops(doc: dict) -> dict:
     """Requests per direction of an fio JSON document (fio's own, or storlab's in fio's layout
-    where storlab.output.fiojson is present), else of a storlab run document."""
+    where storlab.output.fiojson is present), else of a storlab run document; `jobs` lists the
+    reported jobs' names (phases' for a storlab document)."""
     if "jobs" in doc:
         ops = {d: sum(j[d]["total_ios"] for j in doc["jobs"]) for d in DIRECTIONS}
+        names = [j["jobname"] for j in doc["jobs"]]
     else:
         ops = {d: sum((p.get(d) or {}).get("ops", 0) for p in doc["phases"]) for d in DIRECTIONS}
-    return {d: n for d, n in ops.items() if n}
+        names = [p["name"] for p in doc["phases"]]
+    return {**{d: n for d, n in ops.items() if n}, "jobs": names}
 
 
 def _fio(args: list[str], workdir: Path) -> dict:
@@ -57,6 +60,7 @@ def _compare(tmp_path: Path, monkeypatch, fio_args: list[str], storlab_args: lis
     b.mkdir()
     fio_ops = _fio([a_.replace("{dir}", str(a)) for a_ in fio_args], a)
     storlab_ops = _storlab([b_.replace("{dir}", str(b)) for b_ in storlab_args], b, monkeypatch)
+    assert fio_ops.pop("jobs") == storlab_ops.pop("jobs")      # the same jobs reported, in order
     assert set(fio_ops) == set(storlab_ops)
     if size_based:
         total_fio, total_storlab = sum(fio_ops.values()), sum(storlab_ops.values())
@@ -108,6 +112,7 @@ def test_rate_iops_paces_like_fio(tmp_path, monkeypatch):
     b.mkdir()
     fio_ops = _fio([f"--directory={a}", job], a)
     storlab_ops = _storlab([f"--directory={b}", job], b, monkeypatch)
+    assert fio_ops.pop("jobs") == storlab_ops.pop("jobs") == ["paced"]
     assert set(fio_ops) == set(storlab_ops) == {"read"}
     assert abs(storlab_ops["read"] - fio_ops["read"]) <= 0.1 * fio_ops["read"]
     assert _files(a) == _files(b)
@@ -147,4 +152,4 @@ def test_an_iolog_fio_wrote_replays_under_storlab_fio(tmp_path, monkeypatch):
     work = tmp_path / "storlab"
     work.mkdir()
     ops = _storlab(["--name=replay", f"--read_iolog={log}", "--replay_no_stall=1"], work, monkeypatch)
-    assert ops == {"write": 256}
+    assert ops == {"write": 256, "jobs": ["replay"]}
