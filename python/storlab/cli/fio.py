@@ -147,53 +147,55 @@ def render_json(doc: dict[str, Any], tr: Translation) -> str:
 
 
 # -- fio's normal output -----------------------------------------------------------------------
-def _bin(v: float) -> str:
-    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if v >= div:
-            return f"{v / div:.{1 if v / div < 1000 else 0}f}{unit}"
-    return f"{v:.0f}B"
+def _num2str(value: float, pow2: bool = True, unit: str = "B", maxlen: int = 4) -> str:
+    """A number as fio prints it (its lib/num2str.c): divided by 1024 (or 1000) while it has more
+    than `maxlen` digits, then the digits left filled with decimals of the remainder."""
+    num = int(value)
+    thousand = 1024 if pow2 else 1000
+    prefixes = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei") if pow2 else ("", "k", "M", "G", "T", "P", "E")
+    post, modulo, carry = 0, None, False
+    while post < len(prefixes) - 1 and len(str(num)) > maxlen:
+        modulo, num = num % thousand, num // thousand
+        carry = modulo >= thousand // 2
+        post += 1
+    if modulo is None:
+        return f"{num}{prefixes[post]}{unit}"
+    room = maxlen - len(str(num))
+    if room <= 1:
+        return f"{num + carry}{prefixes[post]}{unit}"
+    frac = f"{modulo / thousand:.{room - 1}f}"
+    if frac[0] == "1":
+        num += 1
+    return f"{num}.{frac[2:]}{prefixes[post]}{unit}"
 
 
-def _dec(v: float) -> str:
-    for unit, div in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if v >= div:
-            return f"{v / div:.{1 if v / div < 1000 else 0}f}{unit}"
-    return f"{v:.0f}B"
-
-
-def _count(v: float) -> str:
-    for unit, div in (("M", 1e6), ("k", 1e3)):
-        if v >= div:
-            return f"{v / div:.{1 if v / div < 100 else 0}f}{unit}"
-    return f"{v:.0f}"
-
-
-def _lat_unit(ns: float) -> tuple[str, float]:
-    if ns >= 10_000_000:
+def _lat_unit(*ns: float) -> tuple[str, float]:
+    """fio's rule: a figure set moves to the next unit when all its values exceed 1000."""
+    if all(v > 1e6 for v in ns):
         return "msec", 1e6
-    if ns >= 10_000:
+    if all(v > 1e3 for v in ns):
         return "usec", 1e3
     return "nsec", 1.0
 
 
 def _direction_block(name: str, d: dict[str, Any], seconds: float, percentiles: tuple[float, ...],
-                     whole_phase: bool) -> list[str]:
+                     own_latency: bool) -> list[str]:
     bw = d["bytes"] / seconds if seconds > 0 else 0.0
     iops = d["ops"] / seconds if seconds > 0 else 0.0
-    lines = [f"  {name}: IOPS={_count(iops)}, BW={_bin(bw)}/s ({_dec(bw)}/s)"
-             f"({_bin(d['bytes'])}/{seconds * 1000:.0f}msec)"]
-    if not whole_phase:
-        lines.append("    (latency below: the whole phase, this job shares it)")
+    lines = [f"  {name}: IOPS={_num2str(iops, pow2=False, unit='')}, BW={_num2str(bw)}/s "
+             f"({_num2str(bw, pow2=False)}/s)({_num2str(d['bytes'])}/{seconds * 1000:.0f}msec)"]
+    if not own_latency:
+        lines.append(f"    (latency below: every {name} of the phase, this job's and the jobs beside it)")
     for key, label in (("slat_ns", "slat"), ("clat_ns", "clat"), ("lat_ns", " lat")):
         lat = d.get(key)
         if not lat or not d.get("ops"):
             continue
-        unit, div = _lat_unit(lat["max"])
+        unit, div = _lat_unit(lat["min"], lat["max"], lat["mean"], lat["stddev"])
         lines.append(f"    {label} ({unit}): min={lat['min'] / div:.0f}, max={lat['max'] / div:.0f}, "
                      f"avg={lat['mean'] / div:.2f}, stdev={lat['stddev'] / div:.2f}")
     hist = (d.get("lat_hist") or {}).get("buckets")
     if hist and d.get("ops"):
-        unit, div = _lat_unit(d["lat_ns"]["max"])
+        unit, div = _lat_unit(d["lat_ns"]["min"], d["lat_ns"]["max"])
         lines.append(f"     lat percentiles ({unit}):")
         lat = d["lat_ns"]
         cells = [f"{p:5.2f}th=[{percentile(hist, p, lat['min'], lat['max']) / div:.0f}]" for p in percentiles]
@@ -236,23 +238,29 @@ def _job_block(block: list[FioJob], gid: int, phases: list[dict[str, Any]], tr: 
     if tr.phases[first.phase].get("type") == "meta":
         for e in entries:
             lat = e.get("lat_ns") or {}
-            unit, div = _lat_unit(lat.get("max") or 0)
+            unit, div = _lat_unit(lat.get("min") or 0, lat.get("mean") or 0)
             lines.append(f"  {e['name']}: {e['ops']} ops, {e['ops_per_s']:,.0f} ops/s, lat ({unit}): "
                          f"avg={(lat.get('mean') or 0) / div:.2f}, max={(lat.get('max') or 0) / div:.0f}")
         return lines
     phase = entries[0]
     groups = {g for j in block for g in j.groups}
-    whole = groups == {g["name"] for g in tr.phases[first.phase]["groups"]}
+    mine = [w for w in phase["workers"] if w["group"] in groups]
+    others = [w for w in phase["workers"] if w["group"] not in groups]
     seconds = phase.get("seconds") or 0.0
+    if others and mine:     # the job's own window, as fio's per-job runtime
+        seconds = max(w["end_s"] for w in mine) - min(w["start_s"] for w in mine)
     for direction in ("read", "write", "trim"):
         d = phase.get(direction)
         if not d or not d.get("ops"):
             continue
-        if not whole:
-            d = dict(d)
-            d["bytes"] = sum(w.get(f"{direction}_bytes", 0) for w in phase["workers"] if w["group"] in groups)
-            d["ops"] = sum(w.get(f"{direction}_ops", 0) for w in phase["workers"] if w["group"] in groups)
-        lines += _direction_block(direction, d, seconds, first.percentiles or FIO_DEFAULT_PERCENTILES, whole)
+        d = dict(d)
+        d["bytes"] = sum(w.get(f"{direction}_bytes", 0) for w in mine)
+        d["ops"] = sum(w.get(f"{direction}_ops", 0) for w in mine)
+        if not d["ops"]:
+            continue
+        # the phase's latency of a direction is this job's when no other job did that direction
+        own = not any(w.get(f"{direction}_ops") for w in others)
+        lines += _direction_block(direction, d, seconds, first.percentiles or FIO_DEFAULT_PERCENTILES, own)
     sync = phase.get("sync")
     if sync and sync.get("ops"):
         lines.append(f"  sync: {sync['ops']} calls")
@@ -272,7 +280,8 @@ def _run_status(gid: int, jobs: list[FioJob], phases: list[dict[str, Any]], tr: 
                 seconds = max(seconds, e.get("seconds") or 0.0)
         if total:
             bw = total / seconds if seconds else 0.0
-            lines.append(f"  {label:>5}: bw={_bin(bw)}/s ({_dec(bw)}/s), io={_bin(total)} ({_dec(total)}), "
+            lines.append(f"  {label:>5}: bw={_num2str(bw)}/s ({_num2str(bw, pow2=False)}/s), "
+                         f"io={_num2str(total)} ({_num2str(total, pow2=False)}), "
                          f"run={seconds * 1000:.0f}msec")
     return lines
 
