@@ -12,7 +12,6 @@ import pytest
 from storlab.cli.main import main
 from storlab.jobs.fio.cmdline import parse_command_line
 from storlab.jobs.fiojob import translate, translate_sections
-from storlab.jobs.options import BY_NAME
 
 DROPIN = Path(__file__).parent / "fixtures" / "fio_dropin"
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed "
@@ -90,10 +89,6 @@ def test_single_dash_command_line_does_what_fio_does(tmp_path, monkeypatch):
 
 def test_rate_iops_translates_to_storlabs_rate_limiter():
     cmd = parse_command_line([str(DROPIN / "rate-iops.fio")])
-    if "rate_iops" not in BY_NAME:
-        with pytest.raises(ValueError, match=r"rate_iops \(not in this storlab build\)"):
-            translate_sections(cmd.sections, cmd.source)
-        return
     (phase,) = translate_sections(cmd.sections, cmd.source).phases
     assert phase["groups"][0]["options"]["rate_iops"] == (500, 500, 500)
     cmd = parse_command_line(["--name=j", "--filename=/x", "--rw=randrw", "--rate=1m,", "--thinktime=50"])
@@ -103,8 +98,6 @@ def test_rate_iops_translates_to_storlabs_rate_limiter():
 
 
 @needs_fio
-@pytest.mark.skipif("rate_iops" not in BY_NAME, reason="storlab's rate limiter (rate_iops) is not "
-                    "in this build")
 def test_rate_iops_paces_like_fio(tmp_path, monkeypatch):
     job = str(DROPIN / "rate-iops.fio")
     a, b = tmp_path / "fio", tmp_path / "storlab"
@@ -144,7 +137,6 @@ def test_bssplit_shares_the_bytes_by_request_percentages():
 
 
 @needs_fio
-@pytest.mark.skipif("read_iolog" not in BY_NAME, reason="storlab's iolog replay is not in this build")
 def test_an_iolog_fio_wrote_replays_under_storlab_fio(tmp_path, monkeypatch):
     log, data = tmp_path / "w.log", tmp_path / "data"
     subprocess.run(["fio", "--name=w", f"--filename={data}", "--size=1m", "--bs=4k", "--rw=randwrite",

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .fio.options import ALIASES, ENGINES, META_ENGINES, REFUSED_ENGINES, status_of
-from .options import BY_NAME, OptionError, parse_value
+from .options import OptionError, parse_value
 
 __all__ = ["FioJobError", "Section", "Setting", "FioJob", "Translation", "translate",
            "translate_sections", "read_sections", "expand_value", "canonical_name", "parse_fio_size",
@@ -619,24 +619,6 @@ class _Job:
                         else "no holes between sequential requests")
                 self.bad("rw", f"storlab does {what} (modifier :{mod.strip()})")
                 return False
-        if not self._available("rw", _RW[base]):
-            return False
-        return True
-
-    def _available(self, key: str, value: Any) -> bool:
-        """A translated value this build of storlab takes (rate, thinktime, trim and the I/O logs
-        come with storlab's rate limiter and discard support)."""
-        if key not in BY_NAME:
-            self.problems.option(f"{self.s[key].raw_key if key in self.s else key} (not in this "
-                                 f"storlab build)")
-            return False
-        try:
-            parse_value(key, value)
-        except OptionError:
-            if key == "rw":
-                self.problems.option(f"rw={value} (not in this storlab build)")
-                return False
-            raise
         return True
 
     def _directions(self) -> tuple[bool, bool, bool]:
@@ -872,7 +854,7 @@ class _Job:
 
     def pacing(self, opts: dict[str, Any]) -> None:
         """rate, rate_iops (per direction `R,W[,T]`), their minimums, think time and the I/O logs:
-        storlab's options of the same names, in their canonical form."""
+        storlab's options of the same names (its rate limiter and iolog replay), canonical."""
         given: dict[str, Any] = {}
         for key in ("rate", "rate_min", "rate_iops", "rate_iops_min"):
             if self.has(key):    # fio sizes (with kb_base) per direction; an empty part: no limit
@@ -889,8 +871,6 @@ class _Job:
         if self.has("replay_no_stall"):
             given["replay_no_stall"] = self.flag("replay_no_stall")
         for key, value in given.items():
-            if not self._available(key, value):
-                continue
             try:
                 opts[key] = parse_value(key, value)
             except OptionError as e:
@@ -977,9 +957,8 @@ class _Job:
         return [{"name": name, "options": o} for name, o in plans]
 
     def canonical(self, opts: dict[str, Any]) -> bool:
+        """Every value exactly what storlab's option table makes of it (the translator's contract)."""
         for key, value in opts.items():
-            if key not in BY_NAME:
-                continue
             try:
                 if parse_value(key, value) != value:
                     raise OptionError(f"{key}: {value!r} is not canonical")
