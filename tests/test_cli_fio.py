@@ -117,3 +117,10 @@ def test_concurrent_jobs_report_their_own_io_and_say_when_latency_is_shared(work
     assert "(512KiB/" in r and "write:" not in r and "every read of the phase" in r
     assert "(512KiB/" in w and "read:" not in w and "every write" not in w   # w alone writes
     assert "(512KiB/" in r2 and "every read of the phase" in r2
+
+
+def test_readonly_refuses_a_job_that_writes(workdir, capsys):
+    assert main(["fio", "--readonly", "--name=w", f"--filename={workdir}/w", "--size=64k",
+                 "--rw=randwrite"]) == 2
+    assert "--readonly: a job writes" in capsys.readouterr().err
+    assert not (workdir / "w").exists()
