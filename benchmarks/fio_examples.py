@@ -1,21 +1,22 @@
 #!/usr/bin/env python3
 """Run every job file of fio's examples/ directory under `storlab fio` and write the outcome table
-(file, ran/refused/failed, the reason) into docs/fio.md.
+(file, ran/refused/failed, the reason) into docs/fio.md; for each file that ran, fio runs the same
+prepared file too and the table gives both tools' requests per direction.
 
 Each file runs as shipped except: every `filename=` and `directory=` points into a scratch folder
 (a `[global]` with `directory=SCRATCH` is put first, so files that name none land there too);
 sizes are capped so the whole set takes minutes: size/filesize/io_size at most 16 MiB (16 MiB
 added where the file gives no size, since scratch files do not exist yet), runtime at most 1 s,
 ramp_time and startdelay at most 0.2 s, nrfiles at most 64, numjobs at most 4, loops at most 2
-and number_ios at most 4096. The fio
-sources are read from a folder given on the command line (e.g. `git archive` of fio's
-repository into /tmp); nothing of them is committed.
+and number_ios at most 4096. The fio sources are read from a folder given on the command line
+(e.g. `git archive` of fio's repository into /tmp); nothing of them is committed.
 
     PYTHONPATH=python python3 benchmarks/fio_examples.py FIO_SOURCE_DIR [--write docs/fio.md]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -76,36 +77,80 @@ def prepare(text: str, scratch: str) -> str:
     return head + "\n".join(lines) + "\n"
 
 
-def run_one(path: Path, scratch_root: str) -> tuple[str, str]:
-    scratch = tempfile.mkdtemp(dir=scratch_root, prefix=path.stem + "-")
+def _requests(json_path: Path) -> dict[str, int]:
+    """Requests per direction summed over the jobs of an fio-layout JSON file."""
+    text = json_path.read_text()
+    doc = json.loads(text[text.index("{"):])
+    totals = {d: sum(j[d]["total_ios"] for j in doc["jobs"]) for d in ("read", "write", "trim")}
+    return {d: n for d, n in totals.items() if n}
+
+
+def run_fio(path: Path, scratch_root: str) -> dict[str, int] | str:
+    """fio 3.x on the same prepared job in a scratch folder of its own: its requests per direction,
+    or why it did not run."""
+    scratch = tempfile.mkdtemp(dir=scratch_root, prefix=path.stem + "-fio-")
     try:
         job = Path(scratch) / path.name
         job.write_text(prepare(path.read_text(errors="replace"), scratch))
-        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent / "python"),
-                   STORLAB_STORE=os.path.join(scratch, "store.db"))
+        out = Path(scratch) / "fio.json"
         try:
-            p = subprocess.run([sys.executable, "-m", "storlab.cli.main", "fio", "--output=/dev/null",
-                                str(job)], cwd=scratch, env=env, capture_output=True, text=True,
-                               timeout=TIMEOUT_S)
+            p = subprocess.run(["fio", "--output-format=json", f"--output={out}", str(job)], cwd=scratch,
+                               capture_output=True, text=True, timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            return "failed", f"did not finish within {TIMEOUT_S} s"
-        errors = [ln for ln in p.stderr.splitlines() if "error:" in ln]
-        if p.returncode == 0:
-            return "ran", ""
-        reason = errors[0].split("error:", 1)[1].strip() if errors else (p.stderr.strip().splitlines() or ["?"])[-1]
-        reason = reason.replace(str(job), path.name).replace(scratch, "SCRATCH")
-        reason = re.sub(r"^fio job [^:]+: ", "", reason).replace(" — see docs/fio.md", "")
-        return ("refused" if p.returncode == 2 else "failed"), reason
+            return f"fio did not finish within {TIMEOUT_S} s"
+        if p.returncode != 0 or not out.exists():
+            return "fio failed: " + ((p.stderr or p.stdout).strip().splitlines() or ["?"])[0][:80]
+        return _requests(out)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def render(rows: list[tuple[str, str, str]]) -> str:
-    counts = {s: sum(1 for _, st, _ in rows if st == s) for s in ("ran", "refused", "failed")}
+def _compared(fio: dict[str, int] | str, storlab: dict[str, int], time_based: bool) -> str:
+    if isinstance(fio, str):
+        return fio
+    text = "; ".join(f"{d} {fio.get(d, 0)} / {storlab.get(d, 0)}" for d in ("read", "write", "trim")
+                     if fio.get(d) or storlab.get(d)) or "no data requests in either"
+    return text + (" (time-based: counts follow each tool's speed)" if time_based else "")
+
+
+def run_one(path: Path, scratch_root: str) -> tuple[str, str, str]:
+    """(outcome, storlab's reason, requests fio / storlab) for one example."""
+    scratch = tempfile.mkdtemp(dir=scratch_root, prefix=path.stem + "-")
+    try:
+        job = Path(scratch) / path.name
+        text = prepare(path.read_text(errors="replace"), scratch)
+        job.write_text(text)
+        out = Path(scratch) / "storlab.json"
+        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent / "python"),
+                   STORLAB_STORE=os.path.join(scratch, "store.db"))
+        try:
+            p = subprocess.run([sys.executable, "-m", "storlab.cli.main", "fio", "--output-format=json",
+                                f"--output={out}", str(job)], cwd=scratch, env=env, capture_output=True,
+                               text=True, timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return "failed", f"did not finish within {TIMEOUT_S} s", ""
+        errors = [ln for ln in p.stderr.splitlines() if "error:" in ln]
+        if p.returncode == 0:
+            compared = ""
+            if shutil.which("fio"):
+                time_based = re.search(r"^\s*time_based\s*(=\s*1)?\s*$", text, re.M) is not None
+                compared = _compared(run_fio(path, scratch_root), _requests(out), time_based)
+            return "ran", "", compared
+        reason = errors[0].split("error:", 1)[1].strip() if errors else (p.stderr.strip().splitlines() or ["?"])[-1]
+        reason = reason.replace(str(job), path.name).replace(scratch, "SCRATCH")
+        reason = re.sub(r"^fio job [^:]+: ", "", reason).replace(" — see docs/fio.md", "")
+        return ("refused" if p.returncode == 2 else "failed"), reason, ""
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def render(rows: list[tuple[str, str, str, str]]) -> str:
+    counts = {s: sum(1 for _, st, _, _ in rows if st == s) for s in ("ran", "refused", "failed")}
     lines = [BEGIN, "", f"{len(rows)} job files: {counts['ran']} ran, {counts['refused']} refused, "
-             f"{counts['failed']} failed.", "", "| file | outcome | reason |", "|---|---|---|"]
-    for name, status, reason in rows:
-        lines.append(f"| `{name}` | {status} | {reason.replace('|', '/')} |")
+             f"{counts['failed']} failed.", "",
+             "| file | outcome | reason | requests per direction, fio / storlab |", "|---|---|---|---|"]
+    for name, status, reason, compared in rows:
+        lines.append(f"| `{name}` | {status} | {reason.replace('|', '/')} | {compared} |")
     lines += ["", END]
     return "\n".join(lines)
 
@@ -124,9 +169,9 @@ def main() -> int:
     rows = []
     try:
         for path in examples:
-            status, reason = run_one(path, root)
-            rows.append((path.name, status, reason))
-            print(f"{path.name:40} {status:8} {reason}", flush=True)
+            status, reason, compared = run_one(path, root)
+            rows.append((path.name, status, reason, compared))
+            print(f"{path.name:40} {status:8} {reason}{compared}", flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     table = render(rows)
