@@ -124,3 +124,16 @@ def test_readonly_refuses_a_job_that_writes(workdir, capsys):
                  "--rw=randwrite"]) == 2
     assert "--readonly: a job writes" in capsys.readouterr().err
     assert not (workdir / "w").exists()
+
+
+def test_terse_output_is_fios_version_3_line_without_disk_utilisation(workdir, capsys):
+    assert main(["fio", "--minimal", "--name=t", f"--filename={workdir}/t", "--size=1m",
+                 "--rw=randread", "--bs=4k"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    fields = line.split(";")
+    # fio 3.33's terse v3 has 130 fields, the last 9 its disk utilisation
+    assert len(fields) == 121
+    assert fields[:5] == ["3", fields[1], "t", "0", "0"] and fields[1].startswith("storlab-")
+    assert fields[5] == "1024"                      # read: KiB transferred
+    assert fields[46] == "0"                        # write: none
+    assert fields[17].startswith("1.000000%=") and fields[36] == "0%=0"   # 17 percentiles, then 3 empty

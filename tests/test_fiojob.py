@@ -251,9 +251,13 @@ def test_command_line_globals_apply_to_job_files_and_section_picks_jobs():
     assert phase["groups"][0]["options"]["target"] == ("/tmp/storlab-fio/read.0.0",)  # the file's own directory wins
 
 
-def test_command_line_refuses_terse_and_unknown_options():
-    with pytest.raises(FioJobError, match="terse"):
-        parse_command_line(["--output-format=terse", "--name=a"])
+def test_command_line_output_formats_and_unknown_options():
+    assert parse_command_line(["--minimal", "--name=a"]).output_format == "terse"
+    assert parse_command_line(["--output-format=json+", "--name=a"]).output_format == "json"
+    with pytest.raises(FioJobError, match="one format at a time"):
+        parse_command_line(["--output-format=normal,json", "--name=a"])
+    with pytest.raises(FioJobError, match="use normal, json, json\\+ or terse"):
+        parse_command_line(["--output-format=csv", "--name=a"])
     with pytest.raises(FioJobError, match="not a fio option"):
         parse_command_line(["--name=a", "--frobnicate=1"])
 

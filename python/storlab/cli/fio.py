@@ -8,7 +8,6 @@ maps an engine or does something differently, one line says so before the report
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -19,6 +18,7 @@ from ..jobs.fio.cmdline import COMMAND_OPTIONS, parse_command_line, show_command
 from ..jobs.fiojob import FioJob, Translation, translate_sections
 from ..jobs.job import resolve_job
 from ..measure.stats import percentile
+from ..output.fiojson import fio_json
 from ..signals import STOP
 from .main import ExitCode
 from .outputs import check_destination, write_output
@@ -84,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
     for job_info in tr.jobs:
         _unlink(job_info)
     _write_logs(doc, tr)
-    text = render_json(doc, tr) if cmd.output_format == "json" else render_normal(doc, tr)
+    render = {"json": render_json, "terse": render_terse}.get(cmd.output_format, render_normal)
+    text = render(doc, tr)
     if cmd.output:
         write_output(text, cmd.output, "output")
     else:
@@ -133,17 +134,68 @@ def _unlink(job: FioJob) -> None:
             print(f"storlab fio: warning: unlink {path}: {e.strerror}", file=sys.stderr)
 
 
-def render_json(doc: dict[str, Any], tr: Translation) -> str:
-    """fio's JSON layout where storlab.output.fiojson is present (without the layout phase of
-    overwrite=1, which fio does not report as a job), else storlab's own document."""
-    if importlib.util.find_spec("storlab.output.fiojson") is not None:
-        from ..output.fiojson import fio_json
+def _fio_layout(doc: dict[str, Any], tr: Translation) -> dict[str, Any]:
+    """fio's JSON layout of the run (output/fiojson.py), without the layout phase of overwrite=1,
+    which fio does not report as a job."""
+    fio_doc = fio_json(doc)
+    job_phases = {tr.phases[j.phase]["name"] for j in tr.jobs}
+    fio_doc["jobs"] = [j for j in fio_doc["jobs"] if j["jobname"].split(".pass")[0] in job_phases]
+    return fio_doc
 
-        fio_doc = fio_json(doc)
-        job_phases = {tr.phases[j.phase]["name"] for j in tr.jobs}
-        fio_doc["jobs"] = [j for j in fio_doc["jobs"] if j["jobname"].split(".pass")[0] in job_phases]
-        return json.dumps(fio_doc, indent=2) + "\n"
-    return json.dumps(doc, indent=1) + "\n"
+
+def render_json(doc: dict[str, Any], tr: Translation) -> str:
+    return json.dumps(_fio_layout(doc, tr), indent=2) + "\n"
+
+
+# -- fio's terse output (version 3, fio's default) -------------------------------------------------
+_TERSE_PERCENTILE_FIELDS = 20     # fio's FIO_IO_U_LIST_MAX_LEN
+_DEPTHS = ("1", "2", "4", "8", "16", "32", ">=64")
+_LAT_US = ("2", "4", "10", "20", "50", "100", "250", "500", "750", "1000")
+_LAT_MS = _LAT_US + ("2000", ">=2000")
+
+
+def _terse_lat(lat: dict[str, Any]) -> str:
+    if not lat.get("N"):
+        return ";0;0;0.000000;0.000000"
+    return f";{int(lat['min']) // 1000};{int(lat['max']) // 1000};{lat['mean'] / 1000:f};{lat['stddev'] / 1000:f}"
+
+
+def _terse_direction(d: dict[str, Any]) -> str:
+    """One direction as fio's stat.c show_ddir_status_terse writes it (latencies in usec)."""
+    runtime = int(d.get("runtime") or 0)
+    bw = (1000 * int(d["io_bytes"]) // runtime) // 1024 if runtime else 0
+    iops = 1000 * int(d["total_ios"]) // runtime if runtime else 0
+    out = f";{int(d['io_bytes']) >> 10};{bw};{iops};{runtime}"
+    out += _terse_lat(d["slat_ns"]) + _terse_lat(d["clat_ns"])
+    points = sorted((d["clat_ns"].get("percentile") or {}).items(), key=lambda kv: float(kv[0]))
+    if not d["clat_ns"].get("N"):
+        points = []
+    for i in range(_TERSE_PERCENTILE_FIELDS):
+        out += f";{float(points[i][0]):f}%={int(points[i][1]) // 1000}" if i < len(points) else ";0%=0"
+    out += _terse_lat(d["lat_ns"])
+    if d.get("bw_samples"):
+        out += f";{int(d['bw_min'])};{int(d['bw_max'])};{d['bw_agg']:f}%;{d['bw_mean']:f};{d['bw_dev']:f}"
+    else:
+        out += ";0;0;0.000000%;0.000000;0.000000"
+    return out
+
+
+def render_terse(doc: dict[str, Any], tr: Translation) -> str:
+    """fio's terse output, version 3 (`--output-format=terse`, `--minimal`): one line per job of
+    fio's JSON layout, read and write status, CPU, depths and latency distribution; no disk
+    utilisation (storlab does not sample it)."""
+    fio_doc = _fio_layout(doc, tr)
+    lines = []
+    for j in fio_doc["jobs"]:
+        line = f"3;{fio_doc['fio version']};{j['jobname']};{j['groupid']};{j['error']}"
+        line += _terse_direction(j["read"]) + _terse_direction(j["write"])
+        line += f";{j['usr_cpu']:f}%;{j['sys_cpu']:f}%;{j['ctx']};{j['majf']};{j['minf']}"
+        line += "".join(f";{j['iodepth_level'].get(k, 0):3.1f}%" for k in _DEPTHS)
+        below_us = sum((j.get("latency_ns") or {}).values())
+        line += "".join(f";{j['latency_us'].get(k, 0) + (below_us if k == '2' else 0):3.2f}%" for k in _LAT_US)
+        line += "".join(f";{j['latency_ms'].get(k, 0):3.2f}%" for k in _LAT_MS)
+        lines.append(line)
+    return "\n".join(lines) + "\n"
 
 
 # -- fio's normal output -----------------------------------------------------------------------

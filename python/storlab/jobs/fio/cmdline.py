@@ -17,11 +17,11 @@ __all__ = ["FioCommand", "parse_command_line", "COMMAND_OPTIONS"]
 # fio's own options: name -> (takes a value, what storlab does with it)
 COMMAND_OPTIONS: dict[str, tuple[bool, str]] = {
     "output": (True, "write the report to this file"),
-    "output-format": (True, "normal, json or json+ (json+: as json)"),
+    "output-format": (True, "normal, json, json+ (as json) or terse (version 3)"),
     "section": (True, "run only this job section of the job files (repeatable)"),
     "parse-only": (False, "check the jobs, run nothing"),
     "showcmd": (False, "print the jobs as one fio command line, run nothing"),
-    "minimal": (False, "terse output: refused"),
+    "minimal": (False, "terse output (as --output-format=terse)"),
     "eta": (True, "progress display: storlab shows a progress line on a terminal"),
     "eta-newline": (True, "progress display: ignored"),
     "eta-interval": (True, "progress display: ignored"),
@@ -117,16 +117,13 @@ def _command_option(cmd: FioCommand, key: str, value: str) -> None:
         cmd.output = value
     elif key == "output-format":
         formats = set(value.split(","))
-        if formats & {"terse"} or key == "minimal":
-            raise FioJobError("fio command line: --output-format=terse: storlab writes normal or "
-                              "json (see docs/fio.md)")
-        unknown = formats - {"normal", "json", "json+"}
-        if unknown:
-            raise FioJobError(f"fio command line: --output-format={value}: use normal, json or json+")
-        cmd.output_format = "json" if formats & {"json", "json+"} else "normal"
+        if formats - {"normal", "json", "json+", "terse"}:
+            raise FioJobError(f"fio command line: --output-format={value}: use normal, json, json+ or terse")
+        if len(formats & {"json", "json+"}) + len(formats & {"terse"}) + len(formats & {"normal"}) > 1:
+            raise FioJobError(f"fio command line: --output-format={value}: storlab writes one format at a time")
+        cmd.output_format = "json" if formats & {"json", "json+"} else formats.pop()
     elif key == "minimal":
-        raise FioJobError("fio command line: --minimal (terse output): storlab writes normal or json "
-                          "(see docs/fio.md)")
+        cmd.output_format = "terse"
     elif key == "section":
         cmd.only.add(value)
     elif key == "parse-only":
