@@ -144,6 +144,7 @@ def _fio_layout(doc: dict[str, Any], tr: Translation) -> dict[str, Any]:
 
 
 def render_json(doc: dict[str, Any], tr: Translation) -> str:
+    """`--output-format=json`: fio's JSON layout of the run."""
     return json.dumps(_fio_layout(doc, tr), indent=2) + "\n"
 
 
