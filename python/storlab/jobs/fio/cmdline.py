@@ -1,0 +1,145 @@
+"""fio's command line read as fio reads it: `--opt=val`, `-opt=val`, `-opt val` and bare boolean
+flags; job options before the first `--name` are global (they apply to job files too), each
+`--name` starts a job; other words are job files, read after the command-line jobs. fio's own
+options (--output, --output-format, --section, --parse-only, --showcmd ...) are returned apart.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from ..fiojob import BARE_OPTIONS, FioJobError, Section, Setting, canonical_name, expand_value, read_sections
+from .options import status_of
+
+__all__ = ["FioCommand", "parse_command_line", "COMMAND_OPTIONS"]
+
+# fio's own options: name -> (takes a value, what storlab does with it)
+COMMAND_OPTIONS: dict[str, tuple[bool, str]] = {
+    "output": (True, "write the report to this file"),
+    "output-format": (True, "normal, json, json+ (as json) or terse (version 3)"),
+    "section": (True, "run only this job section of the job files (repeatable)"),
+    "parse-only": (False, "check the jobs, run nothing"),
+    "showcmd": (False, "print the jobs as one fio command line, run nothing"),
+    "minimal": (False, "terse output (as --output-format=terse)"),
+    "eta": (True, "progress display: storlab shows a progress line on a terminal"),
+    "eta-newline": (True, "progress display: ignored"),
+    "eta-interval": (True, "progress display: ignored"),
+    "status-interval": (True, "progress display: ignored"),
+    "readonly": (False, "refuse any job that writes"),
+    "warnings-fatal": (False, "ignored: storlab's warnings never stop a run"),
+    "max-jobs": (True, "ignored"),
+    "debug": (True, "ignored"),
+    "alloc-size": (True, "ignored"),
+    "aux-path": (True, "ignored"),
+}
+
+
+@dataclass
+class FioCommand:
+    sections: list[Section]          # [global] from the command line, its jobs, then job files
+    source: str                      # for messages
+    output: str | None = None
+    output_format: str = "normal"
+    only: set[str] = field(default_factory=set)
+    parse_only: bool = False
+    showcmd: bool = False
+    readonly: bool = False
+
+
+def _is_flag(key: str) -> bool:
+    """fio's boolean options (and log prefixes) take a value only as `--opt=val`; alone they mean 1."""
+    return key in BARE_OPTIONS
+
+
+def parse_command_line(argv: list[str], environ: Mapping[str, str] | None = None) -> FioCommand:
+    """Read fio's arguments. Raises FioJobError (one line) for what fio would not accept."""
+    env = os.environ if environ is None else environ
+    cmd = FioCommand(sections=[], source="command line")
+    glob = Section("global", 0)
+    jobs: list[Section] = []
+    files: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if arg in ("-", "--") or not arg.startswith("-"):
+            files.append(arg)
+            continue
+        text = arg.lstrip("-")
+        key, sep, value = text.partition("=")
+        if key in COMMAND_OPTIONS:
+            takes, _ = COMMAND_OPTIONS[key]
+            if takes and not sep:
+                if i >= len(argv):
+                    raise FioJobError(f"fio command line: --{key} needs a value")
+                value, i = argv[i], i + 1
+            _command_option(cmd, key, value)
+            continue
+        if key in ("version", "help", "cmdhelp", "enghelp", "client", "server", "daemonize",
+                   "trigger", "trigger-file", "trigger-timeout", "trigger-remote", "idle-prof",
+                   "inflate-log", "crctest", "remote-config", "bandwidth-log"):
+            raise FioJobError(f"fio command line: --{key}: not a storlab fio option (it runs jobs; "
+                              f"see docs/fio.md)")
+        canon = canonical_name(key)
+        if status_of(canon) is None:
+            raise FioJobError(f"fio command line: {arg}: not a fio option")
+        if not sep and not _is_flag(canon):
+            if i >= len(argv):
+                raise FioJobError(f"fio command line: {arg} needs a value")
+            value, i = argv[i], i + 1
+            sep = "="
+        val = value if sep else None
+        if val is not None:
+            try:
+                val = expand_value(val, env)
+            except ValueError as e:
+                raise FioJobError(f"fio command line: {key}: {e}") from None
+        if canon == "name":
+            jobs.append(Section(val or "", i))
+        target = jobs[-1] if jobs else glob
+        target.settings.append(Setting(canon, key, val, i))
+    cmd.sections = ([glob] if glob.settings else []) + jobs
+    sources = []
+    for f in files:
+        secs, source = read_sections(f, env)
+        cmd.sections += secs
+        sources.append(os.path.basename(source))
+    if sources:
+        cmd.source = ", ".join(sources)
+    if not cmd.sections or all(s.name.lower() == "global" for s in cmd.sections):
+        raise FioJobError("fio command line: no job: give --name=JOB with options, or a job file")
+    return cmd
+
+
+def _command_option(cmd: FioCommand, key: str, value: str) -> None:
+    if key == "output":
+        cmd.output = value
+    elif key == "output-format":
+        formats = set(value.split(","))
+        if formats - {"normal", "json", "json+", "terse"}:
+            raise FioJobError(f"fio command line: --output-format={value}: use normal, json, json+ or terse")
+        if len(formats & {"json", "json+"}) + len(formats & {"terse"}) + len(formats & {"normal"}) > 1:
+            raise FioJobError(f"fio command line: --output-format={value}: storlab writes one format at a time")
+        cmd.output_format = "json" if formats & {"json", "json+"} else formats.pop()
+    elif key == "minimal":
+        cmd.output_format = "terse"
+    elif key == "section":
+        cmd.only.add(value)
+    elif key == "parse-only":
+        cmd.parse_only = True
+    elif key == "showcmd":
+        cmd.showcmd = True
+    elif key == "readonly":
+        cmd.readonly = True
+
+
+def show_command(sections: list[Section]) -> str:
+    """The sections as one fio command line (fio's --showcmd)."""
+    words = ["fio"]
+    for sec in sections:
+        if sec.name.lower() != "global" and not any(s.key == "name" for s in sec.settings):
+            words.append(f"--name={sec.name}")
+        for st in sec.settings:
+            words.append(f"--{st.raw_key}" + (f"={st.value}" if st.value is not None else ""))
+    return " ".join(words)

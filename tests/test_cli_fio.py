@@ -1,0 +1,139 @@
+"""Tests of `storlab fio` (cli/fio.py): fio's command line run in-process on /dev/shm or tmp files,
+its fio-style report, --parse-only, --showcmd, --output, JSON, logs, unlink and refusals."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from storlab.cli.main import main
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("STORLAB_STORE", str(tmp_path / "store.db"))
+    return tmp_path
+
+
+def test_normal_report_has_fios_blocks_and_the_engine_line(workdir, capsys):
+    code = main(["fio", "--name=rr", f"--filename={workdir}/a", "--size=1m", "--rw=randread",
+                 "-ioengine", "libaio", "-iodepth", "4", "-thread"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.splitlines()[0] == "storlab: libaio → io_uring: same asynchronous queue-depth semantics"
+    assert "rr: (groupid=0, jobs=1): err= 0" in out
+    assert "  read: IOPS=" in out and "(1024KiB/" in out          # fio prints sizes so: 4 digits
+    assert "lat percentiles" in out and "99.90th=[" in out
+    assert "Run status group 0 (all jobs):" in out and "READ: bw=" in out
+
+
+def test_parse_only_runs_nothing_and_showcmd_echoes(workdir, capsys):
+    assert main(["fio", "--parse-only", "--name=w", f"--filename={workdir}/w", "--size=1m",
+                 "--rw=write", "--ioengine=sync"]) == 0
+    assert not (workdir / "w").exists()
+    assert "sync → psync" in capsys.readouterr().out
+    assert main(["fio", "--showcmd", "--name=w", "-rw", "write", "-thread"]) == 0
+    assert capsys.readouterr().out.strip() == "fio --name=w --rw=write --thread"
+
+
+def test_refusal_is_one_line_with_exit_code_2(workdir, capsys):
+    code = main(["fio", "--name=n", "--ioengine=rdma", "--filename=/x"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err
+    assert err.startswith("storlab fio: error: fio job command line: ioengine=rdma:")
+    assert len(err) <= 200 + len("storlab fio: error: ")
+
+
+def test_json_output_in_fios_layout_to_a_file(workdir, capsys):
+    out = workdir / "out.json"
+    assert main(["fio", "--output-format=json", f"--output={out}", "--name=j",
+                 f"--filename={workdir}/j", "--size=256k", "--bs=4k", "--rw=write"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["fio version"].startswith("storlab-")
+    (job,) = doc["jobs"]
+    assert job["write"]["total_ios"] == 64 and job["read"]["total_ios"] == 0
+    assert capsys.readouterr().out == ""          # the report went to --output
+
+
+def test_unlink_removes_the_jobs_files_and_null_makes_none(workdir):
+    assert main(["fio", "--name=u", f"--directory={workdir}", "--size=256k", "--rw=write",
+                 "--numjobs=2", "--unlink=1", "--output=/dev/null"]) == 0
+    assert not (workdir / "u.0.0").exists() and not (workdir / "u.1.0").exists()
+    assert main(["fio", "--name=n", "--ioengine=null", f"--filename={workdir}/nothing", "--size=1m",
+                 "--rw=randwrite", "--output=/dev/null"]) == 0
+    assert not (workdir / "nothing").exists()
+    assert sorted(p.name for p in workdir.iterdir()) == ["store.db"]
+
+
+def test_bandwidth_log_in_fios_format(workdir):
+    assert main(["fio", "--name=l", f"--filename={workdir}/l", "--size=1m", "--rw=read",
+                 "--write_bw_log=trace", "--write_iops_log", "--log_avg_msec=100", "--runtime=0.3",
+                 "--time_based", "--output=/dev/null"]) == 0
+    rows = [line.split(", ") for line in (workdir / "trace_bw.1.log").read_text().splitlines()]
+    assert rows and all(len(r) == 5 and r[2] == "0" and r[3] == "4096" for r in rows)
+    assert [int(r[0]) for r in rows] == sorted(int(r[0]) for r in rows)
+    assert (workdir / "l_iops.1.log").exists()
+
+
+def test_file_engine_runs_as_a_meta_phase(workdir, capsys):
+    # with an I/O job after it: a run of metadata phases only has no I/O fields for its job record
+    assert main(["fio", "--name=fc", "--ioengine=filecreate", "--nrfiles=50", "--numjobs=2",
+                 f"--directory={workdir}", "--filesize=4k", "--name=w", "--stonewall",
+                 f"--filename={workdir}/w", "--size=64k", "--rw=write", "--unlink=1"]) == 0
+    out = capsys.readouterr().out
+    assert "fc:create: 100 ops" in out and "w: (groupid=1, jobs=1)" in out
+    assert [p.name for p in workdir.iterdir() if p.name.startswith("storlab-meta")] == []
+
+
+def test_help(capsys):
+    assert main(["fio", "--help"]) == 0
+    assert "--output-format" in capsys.readouterr().out
+
+
+def test_section_runs_only_the_named_job(workdir, capsys):
+    job = workdir / "two.fio"
+    job.write_text(f"[global]\nfilename={workdir}/t\nsize=256k\n[a]\nrw=write\n[b]\nrw=read\n")
+    assert main(["fio", str(job), "--section=b"]) == 0
+    out = capsys.readouterr().out
+    assert "b: (groupid=0" in out and "a: (groupid" not in out
+    assert os.path.getsize(workdir / "t") == 256 << 10
+
+
+def test_overwrite_layout_is_not_a_job_in_fios_json(workdir):
+    out = workdir / "o.json"
+    assert main(["fio", "--output-format=json", f"--output={out}", "--name=ow", f"--filename={workdir}/f",
+                 "--size=256k", "--rw=randwrite", "--overwrite=1"]) == 0
+    jobs = json.loads(out.read_text())["jobs"]
+    assert [j["jobname"] for j in jobs] == ["ow"] and jobs[0]["write"]["total_ios"] == 64
+
+
+def test_concurrent_jobs_report_their_own_io_and_say_when_latency_is_shared(workdir, capsys):
+    assert main(["fio", f"--filename={workdir}/c", "--size=512k", "--name=r", "--rw=randread",
+                 "--name=w", "--rw=randwrite", "--bs=64k", "--name=r2", "--rw=read"]) == 0
+    blocks = capsys.readouterr().out.split("\n\n")[0].split("\nr2: ")
+    r_and_w, r2 = blocks
+    r, w = r_and_w.split("\nw: ")
+    assert "(512KiB/" in r and "write:" not in r and "every read of the phase" in r
+    assert "(512KiB/" in w and "read:" not in w and "every write" not in w   # w alone writes
+    assert "(512KiB/" in r2 and "every read of the phase" in r2
+
+
+def test_readonly_refuses_a_job_that_writes(workdir, capsys):
+    assert main(["fio", "--readonly", "--name=w", f"--filename={workdir}/w", "--size=64k",
+                 "--rw=randwrite"]) == 2
+    assert "--readonly: a job writes" in capsys.readouterr().err
+    assert not (workdir / "w").exists()
+
+
+def test_terse_output_is_fios_version_3_line_without_disk_utilisation(workdir, capsys):
+    assert main(["fio", "--minimal", "--name=t", f"--filename={workdir}/t", "--size=1m",
+                 "--rw=randread", "--bs=4k"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    fields = line.split(";")
+    # fio 3.33's terse v3 has 130 fields, the last 9 its disk utilisation
+    assert len(fields) == 121
+    assert fields[:5] == ["3", fields[1], "t", "0", "0"] and fields[1].startswith("storlab-")
+    assert fields[5] == "1024"                      # read: KiB transferred
+    assert fields[46] == "0"                        # write: none
+    assert fields[17].startswith("1.000000%=") and fields[36] == "0%=0"   # 17 percentiles, then 3 empty

@@ -1,0 +1,147 @@
+"""`storlab fio` as a drop-in for fio: typical real-world jobs (tests/fixtures/fio_dropin and a
+single-dash command line) run with fio 3.33 and with `storlab fio` on tmpfs files, and must do the
+same: the same directions, requests within 1 % for size-based jobs, the same file names."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from storlab.cli.main import main
+from storlab.jobs.fio.cmdline import parse_command_line
+from storlab.jobs.fiojob import translate, translate_sections
+
+DROPIN = Path(__file__).parent / "fixtures" / "fio_dropin"
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed "
+                               "(scripts/test.sh installs Debian's fio when run as root)")
+DIRECTIONS = ("read", "write", "trim")
+
+
+def _ops(doc: dict) -> dict:
+    """Requests per direction of an fio JSON document (fio's own, or storlab's in fio's layout
+    where storlab.output.fiojson is present), else of a storlab run document; `jobs` lists the
+    reported jobs' names (phases' for a storlab document)."""
+    if "jobs" in doc:
+        ops = {d: sum(j[d]["total_ios"] for j in doc["jobs"]) for d in DIRECTIONS}
+        names = [j["jobname"] for j in doc["jobs"]]
+    else:
+        ops = {d: sum((p.get(d) or {}).get("ops", 0) for p in doc["phases"]) for d in DIRECTIONS}
+        names = [p["name"] for p in doc["phases"]]
+    return {**{d: n for d, n in ops.items() if n}, "jobs": names}
+
+
+def _fio(args: list[str], workdir: Path) -> dict:
+    out = workdir / "fio.json"
+    subprocess.run(["fio", "--output-format=json", f"--output={out}", *args], cwd=workdir,
+                   check=True, capture_output=True, timeout=300)
+    text = out.read_text()
+    return _ops(json.loads(text[text.index("{"):]))
+
+
+def _storlab(args: list[str], workdir: Path, monkeypatch) -> dict:
+    out = workdir / "storlab.json"
+    monkeypatch.chdir(workdir)
+    monkeypatch.setenv("STORLAB_STORE", str(workdir.parent / "store.db"))
+    assert main(["fio", "--output-format=json", f"--output={out}", *args]) == 0
+    return _ops(json.loads(out.read_text()))
+
+
+def _files(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir() if not p.name.endswith(".json")}
+
+
+def _compare(tmp_path: Path, monkeypatch, fio_args: list[str], storlab_args: list[str],
+             size_based: bool = True) -> None:
+    a, b = tmp_path / "fio", tmp_path / "storlab"
+    a.mkdir()
+    b.mkdir()
+    fio_ops = _fio([a_.replace("{dir}", str(a)) for a_ in fio_args], a)
+    storlab_ops = _storlab([b_.replace("{dir}", str(b)) for b_ in storlab_args], b, monkeypatch)
+    assert fio_ops.pop("jobs") == storlab_ops.pop("jobs")      # the same jobs reported, in order
+    assert set(fio_ops) == set(storlab_ops)
+    if size_based:
+        total_fio, total_storlab = sum(fio_ops.values()), sum(storlab_ops.values())
+        assert abs(total_storlab - total_fio) <= 0.01 * total_fio, (fio_ops, storlab_ops)
+        for d, n in fio_ops.items():
+            # a mix draws each request's direction: the split varies by a binomial's spread
+            share = n / total_fio
+            spread = 5 * (total_fio * share * (1 - share)) ** 0.5
+            assert abs(storlab_ops[d] - n) <= max(0.01 * n, spread), (d, fio_ops, storlab_ops)
+    assert _files(a) == _files(b)
+
+
+@needs_fio
+@pytest.mark.parametrize("name", ["four-corners.fio", "database.fio", "numjobs-group.fio",
+                                  "bssplit.fio", "zipf.fio"])
+def test_job_file_does_what_fio_does(name, tmp_path, monkeypatch):
+    job = str(DROPIN / name)
+    _compare(tmp_path, monkeypatch, ["--directory={dir}", job], ["--directory={dir}", job])
+
+
+@needs_fio
+def test_single_dash_command_line_does_what_fio_does(tmp_path, monkeypatch):
+    args = ["-directory", "{dir}", "-name=cmdline", "-rw", "randwrite", "-bs", "16k", "-size", "4m",
+            "-iodepth", "1", "-thread", "-ioengine", "sync", "-numjobs", "2", "-group_reporting"]
+    _compare(tmp_path, monkeypatch, args, args)
+
+
+def test_rate_iops_translates_to_storlabs_rate_limiter():
+    cmd = parse_command_line([str(DROPIN / "rate-iops.fio")])
+    (phase,) = translate_sections(cmd.sections, cmd.source).phases
+    assert phase["groups"][0]["options"]["rate_iops"] == (500, 500, 500)
+    cmd = parse_command_line(["--name=j", "--filename=/x", "--rw=randrw", "--rate=1m,", "--thinktime=50"])
+    opts = translate_sections(cmd.sections, cmd.source).phases[0]["groups"][0]["options"]
+    assert opts["rate"][:2] == (1 << 20, 0)               # fio's `R,` caps reads only
+    assert opts["thinktime"] == pytest.approx(50e-6)      # fio's thinktime is in microseconds
+
+
+@needs_fio
+def test_rate_iops_paces_like_fio(tmp_path, monkeypatch):
+    job = str(DROPIN / "rate-iops.fio")
+    a, b = tmp_path / "fio", tmp_path / "storlab"
+    a.mkdir()
+    b.mkdir()
+    fio_ops = _fio([f"--directory={a}", job], a)
+    storlab_ops = _storlab([f"--directory={b}", job], b, monkeypatch)
+    assert fio_ops.pop("jobs") == storlab_ops.pop("jobs") == ["paced"]
+    assert set(fio_ops) == set(storlab_ops) == {"read"}
+    assert abs(storlab_ops["read"] - fio_ops["read"]) <= 0.1 * fio_ops["read"]
+    assert _files(a) == _files(b)
+
+
+def test_clones_get_fios_file_names_and_directories_round_robin():
+    g = translate("[w]\ndirectory=/a:/b\nsize=1m\nnumjobs=3\nnrfiles=2\n")[0]["groups"][0]
+    assert g["options"]["target"] == ("/a/w.0.0", "/a/w.0.1", "/b/w.1.0", "/b/w.1.1",
+                                      "/a/w.2.0", "/a/w.2.1")
+    assert g["options"]["size"] == 512 << 10       # size is split over the clone's files
+
+
+def test_four_corners_are_four_phases_in_file_order():
+    phases = translate(DROPIN / "four-corners.fio")
+    assert [p["name"] for p in phases] == ["seq1m-q8-read", "seq1m-q8-write", "rnd4k-q32-read",
+                                           "rnd4k-q32-write"]
+    for p in phases:
+        (g,) = p["groups"]
+        assert g["options"]["engine"] == "io_uring"      # libaio maps to io_uring
+
+
+def test_bssplit_shares_the_bytes_by_request_percentages():
+    groups = translate(DROPIN / "bssplit.fio")[0]["groups"]
+    sizes = {g["options"]["bs"]: g["options"]["io_size"] for g in groups}
+    # 64 MiB at a mean of 6 KiB is 10923 requests, half of them each size
+    assert sizes == {4096: 5461 * 4096, 8192: 5461 * 8192} or \
+        sizes == {4096: 5462 * 4096, 8192: 5462 * 8192}
+    assert {g["options"]["target"] for g in groups} == {("mixed-sizes.0.0",)}
+
+
+@needs_fio
+def test_an_iolog_fio_wrote_replays_under_storlab_fio(tmp_path, monkeypatch):
+    log, data = tmp_path / "w.log", tmp_path / "data"
+    subprocess.run(["fio", "--name=w", f"--filename={data}", "--size=1m", "--bs=4k", "--rw=randwrite",
+                    f"--write_iolog={log}", "--output=/dev/null"], check=True, timeout=120)
+    work = tmp_path / "storlab"
+    work.mkdir()
+    ops = _storlab(["--name=replay", f"--read_iolog={log}", "--replay_no_stall=1"], work, monkeypatch)
+    assert ops == {"write": 256, "jobs": ["replay"]}
