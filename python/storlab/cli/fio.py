@@ -18,10 +18,10 @@ from ..jobs.fio.cmdline import COMMAND_OPTIONS, parse_command_line, show_command
 from ..jobs.fiojob import FioJob, Translation, translate_sections
 from ..jobs.job import resolve_job
 from ..measure.stats import percentile
+from ..output.files import check_destination, write_output
 from ..output.fiojson import fio_json
 from ..signals import STOP
 from .main import ExitCode
-from .outputs import check_destination, write_output
 
 EPILOG = """fio's own options taken here:
 """ + "\n".join(f"  --{k:<16} {v}" for k, (_, v) in COMMAND_OPTIONS.items()) + """
