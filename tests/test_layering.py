@@ -63,6 +63,14 @@ def _is_module(name: str) -> bool:
         or name == "storlab._core"
 
 
+def _import_source(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module a `from X import ...` reads from, relative levels resolved."""
+    if node.level:
+        base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+        return ".".join(base + ([node.module] if node.module else []))
+    return node.module or ""
+
+
 def _imports() -> dict[str, list[tuple[str, str | None, int]]]:
     """module -> [(imported module, imported name or None, line)] for every storlab import."""
     out: dict[str, list[tuple[str, str | None, int]]] = collections.defaultdict(list)
@@ -71,11 +79,7 @@ def _imports() -> dict[str, list[tuple[str, str | None, int]]]:
         package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                    source = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    source = node.module or ""
+                source = _import_source(node, package)
                 if not source.startswith("storlab"):
                     continue
                 for alias in node.names:
@@ -159,11 +163,7 @@ def _private_uses() -> set[tuple[str, str]]:
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
                 package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
-                if node.level:
-                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                    source = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    source = node.module or ""
+                source = _import_source(node, package)
                 if not source.startswith("storlab"):
                     continue
                 for a in node.names:
