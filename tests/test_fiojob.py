@@ -388,3 +388,36 @@ def test_what_only_storlab_fio_does_is_refused_by_translate_not_dropped():
     with pytest.raises(FioJobError, match=r"invalidate=0, \[j\] unlink, \[j\] write_bw_log: run it with `storlab fio`"):
         translate("[j]\nfilename=/x\ninvalidate=0\nunlink=1\nwrite_bw_log=p\n")
     assert translate("[j]\nfilename=/x\ninvalidate=1\n")
+
+
+# -- --target over a fio job with numjobs ------------------------------------------------------
+NUMJOBS = "[global]\nsize=8m\nrw=read\nbs=4k\n[job]\nnumjobs=3\n"
+
+
+def test_target_keeps_the_numjobs_clones_sharing_the_file_as_fio_filename_does(tmp_path, shm_dir, capsys):
+    """`storlab run --fio F --target X` used to drop numjobs: 3 clones became 1 worker on X. fio with
+    filename=X runs all 3 clones on X, each over the whole size."""
+    import json
+
+    from storlab.cli.main import main
+
+    job = tmp_path / "nj.fio"
+    job.write_text(NUMJOBS)
+    out = tmp_path / "r.json"
+    target = os.path.join(shm_dir, "shared.dat")
+    assert main(["run", "--fio", str(job), "--target", target, "--no-store", "--quiet", "--json", str(out)]) == 0
+    phase = json.loads(out.read_text())["phases"][0]
+    assert [w["target"] for w in phase["workers"]] == [target] * 3
+    assert phase["read"]["bytes"] == 3 * (8 << 20)
+
+
+def test_target_count_that_does_not_divide_the_clones_is_refused_in_one_line(tmp_path, shm_dir, capsys):
+    from storlab.cli.main import main
+
+    job = tmp_path / "nj.fio"
+    job.write_text(NUMJOBS)
+    code = main(["run", "--fio", str(job), "--target", os.path.join(shm_dir, "a"), "--target",
+                 os.path.join(shm_dir, "b"), "--no-store", "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0
+    assert "job 'job' runs 3 clones (numjobs); give 1 target for them to share, or 3, one each" in err

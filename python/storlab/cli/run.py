@@ -90,6 +90,8 @@ def job_from_args(args: argparse.Namespace, main_job: bool = False):
         from ..jobs import fiojob
 
         phases = fiojob.translate(cli["fio"])
+        if cli.get("target"):
+            phases = fiojob.onto_targets(phases, list(cli["target"]))
     return resolve_job(cli, jobfile, jobfile_name=args.jobfile or "job file", phases=phases)
 
 

@@ -31,7 +31,7 @@ from ..errors import UserError
 from .fio.options import ALIASES, ENGINES, META_ENGINES, REFUSED_ENGINES, status_of
 from .options import OptionError, parse_value
 
-__all__ = ["FioJobError", "Section", "Setting", "FioJob", "Translation", "translate",
+__all__ = ["FioJobError", "Section", "Setting", "FioJob", "Translation", "translate", "onto_targets",
            "translate_sections", "read_sections", "expand_value", "canonical_name", "parse_fio_size",
            "parse_fio_time", "MAX_MESSAGE", "BOOLEAN_OPTIONS", "BARE_OPTIONS"]
 
@@ -343,6 +343,26 @@ def translate(path_or_text: str | os.PathLike, environ: Mapping[str, str] | None
         raise FioJobError(_fit(f"fio job {os.path.basename(source)}: {', '.join(only_fio)}: run it "
                                f"with `storlab fio` (or give --no-invalidate)", ""))
     return tr.phases
+
+
+def onto_targets(phases: list[dict[str, Any]], targets: list[str]) -> list[dict[str, Any]]:
+    """The phases with `--target` standing for fio's filename=: fio's numjobs clones each have a
+    file of their own (job.N.0) unless a filename is given, and then all of them share it. So a
+    job of N clones over T given targets runs N / T workers on each; a count that does not divide
+    is refused in one line."""
+    for phase in phases:
+        for group in phase.get("groups") or []:
+            opts = group.get("options") or {}
+            files = opts.get("target")
+            clones = len(files) if isinstance(files, (list, tuple)) else 1
+            if clones <= 1 or clones == len(targets):
+                continue
+            if clones % len(targets):
+                raise FioJobError(f"--target: job {group.get('name')!r} runs {clones} clones (numjobs); "
+                                  f"give 1 target for them to share, or {clones}, one each")
+            opts["threads"] = int(opts.get("threads") or 1) * clones // len(targets)
+            opts["thread_layout"] = "shared"      # each clone covers the whole range, as in fio
+    return phases
 
 
 def translate_sections(sections: list[Section], source: str = "<text>",
