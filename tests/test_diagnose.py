@@ -8,6 +8,7 @@ import json
 import os
 
 import pytest
+from browser import in_page_check, needs_chromium, screenshot
 from storlab.cli.main import main
 from storlab.diagnose.expect import expect_members_together, expect_volume
 from storlab.diagnose.findings import build_rows, find
@@ -218,3 +219,16 @@ def test_ranks_measure_the_file_system_as_mpi_ranks(shm_dir, tmp_path):
     ranks = [r for r in doc["layers"] if r["layer"] == "fs-ranks"]
     assert len(ranks) == 2 and all(r["measured"] > 0 for r in ranks)
     assert all("2 MPI ranks" in r["subject"] for r in ranks)
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_the_html_report_renders_in_headless_chromium(shm_dir, tmp_path):
+    """The waterfall chart and the findings of a real diagnosis: a screenshot that is not blank,
+    the chart decoded, no console output and no script error."""
+    html = tmp_path / "d.html"
+    assert main(["diagnose", shm_dir, "--budget", "15s", "--no-store", "--quiet", "-o", str(html)]) == 0
+    ncolors, non_white, console, _ = screenshot(html, tmp_path)
+    assert console == [] and ncolors > 50 and non_white > 0.03
+    check, console = in_page_check(html, tmp_path)
+    assert check["images"] == 1 and check["broken"] == 0 and check["errors"] == [] and console == []

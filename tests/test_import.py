@@ -332,9 +332,10 @@ def _ior_binary() -> str | None:
 @pytest.mark.browser
 @needs_fio
 def test_round_trip_fio_and_ior_results_in_one_report_with_a_storlab_run(shm_dir, tmp_path, capsys, private_store):
-    from test_report import _chromium, _in_page_check, _screenshot, embedded_pngs
+    from browser import chromium_path, in_page_check, screenshot
+    from test_report import embedded_pngs
 
-    if _chromium() is None:
+    if chromium_path() is None:
         pytest.skip("chromium not installed (apt-get install chromium)")
     ior = _ior_binary()
     if ior is None:
@@ -358,8 +359,8 @@ def test_round_trip_fio_and_ior_results_in_one_report_with_a_storlab_run(shm_dir
     for rid in ids:
         assert rid[:8] in text
 
-    ncolors, non_white, console, _ = _screenshot(html, tmp_path)
+    ncolors, non_white, console, _ = screenshot(html, tmp_path)
     assert console == [] and ncolors > 50 and non_white > 0.03
-    check, console = _in_page_check(html, tmp_path)
+    check, console = in_page_check(html, tmp_path)
     assert check["images"] == len(embedded_pngs(text)) > 0
     assert check["broken"] == 0 and check["errors"] == [] and console == []

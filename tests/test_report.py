@@ -7,10 +7,7 @@ import base64
 import json
 import math
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,6 +17,7 @@ pytest.importorskip("matplotlib", reason="the report needs matplotlib (extras: r
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "results"))
 
 import rundoc  # noqa: E402
+from browser import in_page_check, needs_chromium, screenshot
 from storlab import store
 from storlab.cli.main import main
 from storlab.document import header
@@ -412,69 +410,7 @@ def test_cli_report_from_store_tag_and_json_file(tmp_path, monkeypatch, capsys):
     assert code == 2 and "name the runs" in capsys.readouterr()[1]
 
 
-# -- in a real browser -------------------------------------------------------------------------
-def _chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-_CHECK_HOOK = """<script>
-window.__errors = [];
-window.addEventListener('error', function (e) { window.__errors.push(String(e.message || e.type)); }, true);
-window.addEventListener('load', function () {
-  var imgs = Array.prototype.slice.call(document.images);
-  var r = {images: imgs.length,
-           broken: imgs.filter(function (i) { return !(i.complete && i.naturalWidth > 0); }).length,
-           errors: window.__errors,
-           height: document.body.scrollHeight};
-  var pre = document.createElement('pre'); pre.id = 'storlab-check';
-  pre.textContent = JSON.stringify(r); document.body.appendChild(pre);
-});
-</script>"""
-
-
-def _run_chromium(args: list[str], workdir: Path) -> subprocess.CompletedProcess:
-    exe = _chromium()
-    profile = tempfile.mkdtemp(dir=workdir, prefix="profile-")
-    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--hide-scrollbars", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
-           *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-
-
-def _console_lines(stderr: str) -> list[str]:
-    """Messages the page wrote to the console (errors, failed loads, uncaught exceptions)."""
-    return [ln for ln in stderr.splitlines() if ":CONSOLE" in ln or "Uncaught" in ln]
-
-
-def _in_page_check(html_file: Path, workdir: Path) -> tuple[dict, list[str]]:
-    """Load a copy of the page with an error hook that writes its findings into the DOM."""
-    hooked = workdir / ("hooked-" + html_file.name)
-    hooked.write_text(html_file.read_text().replace("<head>", "<head>" + _CHECK_HOOK, 1))
-    res = _run_chromium(["--dump-dom", "--virtual-time-budget=10000", hooked.as_uri()], workdir)
-    assert res.returncode == 0, res.stderr[-2000:]
-    m = re.search(r'<pre id="storlab-check">(.*?)</pre>', res.stdout)
-    assert m, "the page did not finish loading"
-    return json.loads(m.group(1).replace("&quot;", '"')), _console_lines(res.stderr)
-
-
-def _screenshot(html_file: Path, workdir: Path):
-    """(colours in a downscaled screenshot, share of non-white pixels, console lines, size)."""
-    from PIL import Image
-
-    shot = workdir / (html_file.stem + ".png")
-    res = _run_chromium([f"--screenshot={shot}", "--window-size=1280,2400", html_file.as_uri()], workdir)
-    assert res.returncode == 0, res.stderr[-2000:]
-    img = Image.open(shot).convert("RGB")
-    small = img.resize((320, 600))
-    colors = small.getcolors(maxcolors=1 << 20)
-    non_white = sum(n for n, c in colors if sum(c) < 3 * 245) / (320 * 600)
-    return len(colors), non_white, _console_lines(res.stderr), img.size
-
-
-needs_chromium = pytest.mark.skipif(_chromium() is None,
-                                    reason="chromium not installed (apt-get install chromium)")
-
+# -- in a real browser (tests/browser.py) ---------------------------------------------------
 
 @pytest.mark.browser
 @needs_chromium
@@ -483,11 +419,11 @@ def test_browser_checks_catch_a_broken_page(tmp_path):
     bad = tmp_path / "bad.html"
     bad.write_text('<!DOCTYPE html><html><head></head><body><p>x</p>'
                    '<img src="data:image/png;base64,AAAA"><script>undefinedFn();</script></body></html>')
-    check, console = _in_page_check(bad, tmp_path)
+    check, console = in_page_check(bad, tmp_path)
     assert check["images"] == 1 and check["broken"] == 1
     assert check["errors"] and "undefinedFn" in check["errors"][0]
     assert any("undefinedFn" in ln for ln in console)
-    ncolors, non_white, console, _ = _screenshot(bad, tmp_path)
+    ncolors, non_white, console, _ = screenshot(bad, tmp_path)
     assert non_white < 0.03 and ncolors <= 50      # what the blank-page check rejects
     assert console
 
@@ -502,14 +438,14 @@ def test_report_renders_in_headless_chromium(kind, tmp_path):
     nimages = len(embedded_pngs(html_file.read_text()))
 
     # 1. the report as written: screenshot, and no console output at all
-    ncolors, non_white, console, size = _screenshot(html_file, tmp_path)
+    ncolors, non_white, console, size = screenshot(html_file, tmp_path)
     assert console == []
     assert size == (1280, 2400)
     assert ncolors > 50, "screenshot is (nearly) one colour"
     assert non_white > 0.03, "screenshot is blank"
 
     # 2. a copy with an error hook that writes into the DOM: every image decoded, no errors
-    check, console = _in_page_check(html_file, tmp_path)
+    check, console = in_page_check(html_file, tmp_path)
     assert check == {"images": nimages, "broken": 0, "errors": [], "height": check["height"]}
     assert check["height"] > 2000
     assert console == []
