@@ -473,3 +473,21 @@ def test_a_failing_hook_stops_the_running_phase_and_still_cleans_up(shm_dir):
         meta.run_meta_phase(values(threads=2, files=4_000_000), shm_dir, hooks=Broken(),
                             progress_interval_s=0.02)
     assert listing(shm_dir) == ({}, [])
+
+
+def test_a_run_of_only_metadata_phases_follows_the_run_schema(tmp_path, shm_dir):
+    """A job file (or an fio file of file engines) made only of metadata phases used to give a
+    document without environment.engine or job.target/rw/bs/engine, which run-1 requires."""
+    import json
+
+    from storlab.cli.main import main
+    from storlab.schemas import validate
+
+    job = tmp_path / "meta-only.toml"
+    job.write_text(f'[[phase]]\ntype = "meta"\ntarget = "{shm_dir}"\nfiles = 20\n')
+    out = tmp_path / "r.json"
+    assert main(["run", str(job), "--no-store", "--quiet", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert validate(doc) == "run-1.schema.json"
+    assert doc["environment"]["engine"] == "posix"
+    assert (doc["job"]["target"], doc["job"]["rw"], doc["job"]["engine"]) == ([shm_dir], "meta", "posix")

@@ -157,6 +157,10 @@ class IoBenchmark(Benchmark):
         check_targets_safe(self.job)
         doc["warnings"].extend(cache.apply_sizing(self.job, settings, doc["environment"]["memory_bytes"]))
         doc["job"] = self._job_record()
+        # the engine of the first I/O phase (the engine confirms it with each result); a job of only
+        # metadata phases makes POSIX calls, no I/O engine. Known now, so every checkpoint has it.
+        io = [p for p in self.job.phases if p.kind != "meta"]
+        doc["environment"]["engine"] = io[0].groups[0].values["engine"] if io else "posix"
         if settings.get("stack"):
             doc["model"] = predict_for_run(settings["stack"], doc["job"])
 
@@ -352,10 +356,19 @@ class IoBenchmark(Benchmark):
         """Flat options of the first group (for filtering) plus every phase in full."""
         phases = [core_spec(p) for p in self.job.phases]
         io = [p for p in phases if p.get("type") != "meta"]
-        first = dict(io[0]["groups"][0]) if io else {}
+        first = dict(io[0]["groups"][0]) if io else self._meta_only_record(phases)
         first.pop("name", None)
         run_level = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.job.run.items()}
         return {**first, **run_level, "phases": phases}
+
+    @staticmethod
+    def _meta_only_record(phases: list[dict[str, Any]]) -> dict[str, Any]:
+        """The flat fields of a job made only of metadata phases: its folder as the target, `meta`
+        as the pattern, the bytes written per file as the request size, POSIX calls as the engine
+        (as `storlab meta` records them)."""
+        meta = (phases[0] if phases else {}).get("options") or {}
+        target = meta.get("target") or os.getcwd()
+        return {"target": [target], "rw": "meta", "bs": int(meta.get("file_size") or 0), "engine": "posix"}
 
     @staticmethod
     def _uring_record(phase, engine: dict[str, Any]) -> dict[str, Any]:
