@@ -21,7 +21,7 @@ use crate::buffer::AlignedBuf;
 use crate::error::{Error, Result};
 use crate::iolog::Replay;
 use crate::rbw::{Channel, Role};
-use crate::spec::{CheckedPath, GroupSpec, Identity, PhaseSpec, RbwMode, ThreadLayout};
+use crate::spec::{CheckedPath, EngineKind, GroupSpec, Identity, PhaseSpec, RbwMode, ThreadLayout};
 use crate::verify::{self, Expect, VerifyKind};
 use crate::rng::Rng;
 use crate::workload::{AccessMap, Dir};
@@ -354,7 +354,11 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, replay: Option<&
         if created {
             build.created.push(path.to_string());
         }
-        if reads {
+        if g.engine == EngineKind::Null {
+            // The null engine transfers nothing: the file is only sized (sparse), never written.
+            f.set_len(end)
+                .map_err(|e| Error::target(path, format!("cannot size to {end} bytes: {e}")))?;
+        } else if reads {
             drop(f);
             // Verified reads need every block of the range stamped, so lay out all of it.
             let from = if g.verify == VerifyKind::Off { existing_size.min(end) } else { g.offset };
@@ -363,7 +367,7 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, replay: Option<&
             preallocate(&f, path, end, build.cancel)?;
         }
     }
-    let laid_out_bytes = match (kind == "file" && reads && end > existing_size, g.verify) {
+    let laid_out_bytes = match (kind == "file" && reads && end > existing_size && g.engine != EngineKind::Null, g.verify) {
         (false, _) => 0,
         (true, VerifyKind::Off) => end - existing_size.min(end),
         (true, _) => range_len,
@@ -698,6 +702,19 @@ mod tests {
 
     fn group(path: &str, size: u64, rw: Rw) -> GroupSpec {
         GroupSpec { target: vec![path.to_string()], size: Some(size), rw, bs: 4096, ..Default::default() }
+    }
+
+    #[test]
+    fn the_null_engine_sizes_a_new_file_without_writing_it() {
+        // fio's null engine does no file I/O; a read job used to lay the file out with real data
+        let path = scratch("null");
+        let g = GroupSpec { engine: EngineKind::Null, ..group(&path, 8 << 20, Rw::Read) };
+        let plan = Plan::build(PhaseSpec { name: "null".into(), groups: vec![g], checked: None }).expect("plan");
+        let m = std::fs::metadata(&path).unwrap();
+        assert_eq!(m.len(), 8 << 20);
+        assert_eq!(m.blocks(), 0, "no block of a null engine's file is written");
+        drop(plan);
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
