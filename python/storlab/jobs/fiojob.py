@@ -273,7 +273,9 @@ class _Problems:
 
     def message(self, source: str) -> str:
         head = f"fio job {os.path.basename(source)}: " if source != "<text>" else "fio job: "
-        tail = f" — {DOCS}"
+        # the pointer to docs/fio.md is for what storlab does not do; a bad value alone reads as
+        # it does from a flag or a TOML job file, ending in what is allowed
+        tail = f" — {DOCS}" if (self.engine or self.unsupported) else ""
         if self.engine:
             return _fit(head + self.engine, tail)
         parts = []
