@@ -116,8 +116,9 @@ _ROWS: list[tuple[str, str, str]] = [
     ("bs_is_seq_rand", _R, "storlab's block size does not depend on direction"),
     # --- pattern ---
     ("rw", _M, "rw (read, write, randread, randwrite, rw, randrw; trim, randtrim, trimwrite); "
-     "modifiers `:0` and `randread:1` only"),
-    ("rw_sequencer", _A, "only with no rw modifier"),
+     "`read:SIZE` (and write:, rw:, trim: …) → seq_hole = SIZE, a multiple of bs; "
+     "`randread:1` only"),
+    ("rw_sequencer", _A, "sequential only (the hole of `read:SIZE`)"),
     ("rwmixread", _M, "rwmix_read"),
     ("rwmixwrite", _M, "rwmix_read = 100 − rwmixwrite"),
     ("rwmixcycle", _A, "obsolete in fio"),
