@@ -417,7 +417,7 @@ impl GroupSpec {
             if self.rw.is_random() {
                 return Err(bad("seq_hole", "skips bytes between sequential requests; a random pattern has none (use a sequential rw)".into()));
             }
-            if self.seq_hole % self.bs != 0 {
+            if !self.seq_hole.is_multiple_of(self.bs) {
                 return Err(bad("seq_hole", format!("{} bytes is not a whole number of transfers of bs = {} bytes; allowed: 0 or a multiple of bs", self.seq_hole, self.bs)));
             }
             if matches!(self.thread_layout, ThreadLayout::Segmented | ThreadLayout::Strided) {
