@@ -652,10 +652,6 @@ class _Job:
                 self.bad("rw", f"modifier :{mod} is not a hole size; allowed: a size >= 0 "
                                "skipped after each sequential request")
                 return False
-            if self.seq_hole and (self.raw("rw_sequencer") or "sequential") != "sequential":
-                self.bad("rw_sequencer", "storlab skips the rw modifier's bytes "
-                                         "(rw_sequencer=sequential) only")
-                return False
         return True
 
     def _directions(self) -> tuple[bool, bool, bool]:

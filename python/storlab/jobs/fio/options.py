@@ -118,7 +118,7 @@ _ROWS: list[tuple[str, str, str]] = [
     ("rw", _M, "rw (read, write, randread, randwrite, rw, randrw; trim, randtrim, trimwrite); "
      "`read:SIZE` (and write:, rw:, trim: …) → seq_hole = SIZE, a multiple of bs; "
      "`randread:1` only"),
-    ("rw_sequencer", _A, "sequential only (the hole of `read:SIZE`)"),
+    ("rw_sequencer", _A, "used by fio only for `randread:N` with N > 1, which storlab refuses"),
     ("rwmixread", _M, "rwmix_read"),
     ("rwmixwrite", _M, "rwmix_read = 100 − rwmixwrite"),
     ("rwmixcycle", _A, "obsolete in fio"),
