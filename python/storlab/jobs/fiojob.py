@@ -1028,7 +1028,7 @@ class _Job:
 
     def logs(self) -> dict[str, str]:
         out = {}
-        for kind in ("bw", "iops"):
+        for kind in ("bw", "iops", "lat"):
             key = f"write_{kind}_log"
             if self.has(key):
                 out[kind] = self.raw(key) if self.raw(key) not in (None, "1") else self.name

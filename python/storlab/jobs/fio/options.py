@@ -263,7 +263,8 @@ _ROWS: list[tuple[str, str, str]] = [
     ("slat_percentiles", _A, "storlab prints percentiles of total latency; slat is in the JSON"),
     ("significant_figures", _A, "storlab prints its own precision"),
     ("write_bw_log", _M, "written from storlab's time series (interval = log_avg_msec)"),
-    ("write_lat_log", _R, "storlab's time series has bandwidth and IOPS per interval, not latency"),
+    ("write_lat_log", _M, "written from storlab's time series: mean lat, clat and slat per "
+     "interval (interval = log_avg_msec)"),
     ("write_iops_log", _M, "written from storlab's time series (interval = log_avg_msec)"),
     ("log_avg_msec", _M, "interval"),
     ("per_job_logs", _A, "storlab writes one log per job"),
