@@ -71,9 +71,42 @@ def test_bandwidth_log_in_fios_format(workdir):
                  "--write_bw_log=trace", "--write_iops_log", "--log_avg_msec=100", "--runtime=0.3",
                  "--time_based", "--output=/dev/null"]) == 0
     rows = [line.split(", ") for line in (workdir / "trace_bw.1.log").read_text().splitlines()]
-    assert rows and all(len(r) == 5 and r[2] == "0" and r[3] == "4096" for r in rows)
+    # fio 3.33 writes block size 0 in an averaged (log_avg_msec) entry
+    assert rows and all(len(r) == 5 and r[2] == "0" and r[3] == "0" for r in rows)
     assert [int(r[0]) for r in rows] == sorted(int(r[0]) for r in rows)
     assert (workdir / "l_iops.1.log").exists()
+
+
+@pytest.mark.parametrize("engine, slat_rows", [("psync", False), ("io_uring", True)])
+def test_latency_logs_hold_each_intervals_mean_latencies_in_fios_format(workdir, engine, slat_rows):
+    """write_lat_log was refused; now PREFIX_lat/clat/slat.N.log come from the time series: one
+    row per interval and direction with requests, the mean in ns, averaging to the job's mean
+    latency; psync's slat log is empty, as fio's (no submission samples)."""
+    out = workdir / "l.json"
+    assert main(["fio", "--name=l", f"--filename={workdir}/l", "--size=1m", "--rw=randrw",
+                 f"--ioengine={engine}", "--iodepth=2" if engine == "io_uring" else "--iodepth=1",
+                 "--write_lat_log=trace", "--log_avg_msec=100", "--runtime=0.5", "--time_based",
+                 "--output-format=json", f"--output={out}"]) == 0
+    job = json.loads(out.read_text())["jobs"][0]
+    logs = {k: [[int(x) for x in line.split(", ")]
+                for line in (workdir / f"trace_{k}.1.log").read_text().splitlines()]
+            for k in ("lat", "clat", "slat")}
+    assert logs["lat"] and len(logs["lat"]) == len(logs["clat"])
+    assert bool(logs["slat"]) == slat_rows
+    for rows in logs.values():
+        assert all(len(r) == 5 and r[1] > 0 and r[2] in (0, 1) and r[3:] == [0, 0] for r in rows)
+        assert [r[0] for r in rows] == sorted(r[0] for r in rows)
+    for ddir, direction in enumerate(("read", "write")):
+        means = [r[1] for r in logs["lat"] if r[2] == ddir]
+        assert means, direction
+        # the interval means bracket the job's mean (fio's lat_ns.mean, in ns)
+        assert min(means) <= job[direction]["lat_ns"]["mean"] * 1.01
+        assert max(means) >= job[direction]["lat_ns"]["mean"] * 0.99
+    lat = {(r[0], r[2]): r[1] for r in logs["lat"]}
+    clat = {(r[0], r[2]): r[1] for r in logs["clat"]}
+    slat = {(r[0], r[2]): r[1] for r in logs["slat"]}
+    for key, value in lat.items():          # lat = slat + clat, interval by interval (rounding)
+        assert abs(value - clat[key] - slat.get(key, 0)) <= 1, key
 
 
 def test_file_engine_runs_as_a_meta_phase(workdir, capsys):

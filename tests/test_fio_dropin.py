@@ -145,3 +145,33 @@ def test_an_iolog_fio_wrote_replays_under_storlab_fio(tmp_path, monkeypatch):
     work.mkdir()
     ops = _storlab(["--name=replay", f"--read_iolog={log}", "--replay_no_stall=1"], work, monkeypatch)
     assert ops == {"write": 256, "jobs": ["replay"]}
+
+
+def _logged_requests(log: Path) -> list[tuple[str, int, int]]:
+    """(direction, offset, length) of each request of an fio iolog v3, in order."""
+    rows = [line.split() for line in log.read_text().splitlines()[1:]]
+    return [(r[2], int(r[3]), int(r[4])) for r in rows if len(r) == 5]
+
+
+@needs_fio
+@pytest.mark.parametrize("rw, want", [
+    # the 86th read ends exactly at the end of the file, where fio stops
+    ("read:8k", [("read", k * 12288, 4096) for k in range(86)]),
+    # a hole runs past the end: the cursor wraps, and 1 MiB of writes takes two passes
+    ("write:4k", [("write", k * 8192, 4096) for k in range(128)] * 2)])
+def test_rw_with_a_hole_skips_it_after_each_request_as_fio_does(rw, want, tmp_path, monkeypatch):
+    """fio's rw=read:8k / write:4k over 1 MiB in 4 KiB requests, with the same offsets in both
+    tools' iologs; storlab fio used to refuse the modifier."""
+    logs = {}
+    for side in ("fio", "storlab"):
+        work = tmp_path / side
+        work.mkdir()
+        args = [f"--filename={work / 'hole.dat'}", "--name=h", "--size=1m", "--bs=4k",
+                f"--rw={rw}", f"--write_iolog={work / 'iolog'}"]
+        if side == "fio":
+            _fio(args, work)
+        else:
+            _storlab(args, work, monkeypatch)
+        logs[side] = _logged_requests(work / "iolog")
+    assert logs["fio"] == want
+    assert logs["storlab"] == want

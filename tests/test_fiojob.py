@@ -107,7 +107,7 @@ def test_runtime_without_time_based_needs_a_size():
 
 @pytest.mark.parametrize("text, problem", [
     ("[j]\nfilename=/x\nrw=randread:4\n", "one request per random offset"),
-    ("[j]\nfilename=/x\nrw=write:4k\n", "no holes between sequential requests"),
+    ("[j]\nfilename=/x\nrw=read:-8k\n", r"rw=read:-8k: modifier :-8k is not a hole size"),
     ("[j]\nfilename=/x\ntime_based\n", "time_based: needs runtime"),
     ("[j]\nrw=read\n", "size: missing"),
     ("[j]\nfilename=/x\ndirect=2\n", "expected 0 or 1"),
@@ -130,6 +130,16 @@ def test_bad_values_name_the_option_and_the_reason(text, problem):
     with pytest.raises(FioJobError, match=problem) as e:
         translate(text)
     assert "[j]" in str(e.value)
+
+
+def test_rw_modifier_of_a_sequential_pattern_is_the_hole_skipped_after_each_request():
+    g = groups(translate("[global]\nfilename=/x\nsize=1m\n[a]\nrw=read:8k\n[b]\nrw=trim:4k\n"
+                         "[c]\nrw=write:0\n[d]\nrw=randread:1\n[e]\nrw=read:8k\nrw_sequencer=identical\n"))
+    assert g["a"]["seq_hole"] == 8192 and g["a"]["rw"] == "read"
+    assert g["b"]["seq_hole"] == 4096 and g["b"]["rw"] == "trim"
+    assert "seq_hole" not in g["c"] and "seq_hole" not in g["d"]
+    # fio reads rw_sequencer only for random patterns' N
+    assert g["e"]["seq_hole"] == 8192
 
 
 def test_random_map_and_distribution_translate_to_the_engine_options():

@@ -227,6 +227,20 @@ def test_times_are_put_on_rank_0s_clock_before_the_window_is_taken():
     assert window == [0.5, 2.0]      # rank 1's start to rank 0's finish
 
 
+def test_merged_series_mean_latency_weights_each_ranks_mean_by_its_requests():
+    r0 = rank_result(1000.0, 0.0, [(0.0, 1.0, 100)], [1000, 3000])
+    r1 = rank_result(1000.0, 0.0, [(0.0, 1.0, 100)], [8000])
+    for r, means in ((r0, [2000.0, 0.0]), (r1, [8000.0, 5000.0])):
+        ts = r["read"]["timeseries"]
+        ts["iops"] = [ts["iops"][0], 0.0 if r is r0 else 2.0]
+        ts["bw_bytes"].append(0.0)
+        ts["lat_mean_ns"], ts["clat_mean_ns"], ts["slat_mean_ns"] = means, means, [0.0, 0.0]
+    ts = aggregate.merge_phase([r0, r1], window_bytes=[1.0, 1.0], nodes=["a", "a"])["read"]["timeseries"]
+    assert ts["iops"] == [3.0, 2.0]
+    assert ts["lat_mean_ns"] == [4000.0, 5000.0] == ts["clat_mean_ns"]     # (2 x 2000 + 8000) / 3
+    assert ts["slat_mean_ns"] == [0.0, 0.0]
+
+
 def test_merge_sums_bytes_and_takes_the_plain_and_deskewed_rates():
     r0 = rank_result(1000.0, 0.0, [(0.0, 2.0, 2000), (0.0, 2.0, 2000)], [1000, 1100])
     r1 = rank_result(1000.5, 0.0, [(0.0, 2.0, 2000)], [1200])

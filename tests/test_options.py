@@ -73,6 +73,9 @@ def test_bs_above_1_gib_is_refused_by_the_table_as_by_the_engine():
     ({"bs": "4k", "block": "6k"}, ["block", "whole number of transfers"]),
     ({"files": "per_thread", "thread_layout": "strided"}, ["thread_layout", "files=shared"]),
     ({"uring.batch": "4"}, ["uring.batch", "belongs to engine io_uring, but engine is psync"]),
+    ({"rw": "read", "seq_hole": "6k"}, ["seq_hole", "allowed: 0 or a multiple of bs"]),
+    ({"rw": "randread", "seq_hole": "4k"}, ["seq_hole", "a random pattern has none"]),
+    ({"rw": "read", "seq_hole": "4k", "thread_layout": "strided"}, ["seq_hole", "thread_layout=region"]),
 ])
 def test_combinations_the_engine_refuses_are_refused_when_the_job_is_read(values, words):
     """Rules combining options live in the engine's spec validation only; resolving a job runs it,

@@ -384,6 +384,24 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, replay: Option<&
 
 /// The range length a group needs on a target it must create: its size, or for the segmented
 /// layouts segments × participants × block when the block is known.
+/// The bytes a worker with `transfers` in its range may move: io_size, its share of io_total,
+/// unlimited when timed, else the range's bytes. With seq_hole the cursor wraps when a hole runs
+/// past the end of the range, so those bytes may take several passes over the same offsets; fio
+/// ends a sized job early when a request ends exactly at the end of the file (io_u.c,
+/// get_next_seq_offset), which is after ceil(transfers / stride) requests: fio's count, either way.
+fn io_limit(g: &GroupSpec, transfers: u64, group_workers: u64) -> u64 {
+    match (g.io_size, g.io_total, g.time) {
+        (Some(n), _, _) => (n / g.bs).max(1) * g.bs,
+        (_, Some(n), _) => (n / group_workers / g.bs).max(1) * g.bs,
+        (None, None, Some(_)) => u64::MAX,
+        (None, None, None) => {
+            let stride = g.seq_stride();
+            let last_ends_range = transfers > 0 && (transfers - 1).is_multiple_of(stride);
+            (if last_ends_range { transfers.div_ceil(stride) } else { transfers }) * g.bs
+        }
+    }
+}
+
 fn wanted_size(g: &GroupSpec, replay: Option<&Replay>) -> Option<u64> {
     let participants = g.participant_count();
     if let Some(r) = replay {
@@ -567,13 +585,7 @@ impl Plan {
                             (&own, targets.len() - 1, map)
                         }
                     };
-                    let transfers = map.transfers(g.bs);
-                    let io_limit = match (g.io_size, g.io_total, g.time) {
-                        (Some(n), _, _) => (n / g.bs).max(1) * g.bs,
-                        (_, Some(n), _) => (n / group_workers / g.bs).max(1) * g.bs,
-                        (None, None, Some(_)) => u64::MAX,
-                        (None, None, None) => transfers * g.bs,
-                    };
+                    let io_limit = io_limit(g, map.transfers(g.bs), group_workers);
                     let file = open_file(&t.info.path, t.writes, g.direct, false, &mut build.gate)?;
                     // Stable across processes: the same participant draws the same offsets.
                     let seed = Rng::derive(g.seed, ((gi as u64) << 48) | ((target_no as u64) << 32) | p);
@@ -641,6 +653,20 @@ mod tests {
     fn file_identity(path: &std::path::Path) -> Identity {
         let m = std::fs::metadata(path).unwrap();
         Identity::File { dev: m.dev(), ino: m.ino() }
+    }
+
+    /// fio 3.33 over 1 MiB in 4 KiB requests: rw=read:8k does 86 reads (the 86th ends at the end
+    /// of the file, where fio stops), rw=write:4k 256 writes (its holes wrap: two passes).
+    #[test]
+    fn a_sized_job_with_holes_does_fios_request_count() {
+        let g = GroupSpec { bs: 4096, seq_hole: 8192, ..Default::default() };
+        assert_eq!(io_limit(&g, 256, 1), 86 * 4096);
+        assert_eq!(io_limit(&GroupSpec { seq_hole: 4096, ..g.clone() }, 256, 1), 256 * 4096);
+        assert_eq!(io_limit(&GroupSpec { seq_hole: 12288, ..g.clone() }, 256, 1), 256 * 4096);
+        assert_eq!(io_limit(&GroupSpec { seq_hole: 4096, ..g.clone() }, 255, 1), 128 * 4096);
+        assert_eq!(io_limit(&GroupSpec { seq_hole: 0, ..g.clone() }, 256, 1), 256 * 4096);
+        // io_size counts bytes moved, holes or not
+        assert_eq!(io_limit(&GroupSpec { io_size: Some(1 << 20), ..g }, 256, 1), 1 << 20);
     }
 
     #[test]

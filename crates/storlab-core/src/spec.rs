@@ -145,6 +145,8 @@ pub struct GroupSpec {
     /// fio's random_distribution; parsed and validated by distribution.rs when deserialised.
     pub random_distribution: RandomDistribution,
     pub bs: u64,
+    /// Bytes skipped after each sequential request, a whole number of bs (fio's rw=read:SIZE).
+    pub seq_hole: u64,
     pub threads: u32,
     pub qd: u32,
     pub seed: u64,
@@ -222,6 +224,7 @@ impl Default for GroupSpec {
             random_map: true,
             random_distribution: RandomDistribution::Uniform,
             bs: 4096,
+            seq_hole: 0,
             threads: 1,
             qd: 1,
             seed: 0x5EED,
@@ -380,6 +383,12 @@ impl GroupSpec {
         }
     }
 
+    /// Transfers a sequential cursor advances per request: one, plus the hole's (seq_hole is a
+    /// whole number of bs once validated).
+    pub fn seq_stride(&self) -> u64 {
+        1 + self.seq_hole / self.bs
+    }
+
     /// Participants sharing one target's layout.
     pub fn participant_count(&self) -> u64 {
         if self.participants == 0 { self.threads as u64 } else { self.participants }
@@ -402,6 +411,17 @@ impl GroupSpec {
             }
             if self.qd != 1 || self.threads != 1 || self.files != FileLayout::Shared {
                 return Err(bad("rbw", "read-behind-write runs one writer and one reader per target at qd 1: use threads=1, qd=1, files=shared".into()));
+            }
+        }
+        if self.seq_hole > 0 {
+            if self.rw.is_random() {
+                return Err(bad("seq_hole", "skips bytes between sequential requests; a random pattern has none (use a sequential rw)".into()));
+            }
+            if !self.seq_hole.is_multiple_of(self.bs) {
+                return Err(bad("seq_hole", format!("{} bytes is not a whole number of transfers of bs = {} bytes; allowed: 0 or a multiple of bs", self.seq_hole, self.bs)));
+            }
+            if matches!(self.thread_layout, ThreadLayout::Segmented | ThreadLayout::Strided) {
+                return Err(bad("seq_hole", "holes are bytes of one contiguous range; they need thread_layout=region or shared".into()));
             }
         }
         if let Some(b) = self.block {

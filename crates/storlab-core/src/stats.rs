@@ -8,6 +8,9 @@ use serde::Serialize;
 
 use crate::histogram::{Histogram, LatencySummary, SCHEME};
 
+/// Columns of a direction's per-interval series: bytes, ops, and the lat, clat, slat sums in ns.
+pub const SERIES_COLUMNS: usize = 5;
+
 /// Counters of one direction (read or write) of one worker.
 #[derive(Clone, Default)]
 pub struct DirStats {
@@ -21,8 +24,9 @@ pub struct DirStats {
     /// Submission latency (fio's `slat`): request prepared to the submitting call returning.
     /// Recorded only by asynchronous backends; for blocking ones it is zero for every request.
     pub slat: Histogram,
-    /// Per-interval [bytes, ops], indexed by completion time after the ramp.
-    pub series: Vec<[u64; 2]>,
+    /// Per interval, indexed by completion time after the ramp: [bytes, ops, lat, clat, slat],
+    /// the latencies as sums in ns (mean = sum / ops).
+    pub series: Vec<[u64; SERIES_COLUMNS]>,
 }
 
 impl DirStats {
@@ -36,7 +40,7 @@ impl DirStats {
         self.ops += 1;
         self.bytes += bytes;
         self.lat.record(lat_ns);
-        self.count(bytes, interval);
+        self.count(bytes, interval, [lat_ns, lat_ns, 0]);
     }
 
     /// One completed request of an asynchronous backend: submission and completion parts.
@@ -47,7 +51,7 @@ impl DirStats {
         self.slat.record(slat_ns);
         self.clat.record(clat_ns);
         self.lat.record(slat_ns + clat_ns);
-        self.count(bytes, interval);
+        self.count(bytes, interval, [slat_ns + clat_ns, clat_ns, slat_ns]);
     }
 
     /// After the last `record` of a blocking backend: its calls were all completion latency, so
@@ -59,14 +63,17 @@ impl DirStats {
     }
 
     #[inline(always)]
-    fn count(&mut self, bytes: u64, interval: usize) {
+    fn count(&mut self, bytes: u64, interval: usize, lat_clat_slat_ns: [u64; 3]) {
         if interval >= self.series.len() {
             // Grows once per interval (about once a second), never per I/O.
-            self.series.resize(interval + 1, [0, 0]);
+            self.series.resize(interval + 1, [0; SERIES_COLUMNS]);
         }
         let s = &mut self.series[interval];
         s[0] += bytes;
         s[1] += 1;
+        s[2] += lat_clat_slat_ns[0];
+        s[3] += lat_clat_slat_ns[1];
+        s[4] += lat_clat_slat_ns[2];
     }
 
     pub fn merge(&mut self, o: &DirStats) {
@@ -76,11 +83,12 @@ impl DirStats {
         self.clat.merge(&o.clat);
         self.slat.merge(&o.slat);
         if o.series.len() > self.series.len() {
-            self.series.resize(o.series.len(), [0, 0]);
+            self.series.resize(o.series.len(), [0; SERIES_COLUMNS]);
         }
         for (a, b) in self.series.iter_mut().zip(o.series.iter()) {
-            a[0] += b[0];
-            a[1] += b[1];
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
         }
     }
 }
@@ -218,6 +226,11 @@ pub struct TimeSeries {
     pub interval_s: f64,
     pub bw_bytes: Vec<f64>,
     pub iops: Vec<f64>,
+    /// Mean total, completion and submission latency of the requests completed in each
+    /// interval (0 where none did): fio's write_lat_log with log_avg_msec.
+    pub lat_mean_ns: Vec<f64>,
+    pub clat_mean_ns: Vec<f64>,
+    pub slat_mean_ns: Vec<f64>,
 }
 
 /// One direction of a phase, as reported (see docs/result-format.md).
@@ -266,8 +279,8 @@ impl TimeSeries {
     /// Rates per interval. Every interval is full except the last, which ends with the window;
     /// a last remainder shorter than half an interval is folded into the one before it, so a
     /// single late completion cannot show as a spike.
-    pub fn of(series: &[[u64; 2]], seconds: f64, interval_s: f64) -> TimeSeries {
-        let mut sums: Vec<[u64; 2]> = series.to_vec();
+    pub fn of(series: &[[u64; SERIES_COLUMNS]], seconds: f64, interval_s: f64) -> TimeSeries {
+        let mut sums: Vec<[u64; SERIES_COLUMNS]> = series.to_vec();
         let mut lengths: Vec<f64> = vec![interval_s; sums.len()];
         if let Some(last) = lengths.last_mut() {
             let remainder = seconds - interval_s * (sums.len() - 1) as f64;
@@ -279,16 +292,25 @@ impl TimeSeries {
             let tail = sums.pop().unwrap();
             let tail_len = lengths.pop().unwrap();
             let prev = sums.last_mut().unwrap();
-            prev[0] += tail[0];
-            prev[1] += tail[1];
+            for (x, y) in prev.iter_mut().zip(tail) {
+                *x += y;
+            }
             *lengths.last_mut().unwrap() += tail_len;
         }
         TimeSeries {
             interval_s,
             bw_bytes: sums.iter().zip(&lengths).map(|(v, l)| v[0] as f64 / l).collect(),
             iops: sums.iter().zip(&lengths).map(|(v, l)| v[1] as f64 / l).collect(),
+            lat_mean_ns: sums.iter().map(|v| mean(v[2], v[1])).collect(),
+            clat_mean_ns: sums.iter().map(|v| mean(v[3], v[1])).collect(),
+            slat_mean_ns: sums.iter().map(|v| mean(v[4], v[1])).collect(),
         }
     }
+}
+
+/// A latency sum over `ops` requests as a mean; 0 without requests.
+fn mean(sum_ns: u64, ops: u64) -> f64 {
+    if ops == 0 { 0.0 } else { sum_ns as f64 / ops as f64 }
 }
 
 /// fsync calls of a phase.
@@ -320,14 +342,35 @@ mod tests {
     #[test]
     fn series_rates_use_real_interval_lengths() {
         // 2.5 s window, 1 s intervals: the last one is half long, so its rate doubles
-        let ts = TimeSeries::of(&[[100, 10], [100, 10], [50, 5]], 2.5, 1.0);
+        let ts = TimeSeries::of(&[[100, 10, 0, 0, 0], [100, 10, 0, 0, 0], [50, 5, 0, 0, 0]], 2.5, 1.0);
         assert_eq!(ts.iops, vec![10.0, 10.0, 10.0]);
         assert_eq!(ts.bw_bytes, vec![100.0, 100.0, 100.0]);
     }
 
+    /// Each interval's mean latencies are those of the requests completed in it; a folded tail's
+    /// requests count in the interval it joins; psync's requests are all completion latency.
+    #[test]
+    fn series_carries_the_mean_latencies_of_each_interval() {
+        let mut a = DirStats::default();
+        a.record_split(4096, 1_000, 9_000, 0);
+        a.record_split(4096, 3_000, 27_000, 0);
+        a.record_split(4096, 2_000, 8_000, 2);
+        let mut b = DirStats::default();
+        b.record(4096, 50_000, 1);
+        b.record(4096, 6_000, 2);
+        a.merge(&b);
+        let ts = TimeSeries::of(&a.series, 3.0, 1.0);
+        assert_eq!(ts.lat_mean_ns, vec![20_000.0, 50_000.0, 8_000.0]);
+        assert_eq!(ts.clat_mean_ns, vec![18_000.0, 50_000.0, 7_000.0]);
+        assert_eq!(ts.slat_mean_ns, vec![2_000.0, 0.0, 1_000.0]);
+        let folded = TimeSeries::of(&a.series, 2.2, 1.0);
+        assert_eq!(folded.lat_mean_ns, vec![20_000.0, 22_000.0]);
+        assert_eq!(TimeSeries::of(&[[0; SERIES_COLUMNS]], 1.0, 1.0).lat_mean_ns, vec![0.0]);
+    }
+
     #[test]
     fn a_tiny_last_interval_is_folded_into_the_previous_one() {
-        let ts = TimeSeries::of(&[[1000, 100], [1000, 100], [10, 1]], 2.01, 1.0);
+        let ts = TimeSeries::of(&[[1000, 100, 0, 0, 0], [1000, 100, 0, 0, 0], [10, 1, 0, 0, 0]], 2.01, 1.0);
         assert_eq!(ts.iops.len(), 2);
         assert!((ts.iops[1] - 101.0 / 1.01).abs() < 1e-9);
     }

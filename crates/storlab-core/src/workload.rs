@@ -143,8 +143,9 @@ impl Permutation {
 // offset would follow.
 #[allow(clippy::large_enum_variant)]
 enum Order {
-    /// Reads and writes each with their own cursor (fio's last_pos per direction).
-    Sequential { next: [u64; 2] },
+    /// Reads and writes each with their own cursor (fio's last_pos per direction), advancing by
+    /// `stride` transfers: 1, or more with holes (fio's rw=read:SIZE).
+    Sequential { next: [u64; 2], stride: u64 },
     /// fio's random map: each block once per pass, in the order of a per-pass permutation shared
     /// by reads and writes (fio's map is per file, so a randrw pass reads or writes each block once).
     Mapped(MapCursor),
@@ -265,7 +266,7 @@ impl OffsetGenerator {
         let offset_seed = Rng::derive(seed, OFFSET_STREAM);
         let scatter_key = Rng::derive(seed, SCATTER_STREAM);
         let order = if !rw.is_random() {
-            Order::Sequential { next: [0, 0] }
+            Order::Sequential { next: [0, 0], stride: g.seq_stride() }
         } else {
             match &g.random_distribution {
                 RandomDistribution::Uniform if g.random_map => {
@@ -310,7 +311,7 @@ impl OffsetGenerator {
     /// Continue a sequential pattern at transfer `k` (wrapping like `next_io`), in both
     /// directions. Random orders have no position to move (read-behind-write is sequential).
     pub fn seek(&mut self, k: u64) {
-        if let Order::Sequential { next } = &mut self.order {
+        if let Order::Sequential { next, .. } = &mut self.order {
             *next = [k % self.blocks; 2];
         }
     }
@@ -360,10 +361,11 @@ impl OffsetGenerator {
     fn draw_offset(&mut self, is_read: bool) -> u64 {
         let n = self.blocks;
         let block = match &mut self.order {
-            Order::Sequential { next } => {
+            Order::Sequential { next, stride } => {
                 let cursor = &mut next[!is_read as usize];
                 let b = *cursor;
-                *cursor = if b + 1 == n { 0 } else { b + 1 }; // wrap for time-based runs and io_size > range
+                // wrap to the start for time-based runs and io_size > range, as fio does
+                *cursor = if n - b <= *stride { 0 } else { b + *stride };
                 b
             }
             Order::Mapped(cursor) => cursor.next(),
@@ -410,6 +412,28 @@ mod tests {
     /// Block indices of the next `count` requests of a contiguous map starting at block 0.
     fn blocks(g: &mut OffsetGenerator, count: u64, bs: u64) -> Vec<u64> {
         (0..count).map(|_| g.next_io().offset / bs).collect()
+    }
+
+    /// fio's rw=read:8k with bs=4k: offsets 0, 12 KiB, 24 KiB ...; the cursor wraps to the start
+    /// when the next stride would leave the range (time-based runs).
+    #[test]
+    fn sequential_with_holes_skips_the_hole_after_each_request_and_wraps() {
+        let g = GroupSpec { rw: Rw::Read, bs: 4096, seq_hole: 8192, ..Default::default() };
+        let mut gen = OffsetGenerator::new(Rw::Read, &g, contiguous(0, 8), 1);
+        let offs: Vec<u64> = (0..5).map(|_| gen.next_io().offset).collect();
+        assert_eq!(offs, vec![0, 12288, 24576, 0, 12288]);
+        // writes have their own cursor, with the same stride
+        let g = GroupSpec { rw: Rw::Rw, bs: 4096, seq_hole: 4096, rwmix_read: 50, ..Default::default() };
+        let mut gen = OffsetGenerator::new(Rw::Rw, &g, contiguous(0, 7), 3);
+        let (mut reads, mut writes) = (Vec::new(), Vec::new());
+        for _ in 0..40 {
+            let io = gen.next_io();
+            if io.dir == Dir::Read { reads.push(io.offset / 4096) } else { writes.push(io.offset / 4096) }
+        }
+        for seen in [reads, writes] {
+            let want: Vec<u64> = [0, 2, 4, 6].iter().cycle().take(seen.len()).copied().collect();
+            assert_eq!(seen, want);
+        }
     }
 
     #[test]

@@ -339,9 +339,17 @@ def _run_status(gid: int, jobs: list[FioJob], phases: list[dict[str, Any]], tr: 
     return lines
 
 
+# log kind of a job -> (file kind, series key): write_lat_log makes three files
+_LOG_FILES = {"bw": (("bw", "bw_bytes"),), "iops": (("iops", "iops"),),
+              "lat": (("lat", "lat_mean_ns"), ("clat", "clat_mean_ns"), ("slat", "slat_mean_ns"))}
+
+
 def _write_logs(doc: dict[str, Any], tr: Translation) -> None:
-    """fio's write_bw_log/write_iops_log files (`PREFIX_bw.N.log`: time in ms, value, direction,
-    block size, offset) from storlab's per-interval time series of the job's phase."""
+    """fio's write_bw_log/write_iops_log/write_lat_log files (`PREFIX_bw.N.log`, `PREFIX_lat.N.log`
+    …: time in ms, value, direction, block size (0: an average), offset) from storlab's per-interval time series of
+    the job's phase: bandwidth in KiB/s, IOPS, and the interval's mean latencies in ns, as fio
+    writes them with log_avg_msec. A latency log has no row for an interval without requests (fio
+    has no sample to average), and psync's slat log is empty, as fio's (no submission samples)."""
     for number, job in enumerate(tr.jobs, 1):
         if not job.logs:
             continue
@@ -349,18 +357,20 @@ def _write_logs(doc: dict[str, Any], tr: Translation) -> None:
         if not entries:
             continue
         phase = entries[0]
-        bs = tr.phases[job.phase]["groups"][0]["options"]["bs"] if tr.phases[job.phase].get("groups") else 0
-        for kind, prefix in job.logs.items():
-            rows = []
-            for ddir, direction in enumerate(("read", "write", "trim")):
-                series = (phase.get(direction) or {}).get("timeseries")
-                if not series or not (phase.get(direction) or {}).get("ops"):
-                    continue
-                values = series["bw_bytes"] if kind == "bw" else series["iops"]
-                step = series["interval_s"]
-                for i, v in enumerate(values):
-                    value = v / 1024 if kind == "bw" else v     # fio logs bandwidth in KiB/s
-                    rows.append((round((i + 1) * step * 1000), round(value), ddir))
-            rows.sort()
-            text = "".join(f"{t}, {v}, {d}, {bs}, 0\n" for t, v, d in rows)
-            write_output(text, f"{prefix}_{kind}.{number}.log", "log")
+        for log_kind, prefix in job.logs.items():
+            for kind, key in _LOG_FILES[log_kind]:
+                rows = []
+                for ddir, direction in enumerate(("read", "write", "trim")):
+                    series = (phase.get(direction) or {}).get("timeseries")
+                    if not series or not (phase.get(direction) or {}).get("ops"):
+                        continue
+                    step = series["interval_s"]
+                    for i, (v, iops) in enumerate(zip(series[key], series["iops"])):
+                        if log_kind == "lat" and (iops <= 0 or v <= 0):
+                            continue
+                        value = v / 1024 if kind == "bw" else v     # fio logs bandwidth in KiB/s
+                        rows.append((round((i + 1) * step * 1000), round(value), ddir))
+                rows.sort()
+                # fio writes block size 0 in an averaged (log_avg_msec) entry
+                text = "".join(f"{t}, {v}, {d}, 0, 0\n" for t, v, d in rows)
+                write_output(text, f"{prefix}_{kind}.{number}.log", "log")

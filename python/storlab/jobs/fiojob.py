@@ -536,6 +536,7 @@ class _Job:
         self.kb_base = 1024
         self.numjobs = 1
         self.rw = "read"
+        self.seq_hole = 0
         self.all_files: list[str] = []
         self.notes: list[str] = []
         self.layout: list[dict[str, Any]] = []
@@ -611,6 +612,8 @@ class _Job:
         if not self.rw_pattern():
             return None
         opts: dict[str, Any] = {"rw": _RW[self.rw], "engine": storlab_engine}
+        if self.seq_hole:
+            opts["seq_hole"] = self.seq_hole
         if not self.block_size(opts):
             return None
         workers = self.targets(storlab_engine)
@@ -635,12 +638,21 @@ class _Job:
             self.bad("rw", f"use one of: {', '.join(_RW)}")
             return False
         self.rw = base
-        if mod.strip():
-            neutral = {"1"} if base.startswith("rand") else {"0", "0k", "0b"}
-            if mod.strip().lower() not in neutral:
-                what = ("one request per random offset" if base.startswith("rand")
-                        else "no holes between sequential requests")
-                self.bad("rw", f"storlab does {what} (modifier :{mod.strip()})")
+        self.seq_hole = 0
+        mod = mod.strip()
+        if mod and base.startswith("rand"):
+            if mod != "1":
+                self.bad("rw", f"storlab does one request per random offset (modifier :{mod})")
+                return False
+        elif mod:
+            # fio's rw=read:SIZE: skip SIZE bytes after each request (seq_hole)
+            try:
+                self.seq_hole = parse_fio_size(mod, self.kb_base)
+            except ValueError:
+                self.seq_hole = -1
+            if self.seq_hole < 0:
+                self.bad("rw", f"modifier :{mod} is not a hole size; allowed: a size >= 0 "
+                               "skipped after each sequential request")
                 return False
         return True
 
@@ -1018,7 +1030,7 @@ class _Job:
 
     def logs(self) -> dict[str, str]:
         out = {}
-        for kind in ("bw", "iops"):
+        for kind in ("bw", "iops", "lat"):
             key = f"write_{kind}_log"
             if self.has(key):
                 out[kind] = self.raw(key) if self.raw(key) not in (None, "1") else self.name

@@ -176,6 +176,8 @@ ROWS: tuple[Option, ...] = (
            metavar="DIST", fio_name="random_distribution",
            rule="random_distribution"),
     Option("bs", "size", "request (block) size", fio_name="blocksize"),
+    Option("seq_hole", "size", "bytes skipped after each sequential request, a multiple of bs "
+           "(fio's rw=read:SIZE); one pass then issues ceil(range / (bs + seq_hole)) requests"),
     Option("threads", "int", "worker threads per target", fio_name="numjobs"),
     Option("qd", "int", "requests in flight per thread (io_uring; psync is always 1)",
            fio_name="iodepth"),

@@ -22,7 +22,8 @@ worker of every rank; docs/mpi.md repeats this):
   exact by the parallel (pooled) formula; percentiles from the merged histogram, clamped to the
   exact merged min/max (as the engine clamps its own).
 - `timeseries`: interval k summed over ranks, each rank's intervals counted from its own phase
-  start (ranks start within the barrier skew recorded as `mpi.start_skew_s`).
+  start (ranks start within the barrier skew recorded as `mpi.start_skew_s`); its mean latencies
+  are the ranks' means weighted by their requests in the interval.
 - `mpi.ranks` / `mpi.nodes`: per rank and per node; `mpi.stragglers`: the ranks that finished
   last, latest first; `mpi.slowest_ranks`: the lowest own bandwidths, against the median.
 """
@@ -105,6 +106,12 @@ def _sum_series(series: Sequence[Sequence[float]]) -> list[float]:
     return out
 
 
+def _mean_series(ts: Sequence[dict[str, Any]], key: str, iops: Sequence[float]) -> list[float]:
+    """Interval k's mean latency over the ranks: their means weighted by their requests (IOPS)."""
+    weighted = _sum_series([[m * r for m, r in zip(t[key], t["iops"])] for t in ts])
+    return [w / n if n > 0 else 0.0 for w, n in zip(weighted, iops)]
+
+
 def merge_direction(dirs: Sequence[dict[str, Any]], seconds: float) -> dict[str, Any]:
     """One `read` or `write` section from the ranks' sections of it (see the module doc)."""
     b = sum(d["bytes"] for d in dirs)
@@ -126,6 +133,9 @@ def merge_direction(dirs: Sequence[dict[str, Any]], seconds: float) -> dict[str,
         out["timeseries"] = {"interval_s": ts[0]["interval_s"],
                              "bw_bytes": _sum_series([t["bw_bytes"] for t in ts]),
                              "iops": _sum_series([t["iops"] for t in ts])}
+        for key in ("lat_mean_ns", "clat_mean_ns", "slat_mean_ns"):
+            if all(key in t for t in ts):
+                out["timeseries"][key] = _mean_series(ts, key, out["timeseries"]["iops"])
     return out
 
 

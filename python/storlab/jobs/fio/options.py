@@ -116,8 +116,9 @@ _ROWS: list[tuple[str, str, str]] = [
     ("bs_is_seq_rand", _R, "storlab's block size does not depend on direction"),
     # --- pattern ---
     ("rw", _M, "rw (read, write, randread, randwrite, rw, randrw; trim, randtrim, trimwrite); "
-     "modifiers `:0` and `randread:1` only"),
-    ("rw_sequencer", _A, "only with no rw modifier"),
+     "`read:SIZE` (and write:, rw:, trim: …) → seq_hole = SIZE, a multiple of bs; "
+     "`randread:1` only"),
+    ("rw_sequencer", _A, "used by fio only for `randread:N` with N > 1, which storlab refuses"),
     ("rwmixread", _M, "rwmix_read"),
     ("rwmixwrite", _M, "rwmix_read = 100 − rwmixwrite"),
     ("rwmixcycle", _A, "obsolete in fio"),
@@ -262,7 +263,8 @@ _ROWS: list[tuple[str, str, str]] = [
     ("slat_percentiles", _A, "storlab prints percentiles of total latency; slat is in the JSON"),
     ("significant_figures", _A, "storlab prints its own precision"),
     ("write_bw_log", _M, "written from storlab's time series (interval = log_avg_msec)"),
-    ("write_lat_log", _R, "storlab's time series has bandwidth and IOPS per interval, not latency"),
+    ("write_lat_log", _M, "written from storlab's time series: mean lat, clat and slat per "
+     "interval (interval = log_avg_msec)"),
     ("write_iops_log", _M, "written from storlab's time series (interval = log_avg_msec)"),
     ("log_avg_msec", _M, "interval"),
     ("per_job_logs", _A, "storlab writes one log per job"),
