@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from browser import in_page_check, needs_chromium, screenshot
@@ -232,3 +233,15 @@ def test_the_html_report_renders_in_headless_chromium(shm_dir, tmp_path):
     assert console == [] and ncolors > 50 and non_white > 0.03
     check, console = in_page_check(html, tmp_path)
     assert check["images"] == 1 and check["broken"] == 0 and check["errors"] == [] and console == []
+
+
+def test_a_planned_stack_is_compared_first_and_a_target_without_devices_says_it_differs(shm_dir, tmp_path, capsys):
+    """--stack on a memory file system used to report no difference from a planned RAID 6 of
+    twelve drives: nothing was compared, and that is a difference."""
+    stack = Path(__file__).resolve().parent.parent / "examples" / "stacks" / "r6-12-nlsas-md.toml"
+    out = tmp_path / "d.json"
+    assert main(["diagnose", shm_dir, "--budget", "15s", "--stack", str(stack), "--no-store", "--json", str(out)]) == 0
+    check = json.loads(out.read_text())["stack_check"]
+    assert check["stack_file"] == str(stack) and len(check["differences"]) == 1
+    assert "without a block device below it" in check["differences"][0]["found"]
+    assert "1 difference(s) from the live stack" in capsys.readouterr().out

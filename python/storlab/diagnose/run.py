@@ -126,8 +126,13 @@ def diagnose(target: str, settings: Settings) -> tuple[dict[str, Any], list[dict
         from ..doctor.stack_check import compare_with_stack
         from ..model.stack import load_stack
 
-        diffs = compare_with_stack(inv, load_stack(settings.stack_file), inv.roots)
-        doc["stack_check"] = {"stack_file": settings.stack_file, "differences": [d.to_dict() for d in diffs]}
+        stack = load_stack(settings.stack_file)
+        if inv.roots:
+            diffs = [d.to_dict() for d in compare_with_stack(inv, stack, inv.roots)]
+        else:       # no block device below the target: nothing of the plan can be found live
+            diffs = [{"item": "stack", "device": "-", "planned": stack.name or settings.stack_file,
+                      "found": f"{view.fs_type or 'no'} file system without a block device below it"}]
+        doc["stack_check"] = {"stack_file": settings.stack_file, "differences": diffs}
     scope = set(view.members) | {n for n in (view.volume, view.fs_device) if n}
     doctor = [f.to_dict() for f in run_checks(inv) if f.device in scope]
     doc["doctor"] = doctor

@@ -36,6 +36,12 @@ def render_table(doc: dict[str, Any]) -> str:
     lines = [f"storlab diagnose {doc['target']}: {st.get('fs_type') or 'block device'}"
              + (f" on {st['level']} over {len(st['members'])} member(s) ({', '.join(st['members'])})"
                 if st["members"] else "")]
+    check = doc.get("stack_check")
+    if check is not None:
+        diffs = check["differences"]
+        lines.append(f"planned stack {check['stack_file']}: " + ("matches the live stack" if not diffs else
+                     f"{len(diffs)} difference(s) from the live stack"))
+        lines += [f"  - {d['item']} ({d['device']}): planned {d['planned']}, found {d['found']}" for d in diffs]
     labels = {w["name"]: w["label"] for w in doc.get("workloads") or []}
     for wname, label in labels.items():
         rows = [r for r in doc["layers"] if r["workload"] == wname]
