@@ -183,8 +183,7 @@ class IoRankHooks(RankHooks):
         info = None
         if comm.rank == 0:
             _, shifts, window = deskew_window(reports)
-            stop = next(({"rank": r, "stop_reason": x["stop_reason"], "error": x["error"]}
-                         for r, x in enumerate(reports) if not x["complete"]), None)
+            stop = _first_stop(reports)
             counts = None
             if k in self.pairs.values():
                 names = [g.name for g in phase.groups]
@@ -201,11 +200,8 @@ class IoRankHooks(RankHooks):
             self.window_bytes[k] = everyone
         if info["counts"] is not None:
             self._apply_wearout(k, info["counts"])
-        stop = info["stop"]
-        if stop is not None and result["complete"]:
-            why = stop["error"] or stop["stop_reason"]
-            result.update(complete=False, stop_reason=stop["stop_reason"],
-                          error=f"stopped with rank {stop['rank']}: {why}")
+        if info["stop"] is not None:
+            _mark_stopped(result, info["stop"])
 
     def _apply_wearout(self, k: int, counts: list[list[list[int]]]) -> None:
         """Give each read phase that mirrors write phase k the io_size its data rank wrote."""
@@ -277,8 +273,7 @@ class MetaRankHooks(RankHooks):
         info = None
         if comm.rank == 0:
             _, shifts, window = deskew_window(reports)
-            stop = next(({"rank": r, "stop_reason": x["stop_reason"], "error": x["error"]}
-                         for r, x in enumerate(reports) if not x["complete"]), None)
+            stop = _first_stop(reports)
             if stop is not None:   # every rank marks its copy the same way below
                 for x in reports:
                     _mark_stopped(x, stop)
@@ -322,7 +317,14 @@ class MetaRankHooks(RankHooks):
                 "error": error}
 
 
+def _first_stop(reports: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first rank whose phase did not complete: its rank, stop reason and error."""
+    return next(({"rank": r, "stop_reason": x["stop_reason"], "error": x["error"]}
+                 for r, x in enumerate(reports) if not x["complete"]), None)
+
+
 def _mark_stopped(result: dict[str, Any], stop: dict[str, Any]) -> None:
+    """A phase that completed here ends as the rank `stop` ended it (the ranks stop together)."""
     if result["complete"]:
         why = stop["error"] or stop["stop_reason"]
         result.update(complete=False, stop_reason=stop["stop_reason"], error=f"stopped with rank {stop['rank']}: {why}")
