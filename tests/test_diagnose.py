@@ -245,3 +245,19 @@ def test_a_planned_stack_is_compared_first_and_a_target_without_devices_says_it_
     assert check["stack_file"] == str(stack) and len(check["differences"]) == 1
     assert "without a block device below it" in check["differences"][0]["found"]
     assert "1 difference(s) from the live stack" in capsys.readouterr().out
+
+
+@pytest.mark.root
+@pytest.mark.loop
+def test_allow_destroy_adds_write_probes_on_the_named_device_and_only_then(loop_device, shm_dir, tmp_path):
+    """--allow-destroy was accepted and did nothing: a device named in it is also written (the
+    engine's gate checks what it opens), a device not named is only read."""
+    dev = loop_device(64 << 20, backing_dir=shm_dir)
+    out = tmp_path / "d.json"
+    assert main(["diagnose", dev, "--budget", "10s", "--allow-destroy", dev, "--no-store", "--quiet",
+                 "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    writes = [r for r in doc["layers"] if r["workload"] == "seq-write"]
+    assert [r["layer"] for r in writes] == ["member"] and writes[0]["measured"] > 0
+    assert main(["diagnose", dev, "--budget", "10s", "--no-store", "--quiet", "--json", str(out)]) == 0
+    assert not [r for r in json.loads(out.read_text())["layers"] if r["workload"] == "seq-write"]

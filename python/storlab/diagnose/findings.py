@@ -222,7 +222,15 @@ def find(view, rows: list[Row], rates: dict[str, Any], workloads: list[Workload]
         out.append(Finding("cache-effect", "info", "fs", f"{view.mount_point} is a memory file system "
                            f"({view.fs_type}): every figure here is memory speed, cached or not",
                            "the mount table", None))
-        workloads = []
+    else:
+        out += _cache_effects(rows, workloads)
+    order = {"warning": 0, "info": 1}
+    return sorted(out, key=lambda f: order[f.severity])
+
+
+def _cache_effects(rows: list[Row], workloads: list[Workload]) -> list[Finding]:
+    """In-cache or buffered reads far above direct ones: the figures of a cache, said as such."""
+    out: list[Finding] = []
     for w in workloads:
         direct = next((r for r in rows if r.layer == "fs" and r.workload == w.name), None)
         cached = next((r for r in rows if r.layer == "fs-cached" and r.workload == w.name), None)
@@ -239,5 +247,4 @@ def find(view, rows: list[Row], rates: dict[str, Any], workloads: list[Workload]
                                f"buffered reads after invalidation still run at {fmt(buffered.measured, buffered.unit)}, "
                                f"{buffered.measured / direct.measured:.1f}x direct I/O: read-ahead or a cache below "
                                "the page cache serves them", "direct vs buffered read of the same file", None))
-    order = {"warning": 0, "info": 1}
-    return sorted(out, key=lambda f: order[f.severity])
+    return out

@@ -75,6 +75,8 @@ class Probe:
     extra: dict[str, Any] = field(default_factory=dict)
     row_workload: str | None = None    # the volume workload this probe stands for (member probes
                                        # run the member's share of it); None: its own workload
+    ranks: int | None = None           # run as this many MPI ranks (run_rank_probe)
+    allow_destroy: tuple[str, ...] = ()   # devices the user named: the engine's gate may let writes through
 
     @property
     def key(self) -> tuple[str, str]:
@@ -89,6 +91,8 @@ class Probe:
             v["time"] = self.time_s                    # the cached probe's timed phase sets its own
         if self.size is not None:
             v["size"] = self.size
+        if self.allow_destroy:
+            v["allow_destroy"] = list(self.allow_destroy)
         if self.cache == "in":
             v["invalidate"] = False
         if self.cache == "out" and self.size:
@@ -160,9 +164,10 @@ def _flags(values: dict[str, Any]) -> list[str]:
     return out
 
 
-def run_rank_probe(probe: Probe, ranks: int, argv: list[str]) -> ProbeResult:
-    """The probe as `ranks` MPI ranks of `storlab run` (mpiexec, one host), merged by rank 0.
+def run_rank_probe(probe: Probe, argv: list[str]) -> ProbeResult:
+    """The probe as `probe.ranks` MPI ranks of `storlab run` (mpiexec, one host), merged by rank 0.
     Each rank runs the probe's job on the same target; the figure is their sum."""
+    ranks = probe.ranks
     mpiexec = find_mpiexec()
     if mpiexec is None:
         raise EngineError("ranks: no mpiexec found (pip install 'storlab[mpi]' or put a site MPI on PATH)")

@@ -76,7 +76,7 @@ def plan_probes(view: StackView, budget_s: float, probe_file: str | None, worklo
             probes.append(Probe("fs", view.mount_point or "", w, [probe_file], 0.0))
             for n in ranks:
                 probes.append(Probe(f"fs-ranks:{n}", f"{view.mount_point} ({n} MPI ranks)", w, [probe_file], 0.0,
-                                    extra={"ranks": n}))
+                                    ranks=n))
     if probe_file:
         # out of cache means each byte read once: the time ends it, or the end of the file does
         # (a time-based read would wrap around and read the pages its first pass cached)
@@ -93,6 +93,16 @@ def plan_probes(view: StackView, budget_s: float, probe_file: str | None, worklo
     for p in probes:
         p.time_s = round(each, 1)
     return probes
+
+
+def _devices_writable(view: StackView, allow_destroy: tuple[str, ...]) -> bool:
+    """Writes on the device layers only when the target is a device and the user named every
+    device they would write (each member and the volume) in --allow-destroy; the engine's gate
+    still refuses a mounted or held one."""
+    named = {os.path.realpath(d) for d in allow_destroy}
+    devices = [*view.members, *([view.volume] if view.volume else [])]
+    return view.target_kind == "block" and bool(devices) and all(
+        os.path.realpath(f"/dev/{d}") in named for d in devices)
 
 
 def _probe_file_path(view: StackView) -> str | None:
@@ -137,6 +147,8 @@ def diagnose(target: str, settings: Settings) -> tuple[dict[str, Any], list[dict
     doctor = [f.to_dict() for f in run_checks(inv) if f.device in scope]
     doc["doctor"] = doctor
     workloads = [natural_workload(view), RAND_READ]
+    if _devices_writable(view, settings.allow_destroy):
+        workloads.append(SEQ_WRITE)
     probe_file = _probe_file_path(view)
     created = probe_file is not None and view.target_kind == "dir"
     probes = plan_probes(view, settings.budget_s, probe_file, workloads, settings.ranks)
@@ -149,8 +161,7 @@ def diagnose(target: str, settings: Settings) -> tuple[dict[str, Any], list[dict
                 together = results.get(("members", workloads[0].name)) or results.get(
                     (f"member:{view.members[0]}", workloads[0].name) if view.members else ("", ""))
                 size = _probe_file_size(view, together.value if together else None, p.time_s)
-                lay = Probe("fs-write", view.mount_point or "", SEQ_WRITE, [probe_file], 0.0, size=size,
-                            extra={"invalidate": True})
+                lay = Probe("fs-write", view.mount_point or "", SEQ_WRITE, [probe_file], 0.0, size=size)
                 say(f"diagnose: laying out the probe file ({size >> 20} MiB, direct writes)")
                 r = _run(lay, settings, doc, results, probe_docs)
                 if r is None:
@@ -185,12 +196,8 @@ def _run(p: Probe, settings: Settings, doc: dict[str, Any], results: dict, probe
     if STOP.requested:
         doc.update(complete=False, stop_reason="interrupted", signal=STOP.signal_name)
         return None
-    if p.layer.startswith("fs-ranks:"):
-        ranks = p.extra.pop("ranks")
-        r = run_rank_probe(p, ranks, settings.argv)
-        p.extra["ranks"] = ranks
-    else:
-        r = run_probe(p, settings.argv)
+    p.allow_destroy = settings.allow_destroy
+    r = run_rank_probe(p, settings.argv) if p.ranks else run_probe(p, settings.argv)
     doc["probes"].append(r.to_dict())
     probe_docs.append(r.document)
     if r.document.get("stop_reason") == "interrupted":
