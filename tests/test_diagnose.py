@@ -261,3 +261,14 @@ def test_allow_destroy_adds_write_probes_on_the_named_device_and_only_then(loop_
     assert [r["layer"] for r in writes] == ["member"] and writes[0]["measured"] > 0
     assert main(["diagnose", dev, "--budget", "10s", "--no-store", "--quiet", "--json", str(out)]) == 0
     assert not [r for r in json.loads(out.read_text())["layers"] if r["workload"] == "seq-write"]
+
+
+def test_ranks_without_mpiexec_is_one_line_and_leaves_nothing(shm_dir, monkeypatch, capsys):
+    from storlab.diagnose import probes
+
+    monkeypatch.setattr(probes, "find_mpiexec", lambda: None)
+    before = set(os.listdir(shm_dir))
+    assert main(["diagnose", shm_dir, "--budget", "20s", "--ranks", "2", "--no-store", "--quiet"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == "storlab diagnose: error: ranks: no mpiexec found (pip install 'storlab[mpi]' or put a site MPI on PATH)"
+    assert set(os.listdir(shm_dir)) == before
