@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import signal
 import sys
@@ -15,7 +14,7 @@ from ..jobs import mainjob
 from ..jobs.job import load_jobfile, resolve_job
 from ..measure.launch import detect as detect_mpi_launch
 from ..measure.runner import run_job
-from ..output.files import OutputError, check_destination, write_output
+from ..output.files import OutputError, check_destination
 from ..output.json import write_json
 from ..signals import STOP, exit_code_for
 from ..units import format_rate
@@ -144,7 +143,7 @@ def _write_fio_json(doc: dict[str, Any], target: str | None) -> bool:
     from ..output.fiojson import fio_json
 
     try:
-        write_output(json.dumps(fio_json(doc), indent=1) + "\n", target, "fio-json")
+        write_json(fio_json(doc), target, "fio-json")
     except OutputError as e:
         print(f"storlab run: error: {e}", file=sys.stderr)
         return False
