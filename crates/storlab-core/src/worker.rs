@@ -196,8 +196,10 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     let trimwrite = rw == Rw::Trimwrite;
     // A paced or replayed request is not due yet: wait for completions until then.
     let mut wait_for: Option<Instant>;
-    // A replay's position, and an fsync it asks for once the queue is drained.
+    // A replay's position.
     let mut replay_pos = 0usize;
+    // An fsync is due once the queue is drained: a replayed sync asks for one, and fsync=N after
+    // the Nth write since the last.
     let mut sync_due = false;
     let replay_first = replay.and_then(|r| r.entries.first()).map_or(0, |e| e.at_us);
 
@@ -269,7 +271,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                     issuing = false;
                     break;
                 }
-                if sync_due || (g.fsync_every > 0 && writes_since_sync >= g.fsync_every) {
+                if sync_due {
                     break; // drain first, then sync (below)
                 }
                 if let Some(t) = think.as_mut() {
@@ -371,14 +373,17 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                     t.issued();
                 }
                 if dir != Dir::Read {
-                    writes_since_sync += (dir == Dir::Write) as u64;
                     wrote_any = true;
-                    if verifying && dir == Dir::Write {
-                        write_sequence += 1;
-                        // SAFETY: the slot's buffer holds bs bytes and no request is using it.
-                        let block = unsafe { std::slice::from_raw_parts_mut(slot.buf, bs) };
-                        let pattern = pattern.as_ref().expect("a pattern when verifying");
-                        verify::stamp(block, pattern, g.verify, Expect { offset, seed: g.seed, pass: g.verify_pass }, write_sequence);
+                    if dir == Dir::Write {
+                        writes_since_sync += 1;
+                        sync_due |= g.fsync_every > 0 && writes_since_sync >= g.fsync_every;
+                        if verifying {
+                            write_sequence += 1;
+                            // SAFETY: the slot's buffer holds bs bytes and no request is using it.
+                            let block = unsafe { std::slice::from_raw_parts_mut(slot.buf, bs) };
+                            let pattern = pattern.as_ref().expect("a pattern when verifying");
+                            verify::stamp(block, pattern, g.verify, Expect { offset, seed: g.seed, pass: g.verify_pass }, write_sequence);
+                        }
                     }
                 }
                 // Latency runs from here, the actual issue, not from the paced schedule (fio's
@@ -440,7 +445,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
 
             // 3. Nothing in flight: sync if due, or finish. As fio's fsync=N, the sync comes before
             // the request that follows the Nth write: none after the last (fsync_end covers that).
-            if issuing && (sync_due || (g.fsync_every > 0 && writes_since_sync >= g.fsync_every)) {
+            if issuing && sync_due {
                 if let Some(wr) = iolog_writer.as_mut() {
                     attempt!(wr.sync(Instant::now()));
                 }
