@@ -324,9 +324,8 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                 };
                 let mut dir = dir;
                 if let Some(p) = &pacer {
-                    let now_ns = ns_between(p.start, now);
                     if switch_dirs {
-                        dir = p.choose(dir, now_ns);
+                        dir = p.choose(dir, ns_between(p.start, now));
                     }
                     let paced = p.start + Duration::from_nanos(p.due_ns(dir));
                     due = Some(due.map_or(paced, |d| d.max(paced)));
