@@ -151,6 +151,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     // All workers started together; the phase clock was set by the coordinator.
     let phase_start = control.phase_start();
     let measure_start = phase_start + Duration::from_secs_f64(g.ramp);
+    let ramp_ns = ns_between(phase_start, measure_start);
     let progress = &control.progress[w.id];
 
     let mut issued_bytes: u64 = 0;
@@ -236,7 +237,10 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
         }
         // Time-based runs measure exactly [ramp end, deadline]; what completes later is drained only.
         if t >= measure_start && deadline.is_none_or(|d| t <= d) {
-            let interval = (ns_between(measure_start, t) / interval_ns) as usize;
+            // One subtraction per completion: its time since the phase start (the interval
+            // counts from the ramp's end, t >= measure_start here).
+            let t_ns = ns_between(phase_start, t);
+            let interval = ((t_ns - ramp_ns) / interval_ns) as usize;
             let stats = &mut dirs[slot.dir.index()];
             if split {
                 let slat = ns_between(slot.queued_at, slot.issued_at);
@@ -244,7 +248,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
             } else {
                 stats.record(len as u64, ns_between(slot.queued_at, t), interval);
             }
-            log.record(ns_between(phase_start, t), total_bytes(dirs));
+            log.record(t_ns, total_bytes(dirs));
         }
         Ok(())
     };
