@@ -163,8 +163,9 @@ impl Writer {
     pub fn create(path: &str, file: &str, start: Instant) -> Result<Writer> {
         let f = File::create(path).map_err(|e| Error::spec(format!("write_iolog: cannot create {path}: {e}")))?;
         let mut w = Writer { out: BufWriter::with_capacity(1 << 16, f), start, file: file.to_string(), path: path.to_string() };
-        let t = w.us(start);
-        w.put(format_args!("{HEADER_V3}\n{t} {file} add\n{t} {file} open\n"))?;
+        writeln!(w.out, "{HEADER_V3}").map_err(|e| w.failed(e))?;
+        w.line(start, format_args!("add"))?;
+        w.line(start, format_args!("open"))?;
         Ok(w)
     }
 
@@ -174,36 +175,32 @@ impl Writer {
         self.start = start;
     }
 
-    #[inline]
-    fn us(&self, t: Instant) -> u64 {
-        t.saturating_duration_since(self.start).as_micros() as u64
+    fn failed(&self, e: std::io::Error) -> Error {
+        Error::io(format!("write_iolog: writing {} failed: {e}", self.path))
     }
 
-    fn put(&mut self, args: std::fmt::Arguments) -> Result<()> {
-        self.out.write_fmt(args).map_err(|e| Error::io(format!("write_iolog: writing {} failed: {e}", self.path)))
+    /// One line: `TIMESTAMP FILE ACTION...`, the time of `t` counted from the start.
+    #[inline]
+    fn line(&mut self, t: Instant, action: std::fmt::Arguments) -> Result<()> {
+        let us = t.saturating_duration_since(self.start).as_micros() as u64;
+        writeln!(self.out, "{us} {} {action}", self.file).map_err(|e| self.failed(e))
     }
 
     /// A request issued at `t`.
     #[inline]
     pub fn io(&mut self, t: Instant, dir: Dir, offset: u64, len: u32) -> Result<()> {
-        let us = self.us(t);
-        let Writer { out, file, path, .. } = self;
-        writeln!(out, "{us} {file} {} {offset} {len}", dir.name()).map_err(|e| Error::io(format!("write_iolog: writing {path} failed: {e}")))
+        self.line(t, format_args!("{} {offset} {len}", dir.name()))
     }
 
     /// An fsync issued at `t` (fio logs it with offset and length 0).
     pub fn sync(&mut self, t: Instant) -> Result<()> {
-        let us = self.us(t);
-        let file = self.file.clone();
-        self.put(format_args!("{us} {file} sync 0 0\n"))
+        self.line(t, format_args!("sync 0 0"))
     }
 
     /// The close line, and everything flushed to the file.
     pub fn finish(mut self, t: Instant) -> Result<()> {
-        let us = self.us(t);
-        let file = self.file.clone();
-        self.put(format_args!("{us} {file} close\n"))?;
-        self.out.flush().map_err(|e| Error::io(format!("write_iolog: writing {} failed: {e}", self.path)))
+        self.line(t, format_args!("close"))?;
+        self.out.flush().map_err(|e| self.failed(e))
     }
 }
 

@@ -151,6 +151,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     // All workers started together; the phase clock was set by the coordinator.
     let phase_start = control.phase_start();
     let measure_start = phase_start + Duration::from_secs_f64(g.ramp);
+    let ramp_ns = ns_between(phase_start, measure_start);
     let progress = &control.progress[w.id];
 
     let mut issued_bytes: u64 = 0;
@@ -196,8 +197,10 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     let trimwrite = rw == Rw::Trimwrite;
     // A paced or replayed request is not due yet: wait for completions until then.
     let mut wait_for: Option<Instant>;
-    // A replay's position, and an fsync it asks for once the queue is drained.
+    // A replay's position.
     let mut replay_pos = 0usize;
+    // An fsync is due once the queue is drained: a replayed sync asks for one, and fsync=N after
+    // the Nth write since the last.
     let mut sync_due = false;
     let replay_first = replay.and_then(|r| r.entries.first()).map_or(0, |e| e.at_us);
 
@@ -234,7 +237,10 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
         }
         // Time-based runs measure exactly [ramp end, deadline]; what completes later is drained only.
         if t >= measure_start && deadline.is_none_or(|d| t <= d) {
-            let interval = (ns_between(measure_start, t) / interval_ns) as usize;
+            // One subtraction per completion: its time since the phase start (the interval
+            // counts from the ramp's end, t >= measure_start here).
+            let t_ns = ns_between(phase_start, t);
+            let interval = ((t_ns - ramp_ns) / interval_ns) as usize;
             let stats = &mut dirs[slot.dir.index()];
             if split {
                 let slat = ns_between(slot.queued_at, slot.issued_at);
@@ -242,7 +248,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
             } else {
                 stats.record(len as u64, ns_between(slot.queued_at, t), interval);
             }
-            log.record(ns_between(phase_start, t), total_bytes(dirs));
+            log.record(t_ns, total_bytes(dirs));
         }
         Ok(())
     };
@@ -269,7 +275,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                     issuing = false;
                     break;
                 }
-                if sync_due || (g.fsync_every > 0 && writes_since_sync >= g.fsync_every) {
+                if sync_due {
                     break; // drain first, then sync (below)
                 }
                 if let Some(t) = think.as_mut() {
@@ -322,9 +328,8 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                 };
                 let mut dir = dir;
                 if let Some(p) = &pacer {
-                    let now_ns = ns_between(p.start, now);
                     if switch_dirs {
-                        dir = p.choose(dir, now_ns);
+                        dir = p.choose(dir, ns_between(p.start, now));
                     }
                     let paced = p.start + Duration::from_nanos(p.due_ns(dir));
                     due = Some(due.map_or(paced, |d| d.max(paced)));
@@ -371,14 +376,17 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                     t.issued();
                 }
                 if dir != Dir::Read {
-                    writes_since_sync += (dir == Dir::Write) as u64;
                     wrote_any = true;
-                    if verifying && dir == Dir::Write {
-                        write_sequence += 1;
-                        // SAFETY: the slot's buffer holds bs bytes and no request is using it.
-                        let block = unsafe { std::slice::from_raw_parts_mut(slot.buf, bs) };
-                        let pattern = pattern.as_ref().expect("a pattern when verifying");
-                        verify::stamp(block, pattern, g.verify, Expect { offset, seed: g.seed, pass: g.verify_pass }, write_sequence);
+                    if dir == Dir::Write {
+                        writes_since_sync += 1;
+                        sync_due |= g.fsync_every > 0 && writes_since_sync >= g.fsync_every;
+                        if verifying {
+                            write_sequence += 1;
+                            // SAFETY: the slot's buffer holds bs bytes and no request is using it.
+                            let block = unsafe { std::slice::from_raw_parts_mut(slot.buf, bs) };
+                            let pattern = pattern.as_ref().expect("a pattern when verifying");
+                            verify::stamp(block, pattern, g.verify, Expect { offset, seed: g.seed, pass: g.verify_pass }, write_sequence);
+                        }
                     }
                 }
                 // Latency runs from here, the actual issue, not from the paced schedule (fio's
@@ -440,7 +448,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
 
             // 3. Nothing in flight: sync if due, or finish. As fio's fsync=N, the sync comes before
             // the request that follows the Nth write: none after the last (fsync_end covers that).
-            if issuing && (sync_due || (g.fsync_every > 0 && writes_since_sync >= g.fsync_every)) {
+            if issuing && sync_due {
                 if let Some(wr) = iolog_writer.as_mut() {
                     attempt!(wr.sync(Instant::now()));
                 }

@@ -104,7 +104,13 @@ pub fn trim(fd: RawFd, block_device: bool, offset: u64, len: u32) -> i64 {
             libc::fallocate(fd, libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, offset as libc::off_t, len as libc::off_t)
         }
     };
-    if rc < 0 { -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as i64) } else { len as i64 }
+    if rc < 0 { neg_errno() } else { len as i64 }
+}
+
+/// The failed system call's error as a result: -errno, as io_uring reports a failed request.
+#[cold]
+pub fn neg_errno() -> i64 {
+    -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as i64)
 }
 
 /// Create the backend a group asks for. Called on the worker thread (io_uring rings are per thread).

@@ -3,7 +3,7 @@
 
 use std::os::fd::RawFd;
 
-use super::{trim, Caps, Engine, Queued, Request};
+use super::{neg_errno, trim, Caps, Engine, Queued, Request};
 use crate::workload::Dir;
 use crate::error::Result;
 
@@ -33,7 +33,7 @@ impl Engine for Psync {
                 Dir::Trim => return Ok(Queued::Completed(trim(self.fd, self.block_device, r.offset, r.len))),
             }
         };
-        let result = if n < 0 { -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as i64) } else { n as i64 };
+        let result = if n < 0 { neg_errno() } else { n as i64 };
         Ok(Queued::Completed(result))
     }
 }

@@ -125,6 +125,14 @@ impl Uring {
         Ok(Uring { ring, fd: setup.fd, block_device: setup.block_device, fixed_buffers, fixed_files, queued: 0, flags })
     }
 
+    /// Append every completion the ring holds.
+    #[inline]
+    fn take_completions(&mut self, out: &mut Vec<Completion>) {
+        for cqe in self.ring.completion() {
+            out.push(Completion { slot: cqe.user_data() as u32, result: cqe.result() as i64 });
+        }
+    }
+
     fn entry(&self, r: &Request) -> squeue::Entry {
         let ud = r.slot as u64;
         macro_rules! build {
@@ -192,9 +200,7 @@ impl Engine for Uring {
             }
             self.queued = 0;
         }
-        for cqe in self.ring.completion() {
-            out.push(Completion { slot: cqe.user_data() as u32, result: cqe.result() as i64 });
-        }
+        self.take_completions(out);
         Ok(())
     }
 
@@ -216,9 +222,7 @@ impl Engine for Uring {
                 self.queued = 0;
             }
         }
-        for cqe in self.ring.completion() {
-            out.push(Completion { slot: cqe.user_data() as u32, result: cqe.result() as i64 });
-        }
+        self.take_completions(out);
         Ok(())
     }
 
