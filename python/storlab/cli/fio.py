@@ -1,7 +1,7 @@
 """`storlab fio [fio arguments …]`: fio's own command line and job files, run by storlab.
 
 Scripts switch by replacing `fio` with `storlab fio`: the arguments are read as fio reads them
-(jobs/fio/cmdline.py), translated with fio's semantics (jobs/fiojob.py), run like `storlab run`,
+(jobs/fio/cmdline.py), translated with fio's semantics (jobs/fio/translator.py), run like `storlab run`,
 stored, and reported in fio's per-job layout (`--output-format=normal`) or as JSON. Where storlab
 maps an engine or does something differently, one line says so before the report.
 """
@@ -15,8 +15,8 @@ import tempfile
 from typing import Any
 
 from ..jobs.fio.cmdline import COMMAND_OPTIONS, parse_command_line, show_command
-from ..jobs.fiojob import FioJob, Translation, translate_sections
-from ..jobs.job import resolve_job
+from ..jobs.fio.map import FioJob, FioPlan
+from ..jobs.fio.translator import translate_command
 from ..measure.stats import percentile
 from ..output.files import check_destination, write_output
 from ..output.fiojson import fio_json
@@ -31,6 +31,7 @@ examples:
   storlab fio --name=randread --filename=/dev/shm/a --size=64m --rw=randread --bs=4k
   storlab fio -filename=/dev/shm/a -size 64m -rw randwrite -iodepth 1 -thread -name w
   storlab fio --output-format=json --output=out.json job.fio
+  storlab fio --emit job.toml job.fio            # the storlab job it runs, written; then: storlab run job.toml
 every fio option and engine and what storlab does with it: docs/fio.md
 """
 FIO_DEFAULT_PERCENTILES = (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99)
@@ -55,10 +56,14 @@ def run(args: argparse.Namespace) -> int:
     if cmd.showcmd:
         print(show_command(cmd.sections))
         return ExitCode.OK
-    tr = translate_sections(cmd.sections, cmd.source, cmd.only or None)
+    translation = translate_command(cmd)
+    tr = translation.plan
     if cmd.readonly and any(_writes(p) for p in tr.phases):
         print("storlab fio: error: --readonly: a job writes", file=sys.stderr)
         return ExitCode.USAGE
+    if cmd.emit is not None:
+        _emit(translation, cmd.emit)
+        return ExitCode.OK
     if cmd.parse_only:
         for line in tr.notes:
             print(line)
@@ -68,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     from ..measure.runner import run_job
     from .run import ProgressLine, stop_exit_code, store_result, wants_progress
 
-    job = resolve_job(dict(tr.run), None, jobfile_name=cmd.source, phases=tr.phases)
+    job = translation.resolve()
+    job.translation = translation
     progress = ProgressLine(sys.stderr) if wants_progress(False) else None
     sparse = _sparse_targets_for_null(job)
     try:
@@ -94,6 +100,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {w['message']}", file=sys.stderr)
     stopped = stop_exit_code("fio", doc)
     return ExitCode.OK if stopped is None else stopped
+
+
+def _emit(translation, target: str) -> None:
+    """--emit FILE: the storlab job, without running. What only `storlab fio` does after a run
+    (unlink, the log files) has no place in it: a note in its header says so."""
+    plan = translation.plan
+    only_fio = [f"[{j.name}] unlink" for j in plan.jobs if j.unlink]
+    only_fio += [f"[{j.name}] write_{kind}_log" for j in plan.jobs for kind in j.logs]
+    if only_fio:
+        translation.notes.append(f"{', '.join(only_fio)}: carried out by `storlab fio` only, not by this job")
+    translation.resolve()      # what would not run is refused now, not when the emitted file runs
+    translation.emit(target)
+    if target != "-":
+        print(f"storlab fio: wrote the storlab job translated from {translation.label} to {target}",
+              file=sys.stderr)
 
 
 def _sparse_targets_for_null(job) -> list[str]:
@@ -134,7 +155,7 @@ def _unlink(job: FioJob) -> None:
             print(f"storlab fio: warning: unlink {path}: {e.strerror}", file=sys.stderr)
 
 
-def _fio_layout(doc: dict[str, Any], tr: Translation) -> dict[str, Any]:
+def _fio_layout(doc: dict[str, Any], tr: FioPlan) -> dict[str, Any]:
     """fio's JSON layout of the run (output/fiojson.py), without the layout phase of overwrite=1,
     which fio does not report as a job."""
     fio_doc = fio_json(doc)
@@ -143,7 +164,7 @@ def _fio_layout(doc: dict[str, Any], tr: Translation) -> dict[str, Any]:
     return fio_doc
 
 
-def render_json(doc: dict[str, Any], tr: Translation) -> str:
+def render_json(doc: dict[str, Any], tr: FioPlan) -> str:
     """`--output-format=json`: fio's JSON layout of the run."""
     return json.dumps(_fio_layout(doc, tr), indent=2) + "\n"
 
@@ -181,7 +202,7 @@ def _terse_direction(d: dict[str, Any]) -> str:
     return out
 
 
-def render_terse(doc: dict[str, Any], tr: Translation) -> str:
+def render_terse(doc: dict[str, Any], tr: FioPlan) -> str:
     """fio's terse output, version 3 (`--output-format=terse`, `--minimal`): one line per job of
     fio's JSON layout, read and write status, CPU, depths and latency distribution; no disk
     utilisation (storlab does not sample it)."""
@@ -257,7 +278,7 @@ def _direction_block(name: str, d: dict[str, Any], seconds: float, percentiles: 
     return lines
 
 
-def render_normal(doc: dict[str, Any], tr: Translation) -> str:
+def render_normal(doc: dict[str, Any], tr: FioPlan) -> str:
     """A report close to fio's: a block per job (per reporting group with group_reporting), then
     each group's run status. Latency figures are the phase's, which a job alone in its phase owns."""
     out: list[str] = []
@@ -275,13 +296,13 @@ def render_normal(doc: dict[str, Any], tr: Translation) -> str:
     return "\n".join(out) + "\n"
 
 
-def _phase_of(job: FioJob, phases: list[dict[str, Any]], tr: Translation) -> list[dict[str, Any]]:
+def _phase_of(job: FioJob, phases: list[dict[str, Any]], tr: FioPlan) -> list[dict[str, Any]]:
     """The result entries of a job's phase (a meta phase has several: NAME:create ...)."""
     name = tr.phases[job.phase]["name"]
     return [p for p in phases if p["name"] == name or p["name"].startswith(name + ":")]
 
 
-def _job_block(block: list[FioJob], gid: int, phases: list[dict[str, Any]], tr: Translation) -> list[str]:
+def _job_block(block: list[FioJob], gid: int, phases: list[dict[str, Any]], tr: FioPlan) -> list[str]:
     first = block[0]
     entries = _phase_of(first, phases, tr)
     head = f"{first.name}: (groupid={gid}, jobs={sum(j.clones for j in block)}): err= 0"
@@ -320,7 +341,7 @@ def _job_block(block: list[FioJob], gid: int, phases: list[dict[str, Any]], tr: 
     return lines
 
 
-def _run_status(gid: int, jobs: list[FioJob], phases: list[dict[str, Any]], tr: Translation) -> list[str]:
+def _run_status(gid: int, jobs: list[FioJob], phases: list[dict[str, Any]], tr: FioPlan) -> list[str]:
     lines = [f"\nRun status group {gid} (all jobs):"]
     for direction, label in (("read", "READ"), ("write", "WRITE"), ("trim", "TRIM")):
         total, seconds = 0, 0.0
@@ -344,7 +365,7 @@ _LOG_FILES = {"bw": (("bw", "bw_bytes"),), "iops": (("iops", "iops"),),
               "lat": (("lat", "lat_mean_ns"), ("clat", "clat_mean_ns"), ("slat", "slat_mean_ns"))}
 
 
-def _write_logs(doc: dict[str, Any], tr: Translation) -> None:
+def _write_logs(doc: dict[str, Any], tr: FioPlan) -> None:
     """fio's write_bw_log/write_iops_log/write_lat_log files (`PREFIX_bw.N.log`, `PREFIX_lat.N.log`
     …: time in ms, value, direction, block size (0: an average), offset) from storlab's per-interval time series of
     the job's phase: bandwidth in KiB/s, IOPS, and the interval's mean latencies in ns, as fio

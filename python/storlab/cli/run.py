@@ -84,14 +84,46 @@ def job_from_args(args: argparse.Namespace, main_job: bool = False):
         job = resolve_job(cli, None, jobfile_name="main job", phases=mainjob.phases())
         job.main_job = True
         return job
-    phases = None
     if cli.get("fio"):
-        from ..jobs import fiojob
+        tr = fio_translation(cli, jobfile, args.jobfile)
+        job = tr.resolve(cli)
+        job.translation = tr
+        return job
+    return resolve_job(cli, jobfile, jobfile_name=args.jobfile or "job file")
 
-        phases = fiojob.translate(cli["fio"])
-        if cli.get("target"):
-            phases = fiojob.onto_targets(phases, list(cli["target"]))
-    return resolve_job(cli, jobfile, jobfile_name=args.jobfile or "job file", phases=phases)
+
+def fio_translation(cli: dict[str, Any], jobfile: dict[str, Any] | None, jobfile_name: str | None):
+    """`--fio JOB` translated (jobs/fio/translator.py), `--target` standing for fio's filename, a
+    TOML job file's top-level options under it (its phases would be the fio job's: refused)."""
+    from ..jobs.fio import translator
+
+    tr = translator.translate(cli["fio"])
+    if cli.get("target"):
+        translator.onto_targets(tr.job, list(cli["target"]))
+    if jobfile:
+        if "phase" in jobfile:
+            raise UsageError(f"{jobfile_name}: has [[phase]] tables and --fio {cli['fio']} gives the "
+                             f"phases; give one of them")
+        tr.job = {**jobfile, **tr.job}
+    return tr
+
+
+def emit_translation(args: argparse.Namespace, target: str) -> int:
+    """--emit FILE: the translated job (with the flags given beside it) as a storlab TOML job file,
+    written without running (`-`: standard output)."""
+    cli = given_options(args)
+    if not cli.get("fio"):
+        raise UsageError("emit: writes a translated foreign job; give --fio JOBFILE (a TOML job "
+                         "file is already storlab's)")
+    jobfile = load_jobfile(args.jobfile) if args.jobfile else None
+    tr = fio_translation(cli, jobfile, args.jobfile)
+    flags = {k: v for k, v in cli.items() if k not in ("fio", "emit")}
+    tr = tr.with_options(flags) if flags else tr
+    tr.resolve()      # what would not run is refused now, not when the emitted file runs
+    tr.emit(target)
+    if target != "-":
+        print(f"storlab run: wrote the storlab job translated from {tr.label} to {target}", file=sys.stderr)
+    return ExitCode.OK
 
 
 def emit_result(doc: dict[str, Any], settings: dict[str, Any], command: str) -> bool:
@@ -184,6 +216,8 @@ def _where_result_goes(settings: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "emit", None) is not None:
+        return emit_translation(args, args.emit)
     job = job_from_args(args, main_job=detect_mpi_launch() is None)
     settings = job.run
     check_destination(settings.get("json"), "json")

@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("jobfile", nargs="?", help="TOML job file (options as keys; [[phase]] tables)")
     add_table_arguments(p, SCALE_OPTIONS, command="scale", title="scale options")
-    add_option_arguments(p, skip=["fio_json"])   # fio's layout is per run: `storlab run`
+    add_option_arguments(p, skip=["fio_json", "emit"])   # fio's layout is per run: `storlab run`
     p.set_defaults(func=run)
 
 

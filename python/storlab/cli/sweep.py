@@ -67,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                       ("store_const", argparse._StoreConstAction), ("append", argparse._AppendAction)):
         p.register("action", name, _recording(cls))
     p.add_argument("jobfile", nargs="?", help="TOML job file with the fixed options and phases")
-    add_option_arguments(p, skip=["fio_json"])   # fio's layout is per run: `storlab run`
+    add_option_arguments(p, skip=["fio_json", "emit"])   # fio's layout is per run: `storlab run`
     add_sweep_arguments(p)
     p.set_defaults(func=run, **{ORDER_DEST: None})
 
@@ -151,9 +151,9 @@ def run(args: argparse.Namespace) -> int:
     jobfile = load_jobfile(args.jobfile) if args.jobfile else None
     phases = None
     if fixed.get("fio"):
-        from ..jobs import fiojob
+        from ..jobs.fio import translator
 
-        phases = fiojob.translate(fixed["fio"])
+        phases = translator.translate(fixed["fio"]).job["phase"]
     matrix = sw.build_matrix(axes, fixed, settings, jobfile, jobfile_name=args.jobfile or "job file",
                              phases=phases)
     run_settings = matrix.run_options

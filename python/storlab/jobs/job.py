@@ -67,6 +67,7 @@ class Job:
     phases: list[PhaseDef]
     run: dict[str, Any] = field(default_factory=dict)   # run-level options (json, store, ...)
     main_job: bool = False                              # the default main job (mainjob.py)
+    translation: Any = None    # the foreign-format Translation it came from (jobs/translation.py)
 
     @property
     def uses_default_target(self) -> bool:

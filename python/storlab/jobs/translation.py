@@ -71,10 +71,8 @@ class Refusal(UserError):
         if line:
             where += f":{line}"
         shown = _short(value)
-        text = f"{fmt} {where}: {key} = {shown}: {reason}" if shown != "" else f"{fmt} {where}: {key}: {reason}"
-        if self.more:
-            text = _fit(text + "; also: " + ", ".join(self.more))
-        super().__init__(_fit(text))
+        head = f"{fmt} {where}: {key} = {shown}: " if shown != "" else f"{fmt} {where}: {key}: "
+        super().__init__(_fit(head, " ".join(str(reason).split()), self.more))
 
 
 def _short(value: Any) -> str:
@@ -83,20 +81,31 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:59] + "…"
 
 
-def _fit(text: str) -> str:
-    """One line of at most MAX_REFUSAL characters, cut at an item boundary with how many more."""
-    if len(text) <= MAX_REFUSAL:
-        return text
-    head, sep, tail = text.partition("; also: ")
-    if sep:
-        items = tail.split(", ")
-        for keep in range(len(items) - 1, -1, -1):
-            cand = f"{head}; also: {', '.join(items[:keep])} (+{len(items) - keep} more)" if keep else \
-                f"{head} (+{len(items)} more)"
-            if len(cand) <= MAX_REFUSAL:
-                return cand
-        text = head
-    return text[:MAX_REFUSAL - 1] + "…"
+MIN_REASON = 30   # a reason shortened to make room for the other keys keeps at least this much
+
+
+def _fit(head: str, reason: str, more: list[str]) -> str:
+    """One line of at most MAX_REFUSAL characters: `head` (format, where, key, value) whole, then
+    the reason, then each further key once. When that is too long the reason is shortened first
+    (to no less than MIN_REASON characters), so the keys stay named; only then are keys left out,
+    counted as `(+N more)`."""
+    also = f"; also: {', '.join(more)}" if more else ""
+    if len(head) + len(reason) + len(also) <= MAX_REFUSAL:
+        return head + reason + also
+    room = MAX_REFUSAL - len(head) - len(also)
+    if room >= min(MIN_REASON, len(reason)):
+        return head + _cut(reason, room) + also
+    reason = _cut(reason, MIN_REASON)
+    for keep in range(len(more) - 1, 0, -1):
+        cand = f"; also: {', '.join(more[:keep])} (+{len(more) - keep} more)"
+        if len(head) + len(reason) + len(cand) <= MAX_REFUSAL:
+            return head + reason + cand
+    text = head + reason + (f" (+{len(more)} more)" if more else "")
+    return text if len(text) <= MAX_REFUSAL else _cut(text, MAX_REFUSAL)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:max(0, width - 1)] + "…"
 
 
 @dataclass
@@ -134,6 +143,30 @@ class Translation:
     @property
     def label(self) -> str:
         return f"{self.format} {os.path.basename(self.source)}"
+
+    def with_options(self, values: Mapping[str, Any]) -> "Translation":
+        """The translation with options given beside it (command-line flags) written into its job
+        as they resolve: run-level options at the top, the others into every I/O group (flags
+        override the job file everywhere; a meta phase takes only its own keys). For `--emit`
+        with flags, so the emitted file runs what the command would have run."""
+        from dataclasses import replace
+
+        from .options import BY_NAME
+
+        job = {k: v for k, v in self.job.items() if k != "phase"}
+        phases = [dict(p) for p in self.job.get("phase") or []]
+        for key, value in values.items():
+            opt = BY_NAME.get(key)
+            if opt is None or not opt.job_key or value is None:
+                continue
+            if not opt.core:
+                job[key] = value
+                continue
+            for p in phases:
+                if p.get("type", "io") == "io":
+                    p["group"] = [{**g, key: value} for g in p.get("group") or [{}]]
+        job["phase"] = phases
+        return replace(self, job=job)
 
     def to_toml(self) -> str:
         """The job as a storlab TOML job file, with a header saying where it came from."""

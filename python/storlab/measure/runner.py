@@ -146,6 +146,8 @@ class IoBenchmark(Benchmark):
             "warnings": [],
             "phases": [],
         }
+        if self.job.translation is not None:    # a foreign format's job: how it was translated
+            self._doc["translation"] = self.job.translation.record()
         return self._doc
 
     def prepare(self, doc: dict[str, Any]) -> None:

@@ -9,8 +9,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ..fiojob import BARE_OPTIONS, FioJobError, Section, Setting, canonical_name, expand_value, read_sections
+from ..translation import Refusal
 from .options import status_of
+from .parse import BARE_OPTIONS, COMMAND_LINE, FORMAT, FioJobError, Section, Setting, canonical_name, expand_value, read_sections
 
 __all__ = ["FioCommand", "parse_command_line", "COMMAND_OPTIONS"]
 
@@ -20,6 +21,7 @@ COMMAND_OPTIONS: dict[str, tuple[bool, str]] = {
     "output-format": (True, "normal, json, json+ (as json) or terse (version 3)"),
     "section": (True, "run only this job section of the job files (repeatable)"),
     "parse-only": (False, "check the jobs, run nothing"),
+    "emit": (True, "write the translated storlab job (TOML) to FILE ('-': standard output), run nothing"),
     "showcmd": (False, "print the jobs as one fio command line, run nothing"),
     "minimal": (False, "terse output (as --output-format=terse)"),
     "eta": (True, "progress display: storlab shows a progress line on a terminal"),
@@ -39,12 +41,15 @@ COMMAND_OPTIONS: dict[str, tuple[bool, str]] = {
 class FioCommand:
     sections: list[Section]          # [global] from the command line, its jobs, then job files
     source: str                      # for messages
+    files: list[str] = field(default_factory=list)   # the job files given, in order
+    command_line_jobs: bool = False  # settings were given as arguments (not only job files)
     output: str | None = None
     output_format: str = "normal"
     only: set[str] = field(default_factory=set)
     parse_only: bool = False
     showcmd: bool = False
     readonly: bool = False
+    emit: str | None = None          # --emit FILE: write the storlab job, run nothing
 
 
 def _is_flag(key: str) -> bool:
@@ -53,10 +58,10 @@ def _is_flag(key: str) -> bool:
 
 
 def parse_command_line(argv: list[str], environ: Mapping[str, str] | None = None) -> FioCommand:
-    """Read fio's arguments. Raises FioJobError (one line) for what fio would not accept."""
+    """Read fio's arguments. Raises FioJobError or Refusal (one line) for what fio would not accept."""
     env = os.environ if environ is None else environ
-    cmd = FioCommand(sections=[], source="command line")
-    glob = Section("global", 0)
+    cmd = FioCommand(sections=[], source=COMMAND_LINE)
+    glob = Section("global", 0, COMMAND_LINE)
     jobs: list[Section] = []
     files: list[str] = []
     i = 0
@@ -83,7 +88,7 @@ def parse_command_line(argv: list[str], environ: Mapping[str, str] | None = None
                               f"see docs/fio.md)")
         canon = canonical_name(key)
         if status_of(canon) is None:
-            raise FioJobError(f"fio command line: {arg}: not a fio option")
+            raise Refusal(FORMAT, COMMAND_LINE, None, key, value, "not a fio option")
         if not sep and not _is_flag(canon):
             if i >= len(argv):
                 raise FioJobError(f"fio command line: {arg} needs a value")
@@ -94,12 +99,14 @@ def parse_command_line(argv: list[str], environ: Mapping[str, str] | None = None
             try:
                 val = expand_value(val, env)
             except ValueError as e:
-                raise FioJobError(f"fio command line: {key}: {e}") from None
+                raise Refusal(FORMAT, COMMAND_LINE, None, key, value, str(e)) from None
         if canon == "name":
-            jobs.append(Section(val or "", i))
+            jobs.append(Section(val or "", i, COMMAND_LINE))
         target = jobs[-1] if jobs else glob
-        target.settings.append(Setting(canon, key, val, i))
+        target.settings.append(Setting(canon, key, val, i, None, COMMAND_LINE, value if sep else None))
     cmd.sections = ([glob] if glob.settings else []) + jobs
+    cmd.command_line_jobs = bool(cmd.sections)
+    cmd.files = list(files)
     sources = []
     for f in files:
         secs, source = read_sections(f, env)
@@ -132,6 +139,8 @@ def _command_option(cmd: FioCommand, key: str, value: str) -> None:
         cmd.showcmd = True
     elif key == "readonly":
         cmd.readonly = True
+    elif key == "emit":
+        cmd.emit = value
 
 
 def show_command(sections: list[Section]) -> str:

@@ -2,7 +2,7 @@
 with no effect on what is measured (with the reason), or refused (with what storlab does instead).
 
 The names are fio 3.x's (options.c and the io_uring engine's options). The translator
-(storlab.jobs.fiojob) consults this table for every setting, and docs/fio.md's option table is
+(storlab.jobs.fio.map) consults this table for every setting, and docs/fio.md's option table is
 generated from it (`PYTHONPATH=python python3 -m storlab.jobs.fio.options --write docs/fio.md`),
 so the page and the translator cannot disagree.
 """

@@ -1,5 +1,4 @@
-"""Translate fio jobs (a job file, or fio's command line read by jobs/fio/cmdline.py) into storlab
-phases, with fio's semantics (`storlab fio`, `storlab run --fio job.fio`).
+"""fio's settings as storlab phases, with fio's semantics: the map step of the fio translator.
 
 fio semantics kept: [global] sections set defaults for the jobs below them; jobs run concurrently
 until one has `stonewall`/`wait_for_previous` (or `wait_for`), which starts a new phase;
@@ -7,299 +6,97 @@ until one has `stonewall`/`wait_for_previous` (or `wait_for`), which starts a ne
 their own files, named `jobname.jobnum.filenum` (or `filename_format`) in `directory` (a `:` list
 of directories is dealt to the clones round-robin); `size` is split over a job's files unless
 `filesize` is given; `runtime` without `time_based` stops at whichever comes first, the time or
-one pass (`loops` passes) over `size`; sizes follow `kb_base` (default 1024: k/m/g are binary and,
-inverted for compatibility with old scripts, ki/mi/gi are decimal); `${VAR}` must be set.
+one pass (`loops` passes) over `size`; sizes follow `kb_base` (parse.py).
 
-Every fio option is looked up in jobs/fio/options.py: translated, accepted (changes nothing storlab
-measures) or refused. Nothing is ignored silently: translate() raises one FioJobError of at most
-200 characters that lists each unsupported option once and points to docs/fio.md. Every value
-produced is canonical for storlab.jobs.options.parse_value.
+Every fio option is looked up in options.py: translated, accepted (changes nothing storlab
+measures) or refused. Nothing is ignored silently: translate_sections() raises one `Refusal`
+(jobs/translation.py: one line, at most 200 characters) naming the first problem in full — file,
+line, key, value, reason — and each further refused key once; what storlab does not do points to
+docs/fio.md. Every value produced is canonical for storlab.jobs.options.parse_value.
 """
 from __future__ import annotations
 
-import ast
-import operator
 import os
-import re
 import secrets
 import stat
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from ..errors import UserError
-from .fio.options import ALIASES, ENGINES, META_ENGINES, REFUSED_ENGINES, status_of
-from .options import OptionError, parse_value
+from ..options import OptionError, parse_value
+from ..translation import Refusal
+from .options import ENGINES, META_ENGINES, REFUSED_ENGINES, status_of
+from .parse import (
+    BARE_OPTIONS,
+    BOOLEAN_OPTIONS,
+    COMMAND_LINE,
+    FORMAT,
+    FioJobError,
+    Section,
+    Setting,
+    parse_bool,
+    parse_fio_size,
+    parse_fio_time,
+    split_list,
+)
 
-__all__ = ["FioJobError", "Section", "Setting", "FioJob", "Translation", "translate", "onto_targets",
-           "translate_sections", "read_sections", "expand_value", "canonical_name", "parse_fio_size",
-           "parse_fio_time", "MAX_MESSAGE", "BOOLEAN_OPTIONS", "BARE_OPTIONS"]
+__all__ = ["FioJob", "FioPlan", "translate_sections", "DOCS"]
 
-MAX_MESSAGE = 200       # a refusal is one line of at most this many characters
-DOCS = "see docs/fio.md"
-
-
-class FioJobError(UserError):
-    """fio jobs storlab cannot run as written; one line listing each problem once."""
-
+DOCS = "docs/fio.md"
 
 _RW = {"read": "read", "write": "write", "randread": "randread", "randwrite": "randwrite",
        "rw": "rw", "readwrite": "rw", "randrw": "randrw", "trim": "trim", "randtrim": "randtrim",
        "trimwrite": "trimwrite"}
-BOOLEAN_OPTIONS = {"time_based", "stonewall", "group_reporting", "thread", "new_group", "norandommap",
-          "unlink", "create_on_open", "overwrite", "end_fsync", "fsync_on_close", "direct",
-          "buffered", "invalidate", "randrepeat", "allrandrepeat", "do_verify", "sqthread_poll",
-          "registerfiles", "fixedbufs", "replay_no_stall", "lat_percentiles", "clat_percentiles",
-          "slat_percentiles", "gtod_reduce", "disable_lat", "disable_clat", "disable_slat",
-          "disable_bw_measurement", "per_job_logs", "unique_filename", "create_serialize",
-          "create_fsync", "allow_file_create", "refill_buffers", "scramble_buffers", "stats",
-          "disk_util", "nonvectored",
-          "verify_fatal", "verify_dump", "softrandommap", "error_dump"}
-# options that may stand alone without being booleans (a log prefix defaults to the job name)
-BARE_OPTIONS = BOOLEAN_OPTIONS | {"write_bw_log", "write_iops_log", "write_lat_log"}
 # accepted options that change nothing only with these values
 _ONLY = {"lockfile": {"none"}, "io_submit_mode": {"inline"}, "continue_on_error": {"none", "0"},
          "unified_rw_reporting": {"none", "0"}}
 
 
-# -- value parsing with fio's rules --------------------------------------------------------------
-_NUM_RE = re.compile(r"^\s*(0[xX][0-9a-fA-F]+|[0-9]*\.?[0-9]+)\s*([A-Za-z%]*)\s*$")
-
-
-def parse_fio_size(text: str, kb_base: int = 1024) -> int:
-    """A fio size/int value in bytes: k, m, g, t, p (with optional b) are powers of kb_base;
-    ki, mi, gi, ti, pi (with optional b) are powers of the other base, as fio's HOWTO describes."""
-    m = _NUM_RE.match(text or "")
-    if not m:
-        raise ValueError(f"cannot read {text!r} as a fio size (e.g. 4k, 1m, 1g, 4096)")
-    number, suffix = m.group(1), m.group(2).lower()
-    if suffix == "%":
-        raise ValueError(f"{text!r}: a percentage needs an existing file or device")
-    value = float(int(number, 16)) if number.lower().startswith("0x") else float(number)
-    other = 1000 if kb_base == 1024 else 1024
-    if suffix in ("", "b"):
-        mult = 1
-    else:
-        if suffix.endswith("b"):
-            suffix = suffix[:-1]
-        powers = {"k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
-        if suffix in powers:
-            mult = kb_base ** powers[suffix]
-        elif len(suffix) == 2 and suffix[1] == "i" and suffix[0] in powers:
-            mult = other ** powers[suffix[0]]
-        else:
-            raise ValueError(f"unknown size suffix in {text!r}; fio takes k, m, g, t, p, "
-                             f"ki, mi, gi, ti, pi (optionally followed by b)")
-    result = value * mult
-    if result != int(result):
-        raise ValueError(f"{text!r} is not a whole number of bytes")
-    return int(result)
-
-
-_TIME_UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "ms": 1e-3, "msec": 1e-3, "us": 1e-6, "usec": 1e-6,
-               "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_fio_time(text: str, default_unit: float = 1.0) -> float:
-    """A fio time value in seconds: no unit is `default_unit` seconds (1 for runtime, 1e-6 for
-    thinktime); d, h, m, s/sec, ms/msec, us/usec."""
-    m = _NUM_RE.match(text or "")
-    unit = m.group(2).lower() if m else None
-    if not m or unit not in _TIME_UNITS or m.group(1).lower().startswith("0x"):
-        raise ValueError(f"cannot read {text!r} as a fio time (e.g. 30, 500ms, 10s, 2m, 1h)")
-    return float(m.group(1)) * (_TIME_UNITS[unit] if unit else default_unit)
-
-
-def _parse_bool(text: str | None) -> bool:
-    if text is None:
-        return True
-    t = text.strip().lower()
-    if t in ("0", "1", "true", "false", "yes", "no", "on", "off"):
-        return t in ("1", "true", "yes", "on")
-    raise ValueError(f"expected 0 or 1, got {text!r}")
-
-
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: operator.truediv, ast.Mod: operator.mod, ast.Pow: operator.pow,
-        ast.USub: operator.neg, ast.UAdd: operator.pos}
-
-
-def _arith(expr: str) -> float:
-    """fio's arithmetic in parentheses: numbers with + - * / % ^ (power)."""
-    def ev(node: ast.AST) -> float:
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-            return node.value
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](ev(node.left), ev(node.right))
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](ev(node.operand))
-        raise ValueError("only numbers and + - * / % ^")
-    try:
-        return ev(ast.parse(expr.replace("^", "**"), mode="eval").body)
-    except (SyntaxError, ValueError, ZeroDivisionError, OverflowError) as e:
-        raise ValueError(f"cannot evaluate ({expr}): {e}") from None
-
-
-# -- sections -------------------------------------------------------------------------------------
-@dataclass
-class Setting:
-    key: str          # canonical fio name (aliases resolved)
-    raw_key: str      # as written
-    value: str | None
-    line: int
-    error: str | None = None     # the value could not be expanded (an unset ${VAR})
-
-
-@dataclass
-class Section:
-    name: str
-    line: int = 0
-    settings: list[Setting] = field(default_factory=list)
-
-
-_ENV_RE = re.compile(r"\$\{([^}]*)\}")
-
-
-def _keywords() -> dict[str, str]:
-    pagesize = os.sysconf("SC_PAGE_SIZE")
-    memory_mb = pagesize * os.sysconf("SC_PHYS_PAGES") // (1 << 20)
-    return {"$pagesize": str(pagesize), "$mb_memory": str(memory_mb), "$ncpus": str(os.cpu_count() or 1)}
-
-
-def expand_value(value: str, environ: Mapping[str, str]) -> str:
-    """${VAR} from the environment (unset: an error, as fio gives), $ncpus/$pagesize/$mb_memory,
-    and arithmetic in parentheses, as fio expands option values."""
-    def env(m: re.Match) -> str:
-        if m.group(1) not in environ:
-            raise ValueError(f"environment variable {m.group(1)} is not set")
-        return environ[m.group(1)]
-    value = _ENV_RE.sub(env, value)
-    for word, number in _keywords().items():
-        value = value.replace(word, number)
-    m = re.fullmatch(r"\s*\((.*)\)\s*([A-Za-z%]*)\s*", value)
-    if m:
-        number = _arith(m.group(1))
-        value = (str(int(number)) if float(number).is_integer() else repr(number)) + m.group(2)
-    return value
-
-
-def canonical_name(key: str) -> str:
-    k = key.strip().lower()
-    return ALIASES.get(k, k)
-
-
-def read_sections(path_or_text: str | os.PathLike, environ: Mapping[str, str] | None = None
-                  ) -> tuple[list[Section], str]:
-    """The sections of a fio job file (or its text) and its name for messages; `include FILE`
-    lines are read in place (relative to the including file)."""
-    env = os.environ if environ is None else environ
-    text, source, base = _read(path_or_text)
-    sections: list[Section] = []
-    _read_lines(text, source, base, sections, env, depth=0)
-    return sections, source
-
-
-def _read(path_or_text: str | os.PathLike) -> tuple[str, str, Path]:
-    """(text, name for messages, folder for includes). A str with a newline or starting with '['
-    or a comment is the text itself."""
-    if isinstance(path_or_text, os.PathLike) or (
-            isinstance(path_or_text, str) and "\n" not in path_or_text
-            and not path_or_text.lstrip().startswith(("[", ";", "#"))):
-        path = Path(path_or_text)
-        if path.exists() and not path.is_file():   # a FIFO would block, a directory cannot be read
-            raise FioJobError(f"fio job file {path}: cannot read it (not a regular file)")
-        try:
-            return path.read_text(), str(path), path.parent
-        except OSError as e:
-            raise FioJobError(f"fio job file {path}: cannot read it ({e.strerror or e})") from None
-        except UnicodeDecodeError as e:
-            raise FioJobError(f"fio job file {path}: cannot read it (byte {e.start} is not UTF-8: not a "
-                              f"text file)") from None
-    return str(path_or_text), "<text>", Path.cwd()
-
-
-def _read_lines(text: str, source: str, base: Path, sections: list[Section],
-                environ: Mapping[str, str], depth: int) -> None:
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        # fio drops everything after ';' or '#' on a line, and blank lines
-        line = re.split(r"[;#]", raw, maxsplit=1)[0].strip()
-        if not line:
-            continue
-        if line.startswith("include ") or line == "include":
-            name = line[len("include"):].strip()
-            if not name or depth > 8:
-                raise FioJobError(f"fio job file {source} line {lineno}: include needs a file "
-                                  f"(at most 8 levels deep)")
-            inc = Path(name) if os.path.isabs(name) else base / name
-            itext, isource, ibase = _read(inc)
-            _read_lines(itext, isource, ibase, sections, environ, depth + 1)
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            sections.append(Section(line[1:-1].strip(), lineno))
-            continue
-        if not sections:
-            raise FioJobError(f"fio job file {source} line {lineno}: option {line!r} is outside "
-                              f"any [section]")
-        key, sep, value = line.partition("=")
-        val: str | None = value.strip() if sep else None
-        error = None
-        if val is not None:
-            try:
-                val = expand_value(val, environ)
-            except ValueError as e:     # reported with the job's other problems
-                error = f"{key.strip()}: {e}"
-        sections[-1].settings.append(Setting(canonical_name(key), key.strip(), val, lineno, error))
-
 
 # -- problems -------------------------------------------------------------------------------------
+class _Bad(ValueError):
+    """A setting with a value storlab cannot take (raised from deep in a job's translation)."""
+
+    def __init__(self, setting: Setting, reason: str) -> None:
+        super().__init__(reason)
+        self.setting, self.reason = setting, reason
+
+
+@dataclass
+class _Problem:
+    rank: int            # 0 an engine storlab does not do, 1 an option it does not do, 2 a bad value
+    file: str
+    line: int | None
+    key: str
+    value: str
+    reason: str
+
+
 class _Problems:
-    """What cannot run: unsupported options (each named once) and bad values, in order."""
+    """What cannot run, in order: the engine, unsupported options, bad values (each in file order).
+    The refusal names the first in full and each further key once."""
+
+    ENGINE, UNSUPPORTED, VALUE = 0, 1, 2
 
     def __init__(self) -> None:
-        self.unsupported: list[str] = []
-        self.values: list[str] = []
-        self.engine: str | None = None
+        self.items: list[_Problem] = []
 
-    def option(self, name: str) -> None:
-        if name not in self.unsupported:
-            self.unsupported.append(name)
+    def setting(self, st: Setting, reason: str, rank: int = VALUE) -> None:
+        value = st.raw_value if st.value is None else st.value
+        self.items.append(_Problem(rank, st.file, st.where, st.raw_key, value or "", reason))
 
-    def value(self, text: str) -> None:
-        if text not in self.values:
-            self.values.append(text)
+    def missing(self, sec: Section, key: str, reason: str) -> None:
+        """A key the job lacks (or a value of storlab's making): named at its section's line."""
+        line = None if sec.file == COMMAND_LINE else sec.line
+        self.items.append(_Problem(self.VALUE, sec.file, line, key, "", reason))
 
     def __bool__(self) -> bool:
-        return bool(self.unsupported or self.values or self.engine)
+        return bool(self.items)
 
-    def message(self, source: str) -> str:
-        head = f"fio job {os.path.basename(source)}: " if source != "<text>" else "fio job: "
-        # the pointer to docs/fio.md is for what storlab does not do; a bad value alone reads as
-        # it does from a flag or a TOML job file, ending in what is allowed
-        tail = f" — {DOCS}" if (self.engine or self.unsupported) else ""
-        if self.engine:
-            return _fit(head + self.engine, tail)
-        parts = []
-        if self.unsupported:
-            parts.append("not supported: " + ", ".join(self.unsupported))
-        parts += self.values
-        return _fit(head + "; ".join(parts), tail)
-
-
-def _fit(text: str, tail: str) -> str:
-    """One line of at most MAX_MESSAGE characters, cut at an item boundary with how many more."""
-    if len(text) + len(tail) <= MAX_MESSAGE:
-        return text + tail
-    items = re.split(r"(?<=[,;]) ", text)
-    room = MAX_MESSAGE - len(tail)
-    if len(items[0]) > room - 20:
-        items[0] = items[0][:room - 21] + "…"
-    out = ""
-    for i, item in enumerate(items):
-        more = f" … (+{len(items) - i} more)"
-        if len(out) + len(item) + 1 + len(more) + len(tail) > MAX_MESSAGE:
-            return out.rstrip(",; ") + more + tail
-        out += (" " if out else "") + item
-    return out + tail
+    def refusal(self) -> Refusal:
+        items = sorted(self.items, key=lambda p: p.rank)      # stable: file order within a rank
+        first = items[0]
+        more = [k for k in dict.fromkeys(p.key for p in items[1:]) if k != first.key]
+        return Refusal(FORMAT, first.file, first.line, first.key, first.value, first.reason, more)
 
 
 # -- the translation ------------------------------------------------------------------------------
@@ -308,7 +105,7 @@ class FioJob:
     """One fio job after translation: where its workers are and what the output does with it."""
     name: str
     report_group: int
-    phase: int                              # index into Translation.phases
+    phase: int                              # index into FioPlan.phases
     groups: list[str]                       # storlab group names of its workers in that phase
     rw: str
     clones: int
@@ -320,8 +117,11 @@ class FioJob:
     percentiles: tuple[float, ...] = ()
 
 
+
 @dataclass
-class Translation:
+class FioPlan:
+    """fio's jobs as storlab phases `[{"name", "groups": [{"name", "options"}]}]` (a meta-engine job
+    is a `{"type": "meta", ...}` phase), with what only `storlab fio` does with them."""
     phases: list[dict[str, Any]]
     run: dict[str, Any]                     # run-level storlab options (invalidate)
     notes: list[str]                        # one line each: engine mappings and differences
@@ -329,46 +129,8 @@ class Translation:
     source: str = "<text>"
 
 
-def translate(path_or_text: str | os.PathLike, environ: Mapping[str, str] | None = None
-              ) -> list[dict[str, Any]]:
-    """Phases of a fio job file: `[{"name", "groups": [{"name": job, "options": {...}}]}]`
-    (a meta-engine job is a `{"type": "meta", ...}` phase). Jobs in one phase run concurrently;
-    a job with stonewall starts the next phase. Raises FioJobError (one line) when the file asks
-    for anything storlab would not do the same way."""
-    sections, source = read_sections(path_or_text, environ)
-    tr = translate_sections(sections, source)
-    # what only `storlab fio` carries out (run-wide invalidation, unlink, logs) must not be lost
-    only_fio = [f"invalidate={int(tr.run['invalidate'])}"] if tr.run.get("invalidate") is False else []
-    only_fio += [f"[{j.name}] unlink" for j in tr.jobs if j.unlink]
-    only_fio += [f"[{j.name}] write_{kind}_log" for j in tr.jobs for kind in j.logs]
-    if only_fio:
-        raise FioJobError(_fit(f"fio job {os.path.basename(source)}: {', '.join(only_fio)}: run it "
-                               f"with `storlab fio` (or give --no-invalidate)", ""))
-    return tr.phases
-
-
-def onto_targets(phases: list[dict[str, Any]], targets: list[str]) -> list[dict[str, Any]]:
-    """The phases with `--target` standing for fio's filename=: fio's numjobs clones each have a
-    file of their own (job.N.0) unless a filename is given, and then all of them share it. So a
-    job of N clones over T given targets runs N / T workers on each; a count that does not divide
-    is refused in one line."""
-    for phase in phases:
-        for group in phase.get("groups") or []:
-            opts = group.get("options") or {}
-            files = opts.get("target")
-            clones = len(files) if isinstance(files, (list, tuple)) else 1
-            if clones <= 1 or clones == len(targets):
-                continue
-            if clones % len(targets):
-                raise FioJobError(f"--target: job {group.get('name')!r} runs {clones} clones (numjobs); "
-                                  f"give 1 target for them to share, or {clones}, one each")
-            opts["threads"] = int(opts.get("threads") or 1) * clones // len(targets)
-            opts["thread_layout"] = "shared"      # each clone covers the whole range, as in fio
-    return phases
-
-
 def translate_sections(sections: list[Section], source: str = "<text>",
-                       only: set[str] | None = None) -> Translation:
+                       only: set[str] | None = None) -> FioPlan:
     """The translation of fio sections; `only` keeps just those job sections (fio's --section)."""
     problems = _Problems()
     defaults: dict[str, Setting] = {}
@@ -383,11 +145,11 @@ def translate_sections(sections: list[Section], source: str = "<text>",
         elif not only or sec.name in only:
             jobs.append((sec, {**defaults, **own}))
     if only and not jobs and not problems:
-        raise FioJobError(f"fio job {source}: no section [{', '.join(sorted(only))}]")
+        raise FioJobError(f"fio job {os.path.basename(source)}: no section [{', '.join(sorted(only))}]")
     if not jobs and not problems:
-        raise FioJobError(f"fio job {source}: defines no job (only [global] sections)")
+        raise FioJobError(f"fio job {os.path.basename(source)}: defines no job (only [global] sections)")
 
-    out = Translation([], {}, [], [], source)
+    out = FioPlan([], {}, [], [], source)
     report_group = 0
     names_seen: dict[str, int] = {}
     layout: list[dict[str, Any]] = []     # overwrite=1: files written once before any job
@@ -395,8 +157,11 @@ def translate_sections(sections: list[Section], source: str = "<text>",
         try:
             job = _Job(sec, settings, problems)
             made = job.translate()
-        except ValueError as e:
-            problems.value(str(e))
+        except _Bad as e:
+            problems.setting(e.setting, e.reason)
+            continue
+        except ValueError as e:     # a value read without its setting at hand: named by its section
+            problems.missing(sec, f"[{sec.name}]", str(e))
             continue
         if made is None or problems:
             continue
@@ -427,8 +192,8 @@ def translate_sections(sections: list[Section], source: str = "<text>",
         inv = job.invalidate()
         if inv is not None:
             if out.run.get("invalidate", inv) != inv:
-                problems.value(f"[{job.name}] invalidate={int(inv)}: storlab invalidates for the "
-                               f"whole run; give every job the same value")
+                problems.setting(job.s["invalidate"], "storlab invalidates for the whole run; give "
+                                                      "every job the same value")
             out.run["invalidate"] = inv
         out.jobs.append(FioJob(
             name=job.name, report_group=report_group, phase=phase_index, groups=groups,
@@ -436,7 +201,7 @@ def translate_sections(sections: list[Section], source: str = "<text>",
             group_reporting=job.flag("group_reporting"), unlink=job.unlink_paths(),
             logs=job.logs(), log_interval_s=job.log_interval(), percentiles=job.percentiles()))
     if problems:
-        raise FioJobError(problems.message(source))
+        raise problems.refusal()
     if layout:   # fio lays the files of overwrite=1 jobs out before it starts any job
         out.phases.insert(0, {"name": "layout", "groups": layout})
         for j in out.jobs:
@@ -448,7 +213,7 @@ def translate_sections(sections: list[Section], source: str = "<text>",
     return out
 
 
-def _add_meta(out: Translation, phase: dict[str, Any], new_phase: bool) -> int:
+def _add_meta(out: FioPlan, phase: dict[str, Any], new_phase: bool) -> int:
     """A meta-engine job: jobs alike running at the same time become one phase with their threads
     added up (fio runs them concurrently; storlab's meta phase runs its threads concurrently)."""
     last = out.phases[-1] if out.phases else None
@@ -465,27 +230,23 @@ def _check_known(st: Setting, problems: _Problems) -> bool:
     """An option fio has, and storlab does not refuse outright."""
     row = status_of(st.key)
     if row is None:
-        problems.value(f"{st.raw_key}: not a fio option (fio ignores it, storlab refuses it)")
+        problems.setting(st, "not a fio option (fio ignores it, storlab refuses it)")
         return False
     if row.status == "refused":
-        problems.option(st.raw_key)
+        problems.setting(st, f"not supported ({DOCS}): {row.text}", problems.UNSUPPORTED)
         return False
     if st.error:
-        problems.value(st.error)
+        problems.setting(st, st.error)
         return False
     if st.value is None and st.key not in BARE_OPTIONS:
-        problems.value(f"{st.raw_key}: needs a value")
+        problems.setting(st, "needs a value")
         return False
     allowed = _ONLY.get(st.key)
     if allowed and (st.value or "").lower() not in allowed:
-        problems.option(f"{st.raw_key}={st.value}")
+        problems.setting(st, f"not supported ({DOCS}): storlab does only {' or '.join(sorted(allowed))}", problems.UNSUPPORTED)
         return False
     return True
 
-
-def _split_list(text: str) -> list[str]:
-    """fio's `:` lists, where `\\:` is a colon inside a name."""
-    return [p.replace("\\:", ":") for p in re.split(r"(?<!\\):", text) if p]
 
 
 def _fill_zoned(text: str) -> str:
@@ -530,6 +291,7 @@ class _Job:
 
     def __init__(self, sec: Section, settings: dict[str, Setting], problems: _Problems) -> None:
         self.section = sec.name
+        self.sec = sec
         self.s = settings
         self.problems = problems
         self.name = self.raw("name") or sec.name
@@ -550,32 +312,32 @@ class _Job:
         return key in self.s
 
     def flag(self, key: str) -> bool:
-        return self.has(key) and _parse_bool(self.raw(key))
+        return self.has(key) and parse_bool(self.raw(key))
 
-    def shown(self, key: str) -> str:
-        st = self.s[key]
-        return st.raw_key if st.value is None else f"{st.raw_key}={st.value}"
+    def size_of(self, st: Setting, text: str | None = None) -> int:
+        """A fio size: the setting's value, or `text` (a part of it)."""
+        try:
+            return parse_fio_size(st.value if text is None else text, self.kb_base)
+        except ValueError as e:
+            raise _Bad(st, str(e)) from None
 
     def bad(self, key: str, why: str) -> None:
-        self.problems.value(f"[{self.section}] {self.shown(key)}: {why}")
+        self.problems.setting(self.s[key], why)
 
     def size(self, key: str) -> int:
-        try:
-            return parse_fio_size(self.raw(key), self.kb_base)
-        except ValueError as e:
-            raise ValueError(f"[{self.section}] {self.shown(key)}: {e}") from None
+        return self.size_of(self.s[key])
 
     def time(self, key: str, default_unit: float = 1.0) -> float:
         try:
             return parse_fio_time(self.raw(key), default_unit)
         except ValueError as e:
-            raise ValueError(f"[{self.section}] {self.shown(key)}: {e}") from None
+            raise _Bad(self.s[key], str(e)) from None
 
     def boolean(self, key: str) -> bool:
         try:
             return self.flag(key)
         except ValueError as e:
-            raise ValueError(f"[{self.section}] {self.shown(key)}: {e}") from None
+            raise _Bad(self.s[key], str(e)) from None
 
     def later(self, *keys: str) -> Setting | None:
         """Of several settings for one switch, the one written last (fio applies them in order)."""
@@ -598,13 +360,14 @@ class _Job:
         engine = (self.raw("ioengine") or "psync").strip()
         engine_base = engine.split(":")[0]
         if engine_base in REFUSED_ENGINES:
-            self.problems.engine = f"ioengine={engine}: {REFUSED_ENGINES[engine_base]}"
+            self.problems.setting(self.s["ioengine"], f"not supported ({DOCS}): {REFUSED_ENGINES[engine_base]}",
+                                  self.problems.ENGINE)
             return None
         if engine_base in META_ENGINES:
             return self.meta(engine_base)
         if engine_base not in ENGINES:
-            self.problems.engine = (f"ioengine={engine}: not an engine storlab maps (it maps "
-                                    f"{', '.join(ENGINES)} and the file/dir engines)")
+            self.problems.setting(self.s["ioengine"], f"not supported ({DOCS}): storlab maps "
+                                  f"{', '.join(ENGINES)} and the file/dir engines", self.problems.ENGINE)
             return None
         storlab_engine, line = ENGINES[engine_base]
         if line:
@@ -740,14 +503,14 @@ class _Job:
         last = self.later("rwmixread", "rwmixwrite")
         if last is None:
             return 50
-        v = parse_fio_size(last.value or "", self.kb_base)
+        v = self.size_of(last)
         if v > 100:
-            raise ValueError(f"[{self.section}] {last.raw_key}={last.value}: must be 0..100")
+            raise _Bad(last, "must be 0..100")
         return v if last.key == "rwmixread" else 100 - v
 
     def targets(self, engine: str) -> list[tuple[int, list[str], int | None]] | None:
         """[(clone, its files, size of each file)]: fio's files of each clone."""
-        dirs = _split_list(self.raw("directory")) if self.has("directory") else []
+        dirs = split_list(self.raw("directory")) if self.has("directory") else []
         if engine == "null":
             # storlab's null engine completes every request at once; its plan still wants a
             # target: `storlab fio` gives it a sparse file (the run's scratch file under
@@ -762,7 +525,7 @@ class _Job:
             if self.raw("filename") == "-":
                 self.bad("filename", "standard input/output is not a storlab target")
                 return None
-            names = _split_list(self.raw("filename"))
+            names = split_list(self.raw("filename"))
             base = dirs[0] if dirs else ""
             files = [n if not base or os.path.isabs(n) else os.path.join(base, n) for n in names]
             self.all_files = files
@@ -789,16 +552,16 @@ class _Job:
         nfiles = len(clones[0][1])
         if self.has("filesize"):
             lo, _, hi = self.raw("filesize").partition("-")
-            lo_b = parse_fio_size(lo, self.kb_base)
-            if hi and parse_fio_size(hi, self.kb_base) != lo_b:
+            lo_b = self.size_of(self.s["filesize"], lo)
+            if hi and self.size_of(self.s["filesize"], hi) != lo_b:
                 self.bad("filesize", "storlab's files have one size; give one value")
                 return None
             per_file = lo_b
         elif self.has("size"):
             per_file = self._size_value("size", clones[0][1]) // nfiles
         elif not self.has("filename"):
-            self.problems.value(f"[{self.section}] size: missing; fio needs a size for the files "
-                                f"it names itself (or give filename)")
+            self.problems.missing(self.sec, "size", "missing; fio needs a size for the files it names "
+                                                    "itself (or give filename)")
             return None
         else:
             per_file = None    # the whole existing file or device, as fio
@@ -814,8 +577,7 @@ class _Job:
             pct = float(text.strip()[:-1])
             real = _target_bytes(files[0]) if files else None
             if real is None:
-                raise ValueError(f"[{self.section}] {self.shown(key)}: a percentage needs an "
-                                 f"existing file or device as filename")
+                raise _Bad(self.s[key], "a percentage needs an existing file or device as filename")
             return int(real * pct / 100)
         return self.size(key)
 
@@ -827,11 +589,11 @@ class _Job:
         last = self.later("direct", "buffered")
         direct = False
         if last is not None:
-            direct = _parse_bool(last.value) if last.key == "direct" else not _parse_bool(last.value)
+            direct = parse_bool(last.value) if last.key == "direct" else not parse_bool(last.value)
         opts["direct"] = direct
         sync = self.later("fsync", "fdatasync")
         if sync is not None:
-            opts["fsync_every"] = parse_fio_size(sync.value or "", self.kb_base)
+            opts["fsync_every"] = self.size_of(sync)
         opts["fsync_end"] = self.flag("end_fsync") or self.flag("fsync_on_close")
         if self.flag("norandommap"):
             opts["random_map"] = False
@@ -849,7 +611,7 @@ class _Job:
         if self.has("runtime"):
             opts["time"] = self.time("runtime")
         elif self.flag("time_based"):
-            self.problems.value(f"[{self.section}] time_based: needs runtime")
+            self.bad("time_based", "needs runtime")
         if self.has("ramp_time"):
             opts["ramp"] = self.time("ramp_time")
         if self.has("startdelay"):
@@ -859,12 +621,13 @@ class _Job:
                 opts["start_delay"] = self.time("startdelay")
         _, writes, _ = self._directions()
         if writes and (self.raw("fallocate") or "").strip().lower() in ("none", "0"):
-            self.problems.option("fallocate=none (storlab preallocates new files, as fio's default)")
+            self.problems.setting(self.s["fallocate"], f"not supported ({DOCS}): storlab preallocates new "
+                                                       f"files, as fio's default", self.problems.UNSUPPORTED)
         self.verification(opts)
         if engine == "io_uring":
             batch = self.later("iodepth_batch", "iodepth_batch_submit")
             if batch is not None:
-                opts["uring.batch"] = parse_fio_size(batch.value or "", self.kb_base)
+                opts["uring.batch"] = self.size_of(batch)
             for fio_key, key in (("sqthread_poll", "uring.sqpoll"),
                                  ("registerfiles", "uring.fixed_files"), ("fixedbufs", "uring.fixed_buffers")):
                 if self.has(fio_key):
@@ -893,7 +656,7 @@ class _Job:
         given: dict[str, Any] = {}
         for key in ("rate", "rate_min", "rate_iops", "rate_iops_min"):
             if self.has(key):    # fio sizes (with kb_base) per direction; an empty part: no limit
-                given[key] = ",".join(str(parse_fio_size(p, self.kb_base)) if p.strip() else "0"
+                given[key] = ",".join(str(self.size_of(self.s[key], p)) if p.strip() else "0"
                                       for p in self.raw(key).split(",")[:3])
         for key in ("thinktime", "thinktime_spin"):
             if self.has(key):     # fio's unit here is microseconds
@@ -998,7 +761,7 @@ class _Job:
                 if parse_value(key, value) != value:
                     raise OptionError(f"{key}: {value!r} is not canonical")
             except OptionError as e:
-                self.problems.value(f"[{self.section}] {e}")
+                self.problems.missing(self.sec, key, str(e))
                 return False
         return True
 
@@ -1006,7 +769,7 @@ class _Job:
         """fio's file-system engines as a storlab meta phase."""
         phases = META_ENGINES[engine]
         nr = self.size("nrfiles") if self.has("nrfiles") else 1
-        dirs = _split_list(self.raw("directory")) if self.has("directory") else []
+        dirs = split_list(self.raw("directory")) if self.has("directory") else []
         if len(dirs) > 1:
             self.bad("directory", "storlab's meta phase works in one directory")
             return None
@@ -1045,8 +808,7 @@ class _Job:
         try:
             values = tuple(float(p) for p in self.raw("percentile_list").split(":") if p)
         except ValueError:
-            raise ValueError(f"[{self.section}] {self.shown('percentile_list')}: numbers "
-                             f"separated by ':'") from None
+            raise _Bad(self.s["percentile_list"], "numbers separated by ':'") from None
         if any(not 0 <= v <= 100 for v in values):
-            raise ValueError(f"[{self.section}] {self.shown('percentile_list')}: each in 0..100")
+            raise _Bad(self.s["percentile_list"], "each in 0..100")
         return values
