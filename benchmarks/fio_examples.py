@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
 from storlab.jobs.fio.options import write_docs  # noqa: E402
-from storlab.jobs.fiojob import parse_fio_size, parse_fio_time  # noqa: E402
+from storlab.jobs.fio.parse import parse_fio_size, parse_fio_time  # noqa: E402
 
 BEGIN = "<!-- begin generated: benchmarks/fio_examples.py -->"
 END = "<!-- end generated: benchmarks/fio_examples.py -->"
@@ -138,7 +138,9 @@ def run_one(path: Path, scratch_root: str) -> tuple[str, str, str]:
             return "ran", "", compared
         reason = errors[0].split("error:", 1)[1].strip() if errors else (p.stderr.strip().splitlines() or ["?"])[-1]
         reason = reason.replace(str(job), path.name).replace(scratch, "SCRATCH")
-        reason = re.sub(r"^fio job [^:]+: ", "", reason).replace(" — see docs/fio.md", "")
+        # the refusal's one line (jobs/translation.py) without the file the row already names
+        reason = re.sub(r"^fio [^:\s]+:(\d+): ", r"line \1: ", reason)
+        reason = re.sub(r"^fio job [^:]+: ", "", reason)
         return ("refused" if p.returncode == 2 else "failed"), reason, ""
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -41,7 +41,7 @@ def test_refusal_is_one_line_with_exit_code_2(workdir, capsys):
     code = main(["fio", "--name=n", "--ioengine=rdma", "--filename=/x"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err
-    assert err.startswith("storlab fio: error: fio job command line: ioengine=rdma:")
+    assert err.startswith("storlab fio: error: fio command line: ioengine = rdma: not supported (docs/fio.md): ")
     assert len(err) <= 200 + len("storlab fio: error: ")
 
 

@@ -261,15 +261,16 @@ def test_a_user_error_from_anywhere_is_one_line_with_exit_2(capsys, monkeypatch)
 
 def test_model_and_option_errors_are_user_errors():
     from storlab.devices.safety import TargetRefused
-    from storlab.jobs.fiojob import FioJobError
+    from storlab.jobs.fio.parse import FioJobError
     from storlab.jobs.options import OptionError
     from storlab.jobs.tomlfile import TomlFileError
+    from storlab.jobs.translation import Refusal
     from storlab.model.notation import NotationError
     from storlab.model.stack import StackError
     from storlab.output.files import OutputError
     from storlab.store import StoreError
     from storlab.units import UnitError
 
-    for cls in (StackError, NotationError, OptionError, UnitError, FioJobError, TomlFileError, StoreError,
+    for cls in (StackError, NotationError, OptionError, UnitError, FioJobError, Refusal, TomlFileError, StoreError,
                 TargetRefused, OutputError, cli_main.UsageError):
         assert issubclass(cls, UserError), cls

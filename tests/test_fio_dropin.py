@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from storlab.cli.main import main
 from storlab.jobs.fio.cmdline import parse_command_line
-from storlab.jobs.fiojob import translate, translate_sections
+from storlab.jobs.fio.map import translate_sections
+from storlab.jobs.fio.translator import translate as fio_translate
 
 DROPIN = Path(__file__).parent / "fixtures" / "fio_dropin"
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed "
@@ -109,6 +110,11 @@ def test_rate_iops_paces_like_fio(tmp_path, monkeypatch):
     assert set(fio_ops) == set(storlab_ops) == {"read"}
     assert abs(storlab_ops["read"] - fio_ops["read"]) <= 0.1 * fio_ops["read"]
     assert _files(a) == _files(b)
+
+
+def translate(path_or_text):
+    """The fio jobs as map.py's phases `[{"name", "groups": [{"name", "options"}]}]`."""
+    return fio_translate(path_or_text).plan.phases
 
 
 def test_clones_get_fios_file_names_and_directories_round_robin():

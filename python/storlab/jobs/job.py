@@ -80,7 +80,8 @@ def _unknown(key: str, where: str) -> OptionError:
     return OptionError(f"{where}: unknown option {key!r}{suggest(key)}")
 
 
-def _parse_section(section: Mapping[str, Any], where: str, allow_run_level: bool) -> dict[str, Any]:
+def _parse_section(section: Mapping[str, Any], where: str, allow_run_level: bool,
+                   flags: bool = False) -> dict[str, Any]:
     if not isinstance(section, Mapping):
         raise OptionError(f"{where}: expected a table of options, got {section!r}")
     out: dict[str, Any] = {}
@@ -89,6 +90,8 @@ def _parse_section(section: Mapping[str, Any], where: str, allow_run_level: bool
             continue
         if key not in BY_NAME:
             raise _unknown(key, where)
+        if not flags and not BY_NAME[key].job_key:
+            raise OptionError(f"{where}: {key!r} is a command-line flag ({BY_NAME[key].flag}), not a job-file key")
         if key in RUN_LEVEL and not allow_run_level:
             raise OptionError(f"{where}: option {key!r} applies to the whole run; put it at the top of the job file")
         try:
@@ -124,7 +127,7 @@ def resolve_job(cli_values: Mapping[str, Any], jobfile: Mapping[str, Any] | None
     """
     base = {o.name: o.default for o in OPTIONS}
     top = _parse_section(jobfile or {}, jobfile_name, allow_run_level=True)
-    cli = _parse_section(cli_values, "command line", allow_run_level=True)
+    cli = _parse_section(cli_values, "command line", allow_run_level=True, flags=True)
     run = {k: v for k, v in {**base, **top, **cli}.items() if k in RUN_LEVEL}
 
     raw_phases: list[dict] = []

@@ -653,7 +653,7 @@ def render_rows(opts: Iterable[Option], job_keys: bool = True) -> list[str]:
         if o.deprecated:
             text += "<br>formerly " + ", ".join(f"`{d}`" for d in o.deprecated) + " (still accepted, with a notice)"
         unit = f" ({o.unit})" if o.unit else ""
-        key = f" `{o.name}` |" if job_keys else ""
+        key = (f" `{o.name}` |" if o.job_key else " — |") if job_keys else ""
         lines.append(f"| `{flag}` |{key} {o.kind}{unit} | {default} | {text} |")
     return lines
 

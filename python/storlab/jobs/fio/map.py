@@ -322,7 +322,7 @@ class _Job:
             raise _Bad(st, str(e)) from None
 
     def bad(self, key: str, why: str) -> None:
-        self.problems.setting(self.s[key], why)
+        self.problems.setting(self.s[key], why.removeprefix(f"{key}: "))   # an option table's message names it
 
     def size(self, key: str) -> int:
         return self.size_of(self.s[key])

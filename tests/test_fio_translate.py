@@ -1,21 +1,35 @@
-"""Tests of storlab.jobs.fiojob: the job files in tests/fixtures/fio exercise every translated fio
-option (and the rejection of the rest); values must be canonical for the option table."""
+"""Tests of the fio translator (storlab.jobs.fio: parse, map, translator): the job files in
+tests/fixtures/fio exercise every translated fio option (and the refusal of the rest, in the shared
+one-line wording of jobs/translation.py); values must be canonical for the option table. The faces
+every translator shares (emit, record, refusal) are tested for fio with the other formats in
+tests/jobs/test_translators.py."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
-from storlab.jobs.fiojob import FioJobError, parse_fio_size, parse_fio_time, translate
+from storlab.jobs.fio import translator
+from storlab.jobs.fio.parse import FioJobError, parse_fio_size, parse_fio_time
 from storlab.jobs.options import parse_value
+from storlab.jobs.translation import Refusal
 
 FIO = Path(__file__).parent / "fixtures" / "fio"
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 ENV = {"SIZE": "32m", "NUMJOBS": "3", "DIR": "/scratch"}
 
 
+def translate(path_or_text, environ=None):
+    """The fio jobs as map.py's phases `[{"name", "groups": [{"name", "options"}]}]`."""
+    return translator.translate(path_or_text, environ=environ).plan.phases
+
+
 def groups(phases):
     return {g["name"]: g["options"] for p in phases for g in p["groups"]}
+
+
+ONE_REFUSAL = re.compile(r"^fio (<text>|[\w.-]+):\d+: [\w.]+( = .+?)?: \S")
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in FIO.glob("*.fio")
@@ -89,25 +103,27 @@ def test_environment_variables_expand():
     assert opts["target"] == tuple(f"/scratch/random-writers.{n}.0" for n in range(3))
 
 
-def test_unsupported_options_are_listed_together_with_their_sections():
-    with pytest.raises(FioJobError) as e:
+def test_unsupported_options_are_listed_together_with_their_lines():
+    with pytest.raises(Refusal) as e:
         translate(FIO / "unsupported.fio")
     msg = str(e.value)
     assert "\n" not in msg
-    assert len(msg) <= 200 and msg.endswith("see docs/fio.md")
-    # each unsupported option named once, in file order
-    assert "not supported: zero_buffers, cpus_allowed" in msg
+    assert len(msg) <= 200
+    # the first in full (file, line, key, why, where to read more), each other option once
+    assert msg.startswith("fio unsupported.fio:3: zero_buffers: not supported (docs/fio.md): ")
+    assert msg.endswith("; also: cpus_allowed")
     assert msg.count("zero_buffers") == 1
+    assert (e.value.key, e.value.line, e.value.more) == ("zero_buffers", 3, ["cpus_allowed"])
 
 
 def test_runtime_without_time_based_needs_a_size():
-    with pytest.raises(FioJobError, match=r"\[dev\] runtime=30: .*give size"):
+    with pytest.raises(Refusal, match=r"^fio runtime-without-size.fio:5: runtime = 30: .*give size"):
         translate(FIO / "runtime-without-size.fio")
 
 
 @pytest.mark.parametrize("text, problem", [
     ("[j]\nfilename=/x\nrw=randread:4\n", "one request per random offset"),
-    ("[j]\nfilename=/x\nrw=read:-8k\n", r"rw=read:-8k: modifier :-8k is not a hole size"),
+    ("[j]\nfilename=/x\nrw=read:-8k\n", r"rw = read:-8k: modifier :-8k is not a hole size"),
     ("[j]\nfilename=/x\ntime_based\n", "time_based: needs runtime"),
     ("[j]\nrw=read\n", "size: missing"),
     ("[j]\nfilename=/x\ndirect=2\n", "expected 0 or 1"),
@@ -127,9 +143,13 @@ def test_runtime_without_time_based_needs_a_size():
     ("[j]\nfilename=/x\nsize=1m\nbssplit=4k/50:8k/40\n", "add up to 100"),
 ])
 def test_bad_values_name_the_option_and_the_reason(text, problem):
-    with pytest.raises(FioJobError, match=problem) as e:
+    with pytest.raises(Refusal, match=problem) as e:
         translate(text)
-    assert "[j]" in str(e.value)
+    msg = str(e.value)
+    assert ONE_REFUSAL.match(msg) and len(msg) <= 200 and "\n" not in msg, msg
+    # the line named is the key's own (a key the job lacks: its section's)
+    line = text.splitlines()[e.value.line - 1]
+    assert line == "[j]" if e.value.key == "size" and "missing" in msg else line.startswith(e.value.key)
 
 
 def test_rw_modifier_of_a_sequential_pattern_is_the_hole_skipped_after_each_request():
@@ -186,7 +206,7 @@ def test_directory_prefixes_a_relative_filename_only():
 
 
 def test_structural_errors():
-    with pytest.raises(FioJobError, match="outside any"):
+    with pytest.raises(Refusal, match=r"^fio <text>:2: rw = read: outside any \[section\]"):
         translate("; x\nrw=read\n[j]\n")
     with pytest.raises(FioJobError, match="defines no job"):
         translate("[global]\nrw=read\n")
@@ -235,8 +255,8 @@ def test_docs_fio_option_table_is_current():
 
 # -- fio's command line, refusals and the semantics storlab fio added ------------------------------
 from storlab.jobs.fio.cmdline import parse_command_line, show_command  # noqa: E402
+from storlab.jobs.fio.map import translate_sections  # noqa: E402
 from storlab.jobs.fio.options import FIO_OPTIONS, REFUSED_ENGINES  # noqa: E402
-from storlab.jobs.fiojob import translate_sections  # noqa: E402
 
 
 def _cmd(*argv):
@@ -268,7 +288,7 @@ def test_command_line_output_formats_and_unknown_options():
         parse_command_line(["--output-format=normal,json", "--name=a"])
     with pytest.raises(FioJobError, match="use normal, json, json\\+ or terse"):
         parse_command_line(["--output-format=csv", "--name=a"])
-    with pytest.raises(FioJobError, match="not a fio option"):
+    with pytest.raises(Refusal, match="^fio command line: frobnicate = 1: not a fio option"):
         parse_command_line(["--name=a", "--frobnicate=1"])
 
 
@@ -280,18 +300,21 @@ def test_showcmd_echoes_the_jobs_as_one_command_line():
 def test_refusal_is_one_line_of_at_most_200_characters_naming_each_option_once():
     text = "[global]\nfilename=/x\n" + "".join(f"[j{i}]\ncpus_allowed=1\nnice=1\nprio=2\n"
                                               f"zonemode=zbd\nexitall\ncgroup=x\nuid=1\n" for i in range(20))
-    with pytest.raises(FioJobError) as e:
+    with pytest.raises(Refusal) as e:
         translate(text)
     msg = str(e.value)
-    assert len(msg) <= 200 and "\n" not in msg and msg.endswith("see docs/fio.md")
-    assert msg.count("cpus_allowed") == 1 and msg.count("nice") == 1
+    assert len(msg) <= 200 and "\n" not in msg and "(docs/fio.md)" in msg
+    assert msg.startswith("fio <text>:4: cpus_allowed = 1: not supported (docs/fio.md)")
+    for name in ("cpus_allowed", "nice", "prio", "zonemode", "exitall", "cgroup", "uid"):
+        assert len(re.findall(rf"\b{name}\b", msg)) == 1, (name, msg)
 
 
 @pytest.mark.parametrize("engine", sorted(REFUSED_ENGINES))
 def test_engines_storlab_does_not_do_are_refused_in_one_short_line(engine):
-    with pytest.raises(FioJobError) as e:
+    with pytest.raises(Refusal) as e:
         translate(f"[j]\nioengine={engine}\nfilename=/x\n")
-    assert len(str(e.value)) <= 200 and f"ioengine={engine}" in str(e.value)
+    msg = str(e.value)
+    assert len(msg) <= 200 and msg.startswith(f"fio <text>:2: ioengine = {engine}: not supported (docs/fio.md)")
 
 
 def test_sync_engines_map_to_psync_and_libaio_to_io_uring():
@@ -314,7 +337,7 @@ def test_file_engines_become_meta_phases_with_concurrent_jobs_added_up():
 
 
 def test_unset_environment_variable_is_an_error_like_fios():
-    with pytest.raises(FioJobError, match="SIZE is not set"):
+    with pytest.raises(Refusal, match=r"^fio env-vars.fio:\d+: size = \$\{SIZE\}: environment variable SIZE is not set"):
         translate(FIO / "env-vars.fio", environ={})
 
 
@@ -376,7 +399,7 @@ def test_log_options_stand_alone_or_take_a_prefix():
 
 
 def test_engine_refusal_comes_before_an_unset_variable():
-    with pytest.raises(FioJobError, match="ioengine=rdma: storlab does local file"):
+    with pytest.raises(Refusal, match=r"ioengine = rdma: not supported \(docs/fio.md\): storlab does local file"):
         translate("[j]\nioengine=rdma\nhostname=${HOST_UNSET}\n", environ={})
 
 
@@ -389,15 +412,18 @@ def test_overwrite_lays_the_files_out_in_a_phase_before_every_job():
 
 
 def test_fallocate_none_is_refused_for_writing_jobs_only():
-    with pytest.raises(FioJobError, match="fallocate=none"):
+    with pytest.raises(Refusal, match="^fio <text>:5: fallocate = none: not supported"):
         translate("[j]\nfilename=/x\nsize=1m\nrw=write\nfallocate=none\n")
     assert translate("[j]\nfilename=/x\nsize=1m\nrw=read\nfallocate=none\n")
 
 
 def test_what_only_storlab_fio_does_is_refused_by_translate_not_dropped():
-    with pytest.raises(FioJobError, match=r"invalidate=0, \[j\] unlink, \[j\] write_bw_log: run it with `storlab fio`"):
+    with pytest.raises(Refusal, match=r"^fio <text>:4: unlink = 1: only `storlab fio` does this after the run: "
+                                      r"run it with `storlab fio`; also: write_bw_log$"):
         translate("[j]\nfilename=/x\ninvalidate=0\nunlink=1\nwrite_bw_log=p\n")
-    assert translate("[j]\nfilename=/x\ninvalidate=1\n")
+    assert translate("[j]\nfilename=/x\nunlink=0\n")
+    # invalidate is a run option of storlab's job: storlab run honours it
+    assert translator.translate("[j]\nfilename=/x\ninvalidate=0\n").job["invalidate"] is False
 
 
 # -- --target over a fio job with numjobs ------------------------------------------------------

@@ -1,0 +1,140 @@
+"""The faces every foreign-format translator shares (jobs/translation.py), checked for each format
+registered in TRANSLATORS over its fixtures:
+
+(a) translate(FILE) gives a Translation whose job resolves (Translation.resolve());
+(b) its to_toml(), written to a file and read back as a storlab TOML job file (what
+    `--emit FILE` then `storlab run FILE` does), resolves to the same core_spec for every phase;
+(c) record() names the format, the source and its sha256 (the file's), is JSON, fits the run
+    document's schema, and has a Mapped entry for each key the source sets (at its line when the
+    format has lines);
+(d) each bad fixture raises Refusal: one line of at most 200 characters, in the shared wording
+    `FORMAT FILE:LINE: KEY = VALUE: REASON`, naming the file, the line (when the format has
+    lines), the key and the value, and each further refused key the fixture expects.
+
+How a new format joins:
+1. register its translator module in storlab.jobs.translation.TRANSLATORS;
+2. put real inputs under tests/fixtures/translators/<format>/good/ (each must translate and run)
+   and inputs storlab must refuse under tests/fixtures/translators/<format>/bad/, with
+   bad/expected.json: {"FILE": {"key": ..., "value": ..., "line": N or null, "also": [...]}};
+3. add its row to FORMATS below: the file pattern of its inputs, whether its keys have lines, and
+   a function listing the keys a source file sets as (key, line) pairs, written independently of
+   the translator (it is what (c) checks the record against).
+A registered format without a row, or without good and bad fixtures, fails here.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+from storlab.jobs.job import core_spec, load_jobfile, resolve_job
+from storlab.jobs.translation import HOW, MAX_REFUSAL, TRANSLATORS, Refusal, sha256_of, translator
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "translators"
+
+
+def fio_keys(path: Path) -> list[tuple[str, int | None]]:
+    """The `key[=value]` lines of a fio job file under a [section] (comments after ; or #)."""
+    keys = []
+    for n, raw in enumerate(path.read_text().splitlines(), 1):
+        line = re.split(r"[;#]", raw, maxsplit=1)[0].strip()
+        if line and not line.startswith("[") and not line.startswith("include "):
+            keys.append((line.partition("=")[0].strip(), n))
+    return keys
+
+
+@dataclass(frozen=True)
+class Format:
+    pattern: str                                             # the inputs among the fixtures
+    has_lines: bool                                          # refusals and Mapped entries carry a line
+    source_keys: Callable[[Path], list[tuple[str, int | None]]]
+
+
+FORMATS: dict[str, Format] = {
+    "fio": Format("*.fio", True, fio_keys),
+}
+
+
+def _fixtures(kind: str) -> list[tuple[str, Path]]:
+    return [(fmt, p) for fmt in sorted(TRANSLATORS) if fmt in FORMATS
+            for p in sorted((FIXTURES / fmt / kind).glob(FORMATS[fmt].pattern))]
+
+
+GOOD = _fixtures("good")
+BAD = _fixtures("bad")
+
+
+def _ids(cases):
+    return [f"{fmt}/{p.name}" for fmt, p in cases]
+
+
+@pytest.mark.parametrize("fmt", sorted(TRANSLATORS))
+def test_every_registered_format_has_a_row_and_fixtures(fmt):
+    assert fmt in FORMATS, f"add {fmt!r} to FORMATS in {__file__}"
+    assert translator(fmt).FORMAT == fmt
+    assert any(f == fmt for f, _ in GOOD), f"no good fixtures in {FIXTURES / fmt / 'good'}"
+    assert any(f == fmt for f, _ in BAD), f"no bad fixtures in {FIXTURES / fmt / 'bad'}"
+
+
+@pytest.mark.parametrize("fmt, path", GOOD, ids=_ids(GOOD))
+def test_translation_resolves_and_its_emitted_toml_is_the_same_job(fmt, path, tmp_path):
+    tr = translator(fmt).translate(str(path))
+    assert tr.format == fmt
+    job = tr.resolve()                                                  # (a)
+    assert job.phases
+    emitted = tmp_path / "emitted.toml"                                 # (b)
+    tr.emit(str(emitted))
+    again = resolve_job({}, load_jobfile(str(emitted)), jobfile_name=str(emitted))
+    assert [core_spec(p) for p in again.phases] == [core_spec(p) for p in job.phases]
+    assert {k: again.run[k] for k in tr.job if k != "phase"} == {k: job.run[k] for k in tr.job if k != "phase"}
+    assert emitted.read_text().startswith(f"# storlab job translated from {fmt} {path.name}\n")
+
+
+@pytest.mark.parametrize("fmt, path", GOOD, ids=_ids(GOOD))
+def test_record_names_the_source_its_hash_and_every_key(fmt, path):
+    tr = translator(fmt).translate(str(path))
+    rec = json.loads(json.dumps(tr.record()))                           # (c) plain JSON
+    assert (rec["format"], rec["source"], rec["sha256"]) == (fmt, str(path), sha256_of(path))
+    assert all(m["how"] in HOW for m in rec["mapped"])
+    recorded = {(m["key"], m["line"]) for m in rec["mapped"]}
+    for key, line in FORMATS[fmt].source_keys(path):
+        want = (key, line) if FORMATS[fmt].has_lines else key
+        have = recorded if FORMATS[fmt].has_lines else {k for k, _ in recorded}
+        assert want in have, f"{path.name}: {key} (line {line}) has no Mapped entry"
+    assert all(isinstance(n, str) and "\n" not in n for n in rec["notes"])
+
+
+FIRST_GOOD = [next(c for c in GOOD if c[0] == fmt) for fmt in dict.fromkeys(f for f, _ in GOOD)]
+
+
+@pytest.mark.parametrize("fmt, path", FIRST_GOOD, ids=_ids(FIRST_GOOD))
+def test_record_fits_the_run_documents_schema(fmt, path):
+    jsonschema = pytest.importorskip("jsonschema")
+    from storlab.schemas import load
+
+    schema = load("run-1.schema.json")["properties"]["translation"]
+    jsonschema.validate(translator(fmt).translate(str(path)).record(), schema)
+
+
+def _expected(fmt: str, path: Path) -> dict:
+    table = json.loads((FIXTURES / fmt / "bad" / "expected.json").read_text())
+    assert path.name in table, f"{path.name}: add what it refuses to {fmt}/bad/expected.json"
+    return table[path.name]
+
+
+@pytest.mark.parametrize("fmt, path", BAD, ids=_ids(BAD))
+def test_bad_input_is_one_refusal_line_naming_file_line_key_and_value(fmt, path):
+    want = _expected(fmt, path)
+    with pytest.raises(Refusal) as e:                                   # (d)
+        translator(fmt).translate(str(path))
+    msg = str(e.value)
+    assert "\n" not in msg and len(msg) <= MAX_REFUSAL, msg
+    where = f"{path.name}:{want['line']}" if FORMATS[fmt].has_lines else path.name
+    value = f" = {want['value']}" if want.get("value") not in (None, "") else ""
+    assert msg.startswith(f"{fmt} {where}: {want['key']}{value}: "), msg
+    assert (e.value.key, e.value.line) == (want["key"], want["line"] if FORMATS[fmt].has_lines else None)
+    for other in want.get("also", ()):
+        assert other in e.value.more and re.search(rf"; also: .*\b{re.escape(other)}\b", msg), msg
