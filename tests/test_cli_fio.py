@@ -170,3 +170,47 @@ def test_terse_output_is_fios_version_3_line_without_disk_utilisation(workdir, c
     assert fields[5] == "1024"                      # read: KiB transferred
     assert fields[46] == "0"                        # write: none
     assert fields[17].startswith("1.000000%=") and fields[36] == "0%=0"   # 17 percentiles, then 3 empty
+
+
+# -- the translator's faces on the command line: --emit, the recorded translation ----------------
+JOB = "[global]\nsize=1m\nbs=64k\n[w]\nrw=write\nfilename={dir}/f\n[r]\nstonewall\nrw=read\nfilename={dir}/f\n"
+
+
+def test_run_fio_emit_writes_the_job_runs_nothing_and_the_file_runs_the_same_job(workdir, capsys):
+    job = workdir / "job.fio"
+    job.write_text(JOB.format(dir=workdir))
+    assert main(["run", "--fio", str(job), "--emit", "job.toml", "--bs", "128k"]) == 0
+    assert not (workdir / "f").exists()                     # nothing ran
+    text = (workdir / "job.toml").read_text()
+    assert text.startswith("# storlab job translated from fio job.fio\n# source sha256 ")
+    assert 'bs = "128k"' in text                            # the flags given beside it, in each group
+    assert main(["run", "--fio", str(job), "--bs", "128k", "--quiet", "--json", "a.json"]) == 0
+    assert main(["run", "job.toml", "--quiet", "--json", "b.json"]) == 0
+    a, b = (json.loads((workdir / n).read_text()) for n in ("a.json", "b.json"))
+    assert [p["name"] for p in a["phases"]] == [p["name"] for p in b["phases"]] == ["w", "r"]
+    moved = [[(p.get(d) or {}).get("bytes", 0) for d in ("read", "write")] for p in a["phases"]]
+    assert moved == [[0, 1 << 20], [1 << 20, 0]]
+    assert moved == [[(p.get(d) or {}).get("bytes", 0) for d in ("read", "write")] for p in b["phases"]]
+    # the run from the fio file records its translation; the TOML run is storlab's own job
+    tr = a["translation"]
+    assert (tr["format"], tr["source"]) == ("fio", str(job)) and len(tr["sha256"]) == 64
+    assert {(m["key"], m["line"], m["how"]) for m in tr["mapped"]} >= {("rw", 5, "translated"), ("stonewall", 8, "translated")}
+    assert "translation" not in b
+
+
+def test_storlab_fio_emit_to_stdout_runs_nothing(workdir, capsys):
+    assert main(["fio", "--emit", "-", "--name=j", f"--filename={workdir}/g", "--size=1m",
+                 "--rw=randwrite", "--unlink=1"]) == 0
+    out = capsys.readouterr().out
+    assert not (workdir / "g").exists()
+    assert out.startswith("# storlab job translated from fio command line\n")
+    assert "# note: [j] unlink: carried out by `storlab fio` only, not by this job" in out
+    assert '[[phase.group]]\nname = "j"\nrw = "randwrite"' in out
+
+
+def test_emit_needs_a_foreign_job_and_is_no_job_file_key(workdir, capsys):
+    assert main(["run", "--emit", "x.toml", "--target", str(workdir / "t"), "--size", "1m"]) == 2
+    assert "give --fio JOBFILE" in capsys.readouterr().err
+    (workdir / "j.toml").write_text('emit = "x.toml"\n')
+    assert main(["run", "j.toml"]) == 2
+    assert "'emit' is a command-line flag (--emit), not a job-file key" in capsys.readouterr().err
