@@ -149,13 +149,16 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("nothing to sweep: give an option a comma-separated list, e.g. "
                          "--bs 4k,64k,1m, or --sweep OPTION=V1,V2")
     jobfile = load_jobfile(args.jobfile) if args.jobfile else None
-    phases = None
+    phases = translation = None
     if fixed.get("fio"):
         from ..jobs.fio import translator
 
-        phases = translator.translate(fixed["fio"]).job["phase"]
+        translation = translator.translate(fixed["fio"])
+        phases = translation.job["phase"]
     matrix = sw.build_matrix(axes, fixed, settings, jobfile, jobfile_name=args.jobfile or "job file",
                              phases=phases)
+    for job in matrix.jobs:      # each point's run document records the fio file it came from
+        job.translation = translation
     run_settings = matrix.run_options
     json_target = run_settings.get("json")
     csv_target = args.csv
