@@ -196,6 +196,10 @@ def test_run_fio_emit_writes_the_job_runs_nothing_and_the_file_runs_the_same_job
     assert (tr["format"], tr["source"]) == ("fio", str(job)) and len(tr["sha256"]) == 64
     assert {(m["key"], m["line"], m["how"]) for m in tr["mapped"]} >= {("rw", 5, "translated"), ("stonewall", 8, "translated")}
     assert "translation" not in b
+    from storlab.output.table import render_table  # the table (and `results show`) says so in one line
+
+    assert f"translated from fio job.fio (sha256 {tr['sha256'][:12]}; " in render_table(a)
+    assert "translated from" not in render_table(b)
 
 
 def test_storlab_fio_emit_to_stdout_runs_nothing(workdir, capsys):

@@ -81,6 +81,18 @@ def _pass_notes(doc: dict[str, Any]) -> list[str]:
     return out
 
 
+def translation_line(tr: dict[str, Any]) -> str:
+    """Where a translated job came from, in one line: format, file, hash, keys by how."""
+    import os
+    from collections import Counter
+
+    hows = Counter(m.get("how") for m in tr.get("mapped") or ())
+    counted = ", ".join(f"{n} {how}" for how, n in hows.items())
+    return (f"translated from {tr.get('format')} {os.path.basename(str(tr.get('source')))} "
+            f"(sha256 {str(tr.get('sha256'))[:12]}; {sum(hows.values())} keys"
+            + (f": {counted})" if counted else ")"))
+
+
 def render_table(doc: dict[str, Any]) -> str:
     """Compact plain-text table of a result document (no colour, no trailing newline)."""
     if doc.get("kind") == "meta":  # metadata phases are operations per second, not bytes
@@ -103,6 +115,8 @@ def render_table(doc: dict[str, Any]) -> str:
         lines += [""] + phase_table(meta)
     if doc.get("main_job"):   # how the default main job measured, in one line
         lines.append(doc["main_job"]["line"])
+    if doc.get("translation"):
+        lines.append(translation_line(doc["translation"]))
     for phase in phases:
         lines += _phase_notes(phase)
     lines += _pass_notes(doc)
