@@ -20,7 +20,7 @@ from ..translation import Mapped, Translation, sha256_of
 from .cmdline import FioCommand, show_command
 from .map import FioPlan, translate_sections
 from .options import status_of
-from .parse import FORMAT, FioJobError, Section, parse_bool, read_source
+from .parse import COMMAND_LINE, FORMAT, FioJobError, Section, parse_bool, read_source
 
 __all__ = ["FORMAT", "FioTranslation", "translate", "translate_command", "onto_targets", "job_of"]
 
@@ -56,8 +56,9 @@ def translate_command(cmd: FioCommand) -> FioTranslation:
 def from_sections(sections: list[Section], source: str, sha256: str,
                   only: set[str] | None = None) -> FioTranslation:
     plan = translate_sections(sections, source, only)
+    kept = [sec for sec in sections if not only or sec.name in only or sec.name.lower() == "global"]
     return FioTranslation(format=FORMAT, source=source, sha256=sha256, job=job_of(plan),
-                          mapped=mapped_of(sections), notes=list(plan.notes), plan=plan)
+                          mapped=mapped_of(kept, source), notes=list(plan.notes), plan=plan)
 
 
 def job_of(plan: FioPlan) -> dict[str, Any]:
@@ -75,9 +76,10 @@ def job_of(plan: FioPlan) -> dict[str, Any]:
     return job
 
 
-def mapped_of(sections: list[Section]) -> list[Mapped]:
+def mapped_of(sections: list[Section], source: str) -> list[Mapped]:
     """Each fio setting as written (one per line, a [global] one once) and what storlab made of it:
-    the option table's row (options.py). Refused settings never get here: they raise."""
+    the option table's row (options.py). Refused settings never get here: they raise. The note
+    names the section, and the file when an `include` brought the setting from another one."""
     out = []
     for sec in sections:
         for st in sec.settings:
@@ -85,7 +87,7 @@ def mapped_of(sections: list[Section]) -> list[Mapped]:
             if row is None:
                 continue
             alias = f"fio's {st.raw_key} is {st.key}" if st.raw_key.lower() != st.key else ""
-            where = f"[{sec.name}]"
+            where = f"[{sec.name}]" + (f" in {os.path.basename(st.file)}" if st.file not in (source, COMMAND_LINE) else "")
             if row.status == "mapped":
                 out.append(Mapped(st.raw_key, st.value, row.text, "translated", st.where,
                                   "; ".join(x for x in (where, alias) if x)))

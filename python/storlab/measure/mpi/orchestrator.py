@@ -475,6 +475,8 @@ class IoRanks(RankSide):
         doc["warnings"] = self._warnings(template, docs, nodes)
         if base and "model" in base:  # a stack attached with --stack: every rank computed the same
             doc["model"] = base["model"]
+        if template.translation is not None:    # a foreign format's job: how it was translated
+            doc["translation"] = template.translation.record()
         signalled = {r: d["signal"] for r, d in docs.items() if d.get("signal")}
         _outcome(doc, phases, len(template.phases), failure, got, signalled)
         return doc
