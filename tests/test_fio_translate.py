@@ -457,3 +457,9 @@ def test_target_count_that_does_not_divide_the_clones_is_refused_in_one_line(tmp
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.count("\n") == 0
     assert "job 'job' runs 3 clones (numjobs); give 1 target for them to share, or 3, one each" in err
+
+
+def test_a_combination_storlabs_rules_refuse_is_named_at_the_fio_line():
+    tr = translator.translate("[j]\nfilename=/x\nsize=1m\nrate=1m\nrate_min=2m\n")
+    with pytest.raises(Refusal, match=r"^fio <text>:5: rate_min = 2m: the floor of the read direction is above its cap"):
+        tr.resolve()

@@ -21,6 +21,7 @@ import importlib
 import json
 import math
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -135,10 +136,40 @@ class Translation:
     details: dict[str, Any] = field(default_factory=dict)  # format-specific, recorded as is
 
     def resolve(self, cli_values: Mapping[str, Any] | None = None) -> "Job":
-        """storlab's validated job: the same resolution a TOML job file gets (flags over it)."""
+        """storlab's validated job: the same resolution a TOML job file gets (flags over it).
+        A value storlab's rules refuse there (a combination, e.g. rate_min above rate) is a
+        `Refusal` at the source key it came from, when the record says which one did."""
         from .job import resolve_job
+        from .options import OptionError
 
-        return resolve_job(cli_values or {}, self.job, jobfile_name=self.label)
+        try:
+            return resolve_job(cli_values or {}, self.job, jobfile_name=self.label)
+        except OptionError as e:
+            refusal = self.refusal_for(str(e), given=cli_values or {})
+            if refusal is None:
+                raise
+            raise refusal from None
+
+    def refusal_for(self, message: str, given: Mapping[str, Any] | None = None) -> "Refusal | None":
+        """The source key behind a storlab option's one-line error (`WHERE: OPTION: REASON`): the
+        last Mapped entry that became that option. None when a flag given beside the source set
+        it, or no entry did."""
+        from .options import BY_NAME
+
+        parts = message.split(": ")
+        for i, part in enumerate(parts[:-1]):
+            if part in BY_NAME and part not in (given or {}):
+                option, reason = part, ": ".join(parts[i + 1:])
+                break
+        else:
+            return None
+        became = [m for m in self.mapped if m.how != "accepted"
+                  and (m.key == option or re.match(rf"{re.escape(option)}\b(?![.-])", m.storlab))]
+        if not became:
+            return None
+        m = became[-1]
+        return Refusal(self.format, self.source, m.line, m.key, m.value if m.value is not None else "",
+                       reason if m.key == option else f"{option}: {reason}")
 
     @property
     def label(self) -> str:
