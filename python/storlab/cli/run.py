@@ -13,7 +13,6 @@ from ..errors import StorlabError
 from ..jobs import mainjob
 from ..jobs.job import load_jobfile, resolve_job
 from ..measure.launch import detect as detect_mpi_launch
-from ..measure.runner import run_job
 from ..output.files import OutputError, check_destination
 from ..output.json import write_json
 from ..signals import STOP, exit_code_for
@@ -194,6 +193,8 @@ def run(args: argparse.Namespace) -> int:
     launch = detect_mpi_launch()
     try:
         if launch is None:
+            from ..measure.runner import run_job  # the engine's side loads when a job runs, not for --help
+
             doc = run_job(job, argv=["storlab", "run", *sys.argv[2:]], progress=progress, notify=notify,
                           checkpoint=lambda partial: _checkpoint(partial, settings))
         else:  # one rank of an MPI job: rank 0 gets the merged document, the others an exit code
