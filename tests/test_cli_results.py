@@ -239,6 +239,7 @@ def test_compare_and_tag_take_selectors(filled, capsys, db):
     ("last~-1", "'last~-1' is not a run selector"),
     ("last~", "'last~' is not a run selector"),
     ("last~4", "last~4: the store"),
+    ("last~99999999999999999999999", "last~99999999999999999999999: the store"),   # beyond SQLite's integers
 ])
 def test_bad_selectors_are_one_line_naming_the_argument(filled, capsys, selector, says):
     for argv in (("results", "show", selector), ("results", "compare", "last", selector),

@@ -543,11 +543,10 @@ class Store:
 
     def _nth_newest(self, back: int, selector: str) -> str:
         """The run `back` places before the most recent one, in `list_runs`'s order."""
-        row = self.db.execute("SELECT run_id FROM runs ORDER BY started_at DESC, saved_at DESC "
-                              "LIMIT 1 OFFSET ?", (back,)).fetchone()
-        if row is not None:
-            return row["run_id"]
         count = self.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        if back < count:
+            return self.db.execute("SELECT run_id FROM runs ORDER BY started_at DESC, saved_at DESC "
+                                   "LIMIT 1 OFFSET ?", (back,)).fetchone()["run_id"]
         if count == 0:
             raise RunNotFound(f"run: {selector}: the store {self.path} holds no runs yet")
         allowed = "last" if count == 1 else f"last, last~1 .. last~{count - 1}"
