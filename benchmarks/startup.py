@@ -9,7 +9,9 @@ what no change to storlab can remove). The median of several rounds, the cases t
 built `_core`) instead of the one on the path; with two trees the rounds alternate between them
 and the last column is each case's ratio to the first tree, the figure to read on a shared machine.
 
-Peak memory is the child's ru_maxrss (os.wait4), the figure `/usr/bin/time -v` prints as "Maximum
+CPU s is the child's user + system time: on a shared machine it moves less with the load than
+the wall time does (a 1 s run spends most of its second waiting or doing I/O). Peak memory is
+the child's ru_maxrss (os.wait4), the figure `/usr/bin/time -v` prints as "Maximum
 resident set size". The 1 s run's wall time includes its 1 s of I/O and the 1 MiB layout; its
 start-up is shown as wall - 1 s. The goal (issue 25): <= 0.15 s and <= 35 MB for every command
 that draws no chart.
@@ -40,8 +42,8 @@ def commands(folder: Path) -> dict[str, tuple[list[str], float]]:
     }
 
 
-def measure_once(args: list[str], tree: str | None) -> tuple[float, int]:
-    """Wall seconds and peak resident bytes of one `python ARGS` child."""
+def measure_once(args: list[str], tree: str | None) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds (user + system) and peak resident bytes of one `python ARGS` child."""
     env = dict(os.environ)
     if tree:
         env["PYTHONPATH"] = tree
@@ -53,7 +55,7 @@ def measure_once(args: list[str], tree: str | None) -> tuple[float, int]:
     if code != 0:
         err = proc.stderr.read().decode() if proc.stderr else ""
         raise SystemExit(f"python {' '.join(args)} failed (exit {code}): {err.strip()}")
-    return wall, usage.ru_maxrss * 1024  # Linux reports KiB
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024  # Linux reports KiB
 
 
 def main() -> int:
@@ -67,29 +69,33 @@ def main() -> int:
     cases = commands(Path(a.dir))
     trees: list[str | None] = a.tree or [None]
     walls = {(t, n): [] for t in trees for n in cases}
+    cpus = {(t, n): [] for t in trees for n in cases}
     rss = {(t, n): [] for t in trees for n in cases}
     try:
         for _ in range(a.rounds):
             for name, (args, _work) in cases.items():
                 for tree in trees:
-                    w, r = measure_once(args, tree)
+                    w, c, r = measure_once(args, tree)
                     walls[tree, name].append(w)
+                    cpus[tree, name].append(c)
                     rss[tree, name].append(r)
     finally:
         for args, _ in cases.values():
             if "--target" in args:
                 Path(args[args.index("--target") + 1]).unlink(missing_ok=True)
     rows = []
-    print(f"{'tree':24} {'command':34} {'wall s':>8} {'start-up s':>11} {'max RSS MB':>11} {'/ first':>8}")
+    print(f"{'tree':24} {'command':34} {'wall s':>8} {'start-up s':>11} {'CPU s':>7} {'max RSS MB':>11} "
+          f"{'/ first':>8}")
     for name, (_args, work) in cases.items():
         first = statistics.median(walls[trees[0], name]) - work
         for tree in trees:
             wall = statistics.median(walls[tree, name])
             mb = statistics.median(rss[tree, name]) / 1e6
+            cpu = statistics.median(cpus[tree, name])
             rows.append({"tree": tree, "command": name, "wall_s": wall, "startup_s": wall - work,
-                         "max_rss_mb": mb, "rounds": a.rounds})
+                         "cpu_s": cpu, "max_rss_mb": mb, "rounds": a.rounds})
             label = (tree or "(the path's)")[-24:]
-            print(f"{label:24} {name:34} {wall:8.3f} {wall - work:11.3f} {mb:11.1f} "
+            print(f"{label:24} {name:34} {wall:8.3f} {wall - work:11.3f} {cpu:7.3f} {mb:11.1f} "
                   f"{(wall - work) / first if first > 0 else float('nan'):8.2f}")
     print(f"medians of {a.rounds} rounds; load average {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs); "
           "goal: start-up <= 0.15 s and <= 35 MB without charts")
