@@ -41,6 +41,8 @@ STORE, JSON, NOTE = BY_NAME["store"], BY_NAME["json"], BY_NAME["note"]
 # How a run is named wherever one is taken (the store resolves the selectors: store.parse_last).
 RUN_NAMES = "run id, unique prefix of one, last (the most recent run), last~N (N runs before it), or JSON result file"
 RUN = _row("run", "str", RUN_NAMES, positional="1", metavar="RUN")
+STORED_RUN = _row("run", "str", "run id, unique prefix of one, last (the most recent run) or last~N (N runs "
+                  "before it)", positional="1", metavar="RUN")
 # Selecting stored runs: shared by `results list`, `results export` and (--with-tag) `report`.
 WITH_TAG = _row("with_tag", "str", "only runs with this tag", deprecated=("--tag",), metavar="TAG",
                 category="selection")
@@ -88,7 +90,7 @@ COMMANDS: tuple[CommandTable, ...] = (
         STORE, _row("runs", "str", "runs to delete (ids, prefixes, last, last~N)", positional="+",
                     metavar="RUN"))),
     CommandTable("results tag", "add (or remove) tags and set the note of a run", (
-        STORE, RUN,
+        STORE, STORED_RUN,
         _row("tags", "str", "tags to add (or remove)", positional="*", default=(), metavar="TAG"),
         _row("remove", "bool", "remove the given tags instead of adding them", default=False,
              category="tags"),
