@@ -28,7 +28,8 @@ except SystemExit as e:
     code = e.code
 watched = {"matplotlib", "jsonschema", "sqlite3", "_sqlite3", "mpi4py", "numpy"}
 print(json.dumps({"code": code, "loaded": sorted({m.split(".")[0] for m in sys.modules} & watched),
-                  "cli": sorted(m for m in sys.modules if m.startswith("storlab.cli."))}), file=sys.stderr)
+                  "cli": sorted(m for m in sys.modules if m.startswith("storlab.cli.")),
+                  "storlab": sorted(m for m in sys.modules if m.startswith("storlab."))}), file=sys.stderr)
 """
 
 
@@ -51,6 +52,9 @@ def test_run_help_loads_only_run(tmp_path):
     report = loaded_by(["run", "--help"], tmp_path)
     assert report["loaded"] == []   # no matplotlib, jsonschema, sqlite3, mpi4py, numpy
     assert set(report["cli"]) == {"storlab.cli.main", "storlab.cli.options_cli", "storlab.cli.run"}
+    # the flags come from the option tables; what runs a job loads when one runs
+    for running in ("storlab.measure.runner", "storlab.model", "storlab.jobs.job", "storlab.devices", "storlab.store"):
+        assert running not in report["storlab"], running
 
 
 def test_a_run_without_the_store_loads_no_chart_library(tmp_path):
