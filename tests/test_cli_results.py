@@ -229,6 +229,8 @@ def test_compare_and_tag_take_selectors(filled, capsys, db):
     assert code == 0 and "picked" in err
     assert "picked" in store.summary(sweep[1]["run_id"], db)["tags"]
     assert "picked" not in store.summary(odd["run_id"], db)["tags"]
+    code, out, _ = cli(capsys, "results", "export", "last", "last~3")
+    assert code == 0 and [d["run_id"] for d in json.loads(out)] == [odd["run_id"], sweep[0]["run_id"]]
     code, _, err = cli(capsys, "results", "delete", "last")
     assert code == 0 and odd["run_id"][:8] in err
     assert store.summary("last", db)["run_id"] == sweep[-1]["run_id"]
