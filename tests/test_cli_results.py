@@ -206,3 +206,65 @@ def test_listing_before_the_first_run_is_not_an_error(tmp_path, monkeypatch, cap
     assert code == 0 and "no stored runs yet" in err and not (tmp_path / "xdg").exists()
     code, out, _ = cli(capsys, "results", "list", "--json")
     assert (code, json.loads(out)) == (0, [])
+
+
+# -- `last` and `last~N`: the store's one resolver (store.parse_last, Store.resolve) ------------------
+def test_last_and_last_n_name_runs_newest_first(filled, capsys, db):
+    sweep, odd = filled   # odd started last; the sweep's runs before it, oldest first
+    newest_first = [odd, *reversed(sweep)]
+    for n, doc in enumerate(newest_first):
+        for selector in ((f"last~{n}", "last") if n == 0 else (f"last~{n}",)):
+            code, out, _ = cli(capsys, "results", "show", selector, "--json")
+            assert code == 0 and json.loads(out)["run_id"] == doc["run_id"], selector
+    code, out, _ = cli(capsys, "results", "show", "last")
+    assert code == 0 and f"run {odd['run_id']}" in out and "note: stopped by hand" in out
+
+
+def test_compare_and_tag_take_selectors(filled, capsys, db):
+    sweep, odd = filled
+    code, out, _ = cli(capsys, "results", "compare", "last~1", "last", "--json")
+    assert code == 0
+    assert json.loads(out)["runs"] == [sweep[-1]["run_id"], odd["run_id"]]
+    code, _, err = cli(capsys, "results", "tag", "last~2", "picked")
+    assert code == 0 and "picked" in err
+    assert "picked" in store.summary(sweep[1]["run_id"], db)["tags"]
+    assert "picked" not in store.summary(odd["run_id"], db)["tags"]
+    code, out, _ = cli(capsys, "results", "export", "last", "last~3")
+    assert code == 0 and [d["run_id"] for d in json.loads(out)] == [odd["run_id"], sweep[0]["run_id"]]
+    code, _, err = cli(capsys, "results", "delete", "last")
+    assert code == 0 and odd["run_id"][:8] in err
+    assert store.summary("last", db)["run_id"] == sweep[-1]["run_id"]
+
+
+@pytest.mark.parametrize("selector, says", [
+    ("last~x", "'last~x' is not a run selector; allowed: a run id, a unique prefix of one, last"),
+    ("last~-1", "'last~-1' is not a run selector"),
+    ("last~", "'last~' is not a run selector"),
+    ("last~4", "last~4: the store"),
+    ("last~99999999999999999999999", "last~99999999999999999999999: the store"),   # beyond SQLite's integers
+])
+def test_bad_selectors_are_one_line_naming_the_argument(filled, capsys, selector, says):
+    for argv in (("results", "show", selector), ("results", "compare", "last", selector),
+                 ("results", "tag", selector, "x"), ("report", selector, "-o", "r.html")):
+        code, out, err = cli(capsys, *argv)
+        assert code == 2 and out == "", argv
+        assert says in err and len(err.strip().splitlines()) == 1, (argv, err)
+    if selector == "last~4":   # 4 runs stored: last .. last~3
+        assert "holds 4 run(s); allowed: last, last~1 .. last~3" in err
+
+
+def test_a_file_named_like_a_selector_is_read_with_a_path(tmp_path, filled, capsys, monkeypatch):
+    doc = rundoc.make_run(seed=9)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "last").write_text(json.dumps(doc))
+    code, out, _ = cli(capsys, "results", "show", "./last", "--json")
+    assert code == 0 and json.loads(out)["run_id"] == doc["run_id"]
+    code, out, _ = cli(capsys, "results", "show", "last", "--json")   # the selector, not the file
+    assert code == 0 and json.loads(out)["run_id"] == filled[1]["run_id"]
+
+
+def test_last_in_an_empty_store_says_so(tmp_path, capsys):
+    path = tmp_path / "empty.db"
+    store.Store(path).close()
+    code, _, err = cli(capsys, "results", "show", "last", "--store", str(path))
+    assert code == 2 and f"last: the store {path} holds no runs yet" in err

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "python" / "storlab"
@@ -42,12 +43,10 @@ MEASURE_ORDER = (
 )
 
 # Private names still imported across modules, each with the change that removes it; the test
-# fails when a new one appears (shrink this set as they go, never grow it).
-KNOWN_PRIVATE: frozenset[tuple[str, str]] = frozenset({
-    # cli/run.py's JSON writer becomes output.json.write_json (the cli helper's branch)
-    ("storlab.cli.scale", "storlab.cli.run._write_json"),
-    ("storlab.cli.sweep", "storlab.cli.run._write_json"),
-})
+# fails when a new one appears, or when one listed here is gone (shrink this set, never grow it).
+# Empty: the last two (cli/sweep.py and cli/scale.py using cli/run.py's JSON writer) now use
+# output/json.py:write_json.
+KNOWN_PRIVATE: frozenset[tuple[str, str]] = frozenset()
 
 
 def _module_name(path: Path) -> str:
@@ -185,8 +184,9 @@ def _private_uses() -> set[tuple[str, str]]:
 
 
 def test_no_module_uses_another_modules_private_names():
-    new = _private_uses() - KNOWN_PRIVATE
-    assert new == set(), "make these public (or move them to the module that uses them)"
+    found = _private_uses()
+    assert found - KNOWN_PRIVATE == set(), "make these public (or move them to the module that uses them)"
+    assert KNOWN_PRIVATE - found == set(), "these are gone: remove them from KNOWN_PRIVATE"
 
 
 def test_the_private_name_check_sees_both_forms(tmp_path, monkeypatch):
@@ -199,3 +199,183 @@ def test_the_private_name_check_sees_both_forms(tmp_path, monkeypatch):
     (pkg / "a" / "y.py").write_text("from .x import _helper\nfrom . import x\nx._other()\n")
     monkeypatch.setattr(__import__(__name__), "ROOT", pkg)
     assert _private_uses() == {("storlab.a.y", "storlab.a.x._helper"), ("storlab.a.y", "storlab.a.x._other")}
+
+
+# -- Rust: no cycle between the modules (files) of a crate ---------------------------------------
+CRATES = ROOT.parent.parent / "crates"
+_TEST_ONLY_MOD = re.compile(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*([;{])")
+# string literals (raw ones too), character literals and comments, in the order they appear
+_LITERAL = re.compile(r'r(#*)"[\s\S]*?"\1|"(?:\\[\s\S]|[^"\\])*"|\'(?:\\[^\']+|[^\'\\])\'|//[^\n]*|/\*[\s\S]*?\*/')
+_USE = re.compile(r"\b(pub(?:\([^)]*\))?\s+)?use\s+([^;]+);")
+_PATH = re.compile(r"\b(?:crate|super|self)(?:::\w+)+")
+
+
+def _rust_code(text: str) -> tuple[str, set[str]]:
+    """The code of a Rust file without comments, string literals and inline `#[cfg(test)]`
+    modules (test code may use any module), and the names of its test-only `mod x;` files."""
+    text = _LITERAL.sub(lambda m: "" if m.group(0).startswith("/") else '""', text)
+    test_files = set()
+    while m := _TEST_ONLY_MOD.search(text):
+        if m.group(2) == ";":
+            test_files.add(m.group(1))
+            text = text[:m.start()] + text[m.end():]
+            continue
+        depth, end = 0, m.end() - 1
+        for end in range(m.end() - 1, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            if depth == 0:
+                break
+        text = text[:m.start()] + text[end + 1:]
+    return text, test_files
+
+
+def _use_paths(tree: str, prefix: str = "") -> list[tuple[str, str]]:
+    """`a::{b, c::{d as e}}` -> [(path, name it is known by)], braces expanded."""
+    tree = " ".join(tree.split())
+    if "{" not in tree:
+        path, _, alias = tree.partition(" as ")
+        path = prefix + path.strip()
+        return [(path, alias.strip() or path.rsplit("::", 1)[-1])]
+    head, _, body = tree.partition("{")
+    body = body[:body.rindex("}")]
+    parts, depth, cur = [], 0, ""
+    for ch in body:
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return [p for part in parts if part.strip() for p in _use_paths(part, prefix + head.strip())]
+
+
+def _rust_module_graph(src: Path) -> dict[str, set[str]]:
+    """file -> files it refers to (`use crate::/super::/self::`, a child module named in a `use`,
+    and `crate::x::y` paths in the code), for the crate whose sources are in `src`. A name a module
+    re-exports (`pub use`) is followed to the module that defines it; lib.rs and mod.rs are the
+    modules of their folder; test-only modules and files are left out."""
+    files: dict[tuple[str, ...], Path] = {}
+    for f in sorted(src.rglob("*.rs")):
+        parts = f.relative_to(src).with_suffix("").parts
+        files[parts[:-1] if parts[-1] in ("lib", "main", "mod") else parts] = f
+    code: dict[tuple[str, ...], str] = {}
+    test_only: set[tuple[str, ...]] = set()
+    for mod, f in files.items():
+        code[mod], tests = _rust_code(f.read_text())
+        test_only |= {mod + (t,) for t in tests}
+    for mod in list(files):
+        if any(mod[:len(t)] == t for t in test_only):
+            del files[mod], code[mod]
+
+    def resolve(mod: tuple[str, ...], path: str) -> tuple[tuple[str, ...], list[str]] | None:
+        """The module a path starts in and the segments left after it (None: another crate)."""
+        segs = path.split("::")
+        if segs[0] == "crate":
+            base, segs = (), segs[1:]
+        elif segs[0] in ("self", "super"):
+            base = mod
+            while segs and segs[0] in ("self", "super"):
+                base = base[:-1] if segs.pop(0) == "super" else base
+        elif mod + (segs[0],) in files:
+            base = mod          # a child module named without self:: (2018 paths)
+        else:
+            return None
+        while segs and base + (segs[0],) in files:
+            base, segs = base + (segs.pop(0),), segs
+        return base, segs
+
+    reexports: dict[tuple[str, ...], dict[str, tuple[str, list[str]]]] = collections.defaultdict(dict)
+    for mod, text in code.items():
+        for m in _USE.finditer(text):
+            if m.group(1):
+                for path, name in _use_paths(m.group(2)):
+                    if name != "*":
+                        reexports[mod][name] = (path, [])
+
+    def target(mod: tuple[str, ...], path: str, seen: int = 0) -> tuple[str, ...] | None:
+        found = resolve(mod, path)
+        if found is None:
+            return None
+        base, rest = found
+        if rest and rest[0] in reexports.get(base, {}) and seen < 8 and reexports[base][rest[0]][0] != path:
+            via = target(base, reexports[base][rest[0]][0], seen + 1)
+            return base if via is None else via
+        return base
+
+    def name(mod: tuple[str, ...]) -> str:
+        return str(files[mod].relative_to(src))
+
+    graph: dict[str, set[str]] = {name(m): set() for m in files}
+    for mod, text in code.items():
+        paths = [p for m in _USE.finditer(text) for p, _ in _use_paths(m.group(2))]
+        paths += _PATH.findall(_USE.sub("", text))
+        for p in paths:
+            t = target(mod, p)
+            if t is not None and t != mod and t in files:
+                graph[name(mod)].add(name(t))
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def _explain(graph: dict[str, set[str]], group: list[str]) -> str:
+    return "; ".join(f"{a} uses {', '.join(sorted(graph[a] & set(group)))}" for a in group)
+
+
+def test_no_rust_module_uses_itself_back():
+    found = []
+    for src in sorted(CRATES.glob("*/src")):
+        graph = _rust_module_graph(src)
+        assert len(graph) > 1 and any(graph.values()), f"{src}: the module graph came out empty"
+        found += [f"{src.parent.name}: {_explain(graph, g)}" for g in _cycles(graph)]
+    assert found == [], "break these cycles (move what both use into a lower module)"
+
+
+def test_the_rust_module_graph_sees_every_form(tmp_path):
+    # the check must see `use crate::`, grouped `use`, `super::`, inline `crate::x::f()`, a child
+    # named in mod.rs and a re-export, and leave test modules out; one that sees nothing passes all
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "lib.rs").write_text("pub mod a;\npub mod b;\npub mod c;\npub mod sub;\npub use b::Thing;\n")
+    (src / "a.rs").write_text("use crate::{b::Thing, c};\n// use crate::sub::x;\n"
+                              'fn f() { let s = "crate::sub::x::g"; }\n')
+    (src / "b.rs").write_text("pub struct Thing;\n#[cfg(test)]\nmod tests {\n    use crate::a::*;\n}\n")
+    (src / "c.rs").write_text("fn g() { crate::sub::x::h(); }\n")
+    (src / "sub" / "mod.rs").write_text("pub mod x;\npub use x::h;\n#[cfg(test)]\nmod tests;\n")
+    (src / "sub" / "x.rs").write_text("use super::super::a;\npub fn h() { let _ = crate::Thing; }\n")
+    (src / "sub" / "tests.rs").write_text("use crate::c;\n")
+    graph = _rust_module_graph(src)
+    assert graph == {"lib.rs": {"b.rs"}, "a.rs": {"b.rs", "c.rs"}, "b.rs": set(), "c.rs": {"sub/x.rs"},
+                     "sub/mod.rs": {"sub/x.rs"}, "sub/x.rs": {"a.rs", "b.rs"}}
+    assert _cycles(graph) == [["a.rs", "c.rs", "sub/x.rs"]]

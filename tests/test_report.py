@@ -406,7 +406,10 @@ def test_cli_report_from_store_tag_and_json_file(tmp_path, monkeypatch, capsys):
     assert code == 0 and "wrote" in err
     text = out.read_text()
     assert extra["run_id"][:8] in text and len(embedded_pngs(text)) == len(list((tmp_path / "png").iterdir()))
-    code = main(["report", "-o", str(out)])
+    code = main(["report", "-o", str(out)])     # no run named: the most recent stored run
+    newest = store.list_runs(db)[-1]["run_id"]
+    assert code == 0 and newest[:8] in out.read_text() and extra["run_id"][:8] not in out.read_text()
+    code = main(["report", "-o", str(out), "--with-tag", "no-such-tag"])
     assert code == 2 and "name the runs" in capsys.readouterr()[1]
 
 

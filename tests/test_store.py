@@ -259,3 +259,15 @@ def test_a_store_created_by_another_process_while_opening_is_not_called_foreign(
     proxies[0].creator.join(30)
     assert created == [None]
     assert store.Store(db).schema_version() == schema.LATEST
+
+
+@pytest.mark.parametrize("text, back", [("last", 0), ("LAST", 0), (" last~0 ", 0), ("last~3", 3),
+                                        ("last~12", 12), ("lastx", None), ("3fa9", None), ("./last", None)])
+def test_parse_last_reads_the_selectors(text, back):
+    assert store.parse_last(text) == back
+
+
+@pytest.mark.parametrize("text", ["last~", "last~x", "last~-1", "last~+1", "last~1.5", "last~²"])
+def test_parse_last_refuses_malformed_selectors_naming_them(text):
+    with pytest.raises(store.StoreError, match=r"is not a run selector; allowed: .*last~N"):
+        store.parse_last(text)

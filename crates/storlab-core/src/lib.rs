@@ -10,6 +10,7 @@ pub mod control;
 pub mod distribution;
 pub(crate) mod engine;
 pub mod error;
+pub mod group;
 pub mod histogram;
 pub mod iolog;
 pub mod meta;

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
-use crate::spec::{EngineKind, FileLayout, GroupSpec, PerDir, RbwMode, Rw, ThreadLayout, MAX_BYTES, MAX_DURATION_S};
+use crate::group::{EngineKind, FileLayout, GroupSpec, PerDir, RbwMode, Rw, ThreadLayout, MAX_BYTES, MAX_DURATION_S};
 use crate::verify::VerifyKind;
 
 /// The unit of a numeric option's value.

@@ -2,7 +2,10 @@
 
 Each subcommand lives in its own module `storlab.cli.<name>` exposing
 `register(subparsers) -> None`, which adds its parser and sets `func=run` on it, where
-`run(args) -> int` returns the exit code.
+`run(args) -> int` returns the exit code. A new subcommand joins by adding its name to
+`SUBCOMMANDS`. Only the module of the command being run is imported (`commands_to_load`), so one
+command's dependencies (matplotlib for `report`, jsonschema, mpi4py ...) never load for another;
+`storlab --help`, no command or an unknown one load them all, to list them.
 
 Errors (storlab/errors.py): a `UserError` (bad option, job file, stack file, target or output;
 `UsageError` here) is one line, exit 2; a `StorlabError` that is not (the engine could not be set
@@ -50,14 +53,29 @@ def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split()) or type(e).__name__
 
 
-def build_parser() -> argparse.ArgumentParser:
+def commands_to_load(argv: list[str]) -> tuple[str, ...]:
+    """The subcommands whose modules `argv` needs: the one it names; none for `storlab --version`;
+    every one for `storlab --help`, no command or an unknown one (argparse lists them)."""
+    for word in argv:
+        if word in ("-h", "--help"):
+            return SUBCOMMANDS
+        if word == "--version":
+            return ()
+        if not word.startswith("-"):
+            return (word,) if word in SUBCOMMANDS else SUBCOMMANDS
+    return SUBCOMMANDS
+
+
+def build_parser(commands: tuple[str, ...] = SUBCOMMANDS) -> argparse.ArgumentParser:
+    """The `storlab` parser with the given subcommands registered (by default every one), each
+    imported from `storlab.cli.<name>` only now."""
     parser = CommandParser(
         prog="storlab",
         description="Measure, model, plan and check storage for HPC and data-heavy clusters.",
     )
     parser.add_argument("--version", action="version", version=f"storlab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in SUBCOMMANDS:
+    for name in (n for n in SUBCOMMANDS if n in commands):   # in the order of `storlab --help`
         module_name = f"{__package__}.{name}"
         if importlib.util.find_spec(module_name) is None:
             continue  # subcommand not built yet
@@ -66,8 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(commands_to_load(words))
+    args = parser.parse_args(words)
     if not getattr(args, "func", None):
         parser.print_help()
         return ExitCode.USAGE

@@ -55,14 +55,18 @@ def results_page() -> str:
     from .results import COMMANDS
 
     return _page("results", "python/storlab/cli/results.py",
-                 ["Runs are named by run id, a unique prefix of one, or a JSON result file. "
+                 ["Runs are named by run id, a unique prefix of one, `last` (the most recent stored run), "
+                  "`last~N` (N runs before it, as git's HEAD~N) or a JSON result file. "
                   + JSON_RULE.format(rule=JSON_NAME_RULE)], COMMANDS)
 
 
 def report_page() -> str:
     from .report import COMMANDS
 
-    return _page("report", "python/storlab/cli/report.py", [], COMMANDS)
+    return _page("report", "python/storlab/cli/report.py",
+                 ["With no run named (and no `--with-tag`), the report is of the most recent stored run; "
+                  "runs are named as in `storlab results` (id, prefix, `last`, `last~N`, JSON file)."],
+                 COMMANDS)
 
 
 def meta_page() -> str:

@@ -1,5 +1,6 @@
-"""`storlab report RUN... -o report.html [--png DIR]`: a self-contained HTML report with charts of
-stored runs (ids or unique prefixes), runs selected by tag, or JSON result files."""
+"""`storlab report [RUN...] -o report.html [--png DIR]`: a self-contained HTML report with charts of
+stored runs (ids, unique prefixes, `last`, `last~N`), runs selected by tag, or JSON result files;
+with no run named, the most recent stored run."""
 from __future__ import annotations
 
 import argparse
@@ -18,7 +19,8 @@ __all__ = ["register", "run", "COMMANDS"]
 
 COMMANDS: tuple[CommandTable, ...] = (
     CommandTable("report", "HTML report with charts of stored or exported runs", (
-        Option("runs", "str", "run id, unique prefix, or JSON result file (several: they are compared)",
+        Option("runs", "str", "run id, unique prefix, last, last~N (N runs before the last) or JSON result "
+               "file; several are compared; none (and no --with-tag): the most recent stored run",
                positional="*", default=(), metavar="RUN", core=False, job_key=False),
         WITH_TAG,
         replace(OUTPUT, required=True),
@@ -46,7 +48,9 @@ def run(args: argparse.Namespace) -> int:
     parse_table_args(args, COMMANDS[0].options)
     check_destination(args.output, "output", allow_stdout=False)
     check_folder(args.png, "png")
-    docs = load_docs(args.runs, args.store)
+    # No run named and no tag: the most recent stored run, as `git show` shows HEAD.
+    runs = args.runs or ([] if args.with_tag else [store.LAST])
+    docs = load_docs(runs, args.store)
     if args.with_tag:
         with store.Store(args.store, write=False) as s:
             seen = {d.get("run_id") for d in docs}

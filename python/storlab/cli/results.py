@@ -1,8 +1,9 @@
 """`storlab results list|show|compare|export|delete|tag|import`: browse the results store.
 
 Machine output (tables asked for, JSON, CSV, Markdown) goes to standard output; confirmations go to
-standard error. Runs are named by run_id or a unique prefix of one; `show`, `compare` and `export`
-also take a path to a JSON result file written with `storlab run --json`. Reading actions open the
+standard error. Runs are named by run_id, a unique prefix of one, `last` (the most recent stored
+run) or `last~N` (N runs before it, as git's HEAD~N); `show`, `compare` and `export` also take a
+path to a JSON result file written with `storlab run --json`. Reading actions open the
 store read-only and never create it; `delete` and `tag` need it to exist. A store that cannot be
 used is one line naming it and what is wrong (store.StoreUnusable), exit code 2. Flags come from
 the option tables below (reference: docs/options-results.md).
@@ -27,7 +28,7 @@ from ..units import format_size
 from .main import UsageError
 from .options_cli import OUTPUT, CommandTable, add_table_arguments, parse_table_args, takes_json_name
 
-__all__ = ["register", "run", "load_docs", "COMMANDS", "WITH_TAG"]
+__all__ = ["register", "run", "load_docs", "COMMANDS", "WITH_TAG", "RUN_NAMES"]
 
 MiB = 1 << 20
 
@@ -37,7 +38,11 @@ def _row(name: str, kind: str, help: str, **kw: Any) -> Option:
 
 
 STORE, JSON, NOTE = BY_NAME["store"], BY_NAME["json"], BY_NAME["note"]
-RUN = _row("run", "str", "run id, unique prefix of one, or JSON result file", positional="1", metavar="RUN")
+# How a run is named wherever one is taken (the store resolves the selectors: store.parse_last).
+RUN_NAMES = "run id, unique prefix of one, last (the most recent run), last~N (N runs before it), or JSON result file"
+RUN = _row("run", "str", RUN_NAMES, positional="1", metavar="RUN")
+STORED_RUN = _row("run", "str", "run id, unique prefix of one, last (the most recent run) or last~N (N runs "
+                  "before it)", positional="1", metavar="RUN")
 # Selecting stored runs: shared by `results list`, `results export` and (--with-tag) `report`.
 WITH_TAG = _row("with_tag", "str", "only runs with this tag", deprecated=("--tag",), metavar="TAG",
                 category="selection")
@@ -68,11 +73,13 @@ COMMANDS: tuple[CommandTable, ...] = (
     CommandTable("results show", "show one run: job, environment, results table", (STORE, RUN, JSON)),
     CommandTable("results compare", "runs side by side with ratios to the first; flags differences that "
                  "make them incomparable", (
-        STORE, _row("runs", "str", "two or more runs (ids, prefixes, JSON files); the first is the baseline",
+        STORE, _row("runs", "str", "two or more runs (ids, prefixes, last, last~N, JSON files); the first "
+                    "is the baseline",
                     positional="+", metavar="RUN"),
         JSON)),
     CommandTable("results export", "export runs as JSON, CSV or Markdown", (
-        STORE, _row("runs", "str", "runs to export (or select them with the filters)", positional="*",
+        STORE, _row("runs", "str", "runs to export (ids, prefixes, last, last~N, JSON files; or select them "
+                    "with the filters)", positional="*",
                     default=(), metavar="RUN"),
         *FILTERS,
         _row("format", "choice", "output format", default="json", short="f", category="output",
@@ -80,9 +87,10 @@ COMMANDS: tuple[CommandTable, ...] = (
                       "csv": "one row per phase (and pass)", "md": "Markdown tables"}),
         OUTPUT)),
     CommandTable("results delete", "delete runs from the store", (
-        STORE, _row("runs", "str", "runs to delete", positional="+", metavar="RUN"))),
+        STORE, _row("runs", "str", "runs to delete (ids, prefixes, last, last~N)", positional="+",
+                    metavar="RUN"))),
     CommandTable("results tag", "add (or remove) tags and set the note of a run", (
-        STORE, RUN,
+        STORE, STORED_RUN,
         _row("tags", "str", "tags to add (or remove)", positional="*", default=(), metavar="TAG"),
         _row("remove", "bool", "remove the given tags instead of adding them", default=False,
              category="tags"),
@@ -116,11 +124,12 @@ def register(subparsers) -> None:
 
 # -- helpers shared with `storlab report` --------------------------------------------------------
 def load_docs(specs: list[str], store_path: str | None) -> list[dict[str, Any]]:
-    """Documents for run ids / prefixes in the store, or JSON result files (one document or a list)."""
+    """Documents for run ids, prefixes or selectors (last, last~N) in the store, or JSON result
+    files (one document or a list). A selector is never read as a file: `./last` is one."""
     docs: list[dict[str, Any]] = []
     for spec in specs:
         path = Path(spec)
-        if path.is_file():
+        if store.parse_last(spec) is None and path.is_file():
             try:
                 data = json.loads(path.read_text())
             except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -217,7 +226,7 @@ def _show(args: argparse.Namespace) -> int:
         write_json(doc, args.json, indent=2)
         return 0
     meta: dict[str, Any] = {}
-    if not Path(args.run).is_file():
+    if store.parse_last(args.run) is not None or not Path(args.run).is_file():
         meta = store.summary(doc["run_id"], args.store)
     env, job = doc.get("environment") or {}, doc.get("job") or {}
     lines = [f"run {doc.get('run_id', '-')}  ({doc.get('schema')}, kind {doc.get('kind')})",

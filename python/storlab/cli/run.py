@@ -10,10 +10,7 @@ import time
 from typing import Any
 
 from ..errors import StorlabError
-from ..jobs import mainjob
-from ..jobs.job import load_jobfile, resolve_job
 from ..measure.launch import detect as detect_mpi_launch
-from ..measure.runner import run_job
 from ..output.files import OutputError, check_destination
 from ..output.json import write_json
 from ..signals import STOP, exit_code_for
@@ -78,6 +75,9 @@ def job_from_args(args: argparse.Namespace, main_job: bool = False):
     """The job of `storlab run`-like commands: flags over a TOML job file (or a fio job file).
     With `main_job`, no job file and no option shaping the I/O give the default main job
     (mainjob.py) instead of a single read phase."""
+    from ..jobs import mainjob  # job files and the main job load when a job is built, not for --help
+    from ..jobs.job import load_jobfile, resolve_job
+
     cli = given_options(args)
     jobfile = load_jobfile(args.jobfile) if args.jobfile else None
     if main_job and mainjob.applies(cli, jobfile):
@@ -228,6 +228,8 @@ def run(args: argparse.Namespace) -> int:
     launch = detect_mpi_launch()
     try:
         if launch is None:
+            from ..measure.runner import run_job  # the engine's side loads when a job runs, not for --help
+
             doc = run_job(job, argv=["storlab", "run", *sys.argv[2:]], progress=progress, notify=notify,
                           checkpoint=lambda partial: _checkpoint(partial, settings))
         else:  # one rank of an MPI job: rank 0 gets the merged document, the others an exit code

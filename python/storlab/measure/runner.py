@@ -34,7 +34,6 @@ from .checks import check_phase
 from .cpu import CpuSample, cpu_usage
 from .environment import describe_target, host_environment
 from .meta import MetaBenchmark
-from .prediction import predict_for_run
 
 SCHEMA = RUN_SCHEMA
 SCRATCH_SIZE_BYTES = 256 << 20
@@ -164,6 +163,8 @@ class IoBenchmark(Benchmark):
         io = [p for p in self.job.phases if p.kind != "meta"]
         doc["environment"]["engine"] = io[0].groups[0].values["engine"] if io else "posix"
         if settings.get("stack"):
+            from .prediction import predict_for_run  # the model loads only for --stack
+
             doc["model"] = predict_for_run(settings["stack"], doc["job"])
 
     def phases(self, doc: dict[str, Any]) -> Iterator[tuple[PhaseDef, int | None]]:

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import base64
 import html
-from typing import Any
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from .base import align
-from .report import CSS
-from .report.charts import Chart
+
+if TYPE_CHECKING:
+    from .report.charts import Chart
 
 __all__ = ["render_table", "waterfall_chart", "build_html"]
 
@@ -77,6 +76,10 @@ def waterfall_chart(doc: dict[str, Any]) -> Chart | None:
     works = [w for w in doc.get("workloads") or [] if any(r["workload"] == w["name"] for r in doc["layers"])]
     if not works:
         return None
+    from matplotlib.figure import Figure  # charts only: the text table needs no matplotlib
+
+    from .report.charts import Chart
+
     fig = Figure(figsize=(6 * len(works), 4.2), layout="constrained")
     axes = fig.subplots(1, len(works), squeeze=False)[0]
     for ax, w in zip(axes, works):
@@ -102,6 +105,8 @@ def waterfall_chart(doc: dict[str, Any]) -> Chart | None:
 
 def build_html(doc: dict[str, Any]) -> str:
     """The HTML report: stack, waterfall chart, table per workload, findings."""
+    from .report import CSS
+
     e = html.escape
     body = [f"<h1>storlab diagnose {e(doc['target'])}</h1>",
             f'<p class="meta">{e(doc.get("started_at") or "")} · storlab {e(doc.get("storlab_version", ""))}'

@@ -5,6 +5,8 @@ do one thing and close it again, so callers never hold a connection across a lon
 functions open it read-only and never create it; `save` creates it (and its folder) when missing;
 `delete` and the tag functions need it to exist. Use `Store(path)` directly to do several things on
 one connection. A store that cannot be used raises `StoreUnusable` (a `StoreError`, one line).
+Wherever a run is named, `last` (the most recent run) and `last~N` (N runs before it) are accepted
+beside a run id or a unique prefix: `Store.resolve` is the one place that reads them.
 """
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from datetime import datetime
 from typing import Any, Iterable
 
 from .db import (
+    LAST,
+    SELECTOR_FORMS,
     RunNotFound,
     Store,
     StoreError,
@@ -20,6 +24,7 @@ from .db import (
     StoreReadOnly,
     StoreUnusable,
     default_path,
+    parse_last,
     parse_when,
     wait_seconds,
 )
@@ -27,7 +32,7 @@ from .schema import LATEST as SCHEMA_VERSION
 
 __all__ = [
     "Store", "StoreError", "RunNotFound", "StoreUnusable", "StoreReadOnly", "StoreLocked",
-    "SCHEMA_VERSION", "default_path", "parse_when", "wait_seconds",
+    "SCHEMA_VERSION", "default_path", "parse_when", "wait_seconds", "LAST", "SELECTOR_FORMS", "parse_last",
     "save", "load", "summary", "list_runs", "delete", "add_tags", "remove_tags", "set_note",
 ]
 

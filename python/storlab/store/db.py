@@ -28,7 +28,8 @@ from ..units import UnitError, parse_duration
 from .schema import LATEST, migrate
 
 __all__ = ["StoreError", "RunNotFound", "StoreUnusable", "StoreLocked", "StoreReadOnly",
-           "default_path", "wait_seconds", "Store", "parse_when", "utc_text"]
+           "default_path", "wait_seconds", "Store", "parse_when", "utc_text", "parse_last", "LAST",
+           "SELECTOR_FORMS"]
 
 DEFAULT_WAIT_S = 10.0       # how long a locked store is retried before giving up
 WAIT_ENV = "STORLAB_STORE_WAIT"
@@ -110,6 +111,27 @@ def parse_when(value: str | datetime, what: str = "since", now: datetime | None 
         raise StoreError(f"{what}: cannot read {value!r}; use a date such as 2026-11-21, "
                          f"a time such as 2026-11-21T15:00, or an age such as 30m, 2h, 7d") from None
     return utc_text((now or datetime.now(timezone.utc)) - timedelta(seconds=age))
+
+
+# `last` names the most recent stored run and `last~N` the one N runs before it (as git's HEAD~N).
+LAST = "last"
+SELECTOR_FORMS = "last (the most recent stored run) or last~N (N runs before it, N = 0, 1, 2 ...)"
+
+
+def parse_last(text: str) -> int | None:
+    """How many runs before the most recent one `text` selects: 0 for `last`, N for `last~N`;
+    None when `text` is no selector (a run id, a prefix, a file). `last~x`, `last~-1` and the like
+    are a StoreError naming the argument and the allowed forms."""
+    t = str(text).strip().lower()
+    if t == LAST:
+        return 0
+    if not t.startswith(LAST + "~"):
+        return None
+    n = t[len(LAST) + 1:]
+    if not (n.isascii() and n.isdigit()):
+        raise StoreError(f"run: {str(text).strip()!r} is not a run selector; allowed: a run id, a unique "
+                         f"prefix of one, {SELECTOR_FORMS}")
+    return int(n)
 
 
 def _indexed(doc: dict[str, Any]) -> dict[str, Any]:
@@ -498,7 +520,11 @@ class Store:
 
     @_guarded
     def resolve(self, run_id_or_prefix: str) -> str:
-        """The full run_id for a run_id or a unique prefix of one."""
+        """The full run_id for a run_id, a unique prefix of one, or a selector: `last` (the most
+        recent run, the last line of `results list`) or `last~N` (N runs before it)."""
+        back = parse_last(run_id_or_prefix)
+        if back is not None:
+            return self._nth_newest(back, str(run_id_or_prefix).strip())
         p = str(run_id_or_prefix).strip().lower()
         if not p or not p.isalnum():
             raise StoreError(f"run: {run_id_or_prefix!r} is not a run id or a prefix of one")
@@ -514,6 +540,18 @@ class Store:
             raise StoreError(f"run: {run_id_or_prefix!r} matches several runs ({some}...); "
                              f"give more characters")
         return rows[0]["run_id"]
+
+    def _nth_newest(self, back: int, selector: str) -> str:
+        """The run `back` places before the most recent one, in `list_runs`'s order."""
+        count = self.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        if back < count:
+            return self.db.execute("SELECT run_id FROM runs ORDER BY started_at DESC, saved_at DESC "
+                                   "LIMIT 1 OFFSET ?", (back,)).fetchone()["run_id"]
+        if count == 0:
+            raise RunNotFound(f"run: {selector}: the store {self.path} holds no runs yet")
+        allowed = "last" if count == 1 else f"last, last~1 .. last~{count - 1}"
+        raise RunNotFound(f"run: {selector}: the store {self.path} holds {count} run(s); "
+                          f"allowed: {allowed}")
 
     @_guarded
     def load(self, run_id_or_prefix: str) -> dict[str, Any]:

@@ -1,0 +1,271 @@
+//! One group of identical workers as a spec names it (fio: one job section with numjobs): its
+//! fields, the choice types they take (`Rw`, `EngineKind`, `FileLayout` ...) and the limits every
+//! value keeps (`MAX_BYTES`, `MAX_DURATION_S`). Plain data, below both checkers: `rules` holds each
+//! option's bounds and allowed values, `spec` the combinations and the phase around the groups
+//! (and re-exports these names, so `spec::GroupSpec` stays the spec's own).
+
+use serde::{Deserialize, Serialize};
+
+use crate::distribution::RandomDistribution;
+use crate::verify::VerifyKind;
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rw {
+    Read,
+    Write,
+    Randread,
+    Randwrite,
+    Rw,
+    Randrw,
+    /// Discards (block devices) or punched holes (files), sequential / random: fio's trim, randtrim.
+    Trim,
+    Randtrim,
+    /// fio's trimwrite: each block is trimmed, then written.
+    Trimwrite,
+}
+
+impl Rw {
+    /// Every pattern, in declaration order: the allowed values of `rw` (rules.rs).
+    pub const ALL: [Rw; 9] = [Rw::Read, Rw::Write, Rw::Randread, Rw::Randwrite, Rw::Rw, Rw::Randrw, Rw::Trim, Rw::Randtrim, Rw::Trimwrite];
+
+    pub fn is_random(self) -> bool {
+        matches!(self, Rw::Randread | Rw::Randwrite | Rw::Randrw | Rw::Randtrim)
+    }
+    /// Percentage of reads implied by the pattern (mixed patterns use rwmix_read).
+    pub fn read_percent(self, rwmix_read: u32) -> u32 {
+        match self {
+            Rw::Read | Rw::Randread => 100,
+            Rw::Write | Rw::Randwrite | Rw::Trim | Rw::Randtrim | Rw::Trimwrite => 0,
+            Rw::Rw | Rw::Randrw => rwmix_read,
+        }
+    }
+    /// The pattern discards data (trim, randtrim, trimwrite): destructive like a write.
+    pub fn trims(self) -> bool {
+        matches!(self, Rw::Trim | Rw::Randtrim | Rw::Trimwrite)
+    }
+    /// The pattern writes data (trimwrite writes each block after trimming it).
+    pub fn writes(self, rwmix_read: u32) -> bool {
+        !matches!(self, Rw::Trim | Rw::Randtrim) && self.read_percent(rwmix_read) < 100
+    }
+}
+
+/// A limit per direction, fio's `rate=R,W,T` layout: [read, write, trim]; 0 = none.
+pub type PerDir = [u64; 3];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineKind {
+    Psync,
+    #[serde(rename = "io_uring")]
+    IoUring,
+    Null,
+}
+
+impl EngineKind {
+    pub const ALL: [EngineKind; 3] = [EngineKind::Psync, EngineKind::IoUring, EngineKind::Null];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Psync => "psync",
+            EngineKind::IoUring => "io_uring",
+            EngineKind::Null => "null",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThreadLayout {
+    /// Each participant owns an equal, bs-aligned slice of the range.
+    Region,
+    /// Every participant covers the whole range.
+    Shared,
+    /// IOR segments: in each of `segments` segments, participant p owns the p-th `block`.
+    Segmented,
+    /// Round-robin transfers: participant p does transfers p, p+P, p+2P ... (segments of bs).
+    Strided,
+}
+
+impl ThreadLayout {
+    pub const ALL: [ThreadLayout; 4] = [ThreadLayout::Region, ThreadLayout::Shared, ThreadLayout::Segmented, ThreadLayout::Strided];
+}
+
+/// Read-behind-write: a writer and a reader per target, the reader following the writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RbwMode {
+    Off,
+    /// The writer waits until the reader has read each record (Xdd's lockstep).
+    Lockstep,
+    /// The writer never waits; the reader never passes it and stays at most `rbw_lag` records
+    /// behind, skipping ahead (counted) when it falls further back.
+    Lag,
+}
+
+impl RbwMode {
+    pub const ALL: [RbwMode; 3] = [RbwMode::Off, RbwMode::Lockstep, RbwMode::Lag];
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileLayout {
+    /// All threads on the target itself.
+    Shared,
+    /// Each thread its own file, named PATH.N with N the participant index.
+    PerThread,
+}
+
+impl FileLayout {
+    pub const ALL: [FileLayout; 2] = [FileLayout::Shared, FileLayout::PerThread];
+}
+
+/// One group of identical workers (fio: one job section with numjobs).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSpec {
+    #[serde(default)]
+    pub name: String,
+    pub target: Vec<String>,
+    pub size: Option<u64>,
+    pub offset: u64,
+    pub thread_layout: ThreadLayout,
+    pub files: FileLayout,
+    pub segments: u64,
+    pub block: Option<u64>,
+    /// Participants sharing the layout (0: this group's threads); more under MPI.
+    pub participants: u64,
+    /// Participant index of this process's first thread (rank × threads under MPI).
+    pub participant_base: u64,
+    pub rw: Rw,
+    pub rwmix_read: u32,
+    /// Random patterns visit every block once per pass (fio's random map; off = norandommap).
+    pub random_map: bool,
+    /// fio's random_distribution; parsed and validated by distribution.rs when deserialised.
+    pub random_distribution: RandomDistribution,
+    pub bs: u64,
+    /// Bytes skipped after each sequential request, a whole number of bs (fio's rw=read:SIZE).
+    pub seq_hole: u64,
+    pub threads: u32,
+    pub qd: u32,
+    pub seed: u64,
+    pub io_size: Option<u64>,
+    pub io_total: Option<u64>,
+    pub fsync_every: u64,
+    pub fsync_end: bool,
+    pub rbw: RbwMode,
+    pub rbw_lag: u64,
+    /// Stamp written blocks and check read ones (see verify.rs).
+    pub verify: VerifyKind,
+    /// Pass number written into headers and, when not 0, required on reads.
+    pub verify_pass: u32,
+    /// Mismatches reported in full; the rest are counted.
+    pub verify_report: u32,
+    /// After writing with `verify`, read back and check every block written (fio's do_verify).
+    pub verify_readback: bool,
+    pub time: Option<f64>,
+    pub ramp: f64,
+    /// A request outstanding this long is reported as stalled (the studies' dropped-I/O rule).
+    pub stall_after: f64,
+    /// End the phase with an error on the first stall.
+    pub stall_abort: bool,
+    pub interval: f64,
+    /// Wait this long after the phase start before issuing (staggered starts, fio's startdelay).
+    pub start_delay: f64,
+    pub engine: EngineKind,
+    pub direct: bool,
+    pub null_delay: f64,
+    #[serde(rename = "uring.fixed_buffers")]
+    pub uring_fixed_buffers: bool,
+    #[serde(rename = "uring.fixed_files")]
+    pub uring_fixed_files: bool,
+    #[serde(rename = "uring.sqpoll")]
+    pub uring_sqpoll: bool,
+    #[serde(rename = "uring.batch")]
+    pub uring_batch: u32,
+    /// Bandwidth cap per worker in bytes/s, [read, write, trim] (fio's rate; 0 = unlimited).
+    pub rate: PerDir,
+    /// IOPS cap per worker, [read, write, trim] (fio's rate_iops).
+    pub rate_iops: PerDir,
+    /// Bandwidth floor per worker over the phase; below it the phase fails (fio's rate_min).
+    pub rate_min: PerDir,
+    /// IOPS floor per worker over the phase (fio's rate_iops_min).
+    pub rate_iops_min: PerDir,
+    /// Pause after every `thinktime_blocks` requests, in seconds (fio's thinktime).
+    pub thinktime: f64,
+    /// The part of the pause spent spinning (fio's thinktime_spin).
+    pub thinktime_spin: f64,
+    /// Requests issued between pauses (fio's thinktime_blocks).
+    pub thinktime_blocks: u64,
+    /// Write fio's iolog v3 of the requests issued to this path (PATH.N per worker if several).
+    pub write_iolog: Option<String>,
+    /// Replay an fio iolog (v2 or v3) instead of generating offsets.
+    pub read_iolog: Option<String>,
+    /// Replay as fast as possible, ignoring the log's timestamps (fio's replay_no_stall).
+    pub replay_no_stall: bool,
+}
+
+impl Default for GroupSpec {
+    fn default() -> Self {
+        GroupSpec {
+            name: String::new(),
+            target: Vec::new(),
+            size: None,
+            offset: 0,
+            thread_layout: ThreadLayout::Region,
+            files: FileLayout::Shared,
+            segments: 1,
+            block: None,
+            participants: 0,
+            participant_base: 0,
+            rw: Rw::Read,
+            rwmix_read: 50,
+            random_map: true,
+            random_distribution: RandomDistribution::Uniform,
+            bs: 4096,
+            seq_hole: 0,
+            threads: 1,
+            qd: 1,
+            seed: 0x5EED,
+            io_size: None,
+            io_total: None,
+            fsync_every: 0,
+            fsync_end: true,
+            rbw: RbwMode::Off,
+            rbw_lag: 8,
+            verify: VerifyKind::Off,
+            verify_pass: 0,
+            verify_report: 10,
+            verify_readback: true,
+            time: None,
+            ramp: 0.0,
+            stall_after: 60.0,
+            stall_abort: false,
+            interval: 1.0,
+            start_delay: 0.0,
+            engine: EngineKind::Psync,
+            direct: false,
+            null_delay: 0.0,
+            uring_fixed_buffers: false,
+            uring_fixed_files: false,
+            uring_sqpoll: false,
+            uring_batch: 0,
+            rate: [0; 3],
+            rate_iops: [0; 3],
+            rate_min: [0; 3],
+            rate_iops_min: [0; 3],
+            thinktime: 0.0,
+            thinktime_spin: 0.0,
+            thinktime_blocks: 1,
+            write_iolog: None,
+            read_iolog: None,
+            replay_no_stall: false,
+        }
+    }
+}
+
+/// The longest duration any timing option may have (10 years): far beyond a real run, far below
+/// where converting to std::time::Duration or adding it to an Instant would overflow.
+pub const MAX_DURATION_S: f64 = 315_360_000.0;
+/// The largest byte count (size, offset, io_size ...) a spec may name: 1 EiB, so sums and
+/// products of offsets stay far inside u64.
+pub const MAX_BYTES: u64 = 1 << 60;
