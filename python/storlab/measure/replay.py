@@ -198,19 +198,16 @@ def what_if(tr: DarshanTranslation, doc: dict[str, Any]) -> dict[str, Any]:
     """The log's I/O time against the replay's, and their ratio (replay / log)."""
     log = tr.log
     scale = tr.details["replay"]["scale"]
-    per_rank: dict[int, float] = defaultdict(float)
-    shared = 0.0
-    for r in log.module_records("POSIX") if log else []:
-        t = r.f("POSIX_F_READ_TIME") + r.f("POSIX_F_WRITE_TIME") + r.f("POSIX_F_META_TIME")
-        if r.rank == -1:
-            shared += r.f("POSIX_F_SLOWEST_RANK_TIME") or t / max(1, log.nprocs)
-        else:
-            per_rank[r.rank] += t
-    slowest = (max(per_rank.values()) if per_rank else 0.0) + shared
+    whole_log = _slowest_rank_s(log.module_records("POSIX") if log else [], log.nprocs if log else 1)
+    replayed = {(r.id, r.rank) for r in tr.records}
+    slowest = _slowest_rank_s([r for r in (log.module_records("POSIX") if log else []) if (r.id, r.rank) in replayed],
+                              log.nprocs if log else 1)
+    data_s = _slowest_rank_s([r for r in (log.module_records("POSIX") if log else []) if (r.id, r.rank) in replayed],
+                             log.nprocs if log else 1, meta=False) * scale
     dxt_span = None
     if tr.details["replay"]["from_dxt"]:
-        starts = [s[2] for w in tr.workers if w.source == "dxt" for s in w.ops]
-        ends = [d for rs in log.dxt.get("DXT_POSIX", []) for seg in rs.reads + rs.writes for d in [seg[3]]]
+        starts = [op[3] for w in tr.workers if w.source == "dxt" for op in w.ops]
+        ends = [op[4] for w in tr.workers if w.source == "dxt" for op in w.ops]
         if starts and ends:
             dxt_span = max(ends) - min(starts)
     phases = [p for p in doc.get("phases", []) if isinstance(p, dict)]
@@ -219,14 +216,30 @@ def what_if(tr: DarshanTranslation, doc: dict[str, Any]) -> dict[str, Any]:
     log_s = (dxt_span if timed and dxt_span else slowest) * scale
     basis = ("DXT span: first request's start to last request's end" if timed and dxt_span else
              "slowest rank's POSIX_F_READ_TIME + POSIX_F_WRITE_TIME + POSIX_F_META_TIME (shared files: "
-             "POSIX_F_SLOWEST_RANK_TIME), as darshan-parser --perf")
+             "POSIX_F_SLOWEST_RANK_TIME), as darshan-parser --perf, over the files replayed")
     if scale != 1:
         basis += f", times {scale} (the replay's scale)"
     ratio = replay_s / log_s if log_s > 0 else None
     return {"log_io_s": log_s, "replay_io_s": replay_s, "ratio": ratio, "log_basis": basis,
             "replay_basis": "sum of the replay's phase times (each phase ends with its slowest rank)",
             **({"dxt_span_s": dxt_span} if dxt_span is not None else {}),
-            "log_slowest_rank_s": slowest}
+            "log_slowest_rank_s": slowest, "whole_log_slowest_rank_s": whole_log,
+            "log_data_io_s": data_s, "data_ratio": replay_s / data_s if data_s > 0 else None}
+
+
+def _slowest_rank_s(records, nprocs: int, meta: bool = True) -> float:
+    """darshan-parser --perf's slowest rank: per rank, the read, write and metadata time of its own
+    files, plus each shared file's POSIX_F_SLOWEST_RANK_TIME (`meta` False: reads and writes only,
+    a shared file's share of them per rank)."""
+    per_rank: dict[int, float] = defaultdict(float)
+    shared = 0.0
+    for r in records:
+        t = r.f("POSIX_F_READ_TIME") + r.f("POSIX_F_WRITE_TIME") + (r.f("POSIX_F_META_TIME") if meta else 0.0)
+        if r.rank == -1:
+            shared += (r.f("POSIX_F_SLOWEST_RANK_TIME") if meta else 0.0) or t / max(1, nprocs)
+        else:
+            per_rank[r.rank] += t
+    return (max(per_rank.values()) if per_rank else 0.0) + shared
 
 
 def finish_replay(tr: DarshanTranslation, doc: dict[str, Any]) -> None:

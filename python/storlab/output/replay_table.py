@@ -65,6 +65,9 @@ def render_replay(doc: dict[str, Any]) -> str:
                      f"{wi['replay_io_s']:.4g} s against the log's {wi['log_io_s']:.4g} s")
     else:
         lines.append(f"what-if: the log records no I/O time; the replay took {wi['replay_io_s']:.4g} s")
+    if wi.get("data_ratio") is not None:
+        lines.append(f"  reads and writes alone (the replay issues no opens or stats): {wi['data_ratio']:.3g}x "
+                     f"({wi['log_data_io_s']:.4g} s in the log)")
     lines.append(f"  log: {wi['log_basis']}")
     lines.append(f"  replay: {wi['replay_basis']}")
     notes = doc["translation"].get("notes") or []

@@ -193,7 +193,9 @@ def synthesize(c: dict[str, int], f: dict[str, float], parts: int, seed: int) ->
     seqs = {READ: split_evenly(c.get("POSIX_SEQ_READS", 0), parts), WRITE: split_evenly(c.get("POSIX_SEQ_WRITES", 0), parts)}
     cons = {READ: split_evenly(c.get("POSIX_CONSEC_READS", 0), parts),
             WRITE: split_evenly(c.get("POSIX_CONSEC_WRITES", 0), parts)}
-    switches = split_evenly(c.get("POSIX_RW_SWITCHES", 0), parts)
+    switches = _share_switches(c.get("POSIX_RW_SWITCHES", 0),
+                               [len(reads[p::parts]) for p in range(parts)], [len(writes[p::parts]) for p in range(parts)],
+                               first)
     syncs = split_evenly(c.get("POSIX_FSYNCS", 0) + c.get("POSIX_FDSYNCS", 0), parts)
     extents = {READ: c.get("POSIX_MAX_BYTE_READ", 0) + 1, WRITE: c.get("POSIX_MAX_BYTE_WRITTEN", 0) + 1}
     stride_parts = [strides[p::parts] for p in range(parts)]
@@ -219,6 +221,26 @@ def synthesize(c: dict[str, int], f: dict[str, float], parts: int, seed: int) ->
             pos[d] += k
         out.append(_with_syncs(ops, syncs[p]))
     return Synthesis(out, notes)
+
+
+def _share_switches(total: int, n_reads: list[int], n_writes: list[int], first: str) -> list[int]:
+    """The record's switches dealt to its ranks: evenly, then what a rank cannot make (too few
+    requests of one direction) to the ranks that can."""
+    caps = []
+    for r, w in zip(n_reads, n_writes):
+        a, b = (r, w) if first == READ else (w, r)
+        if not a or not b:
+            caps.append(0)
+            continue
+        runs = 2 * b + 1 if a > b else 2 * a
+        caps.append(runs - 1)
+    share = [min(s, cap) for s, cap in zip(split_evenly(total, len(caps)), caps)]
+    left = total - sum(share)
+    for i, cap in enumerate(caps):
+        extra = min(left, cap - share[i])
+        share[i] += extra
+        left -= extra
+    return share
 
 
 def _split(op: tuple) -> list[tuple]:

@@ -161,10 +161,19 @@ def translate(path: str, *, target: str, iolog_dir: str | None = None, ranks: in
     posix = [r for r in log.module_records("POSIX")]
     posix_ids = {r.id for r in posix}
     records: list[Record] = []
+    not_files: set[str] = set()
     for r in posix:
         c = scaled_counters(r.counters, scale)
-        if _does_io(c):
-            records.append(Record("POSIX", r.id, r.rank, r.path, c, dict(r.fcounters)))
+        if not _does_io(c):
+            continue
+        if not r.path.startswith("/"):   # Darshan's names for pipes, sockets, standard streams
+            not_files.add(r.path)
+            continue
+        records.append(Record("POSIX", r.id, r.rank, r.path, c, dict(r.fcounters)))
+    if not_files:
+        shown = ", ".join(sorted(not_files)[:3]) + (", ..." if len(not_files) > 3 else "")
+        notes.append(f"{len(not_files)} records are not files ({shown}: pipes, sockets or standard streams): "
+                     "not replayed")
     mpiio_only = [r for r in log.module_records("MPI-IO") if r.id not in posix_ids]
     for r in mpiio_only:
         c = scaled_counters(_mpiio_as_posix(r), scale)
@@ -190,8 +199,8 @@ def translate(path: str, *, target: str, iolog_dir: str | None = None, ranks: in
         traced = [dxt_by_key.get((rec.id, lr)) for lr in log_ranks]
         if dxt and scale == 1.0 and all(traced) and rec.module == "POSIX":
             for lr, d in zip(log_ranks, traced):
-                ops = [(READ, int(o), int(n), float(t)) for o, n, t, _ in d.reads] + \
-                      [(WRITE, int(o), int(n), float(t)) for o, n, t, _ in d.writes]
+                ops = [(READ, int(o), int(n), float(t), float(e)) for o, n, t, e in d.reads] + \
+                      [(WRITE, int(o), int(n), float(t), float(e)) for o, n, t, e in d.writes]
                 ops.sort(key=lambda op: op[3])
                 dropped = sum(1 for op in ops if op[2] <= 0)
                 ops = [p for op in ops if op[2] > 0 for p in _split_timed(op)]
@@ -333,10 +342,10 @@ def _group(w: Worker, extents: dict[str, int], start_delay: float = 0.0) -> dict
 
 
 def _split_timed(op: tuple) -> list[tuple]:
-    d, off, size, t = op
+    d, off, size, t, end = op
     if size <= MAX_REQUEST:
         return [op]
-    return [(d, off + k, min(MAX_REQUEST, size - k), t) for k in range(0, size, MAX_REQUEST)]
+    return [(d, off + k, min(MAX_REQUEST, size - k), t, end) for k in range(0, size, MAX_REQUEST)]
 
 
 def _totals(records: list[Record], keys: tuple[str, ...]) -> dict[str, int]:
