@@ -252,8 +252,12 @@ def finish_replay(tr: DarshanTranslation, doc: dict[str, Any]) -> None:
 def remove_replay_files(tr: DarshanTranslation, keep_data: bool) -> None:
     """The iologs always (they are in the document's figures); the data files unless kept."""
     target = tr.details["replay"]["target"]
-    shutil.rmtree(os.path.join(target, IOLOG_DIR, "logs"), ignore_errors=True)
-    shutil.rmtree(os.path.join(target, IOLOG_DIR, "replayed"), ignore_errors=True)
+    for w in tr.workers:
+        for p in (w.iolog, w.replayed_iolog):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
     if keep_data:
         return
     for t in sorted({w.target for w in tr.workers}):

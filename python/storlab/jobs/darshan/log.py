@@ -75,6 +75,7 @@ class DarshanLog:
     modules: dict[str, dict[str, Any]]
     records: dict[str, list[Record]] = field(default_factory=dict)
     dxt: dict[str, list[DxtRecord]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)   # module -> why it was left out
 
     def module_records(self, module: str) -> list[Record]:
         return self.records.get(module, [])
@@ -113,21 +114,32 @@ def load(path: str) -> DarshanLog:
         raise UserError(f"darshan {os.path.basename(path)}: reading Darshan logs needs PyDarshan: {INSTALL_HINT}")
     try:
         proc = subprocess.run([sys.executable, "-m", "storlab.jobs.darshan.reader", os.path.abspath(path)],
-                              capture_output=True, text=True, timeout=READ_TIMEOUT_S,
+                              capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=READ_TIMEOUT_S,
                               env={**os.environ, "PYTHONPATH": _python_path()})
     except subprocess.TimeoutExpired:
         raise LogError(path, f"PyDarshan did not finish reading it in {READ_TIMEOUT_S} s") from None
     errors = [line.removeprefix("Error:").strip() for line in proc.stderr.splitlines()
               if line.startswith("Error:") or "Assertion" in line]
     if proc.returncode != 0 or errors:
-        reason = "; ".join(dict.fromkeys(e for e in errors if e and not e.startswith("RuntimeError")))[:120] \
-            or f"darshan-util stopped with exit status {proc.returncode}"
+        first = next((e.rstrip(".") for e in errors if e and not e.startswith("RuntimeError")), "")
+        reason = first[:100] or f"darshan-util stopped with exit status {proc.returncode}"
         raise LogError(path, f"truncated or corrupt log (darshan-util: {reason})")
     try:
         raw = json.loads(proc.stdout)
     except json.JSONDecodeError:
         raise LogError(path, "truncated or corrupt log (PyDarshan returned no readable records)") from None
-    return _from_raw(path, version, raw)
+    log = _from_raw(path, version, raw)
+    for module, lines in raw.get("errors", {}).items():
+        what = lines[0].removeprefix("Error:").strip().rstrip(".")
+        if module.startswith("DXT_"):   # the counters stand: replay from them, and say why
+            log.dxt.pop(module, None)
+            log.skipped[module] = f"not readable by this PyDarshan ({what}); replayed from the counters"
+            continue
+        if "version" in what.lower():
+            raise LogError(path, f"unsupported format version: the {module} module ({what}); "
+                                 "a newer PyDarshan may read it: pip install -U darshan")
+        raise LogError(path, f"truncated or corrupt log (darshan-util, {module}: {what})")
+    return log
 
 
 def _python_path() -> str:

@@ -12,10 +12,32 @@ left out), and the DXT_POSIX / DXT_MPIIO segments as [offset, length, start, end
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 MODULES = ("POSIX", "MPI-IO", "STDIO")
 DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
+
+
+class _Stderr:
+    """What darshan-util prints on file descriptor 2 while one module is read (its only way of
+    saying that a module was skipped, e.g. a module version it does not know)."""
+
+    def __enter__(self):
+        import tempfile
+
+        sys.stderr.flush()
+        self.file = tempfile.TemporaryFile(mode="w+b")
+        self.saved = os.dup(2)
+        os.dup2(self.file.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        os.dup2(self.saved, 2)
+        os.close(self.saved)
+        self.file.seek(0)
+        self.lines = [line.strip() for line in self.file.read().decode("utf-8", "replace").splitlines() if line.strip()]
+        self.file.close()
 
 
 def read(path: str) -> dict:
@@ -28,10 +50,14 @@ def read(path: str) -> dict:
                for name, m in report.modules.items()}
     out: dict = {"job": {k: v for k, v in job.items() if isinstance(v, (int, float, str))},
                  "exe": report.metadata.get("exe", ""), "modules": modules, "records": {}, "dxt": {}}
+    out["errors"] = {}
     for name in MODULES:
         if name not in report.modules:
             continue
-        report.mod_read_all_records(name, dtype="numpy")
+        with _Stderr() as err:
+            report.mod_read_all_records(name, dtype="numpy")
+        if err.lines:
+            out["errors"][name] = err.lines
         counter_names = report.counters[name]["counters"]
         fcounter_names = report.counters[name]["fcounters"]
         rows = []
@@ -43,7 +69,10 @@ def read(path: str) -> dict:
     for name in DXT_MODULES:
         if name not in report.modules:
             continue
-        report.mod_read_all_dxt_records(name, dtype="dict")
+        with _Stderr() as err:
+            report.mod_read_all_dxt_records(name, dtype="dict")
+        if err.lines:
+            out["errors"][name] = err.lines
         rows = []
         for rec in report.records[name]._records:
             rows.append({"id": int(rec["id"]), "rank": int(rec["rank"]),
@@ -54,7 +83,10 @@ def read(path: str) -> dict:
                          "read": [[int(s["offset"]), int(s["length"]), float(s["start_time"]), float(s["end_time"])]
                                   for s in rec.get("read_segments", [])]})
         out["dxt"][name] = rows
-    out["names"] = {str(k): v for k, v in report.name_records.items()}
+    with _Stderr() as err:
+        out["names"] = {str(k): v for k, v in report.name_records.items()}
+    if err.lines:
+        out["errors"]["names"] = err.lines
     return out
 
 

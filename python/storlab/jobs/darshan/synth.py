@@ -125,8 +125,13 @@ def _offsets(sizes: list[int], types: list[str], base: int, extent: int, strides
              rng: random.Random) -> list[int]:
     jumps = types.count("J") - (1 if types and types[0] == "J" else 0)
     forward = sum(s for s, t in zip(sizes, types) if t != "N")
+    room = max(0, extent - base - forward)       # bytes the jumps may skip in all
     known = sum(strides[:jumps])
-    filler = max(1, (extent - base - forward - known) // max(1, jumps - len(strides))) if jumps > len(strides) else 1
+    if known > room and known:                   # recorded strides that overshoot the extent: shrunk to fit
+        shrink = room / known
+        strides[:] = [max(1, int(s * shrink)) for s in strides]
+        known = sum(strides[:jumps])
+    filler = max(1, (room - known) // max(1, jumps - len(strides))) if jumps > len(strides) else 1
     pool = strides   # shared by both directions of a rank: what one uses, the other does not
     out = []
     last = 0
@@ -172,8 +177,9 @@ def _runs(first: str, n_first: int, n_second: int, switches: int) -> list[tuple[
     return out
 
 
-def synthesize(c: dict[str, int], f: dict[str, float], parts: int, seed: int) -> Synthesis:
-    """Requests with the counters `c` (fcounters `f` give the order), dealt to `parts` ranks."""
+def synthesize(c: dict[str, int], f: dict[str, float], parts: int, seed: int, log_ranks: int = 1) -> Synthesis:
+    """Requests with the counters `c` (fcounters `f` give the order), dealt to `parts` ranks (of
+    the log's `log_ranks` that shared the record)."""
     notes: list[str] = []
     rng = random.Random(seed)
     pool = {c.get(f"POSIX_ACCESS{i}_ACCESS", 0): c.get(f"POSIX_ACCESS{i}_COUNT", 0) for i in range(1, 5)
@@ -198,16 +204,27 @@ def synthesize(c: dict[str, int], f: dict[str, float], parts: int, seed: int) ->
                                first)
     syncs = split_evenly(c.get("POSIX_FSYNCS", 0) + c.get("POSIX_FDSYNCS", 0), parts)
     extents = {READ: c.get("POSIX_MAX_BYTE_READ", 0) + 1, WRITE: c.get("POSIX_MAX_BYTE_WRITTEN", 0) + 1}
+    # A shared record with recorded strides: the ranks interleaved their requests (IOR's segments):
+    # rank p starts one request in, and a stride over the other ranks' requests shrinks with fewer ranks.
+    interleaved = parts > 1 and bool(strides)
+    if interleaved and log_ranks > parts:
+        strides = [max(1, s * (parts - 1) // (log_ranks - 1)) for s in strides]
+        notes.append(f"strides scaled by {parts - 1}/{log_ranks - 1}: {log_ranks} ranks' interleaved requests "
+                     f"replayed by {parts}")
+    mean_size = {d: (sum(v) // len(v) if v else 0) for d, v in ((READ, reads), (WRITE, writes))}
     stride_parts = [strides[p::parts] for p in range(parts)]
     out: list[list[tuple]] = []
     for p in range(parts):
         per_dir = {}
         pool_p = list(stride_parts[p])
         for d, sizes in ((READ, reads[p::parts]), (WRITE, writes[p::parts])):
-            slice_len = extents[d] // parts
-            base = p * slice_len
+            if interleaved:
+                base, end = p * mean_size[d], extents[d]
+            else:
+                slice_len = extents[d] // parts
+                base, end = p * slice_len, (p + 1) * slice_len
             types = _types(len(sizes), seqs[d][p], cons[d][p], first_at_zero=base == 0)
-            offs = _offsets(sizes, types, base, base + slice_len, pool_p, rng)
+            offs = _offsets(sizes, types, base, end, pool_p, rng)
             per_dir[d] = list(zip(offs, sizes))
         n_r, n_w = len(per_dir[READ]), len(per_dir[WRITE])
         second_first = first if (n_r and n_w) else (READ if n_r else WRITE)
@@ -256,6 +273,8 @@ def _with_syncs(ops: list[tuple], n_syncs: int) -> list[tuple]:
     write_pos = [i for i, op in enumerate(ops) if op[0] == WRITE]
     if not write_pos:
         return ops + [(SYNC, 0, 0)] * n_syncs
+    # The engine does one fsync between two requests however many are asked: at most one per write.
+    n_syncs = min(n_syncs, len(write_pos))
     after: dict[int, int] = {}
     for k in range(n_syncs):
         idx = write_pos[min(len(write_pos) - 1, ((k + 1) * len(write_pos)) // n_syncs - 1)]

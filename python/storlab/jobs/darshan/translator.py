@@ -54,6 +54,7 @@ class Worker:
     source: str              # "dxt" or "counters"
     ops: list[tuple]         # (direction, offset, length[, start s])
     first_s: float           # the log's time of its first request (s after the job's start)
+    sync_end: bool = False   # an fsync after its last request (the group's fsync_end)
     iolog: str = ""          # the generated log it replays
     replayed_iolog: str = ""  # the log the engine writes of what it did
 
@@ -141,7 +142,8 @@ def translate(path: str, *, target: str, iolog_dir: str | None = None, ranks: in
               scale: float = 1.0, dxt: bool = True, timed: bool = False, seed: int = 1,
               log: DarshanLog | None = None) -> DarshanTranslation:
     """The log at `path` as a storlab job replaying it under `target` (see the module's docstring).
-    The workers' iologs are written to `iolog_dir` (default: TARGET/.storlab-replay/logs)."""
+    The workers' iologs go to IOLOG_DIR/logs, the replay's own to IOLOG_DIR/replayed (IOLOG_DIR:
+    `iolog_dir`, default TARGET/.storlab-replay)."""
     log = log or load(path)
     if not 0 < scale <= 1:
         raise UserError(f"scale: {scale} is not allowed; use a fraction in (0, 1] of the log's requests")
@@ -152,7 +154,7 @@ def translate(path: str, *, target: str, iolog_dir: str | None = None, ranks: in
         raise UserError(f"darshan {os.path.basename(path)}: {n_ranks} ranks is more than {MAX_RANKS} workers in one "
                         f"process; give --ranks N (N <= {MAX_RANKS}) to fold the log's ranks onto N")
     target = os.path.abspath(target)
-    iolog_dir = os.path.abspath(iolog_dir or os.path.join(target, IOLOG_DIR, "logs"))
+    iolog_dir = os.path.abspath(iolog_dir or os.path.join(target, IOLOG_DIR))
     classes = file_classes(log)
     notes: list[str] = []
     mapped: list[Mapped] = []
@@ -214,7 +216,7 @@ def translate(path: str, *, target: str, iolog_dir: str | None = None, ranks: in
                 sources["dxt"] += 1
             continue
         parts = min(n_ranks, log.nprocs) if rec.rank == -1 else 1
-        syn = synthesize(rec.counters, rec.fcounters, parts, seed + (rec.id % 100003))
+        syn = synthesize(rec.counters, rec.fcounters, parts, seed + (rec.id % 100003), log_ranks=log.nprocs)
         notes += [f"{os.path.basename(rec.path)}: {n}" for n in syn.notes]
         for p, ops in enumerate(syn.parts):
             if not any(op[0] != SYNC for op in ops):
@@ -223,6 +225,18 @@ def translate(path: str, *, target: str, iolog_dir: str | None = None, ranks: in
             workers.append(Worker(len(workers), rank, rec.rank, rec.id, rec.path, paths[rec.path], "counters",
                                   ops, _first_time(rec)))
             sources["counters"] += 1
+
+    # The engine's replay drops an fsync that ends a log (it syncs only before a next request):
+    # a trailing fsync is the group's fsync_end instead, which the engine does and logs.
+    for w in workers:
+        trailing = 0
+        while w.ops and w.ops[-1][0] == SYNC:
+            w.ops.pop()
+            trailing += 1
+        w.sync_end = trailing > 0
+        if trailing > 1:
+            notes.append(f"{os.path.basename(w.log_path)}: {trailing} fsyncs in a row after the last write "
+                         "replay as one")
 
     # The job: steps (each rank's files in the order first opened), or one timed phase.
     extents: dict[str, int] = defaultdict(int)
@@ -248,8 +262,8 @@ def translate(path: str, *, target: str, iolog_dir: str | None = None, ranks: in
             group = [_group(ws[k], extents) for _, ws in sorted(by_rank.items()) if k < len(ws)]
             phases.append({"name": f"step{k + 1}", "group": group})
     for w in workers:
-        w.iolog = os.path.join(iolog_dir, f"w{w.index}.iolog")
-        w.replayed_iolog = os.path.join(os.path.dirname(iolog_dir), "replayed", f"w{w.index}.iolog")
+        w.iolog = os.path.join(iolog_dir, "logs", f"w{w.index}.iolog")
+        w.replayed_iolog = os.path.join(iolog_dir, "replayed", f"w{w.index}.iolog")
     # Group dicts were built before the paths were set: fill them in now.
     for phase in phases:
         for g in phase["group"]:
@@ -297,6 +311,7 @@ def translate(path: str, *, target: str, iolog_dir: str | None = None, ranks: in
                                              "(collective buffering included) reached the file system"))
     notes += [f"chosen: {c}" for c in STATED_CHOICES if sources["counters"]]
     notes.append(f"ranks run as {n_ranks} workers in one process (not under MPI)")
+    notes += [f"{module}: {why}" for module, why in log.skipped.items()]
     for module in ("STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR"):
         if module in log.modules:
             notes.append(f"{module}: not replayed ({_not_replayed(module)})")
@@ -338,6 +353,8 @@ def _group(w: Worker, extents: dict[str, int], start_delay: float = 0.0) -> dict
                          "io_size": -(-max(io, 1) // 4096) * 4096, "_worker": w.index}
     if start_delay > 0:
         g["start_delay"] = round(start_delay, 6)
+    if w.sync_end:
+        g["fsync_end"] = True
     return g
 
 
