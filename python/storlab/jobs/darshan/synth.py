@@ -38,6 +38,8 @@ STATED_CHOICES = (
     "a shared file's requests are dealt round-robin to the ranks, each in its own equal slice of "
     "the file (as IOR's segmented shared file)",
     "no think time: each rank issues its next request when the last one completes",
+    "the page cache is left as it is (invalidate = false), as an application finds it; files the "
+    "replay reads are created and filled before the first step",
 )
 
 
@@ -196,17 +198,21 @@ def synthesize(c: dict[str, int], f: dict[str, float], parts: int, seed: int, lo
     rng.shuffle(strides)
     first = READ if reads and (not writes or 0 < f.get("POSIX_F_READ_START_TIMESTAMP", 0) <
                                f.get("POSIX_F_WRITE_START_TIMESTAMP", float("inf"))) else WRITE
-    seqs = {READ: split_evenly(c.get("POSIX_SEQ_READS", 0), parts), WRITE: split_evenly(c.get("POSIX_SEQ_WRITES", 0), parts)}
-    cons = {READ: split_evenly(c.get("POSIX_CONSEC_READS", 0), parts),
-            WRITE: split_evenly(c.get("POSIX_CONSEC_WRITES", 0), parts)}
-    switches = _share_switches(c.get("POSIX_RW_SWITCHES", 0),
-                               [len(reads[p::parts]) for p in range(parts)], [len(writes[p::parts]) for p in range(parts)],
-                               first)
+    seqs = {READ: _seq_shares(len(reads), c.get("POSIX_SEQ_READS", 0), parts),
+            WRITE: _seq_shares(len(writes), c.get("POSIX_SEQ_WRITES", 0), parts)}
+    cons = {READ: _capped_shares(c.get("POSIX_CONSEC_READS", 0), [max(0, k - (p > 0)) for p, k in enumerate(seqs[READ])]),
+            WRITE: _capped_shares(c.get("POSIX_CONSEC_WRITES", 0), [max(0, k - (p > 0)) for p, k in enumerate(seqs[WRITE])])}
+    switches, firsts = _share_switches(c.get("POSIX_RW_SWITCHES", 0), [len(reads[p::parts]) for p in range(parts)],
+                                       [len(writes[p::parts]) for p in range(parts)], first)
     syncs = split_evenly(c.get("POSIX_FSYNCS", 0) + c.get("POSIX_FDSYNCS", 0), parts)
     extents = {READ: c.get("POSIX_MAX_BYTE_READ", 0) + 1, WRITE: c.get("POSIX_MAX_BYTE_WRITTEN", 0) + 1}
     # A shared record with recorded strides: the ranks interleaved their requests (IOR's segments):
     # rank p starts one request in, and a stride over the other ranks' requests shrinks with fewer ranks.
     interleaved = parts > 1 and bool(strides)
+    # The block each rank owns per segment: the commonest stride skips the other ranks' blocks.
+    main_stride = max(((c.get(f"POSIX_STRIDE{i}_COUNT", 0), c.get(f"POSIX_STRIDE{i}_STRIDE", 0)) for i in range(1, 5)
+                       if c.get(f"POSIX_STRIDE{i}_STRIDE", 0) > 0), default=(0, 0))[1]
+    block = main_stride // (log_ranks - 1) if log_ranks > 1 else 0
     if interleaved and log_ranks > parts:
         strides = [max(1, s * (parts - 1) // (log_ranks - 1)) for s in strides]
         notes.append(f"strides scaled by {parts - 1}/{log_ranks - 1}: {log_ranks} ranks' interleaved requests "
@@ -219,7 +225,7 @@ def synthesize(c: dict[str, int], f: dict[str, float], parts: int, seed: int, lo
         pool_p = list(stride_parts[p])
         for d, sizes in ((READ, reads[p::parts]), (WRITE, writes[p::parts])):
             if interleaved:
-                base, end = p * mean_size[d], extents[d]
+                base, end = p * (block or mean_size[d]), extents[d]
             else:
                 slice_len = extents[d] // parts
                 base, end = p * slice_len, (p + 1) * slice_len
@@ -227,7 +233,7 @@ def synthesize(c: dict[str, int], f: dict[str, float], parts: int, seed: int, lo
             offs = _offsets(sizes, types, base, end, pool_p, rng)
             per_dir[d] = list(zip(offs, sizes))
         n_r, n_w = len(per_dir[READ]), len(per_dir[WRITE])
-        second_first = first if (n_r and n_w) else (READ if n_r else WRITE)
+        second_first = firsts[p] if (n_r and n_w) else (READ if n_r else WRITE)
         runs = _runs(second_first, n_r if second_first == READ else n_w, n_w if second_first == READ else n_r,
                      switches[p])
         ops: list[tuple] = []
@@ -240,17 +246,32 @@ def synthesize(c: dict[str, int], f: dict[str, float], parts: int, seed: int, lo
     return Synthesis(out, notes)
 
 
-def _share_switches(total: int, n_reads: list[int], n_writes: list[int], first: str) -> list[int]:
-    """The record's switches dealt to its ranks: evenly, then what a rank cannot make (too few
-    requests of one direction) to the ranks that can."""
-    caps = []
-    for r, w in zip(n_reads, n_writes):
-        a, b = (r, w) if first == READ else (w, r)
-        if not a or not b:
-            caps.append(0)
-            continue
-        runs = 2 * b + 1 if a > b else 2 * a
-        caps.append(runs - 1)
+def _seq_shares(n: int, seq: int, parts: int) -> list[int]:
+    """SEQ per rank: the non-sequential requests (n - seq) dealt first to rank 0, whose slice
+    starts at offset 0 (a first request there is not sequential: Darshan's last byte starts at 0),
+    then evenly."""
+    counts = [len(range(p, n, parts)) for p in range(parts)]
+    nonseq = max(0, n - seq)
+    ns = [0] * parts
+    if nonseq and counts and counts[0]:
+        ns[0] = 1
+        nonseq -= 1
+    for p, k in enumerate(split_evenly(nonseq, parts)):
+        ns[p] += k
+    # what a rank cannot hold goes to the others
+    spill = 0
+    for p in range(parts):
+        spill += max(0, ns[p] - counts[p])
+        ns[p] = min(ns[p], counts[p])
+    for p in range(parts):
+        extra = min(spill, counts[p] - ns[p])
+        ns[p] += extra
+        spill -= extra
+    return [counts[p] - ns[p] for p in range(parts)]
+
+
+def _capped_shares(total: int, caps: list[int]) -> list[int]:
+    """`total` dealt evenly, no share above its cap, what one cannot hold to the others."""
     share = [min(s, cap) for s, cap in zip(split_evenly(total, len(caps)), caps)]
     left = total - sum(share)
     for i, cap in enumerate(caps):
@@ -258,6 +279,26 @@ def _share_switches(total: int, n_reads: list[int], n_writes: list[int], first: 
         share[i] += extra
         left -= extra
     return share
+
+
+def _most_switches(first_n: int, second_n: int) -> int:
+    if not first_n or not second_n:
+        return 0
+    return (2 * second_n + 1 if first_n > second_n else 2 * first_n) - 1
+
+
+def _share_switches(total: int, n_reads: list[int], n_writes: list[int], first: str) -> tuple[list[int], list[str]]:
+    """The record's switches dealt to its ranks, and the direction each rank starts with: rank 0
+    the record's first; another rank the other one when that lets it alternate more often."""
+    other = WRITE if first == READ else READ
+    caps, firsts = [], []
+    for p, (r, w) in enumerate(zip(n_reads, n_writes)):
+        own = _most_switches(r, w) if first == READ else _most_switches(w, r)
+        alt = _most_switches(w, r) if first == READ else _most_switches(r, w)
+        use_alt = p > 0 and alt > own
+        caps.append(alt if use_alt else own)
+        firsts.append(other if use_alt else first)
+    return _capped_shares(total, caps), firsts
 
 
 def _split(op: tuple) -> list[tuple]:

@@ -269,7 +269,7 @@ def translate(path: str, *, target: str, iolog_dir: str | None = None, ranks: in
         for g in phase["group"]:
             w = workers[g.pop("_worker")]
             g["read_iolog"], g["write_iolog"] = w.iolog, w.replayed_iolog
-    job: dict[str, Any] = {"engine": "psync", "direct": False, "fsync_end": False,
+    job: dict[str, Any] = {"engine": "psync", "direct": False, "fsync_end": False, "invalidate": False,
                            "replay_no_stall": not timed, "phase": phases}
 
     # The mapping record: one entry per counter group used.
