@@ -63,7 +63,7 @@ def _sizes(c: dict[str, int], tag: str, dir_name: str, pool: dict[int, int], not
     total = c.get("POSIX_BYTES_READ" if tag == "READ" else "POSIX_BYTES_WRITTEN", 0)
     known: list[int] = []
     free = list(counts)
-    for size, cnt in sorted(pool.items(), key=lambda kv: -kv[1]):
+    for size, cnt in sorted(pool.items(), key=lambda kv: -kv[0]):   # largest first: the bytes must fit
         b = bin_index(size)
         take = min(cnt, free[b], (total - sum(known)) // size if size > 0 else 0)
         if take and size > 0:
