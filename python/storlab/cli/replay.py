@@ -33,7 +33,8 @@ REPLAY_OPTIONS: tuple[Option, ...] = (
            "the log's own paths are never opened", required=True, metavar="DIR", category="replay",
            core=False, job_key=False),
     Option("emit", "str", "write the translated storlab job (TOML) to FILE and its request logs to "
-           "FILE.iologs/, without running; '-': the job on standard output", metavar="FILE",
+           "FILE.iologs/, without running (the target gets the empty folders the job's files go in); "
+           "'-': the job on standard output", metavar="FILE",
            category="replay", core=False, job_key=False),
     Option("ranks", "int", "replay ranks (one worker each, in one process); the log's rank r replays as "
            "r mod N (default: the log's rank count, at most 256)", minimum=1, maximum=256,
@@ -89,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
                    dxt=not args.no_dxt, timed=args.timed, seed=args.seed)
     if args.emit:
         write_iologs(tr)
+        for folder in sorted({os.path.dirname(w.target) for w in tr.workers}):
+            os.makedirs(folder, exist_ok=True)   # the engine creates files, not folders
         tr.emit(args.emit)
         if args.emit != "-" and not settings.get("quiet"):
             from ..output.replay_table import render_translation

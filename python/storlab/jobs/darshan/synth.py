@@ -108,8 +108,9 @@ def _sizes(c: dict[str, int], tag: str, dir_name: str, pool: dict[int, int], not
 
 
 def _types(n: int, seq: int, consec: int, first_at_zero: bool) -> list[str]:
-    """N (not sequential), J (jump forward), C (consecutive), spread evenly; the first one set
-    by where the sequence starts."""
+    """N (not sequential), J (jump forward), C (consecutive) for n requests. The first is set by
+    where the sequence starts; the N and J requests (each starts a new run of consecutive ones)
+    are spaced evenly, so equal runs come out equal (IOR's blocks: a jump every block)."""
     seq = min(seq, n)
     consec = min(consec, seq)
     counts = {"N": n - seq, "J": seq - consec, "C": consec}
@@ -117,10 +118,19 @@ def _types(n: int, seq: int, consec: int, first_at_zero: bool) -> list[str]:
         return []
     first = ("N" if first_at_zero and counts["N"] else "J" if counts["J"] else "C" if counts["C"] else "N")
     counts[first] -= 1
-    keyed = []
-    for t, k in counts.items():
-        keyed += [((i + 0.5) / k, t) for i in range(k)]
-    return [first] + [t for _, t in sorted(keyed)]
+    starts = counts["N"] + counts["J"]          # run starts after the first request
+    keyed = sorted([((i + 0.5) / counts["N"], "N") for i in range(counts["N"])] +
+                   [((i + 0.5) / counts["J"], "J") for i in range(counts["J"])])
+    out = ["C"] * n
+    out[0] = first
+    where = [(j * n) // (starts + 1) for j in range(1, starts + 1)]
+    used = {0}
+    for pos, (_, t) in zip(where, keyed):
+        while pos in used and pos < n - 1:
+            pos += 1
+        used.add(pos)
+        out[pos] = t
+    return out
 
 
 def _offsets(sizes: list[int], types: list[str], base: int, extent: int, strides: list[int],
