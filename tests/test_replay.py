@@ -72,7 +72,7 @@ def test_counters_replay_of_several_files(tmp_path):
 
 
 def test_keep_leaves_the_files_the_log_names_under_the_target(tmp_path):
-    assert replay(IOR_HDF5, "--target", str(tmp_path / "t"), "--keep", "-q") == 0
+    assert replay(IOR_HDF5, "--target", str(tmp_path / "t"), "--keep-files", "-q") == 0
     kept = tmp_path / "t" / "test123.h5"
     assert kept.is_file() and kept.stat().st_size >= 4196352
 

@@ -13,7 +13,7 @@ from ..jobs.options import OPTIONS, Option, parse_option
 from ..output.files import check_destination
 from ..signals import STOP
 from .main import ExitCode, UsageError
-from .options_cli import add_option_arguments, add_table_arguments, parse_table_args
+from .options_cli import add_table_arguments, parse_table_args, takes_json_name
 
 EXAMPLES = """examples:
   storlab replay app.darshan --target /mnt/newfs/replay        # replay, fidelity table, what-if
@@ -46,7 +46,7 @@ REPLAY_OPTIONS: tuple[Option, ...] = (
            default=False, category="replay", core=False, job_key=False),
     Option("timed", "bool", "keep the recorded start time of every DXT-traced request (think time kept); "
            "default: as fast as possible", default=False, category="replay", core=False, job_key=False),
-    Option("keep", "bool", "keep the replay's data files under the target (default: removed afterwards)",
+    Option("keep_files", "bool", "keep the replay's data files under the target (default: removed afterwards)",
            default=False, category="replay", core=False, job_key=False),
     Option("seed", "int", "seed of the choices the counters leave open (sizes' order, positions)",
            default=1, minimum=0, category="replay", core=False, job_key=False),
@@ -58,7 +58,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Replay an application's I/O recorded by Darshan on the storage at hand.",
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_table_arguments(p, REPLAY_OPTIONS, command="replay", title="replay options")
-    add_option_arguments(p, skip=[o.name for o in OPTIONS if o.name not in SHARED_OUTPUT])
+    # --json takes only '-' or a NAME.json as its path: the log is a positional word too
+    add_table_arguments(p, OPTIONS, skip=[o.name for o in OPTIONS if o.name not in SHARED_OUTPUT],
+                        json_takes=takes_json_name)
     p.set_defaults(func=run)
 
 
@@ -120,7 +122,7 @@ def _replay(tr, args: argparse.Namespace, settings: dict[str, Any]) -> int:
         STOP.saving()
         if progress:
             progress.finish()
-        remove_replay_files(tr, keep_data=args.keep)
+        remove_replay_files(tr, keep_data=args.keep_files)
     ok = store_result(doc, settings, "replay")
     if settings.get("json"):
         try:
