@@ -144,7 +144,7 @@ def test_translation_is_a_storlab_job(tmp_path):
     assert isinstance(tr, Translation) and tr.format == "darshan"
     assert tr.mapped and all(m.how in HOW for m in tr.mapped)
     hows = {m.how for m in tr.mapped}
-    assert {"translated", "derived", "chosen"} <= hows
+    assert {"translated", "derived"} <= hows
     (tmp_path / "job.toml").write_text(tr.to_toml())
     job = load_jobfile(str(tmp_path / "job.toml"))
     groups = [g for p in job["phase"] for g in p["group"]]

@@ -181,10 +181,15 @@ def fidelity(tr: DarshanTranslation) -> dict[str, Any]:
                 not_reproduced.append({"what": "files opened or stat'ed without reads or writes",
                                        "reason": "metadata-only access is not replayed"})
                 break
-    not_reproduced.append({"what": "think time between requests" if not tr.details["replay"]["timed"]
-                           else "requests without a DXT trace keep no think time",
-                           "reason": "not in the counters: each request follows the last one at once"
-                           if not tr.details["replay"]["timed"] else "only DXT records start times"})
+    rep = tr.details["replay"]
+    if not rep["timed"]:
+        not_reproduced.append({"what": "think time between requests",
+                               "reason": "replayed as fast as possible" + (" (--timed keeps DXT's recorded start times)"
+                                                                           if rep["from_dxt"] else
+                                                                           ": the counters do not record it")})
+    elif rep["from_counters"]:
+        not_reproduced.append({"what": "think time of files without a DXT trace",
+                               "reason": "only DXT records start times: their requests follow one another at once"})
     return {"tolerance": TOLERANCE, "rows": rows, "records": len(tr.records), "records_within_tolerance": records_ok,
             "differing_records": differing[:50], "not_reproduced": not_reproduced}
 
@@ -224,7 +229,7 @@ def what_if(tr: DarshanTranslation, doc: dict[str, Any]) -> dict[str, Any]:
             "replay_basis": "sum of the replay's phase times (each phase ends with its slowest rank)",
             **({"dxt_span_s": dxt_span} if dxt_span is not None else {}),
             "log_slowest_rank_s": slowest, "whole_log_slowest_rank_s": whole_log,
-            "log_data_io_s": data_s, "data_ratio": replay_s / data_s if data_s > 0 else None}
+            "log_data_io_s": data_s, "data_ratio": replay_s / data_s if data_s > 0 and not timed else None}
 
 
 def _slowest_rank_s(records, nprocs: int, meta: bool = True) -> float:

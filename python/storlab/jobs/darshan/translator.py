@@ -286,17 +286,20 @@ def translate(path: str, *, target: str, iolog_dir: str | None = None, ranks: in
         Mapped("POSIX_READS, POSIX_WRITES, POSIX_BYTES_*", _totals(records, ("POSIX_READS", "POSIX_WRITES")),
                "iolog read/write lines", "translated" if scale == 1 else "derived",
                note="" if scale == 1 else f"scaled by {scale}: counts and bytes, sizes kept"),
-        Mapped("POSIX_SIZE_READ_*, POSIX_SIZE_WRITE_*, POSIX_ACCESS1..4", "size bins", "request lengths", "derived",
-               note=STATED_CHOICES[0]),
-        Mapped("POSIX_SEQ_*, POSIX_CONSEC_*, POSIX_STRIDE1..4, POSIX_MAX_BYTE_*", "offsets", "request offsets",
-               "derived", note=STATED_CHOICES[1]),
-        Mapped("POSIX_RW_SWITCHES, POSIX_FSYNCS, POSIX_FDSYNCS", _totals(records, ("POSIX_RW_SWITCHES", "POSIX_FSYNCS")),
-               "order of reads and writes; iolog sync lines", "derived", note=STATED_CHOICES[2]),
         Mapped("POSIX_F_*_START_TIMESTAMP", "first open/read/write", "order of a rank's files (steps)" if not timed
                else "start_delay of each file's worker", "chosen",
                note="files of one rank one after another, in the order first opened; ranks side by side"
                if not timed else "each file's first request at its recorded time"),
     ]
+    if sources["counters"]:
+        mapped += [
+            Mapped("POSIX_SIZE_READ_*, POSIX_SIZE_WRITE_*, POSIX_ACCESS1..4", "size bins", "request lengths", "derived",
+                   note=STATED_CHOICES[0]),
+            Mapped("POSIX_SEQ_*, POSIX_CONSEC_*, POSIX_STRIDE1..4, POSIX_MAX_BYTE_*", "offsets", "request offsets",
+                   "derived", note=STATED_CHOICES[1]),
+            Mapped("POSIX_RW_SWITCHES, POSIX_FSYNCS, POSIX_FDSYNCS",
+                   _totals(records, ("POSIX_RW_SWITCHES", "POSIX_FSYNCS")),
+                   "order of reads and writes; iolog sync lines", "derived", note=STATED_CHOICES[2])]
     if sources["dxt"]:
         mapped.append(Mapped("DXT_POSIX segments", sum(len(w.ops) for w in workers if w.source == "dxt"),
                              "exact offsets and lengths" + (" at their recorded start times" if timed else ""),
