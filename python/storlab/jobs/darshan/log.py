@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import UserError
+from ..translation import Refusal
 
 __all__ = ["DarshanLog", "Record", "DxtRecord", "load", "LogError", "INSTALL_HINT", "MAGIC_NR",
            "SUPPORTED_MAJOR"]
@@ -27,11 +28,12 @@ SUPPORTED_MAJOR = 3         # PyDarshan 3.x reads format 3.x logs (2.x need dars
 READ_TIMEOUT_S = 300
 
 
-class LogError(UserError):
-    """A Darshan log storlab cannot use: one line naming the file and what is wrong."""
+class LogError(Refusal):
+    """A Darshan log storlab cannot use: the translators' one-line refusal, naming the file, the
+    part of the log at fault (a log has no lines: `line` is None) and what is wrong."""
 
-    def __init__(self, path: str, what: str) -> None:
-        super().__init__(f"darshan {os.path.basename(path)}: {what}")
+    def __init__(self, path: str, what: str, key: str = "log", value: object = "") -> None:
+        super().__init__("darshan", path, None, key, value, what)
 
 
 @dataclass
@@ -103,7 +105,7 @@ def check_header(path: str) -> str:
         raise LogError(path, f"not a Darshan log (version string {text!r} but no Darshan magic number)")
     if int(text.split(".")[0]) != SUPPORTED_MAJOR:
         raise LogError(path, f"format version {text} is not supported: storlab reads Darshan 3.x logs "
-                             "(convert older ones with darshan-convert)")
+                             "(convert older ones with darshan-convert)", key="version", value=text)
     return text
 
 
@@ -122,8 +124,13 @@ def load(path: str) -> DarshanLog:
               if line.startswith("Error:") or "Assertion" in line]
     if proc.returncode != 0 or errors:
         first = next((e.rstrip(".") for e in errors if e and not e.startswith("RuntimeError")), "")
-        reason = first[:100] or f"darshan-util stopped with exit status {proc.returncode}"
-        raise LogError(path, f"truncated or corrupt log (darshan-util: {reason})")
+        if first:
+            reason = f"darshan-util: {first[:100]}"
+        elif proc.returncode < 0:
+            reason = f"darshan-util crashed reading it, signal {-proc.returncode}"
+        else:
+            reason = f"PyDarshan stopped with exit status {proc.returncode}"
+        raise LogError(path, f"truncated or corrupt log ({reason})")
     try:
         raw = json.loads(proc.stdout)
     except json.JSONDecodeError:
@@ -173,5 +180,5 @@ def _from_raw(path: str, version: str, raw: dict[str, Any]) -> DarshanLog:
         raise LogError(path, f"truncated or corrupt log ({len(nameless)} records have no file name)")
     if not log.records.get("POSIX") and not log.records.get("MPI-IO"):
         present = ", ".join(sorted(log.modules)) or "none"
-        raise LogError(path, f"no POSIX or MPI-IO records to replay (modules in the log: {present})")
+        raise LogError(path, "no POSIX or MPI-IO records to replay", key="modules", value=present)
     return log

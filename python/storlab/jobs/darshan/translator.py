@@ -138,7 +138,7 @@ def map_paths(paths: list[str], target: str) -> dict[str, str]:
     return out
 
 
-def translate(path: str, *, target: str, iolog_dir: str | None = None, ranks: int | None = None,
+def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | None = None, ranks: int | None = None,
               scale: float = 1.0, dxt: bool = True, timed: bool = False, seed: int = 1,
               log: DarshanLog | None = None) -> DarshanTranslation:
     """The log at `path` as a storlab job replaying it under `target` (see the module's docstring).
