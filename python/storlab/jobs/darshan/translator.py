@@ -194,12 +194,19 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
     if dxt:
         for d in log.dxt.get("DXT_POSIX", []):
             dxt_by_key[(d.id, d.rank)] = d
+    if dxt_by_key and scale != 1.0:
+        notes.append(f"DXT traces not used at --scale {scale:g}: every file replays from its counters")
     workers: list[Worker] = []
     sources: dict[str, int] = defaultdict(int)
     for rec in records:
         log_ranks = [rec.rank] if rec.rank >= 0 else list(range(log.nprocs))
         traced = [dxt_by_key.get((rec.id, lr)) for lr in log_ranks]
         if dxt and scale == 1.0 and all(traced) and rec.module == "POSIX":
+            segments = sum(len(d.reads) + len(d.writes) for d in traced)
+            if segments < rec.c("POSIX_READS") + rec.c("POSIX_WRITES"):
+                notes.append(f"{os.path.basename(rec.path)}: the DXT trace holds {segments} of "
+                             f"{rec.c('POSIX_READS') + rec.c('POSIX_WRITES')} requests (DXT's trace buffer filled up); "
+                             "the traced ones are replayed")
             for lr, d in zip(log_ranks, traced):
                 ops = [(READ, int(o), int(n), float(t), float(e)) for o, n, t, e in d.reads] + \
                       [(WRITE, int(o), int(n), float(t), float(e)) for o, n, t, e in d.writes]
