@@ -210,3 +210,13 @@ def test_bad_logs_are_refused_in_one_line(tmp_path):
 def test_refusal_shape_is_shared():
     r = Refusal("darshan", "/x/app.darshan", None, "POSIX_MMAPS", 3, "memory-mapped I/O is not replayed")
     assert str(r) == "darshan app.darshan: POSIX_MMAPS = 3: memory-mapped I/O is not replayed"
+
+
+def test_emit_writes_the_job_and_the_logs_it_names(tmp_path):
+    path = example("ior_hdf5_example.darshan")
+    tr = translate(path, target=str(tmp_path / "t"), log=load(path))
+    tr.emit(str(tmp_path / "job.toml"))
+    job = load_jobfile(str(tmp_path / "job.toml"))
+    logs = [g["read_iolog"] for p in job["phase"] for g in p["group"]]
+    assert logs and all(p.startswith(str(tmp_path / "job.toml.iologs")) and os.path.isfile(p) for p in logs)
+    assert not [p for p in (tmp_path / "t").rglob("*") if p.is_file()]

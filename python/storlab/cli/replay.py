@@ -74,7 +74,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..jobs.darshan.translator import translate, write_iologs
+    from ..jobs.darshan.translator import translate
     from ..measure.launch import detect as detect_mpi_launch
 
     parse_table_args(args, REPLAY_OPTIONS)
@@ -84,22 +84,16 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("replay runs the log's ranks as workers in one process; start it without mpiexec/srun")
     if args.emit and args.emit != "-":
         check_destination(args.emit, "emit", allow_stdout=True)
-    iolog_dir = None
-    if args.emit:
-        base = args.emit if args.emit != "-" else os.path.join(os.getcwd(), "replay-job")
-        iolog_dir = os.path.abspath(base + ".iologs")
-    tr = translate(args.log, target=args.target, iolog_dir=iolog_dir, ranks=args.ranks, scale=args.scale,
+    tr = translate(args.log, target=args.target, ranks=args.ranks, scale=args.scale,
                    dxt=not args.no_dxt, timed=args.timed, seed=args.seed)
     if args.emit:
-        write_iologs(tr)
-        for folder in sorted({os.path.dirname(w.target) for w in tr.workers}):
-            os.makedirs(folder, exist_ok=True)   # the engine creates files, not folders
-        tr.emit(args.emit)
+        tr.emit(args.emit)   # the job, its request logs in FILE.iologs/, the target's folders
         if args.emit != "-" and not settings.get("quiet"):
             from ..output.replay_table import render_translation
 
             print(render_translation(tr))
-            print(f"job written to {args.emit}; its request logs in {iolog_dir}/; run it with: storlab run {args.emit}")
+            print(f"job written to {args.emit}; its request logs in {os.path.abspath(args.emit)}.iologs/; "
+                  f"run it with: storlab run {args.emit}")
         return ExitCode.OK
     return _replay(tr, args, settings)
 

@@ -66,6 +66,27 @@ class DarshanTranslation(Translation):
     log: DarshanLog | None = None
     records: list[Record] = field(default_factory=list)   # the POSIX records replayed (scaled)
     file_classes: dict[int, str] = field(default_factory=dict)
+    group_workers: list[list[int]] = field(default_factory=list)   # per phase, per group: its worker
+
+    def emit(self, path: str) -> None:
+        """--emit FILE: the job, and the request logs it replays in FILE.iologs/ (the job names
+        them there), and the empty folders its files go in under the target. `-`: the job only,
+        its logs under the target's .storlab-replay/."""
+        if path != "-":
+            self.move_iologs(os.path.abspath(path) + ".iologs")
+        write_iologs(self)
+        for folder in sorted({os.path.dirname(w.target) for w in self.workers}):
+            os.makedirs(folder, exist_ok=True)   # the engine creates files, not folders
+        super().emit(path)
+
+    def move_iologs(self, iolog_dir: str) -> None:
+        """Name the workers' request logs (and the replay's own) under `iolog_dir`."""
+        for w in self.workers:
+            w.iolog = os.path.join(iolog_dir, "logs", f"w{w.index}.iolog")
+            w.replayed_iolog = os.path.join(iolog_dir, "replayed", f"w{w.index}.iolog")
+        for phase, indices in zip(self.job["phase"], self.group_workers):
+            for g, wi in zip(phase["group"], indices):
+                g["read_iolog"], g["write_iolog"] = self.workers[wi].iolog, self.workers[wi].replayed_iolog
 
 
 def scaled_counters(c: dict[str, int], scale: float) -> dict[str, int]:
@@ -272,10 +293,11 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
         w.iolog = os.path.join(iolog_dir, "logs", f"w{w.index}.iolog")
         w.replayed_iolog = os.path.join(iolog_dir, "replayed", f"w{w.index}.iolog")
     # Group dicts were built before the paths were set: fill them in now.
+    worker_of_group: list[list[int]] = []
     for phase in phases:
-        for g in phase["group"]:
-            w = workers[g.pop("_worker")]
-            g["read_iolog"], g["write_iolog"] = w.iolog, w.replayed_iolog
+        worker_of_group.append([g.pop("_worker") for g in phase["group"]])
+        for g, wi in zip(phase["group"], worker_of_group[-1]):
+            g["read_iolog"], g["write_iolog"] = workers[wi].iolog, workers[wi].replayed_iolog
     job: dict[str, Any] = {"engine": "psync", "direct": False, "fsync_end": False, "invalidate": False,
                            "replay_no_stall": not timed, "phase": phases}
 
@@ -327,7 +349,8 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
             notes.append(f"{module}: not replayed ({_not_replayed(module)})")
 
     tr = DarshanTranslation(format=FORMAT, source=path, sha256=sha256_of(path), job=job, mapped=mapped,
-                            notes=_dedupe(notes), workers=workers, log=log, records=records, file_classes=classes)
+                            notes=_dedupe(notes), workers=workers, log=log, records=records, file_classes=classes,
+                            group_workers=worker_of_group)
     tr.details = {"log": {"version": log.version, "nprocs": log.nprocs, "jobid": log.jobid, "exe": log.exe[:200],
                           "run_time_s": log.run_time_s, "modules": sorted(log.modules)},
                   "replay": {"ranks": n_ranks, "scale": scale, "timed": timed, "workers": len(workers),
