@@ -54,6 +54,8 @@ def test_replay_agrees_with_the_log(tmp_path, mode):
     bad = [r for r in _determined(doc) if r["status"] != "ok"]
     assert not bad, bad
     assert rows["POSIX_OPENS"]["status"] == "not reproduced" and rows["POSIX_OPENS"]["reason"]
+    shared = doc["replay"]["fidelity"]["classes"]["shared"]   # the one file all 4 ranks opened (rank -1)
+    assert shared["records"] == 1 and shared["log"] == shared["replay"]
     assert any(n["what"] == "STDIO" for n in doc["replay"]["fidelity"]["not_reproduced"])
     wi = doc["replay"]["what_if"]
     assert wi["log_io_s"] > 0 and wi["replay_io_s"] > 0 and wi["ratio"] == pytest.approx(wi["replay_io_s"] / wi["log_io_s"])

@@ -104,6 +104,8 @@ def fidelity(tr: DarshanTranslation) -> dict[str, Any]:
     differing: list[dict[str, Any]] = []
     files_done: set[str] = set()
     workers_done = 0
+    class_keys = ("POSIX_READS", "POSIX_WRITES", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN")
+    classes: dict[str, dict[str, Any]] = {}
     for rec in tr.records:
         ws = by_record.get((rec.id, rec.rank), [])
         rep: dict[str, int] = defaultdict(int)
@@ -117,6 +119,12 @@ def fidelity(tr: DarshanTranslation) -> dict[str, Any]:
                     rep[k] = max(rep[k], v) if k.startswith("POSIX_MAX_BYTE") else rep[k] + v
         log = {k: rec.c(k) for k in COUNT_KEYS}
         log["POSIX_FSYNCS"] = rec.c("POSIX_FSYNCS") + rec.c("POSIX_FDSYNCS")
+        cls = classes.setdefault(tr.file_classes.get(rec.id, "per-rank"),
+                                 {"records": 0, "log": dict.fromkeys(class_keys, 0), "replay": dict.fromkeys(class_keys, 0)})
+        cls["records"] += 1
+        for k in class_keys:
+            cls["log"][k] += log[k]
+            cls["replay"][k] += rep[k]
         bad = [k for k in COUNT_KEYS if not k.startswith("POSIX_MAX_BYTE") and _status(log[k], rep[k]) != "ok"]
         if bad:
             differing.append({"file": rec.path, "rank": rec.rank, "counters": {k: [log[k], rep[k]] for k in bad}})
@@ -190,7 +198,8 @@ def fidelity(tr: DarshanTranslation) -> dict[str, Any]:
     elif rep["from_counters"]:
         not_reproduced.append({"what": "think time of files without a DXT trace",
                                "reason": "only DXT records start times: their requests follow one another at once"})
-    return {"tolerance": TOLERANCE, "rows": rows, "records": len(tr.records), "records_within_tolerance": records_ok,
+    return {"tolerance": TOLERANCE, "rows": rows, "classes": classes, "records": len(tr.records),
+            "records_within_tolerance": records_ok,
             "differing_records": differing[:50], "not_reproduced": not_reproduced}
 
 

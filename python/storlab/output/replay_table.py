@@ -39,6 +39,14 @@ def render_fidelity(fid: dict[str, Any]) -> list[str]:
     for r in rows:
         status = r["status"] + (f": {r['reason']}" if r.get("reason") else "")
         out.append(f"{r['counter']:<{w}}  {_num(r['log']):>16}  {_num(r['replay']):>16}  {status}")
+    if fid.get("classes"):
+        out.append("by file class (log / replay):")
+        for name, c in sorted(fid["classes"].items()):
+            lg, rp = c["log"], c["replay"]
+            out.append(f"  {name}: {c['records']} records; reads {lg['POSIX_READS']:,} / {rp['POSIX_READS']:,}, "
+                       f"writes {lg['POSIX_WRITES']:,} / {rp['POSIX_WRITES']:,}; "
+                       f"MiB read {lg['POSIX_BYTES_READ'] / 2**20:,.1f} / {rp['POSIX_BYTES_READ'] / 2**20:,.1f}, "
+                       f"written {lg['POSIX_BYTES_WRITTEN'] / 2**20:,.1f} / {rp['POSIX_BYTES_WRITTEN'] / 2**20:,.1f}")
     if fid.get("not_reproduced"):
         out.append("not reproduced:")
         out += [f"  {n['what']}: {n['reason']}" for n in fid["not_reproduced"]]
