@@ -220,3 +220,10 @@ def test_emit_writes_the_job_and_the_logs_it_names(tmp_path):
     logs = [g["read_iolog"] for p in job["phase"] for g in p["group"]]
     assert logs and all(p.startswith(str(tmp_path / "job.toml.iologs")) and os.path.isfile(p) for p in logs)
     assert not [p for p in (tmp_path / "t").rglob("*") if p.is_file()]
+
+
+def test_without_pydarshan_the_error_names_the_install_command(monkeypatch):
+    monkeypatch.setattr(darshan_log, "pydarshan_available", lambda: False)
+    with pytest.raises(Exception) as e:
+        darshan_log.load(example("ior_hdf5_example.darshan"))
+    assert "pip install 'storlab[replay]'" in str(e.value) and "\n" not in str(e.value)
