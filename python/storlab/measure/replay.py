@@ -72,13 +72,11 @@ def read_replayed(path: str) -> list[tuple]:
         with open(path, encoding="utf-8") as f:
             next(f, None)
             for line in f:
+                # TIME FILE ACTION [OFFSET LENGTH]: read from the right, the file name may hold spaces
                 words = line.split()
-                if len(words) < 3:
-                    continue
-                action = words[2]
-                if action in (READ, WRITE) and len(words) >= 5:
-                    ops.append((action, int(words[3]), int(words[4]), int(words[0]) / 1e6))
-                elif action in ("sync", "datasync"):
+                if len(words) >= 5 and words[-3] in (READ, WRITE):
+                    ops.append((words[-3], int(words[-2]), int(words[-1]), int(words[0]) / 1e6))
+                elif len(words) >= 5 and words[-3] in ("sync", "datasync"):
                     ops.append((SYNC, 0, 0, int(words[0]) / 1e6))
     except FileNotFoundError:
         return []

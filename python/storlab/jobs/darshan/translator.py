@@ -367,14 +367,15 @@ def write_iologs(tr: DarshanTranslation) -> None:
         os.makedirs(d, exist_ok=True)
     timed = tr.details["replay"]["timed"]
     for w in tr.workers:
-        lines = ["fio version 3 iolog", f"0 {w.target} add", f"0 {w.target} open"]
+        name = "_".join(w.target.split())   # the log's file names a word; the group's target is the real path
+        lines = ["fio version 3 iolog", f"0 {name} add", f"0 {name} open"]
         for op in w.ops:
             us = int(round((op[3] - w.first_s) * 1e6)) if timed and len(op) > 3 else 0
             if op[0] == SYNC:
-                lines.append(f"{max(0, us)} {w.target} sync 0 0")
+                lines.append(f"{max(0, us)} {name} sync 0 0")
             else:
-                lines.append(f"{max(0, us)} {w.target} {op[0]} {op[1]} {op[2]}")
-        lines.append(f"0 {w.target} close")
+                lines.append(f"{max(0, us)} {name} {op[0]} {op[1]} {op[2]}")
+        lines.append(f"0 {name} close")
         with open(w.iolog, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
 
