@@ -134,7 +134,12 @@ def _types(n: int, seq: int, consec: int, first_at_zero: bool) -> list[str]:
 
 
 def _offsets(sizes: list[int], types: list[str], base: int, extent: int, strides: list[int],
-             rng: random.Random) -> list[int]:
+             rng: random.Random, align: int = 1) -> list[int]:
+    """Offsets for requests of `sizes` and `types` (N, J, C) from `base`, within `extent` where the
+    types allow. Jumps take the recorded strides first; then, in a mostly sequential sequence, one
+    stride that spreads the rest evenly up to the extent, and in a random one (a tenth or more
+    not sequential) a seeded aligned position between the last byte and the extent. Non-sequential
+    requests go back to a seeded aligned position already covered."""
     jumps = types.count("J") - (1 if types and types[0] == "J" else 0)
     forward = sum(s for s, t in zip(sizes, types) if t != "N")
     room = max(0, extent - base - forward)       # bytes the jumps may skip in all
@@ -144,22 +149,32 @@ def _offsets(sizes: list[int], types: list[str], base: int, extent: int, strides
         strides[:] = [max(1, int(s * shrink)) for s in strides]
         known = sum(strides[:jumps])
     filler = max(1, (room - known) // max(1, jumps - len(strides))) if jumps > len(strides) else 1
+    random_walk = types.count("N") * 10 >= len(types) > 0
     pool = strides   # shared by both directions of a rank: what one uses, the other does not
+    up = (lambda x: -(-x // align) * align) if align > 1 else (lambda x: x)
     out = []
     last = 0
     for i, (size, t) in enumerate(zip(sizes, types)):
         if i == 0:
-            off = 0 if t == "N" else (1 if t == "C" else max(base, 2))
+            off = 0 if t == "N" else (1 if t == "C" else max(up(base), up(2)))
         elif t == "C":
             off = last + 1
+        elif t == "J" and pool:
+            off = up(last + 1 + max(1, pool.pop(0)))
         elif t == "J":
-            stride = pool.pop(0) if pool else filler
-            off = last + 1 + max(1, stride)
+            lo = up(last + 2)                    # beyond last + 1: sequential, not consecutive
+            hi = extent - size
+            if random_walk and hi > lo:
+                off = lo + rng.randrange((hi - lo) // align + 1) * align
+            else:
+                off = up(last + 1 + filler)
         else:
             lo = base if base <= last else 0
-            span = last - lo + 1
-            slots = max(1, span // max(1, size))
-            off = min(lo + rng.randrange(slots) * max(1, size), last)
+            slots = max(1, (last - lo + 1) // max(align, 1))
+            off = min(lo + rng.randrange(slots) * align, last) if align > 1 else \
+                min(lo + rng.randrange(max(1, (last - lo + 1) // max(1, size))) * max(1, size), last)
+            if align > 1 and off % align:
+                off -= off % align
         out.append(off)
         last = off + size - 1
     return out
@@ -229,6 +244,9 @@ def synthesize(c: dict[str, int], f: dict[str, float], parts: int, seed: int, lo
                      f"replayed by {parts}")
     mean_size = {d: (sum(v) // len(v) if v else 0) for d, v in ((READ, reads), (WRITE, writes))}
     stride_parts = [strides[p::parts] for p in range(parts)]
+    # Every request was aligned to the file system's block (POSIX_FILE_NOT_ALIGNED = 0): so are ours.
+    align = c.get("POSIX_FILE_ALIGNMENT", 0) if c.get("POSIX_FILE_NOT_ALIGNED", 0) == 0 else 1
+    align = align if 1 < align <= 1 << 20 else 1
     out: list[list[tuple]] = []
     for p in range(parts):
         per_dir = {}
@@ -240,7 +258,7 @@ def synthesize(c: dict[str, int], f: dict[str, float], parts: int, seed: int, lo
                 slice_len = extents[d] // parts
                 base, end = p * slice_len, (p + 1) * slice_len
             types = _types(len(sizes), seqs[d][p], cons[d][p], first_at_zero=base == 0)
-            offs = _offsets(sizes, types, base, end, pool_p, rng)
+            offs = _offsets(sizes, types, base, end, pool_p, rng, align)
             per_dir[d] = list(zip(offs, sizes))
         n_r, n_w = len(per_dir[READ]), len(per_dir[WRITE])
         second_first = firsts[p] if (n_r and n_w) else (READ if n_r else WRITE)
