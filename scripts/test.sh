@@ -45,6 +45,19 @@ if [ -z "${STORLAB_IOR:-}" ] && [ -x "$ior_build" ]; then
     fi
 fi
 
+# tests/test_replay.py records real Darshan logs around IOR and a storlab job: build darshan-runtime
+# from the peers' tarball the same way (needs the mpicc above, autotools and zlib headers)
+darshan_build=../shared/peers/build-darshan.sh
+if [ -z "${STORLAB_DARSHAN:-}" ] && [ -x "$darshan_build" ]; then
+    echo "== building darshan-runtime (peer) from $darshan_build"
+    mpicc_dir=$(python3 -c 'import sys, os; print(os.path.dirname(sys.executable))')
+    if darshan_prefix=$(PATH="$mpicc_dir:$PATH" "$darshan_build" "${XDG_CACHE_HOME:-$HOME/.cache}/storlab-peers/darshan" | tail -1); then
+        export STORLAB_DARSHAN="$darshan_prefix"
+    else
+        echo "   darshan-runtime could not be built: the recorded-log replay tests skip with the reason"
+    fi
+fi
+
 echo "== lint: ruff (rules in pyproject.toml) and clippy, both at zero findings"
 python3 -m ruff check python tests benchmarks scripts
 cargo clippy --version >/dev/null 2>&1 || rustup component add clippy

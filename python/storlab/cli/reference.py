@@ -104,6 +104,14 @@ def diagnose_page() -> str:
     return _page("diagnose", "python/storlab/cli/diagnose.py", [JSON_RULE.format(rule=JSON_NAME_RULE)], COMMANDS)
 
 
+def replay_page() -> str:
+    from .replay import REPLAY_OPTIONS, SHARED_OUTPUT
+
+    table = CommandTable("replay", "a Darshan log replayed under a target folder (docs/replay.md)",
+                         (*REPLAY_OPTIONS, *(BY_NAME[n] for n in SHARED_OUTPUT)))
+    return _page("replay", "python/storlab/cli/replay.py", [JSON_RULE.format(rule=JSON_NAME_RULE)], (table,))
+
+
 def run_page() -> str:
     return render_reference()
 
@@ -119,6 +127,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "options-results.md": results_page,
     "options-report.md": report_page,
     "options-diagnose.md": diagnose_page,
+    "options-replay.md": replay_page,
 }
 
 

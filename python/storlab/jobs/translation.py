@@ -46,6 +46,7 @@ HOW = {
 # format -> module with `FORMAT` and `translate(path, ...) -> Translation`; imported when used
 TRANSLATORS: dict[str, str] = {
     "fio": "storlab.jobs.fio.translator",
+    "darshan": "storlab.jobs.darshan.translator",
 }
 
 

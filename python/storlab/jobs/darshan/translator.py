@@ -1,0 +1,415 @@
+"""Darshan logs as storlab jobs: each file a rank touched becomes one worker replaying a request
+sequence (fio iolog v3) on a file of the same name under the target folder.
+
+Where the log has a DXT trace of a file on a rank (DXT_POSIX), the worker replays its exact
+offsets and lengths; elsewhere the sequence is made from the record's counters (synth.py), so it
+has the record's request counts, bytes, size bins, SEQ and CONSEC counts, switches and fsyncs.
+The log's ranks become replay ranks (one engine worker each, in one process; `ranks` folds
+rank r onto r mod ranks); a file shared by all ranks (a rank -1 record) is dealt to every rank.
+Each rank does its files one after another, in the order the log first opened them: the job's
+phase k holds every rank's k-th file ("steps"), so ranks run side by side and a rank never works
+on two files at once. With `timed`, the job is one phase and each request keeps its recorded
+start time (think time kept).
+
+Writes go only under the target folder; the log's paths are never opened.
+"""
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import UserError
+from ..translation import Mapped, Translation, sha256_of
+from .counters import BINS, READ, SYNC, WRITE
+from .log import DarshanLog, Record, load
+from .synth import MAX_REQUEST, STATED_CHOICES, synthesize
+
+__all__ = ["FORMAT", "translate", "DarshanTranslation", "Worker", "MAX_RANKS", "MAX_WORKERS_PER_PHASE",
+           "file_classes", "scaled_counters"]
+
+FORMAT = "darshan"
+MAX_RANKS = 256                 # replay ranks in one process (threads); --ranks folds more onto fewer
+MAX_WORKERS_PER_PHASE = 1024    # a timed replay runs every file of every rank at once
+IOLOG_DIR = ".storlab-replay"   # under the target: the generated iologs and the replay's own
+
+COUNT_COUNTERS = ("POSIX_READS", "POSIX_WRITES", "POSIX_SEQ_READS", "POSIX_SEQ_WRITES", "POSIX_CONSEC_READS",
+                  "POSIX_CONSEC_WRITES", "POSIX_RW_SWITCHES", "POSIX_FSYNCS", "POSIX_FDSYNCS", "POSIX_OPENS",
+                  "POSIX_STATS", "POSIX_SEEKS", "POSIX_MMAPS", *(f"POSIX_SIZE_READ_{b}" for b in BINS),
+                  *(f"POSIX_SIZE_WRITE_{b}" for b in BINS), *(f"POSIX_ACCESS{i}_COUNT" for i in range(1, 5)),
+                  *(f"POSIX_STRIDE{i}_COUNT" for i in range(1, 5)))
+BYTE_COUNTERS = ("POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_MAX_BYTE_READ", "POSIX_MAX_BYTE_WRITTEN")
+
+
+@dataclass
+class Worker:
+    """One engine worker: one rank doing one file's requests."""
+    index: int
+    rank: int                # replay rank
+    log_rank: int            # the log's rank (-1: a share of a shared record)
+    record_id: int
+    log_path: str            # the file as the log names it (never opened)
+    target: str              # where the replay does it, under the target folder
+    source: str              # "dxt" or "counters"
+    ops: list[tuple]         # (direction, offset, length[, start s])
+    first_s: float           # the log's time of its first request (s after the job's start)
+    sync_end: bool = False   # an fsync after its last request (the group's fsync_end)
+    iolog: str = ""          # the generated log it replays
+    replayed_iolog: str = ""  # the log the engine writes of what it did
+
+
+@dataclass
+class DarshanTranslation(Translation):
+    """A Darshan translation with its workers (kept out of `record()`: one per file and rank)."""
+    workers: list[Worker] = field(default_factory=list)
+    log: DarshanLog | None = None
+    records: list[Record] = field(default_factory=list)   # the POSIX records replayed (scaled)
+    file_classes: dict[int, str] = field(default_factory=dict)
+    group_workers: list[list[int]] = field(default_factory=list)   # per phase, per group: its worker
+
+    def emit(self, path: str) -> None:
+        """--emit FILE: the job, and the request logs it replays in FILE.iologs/ (the job names
+        them there), and the empty folders its files go in under the target. `-`: the job only,
+        its logs under the target's .storlab-replay/."""
+        if path != "-":
+            self.move_iologs(os.path.abspath(path) + ".iologs")
+        write_iologs(self)
+        for folder in sorted({os.path.dirname(w.target) for w in self.workers}):
+            os.makedirs(folder, exist_ok=True)   # the engine creates files, not folders
+        super().emit(path)
+
+    def move_iologs(self, iolog_dir: str) -> None:
+        """Name the workers' request logs (and the replay's own) under `iolog_dir`."""
+        for w in self.workers:
+            w.iolog = os.path.join(iolog_dir, "logs", f"w{w.index}.iolog")
+            w.replayed_iolog = os.path.join(iolog_dir, "replayed", f"w{w.index}.iolog")
+        for phase, indices in zip(self.job["phase"], self.group_workers):
+            for g, wi in zip(phase["group"], indices):
+                g["read_iolog"], g["write_iolog"] = self.workers[wi].iolog, self.workers[wi].replayed_iolog
+
+
+def scaled_counters(c: dict[str, int], scale: float) -> dict[str, int]:
+    """A record's counters with its request counts and bytes times `scale` (sizes kept)."""
+    if scale == 1.0:
+        return dict(c)
+    out = dict(c)
+    for k in COUNT_COUNTERS + BYTE_COUNTERS:
+        if k in c:
+            out[k] = int(round(c[k] * scale))
+    return out
+
+
+def file_classes(log: DarshanLog) -> dict[int, str]:
+    """record id -> "shared" (one rank -1 record: every rank opened it), "rank0-only" (only rank 0
+    of several), or "per-rank" (each rank its own record)."""
+    ranks: dict[int, set[int]] = defaultdict(set)
+    for r in log.module_records("POSIX"):
+        ranks[r.id].add(r.rank)
+    out = {}
+    for rid, rs in ranks.items():
+        out[rid] = "shared" if -1 in rs else "rank0-only" if rs == {0} and log.nprocs > 1 else "per-rank"
+    return out
+
+
+def _mpiio_as_posix(r: Record) -> dict[str, int]:
+    """An MPI-IO record without a POSIX one beneath: its counts, bytes and (aggregate) size bins
+    as POSIX counters; the order is chosen consecutive (MPI-IO keeps no SEQ/CONSEC counters)."""
+    reads = sum(r.c(f"MPIIO_{k}_READS") for k in ("INDEP", "COLL", "SPLIT", "NB"))
+    writes = sum(r.c(f"MPIIO_{k}_WRITES") for k in ("INDEP", "COLL", "SPLIT", "NB"))
+    c = {"POSIX_READS": reads, "POSIX_WRITES": writes, "POSIX_BYTES_READ": r.c("MPIIO_BYTES_READ"),
+         "POSIX_BYTES_WRITTEN": r.c("MPIIO_BYTES_WRITTEN"), "POSIX_RW_SWITCHES": r.c("MPIIO_RW_SWITCHES"),
+         "POSIX_FSYNCS": r.c("MPIIO_SYNCS"), "POSIX_SEQ_READS": max(0, reads - 1), "POSIX_CONSEC_READS": max(0, reads - 1),
+         "POSIX_SEQ_WRITES": max(0, writes - 1), "POSIX_CONSEC_WRITES": max(0, writes - 1),
+         "POSIX_MAX_BYTE_READ": max(0, r.c("MPIIO_BYTES_READ") - 1), "POSIX_MAX_BYTE_WRITTEN": max(0, r.c("MPIIO_BYTES_WRITTEN") - 1),
+         "POSIX_OPENS": r.c("MPIIO_INDEP_OPENS") + r.c("MPIIO_COLL_OPENS")}
+    for b in BINS:
+        c[f"POSIX_SIZE_READ_{b}"] = r.c(f"MPIIO_SIZE_READ_AGG_{b}")
+        c[f"POSIX_SIZE_WRITE_{b}"] = r.c(f"MPIIO_SIZE_WRITE_AGG_{b}")
+    for i in range(1, 5):
+        c[f"POSIX_ACCESS{i}_ACCESS"] = r.c(f"MPIIO_ACCESS{i}_ACCESS")
+        c[f"POSIX_ACCESS{i}_COUNT"] = r.c(f"MPIIO_ACCESS{i}_COUNT")
+    return c
+
+
+def _first_time(r: Record) -> float:
+    times = [r.f(k) for k in ("POSIX_F_OPEN_START_TIMESTAMP", "POSIX_F_READ_START_TIMESTAMP",
+                              "POSIX_F_WRITE_START_TIMESTAMP") if r.f(k) > 0]
+    return min(times) if times else 0.0
+
+
+def _does_io(c: dict[str, int]) -> bool:
+    return bool(c.get("POSIX_READS", 0) or c.get("POSIX_WRITES", 0))
+
+
+def map_paths(paths: list[str], target: str) -> dict[str, str]:
+    """Each log path -> the same name under the target folder (their common folder left out)."""
+    absolute = [p for p in paths if p]
+    if not absolute:
+        return {}
+    common = os.path.commonpath([os.path.dirname(p) or "/" for p in absolute]) if len(absolute) > 1 \
+        else os.path.dirname(absolute[0])
+    out = {}
+    for p in absolute:
+        rel = os.path.relpath(p, common) if common and common != "." else p.lstrip("/")
+        rel = os.path.normpath(rel).lstrip("/")
+        while rel.startswith("../"):
+            rel = rel[3:]
+        out[p] = os.path.join(target, rel or os.path.basename(p))
+    return out
+
+
+def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | None = None, ranks: int | None = None,
+              scale: float = 1.0, dxt: bool = True, timed: bool = False, seed: int = 1,
+              log: DarshanLog | None = None) -> DarshanTranslation:
+    """The log at `path` as a storlab job replaying it under `target` (see the module's docstring).
+    The workers' iologs go to IOLOG_DIR/logs, the replay's own to IOLOG_DIR/replayed (IOLOG_DIR:
+    `iolog_dir`, default TARGET/.storlab-replay)."""
+    log = log or load(path)
+    if not 0 < scale <= 1:
+        raise UserError(f"scale: {scale} is not allowed; use a fraction in (0, 1] of the log's requests")
+    n_ranks = ranks or log.nprocs
+    if n_ranks < 1:
+        raise UserError(f"ranks: {n_ranks} is not allowed; use 1 or more")
+    if n_ranks > MAX_RANKS:
+        raise UserError(f"darshan {os.path.basename(path)}: {n_ranks} ranks is more than {MAX_RANKS} workers in one "
+                        f"process; give --ranks N (N <= {MAX_RANKS}) to fold the log's ranks onto N")
+    target = os.path.abspath(target)
+    iolog_dir = os.path.abspath(iolog_dir or os.path.join(target, IOLOG_DIR))
+    classes = file_classes(log)
+    notes: list[str] = []
+    mapped: list[Mapped] = []
+
+    # The POSIX records to replay; MPI-IO records with no POSIX record beneath stand in for them.
+    posix = [r for r in log.module_records("POSIX")]
+    posix_ids = {r.id for r in posix}
+    records: list[Record] = []
+    not_files: set[str] = set()
+    for r in posix:
+        c = scaled_counters(r.counters, scale)
+        if not _does_io(c):
+            continue
+        if not r.path.startswith("/"):   # Darshan's names for pipes, sockets, standard streams
+            not_files.add(r.path)
+            continue
+        records.append(Record("POSIX", r.id, r.rank, r.path, c, dict(r.fcounters)))
+    if not_files:
+        shown = ", ".join(sorted(not_files)[:3]) + (", ..." if len(not_files) > 3 else "")
+        notes.append(f"{len(not_files)} records are not files ({shown}: pipes, sockets or standard streams): "
+                     "not replayed")
+    mpiio_only = [r for r in log.module_records("MPI-IO") if r.id not in posix_ids]
+    for r in mpiio_only:
+        c = scaled_counters(_mpiio_as_posix(r), scale)
+        if _does_io(c):
+            records.append(Record("MPI-IO", r.id, r.rank, r.path, c, {}))
+            classes.setdefault(r.id, "shared" if r.rank == -1 else "per-rank")
+    if mpiio_only:
+        notes.append(f"{len(mpiio_only)} MPI-IO files have no POSIX record beneath: replayed from their MPI-IO "
+                     "counters (aggregate sizes), consecutive requests (MPI-IO keeps no SEQ/CONSEC counters)")
+    if not records:
+        raise UserError(f"darshan {os.path.basename(path)}: no POSIX or MPI-IO record reads or writes any byte"
+                        + (f" at scale {scale}" if scale != 1 else "") + "; nothing to replay")
+
+    paths = map_paths(sorted({r.path for r in records}), target)
+    dxt_by_key: dict[tuple[int, int], Any] = {}
+    if dxt:
+        for d in log.dxt.get("DXT_POSIX", []):
+            dxt_by_key[(d.id, d.rank)] = d
+    if dxt_by_key and scale != 1.0:
+        notes.append(f"DXT traces not used at --scale {scale:g}: every file replays from its counters")
+    workers: list[Worker] = []
+    sources: dict[str, int] = defaultdict(int)
+    for rec in records:
+        log_ranks = [rec.rank] if rec.rank >= 0 else list(range(log.nprocs))
+        traced = [dxt_by_key.get((rec.id, lr)) for lr in log_ranks]
+        if dxt and scale == 1.0 and all(traced) and rec.module == "POSIX":
+            segments = sum(len(d.reads) + len(d.writes) for d in traced)
+            if segments < rec.c("POSIX_READS") + rec.c("POSIX_WRITES"):
+                notes.append(f"{os.path.basename(rec.path)}: the DXT trace holds {segments} of "
+                             f"{rec.c('POSIX_READS') + rec.c('POSIX_WRITES')} requests (DXT's trace buffer filled up); "
+                             "the traced ones are replayed")
+            for lr, d in zip(log_ranks, traced):
+                ops = [(READ, int(o), int(n), float(t), float(e)) for o, n, t, e in d.reads] + \
+                      [(WRITE, int(o), int(n), float(t), float(e)) for o, n, t, e in d.writes]
+                ops.sort(key=lambda op: op[3])
+                dropped = sum(1 for op in ops if op[2] <= 0)
+                ops = [p for op in ops if op[2] > 0 for p in _split_timed(op)]
+                if dropped:
+                    notes.append(f"{os.path.basename(rec.path)} rank {lr}: {dropped} zero-length requests "
+                                 "(reads at end of file) cannot be replayed")
+                if not ops:
+                    continue
+                workers.append(Worker(len(workers), lr % n_ranks, lr, rec.id, rec.path, paths[rec.path], "dxt",
+                                      ops, ops[0][3]))
+                sources["dxt"] += 1
+            continue
+        parts = min(n_ranks, log.nprocs) if rec.rank == -1 else 1
+        syn = synthesize(rec.counters, rec.fcounters, parts, seed + (rec.id % 100003), log_ranks=log.nprocs)
+        notes += [f"{os.path.basename(rec.path)}: {n}" for n in syn.notes]
+        for p, ops in enumerate(syn.parts):
+            if not any(op[0] != SYNC for op in ops):
+                continue
+            rank = p if rec.rank == -1 else rec.rank % n_ranks
+            workers.append(Worker(len(workers), rank, rec.rank, rec.id, rec.path, paths[rec.path], "counters",
+                                  ops, _first_time(rec)))
+            sources["counters"] += 1
+
+    # The engine's replay drops an fsync that ends a log (it syncs only before a next request):
+    # a trailing fsync is the group's fsync_end instead, which the engine does and logs.
+    for w in workers:
+        trailing = 0
+        while w.ops and w.ops[-1][0] == SYNC:
+            w.ops.pop()
+            trailing += 1
+        w.sync_end = trailing > 0
+        if trailing > 1:
+            notes.append(f"{os.path.basename(w.log_path)}: {trailing} fsyncs in a row after the last write "
+                         "replay as one")
+
+    # The job: steps (each rank's files in the order first opened), or one timed phase.
+    extents: dict[str, int] = defaultdict(int)
+    for w in workers:
+        for op in w.ops:
+            if op[0] != SYNC:
+                extents[w.target] = max(extents[w.target], op[1] + op[2])
+    phases: list[dict[str, Any]] = []
+    if timed:
+        if len(workers) > MAX_WORKERS_PER_PHASE:
+            raise UserError(f"timed: {len(workers)} files x ranks would run at once, more than "
+                            f"{MAX_WORKERS_PER_PHASE} workers; replay untimed (steps) or with --ranks")
+        t0 = min(w.first_s for w in workers)
+        phases.append({"name": "replay", "group": [_group(w, extents, start_delay=w.first_s - t0) for w in workers]})
+    else:
+        by_rank: dict[int, list[Worker]] = defaultdict(list)
+        for w in workers:
+            by_rank[w.rank].append(w)
+        for ws in by_rank.values():
+            ws.sort(key=lambda w: (w.first_s, w.index))
+        steps = max(len(ws) for ws in by_rank.values())
+        for k in range(steps):
+            group = [_group(ws[k], extents) for _, ws in sorted(by_rank.items()) if k < len(ws)]
+            phases.append({"name": f"step{k + 1}", "group": group})
+    for w in workers:
+        w.iolog = os.path.join(iolog_dir, "logs", f"w{w.index}.iolog")
+        w.replayed_iolog = os.path.join(iolog_dir, "replayed", f"w{w.index}.iolog")
+    # Group dicts were built before the paths were set: fill them in now.
+    worker_of_group: list[list[int]] = []
+    for phase in phases:
+        worker_of_group.append([g.pop("_worker") for g in phase["group"]])
+        for g, wi in zip(phase["group"], worker_of_group[-1]):
+            g["read_iolog"], g["write_iolog"] = workers[wi].iolog, workers[wi].replayed_iolog
+    job: dict[str, Any] = {"engine": "psync", "direct": False, "fsync_end": False, "invalidate": False,
+                           "replay_no_stall": not timed, "phase": phases}
+
+    # The mapping record: one entry per counter group used.
+    n_shared = sum(1 for r in records if classes.get(r.id) == "shared")
+    n_rank0 = sum(1 for r in records if classes.get(r.id) == "rank0-only")
+    n_per = len(records) - n_shared - n_rank0
+    mapped += [
+        Mapped("job.nprocs", log.nprocs, f"{n_ranks} replay ranks (one worker each, in one process)",
+               "translated" if n_ranks == log.nprocs else "chosen",
+               note="" if n_ranks == log.nprocs else f"--ranks {n_ranks}: log rank r replays as rank r mod {n_ranks}"),
+        Mapped("POSIX records (file classes)", len(records), f"{len({r.path for r in records})} files under {target}",
+               "derived", note=f"{n_shared} shared (rank -1), {n_per} per-rank, {n_rank0} rank-0-only; "
+                               "each path mapped to the same name under the target folder"),
+        Mapped("POSIX_READS, POSIX_WRITES, POSIX_BYTES_*", _totals(records, ("POSIX_READS", "POSIX_WRITES")),
+               "iolog read/write lines", "translated" if scale == 1 else "derived",
+               note="" if scale == 1 else f"scaled by {scale}: counts and bytes, sizes kept"),
+        Mapped("POSIX_F_*_START_TIMESTAMP", "first open/read/write", "order of a rank's files (steps)" if not timed
+               else "start_delay of each file's worker", "chosen",
+               note="files of one rank one after another, in the order first opened; ranks side by side"
+               if not timed else "each file's first request at its recorded time"),
+    ]
+    if sources["counters"]:
+        mapped += [
+            Mapped("POSIX_SIZE_READ_*, POSIX_SIZE_WRITE_*, POSIX_ACCESS1..4", "size bins", "request lengths", "derived",
+                   note=STATED_CHOICES[0]),
+            Mapped("POSIX_SEQ_*, POSIX_CONSEC_*, POSIX_STRIDE1..4, POSIX_MAX_BYTE_*", "offsets", "request offsets",
+                   "derived", note=STATED_CHOICES[1]),
+            Mapped("POSIX_RW_SWITCHES, POSIX_FSYNCS, POSIX_FDSYNCS",
+                   _totals(records, ("POSIX_RW_SWITCHES", "POSIX_FSYNCS")),
+                   "order of reads and writes; iolog sync lines", "derived", note=STATED_CHOICES[2])]
+    if sources["dxt"]:
+        mapped.append(Mapped("DXT_POSIX segments", sum(len(w.ops) for w in workers if w.source == "dxt"),
+                             "exact offsets and lengths" + (" at their recorded start times" if timed else ""),
+                             "translated"))
+    mpiio = log.module_records("MPI-IO")
+    if mpiio:
+        coll = sum(r.c("MPIIO_COLL_READS") + r.c("MPIIO_COLL_WRITES") for r in mpiio)
+        indep = sum(r.c("MPIIO_INDEP_READS") + r.c("MPIIO_INDEP_WRITES") for r in mpiio)
+        mapped.append(Mapped("MPIIO_COLL_*, MPIIO_INDEP_*", {"collective": coll, "independent": indep},
+                             "the POSIX requests beneath them" if not mpiio_only else "requests from MPI-IO counters",
+                             "derived", note="replayed at the POSIX layer, where the MPI-IO library's requests "
+                                             "(collective buffering included) reached the file system"))
+    notes += [f"chosen: {c}" for c in STATED_CHOICES if sources["counters"]]
+    notes.append(f"ranks run as {n_ranks} workers in one process (not under MPI)")
+    notes += [f"{module}: {why}" for module, why in log.skipped.items()]
+    for module in ("STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR"):
+        if module in log.modules:
+            notes.append(f"{module}: not replayed ({_not_replayed(module)})")
+
+    tr = DarshanTranslation(format=FORMAT, source=path, sha256=sha256_of(path), job=job, mapped=mapped,
+                            notes=_dedupe(notes), workers=workers, log=log, records=records, file_classes=classes,
+                            group_workers=worker_of_group)
+    tr.details = {"log": {"version": log.version, "nprocs": log.nprocs, "jobid": log.jobid, "exe": log.exe[:200],
+                          "run_time_s": log.run_time_s, "modules": sorted(log.modules)},
+                  "replay": {"ranks": n_ranks, "scale": scale, "timed": timed, "workers": len(workers),
+                             "phases": len(phases), "from_dxt": sources["dxt"], "from_counters": sources["counters"],
+                             "files": len({w.target for w in workers}), "target": target,
+                             "in_process": True}}
+    return tr
+
+
+def write_iologs(tr: DarshanTranslation) -> None:
+    """Each worker's request sequence as an fio iolog v3 (times in microseconds from the start)."""
+    dirs = {os.path.dirname(w.iolog) for w in tr.workers} | {os.path.dirname(w.replayed_iolog) for w in tr.workers}
+    for d in dirs:
+        os.makedirs(d, exist_ok=True)
+    timed = tr.details["replay"]["timed"]
+    for w in tr.workers:
+        name = "_".join(w.target.split())   # the log's file names a word; the group's target is the real path
+        lines = ["fio version 3 iolog", f"0 {name} add", f"0 {name} open"]
+        for op in w.ops:
+            us = int(round((op[3] - w.first_s) * 1e6)) if timed and len(op) > 3 else 0
+            if op[0] == SYNC:
+                lines.append(f"{max(0, us)} {name} sync 0 0")
+            else:
+                lines.append(f"{max(0, us)} {name} {op[0]} {op[1]} {op[2]}")
+        lines.append(f"0 {name} close")
+        with open(w.iolog, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+def _group(w: Worker, extents: dict[str, int], start_delay: float = 0.0) -> dict[str, Any]:
+    # io_size: every byte of the log (the engine otherwise stops a worker after one range's bytes)
+    io = sum(op[2] for op in w.ops if op[0] != SYNC)
+    g: dict[str, Any] = {"target": [w.target], "size": max(extents[w.target], 1),
+                         "io_size": -(-max(io, 1) // 4096) * 4096, "_worker": w.index}
+    if start_delay > 0:
+        g["start_delay"] = round(start_delay, 6)
+    if w.sync_end:
+        g["fsync_end"] = True
+    return g
+
+
+def _split_timed(op: tuple) -> list[tuple]:
+    d, off, size, t, end = op
+    if size <= MAX_REQUEST:
+        return [op]
+    return [(d, off + k, min(MAX_REQUEST, size - k), t, end) for k in range(0, size, MAX_REQUEST)]
+
+
+def _totals(records: list[Record], keys: tuple[str, ...]) -> dict[str, int]:
+    return {k: sum(r.c(k) for r in records) for k in keys}
+
+
+def _not_replayed(module: str) -> str:
+    return {"STDIO": "its requests went through the C library's buffers; their sizes and offsets as they reached "
+                     "the file system are not recorded",
+            "H5F": "HDF5's own calls; the POSIX (or MPI-IO) requests HDF5 made are replayed instead",
+            "H5D": "HDF5's own calls; the POSIX (or MPI-IO) requests HDF5 made are replayed instead",
+            }.get(module, "library-level calls; the requests beneath them are replayed instead")
+
+
+def _dedupe(lines: list[str]) -> list[str]:
+    return list(dict.fromkeys(lines))

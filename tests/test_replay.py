@@ -1,0 +1,267 @@
+"""`storlab replay`: a Darshan log replayed under a target folder, with the fidelity table and the
+what-if ratio; --emit; refusals. Inputs are real logs: PyDarshan's example logs, and logs these
+tests record with darshan-runtime (LD_PRELOAD) around workloads whose parameters are known (IOR,
+a storlab job), so the replay is checked against those parameters, not only against the log.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+darshan = pytest.importorskip("darshan", reason="PyDarshan (pip install darshan, the replay extra) is not installed")
+
+from storlab.cli.main import main  # noqa: E402
+from storlab.jobs.darshan.log import load  # noqa: E402
+
+EXAMPLES = Path(darshan.__file__).parent / "examples" / "example_logs"
+IOR_HDF5 = str(EXAMPLES / "ior_hdf5_example.darshan")
+MACSIO = str(EXAMPLES / "shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan")
+KIB, MIB = 1024, 1024 * 1024
+
+
+def replay(*args: str) -> int:
+    return main(["replay", *args, "--no-store"])
+
+
+def _doc(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _determined(doc: dict) -> list[dict]:
+    return [r for r in doc["replay"]["fidelity"]["rows"] if r["status"] in ("ok", "differs")]
+
+
+def _files_under(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("mode", [[], ["--no-dxt"]], ids=["dxt", "counters"])
+def test_replay_agrees_with_the_log(tmp_path, mode):
+    out = tmp_path / "r.json"
+    assert replay(IOR_HDF5, "--target", str(tmp_path / "t"), "--json", str(out), "-q", *mode) == 0
+    doc = _doc(out)
+    assert doc["translation"]["format"] == "darshan" and doc["translation"]["mapped"]
+    rows = {r["counter"]: r for r in doc["replay"]["fidelity"]["rows"]}
+    assert rows["POSIX_BYTES_WRITTEN"]["log"] == 4195800 == rows["POSIX_BYTES_WRITTEN"]["replay"]
+    assert rows["POSIX_READS"]["replay"] == 36 and rows["POSIX_WRITES"]["replay"] == 23
+    bad = [r for r in _determined(doc) if r["status"] != "ok"]
+    assert not bad, bad
+    assert rows["POSIX_OPENS"]["status"] == "not reproduced" and rows["POSIX_OPENS"]["reason"]
+    shared = doc["replay"]["fidelity"]["classes"]["shared"]   # the one file all 4 ranks opened (rank -1)
+    assert shared["records"] == 1 and shared["log"] == shared["replay"]
+    assert any(n["what"] == "STDIO" for n in doc["replay"]["fidelity"]["not_reproduced"])
+    wi = doc["replay"]["what_if"]
+    assert wi["log_io_s"] > 0 and wi["replay_io_s"] > 0 and wi["ratio"] == pytest.approx(wi["replay_io_s"] / wi["log_io_s"])
+    assert doc["replay"]["from_dxt" if not mode else "from_counters"] == 4
+    # the data files and iologs are gone; nothing was written outside the target
+    assert _files_under(tmp_path / "t") == []
+
+
+def test_counters_replay_of_several_files(tmp_path):
+    out = tmp_path / "r.json"
+    assert replay(MACSIO, "--target", str(tmp_path / "t"), "--json", str(out), "-q") == 0
+    rows = {r["counter"]: r for r in _doc(out)["replay"]["fidelity"]["rows"]}
+    for k in ("files", "POSIX_WRITES", "POSIX_BYTES_WRITTEN", "POSIX_SEQ_WRITES", "POSIX_SIZE_WRITE_100_1K"):
+        assert rows[k]["status"] == "ok", rows[k]
+    assert rows["files"]["replay"] == 3
+
+
+def test_keep_leaves_the_files_the_log_names_under_the_target(tmp_path):
+    assert replay(IOR_HDF5, "--target", str(tmp_path / "t"), "--keep-files", "-q") == 0
+    kept = tmp_path / "t" / "test123.h5"
+    assert kept.is_file() and kept.stat().st_size >= 4196352
+
+
+def test_timed_replay_keeps_the_recorded_times(tmp_path):
+    out = tmp_path / "r.json"
+    assert replay(IOR_HDF5, "--target", str(tmp_path / "t"), "--timed", "--json", str(out), "-q") == 0
+    wi = _doc(out)["replay"]["what_if"]
+    assert wi["dxt_span_s"] > 0.2
+    assert wi["replay_io_s"] >= 0.9 * wi["dxt_span_s"]    # the think time between requests is kept
+    assert wi["log_basis"].startswith("DXT span")
+
+
+def test_emit_writes_the_job_and_its_logs_only(tmp_path, capsys):
+    job = tmp_path / "job.toml"
+    target = tmp_path / "t"
+    assert replay(IOR_HDF5, "--target", str(target), "--emit", str(job)) == 0
+    assert _files_under(target) == []     # at most the empty folders the job's files go in
+    text = job.read_text()
+    assert text.startswith("# storlab job translated from darshan ior_hdf5_example.darshan") and "read_iolog" in text
+    logs = sorted(glob.glob(str(tmp_path / "job.toml.iologs" / "logs" / "*.iolog")))
+    assert len(logs) == 4
+    assert "job written to" in capsys.readouterr().out
+    # the emitted job runs as an ordinary storlab job
+    assert main(["run", str(job), "--no-store", "-q"]) == 0
+    assert (target / "test123.h5").stat().st_size >= 4196352
+
+
+@pytest.mark.parametrize("make", ["not-a-log", "noposix", "truncated"])
+def test_bad_logs_exit_2_in_one_line_with_nothing_written(tmp_path, capsys, make):
+    if make == "not-a-log":
+        log = tmp_path / "x.darshan"
+        log.write_text("not a log\n")
+    elif make == "noposix":
+        log = EXAMPLES / "noposix.darshan"
+    else:
+        log = tmp_path / "cut.darshan"
+        data = (EXAMPLES / "example.darshan").read_bytes()
+        log.write_bytes(data[: len(data) * 9 // 10])
+    target = tmp_path / "t"
+    assert replay(str(log), "--target", str(target)) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and log.name in err
+    assert not target.exists()
+
+
+def test_a_target_holding_other_files_is_refused(tmp_path, capsys):
+    target = tmp_path / "t"
+    target.mkdir()
+    (target / "mine.dat").write_text("keep me")
+    assert replay(IOR_HDF5, "--target", str(target)) == 2
+    assert "is not empty" in capsys.readouterr().err
+    assert _files_under(target) == ["mine.dat"] and (target / "mine.dat").read_text() == "keep me"
+
+
+# -- logs recorded here with darshan-runtime around known workloads -----------------------------------
+def _darshan_prefix() -> str:
+    prefix = os.environ.get("STORLAB_DARSHAN", "/tmp/darshan")
+    if not os.path.exists(os.path.join(prefix, "lib", "libdarshan.so")):
+        pytest.skip(f"darshan-runtime not built (no {prefix}/lib/libdarshan.so; scripts/test.sh builds it with "
+                    "../shared/peers/build-darshan.sh and sets STORLAB_DARSHAN)")
+    return prefix
+
+
+def _mpiexec() -> str:
+    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    found = here if os.path.exists(here) else shutil.which("mpiexec")
+    if not found:
+        pytest.skip("no mpiexec (pip install mpich, the mpi extra)")
+    return found
+
+
+def _record(tmp_path: Path, argv: list[str], program: str, nonmpi: bool = False) -> str:
+    """Run argv under LD_PRELOAD of libdarshan with DXT on; the log of `program` (helpers the
+    program starts, e.g. a shell, leave logs of their own)."""
+    logs = tmp_path / "darshan-logs"
+    logs.mkdir(exist_ok=True)
+    env = {**os.environ, "DARSHAN_LOGPATH": str(logs), "DXT_ENABLE_IO_TRACE": "1",
+           "LD_PRELOAD": os.path.join(_darshan_prefix(), "lib", "libdarshan.so")}
+    if nonmpi:
+        env["DARSHAN_ENABLE_NONMPI"] = "1"
+    before = set(logs.iterdir())
+    subprocess.run(argv, env=env, check=True, capture_output=True, timeout=120)
+    made = [p for p in logs.iterdir() if p not in before and p.name.split("_id")[0].endswith(f"_{program}")]
+    assert len(made) == 1, made
+    return str(made[0])
+
+
+def _emitted_ops(tmp_path: Path, log: str, target: Path) -> dict[str, list[list[tuple]]]:
+    """The requests the replay will issue: --emit's iologs, by file (one list per worker)."""
+    job = tmp_path / "emitted.toml"
+    assert replay(log, "--target", str(target), "--emit", str(job), "-q") == 0
+    out: dict[str, list[list[tuple]]] = {}
+    for path in sorted(glob.glob(str(tmp_path / "emitted.toml.iologs" / "logs" / "*.iolog"))):
+        ops = []
+        name = None
+        for line in Path(path).read_text().splitlines()[1:]:
+            w = line.split()
+            name = w[1]
+            if w[2] in ("read", "write"):
+                ops.append((w[2], int(w[3]), int(w[4])))
+        out.setdefault(os.path.basename(name), []).append(ops)
+    shutil.rmtree(tmp_path / "emitted.toml.iologs")
+    return out
+
+
+def _ior() -> str:
+    ior = os.environ.get("STORLAB_IOR") or shutil.which("ior")
+    if not ior or not os.path.exists(ior):
+        pytest.skip("IOR not built (scripts/test.sh builds it with ../shared/peers/build-ior.sh and sets STORLAB_IOR)")
+    return ior
+
+
+def test_ior_shared_file_replays_iors_layout(tmp_path):
+    """IOR, 2 ranks, one shared file: -t 64k -b 1m -s 4, write then read. The replay (from the
+    counters: this PyDarshan cannot read the runtime's newer DXT) has IOR's parameters."""
+    app = tmp_path / "app"
+    app.mkdir()
+    log = _record(tmp_path, [_mpiexec(), "-n", "2", _ior(), "-a", "POSIX", "-w", "-r", "-t", "64k", "-b", "1m",
+                             "-s", "4", "-k", "-o", str(app / "ior.dat")], "ior")
+    assert load(log).nprocs == 2
+    ops = _emitted_ops(tmp_path, log, tmp_path / "t")
+    assert list(ops) == ["ior.dat"] and len(ops["ior.dat"]) == 2
+    for rank, seq in enumerate(ops["ior.dat"]):
+        writes = [op for op in seq if op[0] == "write"]
+        reads = [op for op in seq if op[0] == "read"]
+        want = [s * 2 * MIB + rank * MIB + k * 64 * KIB for s in range(4) for k in range(16)]
+        assert [o for _, o, _ in writes] == want          # IOR's segmented layout, rank by rank
+        assert [o for _, o, _ in reads] == want
+        assert {n for _, _, n in seq} == {64 * KIB}
+        assert seq.index(reads[0]) > seq.index(writes[-1])  # write phase, then read phase
+    # and the replay itself agrees with the log
+    out = tmp_path / "r.json"
+    assert replay(log, "--target", str(tmp_path / "t"), "--json", str(out), "-q") == 0
+    doc = _doc(out)
+    rows = {r["counter"]: r for r in doc["replay"]["fidelity"]["rows"]}
+    assert rows["POSIX_BYTES_WRITTEN"]["replay"] == 8 * MIB == rows["POSIX_BYTES_READ"]["replay"]
+    assert rows["POSIX_SIZE_WRITE_10K_100K"]["replay"] == 128
+    assert not [r for r in _determined(doc) if r["status"] != "ok"]
+    assert not (app / "ior.dat").stat().st_size > 8 * MIB    # the application's file untouched
+
+
+def test_ior_file_per_process_and_the_logs_own_folder_is_refused(tmp_path, capsys):
+    app = tmp_path / "app"
+    app.mkdir()
+    log = _record(tmp_path, [_mpiexec(), "-n", "2", _ior(), "-a", "POSIX", "-w", "-F", "-t", "256k", "-b", "2m",
+                             "-k", "-o", str(app / "fpp")], "ior")
+    ops = _emitted_ops(tmp_path, log, tmp_path / "t")
+    assert sorted(ops) == ["fpp.00000000", "fpp.00000001"]
+    for seqs in ops.values():
+        assert [o for _, o, _ in seqs[0]] == list(range(0, 2 * MIB, 256 * KIB))
+    # the log's files exist here: a target holding them is refused, and they are untouched
+    before = {p.name: p.stat().st_mtime_ns for p in app.iterdir()}
+    assert replay(log, "--target", str(app)) == 2
+    assert "a file the log names" in capsys.readouterr().err
+    assert {p.name: p.stat().st_mtime_ns for p in app.iterdir()} == before
+
+
+def test_a_storlab_job_replays_as_itself(tmp_path):
+    """`storlab run` writing 4 MiB in 128 KiB requests, recorded by Darshan: the replay writes the
+    same 32 requests at the same offsets."""
+    app = tmp_path / "app"
+    app.mkdir()
+    log = _record(tmp_path, [sys.executable, "-m", "storlab", "run", "--target", str(app / "s.dat"), "--size", "4m",
+                             "--rw", "write", "--bs", "128k", "--no-store", "-q"], os.path.basename(sys.executable),
+                  nonmpi=True)
+    ops = _emitted_ops(tmp_path, log, tmp_path / "t")
+    (seq,) = ops["s.dat"]
+    assert [(d, o, n) for d, o, n in seq if d == "write"] == [("write", k * 128 * KIB, 128 * KIB) for k in range(32)]
+
+
+def test_a_random_storlab_job_replays_aligned_over_its_range(tmp_path):
+    """`storlab run --rw randread --bs 4k` over 1 MiB, recorded by Darshan (no DXT read back): the
+    counters say 256 reads of 4 KiB, all aligned (POSIX_FILE_NOT_ALIGNED = 0), half of them not
+    sequential; the replay's requests are so, and spread over the whole MiB."""
+    app = tmp_path / "app"
+    app.mkdir()
+    log = _record(tmp_path, [sys.executable, "-m", "storlab", "run", "--target", str(app / "r.dat"), "--size", "1m",
+                             "--rw", "randread", "--bs", "4k", "--no-store", "-q"], os.path.basename(sys.executable),
+                  nonmpi=True)
+    (seq,) = _emitted_ops(tmp_path, log, tmp_path / "t")["r.dat"]
+    reads = [op for op in seq if op[0] == "read"]
+    assert len(reads) == 256 and {n for _, _, n in reads} == {4 * KIB}
+    assert all(o % (4 * KIB) == 0 for _, o, _ in reads)
+    assert 0.9 * MIB <= max(o + n for _, o, n in reads) <= MIB
+    rec = next(r for r in load(log).module_records("POSIX") if r.path.endswith("/r.dat"))
+    from storlab.jobs.darshan.counters import count_ops
+
+    got = count_ops(reads)
+    assert abs(got["POSIX_SEQ_READS"] - rec.c("POSIX_SEQ_READS")) <= 0.05 * rec.c("POSIX_SEQ_READS")
