@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any
 
-from ..jobs.options import OPTIONS, Option, parse_option
+from ..jobs.options import BY_NAME, OPTIONS, Option, parse_option
 from ..output.files import check_destination
 from ..signals import STOP
 from .main import ExitCode, UsageError
@@ -32,10 +32,7 @@ REPLAY_OPTIONS: tuple[Option, ...] = (
     Option("target", "str", "folder the replay writes its files under (new, empty, or an earlier replay's); "
            "the log's own paths are never opened", required=True, metavar="DIR", category="replay",
            core=False, job_key=False),
-    Option("emit", "str", "write the translated storlab job (TOML) to FILE and its request logs to "
-           "FILE.iologs/, without running (the target gets the empty folders the job's files go in); "
-           "'-': the job on standard output", metavar="FILE",
-           category="replay", core=False, job_key=False),
+    BY_NAME["emit"],      # one meaning for every translator (the target gets the empty folders too)
     Option("ranks", "int", "replay ranks (one worker each, in one process); the log's rank r replays as "
            "r mod N (default: the log's rank count, at most 256)", minimum=1, maximum=256,
            category="replay", core=False, job_key=False),

@@ -336,9 +336,11 @@ ROWS: tuple[Option, ...] = (
            category="mpi", core=False, unit="s", minimum=1),
     Option("fio", "str", "run a fio job file (supported options translated; others rejected)",
            default=None, category="target", core=False, metavar="JOBFILE"),
-    Option("emit", "str", "with --fio: write the translated storlab job (a TOML job file, with the "
-           "flags given beside it) to FILE ('-': standard output) and run nothing; `storlab run "
-           "FILE` runs it", default=None, category="target", core=False, job_key=False, metavar="FILE"),
+    Option("emit", "str", "a foreign job (--fio, a Darshan log, an io500 .ini, a DLIO workload): write "
+           "it translated, as a storlab TOML job file with the flags given beside it (and any file it "
+           "names, e.g. request logs in FILE.iologs/), to FILE ('-': standard output) and run nothing; "
+           "`storlab run FILE` runs it", default=None, category="target", core=False, job_key=False,
+           metavar="FILE"),
 )
 
 

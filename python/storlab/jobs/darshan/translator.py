@@ -344,9 +344,11 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
     notes += [f"chosen: {c}" for c in STATED_CHOICES if sources["counters"]]
     notes.append(f"ranks run as {n_ranks} workers in one process (not under MPI)")
     notes += [f"{module}: {why}" for module, why in log.skipped.items()]
-    for module in ("STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR"):
-        if module in log.modules:
-            notes.append(f"{module}: not replayed ({_not_replayed(module)})")
+    for module in log.modules:      # every other module of the log is named in the record, with why
+        if module in log.skipped or any(covers(module, m.key) for m in mapped):
+            continue
+        notes.append(f"{module}: not replayed ({_not_replayed(module)})")
+        mapped.append(Mapped(module, "module records", "", "accepted", note=f"not replayed: {_not_replayed(module)}"))
 
     tr = DarshanTranslation(format=FORMAT, source=path, sha256=sha256_of(path), job=job, mapped=mapped,
                             notes=_dedupe(notes), workers=workers, log=log, records=records, file_classes=classes,
@@ -403,8 +405,19 @@ def _totals(records: list[Record], keys: tuple[str, ...]) -> dict[str, int]:
     return {k: sum(r.c(k) for r in records) for k in keys}
 
 
+def covers(module: str, key: str) -> bool:
+    """Whether a Mapped key (a counter or counter group, e.g. "MPIIO_COLL_*") stands for a module
+    of the log (pydarshan's name, e.g. "MPI-IO")."""
+    name = module.replace("-", "")
+    return key == name or key.startswith((name + " ", name + "_"))
+
+
 def _not_replayed(module: str) -> str:
-    return {"STDIO": "its requests went through the C library's buffers; their sizes and offsets as they reached "
+    return {"LUSTRE": "the file system's striping of the logged files; the replay runs on the target's own layout",
+            "DXT_MPIIO": "the MPI-IO calls' trace; the POSIX requests beneath them (DXT_POSIX, or the counters) are "
+                         "replayed instead",
+            "MPI-IO": "the MPI-IO calls; the POSIX requests beneath them are replayed instead",
+            "STDIO": "its requests went through the C library's buffers; their sizes and offsets as they reached "
                      "the file system are not recorded",
             "H5F": "HDF5's own calls; the POSIX (or MPI-IO) requests HDF5 made are replayed instead",
             "H5D": "HDF5's own calls; the POSIX (or MPI-IO) requests HDF5 made are replayed instead",
