@@ -115,6 +115,8 @@ def emit_translation(args: argparse.Namespace, target: str) -> int:
     if not cli.get("fio"):
         raise UsageError("emit: writes a translated foreign job; give --fio JOBFILE (a TOML job "
                          "file is already storlab's)")
+    from ..jobs.job import load_jobfile
+
     jobfile = load_jobfile(args.jobfile) if args.jobfile else None
     tr = fio_translation(cli, jobfile, args.jobfile)
     flags = {k: v for k, v in cli.items() if k not in ("fio", "emit")}
