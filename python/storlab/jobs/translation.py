@@ -45,6 +45,7 @@ HOW = {
 # format -> module with `FORMAT` and `translate(path, ...) -> Translation`; imported when used
 TRANSLATORS: dict[str, str] = {
     "fio": "storlab.jobs.fio.translator",
+    "io500": "storlab.jobs.io500.translator",
 }
 
 
