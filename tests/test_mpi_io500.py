@@ -27,7 +27,7 @@ def test_every_rank_runs_every_phase(shm_dir, tmp_path, n):
     cfg = tmp_path / "c.ini"
     cfg.write_text(f"[global]\ndatadir = {d}/data\nresultdir = {d}/res\n[debug]\nstonewall-time = 1\n"
                    "[ior-easy]\ntransferSize = 1m\nblockSize = 8m\n[mdtest-easy]\nn = 200\n"
-                   "[ior-hard]\nsegmentCount = 100000\n[mdtest-hard]\nn = 100\n")
+                   "[ior-hard]\nsegmentCount = 100000\n[mdtest-hard]\nn = 1000000\n")
     out = tmp_path / "doc.json"
     p = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-m", "storlab", "io500", str(cfg), "--timestamp", "T",
                         "--json", str(out), "--quiet", "--no-store"], capture_output=True, text=True, timeout=180)
@@ -44,7 +44,13 @@ def test_every_rank_runs_every_phase(shm_dir, tmp_path, n):
     assert hard["bytes"] == n * hard["pairs_per_rank"] * 47008
     assert by["ior-hard-read"]["details"]["bytes"] == hard["bytes"]       # read back by the neighbours
     assert by["ior-easy-read"]["details"]["bytes"] == n * (8 << 20)
-    assert by["find"]["details"]["total_files"] == n * 300 + n + 1 and by["find"]["details"]["nproc"] == n
-    assert by["mdtest-hard-delete"]["details"]["items"] == n * 100
+    # the 1 s stonewall ends mdtest-hard-write; every rank then creates up to the most any made
+    made = by["mdtest-hard-write"]["details"]
+    assert len(set(made["items_per_rank"])) == 1 and made["stonewalled_ranks"] >= 1
+    for name in ("mdtest-hard-stat", "mdtest-hard-read", "mdtest-hard-delete"):
+        assert by[name]["details"]["items"] == made["items"], name
+    # find looked at every file: the mdtest files, a file per rank of ior-easy and the ior-hard file
+    assert by["find"]["details"]["total_files"] == n * 200 + made["items"] + n + 1
+    assert by["find"]["details"]["nproc"] == n
     assert os.listdir(d / "data") == []
     assert (d / "res" / "T" / "result.txt").read_text().startswith(f"[run]\nprocs           = {n}\n")
