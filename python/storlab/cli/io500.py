@@ -10,8 +10,11 @@ import os
 import sys
 
 from ..errors import UserError
+from ..jobs.meta_options import META_BY_NAME
+from ..jobs.options import BY_NAME, OPTIONS, Option, parse_value
 from ..signals import STOP
 from .main import ExitCode
+from .options_cli import add_option_arguments, add_table_arguments, parse_table_args
 
 EXAMPLES = """examples:
   storlab io500 config.ini                     # one rank, the .ini's datadir and resultdir
@@ -21,23 +24,29 @@ EXAMPLES = """examples:
 """
 
 
+# The command's own options (the output ones and rank_timeout are the run table's, shared).
+IO500_OPTIONS: tuple[Option, ...] = (
+    Option("config", "str", "io500 .ini file, run as written (`--list` shows every section and key)",
+           positional="?", metavar="CONFIG.ini", category="io500", core=False, job_key=False),
+    Option("emit", "str", "write the translated storlab TOML job to FILE ('-': stdout) and stop",
+           metavar="FILE", category="io500", core=False, job_key=False),
+    Option("list", "bool", "print every section and key io500 knows, with its default, and stop",
+           category="io500", core=False, job_key=False),
+    Option("timestamp", "str", "name of the timestamp folders (io500 --timestamp; default: the start "
+           "time as YYYY.MM.DD-HH.MM.SS)", metavar="TEXT", category="io500", core=False, job_key=False),
+    META_BY_NAME["keep"],      # the same meaning as `storlab meta --keep`
+)
+SHARED = ("json", "quiet", "store", "no_store", "tag", "note", "rank_timeout")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("io500", help="the IO500 benchmark: io500's phases, score and result files",
                        description="Run the IO500 benchmark from an io500 .ini file: ior-easy/hard, "
                                    "mdtest-easy/hard, find and ior-rnd4K-easy-read, in io500's order "
                                    "with its stonewall and wear-out; scored as io500 scores.",
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("config", nargs="?", help="io500 .ini file (default: io500's defaults, which need a ./datafiles folder)")
-    p.add_argument("--emit", metavar="FILE", help="write the translated storlab TOML job to FILE ('-': stdout) and stop")
-    p.add_argument("--list", action="store_true", help="print every section and key io500 knows, with defaults")
-    p.add_argument("--timestamp", metavar="TEXT", help="name of the timestamp folders (io500 --timestamp)")
-    p.add_argument("--keep", action="store_true", help="leave the data files in place (io500 removes them)")
-    p.add_argument("--json", metavar="PATH", help="also write the result document as JSON to PATH ('-': stdout)")
-    p.add_argument("--store", metavar="PATH", help="results database")
-    p.add_argument("--no-store", action="store_true", help="do not save the run in the results store")
-    p.add_argument("--tag", action="append", default=[], help="tag the stored run (repeatable)")
-    p.add_argument("--note", help="free-text note kept with the stored run")
-    p.add_argument("--quiet", action="store_true", help="no progress and no summary")
+    add_table_arguments(p, IO500_OPTIONS, command="io500", title="io500 options")
+    add_option_arguments(p, skip=[o.name for o in OPTIONS if o.name not in SHARED])
     p.set_defaults(func=run)
 
 
@@ -55,6 +64,10 @@ def _list() -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    parse_table_args(args, IO500_OPTIONS)
+    for name in SHARED:      # the run table's options, validated as `storlab run` validates them
+        raw = getattr(args, name, None)
+        setattr(args, name, BY_NAME[name].default if raw is None else parse_value(name, raw))
     if args.list:
         return _list()
     from ..jobs.io500.translator import translate, translate_text
@@ -70,17 +83,22 @@ def run(args: argparse.Namespace) -> int:
     if not args.config:
         raise UserError("io500: give the .ini file to run (storlab io500 CONFIG.ini); --list shows every key")
 
-    from ..measure.io500 import LocalRanks, MpiRanks, run_io500
+    from ..measure.io500 import LocalRanks, run_io500
 
     launch = detect_mpi_launch()
-    ranks = MpiRanks() if launch is not None else LocalRanks()
+    if launch is not None:
+        from ..measure.mpi.io500 import start_ranks
+
+        ranks = start_ranks(args.rank_timeout, launch)
+    else:
+        ranks = LocalRanks()
     quiet = args.quiet or ranks.rank != 0
     progress = None if quiet else (lambda name: print(f"storlab io500: {name} ...", file=sys.stderr, flush=True))
     argv = ["storlab", "io500", *sys.argv[2:]]
     doc = run_io500(translation, ranks, argv, timestamp=args.timestamp, progress=progress, keep=args.keep)
     STOP.saving()
-    if doc is None:
-        return ExitCode.OK
+    if doc is None:     # not rank 0: rank 0 reports the run
+        return STOP.exit_code or ExitCode.OK
     return _emit(doc, translation, args)
 
 
@@ -98,7 +116,7 @@ def _emit(doc: dict, translation, args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"storlab io500: error: result files not written: {e}", file=sys.stderr)
         code = ExitCode.FAILURE
-    settings = {"store": args.store, "no_store": args.no_store, "tag": tuple(args.tag), "note": args.note}
+    settings = {"store": args.store, "no_store": args.no_store, "tag": tuple(args.tag or ()), "note": args.note}
     if not store_result(doc, settings, "io500"):
         code = ExitCode.FAILURE
     if args.json:

@@ -34,9 +34,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..errors import TargetError, UserError
+from ..errors import StorlabError, TargetError, UserError
 
-__all__ = ["GIB", "calc_score", "score_groups", "Ranks", "LocalRanks", "MpiRanks", "PhaseOutcome",
+__all__ = ["GIB", "calc_score", "score_groups", "Ranks", "LocalRanks", "PhaseOutcome",
            "Io500Run", "check_datadir", "find_files"]
 
 GIB = float(1 << 30)
@@ -78,28 +78,15 @@ class Ranks:
     def bcast(self, value: Any) -> Any:
         return value
 
+    def fail(self, message: str) -> None:
+        """This rank failed: tell the others (their next collective raises)."""
+
+    def settle(self, step: int) -> None:
+        """A meeting point of the clean-up that also works after a rank failed."""
+
 
 class LocalRanks(Ranks):
     """One process, no MPI."""
-
-
-class MpiRanks(Ranks):
-    """The ranks of MPI_COMM_WORLD (mpi4py)."""
-
-    def __init__(self) -> None:
-        from mpi4py import MPI
-
-        self.comm = MPI.COMM_WORLD
-        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
-
-    def barrier(self) -> None:
-        self.comm.Barrier()
-
-    def allgather(self, value: Any) -> list[Any]:
-        return self.comm.allgather(value)
-
-    def bcast(self, value: Any) -> Any:
-        return self.comm.bcast(value, root=0)
 
 
 # -- the data folder ---------------------------------------------------------------------------------
@@ -454,8 +441,8 @@ class Io500Run:
         section = {"threads": 1, "files": files, "dir": "unique" if kind == "easy" else "shared",
                    "phases": "create,stat,remove,rmdir" if kind == "easy" else "create,stat,read,remove,rmdir",
                    "name_prefix": prefix, "keep": False}
-        if stonewall:
-            section["stonewall"] = f"{self.cfg.stonewall_s}s"
+        if stonewall:      # mdtest -W: the stonewall ends create only
+            section.update(stonewall=f"{self.cfg.stonewall_s}s", stonewall_create_only=True)
         if kind == "hard":
             section["file_size"] = HARD_FILE_SIZE
         values = resolve_meta_options(None, section, "io500")
@@ -613,7 +600,7 @@ class Io500Run:
                     owner = runs[0]
                     continue
                 clean(kind, runs[i])
-        self.ranks.barrier()
+        self.ranks.settle(1)
         if owner is not None:
             clean("hard", owner)
         for path in self.made:
@@ -624,7 +611,7 @@ class Io500Run:
                 pass
             except OSError as e:
                 errors.append(f"{path}: {e.strerror}")
-        self.ranks.barrier()
+        self.ranks.settle(2)
         if self.rank == 0:
             for sub in ("ior-easy", "ior-hard", "mdtest-easy", "mdtest-hard"):
                 d = os.path.join(self.datadir, sub)
@@ -716,6 +703,7 @@ def run_io500(translation, ranks: Ranks, argv: Sequence[str], timestamp: str | N
                                 "the page cache was not dropped"})
     bench = Io500Run(cfg, ranks, datadir, resultdir, progress)
     stopped: str | None = None
+    failed_rank: str | None = None     # another rank's failure, as the communicator names it
     try:
         bench.prepare()
         for name, group in PHASES:
@@ -723,7 +711,17 @@ def run_io500(translation, ranks: Ranks, argv: Sequence[str], timestamp: str | N
                 out = bench.run_phase(name, group)
             except KeyboardInterrupt:
                 stopped = STOP.signal_name or "a signal"
+                ranks.fail(f"interrupted by {stopped}")
                 out = PhaseOutcome(name, group, complete=False, error=f"interrupted by {stopped}")
+                doc["phases"].append(out.as_dict())
+                break
+            except StorlabError as e:     # this rank's phase failed, or another rank did (RankFailure)
+                message = " ".join(str(e).split())
+                if getattr(e, "rank", None) is None:
+                    ranks.fail(f"{name}: {message}")
+                else:
+                    failed_rank = message
+                out = PhaseOutcome(name, group, complete=False, error=message)
                 doc["phases"].append(out.as_dict())
                 break
             judge(out, cfg)
@@ -754,7 +752,9 @@ def run_io500(translation, ranks: Ranks, argv: Sequence[str], timestamp: str | N
                                            + ", ".join(n for n, _ in PHASES if n not in done))
     failed = next((p for p in phases if not p["complete"] and p["error"] and stopped is None), None)
     if failed is not None:
-        doc.update(complete=False, stop_reason="error", error=f"{failed['name']}: {failed['error']}")
+        doc.update(complete=False, stop_reason="interrupted" if failed_rank and "interrupted by" in failed_rank else "error",
+                   error=failed["error"] if failed_rank else f"{failed['name']}: {failed['error']}")
+        doc["io500"]["run_invalid"].append(f"run stopped in {failed['name']}: {doc['error']}")
     valid = not doc["io500"]["run_invalid"] and all(p["valid"] for p in phases) and len(done) == len(PHASES)
     bw, md, total = calc_score([p for p in phases if p["group"]])
     doc["score"] = {"BW": bw, "MD": md, "SCORE": total, "valid": valid, "groups": score_groups(phases)}
