@@ -712,7 +712,8 @@ def run_io500(translation, ranks: Ranks, argv: Sequence[str], timestamp: str | N
             except KeyboardInterrupt:
                 stopped = STOP.signal_name or "a signal"
                 ranks.fail(f"interrupted by {stopped}")
-                out = PhaseOutcome(name, group, complete=False, error=f"interrupted by {stopped}")
+                out = PhaseOutcome(name, group, complete=False, error=f"interrupted by {stopped}",
+                                   invalid=[f"phase stopped: interrupted by {stopped}"])
                 doc["phases"].append(out.as_dict())
                 break
             except StorlabError as e:     # this rank's phase failed, or another rank did (RankFailure)
@@ -721,7 +722,7 @@ def run_io500(translation, ranks: Ranks, argv: Sequence[str], timestamp: str | N
                     ranks.fail(f"{name}: {message}")
                 else:
                     failed_rank = message
-                out = PhaseOutcome(name, group, complete=False, error=message)
+                out = PhaseOutcome(name, group, complete=False, error=message, invalid=[f"phase stopped: {message}"])
                 doc["phases"].append(out.as_dict())
                 break
             judge(out, cfg)
