@@ -54,3 +54,37 @@ def test_every_rank_runs_every_phase(shm_dir, tmp_path, n):
     assert by["find"]["details"]["nproc"] == n
     assert os.listdir(d / "data") == []
     assert (d / "res" / "T" / "result.txt").read_text().startswith(f"[run]\nprocs           = {n}\n")
+
+
+def test_sigterm_to_one_rank_stops_every_rank_and_rank_0_keeps_the_run(shm_dir, tmp_path):
+    import signal
+    import time
+    import uuid
+
+    from test_mpi_runs import _rank_pids
+
+    d = Path(shm_dir)
+    (d / "data").mkdir()
+    cfg = tmp_path / "c.ini"
+    cfg.write_text(f"[global]\ndatadir = {d}/data\nresultdir = {d}/res\n[debug]\nstonewall-time = 4\n"
+                   "[ior-easy]\ntransferSize = 1m\nblockSize = 100000m\n")
+    out = tmp_path / "doc.json"
+    marker = uuid.uuid4().hex
+    proc = subprocess.Popen([MPIEXEC, "-n", "2", sys.executable, "-m", "storlab", "io500", str(cfg), "--timestamp", "T",
+                             "--json", str(out), "--quiet", "--no-store"], env={**os.environ, "STORLAB_TEST_MARK": marker},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    pids: dict[int, int] = {}
+    while len(pids) < 2 or not (d / "data" / "T" / "ior-easy").exists():   # the first phase is next
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+        pids = _rank_pids(marker)
+    time.sleep(1.0)            # inside ior-easy-write (4 s)
+    os.kill(pids[1], signal.SIGTERM)
+    _, err = proc.communicate(timeout=90)
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is False and doc["stop_reason"] == "interrupted", err
+    assert "rank 1" in doc["error"] and "SIGTERM" in doc["error"]
+    assert doc["phases"][-1]["name"] == "ior-easy-write" and not doc["phases"][-1]["valid"]
+    assert not doc["score"]["valid"]
+    assert os.listdir(d / "data") == []          # every rank removed what it made
