@@ -291,12 +291,26 @@ class Io500Run:
         return json.loads(run.result_json())
 
     def _sparse(self, path: str, size: int) -> None:
-        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
+        except OSError as e:
+            raise TargetError(f"{path}: cannot be made: {e.strerror}") from None
+        self.made.append(path)
         try:
             os.ftruncate(fd, size)
+        except OSError as e:
+            raise TargetError(f"{path}: cannot be sized to {size} bytes: {e.strerror}") from None
         finally:
             os.close(fd)
-        self.made.append(path)
+
+    def _room(self, share: int, unit: int) -> int:
+        """The bytes a rank can write at most: its `share` of the file system's free space,
+        rounded down to `unit` (no write can go beyond it; IOR would end with ENOSPC)."""
+        try:
+            st = os.statvfs(self.datadir)
+        except OSError:
+            return 1 << 62
+        return st.f_bavail * st.f_frsize // share // unit * unit
 
     def _fsync(self, path: str) -> None:
         fd = os.open(path, os.O_RDONLY)
@@ -310,16 +324,21 @@ class Io500Run:
         from ..jobs.io500.translator import HARD_XFER
 
         sw = cfg.stonewall_s
+        # the file is sized (sparse) to what the phase can write at most: blockSize or the
+        # segments, or the file system's free space if that is less
         if hard:
             xfer, per, path = HARD_XFER, self.size, self.hard_file
-            cap = HARD_XFER * self.size * cfg.hard_segments
+            room = self._room(self.size, HARD_XFER) if self.rank == 0 else None
+            max_pairs = min(cfg.hard_segments, self.ranks.bcast(room) // HARD_XFER)   # one layout for all
+            cap = HARD_XFER * self.size * max_pairs
             layout = {"thread_layout": "strided", "participants": self.size, "participant_base": self.rank}
-            max_pairs = cfg.hard_segments
         else:
             xfer, per, path = cfg.easy_xfer, 1, self.easy_file(self.rank)
-            cap = cfg.easy_block
+            max_pairs = min(cfg.easy_block, self._room(self.size, cfg.easy_xfer)) // cfg.easy_xfer
+            cap = max_pairs * xfer
             layout = {}
-            max_pairs = cfg.easy_block // cfg.easy_xfer
+        if max_pairs == 0:
+            raise TargetError(f"{out.name}: {self.datadir} has no room for one transfer per rank")
         # the plan is built before the clock starts (IOR opens inside it; a few microseconds)
         t_prep = time.monotonic()
         if hard:
