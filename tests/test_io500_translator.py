@@ -59,7 +59,7 @@ def test_phases_in_io500s_order_with_its_parameters():
     job = {p["name"]: p for p in t.job["phase"]}
     easy, hard = job["ior-easy-write"], job["ior-hard-write"]
     assert (easy["bs"], easy["size"], easy["time"], easy["fsync_end"]) == (2 << 20, 256 << 20, "2s", True)
-    assert easy["target"] == ["/dev/shm/io500r/data/ior-easy/ior_file_easy.{rank}"]
+    assert easy["target"] == ["/dev/shm/io500r/data/ior_file_easy"] and easy["files"] == "per_thread"
     assert (hard["bs"], hard["size"], hard["thread_layout"]) == (47008, 47008 * 20000, "strided")
     assert job["mdtest-easy"]["files"] == 5000 and job["mdtest-easy"]["dir"] == "unique"
     mh = job["mdtest-hard"]
@@ -90,6 +90,25 @@ def test_emit_is_a_storlab_job_file(tmp_path):
     assert [p.name for p in job.phases] == [p["name"] for p in t.job["phase"]]
     assert [p.kind for p in job.phases].count("meta") == 2
     assert t.resolve().phases[0].groups[0].values["bs"] == 2 << 20
+
+
+def test_storlab_run_runs_the_emitted_job(shm_dir, tmp_path):
+    import subprocess
+    import sys
+
+    ini = tmp_path / "c.ini"
+    ini.write_text(f"[global]\ndatadir = {shm_dir}\n[debug]\nstonewall-time = 1\n[ior-easy]\ntransferSize = 1m\n"
+                   "blockSize = 4m\n[mdtest-easy]\nn = 50\n[ior-hard]\nsegmentCount = 20\n[mdtest-hard]\nn = 50\n")
+    job = tmp_path / "job.toml"
+    translate(str(ini)).emit(str(job))
+    out = tmp_path / "doc.json"
+    p = subprocess.run([sys.executable, "-m", "storlab", "run", str(job), "--json", str(out), "--quiet", "--no-store"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    import json
+
+    names = [ph["name"] for ph in json.loads(out.read_text())["phases"]]
+    assert names[0] == "ior-easy-write" and "ior-hard-read" in names
 
 
 def test_record_names_each_key_with_its_line():

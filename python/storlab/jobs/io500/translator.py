@@ -4,11 +4,11 @@
 one storlab phase per io500 phase, in io500's order, with the exact parameters io500 hands IOR,
 mdtest and pfind (src/phase_*.c of io500 02091cf):
 
-- ior-easy-write/read: a file per rank `ior-easy/ior_file_easy.{rank}`, transfers of
+- ior-easy-write/read: a file per rank (`files = "per_thread"`: ior_file_easy.N), transfers of
   transferSize (2 MiB), blockSize per rank, fsync at close (IOR -e); read back by the next rank
   (IOR -C -Q 1);
 - mdtest-easy: n empty files per rank, each rank in its own folder (mdtest -u -L -F);
-- ior-hard-write/read: one shared file `ior-hard/file`, 47,008-byte transfers and blocks,
+- ior-hard-write/read: one shared file, 47,008-byte transfers and blocks,
   segmentCount segments interleaved over the ranks (IOR -t 47008 -b 47008 -s N), fsync at close;
 - mdtest-hard: n files of 3,901 bytes per rank in one shared folder (mdtest -w 3901 -e 3901);
 - find: names matching *01*, size 3901c, newer than the timestamp file;
@@ -253,39 +253,36 @@ def translate_text(text: str, source: str = "<text>", sha256: str | None = None)
                                 "phases": [n for n, _ in PHASES if cfg.runs(n)]})
 
 
-def easy_path(datadir: str, unique_dir: bool) -> str:
-    return os.path.join(datadir, "ior-easy", "{rank}" if unique_dir else "", "ior_file_easy.{rank}").replace("//", "/")
-
-
 def _job(cfg: Io500Config) -> dict[str, Any]:
     """The storlab job: one phase per io500 I/O phase, one meta phase per mdtest."""
     d = cfg.datadir
     sw = f"{cfg.stonewall_s}s"
-    easy = easy_path(d, cfg.easy_unique_dir)
-    hard = os.path.join(d, "ior-hard", "file")
+    # a file per rank: storlab's files = per_thread makes PATH.N for participant N (rank N)
+    easy = {"target": [os.path.join(d, "ior_file_easy")], "files": "per_thread"}
+    hard = os.path.join(d, "ior_file_hard")
     phases: list[dict[str, Any]] = []
     if cfg.runs("ior-easy-write"):
-        phases.append({"name": "ior-easy-write", "target": [easy], "rw": "write", "bs": cfg.easy_xfer,
+        phases.append({"name": "ior-easy-write", **easy, "rw": "write", "bs": cfg.easy_xfer,
                        "size": cfg.easy_block, "time": sw, "fsync_end": True})
     if cfg.runs("mdtest-easy-write"):
-        phases.append({"name": "mdtest-easy", "type": "meta", "target": os.path.join(d, "mdtest-easy"),
+        phases.append({"name": "mdtest-easy", "type": "meta", "target": d,
                        "files": cfg.md_easy_n, "dir": "unique", "stonewall": sw,
-                       "phases": "create,stat,remove,rmdir", "name_prefix": "r{rank}."})
+                       "phases": "create,stat,remove,rmdir", })
     if cfg.runs("ior-hard-write"):
         phases.append({"name": "ior-hard-write", "target": [hard], "rw": "write", "bs": HARD_XFER,
                        "thread_layout": "strided", "size": HARD_XFER * cfg.hard_segments, "time": sw,
                        "fsync_end": True})
     if cfg.runs("mdtest-hard-write"):
-        phases.append({"name": "mdtest-hard", "type": "meta", "target": os.path.join(d, "mdtest-hard"),
+        phases.append({"name": "mdtest-hard", "type": "meta", "target": d,
                        "files": cfg.md_hard_n, "dir": "shared", "file_size": HARD_FILE_SIZE, "stonewall": sw,
-                       "phases": "create,stat,read,remove,rmdir", "name_prefix": "r{rank}."})
+                       "phases": "create,stat,read,remove,rmdir", })
     if cfg.runs("ior-easy-read"):
-        phases.append({"name": "ior-easy-read", "target": [easy], "rw": "read", "bs": cfg.easy_xfer,
+        phases.append({"name": "ior-easy-read", **easy, "rw": "read", "bs": cfg.easy_xfer,
                        "size": cfg.easy_block})
     if cfg.runs("ior-hard-read"):
         phases.append({"name": "ior-hard-read", "target": [hard], "rw": "read", "bs": HARD_XFER,
                        "thread_layout": "strided", "size": HARD_XFER * cfg.hard_segments})
     if cfg.runs("ior-rnd4K-easy-read"):
-        phases.append({"name": "ior-rnd4K-easy-read", "target": [easy], "rw": "randread", "bs": RND4K,
+        phases.append({"name": "ior-rnd4K-easy-read", **easy, "rw": "randread", "bs": RND4K,
                        "size": cfg.easy_block, "time": sw})
     return {"reorder": 1, "phase": phases}
