@@ -175,3 +175,23 @@ def test_sigterm_keeps_the_phases_done_and_removes_the_files(shm_dir_path, tmp_p
 @pytest.fixture
 def shm_dir_path(shm_dir) -> Path:
     return Path(shm_dir)
+
+
+def test_stored_runs_show_and_compare_phase_by_phase(shm_dir_path, capsys):
+    from storlab.cli.main import main
+
+    cfg = _config(str(shm_dir_path))
+    for stamp in ("A", "B"):
+        assert main(["io500", cfg, "--timestamp", stamp, "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["results", "list", "--kind", "io500", "--json"]) == 0
+    ids = [r["run_id"] for r in json.loads(capsys.readouterr().out)]
+    assert len(ids) == 2
+    assert main(["results", "show", ids[0]]) == 0
+    assert "[SCORE ] Bandwidth " in capsys.readouterr().out
+    assert main(["results", "compare", *ids, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    scores = {r["phase"]: r for r in rows if r["metric"] == "score"}
+    assert list(scores)[:2] == ["ior-easy-write", "mdtest-easy-write"] and "SCORE" in scores
+    assert all(r["ratios"][0] is not None and r["ratios"][0] > 0 for name, r in scores.items()
+               if name not in ("timestamp",))
