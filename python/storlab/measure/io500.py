@@ -13,8 +13,11 @@ metadata phases through the metadata benchmark (`_core.MetaRun`):
 - ior-easy-read / ior-hard-read: each rank reads what the next rank wrote (IOR -C -Q 1), exactly
   the transfers written.
 - mdtest-easy / mdtest-hard: one MetaRun per rank and kind, kept open across the phases so they
-  interleave in io500's order (create, later stat, later read and delete); the write phases end
-  with a sync (mdtest -Y).
+  interleave in io500's order (create, later stat, later read and delete); the stonewall ends
+  create only (mdtest -W), then every rank creates as many files as the rank that made most (a
+  second MetaRun for the extra files) and syncs (mdtest -Y); later phases visit every file.
+- Under MPI the ranks meet through `Ranks` (measure/mpi/io500.py: the session's communicator,
+  which names a failed or vanished rank instead of waiting for it).
 - find: the data folder walked level by level, each level's folders spread over the ranks; a
   file is found when its name holds "01", its size is 3901 bytes and it is newer than the
   timestamp file; the rate counts every file looked at (pfind's total-files).
