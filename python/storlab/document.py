@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, TypedDict
 from . import __version__
 
 __all__ = [
-    "DIRECTIONS", "RUN_SCHEMA", "SWEEP_SCHEMA", "DOCTOR_SCHEMA", "DIAGNOSE_SCHEMA", "PLAN_SCHEMA_VERSION", "MEASURED_KINDS",
+    "DIRECTIONS", "RUN_SCHEMA", "IO500_SCHEMA", "SWEEP_SCHEMA", "DOCTOR_SCHEMA", "DIAGNOSE_SCHEMA", "PLAN_SCHEMA_VERSION", "MEASURED_KINDS",
     "KINDS",
     "plan_schema", "now_iso", "header",
     "Header", "RunHeader", "RunDocument", "MetaDocument", "ScaleDocument", "SweepDocument",
@@ -28,6 +28,7 @@ __all__ = [
 DIRECTIONS = ("read", "write", "trim")
 
 RUN_SCHEMA = "storlab.run/1"          # kinds run, meta and scale
+IO500_SCHEMA = "storlab.io500/1"      # `storlab io500`: io500's phases, score and validity
 SWEEP_SCHEMA = "storlab.sweep/1"
 DOCTOR_SCHEMA = "storlab.doctor/1"
 DIAGNOSE_SCHEMA = "storlab.diagnose/1"
@@ -35,9 +36,9 @@ PLAN_SCHEMA_VERSION = 1               # storlab.plan.<command>/1, one per plan c
 
 # The schema of each kind; plan's depends on the plan command (plan_schema).
 _SCHEMA_OF_KIND = {"run": RUN_SCHEMA, "meta": RUN_SCHEMA, "scale": RUN_SCHEMA, "sweep": SWEEP_SCHEMA,
-                   "doctor": DOCTOR_SCHEMA, "diagnose": DIAGNOSE_SCHEMA}
+                   "doctor": DOCTOR_SCHEMA, "diagnose": DIAGNOSE_SCHEMA, "io500": IO500_SCHEMA}
 # Kinds whose documents record one measurement: they carry a run_id, times and an outcome.
-MEASURED_KINDS = frozenset({"run", "meta", "scale", "sweep", "diagnose"})
+MEASURED_KINDS = frozenset({"run", "meta", "scale", "sweep", "diagnose", "io500"})
 KINDS = frozenset({*MEASURED_KINDS, "doctor", "plan"})
 PLAN_COMMANDS = ("geometry", "reliability", "perf", "recommend", "script")
 

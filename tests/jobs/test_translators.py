@@ -47,6 +47,18 @@ def fio_keys(path: Path) -> list[tuple[str, int | None]]:
     return keys
 
 
+def ini_keys(path: Path) -> list[tuple[str, int | None]]:
+    """The `key = value` lines of an io500 .ini file as `section.key` (comments after # or ;)."""
+    keys, section = [], ""
+    for n, raw in enumerate(path.read_text().splitlines(), 1):
+        line = re.split(r"[;#]", raw, maxsplit=1)[0].strip()
+        if line.startswith("["):
+            section = line.strip("[] ")
+        elif "=" in line:
+            keys.append((f"{section}.{line.partition('=')[0].strip()}", n))
+    return keys
+
+
 def darshan_example_logs() -> Path | None:
     """The real logs inside the pip `darshan` wheel (opened by path: the package's own name lookup
     maps dxt.darshan to another file); None without PyDarshan."""
@@ -87,6 +99,7 @@ class Format:
 FORMATS: dict[str, Format] = {
     "fio": Format("*.fio", True, fio_keys),
     "darshan": Format("*.darshan", False, darshan_keys, darshan_inputs),
+    "io500": Format("*.ini", True, ini_keys),
 }
 
 

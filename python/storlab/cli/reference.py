@@ -98,6 +98,14 @@ def scale_page() -> str:
                   + JSON_RULE.format(rule=JSON_JOBFILE_RULE)], (table,))
 
 
+def io500_page() -> str:
+    from .io500 import IO500_OPTIONS, SHARED
+
+    table = CommandTable("io500", "the IO500 benchmark (docs/io500.md); the .ini file holds the benchmark's own settings",
+                         (*IO500_OPTIONS, *(BY_NAME[n] for n in SHARED)))
+    return _page("io500", "python/storlab/cli/io500.py", [], (table,))
+
+
 def diagnose_page() -> str:
     from .diagnose import COMMANDS
 
@@ -128,6 +136,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "options-report.md": report_page,
     "options-diagnose.md": diagnose_page,
     "options-replay.md": replay_page,
+    "options-io500.md": io500_page,
 }
 
 

@@ -51,6 +51,9 @@ META_OPTIONS: tuple[Option, ...] = (
     Option("stonewall", "duration", "time limit of each file phase; later phases work on exactly "
            "the files each thread finished (mdtest -W)", default=None, category="timing",
            unit="s", minimum=0.001),
+    Option("stonewall_create_only", "bool", "the stonewall limits create only, as mdtest -W does; "
+           "stat, read, rename and remove then work on every file created", default=False,
+           category="timing"),
     Option("phases", "str", "file phases to run, comma-separated, in this order: "
            + ",".join(FILE_PHASES) + " (the tree is always made first; default: all, or all "
            "but remove,rmdir with --keep)", default=None, metavar="LIST"),

@@ -47,6 +47,7 @@ HOW = {
 TRANSLATORS: dict[str, str] = {
     "fio": "storlab.jobs.fio.translator",
     "darshan": "storlab.jobs.darshan.translator",
+    "io500": "storlab.jobs.io500.translator",
 }
 
 

@@ -24,6 +24,11 @@ METRICS: tuple[tuple[Column, bool], ...] = (
     (Column("lat_p99_ns", "lat p99 us", 1e3), False),
     (Column("lat_p999_ns", "lat p99.9 us", 1e3), False),
 )
+# io500 runs (kind io500): each phase's io500 score, then BW, MD and SCORE
+IO500_METRICS: tuple[tuple[Column, bool], ...] = (
+    (Column("score", "score"), True),
+    (Column("seconds", "time s"), False),
+)
 _LAT = {"lat_mean_ns": "mean", "lat_p50_ns": "p50", "lat_p99_ns": "p99", "lat_p999_ns": "p999"}
 
 # job options that are bookkeeping, not workload: a difference there is not worth a line
@@ -157,7 +162,7 @@ def compare(docs: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 if isinstance(phase.get(direction), dict) and (pi, direction) not in keys:
                     keys.append((pi, direction))
     keys.sort(key=lambda k: (k[0], k[1] != "read"))
-    rows = []
+    rows = _io500_rows(runs) if all(r.get("kind") == "io500" for r in runs) else []
     for pi, direction in keys:
         for col, higher_better in METRICS:
             values = [_value(r, pi, direction, col.key) for r in runs]
@@ -175,6 +180,30 @@ def compare(docs: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "job_differences": _job_differences(runs),
             "environment_differences": _env_differences(runs),
             "incomparable": incomparable}
+
+
+def _io500_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """io500 runs phase by phase (matched by io500's phase name), then BW, MD and SCORE."""
+    names: list[str] = []
+    for r in runs:
+        for p in r.get("phases") or []:
+            if p["name"] not in names:
+                names.append(p["name"])
+    rows = []
+
+    def row(label: str, unit: str, col: Column, higher: bool, values: list[float | None]) -> None:
+        base = values[0]
+        rows.append({"phase": label, "phase_index": None, "direction": unit, "metric": col.key,
+                     "higher_is_better": higher, "values": values,
+                     "ratios": [None if v is None or not base else v / base for v in values[1:]]})
+    for name in names:
+        found = [next((p for p in r.get("phases") or [] if p["name"] == name), None) for r in runs]
+        unit = next((p["unit"] for p in found if p), "")
+        for col, higher in IO500_METRICS:
+            row(name, unit, col, higher, [None if p is None else p.get(col.key) for p in found])
+    for key, unit in (("BW", "GiB/s"), ("MD", "kIOPS"), ("SCORE", "")):
+        row(key, unit, IO500_METRICS[0][0], True, [(r.get("score") or {}).get(key) for r in runs])
+    return rows
 
 
 def _show(v: Any, key: str = "") -> str:
@@ -195,7 +224,7 @@ def _show(v: Any, key: str = "") -> str:
 def render_compare(cmp: dict[str, Any]) -> str:
     """Plain-text comparison: one line per phase x direction x metric, ratios as 'x' factors."""
     ids = [short_id(r) for r in cmp["runs"]]
-    cols = {c.key: c for c, _ in METRICS}
+    cols = {c.key: c for c, _ in (*METRICS, *IO500_METRICS)}
     headers = ["phase", "dir", "metric"] + ids + [f"{i}/{ids[0]}" for i in ids[1:]]
     cells = []
     for row in cmp["rows"]:

@@ -97,6 +97,10 @@ def render_table(doc: dict[str, Any]) -> str:
     """Compact plain-text table of a result document (no colour, no trailing newline)."""
     if doc.get("kind") == "meta":  # metadata phases are operations per second, not bytes
         return render_meta_table(doc)
+    if doc.get("kind") == "io500":  # io500's own summary lines: scores, times, validity
+        from .io500_files import render_summary
+
+        return render_summary(doc).rstrip("\n")
     rows = result_rows([doc], with_run=False)
     phases = doc.get("phases") or []
     if any("pass" in p for p in phases):

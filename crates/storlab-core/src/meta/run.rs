@@ -96,7 +96,8 @@ impl MetaRun {
         if stop.0 != "done" {
             self.stop();
         }
-        Ok(MetaPhaseResult::merge(phase, &done, control.start(), control.base.start_unix_s(), self.spec.stonewall, stop))
+        let stonewall = self.spec.stonewall.filter(|_| !self.spec.stonewall_create_only || phase == MetaPhase::Create);
+        Ok(MetaPhaseResult::merge(phase, &done, control.start(), control.base.start_unix_s(), stonewall, stop))
     }
 
     /// Remove every file and directory of this run that still exists (not timed) and run no

@@ -140,6 +140,9 @@ pub struct MetaSpec {
     /// Time limit of each file phase in seconds; a worker stops there and later phases work on
     /// exactly the items it finished.
     pub stonewall: Option<f64>,
+    /// The stonewall limits create only (mdtest -W); stat, read, rename and remove then run over
+    /// every file created.
+    pub stonewall_create_only: bool,
     /// Phases to run, in order; must start with mkdir, create.
     pub phases: Vec<MetaPhase>,
     /// Recorded for the front end; the engine never removes anything on its own, `cleanup` is
@@ -167,6 +170,7 @@ impl Default for MetaSpec {
             fsync_files: false,
             fsync_dirs: false,
             stonewall: None,
+            stonewall_create_only: false,
             phases: MetaPhase::ALL.to_vec(),
             keep: false,
             seed: 0x5EED,

@@ -189,6 +189,27 @@ fn stonewall_stops_each_phase_and_later_phases_work_on_what_was_finished() {
 }
 
 #[test]
+fn stonewall_create_only_stops_create_and_every_later_phase_does_all_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut run = MetaRun::new(spec(tmp.path(), serde_json::json!({
+        "threads": 1, "files": 2_000_000, "stonewall": 0.05, "stonewall_create_only": true,
+        "phases": ["mkdir", "create", "stat", "remove", "rmdir"]
+    })))
+    .unwrap();
+    step(&mut run);
+    let create = step(&mut run);
+    assert!(create.stonewalled && create.items_per_worker[0] < 2_000_000);
+    for name in ["stat", "remove"] {
+        let r = step(&mut run);
+        assert_eq!(r.name, name);
+        assert!(!r.stonewalled && r.stonewall_s.is_none(), "{name} is not limited (mdtest -W limits create only)");
+        assert_eq!(r.items_per_worker, create.items_per_worker, "{name} visits every file created");
+    }
+    step(&mut run);
+    assert_eq!(tree(tmp.path()), (BTreeMap::new(), vec![]));
+}
+
+#[test]
 fn random_order_visits_every_file_once() {
     let order = worker::visit_order(&MetaSpec { order: Order::Random, ..MetaSpec::default() }, MetaPhase::Stat, 1, 1000).unwrap();
     let mut sorted = order.clone();

@@ -246,7 +246,9 @@ pub fn run(ctx: &PhaseCtx<'_>, w: usize, st: &mut WorkerState) -> (WorkerPhase, 
     };
     let mut failure: Option<Error> = None;
     let deadline = match (phase.is_item_phase(), spec.stonewall) {
-        (true, Some(s)) => Some(start + Duration::from_secs_f64(s)),
+        (true, Some(s)) if !spec.stonewall_create_only || phase == MetaPhase::Create => {
+            Some(start + Duration::from_secs_f64(s))
+        }
         _ => None,
     };
     let stop = &control.base.stop;

@@ -1,0 +1,288 @@
+"""io500 .ini files as storlab jobs: io500's phases with io500's parameters.
+
+`translate(path)` reads the .ini as io500 does (ini.py) and returns a `Translation` whose job holds
+one storlab phase per io500 phase, in io500's order, with the exact parameters io500 hands IOR,
+mdtest and pfind (src/phase_*.c of io500 02091cf):
+
+- ior-easy-write/read: a file per rank (`files = "per_thread"`: ior_file_easy.N), transfers of
+  transferSize (2 MiB), blockSize per rank, fsync at close (IOR -e); read back by the next rank
+  (IOR -C -Q 1);
+- mdtest-easy: n empty files per rank, each rank in its own folder (mdtest -u -L -F);
+- ior-hard-write/read: one shared file, 47,008-byte transfers and blocks,
+  segmentCount segments interleaved over the ranks (IOR -t 47008 -b 47008 -s N), fsync at close;
+- mdtest-hard: n files of 3,901 bytes per rank in one shared folder (mdtest -w 3901 -e 3901);
+- find: names matching *01*, size 3901c, newer than the timestamp file;
+- ior-rnd4K-easy-read: 4 KiB random reads of the ior-easy files of the rank two ahead.
+
+The write phases are time-limited by the stonewall ([debug] stonewall-time). `storlab io500`
+runs these phases itself (measure/io500.py): it interleaves the two mdtest runs in io500's
+order, carries the stonewall counts to the reads (wear-out), runs find, and scores. The emitted
+TOML runs each mdtest's file phases back to back in one `type = "meta"` phase instead.
+
+A key storlab cannot honour is refused in one line (Refusal); keys that change nothing storlab
+measures are accepted with the reason; io500's own defaults are recorded as `chosen`.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from ..translation import Mapped, Refusal, Translation, sha256_of
+from .ini import SECTIONS, IniError, IniFile, config_hash, parse_ini
+
+__all__ = ["FORMAT", "translate", "translate_text", "ior_size", "PHASES", "SCORED", "Io500Config",
+           "config_from_ini", "STONEWALL_RULE_S", "STONEWALL_SCC_S", "HARD_XFER", "HARD_FILE_SIZE"]
+
+FORMAT = "io500"
+STONEWALL_RULE_S = 300          # io500's rule: every write phase runs at least this long
+STONEWALL_SCC_S = 30            # the Student Cluster Competition's
+HARD_XFER = 47008               # ior-hard transfer and block size
+HARD_FILE_SIZE = 3901           # mdtest-hard file size, find's -size 3901c
+RND4K = 4096
+
+# io500's phases in its order (standard mode): (name, group) where group is BW, MD or "" (unscored)
+PHASES: tuple[tuple[str, str], ...] = (
+    ("ior-easy-write", "BW"), ("mdtest-easy-write", "MD"), ("timestamp", ""),
+    ("ior-hard-write", "BW"), ("mdtest-hard-write", "MD"), ("find", "MD"),
+    ("ior-easy-read", "BW"), ("mdtest-easy-stat", "MD"), ("ior-hard-read", "BW"),
+    ("mdtest-hard-stat", "MD"), ("mdtest-easy-delete", "MD"), ("mdtest-hard-read", "MD"),
+    ("mdtest-hard-delete", "MD"), ("ior-rnd4K-easy-read", ""),
+)
+SCORED = tuple(name for name, group in PHASES if group)
+WRITE_PHASES = ("ior-easy-write", "mdtest-easy-write", "ior-hard-write", "mdtest-hard-write")
+# which [dummy] section's `run` also switches a phase off
+_PARENT = {"ior-easy-write": "ior-easy", "ior-easy-read": "ior-easy", "ior-rnd4K-easy-read": "ior-easy",
+           "ior-hard-write": "ior-hard", "ior-hard-read": "ior-hard",
+           "mdtest-easy-write": "mdtest-easy", "mdtest-easy-stat": "mdtest-easy", "mdtest-easy-delete": "mdtest-easy",
+           "mdtest-hard-write": "mdtest-hard", "mdtest-hard-stat": "mdtest-hard", "mdtest-hard-read": "mdtest-hard",
+           "mdtest-hard-delete": "mdtest-hard"}
+# sections of the extended mode (io500 --mode=extended): known, recorded, not run in standard mode
+EXTENDED = ("mdworkbench", "mdworkbench-create", "find-easy", "find-hard", "mdworkbench-bench", "mdworkbench-delete")
+
+_SIZE = re.compile(r"^\s*([0-9]+)\s*([kKmMgGtTpP]?)\s*$")
+
+
+def ior_size(text: str) -> int:
+    """A size as IOR reads it: digits with an optional k, m, g, t, p (powers of 1024)."""
+    m = _SIZE.match(text)
+    if not m:
+        raise ValueError(f"{text!r} is not a size (digits with an optional k/m/g/t/p)")
+    return int(m.group(1)) * 1024 ** " kmgtp".index((m.group(2) or " ").lower())
+
+
+class Io500Config:
+    """The settings of one io500 run, typed, as measure/io500.py needs them."""
+
+    def __init__(self, ini: IniFile, source: str) -> None:
+        self.ini, self.source = ini, source
+        g = lambda k: ini.get("global", k)  # noqa: E731
+        self.datadir: str = g("datadir")
+        self.resultdir: str = g("resultdir")
+        self.timestamp_datadir: bool = g("timestamp-datadir")
+        self.timestamp_resultdir: bool = g("timestamp-resultdir")
+        self.scc: bool = g("scc")
+        self.drop_caches: bool = g("drop-caches")
+        self.drop_caches_cmd: str = g("drop-caches-cmd")
+        self.data_packet_type: str = g("dataPacketType")
+        sw = ini.get("debug", "stonewall-time")
+        self.stonewall_s: int = STONEWALL_RULE_S if sw is None else sw
+        self.min_write_s: int = STONEWALL_SCC_S if self.scc else STONEWALL_RULE_S
+        self.easy_xfer: int = ior_size(ini.get("ior-easy", "transferSize"))
+        self.easy_block: int = ior_size(ini.get("ior-easy", "blockSize"))
+        self.easy_file_per_proc: bool = ini.get("ior-easy", "filePerProc")
+        self.easy_unique_dir: bool = ini.get("ior-easy", "uniqueDir")
+        self.hard_segments: int = ini.get("ior-hard", "segmentCount")
+        self.md_easy_n: int = ini.get("mdtest-easy", "n")
+        self.md_hard_n: int = ini.get("mdtest-hard", "n")
+        self.find_nproc: int | None = ini.get("find", "nproc")
+        self.config_hash: str = config_hash(ini)
+
+    def runs(self, phase: str) -> bool:
+        """Whether io500 runs this phase (its `run` and its parent section's `run`)."""
+        if phase == "timestamp":
+            return True
+        own = self.ini.get(phase, "run")
+        parent = _PARENT.get(phase)
+        return bool(own) and (parent is None or bool(self.ini.get(parent, "run")))
+
+
+def translate(path: str, **_: Any) -> Translation:
+    """The io500 .ini at `path` as a storlab job (Refusal for what storlab cannot honour)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise Refusal(FORMAT, path, None, "file", path, e.strerror or str(e)) from None
+    return translate_text(data.decode("utf-8", errors="replace"), path, sha256_of(data))
+
+
+def config_from_ini(text: str, source: str) -> Io500Config:
+    try:
+        ini = parse_ini(text)
+    except IniError as e:
+        raise Refusal(FORMAT, source, e.line, e.key, e.value, e.reason) from None
+    return Io500Config(ini, source)
+
+
+def translate_text(text: str, source: str = "<text>", sha256: str | None = None) -> Translation:
+    cfg = config_from_ini(text, source)
+    ini = cfg.ini
+    mapped: list[Mapped] = []
+    notes: list[str] = []
+    refused: list[tuple[int | None, str, Any, str]] = []
+
+    def refuse(section: str, key: str, reason: str) -> None:
+        refused.append((ini.line(section, key), f"{section}.{key}", ini.values[(section, key)][0], reason))
+
+    def record(section: str, key: str, storlab: str, how: str = "translated", note: str = "") -> None:
+        set_here = ini.is_set(section, key)
+        value = ini.get(section, key)
+        if not set_here:
+            how, note = "chosen", (note or "io500's default")
+        mapped.append(Mapped(f"{section}.{key}", value, storlab, how, ini.line(section, key), note))
+
+    # -- what storlab cannot honour --------------------------------------------------------------
+    for (section, key), (value, _line) in sorted(ini.values.items(), key=lambda kv: kv[1][1]):
+        low = key.lower()
+        if low == "api" and value.split()[0].upper() != "POSIX":
+            refuse(section, key, "storlab does POSIX I/O only (IOR/mdtest's other backends are not built in)")
+        elif key == "io-buffers-on-gpu" and value == "TRUE":
+            refuse(section, key, "storlab has no GPU buffers")
+        elif key == "collective" and value == "TRUE":
+            refuse(section, key, "collective I/O is MPI-IO; storlab does POSIX I/O")
+        elif key == "external-script":
+            refuse(section, key, "storlab runs its own parallel find, not an external script")
+        elif key == "files-per-dir":
+            refuse(section, key, "mdtest -I (files per directory) is not built in; it invalidates an io500 run anyway")
+        elif key == "pause-dir":
+            refuse(section, key, "pausing between phases is not built in; it invalidates an io500 run anyway")
+        elif key == "filePerProc" and value == "FALSE":
+            refuse(section, key, "ior-easy with one shared file is not built in; use filePerProc = TRUE (io500's default)")
+        elif key == "dataPacketType" and value not in ("timestamp", "offset", "incompressible", "random"):
+            refuse(section, key, "io500 allows timestamp|offset|incompressible|random")
+    for name in ("transferSize", "blockSize"):
+        try:
+            ior_size(ini.get("ior-easy", name))
+        except ValueError as e:
+            refused.append((ini.line("ior-easy", name), f"ior-easy.{name}", ini.get("ior-easy", name), str(e)))
+    if not refused and cfg.easy_block % cfg.easy_xfer:
+        refused.append((ini.line("ior-easy", "blockSize"), "ior-easy.blockSize", ini.get("ior-easy", "blockSize"),
+                        "must be a multiple of transferSize (as IOR requires)"))
+    if not refused and cfg.stonewall_s <= 0:
+        refused.append((ini.line("debug", "stonewall-time"), "debug.stonewall-time", cfg.stonewall_s,
+                        "must be at least 1 second"))
+    for section in EXTENDED:
+        for key in SECTIONS[section]:
+            if ini.is_set(section, key.name):
+                mapped.append(Mapped(f"{section}.{key.name}", ini.get(section, key.name), "", "accepted",
+                                     ini.line(section, key.name),
+                                     "a phase of io500's extended mode; storlab io500 runs the standard mode"))
+    if refused:
+        line, key, value, reason = refused[0]
+        raise Refusal(FORMAT, source, line, key, value, reason,
+                      more=[f"{k} (line {ln})" if ln else k for ln, k, _, _ in refused[1:]])
+
+    # -- the mapping ------------------------------------------------------------------------------
+    sw = cfg.stonewall_s
+    record("global", "datadir", "the target folder of every phase")
+    record("global", "timestamp-datadir", "datadir/<timestamp> is the target folder" if cfg.timestamp_datadir
+           else "datadir itself is the target folder")
+    record("global", "resultdir", "the folder of result.txt and result_summary.txt")
+    record("global", "timestamp-resultdir", "resultdir/<timestamp>" if cfg.timestamp_resultdir else "resultdir itself")
+    record("global", "api", "engine = \"psync\" (POSIX read/write)")
+    record("global", "drop-caches", "storlab drops the page cache before each phase (as root, no sudo)"
+           if cfg.drop_caches else "")
+    if ini.is_set("global", "drop-caches-cmd"):
+        mapped.append(Mapped("global.drop-caches-cmd", cfg.drop_caches_cmd, "", "accepted",
+                             ini.line("global", "drop-caches-cmd"),
+                             "storlab drops the caches itself (sync, then /proc/sys/vm/drop_caches)"))
+    record("global", "scc", f"validity needs write phases of at least {cfg.min_write_s} s")
+    mapped.append(Mapped("global.dataPacketType", cfg.data_packet_type, "", "accepted" if ini.is_set("global", "dataPacketType")
+                         else "chosen", ini.line("global", "dataPacketType"),
+                         "storlab writes its own incompressible data; reads are not checked against it (IOR -R is)"))
+    for key in ("verbosity",):
+        if ini.is_set("global", key):
+            mapped.append(Mapped(f"global.{key}", ini.get("global", key), "", "accepted", ini.line("global", key),
+                                 "output detail only"))
+    record("debug", "stonewall-time", f"time = {sw} s on every write phase (and ior-rnd4K-easy-read)")
+    record("ior-easy", "transferSize", f"bs = {cfg.easy_xfer}")
+    record("ior-easy", "blockSize", f"size = {cfg.easy_block} per rank (the stonewall ends the phase first)")
+    record("ior-easy", "filePerProc", "one file per rank")
+    record("ior-easy", "uniqueDir", "a folder per rank's file" if cfg.easy_unique_dir else "")
+    record("ior-hard", "segmentCount", f"segments = {cfg.hard_segments}, bs = block = {HARD_XFER}")
+    record("mdtest-easy", "n", f"files = {cfg.md_easy_n} per rank")
+    record("mdtest-hard", "n", f"files = {cfg.md_hard_n} per rank, file_size = {HARD_FILE_SIZE}")
+    if ini.is_set("find", "nproc"):
+        record("find", "nproc", f"find runs on the first {cfg.find_nproc} ranks")
+    for section, keys in SECTIONS.items():
+        if section in EXTENDED:
+            continue
+        for key in keys:
+            if key.name.startswith("pfind-") and ini.is_set(section, key.name):
+                mapped.append(Mapped(f"{section}.{key.name}", ini.get(section, key.name), "", "accepted",
+                                     ini.line(section, key.name),
+                                     "pfind's work queue; storlab's find spreads folders over the ranks its own way"))
+            elif key.name in ("run",) and ini.is_set(section, "run"):
+                mapped.append(Mapped(f"{section}.run", ini.get(section, "run"),
+                                     "phase runs" if ini.get(section, "run") else "phase skipped (scores 0, as io500)",
+                                     line=ini.line(section, "run")))
+            elif key.name in ("API", "verbosity", "external-mpi-args", "external-extra-args") and ini.is_set(section, key.name):
+                mapped.append(Mapped(f"{section}.{key.name}", ini.get(section, key.name), "", "accepted",
+                                     ini.line(section, key.name), "POSIX (the only interface)" if key.name == "API"
+                                     else "output detail only" if key.name == "verbosity" else "no external script"))
+            elif key.name == "collective" and ini.is_set(section, key.name):
+                mapped.append(Mapped(f"{section}.collective", False, "", "accepted", ini.line(section, key.name),
+                                     "independent I/O, as set"))
+
+    notes += [
+        f"io500's phases in its order; write phases stop at the {sw} s stonewall, then every rank "
+        "finishes as many transfers/files as the rank that did most (IOR/mdtest wear-out)",
+        "`storlab io500` interleaves the mdtest phases in io500's order; this job file runs each "
+        "mdtest's phases back to back in one meta phase",
+        "reads are done by the neighbour rank (IOR -C -Q 1); ior-rnd4K-easy-read by the rank two ahead",
+        "io500 verifies read data (IOR -R, mdtest -X); storlab reads without checking",
+    ]
+    if sw < cfg.min_write_s:
+        notes.append(f"stonewall-time {sw} s != {cfg.min_write_s} s: the run is marked invalid, as io500 marks it")
+
+    job = _job(cfg)
+    return Translation(format=FORMAT, source=source, sha256=sha256 or sha256_of(text.encode()), job=job,
+                       mapped=mapped, notes=notes,
+                       details={"config_hash": cfg.config_hash, "stonewall_s": sw,
+                                "phases": [n for n, _ in PHASES if cfg.runs(n)]})
+
+
+def _job(cfg: Io500Config) -> dict[str, Any]:
+    """The storlab job: one phase per io500 I/O phase, one meta phase per mdtest."""
+    d = cfg.datadir
+    sw = f"{cfg.stonewall_s}s"
+    # a file per rank: storlab's files = per_thread makes PATH.N for participant N (rank N)
+    easy = {"target": [os.path.join(d, "ior_file_easy")], "files": "per_thread"}
+    hard = os.path.join(d, "ior_file_hard")
+    phases: list[dict[str, Any]] = []
+    if cfg.runs("ior-easy-write"):
+        phases.append({"name": "ior-easy-write", **easy, "rw": "write", "bs": cfg.easy_xfer,
+                       "size": cfg.easy_block, "time": sw, "fsync_end": True})
+    if cfg.runs("mdtest-easy-write"):
+        phases.append({"name": "mdtest-easy", "type": "meta", "target": d,
+                       "files": cfg.md_easy_n, "dir": "unique", "stonewall": sw,
+                       "phases": "create,stat,remove,rmdir", })
+    if cfg.runs("ior-hard-write"):
+        phases.append({"name": "ior-hard-write", "target": [hard], "rw": "write", "bs": HARD_XFER,
+                       "thread_layout": "strided", "size": HARD_XFER * cfg.hard_segments, "time": sw,
+                       "fsync_end": True})
+    if cfg.runs("mdtest-hard-write"):
+        phases.append({"name": "mdtest-hard", "type": "meta", "target": d,
+                       "files": cfg.md_hard_n, "dir": "shared", "file_size": HARD_FILE_SIZE, "stonewall": sw,
+                       "phases": "create,stat,read,remove,rmdir", })
+    if cfg.runs("ior-easy-read"):
+        phases.append({"name": "ior-easy-read", **easy, "rw": "read", "bs": cfg.easy_xfer,
+                       "size": cfg.easy_block})
+    if cfg.runs("ior-hard-read"):
+        phases.append({"name": "ior-hard-read", "target": [hard], "rw": "read", "bs": HARD_XFER,
+                       "thread_layout": "strided", "size": HARD_XFER * cfg.hard_segments})
+    if cfg.runs("ior-rnd4K-easy-read"):
+        phases.append({"name": "ior-rnd4K-easy-read", **easy, "rw": "randread", "bs": RND4K,
+                       "size": cfg.easy_block, "time": sw})
+    return {"reorder": 1, "phase": phases}

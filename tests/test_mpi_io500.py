@@ -1,0 +1,90 @@
+"""`storlab io500` under mpiexec: 2 and 3 ranks on /dev/shm; every rank's phases are counted,
+the reads come from the neighbour rank, the stonewall wear-out leaves every rank with the same
+transfers, find is spread over the ranks, and nothing is left behind."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from storlab.jobs.io500.translator import PHASES
+from test_mpi_runs import MPIEXEC, _have_mpi4py
+
+pytestmark = [
+    pytest.mark.mpi,
+    pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (pip install mpich, or a site MPI on PATH)"),
+    pytest.mark.skipif(not _have_mpi4py(), reason="mpi4py not installed (pip install 'storlab[mpi]')"),
+]
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_every_rank_runs_every_phase(shm_dir, tmp_path, n):
+    d = Path(shm_dir)
+    (d / "data").mkdir()
+    cfg = tmp_path / "c.ini"
+    cfg.write_text(f"[global]\ndatadir = {d}/data\nresultdir = {d}/res\n[debug]\nstonewall-time = 1\n"
+                   "[ior-easy]\ntransferSize = 1m\nblockSize = 8m\n[mdtest-easy]\nn = 200\n"
+                   "[ior-hard]\nsegmentCount = 100000\n[mdtest-hard]\nn = 1000000\n")
+    out = tmp_path / "doc.json"
+    p = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-m", "storlab", "io500", str(cfg), "--timestamp", "T",
+                        "--json", str(out), "--quiet", "--no-store"], capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["io500"]["procs"] == n
+    by = {p["name"]: p for p in doc["phases"]}
+    assert list(by) == [name for name, _ in PHASES]
+    assert by["ior-easy-write"]["details"]["bytes"] == n * (8 << 20)
+    assert by["mdtest-easy-write"]["details"]["items_per_rank"] == [200] * n
+    hard = by["ior-hard-write"]["details"]
+    # the 1 s stonewall ends ior-hard-write; then every rank catches up with the one that did most
+    assert all(c + w == hard["pairs_per_rank"] for c, w in zip(hard["pairs_at_stonewall"], hard["wearout_pairs"]))
+    assert hard["bytes"] == n * hard["pairs_per_rank"] * 47008
+    assert by["ior-hard-read"]["details"]["bytes"] == hard["bytes"]       # read back by the neighbours
+    assert by["ior-easy-read"]["details"]["bytes"] == n * (8 << 20)
+    # the 1 s stonewall ends mdtest-hard-write; every rank then creates up to the most any made
+    made = by["mdtest-hard-write"]["details"]
+    assert len(set(made["items_per_rank"])) == 1 and made["stonewalled_ranks"] >= 1
+    for name in ("mdtest-hard-stat", "mdtest-hard-read", "mdtest-hard-delete"):
+        assert by[name]["details"]["items"] == made["items"], name
+    # find looked at every file: the mdtest files, a file per rank of ior-easy and the ior-hard file
+    assert by["find"]["details"]["total_files"] == n * 200 + made["items"] + n + 1
+    assert by["find"]["details"]["nproc"] == n
+    assert os.listdir(d / "data") == []
+    assert (d / "res" / "T" / "result.txt").read_text().startswith(f"[run]\nprocs           = {n}\n")
+
+
+def test_sigterm_to_one_rank_stops_every_rank_and_rank_0_keeps_the_run(shm_dir, tmp_path):
+    import signal
+    import time
+    import uuid
+
+    from test_mpi_runs import _rank_pids
+
+    d = Path(shm_dir)
+    (d / "data").mkdir()
+    cfg = tmp_path / "c.ini"
+    cfg.write_text(f"[global]\ndatadir = {d}/data\nresultdir = {d}/res\n[debug]\nstonewall-time = 4\n"
+                   "[ior-easy]\ntransferSize = 1m\nblockSize = 100000m\n")
+    out = tmp_path / "doc.json"
+    marker = uuid.uuid4().hex
+    proc = subprocess.Popen([MPIEXEC, "-n", "2", sys.executable, "-m", "storlab", "io500", str(cfg), "--timestamp", "T",
+                             "--json", str(out), "--quiet", "--no-store"], env={**os.environ, "STORLAB_TEST_MARK": marker},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    pids: dict[int, int] = {}
+    while len(pids) < 2 or not (d / "data" / "T" / "ior-easy").exists():   # the first phase is next
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+        pids = _rank_pids(marker)
+    time.sleep(1.0)            # inside ior-easy-write (4 s)
+    os.kill(pids[1], signal.SIGTERM)
+    _, err = proc.communicate(timeout=90)
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is False and doc["stop_reason"] == "interrupted", err
+    assert "rank 1" in doc["error"] and "SIGTERM" in doc["error"]
+    assert doc["phases"][-1]["name"] == "ior-easy-write" and not doc["phases"][-1]["valid"]
+    assert not doc["score"]["valid"]
+    assert os.listdir(d / "data") == []          # every rank removed what it made
