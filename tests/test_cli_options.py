@@ -50,8 +50,8 @@ def _parsers(parser, path=()):
 
 def _table_names() -> set[str]:
     from storlab.cli import diagnose, doctor, plan, report, results
-    from storlab.cli.replay import REPLAY_OPTIONS
     from storlab.cli.io500 import IO500_OPTIONS
+    from storlab.cli.replay import REPLAY_OPTIONS
     from storlab.cli.scale import SCALE_OPTIONS
     from storlab.jobs.meta_options import META_OPTIONS
     from storlab.jobs.options import OPTIONS
