@@ -25,7 +25,7 @@ from ..signals import STOP, exit_code_for
 from .options_cli import CommandParser
 
 # Order shown in `storlab --help`.
-SUBCOMMANDS = ("run", "fio", "sweep", "meta", "scale", "diagnose", "plan", "doctor", "results", "report")
+SUBCOMMANDS = ("run", "fio", "sweep", "meta", "scale", "workload", "diagnose", "plan", "doctor", "results", "report")
 
 
 class ExitCode(IntEnum):

@@ -45,6 +45,7 @@ HOW = {
 # format -> module with `FORMAT` and `translate(path, ...) -> Translation`; imported when used
 TRANSLATORS: dict[str, str] = {
     "fio": "storlab.jobs.fio.translator",
+    "dlio": "storlab.jobs.dlio.translator",   # a workload job: run by `storlab workload FILE.toml`
 }
 
 

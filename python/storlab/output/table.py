@@ -85,6 +85,10 @@ def render_table(doc: dict[str, Any]) -> str:
     """Compact plain-text table of a result document (no colour, no trailing newline)."""
     if doc.get("kind") == "meta":  # metadata phases are operations per second, not bytes
         return render_meta_table(doc)
+    if doc.get("kind") == "workload":  # accelerator utilization and samples/s (output/workload.py)
+        from .workload import render_workload
+
+        return render_workload(doc)
     rows = result_rows([doc], with_run=False)
     phases = doc.get("phases") or []
     if any("pass" in p for p in phases):

@@ -15,7 +15,7 @@ import os
 from typing import Any, Callable
 
 from ..translation import Mapped, Refusal, Translation, sha256_of
-from ..workload import FORMATS, WorkloadSpec, spec_from_table
+from ..workload import FORMATS, spec_from_table
 
 FORMAT = "dlio"
 MAX_YAML_BYTES = 1 << 20
