@@ -34,10 +34,11 @@ RANK = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}
 # Modules inside measure/, lowest first: the benchmark protocol below both kinds, the kinds below
 # what drives them. (measure/mpi/ is a layer of its own above.)
 MEASURE_ORDER = (
-    {"launch", "stats", "cpu", "cache", "checks", "passes", "environment", "aggregate", "prediction"},
-    {"benchmark"},
-    {"meta"},
-    {"runner"},
+    {"launch", "stats", "cpu", "cache", "checks", "passes", "environment", "aggregate", "prediction",
+     "formats", "checkpoint"},
+    {"benchmark", "dataset"},
+    {"meta", "training"},
+    {"runner", "workload"},
     {"sweep"},
 )
 

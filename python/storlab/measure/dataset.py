@@ -174,17 +174,19 @@ def _safe_path(folder_real: str, rel: str) -> str:
     return path
 
 
-def prepare(spec: DatasetSpec, *, threads: int = 0, rank: int = 0, ranks: int = 1,
-            barrier: Callable[[], None] | None = None, notify: Callable[[str], None] | None = None,
-            stop: threading.Event | None = None) -> Dataset:
-    """The dataset of `spec`, reused or generated. Under MPI every rank calls this: rank 0 decides
-    and marks, ranks write files i with i mod ranks == rank, rank 0 writes the manifest."""
+def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
+            notify: Callable[[str], None] | None = None, stop: threading.Event | None = None) -> Dataset:
+    """The dataset of `spec`, reused or generated. Under MPI (`comm`: rank, size, barrier, bcast,
+    gather) every rank calls this: rank 0 decides and marks, ranks write files i with
+    i mod ranks == rank, rank 0 writes the manifest."""
     import time
+
+    rank, ranks = (comm.rank, comm.size) if comm is not None else (0, 1)
+    barrier = comm.barrier if comm is not None else (lambda: None)
 
     folder = os.path.abspath(spec.folder)
     names = file_names(spec)
     lengths = record_lengths(spec)
-    barrier = barrier or (lambda: None)
     verdict = None
     if rank == 0:
         exists, manifest, partial = _check_folder(folder)
@@ -204,7 +206,7 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, rank: int = 0, ranks: int = 
         decision = {"verdict": verdict, "why": why}
     else:
         decision = None
-    decision = _bcast(decision, rank, ranks, barrier)
+    decision = comm.bcast(decision) if ranks > 1 else decision
     folder_real = os.path.realpath(folder)
     t0 = time.monotonic()
     if decision["verdict"] == "reuse":
@@ -236,7 +238,11 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, rank: int = 0, ranks: int = 
             fut.result()
     if stop is not None and stop.is_set():
         raise KeyboardInterrupt
-    gathered = _gather(layouts, rank, ranks, barrier)
+    gathered = layouts
+    if ranks > 1:
+        gathered = {}
+        for part in comm.gather(layouts) or []:
+            gathered.update(part)
     if rank == 0:
         files = [[names[i], *asdict(gathered[i]).values()] for i in range(spec.files)]
         _write_manifest(folder, {"version": MANIFEST_VERSION, "params": _params(spec), "files": files})
@@ -246,26 +252,6 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, rank: int = 0, ranks: int = 
         [FileLayout(*f[1:5]) for f in _read_manifest(folder)["files"]]
     return Dataset(folder, spec, [os.path.join(folder, n) for n in names], all_layouts, True,
                    decision["why"], time.monotonic() - t0)
-
-
-# MPI exchange through the one communicator the caller gives (set by the training runner)
-_COMM: Any = None
-
-
-def _bcast(obj: Any, rank: int, ranks: int, barrier) -> Any:
-    if ranks == 1:
-        return obj
-    return _COMM.bcast(obj)
-
-
-def _gather(layouts: dict[int, FileLayout], rank: int, ranks: int, barrier) -> dict[int, FileLayout]:
-    if ranks == 1:
-        return layouts
-    parts = _COMM.gather(layouts)
-    merged: dict[int, FileLayout] = {}
-    for p in parts or []:
-        merged.update(p)
-    return merged
 
 
 def _mark_partial(folder: str) -> None:

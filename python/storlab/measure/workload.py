@@ -84,11 +84,9 @@ def run_workload(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str],
                 "environment": {"host": socket.gethostname(), "cpus": os.cpu_count(), "client_memory_bytes": memory}})
     if not spec.train_enabled:
         return _checkpoint_run(spec, doc, mpi, notify)
-    ds._COMM = mpi
     stop_flag = None
     t_gen = time.monotonic()
-    dataset = ds.prepare(spec.dataset, rank=mpi.rank, ranks=mpi.size, barrier=mpi.barrier,
-                         notify=notify, stop=stop_flag)
+    dataset = ds.prepare(spec.dataset, comm=mpi if mpi.size > 1 else None, notify=notify, stop=stop_flag)
     rule = dataset_size_rule(spec, total, memory)
     mode = drop_cache or spec.train.drop_cache
     drop = mode == "always" or (mode == "auto" and not rule["compliant"])
@@ -163,7 +161,7 @@ def _checkpoint_run(spec: WorkloadSpec, doc: dict[str, Any], mpi: Mpi, notify) -
     results: list[dict[str, Any]] = []
     tag = f"{spec.name}-{doc['run_id'][:8]}"
 
-    def phase(fn, *args) -> dict[str, Any] | None:
+    def phase(fn, args) -> dict[str, Any] | None:
         shards: list[dict[str, Any]] = []
         errors: list[BaseException] = []
 
