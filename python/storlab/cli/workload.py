@@ -74,7 +74,7 @@ def _set_values(sets: list[str]) -> tuple[list[str], dict[str, str]]:
     """--set items: DLIO overrides (++workload...) and storlab SECTION.KEY=VALUE pairs."""
     dlio, own = [], {}
     for item in sets or []:
-        if item.startswith("++") or item.startswith("workload.") and "=" in item and item.count(".") >= 2:
+        if item.startswith("++"):
             dlio.append(item)
             continue
         key, sep, value = item.partition("=")
@@ -91,6 +91,17 @@ def _toml_value(text: str) -> Any:
         return tomllib.loads(f"v = {text}")["v"]
     except Exception:
         return text
+
+
+def _number(flag: str, value: Any, kind: type, minimum: float | None = None) -> Any:
+    """A numeric flag's value, or one line naming the flag."""
+    try:
+        v = kind(value)
+    except (TypeError, ValueError):
+        raise UserError(f"--{flag}: {value!r} is not allowed; use a {'whole ' if kind is int else ''}number") from None
+    if minimum is not None and v < minimum:
+        raise UserError(f"--{flag}: {value!r} is not allowed; use a number >= {minimum}")
+    return v
 
 
 def load_spec(args: argparse.Namespace):
@@ -123,14 +134,14 @@ def load_spec(args: argparse.Namespace):
         section, name = key.split(".", 1)
         table.setdefault(section, {})[name] = _toml_value(value)
     if args.accelerators is not None:
-        table.setdefault("workload", {})["accelerators"] = int(args.accelerators)
+        table.setdefault("workload", {})["accelerators"] = _number("accelerators", args.accelerators, int, 1)
     if args.epochs is not None:
-        table.setdefault("train", {})["epochs"] = int(args.epochs)
+        table.setdefault("train", {})["epochs"] = _number("epochs", args.epochs, int, 1)
     if args.folder is not None:
         table.setdefault("dataset", {})["folder"] = args.folder
     spec = spec_from_table(table, source=os.path.basename(source))
     if args.scale is not None:
-        spec = scale(spec, float(args.scale))
+        spec = scale(spec, _number("scale", args.scale, float))
     return spec, translation, source
 
 
@@ -192,7 +203,8 @@ def run(args: argparse.Namespace) -> int:
                       f"({'pass' if d['passed'] else 'fail'})", file=sys.stderr)
             return d
         try:
-            trials, best = search_accelerators(spec, one, args.max_accelerators or 1024)
+            trials, best = search_accelerators(
+                spec, one, _number("max-accelerators", args.max_accelerators, int, 1) if args.max_accelerators else 1024)
         finally:
             STOP.saving()
         doc = run_workload(dataclasses.replace(spec, accelerators=max(1, best)), argv=argv, notify=notify,
