@@ -278,14 +278,15 @@ def _read_manifest(folder: str) -> dict[str, Any]:
 
 
 def drop_cached(paths: list[str]) -> str:
-    """Drop the page-cache pages of the dataset's files (posix_fadvise DONTNEED on each: only
-    these files, no root needed; tmpfs keeps its pages, which are the storage)."""
+    """Drop the page-cache pages of the dataset's files (fsync, then posix_fadvise DONTNEED on
+    each: only these files, no root needed; tmpfs keeps its pages, which are the storage)."""
     for p in paths:
         try:
             fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             continue
         try:
+            os.fsync(fd)            # dirty pages are not dropped: write them first
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
