@@ -233,9 +233,17 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
         os.replace(tmp, path)
         layouts[i] = lay
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for fut in [pool.submit(one, i) for i in mine]:
+    pool = ThreadPoolExecutor(max_workers=workers)
+    futures = [pool.submit(one, i) for i in mine]
+    try:
+        for fut in futures:
             fut.result()
+    except BaseException:            # Ctrl-C or a failed file: stop queued files; the marker stays
+        for fut in futures:
+            fut.cancel()
+        pool.shutdown(wait=True)
+        raise
+    pool.shutdown(wait=True)
     if stop is not None and stop.is_set():
         raise KeyboardInterrupt
     gathered = layouts
@@ -245,6 +253,7 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
             gathered.update(part)
     if rank == 0:
         files = [[names[i], *asdict(gathered[i]).values()] for i in range(spec.files)]
+        _remove_stale(folder, set(names))
         _write_manifest(folder, {"version": MANIFEST_VERSION, "params": _params(spec), "files": files})
         os.unlink(os.path.join(folder, PARTIAL))
     barrier()
@@ -252,6 +261,15 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
         [FileLayout(*f[1:5]) for f in _read_manifest(folder)["files"]]
     return Dataset(folder, spec, [os.path.join(folder, n) for n in names], all_layouts, True,
                    decision["why"], time.monotonic() - t0)
+
+
+def _remove_stale(folder: str, keep: set[str]) -> None:
+    """Files of an earlier storlab dataset in this folder that the new one does not have."""
+    for root, _dirs, files in os.walk(os.path.join(folder, "train")):
+        for f in files:
+            rel = os.path.relpath(os.path.join(root, f), folder)
+            if rel not in keep and (_OURS.match(f) or f.startswith(".tmp-")):
+                os.unlink(os.path.join(folder, rel))
 
 
 def _mark_partial(folder: str) -> None:

@@ -151,12 +151,13 @@ class Trainer:
 
     def __init__(self, spec: WorkloadSpec, dataset: Dataset, *, local: int, rank: int = 0, ranks: int = 1,
                  mpi_barrier: Callable[[], None] | None = None, drop_cache: bool = False,
-                 notify: Callable[[str], None] | None = None):
+                 checkpoint_folder: str = "", notify: Callable[[str], None] | None = None):
         self.spec, self.dataset = spec, dataset
         self.local, self.rank, self.ranks = local, rank, ranks
         self.total = local * ranks
         self.steps = spec.steps_per_epoch(self.total)
         self.drop_cache = drop_cache
+        self.checkpoint_folder = checkpoint_folder
         self.notify = notify or (lambda m: None)
         self.stop = threading.Event()
         self.error: BaseException | None = None
@@ -330,7 +331,7 @@ class Trainer:
         self._wait_barrier()
         t0 = time.monotonic()
         if g < writers:
-            shard = ckpt.write_shard(self.dataset_folder_ckpt, tag, g, ckpt.shard_bytes(ck, writers),
+            shard = ckpt.write_shard(self.checkpoint_folder, tag, g, ckpt.shard_bytes(ck, writers),
                                      ck.files_per_rank, ck.fsync)
             with self._ckpt_lock:
                 self._ckpt_shards.append(shard)
@@ -343,11 +344,9 @@ class Trainer:
                 rec = ckpt.summarize("write", len(self.checkpoints), shards, wall)
                 rec["tag"] = tag
                 self.checkpoints.append(rec)
-            ckpt.remove(self.dataset_folder_ckpt, tag, list(range(self.rank * self.local, (self.rank + 1) * self.local)),
+            ckpt.remove(self.checkpoint_folder, tag, list(range(self.rank * self.local, (self.rank + 1) * self.local)),
                         ck.files_per_rank)
         self._wait_barrier()
-
-    dataset_folder_ckpt = ""
 
     # -- figures --------------------------------------------------------------------------------------
     def local_figures(self) -> dict[str, Any]:

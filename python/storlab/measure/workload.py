@@ -99,12 +99,13 @@ def run_workload(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str],
     if spec.scaled:
         reasons.append("sizes scaled down: " + ", ".join(f"{k} {v['from']} -> {v['to']}" for k, v in spec.scaled.items()))
     doc["noncompliant_reasons"] = reasons
+    ck_folder = ""
     if spec.checkpoint.enabled:
-        Trainer.dataset_folder_ckpt = ckpt.check_folder(spec.checkpoint.folder) if mpi.rank == 0 else \
-            os.path.abspath(spec.checkpoint.folder)
+        ck_folder = ckpt.check_folder(spec.checkpoint.folder) if mpi.rank == 0 else os.path.abspath(spec.checkpoint.folder)
         mpi.barrier()
     trainer = Trainer(spec, dataset, local=spec.accelerators, rank=mpi.rank, ranks=mpi.size,
-                      mpi_barrier=mpi.barrier if mpi.size > 1 else None, drop_cache=drop, notify=notify)
+                      mpi_barrier=mpi.barrier if mpi.size > 1 else None, drop_cache=drop,
+                      checkpoint_folder=ck_folder, notify=notify)
     cpu0, t0 = _cpu_s(), time.monotonic()
     stopped = None
     try:
