@@ -172,6 +172,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.workload:
         raise UserError("workload: name a built-in workload (--list) or a DLIO .yaml / storlab .toml file")
+    if args.drop_cache is not None and args.drop_cache not in ("auto", "always", "never"):
+        raise UserError(f"--drop-cache: {args.drop_cache!r} is not allowed; use one of: auto, always, never")
     spec, translation, source = load_spec(args)
     if args.emit:
         from ..jobs.translation import Translation, sha256_of
