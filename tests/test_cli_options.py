@@ -51,11 +51,12 @@ def _parsers(parser, path=()):
 def _table_names() -> set[str]:
     from storlab.cli import diagnose, doctor, plan, report, results
     from storlab.cli.scale import SCALE_OPTIONS
+    from storlab.cli.workload import WORKLOAD_OPTIONS
     from storlab.jobs.meta_options import META_OPTIONS
     from storlab.jobs.options import OPTIONS
     from storlab.measure.sweep import SWEEP_OPTIONS
 
-    names = {o.name for o in (*OPTIONS, *META_OPTIONS, *SWEEP_OPTIONS, *SCALE_OPTIONS)}
+    names = {o.name for o in (*OPTIONS, *META_OPTIONS, *SWEEP_OPTIONS, *SCALE_OPTIONS, *WORKLOAD_OPTIONS)}
     for module in (plan, doctor, results, report, diagnose):
         names |= {o.name for table in module.COMMANDS for o in table.options}
     return names
