@@ -107,6 +107,7 @@ def test_emit_reads_back_as_the_same_workload(tmp_path):
     t.emit(str(out))
     text = out.read_text()
     assert text.startswith("# storlab job translated from dlio unet.yaml")
+    assert "# run it with: storlab workload THIS_FILE" in text
     from storlab.jobs.tomlfile import read_toml
 
     assert spec_from_table(read_toml(str(out), "workload")) == spec_from_table(t.job)

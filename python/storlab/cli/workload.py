@@ -176,10 +176,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--drop-cache: {args.drop_cache!r} is not allowed; use one of: auto, always, never")
     spec, translation, source = load_spec(args)
     if args.emit:
-        from ..jobs.translation import Translation, sha256_of
+        from ..jobs.dlio.translator import WorkloadTranslation
+        from ..jobs.translation import sha256_of
 
-        t = translation or Translation("storlab", source, sha256_of(source) if os.path.isfile(source) else "",
-                                       spec.to_table())
+        t = translation or WorkloadTranslation("storlab", source, sha256_of(source) if os.path.isfile(source) else "",
+                                               spec.to_table())
         t.job = spec.to_table()
         t.emit(args.emit)
         return 0

@@ -20,7 +20,15 @@ from ..workload import FORMATS, spec_from_table
 FORMAT = "dlio"
 MAX_YAML_BYTES = 1 << 20
 
-__all__ = ["FORMAT", "translate", "translate_text", "KEYS"]
+__all__ = ["FORMAT", "translate", "translate_text", "KEYS", "WorkloadTranslation"]
+
+
+class WorkloadTranslation(Translation):
+    """A translation whose job is a workload job: its TOML runs with `storlab workload`."""
+
+    def to_toml(self) -> str:
+        return super().to_toml().replace("# run it with: storlab run THIS_FILE",
+                                         "# run it with: storlab workload THIS_FILE", 1)
 
 # DLIO value -> storlab value converters
 _SHUFFLE = {"off": "off", "seed": "seed", "random": "random", False: "off", True: "seed"}
@@ -319,8 +327,8 @@ def translate_text(text: str, source: str = "<text>", sha: str | None = None,
     notes.append("AU, samples/s and MB/s follow DLIO 2.0's statscounter: first step left out of AU, "
                  "MB/s = samples/s x record_length / 2^20 (MiB/s of the nominal record length)")
     spec = spec_from_table({k: v for k, v in table.items() if v}, source=os.path.basename(source))
-    return Translation(FORMAT, source, sha or sha256_of(text.encode()), spec.to_table(), mapped, notes,
-                       {"kind": "workload"})
+    return WorkloadTranslation(FORMAT, source, sha or sha256_of(text.encode()), spec.to_table(), mapped, notes,
+                               {"kind": "workload"})
 
 
 def _checkpoint_sizes(ckpt: dict[str, Any], lines: dict[str, int], table: dict[str, dict[str, Any]],
