@@ -159,3 +159,28 @@ def test_sigint_keeps_completed_epochs(shm_folder, tmp_path):
     assert doc["complete"] is False and doc["stop_reason"] == "interrupted"
     assert 1 <= doc["epochs_done"] < 50 and len(doc["epochs"]) == doc["epochs_done"]
     assert "complete: false" in err
+
+
+def test_sigint_during_generation_leaves_a_dataset_that_is_redone(shm_folder, tmp_path):
+    from storlab.jobs.translation import to_toml
+    from storlab.measure import dataset as ds
+
+    src = tmp_path / "w.toml"
+    src.write_text(to_toml(table(shm_folder, dataset__files=200, dataset__record_length=256 << 10,
+                                 dataset__format="tfrecord")))
+    p = subprocess.Popen([sys.executable, "-m", "storlab", "workload", str(src), "--no-store", "--quiet"],
+                         stderr=subprocess.PIPE, text=True)
+    train = os.path.join(shm_folder, "train")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and p.poll() is None and \
+            not (os.path.isdir(train) and len(os.listdir(train)) >= 2):
+        time.sleep(0.02)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert os.path.exists(os.path.join(shm_folder, ds.PARTIAL))
+    assert not os.path.exists(os.path.join(shm_folder, ds.MANIFEST))
+    assert len([f for f in os.listdir(train) if not f.startswith(".tmp-")]) < 200
+    spec = spec_from_table(table(shm_folder, dataset__files=200, dataset__record_length=256 << 10, dataset__format="tfrecord"))
+    again = ds.prepare(spec.dataset)
+    assert again.generated and again.regenerated_because == "a previous generation did not finish"
