@@ -51,6 +51,14 @@ class Dataset:
     regenerated_because: str | None = None
     seconds: float = 0.0
 
+    def layout_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per file: data offset, sample stride and sample length, as arrays (computed once)."""
+        if getattr(self, "_arrays", None) is None:
+            lay = self.layouts
+            self._arrays = tuple(np.array([getattr(x, k) for x in lay], dtype=np.int64)
+                                 for k in ("data_offset", "stride", "length"))
+        return self._arrays
+
     @property
     def bytes(self) -> int:
         return sum(lay.size for lay in self.layouts)

@@ -100,11 +100,10 @@ class _Epoch:
             k = np.random.default_rng().permutation(k)
         files = order[k // d.samples_per_file]
         within = k % d.samples_per_file
-        lay = dataset.layouts
+        base, stride, length = dataset.layout_arrays()
         self.file = files.astype(np.int64)
-        self.offset = np.fromiter((lay[f].data_offset + s * lay[f].stride for f, s in zip(files, within)),
-                                  dtype=np.int64, count=len(k))
-        self.length = np.fromiter((lay[f].length for f in files), dtype=np.int64, count=len(k))
+        self.offset = base[files] + within * stride[files]
+        self.length = length[files]
         self.batch = r.batch_size
         self.steps = steps
 
