@@ -63,6 +63,7 @@ def test_tmpfs_keeps_accelerators_busy(shm_folder):
     assert doc["dataset"]["size_rule"]["compliant"] is False and doc["compliant"] is False
     assert doc["dataset"]["cache_dropped_each_epoch"] is True
     assert doc["bytes_per_s_read"] > 0
+    assert doc["warnings"] == []
 
 
 def test_every_sample_is_read_once_per_epoch(shm_folder):
@@ -78,6 +79,8 @@ def test_accelerators_split_the_dataset_and_the_step_count(shm_folder):
     doc = run_workload(spec, argv=["test"])
     assert doc["accelerators"] == 4 and doc["steps_per_epoch"] == 4
     assert len(doc["per_accelerator"]) == 4 and len(doc["epochs"][0]["au_per_accelerator"]) == 4
+    # 4 steps per epoch with 4 batches read ahead: AU, without its first step, says little
+    assert [w["code"] for w in doc["warnings"]] == ["au_first_step"]
 
 
 def test_read_threads_zero_reads_in_the_consumer(shm_folder):

@@ -137,6 +137,7 @@ def run_workload(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str],
     })
     if figures["checkpoints"]:
         doc["checkpoints"] = figures["checkpoints"]
+    doc["warnings"] += _first_step_warnings(spec, figures["epochs"], trainer.steps)
     if stopped is not None or figures["epochs_done"] < spec.train.epochs:
         doc["complete"] = False
         if trainer.error is not None:
@@ -145,6 +146,20 @@ def run_workload(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str],
             doc["stop_reason"] = "interrupted"
     doc["finished_at"] = now_iso()
     return doc
+
+
+def _first_step_warnings(spec: WorkloadSpec, epochs: list[dict[str, Any]], steps: int) -> list[dict[str, str]]:
+    """DLIO leaves the first step out of AU; when the readers can fetch most of an epoch during
+    that step (few steps, deep prefetch), AU says little about the storage: say so."""
+    r = spec.reader
+    in_flight = max(1, r.read_threads) * max(1, -(-r.prefetch // max(1, r.read_threads)))
+    worst = max((e["wait_s"]["max"] / e["seconds"] for e in epochs if e.get("wait_s") and e["seconds"] > 0), default=0.0)
+    if steps <= 4 * in_flight or worst > 0.25:
+        return [{"code": "au_first_step", "message":
+                 f"AU leaves the first step out (as DLIO does), and with {steps} steps per epoch and up to {in_flight} "
+                 f"batches read ahead, the longest wait was {100 * worst:.0f} % of an epoch: AU may hide the storage; "
+                 f"use more steps per epoch (MLPerf's size rule asks for 500 x batch x accelerators samples)"}]
+    return []
 
 
 def _checkpoint_run(spec: WorkloadSpec, doc: dict[str, Any], mpi: Mpi, notify) -> dict[str, Any] | None:
