@@ -78,7 +78,8 @@ def _timed(cmd: list[str], env: dict[str, str] | None = None, cgroup: str | None
 
 
 def run_dlio(exe: str, folder: str, accelerators: int, generate: bool, cgroup: str | None,
-             epochs: int = EPOCHS) -> dict[str, float]:
+             epochs: int = 0) -> dict[str, float]:
+    epochs = epochs or EPOCHS
     overrides = [f"++workload.dataset.data_folder={folder}", "++workload.dataset.format=npz",
                  f"++workload.dataset.num_files_train={FILES}", "++workload.dataset.num_samples_per_file=1",
                  f"++workload.dataset.record_length={RECORD}", "++workload.dataset.record_length_resize=0",
@@ -99,7 +100,8 @@ def run_dlio(exe: str, folder: str, accelerators: int, generate: bool, cgroup: s
     return {"au": au, "samples_per_s": sps, "cpu_per_accel": cpu / wall / accelerators}
 
 
-def run_storlab(folder: str, accelerators: int, cgroup: str | None, drop: str, epochs: int = EPOCHS) -> dict[str, float]:
+def run_storlab(folder: str, accelerators: int, cgroup: str | None, drop: str, epochs: int = 0) -> dict[str, float]:
+    epochs = epochs or EPOCHS
     out = folder + f"-r{accelerators}.json"
     sets = [f"dataset.folder={folder}", "dataset.format=npz", f"dataset.files={FILES}", "dataset.samples_per_file=1",
             f"dataset.record_length={RECORD}", "dataset.record_length_stdev=0", f"reader.batch_size={BATCH}",
@@ -138,7 +140,12 @@ def main() -> int:
     ap.add_argument("--scenarios", default="tmpfs,throttled")
     ap.add_argument("--mib-s", type=int, default=24, help="read cap of the throttled scenario")
     ap.add_argument("--venv", default=VENV)
+    ap.add_argument("--files", type=int, default=FILES)
+    ap.add_argument("--record", type=int, default=RECORD, help="record length in bytes")
+    ap.add_argument("--epochs", type=int, default=EPOCHS, help="epochs of the tmpfs scenario")
     a = ap.parse_args()
+    global FILES, RECORD, EPOCHS
+    FILES, RECORD, EPOCHS = a.files, a.record, a.epochs
     exe = dlio_bin(a.venv)
     counts = [int(x) for x in a.accelerators.split(",")]
     rows = []
