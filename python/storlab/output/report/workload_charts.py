@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .charts import MAX_SERIES, Chart, _figure
+from matplotlib.figure import Figure
+
+from .charts import MAX_SERIES, Chart
 
 __all__ = ["workload_charts"]
+
+
+def _axes() -> tuple[Figure, Any]:
+    fig = Figure(figsize=(7.5, 4.2), layout="constrained")
+    ax = fig.add_subplot(1, 1, 1)
+    ax.grid(True, which="major", alpha=0.3)
+    return fig, ax
 
 
 def _label(doc: dict[str, Any]) -> str:
@@ -17,7 +26,7 @@ def workload_charts(docs: Sequence[dict[str, Any]]) -> list[Chart]:
     docs = [d for d in docs if d.get("timeseries") and d.get("au") is not None][:MAX_SERIES]
     if not docs:
         return []
-    fig, (ax,) = _figure()
+    fig, ax = _axes()
     for d in docs:
         ts = d["timeseries"]
         ax.plot(ts["t_s"], [100 * x for x in ts["au"]], label=_label(d))
@@ -39,7 +48,7 @@ def workload_charts(docs: Sequence[dict[str, Any]]) -> list[Chart]:
             points.append((d["accelerators"], d["au"]))
     if len({n for n, _ in points}) >= 2:
         points.sort()
-        fig, (ax,) = _figure()
+        fig, ax = _axes()
         ax.plot([n for n, _ in points], [100 * a for _, a in points], marker="o")
         if threshold:
             ax.axhline(100 * threshold, color="k", linestyle="--", linewidth=1)
