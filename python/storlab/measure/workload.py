@@ -261,7 +261,7 @@ def search_accelerators(spec: WorkloadSpec, run: Callable[[WorkloadSpec], dict[s
         doc = run(s)
         ok = bool(doc.get("passed")) and doc.get("complete", True)
         trials.append({"accelerators": doc["accelerators"], "au": doc.get("au"),
-                       "samples_per_s": doc.get("samples_per_s"), "passed": ok, "run_id": doc["run_id"]})
+                       "samples_per_s": doc.get("samples_per_s"), "passed": ok})
         if doc.get("complete") is False:
             raise KeyboardInterrupt
         return ok
