@@ -134,17 +134,17 @@ def scenario_dirs(name: str, mib_s: int):
 
 
 def main() -> int:
+    global FILES, RECORD, EPOCHS
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--accelerators", default="1,4")
     ap.add_argument("--scenarios", default="tmpfs,throttled")
     ap.add_argument("--mib-s", type=int, default=24, help="read cap of the throttled scenario")
     ap.add_argument("--venv", default=VENV)
-    ap.add_argument("--files", type=int, default=FILES)
-    ap.add_argument("--record", type=int, default=RECORD, help="record length in bytes")
-    ap.add_argument("--epochs", type=int, default=EPOCHS, help="epochs of the tmpfs scenario")
+    ap.add_argument("--files", type=int, default=256)
+    ap.add_argument("--record", type=int, default=512 << 10, help="record length in bytes")
+    ap.add_argument("--epochs", type=int, default=2, help="epochs of the tmpfs scenario")
     a = ap.parse_args()
-    global FILES, RECORD, EPOCHS
     FILES, RECORD, EPOCHS = a.files, a.record, a.epochs
     exe = dlio_bin(a.venv)
     counts = [int(x) for x in a.accelerators.split(",")]
