@@ -92,6 +92,7 @@ def run_dlio(exe: str, folder: str, accelerators: int, generate: bool, cgroup: s
         mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
         cmd = [mpiexec, "-n", str(accelerators if not generate else 2), *cmd]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    cmd.append(f"hydra.run.dir={folder}-hydra")       # DLIO's Hydra logs beside its data, not in the cwd
     out, wall, cpu = _timed(cmd, env, None if generate else cgroup)
     if generate:
         return {}
