@@ -110,7 +110,7 @@ def test_emit_reads_back_as_the_same_workload(tmp_path):
     assert "# run it with: storlab workload THIS_FILE" in text
     from storlab.jobs.tomlfile import read_toml
 
-    assert spec_from_table(read_toml(str(out), "workload")) == spec_from_table(t.job)
+    assert spec_from_table(read_toml(str(out), "workload")) == spec_from_table(t.job) == t.resolve()
 
 
 @pytest.mark.parametrize("text, where", [

@@ -26,6 +26,10 @@ __all__ = ["FORMAT", "translate", "translate_text", "KEYS", "WorkloadTranslation
 class WorkloadTranslation(Translation):
     """A translation whose job is a workload job: its TOML runs with `storlab workload`."""
 
+    def resolve(self, cli_values=None):
+        """storlab's validated workload (a WorkloadSpec; `storlab workload` flags apply on top)."""
+        return spec_from_table(self.job, source=os.path.basename(self.source))
+
     def to_toml(self) -> str:
         return super().to_toml().replace("# run it with: storlab run THIS_FILE",
                                          "# run it with: storlab workload THIS_FILE", 1)
