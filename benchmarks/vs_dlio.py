@@ -14,7 +14,9 @@ Scenarios (each: storlab and DLIO alternately, --rounds rounds, medians):
 - throttled (root, cgroup blkio): ext4 on a loop device capped at --mib-s, storage-bound
   (expected AU = t x X / (B x R) for one accelerator); one epoch, every run starting with the
   page cache dropped (DLIO cannot drop it between epochs and the dataset fits in memory).
-Client CPU is that of the whole process tree, start-up included (TensorFlow's import for DLIO,
+"train CPU/acc" leaves start-up out: storlab's is measured inside the run (getrusage over the
+epochs, every thread), DLIO's is the run's CPU and wall time less those of the same launch with
+training off. Client CPU ("CPU/acc") is that of the whole process tree, start-up included (TensorFlow's import for DLIO,
 the interpreter for both), over the run's wall time: on short runs it favours neither much,
 since both start a Python interpreter, but DLIO's start-up is the larger.
 Reported: AU and samples/s of each and their ratio storlab/DLIO (target: within 10 %), and
@@ -77,18 +79,29 @@ def _timed(cmd: list[str], env: dict[str, str] | None = None, cgroup: str | None
     return r.stdout + r.stderr, wall, cpu
 
 
+_STARTUP: dict[int, tuple[float, float]] = {}
+
+
+def dlio_startup(exe: str, folder: str, accelerators: int) -> tuple[float, float]:
+    """DLIO's start-up alone (wall, CPU): the same command with training off (TensorFlow's import,
+    configuration, the dataset listing), measured once per rank count."""
+    if accelerators not in _STARTUP:
+        _STARTUP[accelerators] = run_dlio(exe, folder, accelerators, False, None, startup=True)["wall_cpu"]
+    return _STARTUP[accelerators]
+
+
 def run_dlio(exe: str, folder: str, accelerators: int, generate: bool, cgroup: str | None,
-             epochs: int = 0) -> dict[str, float]:
+             epochs: int = 0, startup: bool = False) -> dict[str, float]:
     epochs = epochs or EPOCHS
     overrides = [f"++workload.dataset.data_folder={folder}", "++workload.dataset.format=npz",
                  f"++workload.dataset.num_files_train={FILES}", "++workload.dataset.num_samples_per_file=1",
                  f"++workload.dataset.record_length={RECORD}", "++workload.dataset.record_length_resize=0",
                  f"++workload.reader.batch_size={BATCH}", f"++workload.reader.read_threads={THREADS}",
                  f"++workload.train.computation_time={COMPUTE}", f"++workload.train.epochs={epochs}",
-                 f"++workload.workflow.generate_data={generate}", f"++workload.workflow.train={not generate}",
+                 f"++workload.workflow.generate_data={generate}", f"++workload.workflow.train={not generate and not startup}",
                  f"++workload.output.folder={folder}-out"]
     cmd = [exe, "workload=resnet50_h100", *overrides]
-    if accelerators > 1 or generate:
+    if accelerators > 1 or generate:   # the same launch with or without training
         mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
         cmd = [mpiexec, "-n", str(accelerators if not generate else 2), *cmd]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
@@ -96,9 +109,14 @@ def run_dlio(exe: str, folder: str, accelerators: int, generate: bool, cgroup: s
     out, wall, cpu = _timed(cmd, env, None if generate else cgroup)
     if generate:
         return {}
+    if startup:
+        return {"wall_cpu": (wall, cpu)}
     au = float(re.search(r"\[AU\] \(%\): ([0-9.]+)", out).group(1)) / 100
     sps = float(re.search(r"Training Throughput \(samples/second\): ([0-9.]+)", out).group(1))
-    return {"au": au, "samples_per_s": sps, "cpu_per_accel": cpu / wall / accelerators}
+    w0, c0 = dlio_startup(exe, folder, accelerators)
+    train_cores = max(0.0, cpu - c0) / max(1e-3, wall - w0) / accelerators
+    return {"au": au, "samples_per_s": sps, "cpu_per_accel": cpu / wall / accelerators,
+            "train_cpu_per_accel": train_cores}
 
 
 def run_storlab(folder: str, accelerators: int, cgroup: str | None, drop: str, epochs: int = 0) -> dict[str, float]:
@@ -116,7 +134,8 @@ def run_storlab(folder: str, accelerators: int, cgroup: str | None, drop: str, e
     _, wall, cpu = _timed(cmd, env, cgroup)
     with open(out) as f:
         doc = json.load(f)
-    return {"au": doc["au"], "samples_per_s": doc["samples_per_s"], "cpu_per_accel": cpu / wall / accelerators}
+    return {"au": doc["au"], "samples_per_s": doc["samples_per_s"], "cpu_per_accel": cpu / wall / accelerators,
+            "train_cpu_per_accel": doc["cpu"]["cores_per_accelerator"]}
 
 
 def scenario_dirs(name: str, mib_s: int):
@@ -178,12 +197,15 @@ def main() -> int:
     print(f"workload: {FILES} npz files x {RECORD} B, batch {BATCH}, {THREADS} read threads, compute {COMPUTE} s, "
           f"{EPOCHS} epochs; throttled expected AU {expected:.3f} at {a.mib_s} MiB/s")
     print(f"{'scenario':10} {'accel':>5} {'AU storlab':>10} {'AU DLIO':>8} {'AU ratio':>8} {'sps storlab':>11} "
-          f"{'sps DLIO':>9} {'sps ratio':>9} {'CPU/acc storlab':>15} {'CPU/acc DLIO':>12} {'acc/core ratio':>14}")
+          f"{'sps DLIO':>9} {'sps ratio':>9} {'CPU/acc storlab':>15} {'CPU/acc DLIO':>12} {'acc/core ratio':>14} "
+          f"{'train CPU/acc storlab':>21} {'train CPU/acc DLIO':>18} {'train ratio':>11}")
     for name, n, m in rows:
         s, d = m["storlab"], m["dlio"]
         print(f"{name:10} {n:5d} {s['au']:10.3f} {d['au']:8.3f} {s['au'] / d['au']:8.3f} {s['samples_per_s']:11.2f} "
               f"{d['samples_per_s']:9.2f} {s['samples_per_s'] / d['samples_per_s']:9.3f} {s['cpu_per_accel']:15.4f} "
-              f"{d['cpu_per_accel']:12.4f} {d['cpu_per_accel'] / s['cpu_per_accel']:14.1f}")
+              f"{d['cpu_per_accel']:12.4f} {d['cpu_per_accel'] / s['cpu_per_accel']:14.1f} "
+              f"{s['train_cpu_per_accel']:21.4f} {d['train_cpu_per_accel']:18.4f} "
+              f"{d['train_cpu_per_accel'] / s['train_cpu_per_accel']:11.1f}")
     return 0
 
 
