@@ -34,7 +34,12 @@ class Mpi:
         self.comm = None
         self.rank, self.size = 0, 1
         if detect() is not None:
-            from mpi4py import MPI
+            try:
+                from mpi4py import MPI
+            except ImportError:
+                from ..errors import UserError
+
+                raise UserError("storlab workload under mpiexec or srun needs mpi4py (pip install 'storlab[mpi]')") from None
 
             self.comm = MPI.COMM_WORLD
             self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
