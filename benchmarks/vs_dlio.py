@@ -195,7 +195,7 @@ def main() -> int:
             cleanup()
     expected = min(1.0, COMPUTE * (a.mib_s << 20) / (BATCH * RECORD))
     print(f"workload: {FILES} npz files x {RECORD} B, batch {BATCH}, {THREADS} read threads, compute {COMPUTE} s, "
-          f"{EPOCHS} epochs; throttled expected AU {expected:.3f} at {a.mib_s} MiB/s")
+          f"{EPOCHS} epoch(s) on tmpfs, 1 throttled; throttled expected AU {expected:.3f} at {a.mib_s} MiB/s")
     print(f"{'scenario':10} {'accel':>5} {'AU storlab':>10} {'AU DLIO':>8} {'AU ratio':>8} {'sps storlab':>11} "
           f"{'sps DLIO':>9} {'sps ratio':>9} {'CPU/acc storlab':>15} {'CPU/acc DLIO':>12} {'acc/core ratio':>14} "
           f"{'train CPU/acc storlab':>21} {'train CPU/acc DLIO':>18} {'train ratio':>11}")
