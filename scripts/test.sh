@@ -58,6 +58,19 @@ if [ -z "${STORLAB_DARSHAN:-}" ] && [ -x "$darshan_build" ]; then
     fi
 fi
 
+# tests/test_workload_dlio.py: every workload YAML DLIO ships (the pip wheel's configs/workload/),
+# read as data by the translator test; the wheel is downloaded, never installed
+if [ -z "${STORLAB_DLIO_CONFIGS:-}" ]; then
+    dlio_dir="${XDG_CACHE_HOME:-$HOME/.cache}/storlab-peers/dlio"
+    if [ ! -d "$dlio_dir/dlio_benchmark/configs/workload" ]; then
+        mkdir -p "$dlio_dir"
+        python3 -m pip download -q --disable-pip-version-check --no-deps dlio-benchmark==2.0.0 -d "$dlio_dir" \
+            && (cd "$dlio_dir" && python3 -m zipfile -e dlio_benchmark-2.0.0-py3-none-any.whl .) \
+            || echo "   dlio-benchmark could not be downloaded: the DLIO config test skips with the reason"
+    fi
+    [ -d "$dlio_dir/dlio_benchmark/configs/workload" ] && export STORLAB_DLIO_CONFIGS="$dlio_dir/dlio_benchmark/configs/workload"
+fi
+
 echo "== lint: ruff (rules in pyproject.toml) and clippy, both at zero findings"
 python3 -m ruff check python tests benchmarks scripts
 cargo clippy --version >/dev/null 2>&1 || rustup component add clippy

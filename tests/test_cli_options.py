@@ -53,11 +53,12 @@ def _table_names() -> set[str]:
     from storlab.cli.io500 import IO500_OPTIONS
     from storlab.cli.replay import REPLAY_OPTIONS
     from storlab.cli.scale import SCALE_OPTIONS
+    from storlab.cli.workload import WORKLOAD_OPTIONS
     from storlab.jobs.meta_options import META_OPTIONS
     from storlab.jobs.options import OPTIONS
     from storlab.measure.sweep import SWEEP_OPTIONS
 
-    names = {o.name for o in (*OPTIONS, *META_OPTIONS, *SWEEP_OPTIONS, *SCALE_OPTIONS, *REPLAY_OPTIONS, *IO500_OPTIONS)}
+    names = {o.name for o in (*OPTIONS, *META_OPTIONS, *SWEEP_OPTIONS, *SCALE_OPTIONS, *REPLAY_OPTIONS, *IO500_OPTIONS, *WORKLOAD_OPTIONS)}
     for module in (plan, doctor, results, report, diagnose):
         names |= {o.name for table in module.COMMANDS for o in table.options}
     return names
@@ -78,8 +79,10 @@ def test_every_argument_of_every_command_is_a_table_row():
 
 # Flags that keep a command-specific help: the same meaning in words fitting the command (seed,
 # threads; --ranks: rank counts, a LIST in scale and diagnose), and meta's --target, a directory
-# rather than run's repeatable file or device.
-SAME_NAME_OWN_HELP = {"--seed", "--threads", "--target", "--ranks"}
+# rather than run's repeatable file or device; --scale: the fraction of a foreign workload run for a
+# trial (a replay's requests, a workload's dataset); --list: what the command knows, printed (io500's
+# sections and keys, the built-in workloads).
+SAME_NAME_OWN_HELP = {"--seed", "--threads", "--target", "--ranks", "--scale", "--list"}
 
 
 def test_one_flag_name_has_one_meaning_across_commands():

@@ -35,10 +35,11 @@ RANK = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}
 # Modules inside measure/, lowest first: the benchmark protocol below both kinds, the kinds below
 # what drives them. (measure/mpi/ is a layer of its own above.)
 MEASURE_ORDER = (
-    {"launch", "stats", "cpu", "cache", "checks", "passes", "environment", "aggregate", "prediction", "replay"},
-    {"benchmark"},
-    {"meta"},
-    {"runner"},
+    {"launch", "stats", "cpu", "cache", "checks", "passes", "environment", "aggregate", "prediction", "replay",
+     "formats", "checkpoint"},
+    {"benchmark", "dataset"},
+    {"meta", "training"},
+    {"runner", "workload"},
     {"sweep", "io500"},          # io500: its phases on the engine and the metadata benchmark
 )
 

@@ -32,13 +32,15 @@ IO500_SCHEMA = "storlab.io500/1"      # `storlab io500`: io500's phases, score a
 SWEEP_SCHEMA = "storlab.sweep/1"
 DOCTOR_SCHEMA = "storlab.doctor/1"
 DIAGNOSE_SCHEMA = "storlab.diagnose/1"
+WORKLOAD_SCHEMA = "storlab.workload/1"
 PLAN_SCHEMA_VERSION = 1               # storlab.plan.<command>/1, one per plan command
 
 # The schema of each kind; plan's depends on the plan command (plan_schema).
 _SCHEMA_OF_KIND = {"run": RUN_SCHEMA, "meta": RUN_SCHEMA, "scale": RUN_SCHEMA, "sweep": SWEEP_SCHEMA,
-                   "doctor": DOCTOR_SCHEMA, "diagnose": DIAGNOSE_SCHEMA, "io500": IO500_SCHEMA}
+                   "doctor": DOCTOR_SCHEMA, "diagnose": DIAGNOSE_SCHEMA, "io500": IO500_SCHEMA,
+                   "workload": WORKLOAD_SCHEMA}
 # Kinds whose documents record one measurement: they carry a run_id, times and an outcome.
-MEASURED_KINDS = frozenset({"run", "meta", "scale", "sweep", "diagnose", "io500"})
+MEASURED_KINDS = frozenset({"run", "meta", "scale", "sweep", "diagnose", "io500", "workload"})
 KINDS = frozenset({*MEASURED_KINDS, "doctor", "plan"})
 PLAN_COMMANDS = ("geometry", "reliability", "perf", "recommend", "script")
 

@@ -48,6 +48,7 @@ TRANSLATORS: dict[str, str] = {
     "fio": "storlab.jobs.fio.translator",
     "darshan": "storlab.jobs.darshan.translator",
     "io500": "storlab.jobs.io500.translator",
+    "dlio": "storlab.jobs.dlio.translator",   # a workload job: run by `storlab workload FILE.toml`
 }
 
 

@@ -101,6 +101,10 @@ def render_table(doc: dict[str, Any]) -> str:
         from .io500_files import render_summary
 
         return render_summary(doc).rstrip("\n")
+    if doc.get("kind") == "workload":  # accelerator utilization and samples/s (output/workload.py)
+        from .workload import render_workload
+
+        return render_workload(doc)
     rows = result_rows([doc], with_run=False)
     phases = doc.get("phases") or []
     if any("pass" in p for p in phases):

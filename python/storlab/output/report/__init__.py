@@ -224,7 +224,10 @@ def _imported_section(docs: Sequence[dict[str, Any]]) -> str:
 
 def charts_for(docs: Sequence[dict[str, Any]]) -> list[Chart]:
     runs, _ = split_runs(docs)
-    return all_charts(runs, of_kind(docs, "sweep"), of_kind(docs, "scale"), of_kind(docs, "meta"))
+    from .workload_charts import workload_charts
+
+    return all_charts(runs, of_kind(docs, "sweep"), of_kind(docs, "scale"), of_kind(docs, "meta")) + \
+        workload_charts(of_kind(docs, "workload"))
 
 
 def build_report(docs: Sequence[dict[str, Any]], title: str | None = None,

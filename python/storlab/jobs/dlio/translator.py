@@ -1,0 +1,362 @@
+"""DLIO workload YAML (dlio_benchmark/configs/workload/*.yaml, MLPerf Storage's configs) as a
+storlab workload job.
+
+Every key DLIO 2.0 reads from a workload file is in KEYS with what it becomes: a storlab workload
+key (`translated`), nothing that changes a byte storlab reads (`accepted`, the note says why),
+or a refusal (a `Refusal` naming the file, line, key and value). A key DLIO does not know is
+refused too. MLPerf Storage v2.0's renamed keys (record_length_bytes, ...) and its `model:`
+mapping are read as well. `++workload.KEY=VALUE` overrides (DLIO's Hydra syntax) are applied
+before translation with `overrides`.
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Callable
+
+from ..translation import Mapped, Refusal, Translation, sha256_of
+from ..workload import FORMATS, spec_from_table
+
+FORMAT = "dlio"
+MAX_YAML_BYTES = 1 << 20
+
+__all__ = ["FORMAT", "translate", "translate_text", "KEYS", "WorkloadTranslation"]
+
+
+class WorkloadTranslation(Translation):
+    """A translation whose job is a workload job: its TOML runs with `storlab workload`."""
+
+    def resolve(self, cli_values=None):
+        """storlab's validated workload (a WorkloadSpec; `storlab workload` flags apply on top)."""
+        return spec_from_table(self.job, source=os.path.basename(self.source))
+
+    def to_toml(self) -> str:
+        return super().to_toml().replace("# run it with: storlab run THIS_FILE",
+                                         "# run it with: storlab workload THIS_FILE", 1)
+
+# DLIO value -> storlab value converters
+_SHUFFLE = {"off": "off", "seed": "seed", "random": "random", False: "off", True: "seed"}
+_CKPT_TYPE = {"all_ranks": "all", "rank_zero": "zero"}
+_DLIO_FORMATS_REFUSED = {"csv", "jpeg", "png", "indexed_binary", "mmap_indexed_binary", "synthetic", "hdf5_opt"}
+
+
+def _int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError("a number")
+    if not math.isfinite(v):
+        raise ValueError("a finite number")
+    return int(round(v))
+
+
+def _float(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError("a number")
+    return float(v)
+
+
+def _bool(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError("True or False")
+    return v
+
+
+def _str(v: Any) -> str:
+    if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+        raise ValueError("a string")
+    return str(v)
+
+
+def _shuffle(v: Any) -> str:
+    if v not in _SHUFFLE:
+        raise ValueError("off, seed or random")
+    return _SHUFFLE[v]
+
+
+def _format(v: Any) -> str:
+    v = str(v)
+    if v in _DLIO_FORMATS_REFUSED:
+        raise _Unsupported(f"format {v} is not generated or read by storlab; use one of: {', '.join(FORMATS)}")
+    if v not in FORMATS:
+        raise ValueError(f"one of {', '.join(FORMATS)}")
+    return v
+
+
+class _Unsupported(Exception):
+    """A valid DLIO value storlab does not emulate (refused with this reason)."""
+
+
+# DLIO YAML key -> (storlab "section.key" or "", converter, how, note)
+ACCEPT = "accepted"
+KEYS: dict[str, tuple[str, Callable[[Any], Any] | None, str, str]] = {
+    "model": ("workload.name", None, "translated", ""),
+    "model.name": ("workload.name", _str, "translated", ""),
+    "model.type": ("", None, ACCEPT, "a label; no I/O depends on it"),
+    "model.model_size": ("checkpoint.model_size", _int, "translated", "MLPerf v2.0 places model_size under model:"),
+    "framework": ("", None, ACCEPT, "storlab reads the bytes itself; the framework's decoding is not emulated "
+                  "(DLIO's compute is a sleep either way)"),
+    "workflow.generate_data": ("", None, ACCEPT, "storlab generates the dataset when it is missing or incomplete"),
+    "workflow.train": ("workload.train", _bool, "translated", ""),
+    "workflow.checkpoint": ("checkpoint.enabled", _bool, "translated", ""),
+    "workflow.debug": ("", None, ACCEPT, "logging only"),
+    "workflow.profiling": ("", None, ACCEPT, "DLIO's profiler (iostat, darshan) is not run; storlab records its own figures"),
+    "workflow.evaluation": ("", None, ACCEPT, "evaluation is not emulated: training AU and throughput (DLIO's train "
+                            "figures, which leave evaluation out) are reported"),
+    "workflow.do_eval": ("", None, ACCEPT, "as workflow.evaluation"),
+    "dataset.data_folder": ("dataset.folder", _str, "translated", ""),
+    "dataset.format": ("dataset.format", _format, "translated", ""),
+    "dataset.num_files_train": ("dataset.files", _int, "translated", ""),
+    "dataset.num_samples_per_file": ("dataset.samples_per_file", _int, "translated", ""),
+    "dataset.record_length": ("dataset.record_length", _int, "translated", "rounded to whole bytes"),
+    "dataset.record_length_bytes": ("dataset.record_length", _int, "translated", "rounded to whole bytes"),
+    "dataset.record_length_stdev": ("dataset.record_length_stdev", _int, "translated", ""),
+    "dataset.record_length_bytes_stdev": ("dataset.record_length_stdev", _int, "translated", ""),
+    "dataset.record_length_resize": ("dataset.record_length_resize", _int, "translated", "recorded: the decoded size, no byte read"),
+    "dataset.record_length_bytes_resize": ("dataset.record_length_resize", _int, "translated", "recorded only"),
+    "dataset.num_subfolders_train": ("dataset.subfolders", _int, "translated", ""),
+    "dataset.file_prefix": ("dataset.file_prefix", _str, "translated", ""),
+    "dataset.num_files_eval": ("", None, ACCEPT, "evaluation is not emulated"),
+    "dataset.num_subfolders_eval": ("", None, ACCEPT, "evaluation is not emulated"),
+    "dataset.eval_num_samples_per_file": ("", None, ACCEPT, "evaluation is not emulated"),
+    "dataset.keep_files": ("", None, ACCEPT, "storlab always keeps the dataset for reuse"),
+    "dataset.generation_buffer_size": ("", None, ACCEPT, "generation detail; the files are the same"),
+    "dataset.compression": ("", None, "refuse-unless:none", "compressed datasets are not generated"),
+    "dataset.compression_level": ("", None, ACCEPT, "only with compression"),
+    "dataset.enable_chunking": ("", None, "refuse-unless:False", "chunked HDF5 is not generated"),
+    "dataset.chunk_size": ("", None, ACCEPT, "only with chunking"),
+    "reader.data_loader": ("", None, ACCEPT, "storlab's reader: read threads and a bounded prefetch queue per "
+                           "accelerator, like PyTorch's DataLoader workers"),
+    "reader.read_threads": ("reader.read_threads", _int, "translated", ""),
+    "reader.computation_threads": ("", None, ACCEPT, "decoding threads; no I/O"),
+    "reader.transfer_size": ("reader.transfer_size", _int, "translated", ""),
+    "reader.batch_size": ("reader.batch_size", _int, "translated", ""),
+    "reader.batch_size_eval": ("", None, ACCEPT, "evaluation is not emulated"),
+    "reader.file_shuffle": ("reader.file_shuffle", _shuffle, "translated", ""),
+    "reader.sample_shuffle": ("reader.sample_shuffle", _shuffle, "translated", ""),
+    "reader.shuffle_size": ("", None, ACCEPT, "TensorFlow's shuffle buffer reorders samples in memory; sample_shuffle "
+                            "decides the read order"),
+    "reader.prefetch_size": ("reader.prefetch", _int, "translated", ""),
+    "reader.dont_use_mmap": ("", None, ACCEPT, "storlab reads with pread, never mmap"),
+    "reader.read_type": ("", None, ACCEPT, "storlab reads on demand"),
+    "reader.file_access": ("", None, ACCEPT, "each accelerator opens the files it reads"),
+    "reader.preprocess_time": ("", None, "refuse-unless:0", "a preprocess sleep per sample is not emulated"),
+    "reader.preprocess_time_stdev": ("", None, ACCEPT, "only with preprocess_time"),
+    "reader.multiprocessing_context": ("", None, ACCEPT, "storlab's readers are threads"),
+    "train.epochs": ("train.epochs", _int, "translated", ""),
+    "train.computation_time": ("train.computation_time", _float, "translated", ""),
+    "train.computation_time_stdev": ("train.computation_time_stdev", _float, "translated", ""),
+    "train.total_training_steps": ("train.total_training_steps", _int, "translated", "-1 (all) becomes 0"),
+    "train.seed_change_epoch": ("train.seed_change_epoch", _bool, "translated", ""),
+    "train.seed": ("workload.seed", _int, "translated", ""),
+    "evaluation.eval_time": ("", None, ACCEPT, "evaluation is not emulated"),
+    "evaluation.eval_time_stdev": ("", None, ACCEPT, "evaluation is not emulated"),
+    "evaluation.epochs_between_evals": ("", None, ACCEPT, "evaluation is not emulated"),
+    "evaluation.steps_between_evals": ("", None, ACCEPT, "evaluation is not emulated"),
+    "evaluation.eval_after_epoch": ("", None, ACCEPT, "evaluation is not emulated"),
+    "checkpoint.checkpoint_folder": ("checkpoint.folder", _str, "translated", ""),
+    "checkpoint.checkpoint_after_epoch": ("checkpoint.after_epoch", _int, "translated", ""),
+    "checkpoint.epochs_between_checkpoints": ("checkpoint.epochs_between", _int, "translated", ""),
+    "checkpoint.steps_between_checkpoints": ("checkpoint.steps_between", _int, "translated", "-1 (off) becomes 0"),
+    "checkpoint.type": ("checkpoint.ranks", None, "translated", ""),
+    "checkpoint.model_size": ("checkpoint.model_size", _int, "translated", ""),
+    "checkpoint.optimization_groups": ("checkpoint.optimizer_size", None, "derived", ""),
+    "checkpoint.num_layers": ("checkpoint.model_size", None, "derived", ""),
+    "checkpoint.layer_parameters": ("checkpoint.model_size", None, "derived", ""),
+    "checkpoint.tensor_parallelism": ("checkpoint.model_size", None, "derived", ""),
+    "checkpoint.pipeline_parallelism": ("", None, ACCEPT, "layers are written by every writer (DLIO: ranks with "
+                                        "rank % pipeline_parallelism == 0)"),
+    "checkpoint.checkpoint_mechanism_classname": ("", None, "refuse", "a custom checkpoint class is not emulated"),
+    "checkpoint.fsync": ("checkpoint.fsync", _bool, "translated", ""),
+    "checkpoint.num_checkpoints_write": ("checkpoint.count_write", _int, "translated", ""),
+    "checkpoint.num_checkpoints_read": ("checkpoint.count_read", _int, "translated", ""),
+    "metric.au": ("workload.au_threshold", _float, "translated", ""),
+    "output.folder": ("", None, ACCEPT, "storlab keeps results in its store and --json"),
+    "output.log_file": ("", None, ACCEPT, "storlab keeps results in its store and --json"),
+    "profiling.profiler": ("", None, ACCEPT, "DLIO's profiler is not run"),
+    "profiling.iostat_devices": ("", None, ACCEPT, "DLIO's profiler is not run"),
+    "storage.storage_type": ("", None, "refuse-unless:local_fs", "only a local (POSIX) file system is emulated"),
+    "storage.storage_root": ("", None, "root", "prefixes dataset.folder and checkpoint.folder"),
+    "hydra": ("", None, ACCEPT, "Hydra's own settings"),
+}
+_MAPPINGS = {"workflow", "dataset", "reader", "train", "evaluation", "checkpoint", "metric", "output",
+             "profiling", "storage"}
+
+
+def _load(text: str, source: str):
+    """The YAML as {dotted key: (value, line)}; a malformed file is one Refusal-shaped error."""
+    import yaml
+
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark else None
+        raise Refusal(FORMAT, source, line, "(file)", "", f"not valid YAML: {getattr(e, 'problem', e)}") from None
+    flat: dict[str, tuple[Any, int]] = {}
+    if node is None:
+        return flat
+    if not isinstance(node, yaml.MappingNode):
+        raise Refusal(FORMAT, source, node.start_mark.line + 1, "(file)", "", "a DLIO workload is a YAML mapping")
+    loader = yaml.SafeLoader("")
+
+    def value_of(n):
+        return loader.construct_object(n, deep=True)
+
+    for key_node, value_node in node.value:
+        key = str(value_of(key_node))
+        line = key_node.start_mark.line + 1
+        if key in _MAPPINGS or (key == "model" and isinstance(value_node, yaml.MappingNode)):
+            if value_node.tag.endswith(":null"):
+                continue
+            if not isinstance(value_node, yaml.MappingNode):
+                raise Refusal(FORMAT, source, line, key, value_of(value_node), "must be a mapping of keys")
+            for k2, v2 in value_node.value:
+                flat[f"{key}.{value_of(k2)}"] = (value_of(v2), k2.start_mark.line + 1)
+        else:
+            flat[key] = (value_of(value_node), line)
+    return flat
+
+
+def apply_overrides(flat: dict[str, tuple[Any, int]], overrides: list[str], source: str) -> None:
+    """`++workload.dataset.format=npz` (or `dataset.format=npz`): DLIO's Hydra overrides."""
+    import yaml
+
+    for item in overrides:
+        key, sep, text = item.lstrip("+").partition("=")
+        if key.startswith("workload."):
+            key = key[len("workload."):]
+        if not sep or not key:
+            raise Refusal(FORMAT, source, None, item, "", "an override is ++workload.SECTION.KEY=VALUE")
+        flat[key] = (yaml.safe_load(text), 0)
+
+
+def translate(path: str, overrides: list[str] | None = None) -> Translation:
+    """A DLIO workload YAML file as a storlab workload Translation."""
+    try:
+        size = os.path.getsize(path)
+    except OSError as e:
+        raise Refusal(FORMAT, path, None, "(file)", "", f"cannot be read: {e.strerror or e}") from None
+    if size > MAX_YAML_BYTES:
+        raise Refusal(FORMAT, path, None, "(file)", "", f"{size} bytes is not a workload file (at most {MAX_YAML_BYTES})")
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Refusal(FORMAT, path, None, "(file)", "", "not UTF-8 text") from None
+    return translate_text(text, path, sha256_of(raw), overrides or [])
+
+
+def translate_text(text: str, source: str = "<text>", sha: str | None = None,
+                   overrides: list[str] | None = None) -> Translation:
+    flat = _load(text, source)
+    apply_overrides(flat, overrides or [], source)
+    table: dict[str, dict[str, Any]] = {"workload": {}, "dataset": {}, "reader": {}, "train": {}, "checkpoint": {}}
+    mapped: list[Mapped] = []
+    notes: list[str] = []
+    refused: list[tuple[str, Any, int, str]] = []
+    root = ""
+    ckpt: dict[str, Any] = {}
+    ckpt_lines: dict[str, int] = {}
+    for key, (value, line) in flat.items():
+        entry = KEYS.get(key)
+        if entry is None:
+            section = key.split(".")[0]
+            reason = "not a DLIO workload key" if section in _MAPPINGS or "." not in key else "not a DLIO workload section"
+            refused.append((key, value, line, reason))
+            continue
+        target, convert, how, note = entry
+        if how == "refuse":
+            refused.append((key, value, line, note))
+            continue
+        if how.startswith("refuse-unless:"):
+            allowed = how.split(":", 1)[1]
+            if str(value).lower() not in (allowed.lower(), "none", "0", "false") or \
+                    (allowed == "local_fs" and str(value) != "local_fs"):
+                refused.append((key, value, line, note))
+                continue
+            mapped.append(Mapped(key, value, "", ACCEPT, line or None, f"the default: {allowed}"))
+            continue
+        if how == "root":
+            root = str(value)
+            mapped.append(Mapped(key, value, "dataset.folder, checkpoint.folder", "derived", line or None, note))
+            continue
+        if how == ACCEPT:
+            mapped.append(Mapped(key, value, "", ACCEPT, line or None, note))
+            continue
+        if how == "derived" and target.startswith("checkpoint."):
+            ckpt[key.split(".", 1)[1]] = value
+            ckpt_lines[key] = line
+            continue
+        section, name = target.split(".", 1)
+        try:
+            if key == "model":
+                v = str(value)
+            elif key == "checkpoint.type":
+                if value not in _CKPT_TYPE:
+                    raise ValueError("all_ranks or rank_zero")
+                v = _CKPT_TYPE[value]
+            else:
+                v = convert(value)
+        except _Unsupported as e:
+            refused.append((key, value, line, str(e)))
+            continue
+        except ValueError as e:
+            refused.append((key, value, line, f"is not allowed; use {e}"))
+            continue
+        if key in ("train.total_training_steps", "checkpoint.steps_between_checkpoints") and v < 0:
+            v = 0
+        table[section][name] = v
+        mapped.append(Mapped(key, value, f"{target} = {v!r}", how, line or None, note))
+    if refused:
+        key, value, line, reason = refused[0]
+        raise Refusal(FORMAT, source, line or None, key, value, reason,
+                      more=[f"{k} (line {ln})" if ln else k for k, _, ln, _ in refused[1:]])
+    _checkpoint_sizes(ckpt, ckpt_lines, table, mapped, notes)
+    if root:
+        for section, name in (("dataset", "folder"), ("checkpoint", "folder")):
+            folder = table[section].get(name, {"dataset": "./data/", "checkpoint": "./checkpoints/"}[section])
+            table[section][name] = os.path.join(root, folder)
+    # DLIO's defaults where storlab's differ
+    table["checkpoint"].setdefault("ranks", "zero")
+    table["checkpoint"].setdefault("after_epoch", 1)
+    table["dataset"].setdefault("folder", "./data/")
+    table["checkpoint"].setdefault("folder", "./checkpoints/")
+    if table["checkpoint"].get("enabled") and "model_size" not in table["checkpoint"]:
+        table["checkpoint"]["model_size"] = 10240   # DLIO's default model_size
+    if not table["workload"].get("name"):
+        table["workload"]["name"] = "default"
+    table["workload"]["name"] = "".join(c if c.isalnum() or c in "_-." else "_" for c in table["workload"]["name"])
+    notes.append("reads: each sample is one read of its bytes at its offset in the file (whole file when "
+                 "samples_per_file = 1); DLIO's loaders read through numpy, h5py or tf.data")
+    notes.append("AU, samples/s and MB/s follow DLIO 2.0's statscounter: first step left out of AU, "
+                 "MB/s = samples/s x record_length / 2^20 (MiB/s of the nominal record length)")
+    spec = spec_from_table({k: v for k, v in table.items() if v}, source=os.path.basename(source))
+    return WorkloadTranslation(FORMAT, source, sha or sha256_of(text.encode()), spec.to_table(), mapped, notes,
+                               {"kind": "workload"})
+
+
+def _checkpoint_sizes(ckpt: dict[str, Any], lines: dict[str, int], table: dict[str, dict[str, Any]],
+                      mapped: list[Mapped], notes: list[str]) -> None:
+    """DLIO 2.0's checkpoint bytes per writing rank (int8 tensors): model_size, 3 x the optimizer
+    groups (two states per group and one combined), and num_layers (+ tensor_parallelism when > 1)
+    x the layer parameters."""
+    if not ckpt:
+        return
+    groups = ckpt.get("optimization_groups") or []
+    layers = ckpt.get("layer_parameters", [17371, 24740228])
+    num_layers = int(ckpt.get("num_layers", 1))
+    tp = int(ckpt.get("tensor_parallelism", 1))
+    total_layers = num_layers + (tp if tp > 1 else 0)
+    optimizer = 3 * sum(int(g) for g in groups if g > 0)
+    layer_bytes = total_layers * sum(int(p) for p in layers if p > 0) if "layer_parameters" in ckpt or \
+        "num_layers" in ckpt else 0
+    table["checkpoint"]["optimizer_size"] = optimizer
+    table["checkpoint"]["model_size"] = int(table["checkpoint"].get("model_size", 10240)) + layer_bytes
+    for k in ("optimization_groups", "num_layers", "layer_parameters", "tensor_parallelism"):
+        if k in ckpt:
+            key = f"checkpoint.{k}"
+            mapped.append(Mapped(key, ckpt[k], "checkpoint.model_size/optimizer_size", "derived", lines.get(key) or None,
+                                 "DLIO: optimizer = 3 x sum(groups) bytes; layers = (num_layers [+ tp]) x "
+                                 "sum(layer_parameters) bytes, added to the model"))
+    notes.append(f"checkpoint per writer: model {table['checkpoint']['model_size']} B (layers {layer_bytes} B), "
+                 f"optimizer {optimizer} B, as DLIO 2.0 sizes its int8 tensors")

@@ -1,0 +1,254 @@
+"""storlab's own AI-training and checkpoint workload job: the TOML shape, its validation, and the
+MLPerf Storage dataset-size rule.
+
+A training workload does not fit the I/O job's `[[phase]]` shape (it has a dataset, a reader
+pipeline, a compute time per batch and checkpoints), so it has its own tables, which
+`storlab workload FILE.toml` reads and which a DLIO YAML translates into (jobs/dlio/):
+
+    [workload]    name, au_threshold, accelerators (per process), seed
+    [dataset]     folder, format, files, samples_per_file, record_length, record_length_stdev,
+                  record_length_resize, subfolders, file_prefix
+    [reader]      batch_size, read_threads, prefetch, file_shuffle, sample_shuffle, transfer_size
+    [train]       epochs, computation_time, computation_time_stdev, total_training_steps,
+                  seed_change_epoch, drop_cache
+    [checkpoint]  enabled, folder, model_size, optimizer_size, ranks ("all" | "zero"), ...
+
+Every value is checked here; a bad one is a `WorkloadError` naming the field (`dataset.files`)
+and what is allowed. Nothing here touches the disk.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping
+
+from ..errors import UserError
+
+__all__ = ["WorkloadError", "DatasetSpec", "ReaderSpec", "TrainSpec", "CheckpointSpec", "WorkloadSpec",
+           "FORMATS", "SHUFFLES", "spec_from_table", "dataset_size_rule", "TABLES"]
+
+FORMATS = ("npz", "npy", "hdf5", "tfrecord")
+SHUFFLES = ("off", "seed", "random")
+CHECKPOINT_RANKS = ("all", "zero")
+TABLES = ("workload", "dataset", "reader", "train", "checkpoint")
+
+# MLPerf Storage's dataset rule (Submission guidelines §7; benchmark.sh datasize)
+HOST_MEMORY_MULTIPLIER = 5
+RULE_STEPS_PER_EPOCH = 500
+
+
+class WorkloadError(UserError):
+    """A workload value storlab cannot use; one line naming the field and what is allowed."""
+
+
+@dataclass
+class DatasetSpec:
+    folder: str = "data/default"
+    format: str = "npz"
+    files: int = 8
+    samples_per_file: int = 1
+    record_length: int = 65536           # bytes, mean
+    record_length_stdev: int = 0
+    record_length_resize: int = 0        # DLIO's decoded size: recorded, changes no byte read
+    subfolders: int = 0
+    file_prefix: str = "img"
+    seed: int = 10                       # content and size seed of the generator (DLIO: 10)
+
+    @property
+    def samples(self) -> int:
+        return self.files * self.samples_per_file
+
+    @property
+    def nominal_bytes(self) -> int:
+        return self.samples * self.record_length
+
+
+@dataclass
+class ReaderSpec:
+    batch_size: int = 1
+    read_threads: int = 1                # per accelerator; 0 = the accelerator reads itself
+    prefetch: int = 2                    # batches read ahead of the consumer (DLIO's prefetch_size)
+    file_shuffle: str = "off"
+    sample_shuffle: str = "off"
+    transfer_size: int = 0               # bytes per read call; 0 = one call per sample
+
+
+@dataclass
+class TrainSpec:
+    epochs: int = 1
+    computation_time: float = 0.0        # seconds per batch
+    computation_time_stdev: float = 0.0
+    total_training_steps: int = 0        # 0 = every sample once per epoch
+    seed_change_epoch: bool = True
+    drop_cache: str = "auto"             # auto (when the dataset is below the rule) | always | never
+
+
+@dataclass
+class CheckpointSpec:
+    enabled: bool = False
+    folder: str = "checkpoints"
+    model_size: int = 0                  # bytes of model state in total
+    optimizer_size: int = 0              # bytes of optimizer state in total
+    ranks: str = "all"                   # all = every rank writes its shard; zero = rank 0 only
+    ranks_total: int = 0                 # ranks the checkpoint is sharded over (0 = the writers);
+                                         # fewer writers write their share only (MLPerf's subset mode)
+    after_epoch: int = 0                 # first checkpoint after this epoch (0 = only steps_between)
+    epochs_between: int = 1
+    steps_between: int = 0               # a checkpoint every N steps (0 = off)
+    count_write: int = 1                 # `storlab workload --checkpoint-only`: writes
+    count_read: int = 1                  # and read-backs (after a cache drop)
+    files_per_rank: int = 1
+    fsync: bool = True
+
+
+@dataclass
+class WorkloadSpec:
+    name: str = "workload"
+    au_threshold: float = 0.9
+    accelerators: int = 1                # emulated per process (MPI ranks multiply it)
+    seed: int = 123                      # shuffle seed
+    dataset: DatasetSpec = field(default_factory=DatasetSpec)
+    reader: ReaderSpec = field(default_factory=ReaderSpec)
+    train: TrainSpec = field(default_factory=TrainSpec)
+    checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
+    train_enabled: bool = True
+    scaled: dict[str, Any] = field(default_factory=dict)  # what --scale changed, from what
+
+    def to_table(self) -> dict[str, Any]:
+        """The TOML job shape (reads back with spec_from_table)."""
+        d = asdict(self)
+        top = {k: d[k] for k in ("name", "au_threshold", "accelerators", "seed")}
+        top["train"] = self.train_enabled
+        return {"workload": top, "dataset": d["dataset"], "reader": d["reader"], "train": d["train"],
+                "checkpoint": d["checkpoint"]}
+
+    def steps_per_epoch(self, accelerators_total: int) -> int:
+        """DLIO's steps per epoch: floor(samples / batch / accelerators), capped by
+        total_training_steps when that is set."""
+        steps = self.dataset.samples // self.reader.batch_size // max(1, accelerators_total)
+        if self.train.total_training_steps > 0:
+            steps = min(steps, self.train.total_training_steps)
+        return steps
+
+
+_SECTIONS = {"dataset": DatasetSpec, "reader": ReaderSpec, "train": TrainSpec, "checkpoint": CheckpointSpec}
+_TOP = {"name": str, "au_threshold": float, "accelerators": int, "seed": int, "train": bool}
+
+
+def _typed(where: str, value: Any, want: type) -> Any:
+    if want is bool:
+        if isinstance(value, bool):
+            return value
+        raise WorkloadError(f"{where}: {value!r} is not allowed; use true or false")
+    if want is int:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or isinstance(value, float) and not value.is_integer():
+            raise WorkloadError(f"{where}: {value!r} is not allowed; use a whole number")
+        return int(value)
+    if want is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise WorkloadError(f"{where}: {value!r} is not allowed; use a number")
+        return float(value)
+    if not isinstance(value, str):
+        raise WorkloadError(f"{where}: {value!r} is not allowed; use a string")
+    return value
+
+
+def spec_from_table(table: Mapping[str, Any], source: str = "workload") -> WorkloadSpec:
+    """A validated WorkloadSpec from the TOML job shape; unknown tables or keys are refused."""
+    spec = WorkloadSpec()
+    for key in table:
+        if key not in TABLES:
+            raise WorkloadError(f"{source}: [{key}] is not a workload table; allowed: {', '.join(TABLES)}")
+    for key, value in (table.get("workload") or {}).items():
+        if key not in _TOP:
+            raise WorkloadError(f"{source}: workload.{key} is not a key; allowed: {', '.join(_TOP)}")
+        v = _typed(f"workload.{key}", value, _TOP[key])
+        if key == "train":
+            spec.train_enabled = v
+        else:
+            setattr(spec, key, v)
+    for section, cls in _SECTIONS.items():
+        target = getattr(spec, section)
+        fields = cls.__dataclass_fields__
+        for key, value in (table.get(section) or {}).items():
+            if key not in fields:
+                raise WorkloadError(f"{source}: {section}.{key} is not a key; allowed: {', '.join(fields)}")
+            want = {"int": int, "float": float, "str": str, "bool": bool}[str(fields[key].type)]
+            setattr(target, key, _typed(f"{section}.{key}", value, want))
+    validate(spec)
+    return spec
+
+
+def _positive(where: str, value: float, allow_zero: bool = False) -> None:
+    if value < 0 or (value == 0 and not allow_zero):
+        raise WorkloadError(f"{where}: {value!r} is not allowed; use a number {'>= 0' if allow_zero else '> 0'}")
+
+
+def validate(spec: WorkloadSpec) -> WorkloadSpec:
+    """Refuse what cannot run, naming the field."""
+    d, r, t, c = spec.dataset, spec.reader, spec.train, spec.checkpoint
+    if not spec.name or not all(ch.isalnum() or ch in "_-." for ch in spec.name):
+        raise WorkloadError(f"workload.name: {spec.name!r} is not allowed; use letters, digits, '_', '-', '.'")
+    if not 0 < spec.au_threshold <= 1:
+        raise WorkloadError(f"workload.au_threshold: {spec.au_threshold!r} is not allowed; use a fraction in (0, 1]")
+    _positive("workload.accelerators", spec.accelerators)
+    if d.format not in FORMATS:
+        raise WorkloadError(f"dataset.format: {d.format!r} is not allowed; use one of: {', '.join(FORMATS)}")
+    _positive("dataset.files", d.files)
+    _positive("dataset.samples_per_file", d.samples_per_file)
+    _positive("dataset.record_length", d.record_length)
+    _positive("dataset.record_length_stdev", d.record_length_stdev, allow_zero=True)
+    _positive("dataset.record_length_resize", d.record_length_resize, allow_zero=True)
+    _positive("dataset.subfolders", d.subfolders, allow_zero=True)
+    if not d.folder:
+        raise WorkloadError("dataset.folder: an empty path is not allowed; name a folder")
+    if not d.file_prefix or "/" in d.file_prefix or d.file_prefix.startswith("."):
+        raise WorkloadError(f"dataset.file_prefix: {d.file_prefix!r} is not allowed; use a plain file-name prefix")
+    _positive("reader.batch_size", r.batch_size)
+    _positive("reader.read_threads", r.read_threads, allow_zero=True)
+    _positive("reader.prefetch", r.prefetch)
+    _positive("reader.transfer_size", r.transfer_size, allow_zero=True)
+    for key in ("file_shuffle", "sample_shuffle"):
+        if getattr(r, key) not in SHUFFLES:
+            raise WorkloadError(f"reader.{key}: {getattr(r, key)!r} is not allowed; use one of: {', '.join(SHUFFLES)}")
+    _positive("train.epochs", t.epochs)
+    _positive("train.computation_time", t.computation_time, allow_zero=True)
+    _positive("train.computation_time_stdev", t.computation_time_stdev, allow_zero=True)
+    _positive("train.total_training_steps", t.total_training_steps, allow_zero=True)
+    if t.drop_cache not in ("auto", "always", "never"):
+        raise WorkloadError(f"train.drop_cache: {t.drop_cache!r} is not allowed; use one of: auto, always, never")
+    if c.enabled or not spec.train_enabled:
+        if c.model_size + c.optimizer_size <= 0:
+            raise WorkloadError("checkpoint.model_size: 0 is not allowed with checkpointing on; use a size in bytes > 0")
+        _positive("checkpoint.model_size", c.model_size, allow_zero=True)
+        _positive("checkpoint.optimizer_size", c.optimizer_size, allow_zero=True)
+        if c.ranks not in CHECKPOINT_RANKS:
+            raise WorkloadError(f"checkpoint.ranks: {c.ranks!r} is not allowed; use one of: {', '.join(CHECKPOINT_RANKS)}")
+        _positive("checkpoint.files_per_rank", c.files_per_rank)
+        _positive("checkpoint.ranks_total", c.ranks_total, allow_zero=True)
+        _positive("checkpoint.count_write", c.count_write, allow_zero=True)
+        _positive("checkpoint.count_read", c.count_read, allow_zero=True)
+        _positive("checkpoint.epochs_between", c.epochs_between)
+        _positive("checkpoint.steps_between", c.steps_between, allow_zero=True)
+        if not c.folder:
+            raise WorkloadError("checkpoint.folder: an empty path is not allowed; name a folder")
+    if spec.train_enabled and spec.steps_per_epoch(spec.accelerators) < 1:
+        raise WorkloadError(
+            f"reader.batch_size: {r.batch_size} x {spec.accelerators} accelerator(s) needs more samples than the "
+            f"dataset's {d.samples} (dataset.files x dataset.samples_per_file); not one step per epoch")
+    return spec
+
+
+def dataset_size_rule(spec: WorkloadSpec, accelerators_total: int, client_memory_bytes: int) -> dict[str, Any]:
+    """MLPerf Storage's minimum dataset: max(5 x client memory, 500 steps x batch x accelerators
+    samples), in files of samples_per_file; with whether this dataset meets it."""
+    d = spec.dataset
+    min_samples_steps = RULE_STEPS_PER_EPOCH * spec.reader.batch_size * accelerators_total
+    min_samples_memory = math.ceil(HOST_MEMORY_MULTIPLIER * client_memory_bytes / d.record_length)
+    min_samples = max(min_samples_steps, min_samples_memory)
+    min_files = math.ceil(min_samples / d.samples_per_file)
+    return {"rule": "files >= max(5 x client memory / record_length, 500 x batch x accelerators) / samples_per_file",
+            "client_memory_bytes": client_memory_bytes, "accelerators": accelerators_total,
+            "min_samples_steps": min_samples_steps, "min_samples_memory": min_samples_memory,
+            "min_files": min_files, "min_bytes": min_samples * d.record_length,
+            "files": d.files, "compliant": d.files >= min_files}

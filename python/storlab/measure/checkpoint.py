@@ -1,0 +1,129 @@
+"""Checkpoint I/O: each writer (an emulated accelerator, i.e. a rank) writes its shard of a
+model checkpoint into its own files with fsync, and reads them back after the page cache is
+dropped, as DLIO's checkpointing and MLPerf Storage v2.0's llama3 workloads do.
+
+Shard size per writer: with checkpoint.ranks_total = 0, model_size + optimizer_size bytes (DLIO
+2.0: every writing rank saves its whole tensors); with ranks_total = R, (model + optimizer) / R
+(the checkpoint is sharded over R ranks; fewer writers than R write only their share: MLPerf's
+subset mode). Files: FOLDER/ckpt-TAG-rRANK-fJ.bin, removed at the end of the run (they are
+storlab's, named by it); a folder holding other files is refused.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import Any
+
+from ..errors import UserError
+from ..jobs.workload import CheckpointSpec
+
+__all__ = ["shard_bytes", "check_folder", "write_shard", "read_shard", "remove", "CHUNK"]
+
+CHUNK = 16 << 20          # bytes per write or read call
+_OURS = re.compile(r"^ckpt-[A-Za-z0-9_.-]+-r\d+-f\d+\.bin$")
+_BUF: dict[str, bytearray] = {}
+
+
+def shard_bytes(spec: CheckpointSpec, writers: int) -> int:
+    total = spec.model_size + spec.optimizer_size
+    return total // spec.ranks_total if spec.ranks_total else total
+
+
+def writer_count(spec: CheckpointSpec, accelerators: int) -> int:
+    n = 1 if spec.ranks == "zero" else accelerators
+    return min(n, spec.ranks_total) if spec.ranks_total else n
+
+
+def check_folder(folder: str) -> str:
+    folder = os.path.abspath(folder)
+    if os.path.exists(folder):
+        if not os.path.isdir(folder):
+            raise UserError(f"checkpoint.folder: {folder} is not a folder")
+        for entry in sorted(os.listdir(folder)):
+            if not _OURS.match(entry):
+                raise UserError(f"checkpoint.folder: {folder} holds files storlab did not write (e.g. {entry}); "
+                                "name an empty or new folder")
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
+def _paths(folder: str, tag: str, rank: int, files: int) -> list[str]:
+    return [os.path.join(folder, f"ckpt-{tag}-r{rank}-f{j}.bin") for j in range(files)]
+
+
+def _split(total: int, parts: int) -> list[int]:
+    base, extra = divmod(total, parts)
+    return [base + (1 if j < extra else 0) for j in range(parts)]
+
+
+def write_shard(folder: str, tag: str, rank: int, nbytes: int, files: int, fsync: bool) -> dict[str, Any]:
+    """Write one writer's shard; returns its bytes and seconds (open to fsync and close)."""
+    buf = _BUF.get("w")
+    if buf is None:
+        buf = _BUF.setdefault("w", bytearray(os.urandom(CHUNK)))
+    view = memoryview(buf)
+    t0 = time.monotonic()
+    for path, size in zip(_paths(folder, tag, rank, files), _split(nbytes, files)):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            left = size
+            while left:
+                left -= os.write(fd, view[:min(left, CHUNK)])
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+    return {"rank": rank, "bytes": nbytes, "seconds": time.monotonic() - t0}
+
+
+def read_shard(folder: str, tag: str, rank: int, files: int) -> dict[str, Any]:
+    buf = bytearray(CHUNK)
+    view = memoryview(buf)
+    t0 = time.monotonic()
+    total = 0
+    for path in _paths(folder, tag, rank, files):
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            while True:
+                n = os.readv(fd, [view])
+                if not n:
+                    break
+                total += n
+        finally:
+            os.close(fd)
+    return {"rank": rank, "bytes": total, "seconds": time.monotonic() - t0}
+
+
+def drop(folder: str, tag: str, ranks: list[int], files: int) -> None:
+    for rank in ranks:
+        for path in _paths(folder, tag, rank, files):
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
+def remove(folder: str, tag: str, ranks: list[int], files: int) -> None:
+    for rank in ranks:
+        for path in _paths(folder, tag, rank, files):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+
+def summarize(kind: str, index: int, shards: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
+    """One checkpoint write or read: bytes, seconds (first start to last end), GB/s (10^9 B/s,
+    DLIO's "GB/second" is checkpoint size / duration), and the slowest rank."""
+    total = sum(s["bytes"] for s in shards)
+    slowest = max(shards, key=lambda s: s["seconds"])
+    return {"kind": kind, "index": index, "writers": len(shards), "bytes": total,
+            "seconds": round(wall_s, 6), "gb_per_s": round(total / wall_s / 1e9, 6) if wall_s > 0 else None,
+            "bytes_per_s": total / wall_s if wall_s > 0 else None,
+            "slowest_rank": slowest["rank"], "slowest_rank_seconds": round(slowest["seconds"], 6),
+            "fastest_rank_seconds": round(min(s["seconds"] for s in shards), 6)}

@@ -1,0 +1,423 @@
+"""Training emulation: accelerators that wait for batches read from a real dataset and sleep a
+computation time per batch, measured as DLIO (MLPerf Storage's engine) measures them.
+
+One emulated accelerator = a consumer thread and `reader.read_threads` reader threads. Reader
+thread r reads the batches j with j mod R == r (PyTorch DataLoader workers), each at most
+ceil(prefetch / R) batches ahead of the consumer (PyTorch's prefetch_factor, from DLIO's
+prefetch_size). A sample read is one pread of its bytes at its offset (os.preadv releases the
+GIL; the bytes land in a per-thread buffer and are dropped: decoding is not emulated, as the
+compute is a sleep). read_threads = 0: the consumer reads its batch itself.
+
+Per step, as DLIO 2.0's main loop and statscounter: load = wait for the batch; compute = a sleep
+of computation_time (normal(mean, stdev) when a stdev is given); then every accelerator meets at
+a barrier (DLIO: comm.barrier() after each step); proc = load + compute + barrier. A block is
+the steps between checkpoints (one block per epoch without step checkpoints):
+    AU(block)         = sum(compute[1:]) / (block wall time - proc[0])     (first step left out)
+    samples/s(block)  = steps / block wall time x batch
+per accelerator and epoch: step-weighted over blocks; the epoch's AU is the mean over all
+accelerators, its samples/s their sum; the run's `au` and `samples_per_s` are means over epochs.
+DLIO's "MB/s" = samples/s x record_length / 2^20 (MiB/s of the nominal record length).
+
+Accelerators: `accelerators` per process (threads); under MPI every rank runs that many, the
+barrier spans all of them, and rank 0 merges the figures.
+"""
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..jobs.workload import WorkloadSpec
+from . import checkpoint as ckpt
+from .dataset import Dataset, drop_cached
+
+__all__ = ["Trainer", "TrainingStopped", "percentiles", "au_of_block"]
+
+_FD_CACHE = 32           # open files kept per reader thread when files hold several samples
+_WAIT_POLL_S = 0.2       # how often a waiting thread looks for a stop
+
+
+class TrainingStopped(Exception):
+    """A stop (Ctrl-C, SIGTERM, a failed peer) ended training; completed epochs are kept."""
+
+
+@dataclass
+class Block:
+    start: float
+    end: float = 0.0
+    load: list[float] = field(default_factory=list)
+    compute: list[float] = field(default_factory=list)
+    proc: list[float] = field(default_factory=list)
+    step_end: list[float] = field(default_factory=list)
+
+    def au(self) -> float:
+        return au_of_block(self.compute, self.proc, self.end - self.start)
+
+    def throughput(self, batch: int) -> float:
+        wall = self.end - self.start
+        return len(self.compute) / wall * batch if wall > 0 else 0.0
+
+
+def au_of_block(compute: list[float], proc: list[float], wall_s: float) -> float:
+    """DLIO's AU of one block: compute of every step but the first over the block's wall time
+    less the first step's time (0 when nothing was computed)."""
+    total = math.fsum(compute[1:])
+    if total == 0:
+        return 0.0
+    return total / (wall_s - proc[0])
+
+
+def percentiles(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    a = np.asarray(values)
+    return {"p50": float(np.percentile(a, 50)), "p90": float(np.percentile(a, 90)),
+            "p99": float(np.percentile(a, 99)), "max": float(a.max()), "mean": float(a.mean())}
+
+
+class _Epoch:
+    """The read plan of one epoch for one accelerator: its batches of (file, offset, length)."""
+
+    def __init__(self, spec: WorkloadSpec, dataset: Dataset, epoch: int, accel: int, accels: int, steps: int):
+        d, r = spec.dataset, spec.reader
+        seed = spec.seed + epoch if spec.train.seed_change_epoch else spec.seed
+        rng = np.random.default_rng(seed)
+        order = np.arange(d.files)
+        if r.file_shuffle == "seed":
+            order = rng.permutation(d.files)
+        elif r.file_shuffle == "random":
+            order = np.random.default_rng().permutation(d.files)
+        per = steps * r.batch_size
+        k = np.arange(accel * per, (accel + 1) * per) % d.samples
+        if r.sample_shuffle == "seed":
+            k = np.random.default_rng([seed, 7]).permutation(k)
+        elif r.sample_shuffle == "random":
+            k = np.random.default_rng().permutation(k)
+        files = order[k // d.samples_per_file]
+        within = k % d.samples_per_file
+        base, stride, length = dataset.layout_arrays()
+        self.file = files.astype(np.int64)
+        self.offset = base[files] + within * stride[files]
+        self.length = length[files]
+        self.batch = r.batch_size
+        self.steps = steps
+
+
+class _Reader:
+    """Reads samples: one pread per sample (or transfer_size pieces) into a reused buffer."""
+
+    def __init__(self, paths: list[str], max_len: int, transfer: int, many_per_file: bool):
+        self.paths = paths
+        self.buf = memoryview(bytearray(max(1, transfer or max_len)))
+        self.transfer = transfer
+        self.many = many_per_file
+        self.fds: dict[int, int] = {}
+
+    def read(self, f: int, offset: int, length: int) -> int:
+        fd = self.fds.get(f)
+        if fd is None:
+            fd = os.open(self.paths[f], os.O_RDONLY | os.O_CLOEXEC)
+            if self.many:
+                if len(self.fds) >= _FD_CACHE:
+                    os.close(self.fds.pop(next(iter(self.fds))))
+                self.fds[f] = fd
+        try:
+            done = 0
+            step = self.transfer or length
+            while done < length:
+                n = os.preadv(fd, [self.buf[:min(step, length - done)]], offset + done)
+                if n <= 0:
+                    raise OSError(f"{self.paths[f]}: short read at {offset + done} (the dataset changed?)")
+                done += n
+            return done
+        finally:
+            if not self.many:
+                os.close(fd)
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+
+
+class Trainer:
+    """Runs the epochs of a workload on a dataset with `local` accelerators in this process."""
+
+    def __init__(self, spec: WorkloadSpec, dataset: Dataset, *, local: int, rank: int = 0, ranks: int = 1,
+                 mpi_barrier: Callable[[], None] | None = None, drop_cache: bool = False,
+                 checkpoint_folder: str = "", notify: Callable[[str], None] | None = None):
+        self.spec, self.dataset = spec, dataset
+        self.local, self.rank, self.ranks = local, rank, ranks
+        self.total = local * ranks
+        self.steps = spec.steps_per_epoch(self.total)
+        self.drop_cache = drop_cache
+        self.checkpoint_folder = checkpoint_folder
+        self.notify = notify or (lambda m: None)
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        self._barrier = threading.Barrier(local, action=mpi_barrier)
+        self.max_len = max(lay.length for lay in dataset.layouts)
+        self.epochs: list[dict[str, Any]] = []        # per epoch: per local accelerator its blocks
+        self.checkpoints: list[dict[str, Any]] = []
+        self._ckpt_shards: list[dict[str, Any]] = []
+        self._ckpt_lock = threading.Lock()
+        self.t_origin = 0.0
+        self.bytes_read = [0] * local
+
+    # -- the run ------------------------------------------------------------------------------------
+    def run(self) -> None:
+        """All epochs; raises TrainingStopped (after cleaning up) when stopped."""
+        self.t_origin = time.monotonic()
+        threads = [threading.Thread(target=self._accelerator, args=(i,), name=f"accel-{i}", daemon=True)
+                   for i in range(self.local)]
+        self._per_accel: list[list[list[Block]]] = [[] for _ in range(self.local)]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                while t.is_alive():
+                    t.join(_WAIT_POLL_S)
+        except BaseException:
+            self._halt()
+            for t in threads:
+                t.join(5)
+            raise
+        if self.error is not None:
+            raise self.error
+        if self.stop.is_set():
+            raise TrainingStopped()
+
+    def _halt(self) -> None:
+        self.stop.set()
+        self._barrier.abort()
+
+    def _wait_barrier(self) -> None:
+        try:
+            self._barrier.wait()
+        except threading.BrokenBarrierError:
+            self.stop.set()
+            raise TrainingStopped() from None
+
+    def _accelerator(self, i: int) -> None:
+        try:
+            self._train(i)
+        except TrainingStopped:
+            pass
+        except BaseException as e:      # an I/O error in this accelerator stops all of them
+            if self.error is None:
+                self.error = e
+            self._halt()
+
+    def _train(self, i: int) -> None:
+        spec = self.spec
+        g = self.rank * self.local + i
+        ck = spec.checkpoint
+        for epoch in range(1, spec.train.epochs + 1):
+            if self.drop_cache:
+                self._wait_barrier()
+                if i == 0:
+                    drop_cached(self.dataset.paths)
+            self._wait_barrier()
+            plan = _Epoch(spec, self.dataset, epoch, g, self.total, self.steps)
+            blocks = self._epoch(i, plan, epoch)
+            self._per_accel[i].append(blocks)
+            if ck.enabled and ck.after_epoch and epoch >= ck.after_epoch and \
+                    (epoch - ck.after_epoch) % ck.epochs_between == 0 and not ck.steps_between:
+                self._checkpoint(i, f"e{epoch}")
+            self._wait_barrier()
+            if i == 0:
+                self.epochs.append({"epoch": epoch, "end": time.monotonic() - self.t_origin,
+                                    "cache_dropped": self.drop_cache})
+
+    def _epoch(self, i: int, plan: _Epoch, epoch: int) -> list[Block]:
+        spec = self.spec
+        t_comp, t_sd = spec.train.computation_time, spec.train.computation_time_stdev
+        rng = np.random.default_rng([spec.seed, epoch, self.rank * self.local + i])
+        nthreads = spec.reader.read_threads
+        many = spec.dataset.samples_per_file > 1
+        ready = [threading.Event() for _ in range(plan.steps)]
+        failures: list[BaseException] = []
+        slots: list[threading.Semaphore] = []
+        readers: list[threading.Thread] = []
+        nbytes = [0]
+        count_lock = threading.Lock()
+
+        def read_batch(reader: _Reader, j: int) -> int:
+            lo, hi = j * plan.batch, (j + 1) * plan.batch
+            return sum(reader.read(int(f), int(o), int(n))
+                       for f, o, n in zip(plan.file[lo:hi], plan.offset[lo:hi], plan.length[lo:hi]))
+
+        def worker(r: int) -> None:
+            reader = _Reader(self.dataset.paths, self.max_len, spec.reader.transfer_size, many)
+            mine = 0
+            try:
+                for j in range(r, plan.steps, nthreads):
+                    while not slots[r].acquire(timeout=_WAIT_POLL_S):
+                        if self.stop.is_set():
+                            return
+                    if self.stop.is_set():
+                        return
+                    mine += read_batch(reader, j)
+                    ready[j].set()
+            except BaseException as e:
+                failures.append(e)
+                self._halt()
+            finally:
+                reader.close()
+                with count_lock:
+                    nbytes[0] += mine
+
+        if nthreads:
+            factor = max(1, math.ceil(spec.reader.prefetch / nthreads))
+            slots = [threading.Semaphore(factor) for _ in range(nthreads)]
+            readers = [threading.Thread(target=worker, args=(r,), daemon=True) for r in range(nthreads)]
+        own = None if nthreads else _Reader(self.dataset.paths, self.max_len, spec.reader.transfer_size, many)
+        steps_between = spec.checkpoint.steps_between if spec.checkpoint.enabled else 0
+        blocks = [Block(time.monotonic())]          # DLIO starts the block before the loader
+        for t in readers:
+            t.start()
+        try:
+            t0 = time.monotonic()
+            for j in range(plan.steps):
+                if own is not None:
+                    nbytes[0] += read_batch(own, j)
+                else:
+                    while not ready[j].wait(_WAIT_POLL_S):
+                        if self.stop.is_set():
+                            raise TrainingStopped()
+                    slots[j % nthreads].release()
+                if self.stop.is_set():
+                    raise TrainingStopped()
+                now = time.monotonic()
+                block = blocks[-1]
+                block.load.append(now - t0)
+                c = max(0.0, float(rng.normal(t_comp, t_sd))) if t_sd > 0 else t_comp
+                if c > 0:
+                    time.sleep(c)
+                block.compute.append(c)
+                self._wait_barrier()
+                now = time.monotonic()
+                block.proc.append(now - t0)
+                block.step_end.append(now - self.t_origin)
+                if steps_between and (j + 1) % steps_between == 0 and j + 1 < plan.steps:
+                    block.end = now
+                    self._checkpoint(i, f"e{epoch}s{j + 1}")
+                    blocks.append(Block(time.monotonic()))
+                t0 = time.monotonic()
+            blocks[-1].end = time.monotonic()
+        finally:
+            if failures:
+                self.stop.set()
+            for t in readers:
+                t.join()
+            if own is not None:
+                own.close()
+            self.bytes_read[i] += nbytes[0]
+        if failures:
+            raise failures[0]
+        return [b for b in blocks if b.compute]
+
+    # -- checkpoints during training ----------------------------------------------------------------
+    def _checkpoint(self, i: int, tag: str) -> None:
+        ck = self.spec.checkpoint
+        g = self.rank * self.local + i
+        writers = ckpt.writer_count(ck, self.total)
+        self._wait_barrier()
+        t0 = time.monotonic()
+        if g < writers:
+            shard = ckpt.write_shard(self.checkpoint_folder, tag, g, ckpt.shard_bytes(ck, writers),
+                                     ck.files_per_rank, ck.fsync)
+            with self._ckpt_lock:
+                self._ckpt_shards.append(shard)
+        self._wait_barrier()
+        if i == 0:
+            wall = time.monotonic() - t0
+            with self._ckpt_lock:
+                shards, self._ckpt_shards = self._ckpt_shards, []
+            if shards:
+                rec = ckpt.summarize("write", len(self.checkpoints), shards, wall)
+                rec["tag"] = tag
+                self.checkpoints.append(rec)
+            ckpt.remove(self.checkpoint_folder, tag, list(range(self.rank * self.local, (self.rank + 1) * self.local)),
+                        ck.files_per_rank)
+        self._wait_barrier()
+
+    # -- figures --------------------------------------------------------------------------------------
+    def local_figures(self) -> dict[str, Any]:
+        """This process's accelerators, per completed epoch (plain data, to gather under MPI)."""
+        done = min(len(b) for b in self._per_accel) if self._per_accel else 0
+        batch = self.spec.reader.batch_size
+        accels = []
+        for i, epochs in enumerate(self._per_accel):
+            per_epoch = []
+            for blocks in epochs[:done]:
+                steps = [len(b.compute) for b in blocks]
+                total = sum(steps)
+                au = sum(b.au() * s for b, s in zip(blocks, steps)) / total if total else 0.0
+                thr = sum(b.throughput(batch) * s for b, s in zip(blocks, steps)) / total if total else 0.0
+                loads = [x for b in blocks for x in b.load]
+                per_epoch.append({"au": au, "samples_per_s": thr, "steps": total,
+                                  "seconds": sum(b.end - b.start for b in blocks),
+                                  "load_s": loads,
+                                  "step_end": [x for b in blocks for x in b.step_end],
+                                  "compute": [x for b in blocks for x in b.compute]})
+            accels.append({"index": self.rank * self.local + i, "rank": self.rank, "epochs": per_epoch,
+                           "bytes_read": self.bytes_read[i]})
+        return {"rank": self.rank, "accelerators": accels, "epochs_done": done,
+                "checkpoints": self.checkpoints, "epoch_marks": self.epochs[:done]}
+
+
+def merge(parts: list[dict[str, Any]], spec: WorkloadSpec, wall_s: float) -> dict[str, Any]:
+    """The workload's figures from every process's local_figures (rank 0 under MPI)."""
+    accels = sorted((a for p in parts for a in p["accelerators"]), key=lambda a: a["index"])
+    done = min(p["epochs_done"] for p in parts)
+    n = len(accels)
+    batch = spec.reader.batch_size
+    epochs = []
+    for e in range(done):
+        au = [a["epochs"][e]["au"] for a in accels]
+        thr = [a["epochs"][e]["samples_per_s"] for a in accels]
+        loads = [x for a in accels for x in a["epochs"][e]["load_s"]]
+        epochs.append({"epoch": e + 1, "au": float(np.mean(au)), "samples_per_s": float(np.sum(thr)),
+                       "steps": accels[0]["epochs"][e]["steps"],
+                       "seconds": max(a["epochs"][e]["seconds"] for a in accels),
+                       "au_per_accelerator": [round(x, 6) for x in au],
+                       "wait_s": percentiles(loads)})
+    au = float(np.mean([e["au"] for e in epochs])) if epochs else 0.0
+    sps = float(np.mean([e["samples_per_s"] for e in epochs])) if epochs else 0.0
+    per_accel = []
+    for a in accels:
+        eps = a["epochs"][:done]
+        per_accel.append({"index": a["index"], "rank": a["rank"],
+                          "au": float(np.mean([x["au"] for x in eps])) if eps else 0.0,
+                          "samples_per_s": float(np.mean([x["samples_per_s"] for x in eps])) if eps else 0.0,
+                          "bytes_read": a["bytes_read"]})
+    all_loads = [x for a in accels for ep in a["epochs"][:done] for x in ep["load_s"]]
+    series = _timeseries(accels, done, n, batch, wall_s)
+    return {"au": au, "au_std": float(np.std([e["au"] for e in epochs])) if epochs else 0.0,
+            "samples_per_s": sps, "epochs": epochs, "per_accelerator": per_accel,
+            "wait_s": percentiles(all_loads), "timeseries": series, "epochs_done": done,
+            "bytes_read": sum(a["bytes_read"] for a in accels),
+            "checkpoints": [c for p in parts for c in p["checkpoints"]]}
+
+
+def _timeseries(accels: list[dict[str, Any]], done: int, n: int, batch: int, wall_s: float) -> dict[str, Any]:
+    """AU and samples/s per interval: compute time of the steps ending in it over interval x
+    accelerators (a step's compute is counted where it ends)."""
+    interval = max(0.1, round(wall_s / 60, 1)) if wall_s > 0 else 1.0
+    bins = max(1, math.ceil(wall_s / interval))
+    comp = np.zeros(bins)
+    samples = np.zeros(bins)
+    for a in accels:
+        for ep in a["epochs"][:done]:
+            idx = np.minimum((np.asarray(ep["step_end"]) / interval).astype(int), bins - 1)
+            np.add.at(comp, idx, ep["compute"])
+            np.add.at(samples, idx, batch)
+    return {"interval_s": interval, "t_s": [round((k + 1) * interval, 3) for k in range(bins)],
+            "au": [round(float(x), 4) for x in comp / (interval * max(1, n))],
+            "samples_per_s": [round(float(x), 2) for x in samples / interval]}

@@ -1,0 +1,290 @@
+"""`storlab workload`: one training (or checkpoint) run of a workload, made into a result document,
+and the search for the most accelerators that hold the AU threshold.
+
+Order of a training run: the dataset (reused or generated, measure/dataset.py), MLPerf's
+dataset-size rule (checked, recorded; a dataset below it is a trial: the page cache of its files
+is dropped before each epoch and the result says `compliant: false`), the epochs
+(measure/training.py), then the figures. A checkpoint workload (`[workload] train = false`)
+writes `count_write` checkpoints, drops their cached pages and reads `count_read` back.
+Under mpiexec or srun every rank runs its accelerators and rank 0 writes the document.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import socket
+import time
+from typing import Any, Callable
+
+from ..document import header, now_iso
+from ..jobs.workload import WorkloadSpec, dataset_size_rule
+from . import checkpoint as ckpt
+from . import dataset as ds
+from .training import Trainer, TrainingStopped, merge
+
+__all__ = ["run_workload", "search_accelerators", "client_memory_bytes", "Mpi"]
+
+
+class Mpi:
+    """The ranks of this run: a one-process stand-in, or mpi4py's COMM_WORLD under a launcher."""
+
+    def __init__(self) -> None:
+        from .launch import detect
+
+        self.comm = None
+        self.rank, self.size = 0, 1
+        if detect() is not None:
+            try:
+                from mpi4py import MPI
+            except ImportError:
+                from ..errors import UserError
+
+                raise UserError("storlab workload under mpiexec or srun needs mpi4py (pip install 'storlab[mpi]')") from None
+
+            self.comm = MPI.COMM_WORLD
+            self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+
+    def barrier(self) -> None:
+        if self.comm is not None:
+            self.comm.Barrier()
+
+    def bcast(self, obj: Any) -> Any:
+        return obj if self.comm is None else self.comm.bcast(obj, root=0)
+
+    def gather(self, obj: Any) -> list[Any] | None:
+        return [obj] if self.comm is None else self.comm.gather(obj, root=0)
+
+    def allgather(self, obj: Any) -> list[Any]:
+        return [obj] if self.comm is None else self.comm.allgather(obj)
+
+
+def client_memory_bytes(mpi: Mpi) -> tuple[int, int]:
+    """(total memory of the client hosts, number of hosts): MemTotal of each distinct host."""
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    hosts = dict(mpi.allgather((socket.gethostname(), mem)))
+    return sum(hosts.values()), len(hosts)
+
+
+def _cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def run_workload(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str], None] | None = None,
+                 translation: dict[str, Any] | None = None, source: str = "", mpi: Mpi | None = None,
+                 drop_cache: str | None = None) -> dict[str, Any] | None:
+    """Run the workload; the document on rank 0 (None on the other ranks)."""
+    mpi = mpi or Mpi()
+    notify = notify or (lambda m: None)
+    doc = header("workload", argv=argv)
+    doc["workload"] = {"name": spec.name, "source": source, "job": spec.to_table()}
+    if spec.scaled:
+        doc["workload"]["scaled"] = spec.scaled
+    if translation:
+        doc["translation"] = translation
+    total = spec.accelerators * mpi.size
+    memory, hosts = client_memory_bytes(mpi)
+    doc.update({"accelerators": total, "accelerators_per_process": spec.accelerators, "ranks": mpi.size,
+                "hosts": hosts, "au_threshold": spec.au_threshold, "warnings": [],
+                "environment": {"host": socket.gethostname(), "cpus": os.cpu_count(), "client_memory_bytes": memory}})
+    if not spec.train_enabled:
+        return _checkpoint_run(spec, doc, mpi, notify)
+    stop_flag = None
+    t_gen = time.monotonic()
+    dataset = ds.prepare(spec.dataset, comm=mpi if mpi.size > 1 else None, notify=notify, stop=stop_flag)
+    rule = dataset_size_rule(spec, total, memory)
+    mode = drop_cache or spec.train.drop_cache
+    drop = mode == "always" or (mode == "auto" and not rule["compliant"])
+    doc["dataset"] = {**dataset.record(), "seconds_to_prepare": round(time.monotonic() - t_gen, 3),
+                      "size_rule": rule, "cache_dropped_each_epoch": drop}
+    doc["compliant"] = bool(rule["compliant"]) and not spec.scaled
+    reasons = []
+    if not rule["compliant"]:
+        reasons.append(f"dataset of {spec.dataset.files} files is below MLPerf's minimum of {rule['min_files']}")
+    if spec.scaled:
+        reasons.append("sizes scaled down: " + ", ".join(f"{k} {v['from']} -> {v['to']}" for k, v in spec.scaled.items()))
+    doc["noncompliant_reasons"] = reasons
+    ck_folder = ""
+    if spec.checkpoint.enabled:
+        ck_folder = ckpt.check_folder(spec.checkpoint.folder) if mpi.rank == 0 else os.path.abspath(spec.checkpoint.folder)
+        mpi.barrier()
+    trainer = Trainer(spec, dataset, local=spec.accelerators, rank=mpi.rank, ranks=mpi.size,
+                      mpi_barrier=mpi.barrier if mpi.size > 1 else None, drop_cache=drop,
+                      checkpoint_folder=ck_folder, notify=notify)
+    cpu0, t0 = _cpu_s(), time.monotonic()
+    stopped = None
+    try:
+        trainer.run()
+    except (TrainingStopped, KeyboardInterrupt) as e:
+        stopped = e
+    wall = time.monotonic() - t0
+    cpu = _cpu_s() - cpu0
+    parts = mpi.gather({"fig": trainer.local_figures(), "cpu_s": cpu, "wall_s": wall})
+    if mpi.rank != 0:
+        if isinstance(stopped, KeyboardInterrupt):
+            raise stopped
+        return None
+    figures = merge([p["fig"] for p in parts], spec, max(p["wall_s"] for p in parts))
+    cpu_total = sum(p["cpu_s"] for p in parts)
+    record = spec.dataset.record_length
+    doc.update({
+        "au": figures["au"], "au_std": figures["au_std"], "samples_per_s": figures["samples_per_s"],
+        "mib_per_s": figures["samples_per_s"] * record / 2**20,
+        "mib_per_s_definition": "DLIO's 'MB/s': samples/s x record_length / 2^20 (MiB/s of the nominal record length)",
+        "bytes_per_s_read": figures["bytes_read"] / wall if wall > 0 else None,
+        "passed": bool(figures["epochs"]) and figures["au"] >= spec.au_threshold,
+        "steps_per_epoch": trainer.steps, "epochs": figures["epochs"], "epochs_done": figures["epochs_done"],
+        "per_accelerator": figures["per_accelerator"], "wait_s": figures["wait_s"],
+        "timeseries": figures["timeseries"], "seconds": wall,
+        "cpu": {"seconds": cpu_total, "cores": cpu_total / wall if wall > 0 else None,
+                "cores_per_accelerator": cpu_total / wall / total if wall > 0 else None,
+                "accelerators_per_core": total * wall / cpu_total if cpu_total > 0 else None},
+    })
+    if figures["checkpoints"]:
+        doc["checkpoints"] = figures["checkpoints"]
+    doc["warnings"] += _first_step_warnings(spec, figures["epochs"], trainer.steps)
+    if stopped is not None or figures["epochs_done"] < spec.train.epochs:
+        doc["complete"] = False
+        if trainer.error is not None:
+            doc["stop_reason"], doc["error"] = "error", str(trainer.error)
+        else:
+            doc["stop_reason"] = "interrupted"
+    doc["finished_at"] = now_iso()
+    return doc
+
+
+def _first_step_warnings(spec: WorkloadSpec, epochs: list[dict[str, Any]], steps: int) -> list[dict[str, str]]:
+    """DLIO leaves the first step out of AU; when the readers can fetch most of an epoch during
+    that step (few steps, deep prefetch), AU says little about the storage: say so."""
+    r = spec.reader
+    in_flight = max(1, r.read_threads) * max(1, -(-r.prefetch // max(1, r.read_threads)))
+    worst = max((e["wait_s"]["max"] / e["seconds"] for e in epochs if e.get("wait_s") and e["seconds"] > 0), default=0.0)
+    if steps <= 4 * in_flight or worst > 0.25:
+        return [{"code": "au_first_step", "message":
+                 f"AU leaves the first step out (as DLIO does), and with {steps} steps per epoch and up to {in_flight} "
+                 f"batches read ahead, the longest wait was {100 * worst:.0f} % of an epoch: AU may hide the storage; "
+                 f"use more steps per epoch (MLPerf's size rule asks for 500 x batch x accelerators samples)"}]
+    return []
+
+
+def _checkpoint_run(spec: WorkloadSpec, doc: dict[str, Any], mpi: Mpi, notify) -> dict[str, Any] | None:
+    """Write count_write checkpoints, drop their cache, read count_read back (every writer in
+    its own thread; under MPI every rank's writers)."""
+    import threading
+
+    ck = spec.checkpoint
+    total = spec.accelerators * mpi.size
+    writers = ckpt.writer_count(ck, total)
+    mine = [g for g in range(mpi.rank * spec.accelerators, (mpi.rank + 1) * spec.accelerators) if g < writers]
+    per = ckpt.shard_bytes(ck, writers)
+    folder = ckpt.check_folder(ck.folder) if mpi.rank == 0 else os.path.abspath(ck.folder)
+    mpi.barrier()
+    results: list[dict[str, Any]] = []
+    tag = f"{spec.name}-{doc['run_id'][:8]}"
+
+    def phase(fn, args) -> dict[str, Any] | None:
+        shards: list[dict[str, Any]] = []
+        errors: list[BaseException] = []
+
+        def one(g: int) -> None:
+            try:
+                shards.append(fn(folder, *args(g)))
+            except BaseException as e:
+                errors.append(e)
+        mpi.barrier()
+        t0 = time.monotonic()
+        threads = [threading.Thread(target=one, args=(g,)) for g in mine]
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2)
+        if errors:
+            raise errors[0]
+        mpi.barrier()
+        wall = time.monotonic() - t0
+        every = mpi.gather(shards)
+        return None if every is None else ({"shards": [s for part in every for s in part], "wall": wall})
+
+    stopped = None
+    try:
+        for i in range(ck.count_write):
+            out = phase(ckpt.write_shard, lambda g, i=i: (f"{tag}-{i}", g, per, ck.files_per_rank, ck.fsync))
+            if out:
+                results.append(ckpt.summarize("write", i, out["shards"], out["wall"]))
+        if ck.count_read and ck.count_write:
+            ckpt.drop(folder, tag, mine, ck.files_per_rank)
+            for i in range(ck.count_write):
+                ckpt.drop(folder, f"{tag}-{i}", mine, ck.files_per_rank)
+            for i in range(ck.count_read):
+                j = i % ck.count_write
+                out = phase(ckpt.read_shard, lambda g, j=j: (f"{tag}-{j}", g, ck.files_per_rank))
+                if out:
+                    results.append(ckpt.summarize("read", i, out["shards"], out["wall"]))
+    except KeyboardInterrupt as e:
+        stopped = e
+    finally:
+        for i in range(ck.count_write):
+            ckpt.remove(folder, f"{tag}-{i}", mine, ck.files_per_rank)
+    if mpi.rank != 0:
+        return None
+    writes = [r for r in results if r["kind"] == "write"]
+    reads = [r for r in results if r["kind"] == "read"]
+    doc["checkpoint"] = {
+        "writers": writers, "bytes_per_writer": per, "bytes_per_checkpoint": per * writers,
+        "ranks_total": ck.ranks_total or writers,
+        "subset": bool(ck.ranks_total and writers < ck.ranks_total),
+        "fraction_written": (writers / ck.ranks_total) if ck.ranks_total else 1.0,
+        "write_gb_per_s": _mean([r["gb_per_s"] for r in writes]), "read_gb_per_s": _mean([r["gb_per_s"] for r in reads]),
+        "write_seconds": _mean([r["seconds"] for r in writes]), "read_seconds": _mean([r["seconds"] for r in reads]),
+    }
+    doc["checkpoints"] = results
+    doc["compliant"] = not spec.scaled and not doc["checkpoint"]["subset"]
+    doc["noncompliant_reasons"] = (["sizes scaled down"] if spec.scaled else []) + \
+        (["subset mode: fewer writers than the checkpoint's ranks"] if doc["checkpoint"]["subset"] else [])
+    if stopped is not None:
+        doc["complete"], doc["stop_reason"] = False, "interrupted"
+    doc["finished_at"] = now_iso()
+    return doc
+
+
+def _mean(values: list[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def search_accelerators(spec: WorkloadSpec, run: Callable[[WorkloadSpec], dict[str, Any]],
+                        max_accelerators: int = 1024) -> tuple[list[dict[str, Any]], int]:
+    """The most accelerators (per process) that hold the AU threshold: double until a trial
+    fails, then bisect. Returns the trials (accelerators, au, samples/s, passed) and the best."""
+    import dataclasses
+
+    trials: list[dict[str, Any]] = []
+
+    def trial(n: int) -> bool:
+        s = dataclasses.replace(spec, accelerators=n)
+        doc = run(s)
+        ok = bool(doc.get("passed")) and doc.get("complete", True)
+        trials.append({"accelerators": doc["accelerators"], "au": doc.get("au"),
+                       "samples_per_s": doc.get("samples_per_s"), "passed": ok})
+        if doc.get("complete") is False:
+            raise KeyboardInterrupt
+        return ok
+
+    lo, hi = 0, None
+    n = 1
+    while n <= max_accelerators and spec.steps_per_epoch(n) >= 1:
+        if trial(n):
+            lo, n = n, n * 2
+        else:
+            hi = n
+            break
+    if hi is None:
+        return trials, lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if trial(mid):
+            lo = mid
+        else:
+            hi = mid
+    return trials, lo

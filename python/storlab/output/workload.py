@@ -1,0 +1,58 @@
+"""The plain-text summary of a `storlab workload` result: AU against the threshold, samples/s,
+DLIO's MB/s, per-epoch figures, batch-wait percentiles, checkpoints and compliance."""
+from __future__ import annotations
+
+from typing import Any
+
+from .base import align
+
+__all__ = ["render_workload"]
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.2f}%"
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{1000 * x:.2f}"
+
+
+def render_workload(doc: dict[str, Any]) -> str:
+    name = doc.get("workload", {}).get("name", "?")
+    lines = [f"workload {name}: {doc.get('accelerators')} accelerator(s) on {doc.get('ranks')} rank(s), "
+             f"{doc.get('hosts')} host(s)"]
+    if "au" in doc:
+        verdict = "PASS" if doc.get("passed") else "FAIL"
+        lines.append(f"AU {_pct(doc['au'])} (threshold {_pct(doc['au_threshold'])}: {verdict}); "
+                     f"{doc['samples_per_s']:.2f} samples/s; {doc['mib_per_s']:.2f} MiB/s (DLIO's 'MB/s': "
+                     f"samples/s x record_length / 2^20)")
+        rows = [[str(e["epoch"]), str(e["steps"]), f"{e['seconds']:.2f}", _pct(e["au"]), f"{e['samples_per_s']:.2f}",
+                 _ms((e.get("wait_s") or {}).get("p50")), _ms((e.get("wait_s") or {}).get("p99")),
+                 _ms((e.get("wait_s") or {}).get("max"))] for e in doc.get("epochs", [])]
+        if rows:
+            lines += align(["epoch", "steps", "seconds", "AU", "samples/s", "wait p50 ms", "wait p99 ms", "wait max ms"],
+                           rows, [True] * 8)
+        cpu = doc.get("cpu") or {}
+        if cpu.get("cores_per_accelerator") is not None:
+            lines.append(f"client CPU: {cpu['cores']:.3f} cores, {cpu['cores_per_accelerator']:.4f} per accelerator")
+    ck = doc.get("checkpoint")
+    if ck:
+        lines.append(f"checkpoint: {ck['writers']} writer(s) x {ck['bytes_per_writer']} B"
+                     + (f" (subset: {ck['fraction_written']:.3f} of {ck['ranks_total']} ranks)" if ck.get("subset") else ""))
+    for c in doc.get("checkpoints", []):
+        lines.append(f"  {c['kind']} #{c['index']}: {c['bytes']} B in {c['seconds']:.3f} s = {c['gb_per_s']:.3f} GB/s; "
+                     f"slowest rank {c['slowest_rank']} ({c['slowest_rank_seconds']:.3f} s)")
+    data = doc.get("dataset")
+    if data:
+        rule = data["size_rule"]
+        lines.append(f"dataset {data['folder']}: {data['files']} {data['format']} files, {data['bytes']} B, "
+                     f"{'generated' if data['generated'] else 'reused'}; MLPerf size rule: >= {rule['min_files']} files")
+    if doc.get("search"):
+        s = doc["search"]
+        lines.append(f"accelerator search: {s['max_accelerators']} accelerators hold the threshold; trials: "
+                     + ", ".join(f"{t['accelerators']}={_pct(t['au'])}" for t in s["trials"]))
+    if not doc.get("compliant", True):
+        lines.append("not a compliant MLPerf run: " + "; ".join(doc.get("noncompliant_reasons") or []))
+    if doc.get("complete") is False:
+        lines.append(f"incomplete ({doc.get('stop_reason')}): figures cover the {len(doc.get('epochs', []))} epoch(s) done")
+    return "\n".join(lines)

@@ -1,0 +1,128 @@
+"""The training dataset: real files of their format (numpy, h5py, a TFRecord reader open them),
+a manifest, reuse, regeneration after an interrupted generation, and a folder of other files
+refused."""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+from storlab.jobs.workload import DatasetSpec
+from storlab.measure import dataset as ds
+from storlab.measure.formats import crc32c, read_tfrecords
+
+
+def spec(tmp_path, **kw) -> DatasetSpec:
+    base = dict(folder=str(tmp_path / "data"), format="npz", files=6, samples_per_file=3, record_length=5000)
+    base.update(kw)
+    return DatasetSpec(**base)
+
+
+def sample_bytes(data: ds.Dataset, f: int, s: int) -> bytes:
+    lay = data.layouts[f]
+    with open(data.paths[f], "rb") as fh:
+        fh.seek(lay.data_offset + s * lay.stride)
+        return fh.read(lay.length)
+
+
+def test_crc32c_known_value():
+    assert crc32c(b"123456789") == 0xE3069283          # the CRC-32C check value
+    long = bytes(range(256)) * 50                        # longer than one numpy lane
+    from storlab.measure.formats import _raw_scalar
+    assert crc32c(long) == _raw_scalar(0xFFFFFFFF, long) ^ 0xFFFFFFFF
+
+
+@pytest.mark.parametrize("fmt", ["npz", "npy", "tfrecord", "hdf5"])
+def test_files_open_in_their_format_and_samples_lie_where_recorded(tmp_path, fmt):
+    if fmt == "hdf5":
+        h5py = pytest.importorskip("h5py")
+    data = ds.prepare(spec(tmp_path, format=fmt))
+    assert data.generated and len(data.paths) == 6
+    assert sorted(os.listdir(tmp_path / "data")) == [ds.MANIFEST, "train"]
+    path = data.paths[2]
+    assert os.path.basename(path) == f"img_2_of_6.{fmt}"
+    if fmt == "npz":
+        x = np.load(path)["x"]
+        assert x.shape[0] == 3 and x[0].size == 5000
+        assert x[1].tobytes() == sample_bytes(data, 2, 1)
+    elif fmt == "npy":
+        x = np.load(path)
+        assert x[2].tobytes() == sample_bytes(data, 2, 2)
+    elif fmt == "hdf5":
+        with h5py.File(path, "r") as h:
+            assert h["records"].shape[0] == 3
+            assert h["records"][1].tobytes() == sample_bytes(data, 2, 1)
+    else:
+        records = read_tfrecords(path)          # checks both CRCs of every record
+        assert len(records) == 3 and len(records[0]["image"][0]) == 5000
+        assert records[0]["size"] == [5000]
+        framed = sample_bytes(data, 2, 1)            # the whole framed record: 12 + Example + 4 bytes
+        assert records[1]["image"][0] in framed and len(framed) < 5000 + 64
+
+
+def test_tfrecord_is_read_by_tensorflow_when_installed(tmp_path):
+    tf = pytest.importorskip("tensorflow")
+    data = ds.prepare(spec(tmp_path, format="tfrecord"))
+    n = 0
+    for raw in tf.data.TFRecordDataset(data.paths[0]):
+        ex = tf.train.Example.FromString(raw.numpy())
+        assert len(ex.features.feature["image"].bytes_list.value[0]) == 5000
+        n += 1
+    assert n == 3
+
+
+def test_reused_when_matching_and_regenerated_when_not(tmp_path):
+    s = spec(tmp_path)
+    first = ds.prepare(s)
+    again = ds.prepare(s)
+    assert first.generated and not again.generated
+    assert [lay.size for lay in again.layouts] == [lay.size for lay in first.layouts]
+    other = ds.prepare(dataclasses.replace(s, record_length=6000))
+    assert other.generated and "record_length" in other.regenerated_because
+    os.truncate(other.paths[3], 10)            # a file changed behind storlab's back
+    fixed = ds.prepare(dataclasses.replace(s, record_length=6000))
+    assert fixed.generated and "img_3_of_6" in fixed.regenerated_because
+
+
+def test_interrupted_generation_is_detected_and_redone(tmp_path):
+    s = spec(tmp_path)
+    data = ds.prepare(s)
+    os.unlink(os.path.join(data.folder, ds.MANIFEST))         # as if killed before the manifest
+    with open(os.path.join(data.folder, ds.PARTIAL), "w") as f:
+        f.write("x")
+    os.unlink(data.paths[4])
+    again = ds.prepare(s)
+    assert again.generated and again.regenerated_because == "a previous generation did not finish"
+    assert os.path.exists(data.paths[4]) and not os.path.exists(os.path.join(data.folder, ds.PARTIAL))
+
+
+def test_record_length_stdev_varies_file_sizes(tmp_path):
+    data = ds.prepare(spec(tmp_path, record_length=4000, record_length_stdev=1000, samples_per_file=1, files=8))
+    lengths = {lay.length for lay in data.layouts}
+    assert len(lengths) > 4 and all(lay.length >= 1 for lay in data.layouts)
+
+
+def test_folder_holding_other_files_is_refused_and_untouched(tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "thesis.tex").write_text("mine")
+    with pytest.raises(ds.DatasetError, match=r"^dataset.folder: .* holds files storlab did not write \(e.g. thesis.tex\)"):
+        ds.prepare(spec(tmp_path))
+    assert os.listdir(folder) == ["thesis.tex"]
+    (folder / "thesis.tex").unlink()
+    (folder / "train").mkdir()
+    (folder / "train" / "notes.txt").write_text("mine")
+    with pytest.raises(ds.DatasetError, match="train/notes.txt"):
+        ds.prepare(spec(tmp_path))
+
+
+def test_symlink_escape_is_refused(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    s = spec(tmp_path)
+    os.makedirs(s.folder)
+    os.symlink(outside, os.path.join(s.folder, "train"))
+    with pytest.raises(ds.DatasetError):
+        ds.prepare(s)
+    assert os.listdir(outside) == []

@@ -1,0 +1,152 @@
+"""DLIO's own workload YAML files (the pip wheel's dlio_benchmark/configs/workload/, fetched by
+scripts/test.sh into STORLAB_DLIO_CONFIGS): each one is translated and run scaled down, or
+refused in one line naming the file, line, key and why. Plus the translator's faces: line
+numbers, --emit TOML that reads back, the record, refusals of unknown keys and bad YAML."""
+from __future__ import annotations
+
+import glob
+import importlib.util
+import math
+import os
+
+import pytest
+from storlab.jobs.dlio.translator import translate, translate_text
+from storlab.jobs.translation import MAX_REFUSAL, Refusal, translator
+from storlab.jobs.workload import spec_from_table
+from storlab.measure.workload import run_workload
+
+
+def dlio_configs() -> str | None:
+    env = os.environ.get("STORLAB_DLIO_CONFIGS")
+    if env and os.path.isdir(env):
+        return env
+    found = importlib.util.find_spec("dlio_benchmark")
+    if found and found.submodule_search_locations:
+        path = os.path.join(list(found.submodule_search_locations)[0], "configs", "workload")
+        if os.path.isdir(path):
+            return path
+    return None
+
+
+CONFIGS = dlio_configs()
+FILES = sorted(glob.glob(os.path.join(CONFIGS, "*.yaml"))) if CONFIGS else []
+# what storlab does not emulate, by file: DLIO's binary index formats
+REFUSED = {"dlrm.yaml": "dataset.format = indexed_binary", "megatron_deepspeed.yaml": "dataset.format = mmap_indexed_binary"}
+
+
+def scaled_down(table: dict, tmp: str) -> dict:
+    """The same workload, small: few tiny samples, short compute, one epoch of two steps."""
+    t = {k: dict(v) for k, v in table.items()}
+    d, r, tr, ck = t["dataset"], t["reader"], t["train"], t["checkpoint"]
+    d["folder"] = os.path.join(tmp, "data")
+    d["samples_per_file"] = min(d["samples_per_file"], 4)
+    d["record_length"] = min(d["record_length"], 4096)
+    d["record_length_stdev"] = min(d["record_length_stdev"], 512)
+    d["files"] = min(d["files"], max(2, math.ceil(2 * r["batch_size"] / d["samples_per_file"])))
+    tr.update(computation_time=min(tr["computation_time"], 0.001), epochs=1, total_training_steps=2)
+    ck.update(folder=os.path.join(tmp, "ck"), model_size=min(ck["model_size"], 1 << 16),
+              optimizer_size=min(ck["optimizer_size"], 1 << 16), steps_between=ck["steps_between"] and 1,
+              after_epoch=min(ck["after_epoch"], 1))
+    return t
+
+
+@pytest.mark.skipif(not FILES, reason="DLIO's configs not found: set STORLAB_DLIO_CONFIGS (scripts/test.sh fetches them)")
+@pytest.mark.parametrize("path", FILES, ids=os.path.basename)
+def test_every_dlio_workload_runs_or_is_refused_in_one_line(path, tmp_path):
+    name = os.path.basename(path)
+    if name in REFUSED:
+        with pytest.raises(Refusal) as info:
+            translate(path)
+        text = str(info.value)
+        assert "\n" not in text and len(text) <= MAX_REFUSAL
+        assert text.startswith(f"dlio {name}:") and REFUSED[name] in text
+        return
+    t = translate(path)
+    assert t.format == "dlio" and t.record()["sha256"] and all(m.line for m in t.mapped)
+    spec = spec_from_table(scaled_down(t.job, str(tmp_path)))
+    doc = run_workload(spec, argv=["test"], translation=t.record())
+    assert doc["complete"] and doc["epochs_done"] == 1
+    assert 0 <= doc["au"] <= 1.05 and doc["samples_per_s"] > 0
+    assert doc["translation"]["format"] == "dlio"
+
+
+UNET = """model: unet3d
+framework: pytorch
+workflow:
+  generate_data: False
+  train: True
+dataset:
+  data_folder: data/unet3d/
+  format: npz
+  num_files_train: 168
+  record_length: 146600628.5
+reader:
+  batch_size: 7
+  read_threads: 4
+train:
+  computation_time: 0.323
+metric:
+  au: 0.90
+"""
+
+
+def test_keys_map_with_their_lines():
+    t = translate_text(UNET, "unet.yaml", "0" * 64)
+    by = {m.key: m for m in t.mapped}
+    assert by["dataset.num_files_train"].line == 9 and by["dataset.num_files_train"].storlab == "dataset.files = 168"
+    assert by["reader.batch_size"].storlab == "reader.batch_size = 7"
+    assert by["framework"].how == "accepted" and by["framework"].note
+    assert t.job["dataset"]["record_length"] == 146600628
+    assert t.job["workload"]["au_threshold"] == 0.9
+    assert translator("dlio").FORMAT == "dlio"
+
+
+def test_emit_reads_back_as_the_same_workload(tmp_path):
+    t = translate_text(UNET, "unet.yaml", "0" * 64)
+    out = tmp_path / "u.toml"
+    t.emit(str(out))
+    text = out.read_text()
+    assert text.startswith("# storlab job translated from dlio unet.yaml")
+    assert "# run it with: storlab workload THIS_FILE" in text
+    from storlab.jobs.tomlfile import read_toml
+
+    assert spec_from_table(read_toml(str(out), "workload")) == spec_from_table(t.job) == t.resolve()
+
+
+@pytest.mark.parametrize("text, where", [
+    (UNET.replace("  read_threads: 4", "  read_threads: 4\n  wobble: 3"), "dlio u.yaml:14: reader.wobble = 3: not a DLIO workload key"),
+    (UNET + "extras:\n  a: 1\n", "dlio u.yaml:18: extras"),
+    (UNET.replace("format: npz", "format: png"), "dlio u.yaml:8: dataset.format = png"),
+    (UNET.replace("batch_size: 7", "batch_size: seven"), "dlio u.yaml:12: reader.batch_size = seven"),
+    ("model: [unclosed\n", "dlio u.yaml:2: (file): not valid YAML"),
+    (UNET.replace("  train: True", "  train: True\n  checkpoint: True\ncheckpoint:\n  checkpoint_mechanism_classname: x.Y"),
+     "checkpoint.checkpoint_mechanism_classname = x.Y"),
+])
+def test_refusals_are_one_line_naming_line_and_key(text, where):
+    with pytest.raises(Refusal) as info:
+        translate_text(text, "u.yaml", "0" * 64)
+    msg = str(info.value)
+    assert "\n" not in msg and where in msg
+
+
+def test_bad_values_after_translation_name_the_storlab_field():
+    from storlab.jobs.workload import WorkloadError
+
+    with pytest.raises(WorkloadError, match="reader.batch_size"):
+        translate_text(UNET.replace("batch_size: 7", "batch_size: 0"), "u.yaml", "0" * 64)
+    with pytest.raises(WorkloadError, match="dataset.files"):
+        translate_text(UNET.replace("num_files_train: 168", "num_files_train: -3"), "u.yaml", "0" * 64)
+
+
+def test_hydra_overrides_apply_before_translation():
+    t = translate_text(UNET, "u.yaml", "0" * 64, ["++workload.dataset.format=hdf5", "++workload.reader.read_threads=2"])
+    assert t.job["dataset"]["format"] == "hdf5" and t.job["reader"]["read_threads"] == 2
+
+
+def test_checkpoint_sizes_follow_dlio():
+    text = UNET.replace("  train: True", "  train: True\n  checkpoint: True") + (
+        "checkpoint:\n  type: all_ranks\n  model_size: 1000\n  optimization_groups: [10, 20]\n"
+        "  num_layers: 4\n  layer_parameters: [5, 7]\n  tensor_parallelism: 2\n")
+    t = translate_text(text, "u.yaml", "0" * 64)
+    ck = t.job["checkpoint"]
+    assert ck["optimizer_size"] == 3 * 30 and ck["model_size"] == 1000 + (4 + 2) * 12 and ck["ranks"] == "all"
