@@ -339,7 +339,8 @@ ROWS: tuple[Option, ...] = (
     Option("emit", "str", "a foreign job (--fio, a Darshan log, an io500 .ini, a DLIO workload): write "
            "it translated, as a storlab TOML job file with the flags given beside it (and any file it "
            "names, e.g. request logs in FILE.iologs/), to FILE ('-': standard output) and run nothing; "
-           "`storlab run FILE` runs it (`storlab workload FILE` for a DLIO workload)", default=None, category="target", core=False, job_key=False,
+           "`storlab run FILE` runs it (`storlab workload FILE` for a DLIO workload)", default=None,
+           category="target", core=False, job_key=False,
            metavar="FILE"),
 )
 
