@@ -175,7 +175,22 @@ ROWS: tuple[Option, ...] = (
            "Skewed laws draw with repeats (the random map is off for them, as in fio)",
            metavar="DIST", fio_name="random_distribution",
            rule="random_distribution"),
-    Option("bs", "size", "request (block) size", fio_name="blocksize"),
+    Option("bs", "size", "request (block) size (see bssplit, bsrange for sizes that vary)",
+           fio_name="blocksize"),
+    Option("bssplit", "str", "each request's size drawn from a split, as fio's bssplit: "
+           "SIZE/PERCENT[:SIZE/PERCENT...], percentages of the requests (not the bytes) summing "
+           "to 100, an empty one sharing the rest evenly (4k/50:64k/30:1m/20); per direction "
+           "READ,WRITE[,TRIM] (trims take the writes' when not given; an empty part keeps bs). "
+           "Random offsets are multiples of the smallest size (or blockalign); with the random "
+           "map each block is still covered once per pass, a request being cut where it meets a "
+           "covered block (fio's rule). Results count the requests per size",
+           metavar="SPLIT", fio_name="bssplit", rule="bssplit"),
+    Option("bsrange", "str", "each request's size drawn between MIN-MAX (fio's bsrange): the "
+           "multiples of MIN up to MAX, equally likely; per direction as bssplit",
+           metavar="MIN-MAX", fio_name="bsrange", rule="bsrange"),
+    Option("blockalign", "size", "random offsets are multiples of this many bytes (0: the "
+           "smallest request size); another value turns the random map off, as fio's blockalign",
+           fio_name="blockalign"),
     Option("seq_hole", "size", "bytes skipped after each sequential request, a multiple of bs "
            "(fio's rw=read:SIZE); one pass then issues ceil(range / (bs + seq_hole)) requests"),
     Option("threads", "int", "worker threads per target", fio_name="numjobs"),
