@@ -113,16 +113,15 @@ def test_runtime_without_time_based_needs_a_size():
     ("[j]\nfilename=/x\ndirect=2\n", "expected 0 or 1"),
     ("[j]\nfilename=-\n", "standard input"),
     ("[j]\nfilename=/x\nkb_base=512\n", "1000 or 1024"),
-    ("[j]\nfilename=/x\nbs=4k-8k\n", "one block size per worker"),
     ("[j]\nfilename=/x\nruntime=10parsecs\n", "fio time"),
     ("[j]\nfilename=/x\nnumjobs=0\n", "at least 1"),
     ("[j]\nfilename=/x\nrwmixread=120\n", "0..100"),
-    ("[j]\nfilename=/x\nrw=rw\nbs=4k,8k\n", "share one block size"),
     ("[j]\nfilename=/x\nrandom_distribution=zoned_abs:60/20g:40/100g\n", "zoned_abs is not supported"),
     ("[j]\nfilename=/x\nrandom_distribution=zipf:1:0.5:2\n", "random_distribution"),
     ("[j]\nfilename=/x\nnorandommap=2\n", "expected 0 or 1"),
     ("[j]\nfilename=/x\nsize=50%\n", "needs an existing file"),
-    ("[j]\nfilename=/x\nblockalign=512\n", "only blockalign=bs"),
+    ("[j]\nfilename=/x\nblockalign=512,4k\n", "give one value"),
+    ("[j]\nfilename=/x\nbsrange=4k\n", "not MIN-MAX"),
     ("[j]\nfilename=/x\nstartdelay=1-5\n", "one delay"),
     ("[j]\nfilename=/x\nsize=1m\nbssplit=4k/50:8k/40\n", "add up to 100"),
 ])
@@ -431,3 +430,14 @@ def test_target_count_that_does_not_divide_the_clones_is_refused_in_one_line(tmp
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.count("\n") == 0
     assert "job 'job' runs 3 clones (numjobs); give 1 target for them to share, or 3, one each" in err
+
+
+def test_sizes_per_direction_bsrange_and_blockalign_translate_to_the_engine():
+    g = groups(translate("[j]\nfilename=/x\nsize=1m\nrw=randrw\nbs=4k,8k\n"))["j"]
+    assert (g["bs"], g["bssplit"]) == (4096, "4k,8k,8k")
+    g = groups(translate("[j]\nfilename=/x\nsize=1m\nrw=randread\nbsrange=1k:16k\nba=1k\n"))["j"]
+    assert (g["bsrange"], g["blockalign"]) == ("1k-16k", 1024)
+    # the held-out real-world command: time-based, sizes drawn per request
+    g = groups(translate("[j]\nfilename=/x\nsize=1g\nrw=randrw\nbssplit=4k/50:64k/30:1m/20\n"
+                         "time_based\nruntime=10\n"))["j"]
+    assert g["bssplit"] == "1m/20:64k/30:4k/50" and g["time"] == 10

@@ -108,10 +108,10 @@ _ROWS: list[tuple[str, str, str]] = [
     ("kb_base", _M, "sizes read with fio's 1000/1024 rules"),
     ("unit_base", _A, "storlab reports bytes"),
     # --- block sizes ---
-    ("bs", _M, "bs (`R,W` only where the job does one direction or both are equal)"),
-    ("bsrange", _M, "bs when the range is one size"),
-    ("bssplit", _M, "one worker per block size sharing the job's bytes by the percentages (size-based jobs)"),
-    ("blockalign", _M, "storlab aligns to bs (only equal to bs)"),
+    ("bs", _M, "bs; sizes differing per direction (`R,W[,T]`) become a bssplit of one size per direction"),
+    ("bsrange", _M, "bsrange: each request's size drawn per I/O between MIN and MAX, as fio"),
+    ("bssplit", _M, "bssplit: each request's size drawn per I/O from the split (fio's draw), time- or size-based"),
+    ("blockalign", _M, "blockalign (one value for every direction); turns the random map off as in fio"),
     ("blocksize_unaligned", _R, "storlab issues bs-aligned requests"),
     ("bs_is_seq_rand", _R, "storlab's block size does not depend on direction"),
     # --- pattern ---
