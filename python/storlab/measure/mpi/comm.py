@@ -19,6 +19,7 @@ Shutdown is an orderly BYE exchange, so no message is left unmatched when MPI is
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -36,23 +37,44 @@ TAG_HEARTBEAT, TAG_ABORT, TAG_BYE = 1, 2, 3
 TAG_GATHER, TAG_BCAST, TAG_CLOCK, TAG_FINAL, TAG_CLEANUP = 10, 11, 12, 13, 14
 
 # Polling: a few busy polls first (a barrier released while a rank sleeps starts that rank late by
-# the sleep), then sleeps growing from 50 us to 200 us. Long spinning is worse: ranks sharing cores
-# with the engine's threads (or other ranks) take the CPU from the very work they wait for.
+# the sleep), then polls that yield the CPU to any other runnable thread (ranks oversubscribing the
+# cores, the engine's threads), then sleeps growing from 20 us to 200 us. Long spinning is worse:
+# ranks sharing cores take the CPU from the very work they wait for.
 _SPINS = 50
-_MIN_SLEEP_S = 50e-6
+_YIELDS = 200
+_MIN_SLEEP_S = 20e-6
 _MAX_SLEEP_S = 200e-6
 
 
+def _precise_sleeps() -> None:
+    """Ask the kernel to wake this process's sleeps on time: its default timer slack of 50 us
+    (prctl PR_SET_TIMERSLACK) would add that much to every polling sleep, that is to every hop
+    of a collective."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(29, 1, 0, 0, 0)   # PR_SET_TIMERSLACK, 1 ns
+    except (OSError, AttributeError):
+        pass   # not Linux: the default slack stays
+
+
 class _Backoff:
-    def __init__(self) -> None:
-        self.polls = 0
+    """One wait's polling pauses; `busy` False (more ranks on this node than cores) skips the
+    spinning and yielding: each would take a core another rank needs."""
+
+    def __init__(self, busy: bool = True) -> None:
+        self.polls = 0 if busy else _SPINS + _YIELDS
         self.sleep_s = _MIN_SLEEP_S
 
     def __call__(self) -> None:
         self.polls += 1
-        if self.polls > _SPINS:
-            time.sleep(self.sleep_s)
-            self.sleep_s = min(_MAX_SLEEP_S, self.sleep_s * 2)
+        if self.polls <= _SPINS:
+            return
+        if self.polls <= _SPINS + _YIELDS:
+            os.sched_yield()
+            return
+        time.sleep(self.sleep_s)
+        self.sleep_s = min(_MAX_SLEEP_S, self.sleep_s * 2)
 
 
 class RankFailure(StorlabError):
@@ -233,6 +255,11 @@ class Comm:
         self.size = self.data.Get_size()
         self.liveness = liveness
         self._seq = 0
+        _precise_sleeps()
+        # Ranks of this communicator on this node: more than its cores and polls only sleep.
+        node = self.data.Split_type(MPI.COMM_TYPE_SHARED)
+        self._busy_wait = node.Get_size() <= (os.cpu_count() or 1)
+        node.Free()
 
     @property
     def failure(self) -> RankFailure | None:
@@ -248,7 +275,7 @@ class Comm:
             raise RankFailure(f.rank, f.args[0])
 
     def _wait_request(self, req, deadline: float | None = None) -> bool:
-        pause = _Backoff()
+        pause = _Backoff(self._busy_wait)
         while not req.test()[0]:
             self._check()
             if deadline is not None and time.monotonic() > deadline:
@@ -261,7 +288,7 @@ class Comm:
         """(source, payload) of the next message with this tag and sequence number from any of
         `sources`. Each source is probed on its own: messages from one rank arrive in order, but a
         fast rank's message for the next collective may arrive before a slow rank's for this one."""
-        pause = _Backoff()
+        pause = _Backoff(self._busy_wait)
         while True:
             for source in sources:
                 msg = self.data.improbe(source, tag)
