@@ -316,6 +316,17 @@ ROWS: tuple[Option, ...] = (
     Option("pass_spread", "float", "warn when passes differ in bandwidth by more than this "
            "(max - min, in % of the mean)", default=10.0, category="method", core=False, unit="%",
            minimum=0, maximum=100000),
+    Option("ss", "str", "steady state (fio's ss, SNIA PTS): stop each I/O phase once its IOPS or "
+           "bandwidth, sampled every second after ss_ramp, has been flat for ss_dur; "
+           "iops:L / bw:L: no sample further than L from the window's mean; iops_slope:L / "
+           "bw_slope:L: the least-squares slope under L per second; L in the metric's units or "
+           "a percentage of the mean (iops_slope:0.3%); the result says whether it was reached",
+           default=None, category="method", core=False, metavar="METRIC:LIMIT", fio_name="steadystate",
+           parse=lambda raw, label: _parse_steady(raw, label)),
+    Option("ss_dur", "duration", "the window steady state is judged over (fio's ss_dur); needed with ss",
+           default=0.0, category="method", core=False, unit="s", minimum=0, fio_name="steadystate_duration"),
+    Option("ss_ramp", "duration", "time before steady-state samples are taken (fio's ss_ramp)",
+           default=0.0, category="method", core=False, unit="s", minimum=0, fio_name="steadystate_ramp_time"),
     Option("cache", "choice", "page-cache and controller-cache control", default="off",
            category="method", core=False,
            choices=_choice(off="no sizing, no dropping",
@@ -439,6 +450,16 @@ def _check_bounds(opt: Option, value: float, shown: Any) -> None:
     upper = opt.upper
     if (opt.minimum is not None and value < opt.minimum) or (upper is not None and value > upper):
         raise OptionError(f"{opt.label}: {shown!r} is out of range; allowed: {_allowed(opt)}")
+
+
+def _parse_steady(raw: Any, label: str) -> str:
+    """`ss`: metric:limit[%] (jobs/steadystate.py)."""
+    from .steadystate import canonical
+
+    try:
+        return canonical(str(raw), label)
+    except ValueError as e:
+        raise OptionError(str(e)) from None
 
 
 _PARSERS: dict[str, Callable[[Option, Any], Any]] = {}

@@ -35,6 +35,7 @@ from .cpu import CpuSample, cpu_usage
 from .environment import describe_target, host_environment
 from .meta import MetaBenchmark
 from .prediction import predict_for_run
+from .steady import SteadyState
 
 SCHEMA = RUN_SCHEMA
 SCRATCH_SIZE_BYTES = 256 << 20
@@ -391,6 +392,7 @@ class IoBenchmark(Benchmark):
             raise from_core(*e.args) from None
         # After the plan laid the files out, before the clock: the layout's pages are dropped too.
         invalidated = cache.invalidate(*cache.invalidation_targets(phase, self.job.run))
+        steady = SteadyState.of(self.job.run)
         hooks.before_start(phase, run)
         cpu_before = CpuSample.now()
         run.start()
@@ -404,10 +406,19 @@ class IoBenchmark(Benchmark):
             if every and time.monotonic() >= next_checkpoint and not stopping:
                 self._checkpoint_mid_phase(phase, run)
                 next_checkpoint = time.monotonic() + every
+            if steady is not None and not stopping and not steady.attained:
+                b, o, elapsed, _done = run.progress()
+                if steady.feed(elapsed, o, b):
+                    run.interrupt()   # steady: the phase ends here, complete (below)
 
-        wait_for_phase(run, phase, hooks, self.progress_interval_s, lambda: self._report(phase.name, run), on_tick)
+        tick = self.progress_interval_s if steady is None else min(self.progress_interval_s, 0.1)
+        wait_for_phase(run, phase, hooks, tick, lambda: self._report(phase.name, run), on_tick)
         cpu_after = CpuSample.now()
         result = json.loads(run.result_json())
+        if steady is not None:
+            result["steadystate"] = steady.record()
+            if steady.attained and result["stop_reason"] == "interrupted" and not STOP.requested:
+                result.update(complete=True, stop_reason="steady_state")
         bw = sum(result[d]["bw_bytes"] for d in DIRECTIONS if d in result)
         result["cpu"] = cpu_usage(cpu_before, cpu_after, bw)
         result["rw"] = "+".join(sorted({g.values["rw"] for g in phase.groups}))
