@@ -441,3 +441,13 @@ def test_sizes_per_direction_bsrange_and_blockalign_translate_to_the_engine():
     g = groups(translate("[j]\nfilename=/x\nsize=1g\nrw=randrw\nbssplit=4k/50:64k/30:1m/20\n"
                          "time_based\nruntime=10\n"))["j"]
     assert g["bssplit"] == "1m/20:64k/30:4k/50" and g["time"] == 10
+
+
+def test_steady_state_options_map_to_the_runs_ss():
+    from storlab.jobs.fiojob import read_sections, translate_sections
+
+    tr = translate_sections(*read_sections("[j]\nfilename=/x\nsize=1m\nrw=randread\ntime_based\nruntime=60\n"
+                                           "ss=iops_slope:0.3%\nss_dur=20\nss_ramp=5\n"))
+    assert (tr.run["ss"], tr.run["ss_dur"], tr.run["ss_ramp"]) == ("iops_slope:0.3%", 20.0, 5.0)
+    with pytest.raises(FioJobError, match="steadystate=lat:1%"):
+        translate("[j]\nfilename=/x\nsize=1m\nss=lat:1%\nss_dur=10\n")
