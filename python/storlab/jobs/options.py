@@ -327,6 +327,21 @@ ROWS: tuple[Option, ...] = (
            default=0.0, category="method", core=False, unit="s", minimum=0, fio_name="steadystate_duration"),
     Option("ss_ramp", "duration", "time before steady-state samples are taken (fio's ss_ramp)",
            default=0.0, category="method", core=False, unit="s", minimum=0, fio_name="steadystate_ramp_time"),
+    Option("latency_target", "duration", "find the highest queue depth whose latency percentile "
+           "stays at or below this (fio's latency_target): each I/O phase is run for latency_window "
+           "at qd 1, 2, 4 ... up to its qd, then bisected between the last depth that held and the "
+           "first that did not; the phase's result is the trial at the depth found (with "
+           "latency_run: the phase as written, run at that depth), with the IOPS it gave and "
+           "every depth tried", default=None, category="method", core=False, unit="s",
+           minimum=1e-9, fio_name="latency_target"),
+    Option("latency_window", "duration", "how long each depth is tried (fio's latency_window)",
+           default=5.0, category="method", core=False, unit="s", minimum=0.01, fio_name="latency_window"),
+    Option("latency_run", "bool", "after the latency_target search, run the phase as written at the "
+           "depth found (fio's latency_run keeps adjusting the depth instead)", default=False,
+           category="method", core=False, fio_name="latency_run"),
+    Option("latency_percentile", "float", "the share of requests that must complete within "
+           "latency_target, in percent (fio's latency_percentile)", default=100.0, category="method",
+           core=False, unit="%", minimum=0.0001, maximum=100, fio_name="latency_percentile"),
     Option("cache", "choice", "page-cache and controller-cache control", default="off",
            category="method", core=False,
            choices=_choice(off="no sizing, no dropping",
