@@ -451,3 +451,11 @@ def test_steady_state_options_map_to_the_runs_ss():
     assert (tr.run["ss"], tr.run["ss_dur"], tr.run["ss_ramp"]) == ("iops_slope:0.3%", 20.0, 5.0)
     with pytest.raises(FioJobError, match="steadystate=lat:1%"):
         translate("[j]\nfilename=/x\nsize=1m\nss=lat:1%\nss_dur=10\n")
+
+
+def test_latency_target_options_map_to_the_run_in_fios_units():
+    from storlab.jobs.fiojob import read_sections, translate_sections
+
+    tr = translate_sections(*read_sections("[j]\nfilename=/x\nsize=1m\nrw=randread\niodepth=32\n"
+                                           "latency_target=500\nlatency_window=2s\nlatency_percentile=99.9\n"))
+    assert (tr.run["latency_target"], tr.run["latency_window"], tr.run["latency_percentile"]) == (500e-6, 2.0, 99.9)

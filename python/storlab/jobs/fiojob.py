@@ -425,16 +425,19 @@ def translate_sections(sections: list[Section], source: str = "<text>",
                 out.phases[-1]["groups"].append(g)
                 groups.append(g["name"])
         for fio_key, key in (("steadystate", "ss"), ("steadystate_duration", "ss_dur"),
-                             ("steadystate_ramp_time", "ss_ramp")):
+                             ("steadystate_ramp_time", "ss_ramp"), ("latency_target", "latency_target"),
+                             ("latency_window", "latency_window"), ("latency_percentile", "latency_percentile")):
             if job.has(fio_key):
                 try:
-                    value = parse_value(key, job.raw(fio_key) if key == "ss" else job.time(fio_key))
+                    raw = job.raw(fio_key) if key in ("ss", "latency_percentile") else \
+                        job.time(fio_key, 1e-6 if key.startswith("latency") else 1.0)   # fio: bare = us
+                    value = parse_value(key, raw)
                 except (OptionError, ValueError) as e:
                     problems.value(f"[{job.name}] {fio_key}={job.raw(fio_key)}: {e}")
                     continue
                 if out.run.get(key, value) != value:
-                    problems.value(f"[{job.name}] {fio_key}: storlab checks steady state for the whole "
-                                   "run; give every job the same value")
+                    problems.value(f"[{job.name}] {fio_key}: storlab applies {key} to the whole run; "
+                                   "give every job the same value")
                 out.run[key] = value
         if job.has("steadystate_check_interval") and job.time("steadystate_check_interval") != 1.0:
             problems.value(f"[{job.name}] steadystate_check_interval: storlab samples every second; only 1s")

@@ -202,10 +202,11 @@ _ROWS: list[tuple[str, str, str]] = [
     ("thinktime_iotime", _R, "storlab thinks between blocks only"),
     ("thinkcycles", _R, "storlab does not burn CPU cycles"),
     ("max_latency", _R, "storlab reports latency, it does not stop on it"),
-    ("latency_target", _R, "storlab does not search for a queue depth; use `storlab sweep`"),
-    ("latency_window", _R, "storlab does not search for a queue depth; use `storlab sweep`"),
-    ("latency_percentile", _R, "storlab does not search for a queue depth; use `storlab sweep`"),
-    ("latency_run", _R, "storlab does not search for a queue depth; use `storlab sweep`"),
+    ("latency_target", _M, "latency_target: the highest queue depth up to iodepth holding the percentile "
+                           "(doubling, then bisection; for the whole run)"),
+    ("latency_window", _M, "latency_window"),
+    ("latency_percentile", _M, "latency_percentile"),
+    ("latency_run", _R, "storlab does not adjust the depth while running; storlab's latency_run runs the phase at the depth found"),
     # --- verification ---
     ("verify", _M, "verify (every checksum kind → crc32c: storlab's header and checksum per block)"),
     ("do_verify", _M, "verify_readback"),
