@@ -34,6 +34,8 @@ class SteadyState:
     attained: bool = False
     attained_at_s: float | None = None
     criterion: float | None = None
+    max_deviation: float | None = None   # of the last window checked, in the metric's units
+    slope: float | None = None           # per second, of the last window checked
     _last: tuple[float, float, float] | None = None   # (elapsed, ops, bytes) at the last tick
     _next_s: float = 0.0                               # next sample boundary
     _at_boundary: tuple[float, float] | None = None    # (ops, bytes) at the last boundary
@@ -84,14 +86,13 @@ class SteadyState:
             return False
         ys = self.samples[-n:]
         mean = sum(ys) / n
-        if self.metric.endswith("_slope"):
-            xs = range(n)
-            sx, sy = sum(xs), sum(ys)
-            sxy = sum(x * y for x, y in zip(xs, ys))
-            sxx = sum(x * x for x in xs)
-            value = (sxy - sx * sy / n) / (sxx - sx * sx / n) / self.interval_s
-        else:
-            value = max(abs(y - mean) for y in ys)
+        xs = range(n)
+        sx, sy = sum(xs), sum(ys)
+        sxy = sum(x * y for x, y in zip(xs, ys))
+        sxx = sum(x * x for x in xs)
+        self.slope = (sxy - sx * sy / n) / (sxx - sx * sx / n) / self.interval_s
+        self.max_deviation = max(abs(y - mean) for y in ys)
+        value = self.slope if self.metric.endswith("_slope") else self.max_deviation
         self.criterion = 100.0 * value / mean if self.pct and mean else value
         return abs(self.criterion) < self.limit
 
@@ -100,4 +101,5 @@ class SteadyState:
         return {"ss": self.spec, "metric": self.metric, "limit": self.limit, "limit_is_pct": self.pct,
                 "duration_s": self.duration_s, "ramp_s": self.ramp_s, "interval_s": self.interval_s,
                 "attained": self.attained, "attained_at_s": self.attained_at_s, "criterion": self.criterion,
+                "max_deviation": self.max_deviation, "slope": self.slope,
                 "samples": self.samples[-self.window:]}
