@@ -1,19 +1,26 @@
-"""What MPI orchestration costs: the gap between phases at 1, 2 and 4 ranks (null backend) against
-a plain single-process run, and the throughput of 4 ranks against 4 threads of one process on the
-same /dev/shm workload (files f.0 .. f.3 either way).
+"""What MPI orchestration costs, from 1 to 64 ranks (oversubscribed on a small machine): the gap
+between phases (null backend) against a plain single-process run, the per-phase exchange alone
+and its cost per tree hop, the start-up to the first I/O, and the aggregate null-engine IOPS; then
+the throughput of 4 ranks against 4 threads of one process on the same /dev/shm workload.
 
-    python benchmarks/mpi_overhead.py [--phases 30] [--repeat 3] [--dir /dev/shm] [--size 256m]
+    python benchmarks/mpi_overhead.py [--ranks 1,2,4,8,16,32,64] [--phases 30] [--repeat 3]
+                                      [--dir /dev/shm] [--size 256m] [--json OUT] [--skip-threads]
 
 Gap between phases k-1 and k = start of k - (start of k-1 + its last worker's finish): the runner's
 bookkeeping, the next plan's build, and under MPI the after-phase exchange (gather, window,
 bytes in window) and the barrier before the next start. Each phase does one 4 KiB null request,
 so the gap is nearly all of a phase's wall time. Overhead = median MPI gap - median plain gap.
+The collectives run along a binomial tree (measure/mpi/comm.py): a phase's exchange is 3 gathers
+and 2 broadcasts, 5 x ceil(log2 N) hops deep, so the cost per hop measured here gives the expected
+exchange at 10,000 ranks (70 hops). Medians of --repeat rounds; on a loaded or small machine the
+ranks share the cores, so the figures are upper bounds.
 Needs mpi4py and mpiexec (pip install 'storlab[mpi]').
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import statistics
@@ -38,11 +45,20 @@ def gaps_s(doc: dict) -> list[float]:
             for k in range(1, len(ph))]
 
 
+def process_start_unix_s() -> float:
+    """When this process started (from /proc), on the wall clock."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    start_ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+    btime = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime"))
+    return btime + start_ticks / ticks
+
+
 def worker(args) -> None:
     """Runs under mpiexec: the overhead job through the MPI orchestrator, JSON of rank 0 to --out."""
     from storlab.measure.mpi.orchestrator import Session
 
-    session = Session.start(30.0)
+    launched = args.launched if args.launched is not None else process_start_unix_s()
+    session = Session.start(60.0)
     job = overhead_job(f"{args.dir}/ovh{{rank}}", args.phases)
     t0 = time.perf_counter()
     doc = session.run(job, session.world, ["mpi_overhead"])
@@ -63,7 +79,8 @@ def worker(args) -> None:
         comm.barrier()   # only so the next round starts in step; not part of a phase, not timed
     if session.rank == 0:
         Path(args.out).write_text(json.dumps({"gaps_s": gaps_s(doc), "wall_s": wall, "complete": doc["complete"],
-                                              "messages_s": statistics.median(per_phase)}))
+                                              "messages_s": statistics.median(per_phase),
+                                              "first_io_s": doc["phases"][0]["start_unix_s"] - launched}))
 
 
 def mpiexec() -> str:
@@ -74,35 +91,82 @@ def mpiexec() -> str:
     return found
 
 
-def measure_overhead(args, work: str) -> None:
+def hops(n: int) -> int:
+    """Tree hops of one phase's exchange at n ranks: 3 gathers and 2 broadcasts of depth ceil(log2 n)."""
+    return 5 * max(1, math.ceil(math.log2(n))) if n > 1 else 0
+
+
+def null_iops(n: int, work: str, seconds: float) -> float:
+    """Aggregate IOPS of n ranks, each one null-engine thread at qd 1 for `seconds` (de-skewed)."""
+    out = Path(work) / f"iops-{n}.json"
+    cmd = [mpiexec(), "-n", str(n), sys.executable, "-m", "storlab", "run", "--engine", "null", "--rw", "randread",
+           "--bs", "4k", "--time", str(seconds), "--json", str(out), "--no-store", "-q"]
+    subprocess.run(cmd, check=True, timeout=600, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    phase = json.loads(out.read_text())["phases"][0]
+    a = phase["aggregate"]
+    return (a.get("deskew_bw_bytes") or a["bw_bytes"]) / 4096
+
+
+def measure_overhead(args, work: str) -> dict:
     from storlab.measure.runner import run_job
 
-    print(f"orchestration overhead per phase (null backend, {args.phases} phases, median of {args.repeat} runs)")
-    rows = []
+    print(f"orchestration cost per phase (null backend, {args.phases} phases, median of {args.repeat} rounds; "
+          f"{os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f})")
     plain = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
         doc = run_job(overhead_job(f"{work}/ovh-plain", args.phases))
         plain.append((statistics.median(gaps_s(doc)), (time.perf_counter() - t0) / args.phases))
     base_gap = statistics.median(g for g, _ in plain)
-    rows.append(("plain (no MPI)", base_gap, statistics.median(w for _, w in plain)))
-    for n in (1, 2, 4):
-        gs, ws, ms = [], [], []
+    rows = [{"ranks": 0, "gap_s": base_gap, "wall_per_phase_s": statistics.median(w for _, w in plain)}]
+    for n in args.ranks:
+        gs, ws, ms, fs, io = [], [], [], [], []
         for _ in range(args.repeat):
             out = Path(work) / f"ovh-{n}.json"
+            launched = time.time()
             subprocess.run([mpiexec(), "-n", str(n), sys.executable, __file__, "--worker", "--phases",
-                            str(args.phases), "--dir", work, "--out", str(out)], check=True, timeout=300)
+                            str(args.phases), "--dir", work, "--out", str(out), "--launched", repr(launched)],
+                           check=True, timeout=900)
             r = json.loads(out.read_text())
             gs.append(statistics.median(r["gaps_s"]))
             ws.append(r["wall_s"] / args.phases)
             ms.append(r["messages_s"])
-        rows.append((f"{n} rank(s)", statistics.median(gs), statistics.median(ws), statistics.median(ms)))
-    print(f"{'':16} {'gap ms':>8} {'overhead ms':>12} {'wall/phase ms':>14} {'messages ms':>12}")
-    for name, gap, wall, *msg in rows:
-        print(f"{name:16} {gap * 1e3:8.2f} {(gap - base_gap) * 1e3:12.2f} {wall * 1e3:14.2f} "
-              f"{msg[0] * 1e3 if msg else 0:12.3f}")
+            fs.append(r["first_io_s"])
+            io.append(null_iops(n, work, args.iops_seconds))
+        rows.append({"ranks": n, "gap_s": statistics.median(gs), "wall_per_phase_s": statistics.median(ws),
+                     "messages_s": statistics.median(ms), "first_io_s": statistics.median(fs),
+                     "null_iops": statistics.median(io)})
+    print(f"{'ranks':>6} {'gap ms':>8} {'overhead ms':>12} {'wall/phase ms':>14} {'exchange ms':>12} "
+          f"{'us/hop':>8} {'first I/O s':>12} {'null IOPS':>12}")
+    for r in rows:
+        n = r["ranks"]
+        per_hop = r.get("messages_s", 0) / hops(n) if hops(n) else 0.0
+        r["per_hop_s"] = per_hop
+        print(f"{n or 'plain':>6} {r['gap_s'] * 1e3:8.2f} {(r['gap_s'] - base_gap) * 1e3:12.2f} "
+              f"{r['wall_per_phase_s'] * 1e3:14.2f} {r.get('messages_s', 0) * 1e3:12.3f} {per_hop * 1e6:8.1f} "
+              f"{r.get('first_io_s', 0):12.2f} {r.get('null_iops', 0):12.0f}")
+    # A hop's cost where every rank has a core (as on a cluster); oversubscribed counts measure the
+    # scheduler handing 2 cores round, so they only bound it from above.
+    cores = os.cpu_count() or 1
+    own_core = [r["per_hop_s"] for r in rows if 1 < r["ranks"] <= cores]
+    shared = [r["per_hop_s"] for r in rows if r["ranks"] > cores]
+    estimate = None
+    if own_core or shared:
+        hop = statistics.median(own_core or shared)
+        estimate = {"ranks": 10_000, "hops": hops(10_000), "per_hop_s": hop, "exchange_s": hop * hops(10_000),
+                    "per_hop_from": "ranks <= cores" if own_core else "oversubscribed ranks (an upper bound)",
+                    "oversubscribed_per_hop_s": statistics.median(shared) if shared else None}
+        print(f"expected exchange per phase at 10,000 ranks: {hops(10_000)} hops x {hop * 1e6:.1f} us "
+              f"= {estimate['exchange_s'] * 1e3:.2f} ms (per-hop cost measured with {estimate['per_hop_from']}"
+              + (f"; oversubscribed here: {estimate['oversubscribed_per_hop_s'] * 1e6:.0f} us per hop)"
+                 if shared and own_core else ")"))
+    iops = [r["null_iops"] for r in rows if r["ranks"] >= 2]
+    if iops:
+        print(f"aggregate null IOPS from 2 to {rows[-1]['ranks']} ranks: {min(iops) / max(iops):.2f} of the highest "
+              "(flat = 1; ranks beyond the cores share them)")
     print("(overhead: the MPI gap minus the plain one, including waiting for the slowest rank's phase to "
-          "end; messages: the per-phase exchange alone, ranks already in step)")
+          "end; exchange: the per-phase messages alone, ranks already in step)")
+    return {"plain_gap_s": base_gap, "rows": rows, "at_10000": estimate, "load": os.getloadavg()[0]}
 
 
 def storlab_json(cmd: list[str], out: Path) -> dict:
@@ -144,8 +208,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", default="/dev/shm")
     ap.add_argument("--size", default="256m", help="bytes per file in the ranks-vs-threads comparison")
+    ap.add_argument("--ranks", default="1,2,4,8,16,32,64",
+                    type=lambda t: [int(x) for x in t.split(",")], help="rank counts to measure")
+    ap.add_argument("--iops-seconds", type=float, default=2.0, help="length of each null IOPS run")
+    ap.add_argument("--json", help="write the figures as JSON to this file")
+    ap.add_argument("--skip-threads", action="store_true", help="leave out the ranks-vs-threads comparison")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
+    ap.add_argument("--launched", type=float, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         worker(args)
@@ -153,8 +223,11 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="storlab-mpi-bench-", dir=args.dir)
     try:
         print(f"cpus {os.cpu_count()}, python {sys.version.split()[0]}")
-        measure_overhead(args, work)
-        measure_ranks_vs_threads(args, work)
+        figures = measure_overhead(args, work)
+        if not args.skip_threads:
+            measure_ranks_vs_threads(args, work)
+        if args.json:
+            Path(args.json).write_text(json.dumps(figures, indent=1))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -10,7 +10,7 @@ Random offsets: both tools run with their defaults, which agree: every block of 
 pass in random order (fio's random map; storlab's full-period permutation). Latency: both report
 `lat` (slat + clat) as fio defines it; the ratio compares those means.
 
-    python3 benchmarks/vs_fio.py [--rounds 3] [--seconds 5] [--only 1,5]
+    python3 benchmarks/vs_fio.py [--rounds 3] [--seconds 5] [--only 1,5] [--json OUT]
 """
 from __future__ import annotations
 
@@ -113,6 +113,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--only", default="", help="comma-separated workload numbers")
+    ap.add_argument("--json", help="write the medians and ratios as JSON to this file")
     args = ap.parse_args()
     if not shutil.which("fio"):
         print("fio not found: install Debian's fio (apt-get install fio) to run this comparison", file=sys.stderr)
@@ -169,6 +170,13 @@ def main() -> int:
         s, f, ratio, lo, hi, lat = vals
         print(f"| {w.number} | {w.title} | {fmt_metric(w.metric, s)} | {fmt_metric(w.metric, f)} | "
               f"**{ratio:.2f}** ({lo:.2f}–{hi:.2f}) | {lat:.2f} |")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"fio": fio_version, "rounds": args.rounds, "seconds": args.seconds, "workloads": [
+                {"number": w.number, "title": w.title, "metric": w.metric, "skipped": note} if vals is None else
+                {"number": w.number, "title": w.title, "metric": w.metric, "storlab": vals[0], "fio": vals[1],
+                 "ratio": vals[2], "ratio_min": vals[3], "ratio_max": vals[4], "lat_ratio": vals[5]}
+                for w, vals, note in rows]}, out, indent=1)
     return 0
 
 

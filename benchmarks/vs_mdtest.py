@@ -2,8 +2,10 @@
 """storlab meta vs mdtest (or fio's file engines), side by side on identical metadata workloads
 (issue 4, "Performance").
 
-If an `mdtest` binary is on PATH the peer is mdtest (`-F -C -T -r`, one directory shared by all
-ranks; more than one thread needs `mpirun`). Otherwise the peer is Debian's fio with its
+If an `mdtest` binary is on PATH the peer is mdtest (`-F -C -T -E -r`, files of --file-size bytes
+written at create and read back, one directory shared by all ranks; more than one rank needs
+`mpiexec`: the one beside this Python first (the mpich wheel's, which mdtest was built with by
+/work/shared/peers/build-ior.sh), with --oversubscribe only for Open MPI, which needs it). Otherwise the peer is Debian's fio with its
 `filecreate`, `filestat` and `filedelete` engines, one fio run per operation over the same files
 (fio keeps each job's files in the target directory: the shared-directory case). Installs
 nothing.
@@ -27,7 +29,8 @@ Fairness notes:
 - fio's latency is the open() / stat() / unlink() call alone; storlab's create latency also
   includes the close, so its mean create latency is expected to be a little higher.
 
-    python3 benchmarks/vs_mdtest.py [--rounds 3] [--files 50000] [--threads 1,2] [--dirs /dev/shm,/tmp]
+    python3 benchmarks/vs_mdtest.py [--rounds 3] [--files 20000] [--threads 1,2,4] [--dirs /dev/shm,/tmp]
+                                    [--file-size 0] [--json OUT]
 """
 from __future__ import annotations
 
@@ -42,12 +45,13 @@ import sys
 import tempfile
 import uuid
 
-OPS = ("create", "stat", "remove")
+OPS = ("create", "stat", "read", "remove")
+FIO_OPS = ("create", "stat", "remove")     # fio has no read-back of its file engines
 
 
 def _storlab(directory: str, threads: int, files: int, *extra: str) -> dict[str, dict[str, float]]:
     cmd = [sys.executable, "-m", "storlab", "meta", "--target", directory, "--threads", str(threads),
-           "--files", str(files), "--dir", "shared", "--phases", "create,stat,remove,rmdir",
+           "--files", str(files), "--dir", "shared", "--phases", "create,stat,read,remove,rmdir",
            "--json", "-", "-q", "--no-store", *extra]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
@@ -58,8 +62,8 @@ def _storlab(directory: str, threads: int, files: int, *extra: str) -> dict[str,
             for op in OPS}
 
 
-def run_storlab(directory: str, threads: int, files: int, peer: str) -> dict[str, dict[str, float]]:
-    empty = _storlab(directory, threads, files)
+def run_storlab(directory: str, threads: int, files: int, peer: str, file_size: int = 0) -> dict[str, dict[str, float]]:
+    empty = _storlab(directory, threads, files, "--file-size", str(file_size))
     if peer != "fio":
         return empty
     # what fio's stat and delete see: 4 KiB files, fsynced when laid out
@@ -83,7 +87,7 @@ def _fio(engine: str, directory: str, threads: int, files: int, extra: list[str]
     return {"ops_per_s": d["iops"], "lat_mean_ns": d["clat_ns"]["mean"]}
 
 
-def run_fio(directory: str, threads: int, files: int, attempts: int = 2) -> dict[str, dict[str, float]]:
+def run_fio(directory: str, threads: int, files: int, file_size: int = 0, attempts: int = 2) -> dict[str, dict[str, float]]:
     for attempt in range(1, attempts + 1):
         work = os.path.join(directory, f"fio-meta-{uuid.uuid4().hex[:8]}")
         os.mkdir(work)
@@ -105,33 +109,52 @@ def run_fio(directory: str, threads: int, files: int, attempts: int = 2) -> dict
 
 
 # -- mdtest ---------------------------------------------------------------------------------------
-_MDTEST_ROW = re.compile(r"^\s*File (creation|stat|removal)\s*:\s*([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
+# mdtest 3.x writes "File creation : max min mean sd", 4.x the same without the colon
+_MDTEST_ROW = re.compile(r"^\s*File (creation|stat|read|removal)\s*:?\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
 
 
 def parse_mdtest(text: str) -> dict[str, float]:
-    """Mean rates (files/s) from mdtest's SUMMARY rate table.
+    """Mean rates (files/s) from mdtest's SUMMARY rate table (rows of phases that ran: a phase
+    mdtest skipped shows 0 and is left out).
 
     >>> parse_mdtest("   File creation             :      10.000      8.000      9.000      1.000\\n"
     ...              "   File removal              :       4.000      4.000      4.000      0.000")
     {'create': 9.0, 'remove': 4.0}
+    >>> parse_mdtest("   File creation               33485.719      33485.719      33485.719          0.000\\n"
+    ...              "   File read                       0.000          0.000          0.000          0.000\\n"
+    ...              "   File removal               107792.244     107792.244     107792.244          0.000")
+    {'create': 33485.719, 'remove': 107792.244}
     """
-    names = {"creation": "create", "stat": "stat", "removal": "remove"}
-    return {names[m.group(1)]: float(m.group(4)) for m in _MDTEST_ROW.finditer(text)}
+    names = {"creation": "create", "stat": "stat", "read": "read", "removal": "remove"}
+    return {names[m.group(1)]: float(m.group(4)) for m in _MDTEST_ROW.finditer(text) if float(m.group(4)) > 0}
 
 
-def run_mdtest(directory: str, threads: int, files: int) -> dict[str, dict[str, float]]:
+def mpiexec_command(ranks: int) -> list[str]:
+    """`mpiexec -n RANKS`: the launcher beside this Python first (the mpich wheel's), else PATH's;
+    Open MPI's needs --oversubscribe to start more ranks than cores, MPICH's refuses the flag."""
+    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    launcher = here if os.access(here, os.X_OK) else (shutil.which("mpiexec") or shutil.which("mpirun"))
+    if launcher is None:
+        raise RuntimeError("mdtest with more than one rank needs mpiexec")
+    version = subprocess.run([launcher, "--version"], capture_output=True, text=True).stdout
+    extra = ["--oversubscribe"] if "Open MPI" in version or "OpenRTE" in version else []
+    return [launcher, *extra, "-n", str(ranks)]
+
+
+def run_mdtest(directory: str, threads: int, files: int, file_size: int = 0) -> dict[str, dict[str, float]]:
     work = tempfile.mkdtemp(prefix="mdtest-", dir=directory)
-    cmd = ["mdtest", "-F", "-C", "-T", "-r", "-n", str(files), "-d", work]
+    cmd = ["mdtest", "-F", "-C", "-T", "-E", "-r", "-n", str(files), "-w", str(file_size), "-e", str(file_size),
+           "-d", work]
     if threads > 1:
-        mpirun = shutil.which("mpirun") or shutil.which("mpiexec")
-        if mpirun is None:
-            raise RuntimeError("mdtest with more than one thread needs mpirun")
-        cmd = [mpirun, "--oversubscribe", "-np", str(threads), *cmd]
+        cmd = [*mpiexec_command(threads), *cmd]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True)
         if out.returncode != 0:
             raise RuntimeError(f"mdtest failed: {out.stderr.strip()}")
         rates = parse_mdtest(out.stdout)
+        missing = [op for op in OPS if op not in rates]
+        if missing:
+            raise RuntimeError(f"mdtest printed no rate for {', '.join(missing)}: {out.stdout[-800:]}")
         return {op: {"ops_per_s": rates[op], "lat_mean_ns": float("nan")} for op in OPS}
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -159,8 +182,10 @@ def fmt_lat(v: float) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--files", type=int, default=50_000, help="files per thread")
-    ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    ap.add_argument("--files", type=int, default=20_000, help="files per thread")
+    ap.add_argument("--threads", default="1,2,4", help="comma-separated thread (mdtest: rank) counts")
+    ap.add_argument("--file-size", type=int, default=0, help="bytes written at create and read back (mdtest -w/-e)")
+    ap.add_argument("--json", help="write the medians and ratios as JSON to this file")
     ap.add_argument("--dirs", default="/dev/shm,/tmp", help="comma-separated directories to work in")
     ap.add_argument("--peer", choices=("auto", "mdtest", "fio"), default="auto")
     args = ap.parse_args()
@@ -172,33 +197,44 @@ def main() -> int:
         print(f"{peer} is not on PATH", file=sys.stderr)
         return 2
     run_peer = run_mdtest if peer == "mdtest" else run_fio
+    ops = OPS if peer == "mdtest" else FIO_OPS
     print(f"peer: {peer}; {args.rounds} rounds, {args.files} files per thread, shared directory; "
-          f"create: empty files, stat/remove: {'4 KiB fsynced' if peer == 'fio' else 'empty'} files; "
+          f"create: files of {args.file_size} bytes, stat/remove: "
+          f"{'4 KiB fsynced' if peer == 'fio' else f'{args.file_size}-byte'} files; "
           f"rates in files/s summed over threads, latency in us (mean)\n")
 
     header = ("| directory (fs) | threads | op | storlab files/s | " + peer + " files/s | "
               "median ratio | storlab lat us | " + peer + " lat us |")
     rows = [header, "|" + "---|" * 8]
+    figures: list[dict] = []
     for directory in args.dirs.split(","):
         for threads in (int(t) for t in args.threads.split(",")):
             results: dict[str, list] = {"storlab": [], peer: []}
             for r in range(args.rounds):
-                order = [("storlab", lambda *a: run_storlab(*a, peer)), (peer, run_peer)]
+                order = [("storlab", lambda *a: run_storlab(*a, peer, args.file_size)),
+                         (peer, lambda *a: run_peer(*a, args.file_size))]
                 if r % 2:
                     order.reverse()  # alternate who goes first: neither always gets a warm cache
                 for name, fn in order:
                     results[name].append(fn(directory, threads, args.files))
-            for op in OPS:
+            for op in ops:
                 ours = [x[op]["ops_per_s"] for x in results["storlab"]]
                 theirs = [x[op]["ops_per_s"] for x in results[peer]]
                 ratio = statistics.median(a / b for a, b in zip(ours, theirs))
                 lat_ours = statistics.median(x[op]["lat_mean_ns"] for x in results["storlab"])
                 lat_theirs = statistics.median(x[op]["lat_mean_ns"] for x in results[peer])
+                figures.append({"dir": directory, "fs": fs_type(directory), "threads": threads, "op": op,
+                                "storlab_ops_per_s": statistics.median(ours), "peer_ops_per_s": statistics.median(theirs),
+                                "ratio": ratio})
                 rows.append(f"| {directory} ({fs_type(directory)}) | {threads} | {op} | "
                             f"{fmt_rate(statistics.median(ours))} | {fmt_rate(statistics.median(theirs))} | "
                             f"{ratio:.2f} | {fmt_lat(lat_ours)} | {fmt_lat(lat_theirs)} |")
-            print("\n".join(rows[-3:]), flush=True)
+            print("\n".join(rows[-len(ops):]), flush=True)
     print("\n" + "\n".join(rows))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"peer": peer, "files_per_thread": args.files, "file_size": args.file_size,
+                       "rounds": args.rounds, "figures": figures}, f, indent=1)
     return 0
 
 

@@ -219,3 +219,36 @@ def test_a_log_storlab_wrote_replays_in_fio(shm_dir):
     job = json.loads(out.stdout)["jobs"][0]
     for d in ("read", "write"):
         assert (job[d]["total_ios"], job[d]["io_bytes"]) == (phase[d]["ops"], phase[d]["bytes"]), d
+
+
+@pytest.mark.parametrize("mode", ["time", "size"])
+def test_bssplit_draws_each_requests_size_by_its_share_of_the_requests(shm_dir, mode):
+    """fio's bssplit per request, time-based or size-based: each size's share of the requests is
+    its percentage (norandommap, so no request is cut), offsets multiples of the smallest size."""
+    log = f"{shm_dir}/mix.log"
+    limit = ["--time", "0.5"] if mode == "time" else ["--io-size", "2g"]
+    r = run_cli("--target", f"{shm_dir}/mix.dat", "--size", "1g", "--engine", "null", "--rw", "randrw",
+                "--bssplit", "4k/50:64k/30:1m/20", "--no-random-map", "--write-iolog", log, *limit)
+    assert r["rc"] == 0, r["doc"]["error"]
+    phase = r["doc"]["phases"][0]
+    for d in ("read", "write"):
+        sizes = {e["bs"]: e for e in phase[d]["sizes"]}
+        assert set(sizes) == {4096, 65536, 1 << 20}, sizes
+        assert sum(e["ops"] for e in sizes.values()) == phase[d]["ops"] > 2000
+        for bs, share in ((4096, 0.5), (65536, 0.3), (1 << 20, 0.2)):
+            assert abs(sizes[bs]["share"] - share) < 0.03, (d, bs, sizes[bs])
+    with open(log) as f:
+        requests = [line.split() for line in f if line.split()[2:3] in (["read"], ["write"])]
+    assert requests and all(int(off) % 4096 == 0 and int(off) + int(n) <= 1 << 30 for *_, off, n in requests)
+
+
+def test_sizes_per_direction_and_bad_splits(shm_dir):
+    r = run_cli("--target", f"{shm_dir}/dir.dat", "--size", "8m", "--engine", "null", "--rw", "randrw",
+                "--bssplit", "4k/100,16k/100")
+    assert r["rc"] == 0
+    phase = r["doc"]["phases"][0]
+    assert [e["bs"] for e in phase["read"]["sizes"]] == [4096]
+    assert {e["bs"] for e in phase["write"]["sizes"]} <= {4096, 8192, 12288, 16384}  # cut by the map
+    with pytest.raises(OptionError, match="bssplit: .*add up to 120"):
+        parse_value("bssplit", "4k/60:8k/60")
+    assert parse_value("bsrange", "1k:16k") == "1k-16k"

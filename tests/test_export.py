@@ -175,3 +175,18 @@ def test_the_time_column_reads_alike_for_whole_and_fractional_seconds():
 
     col = next(c for c in RESULT_COLUMNS if c.key == "seconds")
     assert [human(col, v) for v in (3.0, 3.0004, 0.5, 250.0)] == ["3.00", "3.00", "0.50", "250"]
+
+
+def test_table_notes_say_the_request_sizes_steady_state_and_latency_target():
+    from storlab.output.table import render_table
+
+    phase = {"name": "mix", "complete": True,
+             "read": {"sizes": [{"bs": 4096, "ops": 50, "share": 0.5}, {"bs": 1 << 20, "ops": 50, "share": 0.5}]},
+             "steadystate": {"ss": "iops:1%", "duration_s": 10.0, "attained": True, "attained_at_s": 42.0,
+                             "criterion": 0.5},
+             "latency_target": {"found": True, "qd": 8, "percentile": 99.0, "target_s": 0.001, "iops": 1234.0,
+                                "steps": [{"qd": 8, "held": True}, {"qd": 16, "held": False}]}}
+    text = render_table({"kind": "run", "phases": [phase]})
+    assert "mix: read request sizes: 4 KiB 50.0 %, 1 MiB 50.0 %" in text
+    assert "mix: steady state iops:1% over 10 s: reached at 42 s, criterion 0.5" in text
+    assert "mix: latency target: qd 8 holds p99 <= 1,000 us at 1,234 IOPS; depths tried 8, 16 (no)" in text

@@ -129,16 +129,15 @@ def test_runtime_without_time_based_needs_a_size():
     ("[j]\nfilename=/x\ndirect=2\n", "expected 0 or 1"),
     ("[j]\nfilename=-\n", "standard input"),
     ("[j]\nfilename=/x\nkb_base=512\n", "1000 or 1024"),
-    ("[j]\nfilename=/x\nbs=4k-8k\n", "one block size per worker"),
     ("[j]\nfilename=/x\nruntime=10parsecs\n", "fio time"),
     ("[j]\nfilename=/x\nnumjobs=0\n", "at least 1"),
     ("[j]\nfilename=/x\nrwmixread=120\n", "0..100"),
-    ("[j]\nfilename=/x\nrw=rw\nbs=4k,8k\n", "share one block size"),
     ("[j]\nfilename=/x\nrandom_distribution=zoned_abs:60/20g:40/100g\n", "zoned_abs is not supported"),
     ("[j]\nfilename=/x\nrandom_distribution=zipf:1:0.5:2\n", "random_distribution"),
     ("[j]\nfilename=/x\nnorandommap=2\n", "expected 0 or 1"),
     ("[j]\nfilename=/x\nsize=50%\n", "needs an existing file"),
-    ("[j]\nfilename=/x\nblockalign=512\n", "only blockalign=bs"),
+    ("[j]\nfilename=/x\nblockalign=512,4k\n", "give one value"),
+    ("[j]\nfilename=/x\nbsrange=4k\n", "not MIN-MAX"),
     ("[j]\nfilename=/x\nstartdelay=1-5\n", "one delay"),
     ("[j]\nfilename=/x\nsize=1m\nbssplit=4k/50:8k/40\n", "add up to 100"),
 ])
@@ -463,3 +462,28 @@ def test_a_combination_storlabs_rules_refuse_is_named_at_the_fio_line():
     tr = translator.translate("[j]\nfilename=/x\nsize=1m\nrate=1m\nrate_min=2m\n")
     with pytest.raises(Refusal, match=r"^fio <text>:5: rate_min = 2m: the floor of the read direction is above its cap"):
         tr.resolve()
+
+
+def test_sizes_per_direction_bsrange_and_blockalign_translate_to_the_engine():
+    g = groups(translate("[j]\nfilename=/x\nsize=1m\nrw=randrw\nbs=4k,8k\n"))["j"]
+    assert (g["bs"], g["bssplit"]) == (4096, "4k,8k,8k")
+    g = groups(translate("[j]\nfilename=/x\nsize=1m\nrw=randread\nbsrange=1k:16k\nba=1k\n"))["j"]
+    assert (g["bsrange"], g["blockalign"]) == ("1k-16k", 1024)
+    # the held-out real-world command: time-based, sizes drawn per request
+    g = groups(translate("[j]\nfilename=/x\nsize=1g\nrw=randrw\nbssplit=4k/50:64k/30:1m/20\n"
+                         "time_based\nruntime=10\n"))["j"]
+    assert g["bssplit"] == "1m/20:64k/30:4k/50" and g["time"] == 10
+
+
+def test_steady_state_options_map_to_the_runs_ss():
+    tr = translator.translate("[j]\nfilename=/x\nsize=1m\nrw=randread\ntime_based\nruntime=60\n"
+                                           "ss=iops_slope:0.3%\nss_dur=20\nss_ramp=5\n").plan
+    assert (tr.run["ss"], tr.run["ss_dur"], tr.run["ss_ramp"]) == ("iops_slope:0.3%", 20.0, 5.0)
+    with pytest.raises(Refusal, match=r"ss = lat:1%: .lat:1%. is not allowed"):
+        translate("[j]\nfilename=/x\nsize=1m\nss=lat:1%\nss_dur=10\n")
+
+
+def test_latency_target_options_map_to_the_run_in_fios_units():
+    tr = translator.translate("[j]\nfilename=/x\nsize=1m\nrw=randread\niodepth=32\n"
+                                           "latency_target=500\nlatency_window=2s\nlatency_percentile=99.9\n").plan
+    assert (tr.run["latency_target"], tr.run["latency_window"], tr.run["latency_percentile"]) == (500e-6, 2.0, 99.9)

@@ -97,6 +97,21 @@ def test_values_are_the_documents():
     assert out["jobs"][0]["iodepth_level"]["4"] == 100.0
 
 
+def test_steady_state_and_latency_target_are_fios_objects():
+    doc = rundoc.make_run(rw="randread", engine="io_uring", qd=16, phases=["randread"])
+    doc["phases"][0]["steadystate"] = {"ss": "iops_slope:0.5%", "metric": "iops_slope", "limit": 0.5,
+                                       "limit_is_pct": True, "duration_s": 3.0, "attained": True,
+                                       "criterion": 0.25, "max_deviation": 12.0, "slope": 2.5,
+                                       "samples": [1000.0, 1002.0, 1005.0]}
+    doc["phases"][0]["latency_target"] = {"qd": 8, "target_s": 0.0005, "percentile": 99.0, "window_s": 2.0}
+    job = fio_json(doc)["jobs"][0]
+    assert job["steadystate"] == {"ss": "iops_slope:0.500000%", "duration": 3, "attained": 1,
+                                  "criterion": "0.250000%", "max_deviation": 12.0, "slope": 2.5,
+                                  "data": {"bw_mean": 0, "iops_mean": 1002, "iops": [1000, 1002, 1005], "bw": []}}
+    assert (job["latency_depth"], job["latency_target"], job["latency_percentile"], job["latency_window"]) == \
+        (8, 500, 99.0, 2_000_000)
+
+
 def test_latency_buckets_follow_fios_ranges():
     """fio counts 750-999 ns under '1000' of latency_ns and 1-1.999 ms under '2' of latency_ms."""
     doc = rundoc.make_run(rw="read")

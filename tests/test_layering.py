@@ -36,7 +36,7 @@ RANK = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}
 # what drives them. (measure/mpi/ is a layer of its own above.)
 MEASURE_ORDER = (
     {"launch", "stats", "cpu", "cache", "checks", "passes", "environment", "aggregate", "prediction", "replay",
-     "formats", "checkpoint"},
+     "steady",      "formats", "checkpoint"},
     {"benchmark", "dataset"},
     {"meta", "training"},
     {"runner", "workload"},

@@ -318,6 +318,60 @@ def test_clock_ping_pong_between_ranks_on_one_host_finds_no_offset():
         assert abs(o["offset_s"]) <= o["error_bound_s"] + 1e-6
 
 
+COLLECTIVES_SCRIPT = """
+import json
+from mpi4py import MPI
+from storlab.measure.mpi.comm import Comm, Liveness
+
+live = Liveness(MPI.COMM_WORLD, 10.0)
+comm = Comm(MPI.COMM_WORLD, live)
+r, n = comm.rank, comm.size
+seen = []
+for k in range(20):   # many rounds in a row: a fast rank's next message must not be taken for this one
+    got = comm.gather({"rank": r, "k": k})
+    value = comm.bcast(("from 0", k) if r == 0 else None)
+    every = comm.allgather(r * r + k)
+    comm.barrier()
+    seen.append([got, value, every])
+report = comm.gather(seen)
+if r == 0:
+    print(json.dumps({"size": n, "seen": report}))
+comm.free()
+assert live.close()
+"""
+
+
+@pytest.mark.parametrize("n", [3, 5, 6])
+def test_tree_collectives_are_correct_at_odd_and_even_rank_counts(n):
+    """gather, bcast, allgather and barrier along the binomial tree: every rank's value in rank
+    order on rank 0, rank 0's value everywhere, round after round."""
+    p = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-c", COLLECTIVES_SCRIPT], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["size"] == n
+    for rank, rounds in enumerate(doc["seen"]):
+        for k, (got, value, every) in enumerate(rounds):
+            if rank == 0:
+                assert got == [{"rank": x, "k": k} for x in range(n)]
+            else:
+                assert got is None
+            assert value == ["from 0", k]
+            assert every == [x * x + k for x in range(n)]
+
+
+def test_the_gap_between_phases_is_measured_and_recorded(tmp_path, shm_dir):
+    """benchmarks/mpi_overhead.py's rank side: one gap per phase boundary, from the merged document."""
+    out = tmp_path / "gaps.json"
+    bench = Path(__file__).parent.parent / "benchmarks" / "mpi_overhead.py"
+    p = subprocess.run([MPIEXEC, "-n", "3", sys.executable, str(bench), "--worker", "--phases", "4",
+                        "--dir", shm_dir, "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(out.read_text())
+    assert r["complete"] and len(r["gaps_s"]) == 3 and all(g >= 0 for g in r["gaps_s"])
+    assert r["messages_s"] > 0 and r["first_io_s"] > 0
+
+
 def _rank_pids(marker: str) -> dict[int, int]:
     """PIDs of the storlab ranks started with STORLAB_TEST_MARK=marker, by rank (PMI_RANK)."""
     found: dict[int, int] = {}

@@ -22,10 +22,11 @@ MIX = "mix"                  # read share of a mix within a binomial tolerance o
 LAT_ORDER = "lat_order"      # slat <= lat and clat <= lat, lat = slat + clat
 LAT_MATCH = "lat_match"      # storlab's median lat within a factor of fio's
 BANDWIDTH = "bandwidth"      # both tools measure a throttled device's rate within 15 %
-CHECKS = (COUNTS, OFFSETS, POSITIONS, COVERAGE, FSYNC, MIX, LAT_ORDER, LAT_MATCH, BANDWIDTH)
+SIZES = "sizes"              # mixed sizes (bssplit): each size's share of the requests, from strace
+CHECKS = (COUNTS, OFFSETS, POSITIONS, COVERAGE, FSYNC, MIX, LAT_ORDER, LAT_MATCH, BANDWIDTH, SIZES)
 
 TMPFS, LOOP, EXT4 = "tmpfs", "loop", "ext4"
-TRACED = (OFFSETS, POSITIONS, COVERAGE, FSYNC)      # checks that read strace's record
+TRACED = (OFFSETS, POSITIONS, COVERAGE, FSYNC, SIZES)      # checks that read strace's record
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,19 @@ CASES: tuple[Case, ...] = (
           bs=4 * KiB, io_bytes=16 * MiB, range_bytes=16 * MiB,
           note="storlab's size is the range its threads split evenly; fio's is per job, "
                "placed by offset_increment"),
+    _case("randread_bssplit_norandommap", TMPFS,
+          "--rw randread --bssplit 4k/50:16k/30:64k/20 --size 16m --io-size 256m --random-map off",
+          "rw=randread bssplit=4k/50:16k/30:64k/20 size=16m io_size=256m ioengine=psync norandommap=1",
+          (SIZES,),
+          bs=4 * KiB, io_bytes=256 * MiB, range_bytes=16 * MiB, random_map=False,
+          note="size-based: each request's size drawn from the split, ~12,000 requests"),
+    _case("randrw_bssplit_map_time_based", TMPFS,
+          "--rw randrw --bssplit 4k/50:64k/30:1m/20 --size 16m --time 1 --no-fsync-end",
+          "rw=randrw bssplit=4k/50:64k/30:1m/20 size=16m time_based=1 runtime=1 ioengine=psync end_fsync=0",
+          (SIZES,),
+          bs=4 * KiB, io_bytes=16 * MiB, range_bytes=16 * MiB,
+          note="time-based, with the random map: both tools cut requests that meet covered blocks, "
+               "in the same share"),
     _case("uring_randread_4k_qd8", TMPFS,
           "--rw randread --bs 4k --size 16m --engine io_uring --qd 8",
           "rw=randread bs=4k size=16m ioengine=io_uring iodepth=8",

@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cases import BANDWIDTH, CASES, CHECKS, COUNTS, COVERAGE, FSYNC, LAT_MATCH, LAT_ORDER, MIX, OFFSETS, POSITIONS
+from .cases import BANDWIDTH, CASES, CHECKS, COUNTS, COVERAGE, FSYNC, LAT_MATCH, LAT_ORDER, MIX, OFFSETS, POSITIONS, SIZES
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "fio.md"
 BEGIN = "<!-- begin generated: tests/conformance/figures.py -->"
@@ -87,6 +87,13 @@ FIGURES: tuple[Figure, ...] = (
            "uniform draws with repeats (about 63 % of blocks in one pass's worth of requests)",
            "uniform draws with repeats",
            SAME, (COVERAGE,), uses=("norandommap",)),
+    Figure("`bssplit` / `bssplit`",
+           "each request's size drawn from the split (shares of the requests); random offsets "
+           "multiples of the smallest size; the random map cuts a request where it meets a covered "
+           "block",
+           "each request's size drawn per I/O with fio's lookup; offsets multiples of the smallest "
+           "size (or blockalign); the same random map rule",
+           SAME, (SIZES,), uses=("bssplit",)),
     Figure("sequential mixes / `rw`",
            "a position per direction: reads at 0, bs, 2 bs ... and writes at 0, bs ...",
            "a position per direction",

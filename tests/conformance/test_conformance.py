@@ -11,9 +11,10 @@ from collections import Counter
 
 import pytest
 
-from .cases import BANDWIDTH, CASES, COUNTS, COVERAGE, EXT4, FSYNC, LAT_MATCH, LAT_ORDER, LOOP, MIX, OFFSETS, POSITIONS, Case
+from .cases import BANDWIDTH, CASES, COUNTS, COVERAGE, EXT4, FSYNC, LAT_MATCH, LAT_ORDER, LOOP, MIX, OFFSETS, POSITIONS, SIZES, Case
 from .tools import DIRECTIONS, Io, ToolRun, Trace
 
+SIZE_SIGMAS = 5           # each size's share: binomial (against the split) or two-proportion (tools)
 MIX_SIGMAS = 5            # fio's run-length mixing is ~1.4x over-dispersed against a binomial
 COVERAGE_SIGMAS = 5
 LAT_FACTOR = 3.0          # generous: two programs timing the same calls on a shared 2-CPU machine
@@ -264,3 +265,44 @@ def test_bandwidth_under_a_throttle(case, case_runs):
         assert abs(bw / case.throttle_bps - 1) <= BW_TOLERANCE, (
             f"{run.tool}: {d} {bw / 2**20:.2f} MiB/s on a device throttled to "
             f"{case.throttle_bps / 2**20:.2f} MiB/s (allowed ± {BW_TOLERANCE:.0%})")
+
+
+# -- request sizes (bssplit) -----------------------------------------------------------------------
+def split_of(case: Case) -> dict[int, float]:
+    """The case's bssplit as {bytes: share of the requests} (fio's k/m suffixes, one direction)."""
+    units = {"k": 1 << 10, "m": 1 << 20}
+    out = {}
+    for entry in fio_option(case, "bssplit").split(":"):
+        size, _, pct = entry.partition("/")
+        out[int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)] = int(pct) / 100
+    return out
+
+
+@pytest.mark.parametrize("case", cases_with(SIZES))
+def test_request_size_shares(case, case_runs):
+    """Each size's share of the requests: the split's without the random map, and the same in both
+    tools with it (both cut requests that meet covered blocks: those count as "cut")."""
+    runs = case_runs(case)
+    split = split_of(case)
+    shares = {}
+    for run, trace in traces(runs):
+        ios = trace.ios()
+        end = case.range_start + case.range_bytes
+        for io in ios:
+            assert io.offset % case.bs == 0 and case.range_start <= io.offset and io.offset + io.length <= end, \
+                f"{run.tool}: {io.length} bytes at {io.offset}, outside [{case.range_start}, {end}) or not aligned"
+        counts = Counter(io.length if io.length in split else "cut" for io in ios)
+        n = len(ios)
+        shares[run.tool] = ({k: counts[k] / n for k in [*split, "cut"]}, n)
+        if not case.random_map:
+            assert counts["cut"] == 0, f"{run.tool}: {counts['cut']} requests of sizes not in the split"
+            for bs, p in split.items():
+                sd = math.sqrt(p * (1 - p) / n)
+                assert abs(counts[bs] / n - p) <= SIZE_SIGMAS * sd, \
+                    f"{run.tool}: {counts[bs] / n:.3f} of {n} requests of {bs} bytes; the split gives {p}"
+    (f, nf), (s, ns) = shares["fio"], shares["storlab"]
+    for k in f:
+        p = (f[k] * nf + s[k] * ns) / (nf + ns)
+        sd = math.sqrt(max(p * (1 - p), 1e-9) * (1 / nf + 1 / ns))
+        assert abs(f[k] - s[k]) <= SIZE_SIGMAS * sd + 0.005, \
+            f"{k}: fio {f[k]:.3f} of {nf} requests, storlab {s[k]:.3f} of {ns}"

@@ -130,8 +130,12 @@ impl Control {
         work: impl Fn(usize, I) -> (Option<T>, Option<Error>) + Sync,
         coordinate: impl FnOnce(),
     ) -> (Vec<Option<T>>, bool) {
+        // The coordinator sleeps between its checks; each worker wakes it as it finishes, so a
+        // phase ends when its last worker does, not at the coordinator's next check.
+        let coordinator = std::thread::current();
         let outputs: Vec<std::thread::Result<Option<T>>> = std::thread::scope(|s| {
             let work = &work;
+            let coordinator = &coordinator;
             let handles: Vec<_> = inputs
                 .into_iter()
                 .enumerate()
@@ -139,13 +143,14 @@ impl Control {
                     std::thread::Builder::new()
                         .name(name(i))
                         .spawn_scoped(s, move || {
-                            struct Done<'a>(&'a AtomicBool);
+                            struct Done<'a>(&'a AtomicBool, &'a std::thread::Thread);
                             impl Drop for Done<'_> {
                                 fn drop(&mut self) {
                                     self.0.store(true, Ordering::Release);
+                                    self.1.unpark();
                                 }
                             }
-                            let _done = Done(&self.progress[i].done);
+                            let _done = Done(&self.progress[i].done, coordinator);
                             let (out, err) = work(i, input);
                             if let Some(e) = err {
                                 self.fail(e);

@@ -143,6 +143,15 @@ pub struct GroupSpec {
     /// fio's random_distribution; parsed and validated by distribution.rs when deserialised.
     pub random_distribution: RandomDistribution,
     pub bs: u64,
+    /// fio's bssplit: each request's size drawn from a split, per direction (blocksize.rs);
+    /// None: every request of bs. With bssplit, bsrange or blockalign, bs is normalised by the
+    /// plan to the unit of the random offsets (`GroupSpec::unit`).
+    pub bssplit: Option<String>,
+    /// fio's bsrange: each request's size drawn between a minimum and a maximum, per direction.
+    pub bsrange: Option<String>,
+    /// fio's blockalign: random offsets are multiples of this many bytes (0: the smallest request
+    /// size). Another value turns the random map off, as in fio.
+    pub blockalign: u64,
     /// Bytes skipped after each sequential request, a whole number of bs (fio's rw=read:SIZE).
     pub seq_hole: u64,
     pub threads: u32,
@@ -222,6 +231,9 @@ impl Default for GroupSpec {
             random_map: true,
             random_distribution: RandomDistribution::Uniform,
             bs: 4096,
+            bssplit: None,
+            bsrange: None,
+            blockalign: 0,
             seq_hole: 0,
             threads: 1,
             qd: 1,

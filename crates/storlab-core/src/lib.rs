@@ -5,6 +5,7 @@
 //! one thread per worker (`worker`), each driving a backend (`engine`: psync, io_uring, null) and
 //! owning its statistics (`stats`, `histogram`); the phase result merges them.
 
+pub mod blocksize;
 pub(crate) mod buffer;
 pub mod control;
 pub mod distribution;

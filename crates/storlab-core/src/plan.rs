@@ -431,7 +431,10 @@ fn access_map(g: &GroupSpec, t: &OpenTarget, p: u64, participants: u64) -> Resul
     }
     let per_participant = participants.max(1);
     Ok(match g.thread_layout {
-        ThreadLayout::Shared => AccessMap::Contiguous { first_block: first_block_of_range, blocks },
+        ThreadLayout::Shared => {
+            check_sized_range(g, blocks * g.bs, path)?;
+            AccessMap::Contiguous { first_block: first_block_of_range, blocks }
+        }
         ThreadLayout::Region => {
             if blocks < per_participant {
                 return Err(Error::spec(format!(
@@ -441,7 +444,9 @@ fn access_map(g: &GroupSpec, t: &OpenTarget, p: u64, participants: u64) -> Resul
             }
             let lo = blocks * p / per_participant;
             let hi = blocks * (p + 1) / per_participant;
-            AccessMap::Contiguous { first_block: first_block_of_range + lo, blocks: hi - lo }
+            let map = AccessMap::Contiguous { first_block: first_block_of_range + lo, blocks: hi - lo };
+            check_sized_range(g, (hi - lo) * g.bs, path)?;
+            map
         }
         ThreadLayout::Segmented | ThreadLayout::Strided => {
             let block_bytes = match (g.thread_layout, g.block) {
@@ -472,6 +477,21 @@ fn access_map(g: &GroupSpec, t: &OpenTarget, p: u64, participants: u64) -> Resul
     })
 }
 
+/// With sized requests, each worker's range holds the smallest request of every direction.
+fn check_sized_range(g: &GroupSpec, range_len: u64, path: &str) -> Result<()> {
+    if !g.sized_requests() {
+        return Ok(());
+    }
+    let laws = g.size_laws().map_err(Error::spec)?;
+    let need = laws.iter().zip(g.directions()).filter(|(_, used)| *used).map(|(l, _)| l.min()).max().unwrap_or(g.bs);
+    if range_len < need {
+        return Err(Error::spec(format!(
+            "size: a worker's range of {range_len} bytes on {path} is smaller than its smallest request ({need} bytes); use a larger size or thread_layout=shared"
+        )));
+    }
+    Ok(())
+}
+
 fn check_direct(g: &GroupSpec, t: &OpenTarget, buffer_align: &mut usize) -> Result<()> {
     if !g.direct {
         return Ok(());
@@ -481,6 +501,17 @@ fn check_direct(g: &GroupSpec, t: &OpenTarget, buffer_align: &mut usize) -> Resu
         return Err(Error::alignment(format!(
             "bs: {} bytes is not a multiple of {a} bytes, the O_DIRECT alignment of {path}", g.bs
         )));
+    }
+    if g.sized_requests() {
+        let option = if g.bssplit.is_some() { "bssplit" } else { "bsrange" };
+        let laws = g.size_laws().map_err(Error::spec)?;
+        for (law, _) in laws.iter().zip(g.directions()).filter(|(_, used)| *used) {
+            if let Some(b) = law.sizes().into_iter().find(|b| !b.is_multiple_of(a)) {
+                return Err(Error::alignment(format!(
+                    "{option}: {b} bytes is not a multiple of {a} bytes, the O_DIRECT alignment of {path}"
+                )));
+            }
+        }
     }
     if !t.range_start.is_multiple_of(a) {
         return Err(Error::alignment(format!(
@@ -542,8 +573,9 @@ impl Plan {
         plan
     }
 
-    fn build_in(spec: PhaseSpec, build: &mut Build) -> Result<Plan> {
+    fn build_in(mut spec: PhaseSpec, build: &mut Build) -> Result<Plan> {
         spec.validate()?;
+        spec.groups = spec.groups.into_iter().map(GroupSpec::normalised).collect();
         let mut targets: Vec<TargetInfo> = Vec::new();
         let mut workers: Vec<WorkerPlan> = Vec::new();
         let mut buffer_align = 4096usize;

@@ -94,6 +94,7 @@ pub const BOUNDS: &[Bounds<GroupSpec>] = &[
     ints("participant_base", Unit::Count, 0, 1 << 32, |g| Some(Num::Int(g.participant_base))),
     ints("rwmix_read", Unit::Percent, 0, 100, |g| Some(Num::Int(g.rwmix_read.into()))),
     ints("bs", Unit::Bytes, 1, 1 << 30, |g| Some(Num::Int(g.bs))),
+    ints("blockalign", Unit::Bytes, 0, 1 << 30, |g| Some(Num::Int(g.blockalign))),
     ints("seq_hole", Unit::Bytes, 0, MAX_BYTES, |g| Some(Num::Int(g.seq_hole))),
     ints("threads", Unit::Count, 1, 4096, |g| Some(Num::Int(g.threads.into()))),
     ints("qd", Unit::Count, 1, 65536, |g| Some(Num::Int(g.qd.into()))),

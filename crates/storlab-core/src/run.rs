@@ -139,7 +139,8 @@ pub struct PhaseResult {
 
 /// The coordinator's watch while workers run: any request outstanding longer than its group's
 /// `stall_after` is recorded once (worker, target, offset, age); with `stall_abort` the phase
-/// stops with an error. Returns when every worker is done.
+/// stops with an error. Returns when every worker is done: each finishing worker unparks this
+/// thread (`Control::run_workers`), so a short phase does not wait out a check interval.
 fn watch_for_stalls(plan: &Plan, control: &Control) {
     // Per worker and slot: the issue time already reported, so each request is reported once.
     let mut reported: Vec<Vec<u64>> = control.progress.iter().map(|p| vec![0; p.slots.len()]).collect();
@@ -149,7 +150,10 @@ fn watch_for_stalls(plan: &Plan, control: &Control) {
         if all_done {
             return;
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::thread::park_timeout(std::time::Duration::from_millis(20));
+        if control.progress.iter().all(|p| p.done.load(Ordering::Acquire)) {
+            return;
+        }
         let now_ns = start.elapsed().as_nanos() as u64;
         for (w, p) in plan.workers.iter().zip(control.progress.iter()) {
             let g = plan.group(w);

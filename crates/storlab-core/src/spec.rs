@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::blocksize::SizeLaw;
 use crate::error::{Error, Result};
 pub use crate::group::{EngineKind, FileLayout, GroupSpec, PerDir, RbwMode, Rw, ThreadLayout, MAX_BYTES, MAX_DURATION_S};
 use crate::verify::{VerifyKind, MIN_BLOCK};
@@ -201,6 +202,101 @@ impl GroupSpec {
         self.validate_pacing(&bad)?;
         self.validate_trim(&bad)?;
         self.validate_iolog(&bad)?;
+        self.validate_sizes(&bad)?;
+        Ok(())
+    }
+
+    /// The request sizes per direction [read, write, trim] (bssplit, bsrange or bs).
+    pub fn size_laws(&self) -> std::result::Result<[SizeLaw; 3], String> {
+        crate::blocksize::laws(self.bs, self.bssplit.as_deref(), self.bsrange.as_deref())
+    }
+
+    /// The directions the pattern issues, as [read, write, trim].
+    pub fn directions(&self) -> [bool; 3] {
+        [self.rw.read_percent(self.rwmix_read) > 0 || self.rbw != RbwMode::Off, self.rw.writes(self.rwmix_read), self.rw.trims()]
+    }
+
+    /// The size laws of the directions the pattern issues.
+    fn used_laws(&self) -> Vec<SizeLaw> {
+        let laws = self.size_laws().unwrap_or_else(|_| std::array::from_fn(|_| SizeLaw::Fixed(self.bs)));
+        laws.into_iter().zip(self.directions()).filter(|(_, used)| *used).map(|(l, _)| l).collect()
+    }
+
+    /// The unit of offsets: blockalign, else the smallest size any issued direction draws.
+    pub fn unit(&self) -> u64 {
+        if self.blockalign > 0 {
+            return self.blockalign;
+        }
+        self.used_laws().iter().map(SizeLaw::min).min().unwrap_or(self.bs)
+    }
+
+    /// The largest request any issued direction draws (what each request buffer must hold).
+    pub fn largest_request(&self) -> u64 {
+        self.used_laws().iter().map(SizeLaw::max).max().unwrap_or(self.bs).max(self.bs)
+    }
+
+    /// Requests are not all of bs at bs-aligned offsets: sizes drawn per request, per direction, or
+    /// offsets aligned to something else (workload.rs then works in bytes).
+    pub fn sized_requests(&self) -> bool {
+        let one_size = self.used_laws().iter().all(|l| *l == SizeLaw::Fixed(self.bs));
+        !one_size || (self.blockalign > 0 && self.blockalign != self.bs)
+    }
+
+    /// The form the plan runs: with varying sizes, bs becomes the unit of offsets; a bssplit or
+    /// bsrange of one size for every issued direction becomes that bs.
+    pub fn normalised(mut self) -> GroupSpec {
+        let used = self.used_laws();
+        if let Some(SizeLaw::Fixed(b)) = used.first().cloned() {
+            if used.iter().all(|l| *l == SizeLaw::Fixed(b)) && (self.blockalign == 0 || self.blockalign == b) {
+                self.bs = b;
+                self.bssplit = None;
+                self.bsrange = None;
+                self.blockalign = 0;
+                return self;
+            }
+        }
+        // bs becomes the unit of offsets: the sizes are written out for every direction first
+        let Ok(laws) = self.size_laws() else { return self };
+        if self.bsrange.is_some() {
+            self.bsrange = Some(crate::blocksize::explicit(&laws, true));
+        } else {
+            self.bssplit = Some(crate::blocksize::explicit(&laws, false));
+        }
+        self.bs = self.unit();
+        self
+    }
+
+    /// bssplit, bsrange, blockalign.
+    fn validate_sizes(&self, bad: &dyn Fn(&str, String) -> Error) -> Result<()> {
+        let option = if self.bssplit.is_some() { "bssplit" } else if self.bsrange.is_some() { "bsrange" } else { "blockalign" };
+        if self.bssplit.is_some() && self.bsrange.is_some() {
+            return Err(bad("bssplit", "give bssplit or bsrange, not both".into()));
+        }
+        self.size_laws().map_err(|e| Error::spec(format!("{}{e}", if self.name.is_empty() { String::new() } else { format!("{}: ", self.name) })))?;
+        if !self.sized_requests() {
+            return Ok(());
+        }
+        let refused = if self.verify != VerifyKind::Off {
+            Some("verification checks blocks of one size (bs); use verify=off")
+        } else if self.rbw != RbwMode::Off {
+            Some("read-behind-write follows records of one size (bs)")
+        } else if self.read_iolog.is_some() {
+            Some("a replay takes each request's size from the log")
+        } else if matches!(self.thread_layout, ThreadLayout::Segmented | ThreadLayout::Strided) {
+            Some("segmented and strided layouts move transfers of one size; use thread_layout=region or shared")
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            return Err(bad(option, why.into()));
+        }
+        let unit = self.unit();
+        if self.seq_hole > 0 && !self.seq_hole.is_multiple_of(unit) {
+            return Err(bad("seq_hole", format!("{} bytes is not a multiple of {unit} bytes, the unit of offsets (blockalign or the smallest request size)", self.seq_hole)));
+        }
+        if !self.offset.is_multiple_of(unit) {
+            return Err(bad("offset", format!("{} is not a multiple of {unit} bytes, the unit of offsets (blockalign or the smallest request size)", self.offset)));
+        }
         Ok(())
     }
 
@@ -275,6 +371,26 @@ mod tests {
         let names = PhaseSpec::group_field_names();
         assert!(names.contains(&"uring.fixed_buffers".to_string()));
         assert!(names.contains(&"rwmix_read".to_string()));
+    }
+
+    #[test]
+    fn sized_requests_are_validated_and_normalised() {
+        let e = PhaseSpec::from_json(&phase_json(r#"{"bssplit": "4k/50:8k/60"}"#)).unwrap_err();
+        assert!(e.message.starts_with("bssplit: \"4k/50:8k/60\" is not allowed (percentages add up to 110"), "{}", e.message);
+        let e = PhaseSpec::from_json(&phase_json(r#"{"bssplit": "4k/50:8k/50", "verify": "crc32c", "rw": "write"}"#)).unwrap_err();
+        assert!(e.message.starts_with("bssplit: verification checks blocks of one size"), "{}", e.message);
+        let e = PhaseSpec::from_json(&phase_json(r#"{"bsrange": "4k-8k", "bssplit": "4k/100"}"#)).unwrap_err();
+        assert!(e.message.contains("not both"), "{}", e.message);
+        let e = PhaseSpec::from_json(&phase_json(r#"{"bsrange": "4k-8k", "thread_layout": "strided"}"#)).unwrap_err();
+        assert!(e.message.starts_with("bsrange: segmented and strided"), "{}", e.message);
+        // one size per issued direction is plain bs; varying sizes make bs the unit of offsets
+        let g = PhaseSpec::from_json(&phase_json(r#"{"bssplit": "8k/100,64k/100", "rw": "randread"}"#)).unwrap().groups.remove(0);
+        let g = g.normalised();
+        assert_eq!((g.bs, g.bssplit.as_deref(), g.sized_requests()), (8192, None, false));
+        let g = PhaseSpec::from_json(&phase_json(r#"{"bssplit": "8k/50:64k/50", "rw": "randrw"}"#)).unwrap().groups.remove(0);
+        let g = g.normalised();
+        assert_eq!((g.bs, g.largest_request(), g.sized_requests()), (8192, 65536, true));
+        assert_eq!(g.bssplit.as_deref(), Some("8k/50:64k/50,8k/50:64k/50,8k/50:64k/50"));
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub struct DirStats {
     /// Per interval, indexed by completion time after the ramp: [bytes, ops, lat, clat, slat],
     /// the latencies as sums in ns (mean = sum / ops).
     pub series: Vec<[u64; SERIES_COLUMNS]>,
+    /// Requests per size, [size, ops] sorted by size: kept when sizes vary (bssplit, bsrange).
+    pub sizes: Vec<[u64; 2]>,
 }
 
 impl DirStats {
@@ -62,6 +64,15 @@ impl DirStats {
         self.slat.record_n(0, self.lat.count());
     }
 
+    /// One more request of `len` bytes in the per-size counts.
+    #[inline]
+    pub fn count_size(&mut self, len: u64) {
+        match self.sizes.binary_search_by_key(&len, |e| e[0]) {
+            Ok(i) => self.sizes[i][1] += 1,
+            Err(i) => self.sizes.insert(i, [len, 1]),
+        }
+    }
+
     #[inline(always)]
     fn count(&mut self, bytes: u64, interval: usize, lat_clat_slat_ns: [u64; 3]) {
         if interval >= self.series.len() {
@@ -88,6 +99,12 @@ impl DirStats {
         for (a, b) in self.series.iter_mut().zip(o.series.iter()) {
             for (x, y) in a.iter_mut().zip(b) {
                 *x += y;
+            }
+        }
+        for &[len, ops] in &o.sizes {
+            match self.sizes.binary_search_by_key(&len, |e| e[0]) {
+                Ok(i) => self.sizes[i][1] += ops,
+                Err(i) => self.sizes.insert(i, [len, ops]),
             }
         }
     }
@@ -252,6 +269,18 @@ pub struct DirResult {
     pub slat_ns: LatencySummary,
     pub slat_hist: Histo,
     pub timeseries: TimeSeries,
+    /// Requests per size when sizes vary (bssplit, bsrange): fio's share of requests per size.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sizes: Vec<SizeCount>,
+}
+
+/// The requests of one size in a direction.
+#[derive(Debug, Serialize, Clone)]
+pub struct SizeCount {
+    pub bs: u64,
+    pub ops: u64,
+    /// Share of the direction's requests, 0..1.
+    pub share: f64,
 }
 
 impl DirResult {
@@ -271,6 +300,7 @@ impl DirResult {
             slat_ns: s.slat.summary(),
             slat_hist: Histo::of(&s.slat),
             timeseries: TimeSeries::of(&s.series, seconds, interval_s),
+            sizes: s.sizes.iter().map(|&[bs, ops]| SizeCount { bs, ops, share: if s.ops > 0 { ops as f64 / s.ops as f64 } else { 0.0 } }).collect(),
         }
     }
 }

@@ -105,8 +105,10 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     let bs = g.bs as usize;
     let fd = w.file.as_raw_fd();
     let replay = plan.replays[w.group].as_deref();
-    // A replay's requests may be longer than bs: every slot holds the longest.
-    let buf_len = replay.map_or(bs, |r| bs.max(r.max_len as usize));
+    // A replay's or a size split's requests may be longer than bs: every slot holds the longest.
+    let longest = g.largest_request() as usize;
+    let buf_len = replay.map_or(longest, |r| longest.max(r.max_len as usize));
+    let count_sizes = g.sized_requests();
 
     // One region for all slots (page-aligned strides), allocated and filled once.
     let stride = buf_len.div_ceil(plan.buffer_align) * plan.buffer_align;
@@ -242,6 +244,9 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
             let t_ns = ns_between(phase_start, t);
             let interval = ((t_ns - ramp_ns) / interval_ns) as usize;
             let stats = &mut dirs[slot.dir.index()];
+            if count_sizes {
+                stats.count_size(len as u64);
+            }
             if split {
                 let slat = ns_between(slot.queued_at, slot.issued_at);
                 stats.record_split(len as u64, slat, ns_between(slot.issued_at, t), interval);
@@ -353,7 +358,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                         replay_pos += 1;
                         io
                     }
-                    None => (gen.next_offset(dir), bs as u32),
+                    None => gen.next_request(dir),
                 };
                 record_in_flight = record;
                 record += 1;

@@ -4,6 +4,7 @@
 //! read/write choice for mixed patterns. Offsets are computed here, per request, in a few
 //! nanoseconds, without allocation and without per-block memory.
 
+use crate::blocksize::SizeLaw;
 use crate::distribution::{normal_spread, normal_value, pareto_rank, RandomDistribution, ZipfSampler, ZoneTable};
 use crate::rng::{splitmix64, Rng};
 use crate::spec::{GroupSpec, Rw};
@@ -249,12 +250,76 @@ pub struct OffsetGenerator {
     trim: TrimMode,
     order: Order,
     mix_rng: Rng,
+    /// Sizes drawn per request (bssplit, bsrange, blockalign); None: every request of bs.
+    sized: Option<Box<SizedRequests>>,
+}
+
+/// The state of requests whose size varies: a size law and its generator per direction, byte
+/// cursors for sequential patterns, and fio's random map as a bitmap of units (bs, normalised to
+/// the unit of offsets) when random offsets visit every block once per pass.
+struct SizedRequests {
+    laws: [SizeLaw; 3],
+    rngs: [Rng; 3],
+    /// Sequential cursors per direction [read, write], bytes from the range start.
+    seq: [u64; 2],
+    /// Bytes skipped after each sequential request.
+    hole: u64,
+    /// fio's random map: a bit per unit, set when a request covers it; cleared with each pass.
+    covered: Vec<u64>,
+    /// Units covered in this pass.
+    covered_units: u64,
+    /// trimwrite: the size of the trim whose write comes next.
+    pending_len: u32,
+}
+
+impl SizedRequests {
+    #[inline(always)]
+    fn is_covered(&self, b: u64) -> bool {
+        self.covered[(b / 64) as usize] & (1 << (b % 64)) != 0
+    }
+
+    /// Mark up to `units` units from `b` covered, stopping at one already covered or at `n`
+    /// (fio's mark_random_map: a request is cut to the free run at its offset); the units marked.
+    fn cover(&mut self, b: u64, units: u64, n: u64) -> u64 {
+        let mut run = 0;
+        while run < units && b + run < n && !self.is_covered(b + run) {
+            let u = b + run;
+            self.covered[(u / 64) as usize] |= 1 << (u % 64);
+            run += 1;
+        }
+        self.covered_units += run;
+        run
+    }
+
+    /// The first unit not covered after `b` (wrapping to 0 past `n`), as fio's axmap_next_free.
+    fn next_free(&self, b: u64, n: u64) -> Option<u64> {
+        let words = self.covered.len() as u64;
+        let start = if b + 1 >= n { 0 } else { b + 1 };
+        // the word of `start` with the bits before it masked as covered, then whole words, once
+        // round
+        for k in 0..=words {
+            let w = (start / 64 + k) % words;
+            let mut free = !self.covered[w as usize];
+            if k == 0 {
+                free &= u64::MAX << (start % 64);
+            }
+            if free != 0 {
+                let u = w * 64 + free.trailing_zeros() as u64;
+                if u < n {
+                    return Some(u);
+                }
+            }
+        }
+        None
+    }
 }
 
 /// Seed streams of one worker.
 const OFFSET_STREAM: u64 = 1;
 const MIX_STREAM: u64 = 2;
 const SCATTER_STREAM: u64 = 3;
+/// Size streams, one per direction (fio's bsrange_state[ddir]).
+const SIZE_STREAM: u64 = 4;
 
 impl OffsetGenerator {
     /// `rw` is the worker's pattern (a read-behind-write reader reads although the group writes);
@@ -265,11 +330,29 @@ impl OffsetGenerator {
         assert!(blocks > 0, "a worker needs at least one transfer");
         let offset_seed = Rng::derive(seed, OFFSET_STREAM);
         let scatter_key = Rng::derive(seed, SCATTER_STREAM);
+        let sized = g.sized_requests().then(|| {
+            let laws = g.size_laws().expect("size laws validated with the spec");
+            // fio: blockalign other than the smallest size turns the random map off
+            let aligned_apart = g.blockalign > 0 && laws.iter().zip(g.directions()).any(|(l, used)| used && l.min() != g.blockalign);
+            let mapped = rw.is_random() && g.random_map && g.random_distribution.is_uniform() && !aligned_apart;
+            Box::new(SizedRequests {
+                laws,
+                rngs: std::array::from_fn(|d| Rng::new(Rng::derive(seed, SIZE_STREAM + d as u64))),
+                seq: [0, 0],
+                hole: g.seq_hole,
+                covered: if mapped { vec![0; blocks.div_ceil(64) as usize] } else { Vec::new() },
+                covered_units: 0,
+                pending_len: 0,
+            })
+        });
+        // Sized requests keep fio's random map as a bitmap (uniform draws moved to the next free
+        // unit, as fio's axmap), so the permutation is not used for them.
+        let map_off = sized.is_some();
         let order = if !rw.is_random() {
             Order::Sequential { next: [0, 0], stride: g.seq_stride() }
         } else {
             match &g.random_distribution {
-                RandomDistribution::Uniform if g.random_map => {
+                RandomDistribution::Uniform if g.random_map && !map_off => {
                     Order::Mapped(MapCursor::new(blocks, offset_seed))
                 }
                 RandomDistribution::Uniform => Order::Uniform(Rng::new(offset_seed)),
@@ -305,6 +388,7 @@ impl OffsetGenerator {
             },
             order,
             mix_rng: Rng::new(Rng::derive(seed, MIX_STREAM)),
+            sized,
         }
     }
 
@@ -357,10 +441,88 @@ impl OffsetGenerator {
         self.draw_offset(dir == Dir::Read)
     }
 
+    /// The next request in direction `dir`: its byte offset and size.
+    #[inline(always)]
+    pub fn next_request(&mut self, dir: Dir) -> (u64, u32) {
+        if self.sized.is_none() {
+            return (self.next_offset(dir), self.bs as u32);
+        }
+        self.next_sized(dir)
+    }
+
+    /// A request of a drawn size (fio's get_next_offset, then get_next_buflen, then the random
+    /// map's cut to the free run at the offset). Offsets are multiples of the unit (bs).
+    fn next_sized(&mut self, dir: Dir) -> (u64, u32) {
+        if let TrimMode::ThenWrite { pending: Some(offset) } = self.trim {
+            self.trim = TrimMode::ThenWrite { pending: None };
+            return (offset, self.sized.as_ref().map_or(0, |s| s.pending_len));
+        }
+        let (unit, n) = (self.bs, self.blocks);
+        let range = n * unit;
+        let AccessMap::Contiguous { first_block, .. } = self.map else {
+            unreachable!("sized requests need a contiguous range (validated)");
+        };
+        let base = first_block * unit;
+        let rel_block = match &mut self.order {
+            Order::Sequential { .. } => None,
+            _ => Some(self.draw_block(dir == Dir::Read)),
+        };
+        let s = self.sized.as_deref_mut().expect("sized requests");
+        let d = dir.index();
+        let min = s.laws[d].min();
+        let (offset, len) = match (&mut self.order, rel_block) {
+            (Order::Sequential { .. }, _) => {
+                let cursor = &mut s.seq[(dir != Dir::Read) as usize];
+                if *cursor + min > range {
+                    *cursor = 0; // wrap, as fio does for time-based runs
+                }
+                let off = *cursor;
+                let len = s.laws[d].draw(&mut s.rngs[d], range - off);
+                *cursor = off + len + s.hole;
+                (off, len)
+            }
+            (Order::Uniform(rng), Some(drawn)) if !s.covered.is_empty() => {
+                // fio's random map: a uniform unit, or the next free one after it; a full map
+                // starts a new pass (fio resets it for time-based runs; a sized run ends there)
+                let b = if !s.is_covered(drawn) {
+                    drawn
+                } else if let Some(free) = s.next_free(drawn, n) {
+                    free
+                } else {
+                    s.covered.iter_mut().for_each(|w| *w = 0);
+                    s.covered_units = 0;
+                    rng.below(n)
+                };
+                let room = range - b * unit;
+                let len = if room >= min { s.laws[d].draw(&mut s.rngs[d], room) } else { room };
+                let units = s.cover(b, len.div_ceil(unit), n);
+                (b * unit, len.min(units * unit))
+            }
+            (_, Some(b)) => {
+                // fio's last block: the smallest request fits before the end
+                let off = (b * unit).min((range - min) / unit * unit);
+                (off, s.laws[d].draw(&mut s.rngs[d], range - off))
+            }
+            (_, None) => unreachable!("a block drawn for every other order"),
+        };
+        if let TrimMode::ThenWrite { .. } = self.trim {
+            self.trim = TrimMode::ThenWrite { pending: Some(base + offset) };
+            s.pending_len = len as u32;
+        }
+        (base + offset, len as u32)
+    }
+
     #[inline(always)]
     fn draw_offset(&mut self, is_read: bool) -> u64 {
+        let block = self.draw_block(is_read);
+        self.map.offset(block, self.bs)
+    }
+
+    /// The next transfer index (a block of bs in a contiguous map).
+    #[inline(always)]
+    fn draw_block(&mut self, is_read: bool) -> u64 {
         let n = self.blocks;
-        let block = match &mut self.order {
+        match &mut self.order {
             Order::Sequential { next, stride } => {
                 let cursor = &mut next[!is_read as usize];
                 let b = *cursor;
@@ -374,8 +536,7 @@ impl OffsetGenerator {
             Order::Pareto { power, scatter, rng } => scatter.block(pareto_rank(n, *power, rng)),
             Order::Normal { spread, scatter, rng } => scatter.block(normal_value(n, *spread, rng)),
             Order::Zoned { table, rng } => table.block(rng),
-        };
-        self.map.offset(block, self.bs)
+        }
     }
 }
 
@@ -632,6 +793,104 @@ mod tests {
         let mixed = choices(Rw::Randrw, "random");
         assert_eq!(mixed, choices(Rw::Rw, "random"));
         assert_eq!(mixed, choices(Rw::Randrw, "zipf:1.1"));
+    }
+
+    /// A group with sized requests, normalised as the plan runs it.
+    fn sized_group(rw: Rw, bssplit: &str, random_map: bool) -> GroupSpec {
+        GroupSpec { rw, bssplit: Some(bssplit.into()), random_map, ..Default::default() }.normalised()
+    }
+
+    fn size_shares(ios: &[(u64, u32)]) -> std::collections::BTreeMap<u32, f64> {
+        let mut m = std::collections::BTreeMap::new();
+        for &(_, len) in ios {
+            *m.entry(len).or_insert(0.0) += 1.0 / ios.len() as f64;
+        }
+        m
+    }
+
+    /// Without the map (and so, time-based, however long) each size's share of the requests is its
+    /// percentage; offsets are multiples of the smallest size and every request ends in the range.
+    #[test]
+    fn sized_requests_draw_the_split_per_request_inside_the_range() {
+        let g = sized_group(Rw::Randrw, "4k/50:64k/30:1m/20", false);
+        assert_eq!(g.bs, 4096);
+        let n = 1 << 20; // 4 GiB of 4 KiB units: a 1 MiB request rarely meets the end
+        let mut gen = OffsetGenerator::new(Rw::Randrw, &g, contiguous(10, n), 5);
+        let ios: Vec<(u64, u32)> = (0..100_000).map(|_| { let d = gen.next_dir(); gen.next_request(d) }).collect();
+        let shares = size_shares(&ios);
+        for (len, want) in [(4096u32, 0.5), (65536, 0.3), (1 << 20, 0.2)] {
+            assert!((shares[&len] - want).abs() < 0.01, "{len}: {} vs {want}", shares[&len]);
+        }
+        for &(off, len) in &ios {
+            assert_eq!(off % 4096, 0);
+            assert!(off >= 10 * 4096 && off + len as u64 <= (10 + n) * 4096, "{off} + {len}");
+        }
+        // per direction: reads of 2 KiB and 4 KiB, writes of 8 KiB only
+        let g = sized_group(Rw::Randrw, "2k/50:4k/50,8k/100", false);
+        assert_eq!(g.bs, 2048);
+        let mut gen = OffsetGenerator::new(Rw::Randrw, &g, contiguous(0, 1024), 5);
+        for _ in 0..10_000 {
+            let d = gen.next_dir();
+            let (_, len) = gen.next_request(d);
+            assert!(if d == Dir::Read { len == 2048 || len == 4096 } else { len == 8192 }, "{d:?} {len}");
+        }
+    }
+
+    /// fio's random map with mixed sizes: each unit is covered exactly once per pass (a request is
+    /// cut where its run meets a covered unit), so a pass moves exactly the range's bytes.
+    #[test]
+    fn sized_requests_with_the_map_cover_every_unit_once_per_pass() {
+        let g = sized_group(Rw::Randwrite, "4k/50:16k/30:64k/20", true);
+        let n = 2000u64;
+        let mut gen = OffsetGenerator::new(Rw::Randwrite, &g, contiguous(0, n), 11);
+        for pass in 0..3 {
+            let mut hits = vec![0u32; n as usize];
+            let mut bytes = 0u64;
+            let mut full = 0usize;
+            while bytes < n * 4096 {
+                let (off, len) = gen.next_request(Dir::Write);
+                bytes += len as u64;
+                full += (len == 65536) as usize;
+                for u in off / 4096..(off + len as u64) / 4096 {
+                    hits[u as usize] += 1;
+                }
+            }
+            assert_eq!(bytes, n * 4096, "pass {pass}");
+            assert!(hits.iter().all(|&h| h == 1), "pass {pass}: a unit covered twice or never");
+            assert!(full > 0);
+        }
+    }
+
+    /// Sequential patterns advance by each request's size; the write of trimwrite repeats its
+    /// trim's offset and size.
+    #[test]
+    fn sized_sequential_requests_follow_each_other_and_trimwrite_pairs_them() {
+        let g = sized_group(Rw::Write, "4k/50:8k/50", true);
+        let mut gen = OffsetGenerator::new(Rw::Write, &g, contiguous(0, 64), 2);
+        let mut at = 0u64;
+        for _ in 0..20 {
+            let (off, len) = gen.next_request(Dir::Write);
+            assert_eq!(off, at);
+            at = (off + len as u64) % (64 * 4096);
+        }
+        let g = sized_group(Rw::Trimwrite, "4k/50:8k/50", true);
+        let mut gen = OffsetGenerator::new(Rw::Trimwrite, &g, contiguous(0, 64), 2);
+        for _ in 0..10 {
+            let trim = { let d = gen.next_dir(); assert_eq!(d, Dir::Trim); gen.next_request(d) };
+            let d = gen.next_dir();
+            assert_eq!((d, gen.next_request(d)), (Dir::Write, trim));
+        }
+    }
+
+    /// blockalign places random offsets on its own multiples (and turns the map off, as in fio).
+    #[test]
+    fn blockalign_sets_the_unit_of_random_offsets() {
+        let g = GroupSpec { rw: Rw::Randread, bs: 8192, blockalign: 4096, ..Default::default() }.normalised();
+        assert!(g.sized_requests());
+        let mut gen = OffsetGenerator::new(Rw::Randread, &g, contiguous(0, 256), 3);
+        let offs: Vec<(u64, u32)> = (0..5000).map(|_| gen.next_request(Dir::Read)).collect();
+        assert!(offs.iter().all(|&(o, l)| o % 4096 == 0 && l == 8192 && o + 8192 <= 256 * 4096));
+        assert!(offs.iter().any(|&(o, _)| o % 8192 != 0), "offsets between 8 KiB boundaries too");
     }
 
     #[test]

@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 
 mod meta;
 
+use storlab_core::blocksize;
 use storlab_core::distribution::RandomDistribution;
 use storlab_core::histogram;
 use storlab_core::iolog::Replay;
@@ -275,6 +276,19 @@ fn random_distribution(text: &str) -> PyResult<String> {
     text.parse::<RandomDistribution>().map(|d| d.to_string()).map_err(PyValueError::new_err)
 }
 
+/// The canonical text of a `bssplit` value (fio's SIZE/PERCENT:... per direction); ValueError
+/// (one line naming the option and its forms) when it is not one. The rule lives in blocksize.rs.
+#[pyfunction]
+fn bssplit(text: &str) -> PyResult<String> {
+    blocksize::parse_bssplit(text).map(|l| blocksize::canonical(&l)).map_err(PyValueError::new_err)
+}
+
+/// The canonical text of a `bsrange` value (MIN-MAX per direction); ValueError when it is not one.
+#[pyfunction]
+fn bsrange(text: &str) -> PyResult<String> {
+    blocksize::parse_bsrange(text).map(|l| blocksize::canonical(&l)).map_err(PyValueError::new_err)
+}
+
 /// The names of every error kind CoreError can carry, for the test that storlab.errors maps each.
 #[pyfunction]
 fn error_kinds() -> Vec<&'static str> {
@@ -343,6 +357,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_spec, m)?)?;
     m.add_function(wrap_pyfunction!(opened_paths, m)?)?;
     m.add_function(wrap_pyfunction!(random_distribution, m)?)?;
+    m.add_function(wrap_pyfunction!(bssplit, m)?)?;
+    m.add_function(wrap_pyfunction!(bsrange, m)?)?;
     m.add_function(wrap_pyfunction!(error_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(option_rules, m)?)?;
     m.add_function(wrap_pyfunction!(check_option, m)?)?;

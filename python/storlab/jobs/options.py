@@ -175,7 +175,22 @@ ROWS: tuple[Option, ...] = (
            "Skewed laws draw with repeats (the random map is off for them, as in fio)",
            metavar="DIST", fio_name="random_distribution",
            rule="random_distribution"),
-    Option("bs", "size", "request (block) size", fio_name="blocksize"),
+    Option("bs", "size", "request (block) size (see bssplit, bsrange for sizes that vary)",
+           fio_name="blocksize"),
+    Option("bssplit", "str", "each request's size drawn from a split, as fio's bssplit: "
+           "SIZE/PERCENT[:SIZE/PERCENT...], percentages of the requests (not the bytes) summing "
+           "to 100, an empty one sharing the rest evenly (4k/50:64k/30:1m/20); per direction "
+           "READ,WRITE[,TRIM] (trims take the writes' when not given; an empty part keeps bs). "
+           "Random offsets are multiples of the smallest size (or blockalign); with the random "
+           "map each block is still covered once per pass, a request being cut where it meets a "
+           "covered block (fio's rule). Results count the requests per size",
+           metavar="SPLIT", fio_name="bssplit", rule="bssplit"),
+    Option("bsrange", "str", "each request's size drawn between MIN-MAX (fio's bsrange): the "
+           "multiples of MIN up to MAX, equally likely; per direction as bssplit",
+           metavar="MIN-MAX", fio_name="bsrange", rule="bsrange"),
+    Option("blockalign", "size", "random offsets are multiples of this many bytes (0: the "
+           "smallest request size); another value turns the random map off, as fio's blockalign",
+           fio_name="blockalign"),
     Option("seq_hole", "size", "bytes skipped after each sequential request, a multiple of bs "
            "(fio's rw=read:SIZE); one pass then issues ceil(range / (bs + seq_hole)) requests"),
     Option("threads", "int", "worker threads per target", fio_name="numjobs"),
@@ -301,6 +316,32 @@ ROWS: tuple[Option, ...] = (
     Option("pass_spread", "float", "warn when passes differ in bandwidth by more than this "
            "(max - min, in % of the mean)", default=10.0, category="method", core=False, unit="%",
            minimum=0, maximum=100000),
+    Option("ss", "str", "steady state (fio's ss, SNIA PTS): stop each I/O phase once its IOPS or "
+           "bandwidth, sampled every second after ss_ramp, has been flat for ss_dur; "
+           "iops:L / bw:L: no sample further than L from the window's mean; iops_slope:L / "
+           "bw_slope:L: the least-squares slope under L per second; L in the metric's units or "
+           "a percentage of the mean (iops_slope:0.3%); the result says whether it was reached",
+           default=None, category="method", core=False, metavar="METRIC:LIMIT", fio_name="steadystate",
+           parse=lambda raw, label: _parse_steady(raw, label)),
+    Option("ss_dur", "duration", "the window steady state is judged over (fio's ss_dur); needed with ss",
+           default=0.0, category="method", core=False, unit="s", minimum=0, fio_name="steadystate_duration"),
+    Option("ss_ramp", "duration", "time before steady-state samples are taken (fio's ss_ramp)",
+           default=0.0, category="method", core=False, unit="s", minimum=0, fio_name="steadystate_ramp_time"),
+    Option("latency_target", "duration", "find the highest queue depth whose latency percentile "
+           "stays at or below this (fio's latency_target): each I/O phase is run for latency_window "
+           "at qd 1, 2, 4 ... up to its qd, then bisected between the last depth that held and the "
+           "first that did not; the phase's result is the trial at the depth found (with "
+           "latency_run: the phase as written, run at that depth), with the IOPS it gave and "
+           "every depth tried", default=None, category="method", core=False, unit="s",
+           minimum=1e-9, fio_name="latency_target"),
+    Option("latency_window", "duration", "how long each depth is tried (fio's latency_window)",
+           default=5.0, category="method", core=False, unit="s", minimum=0.01, fio_name="latency_window"),
+    Option("latency_run", "bool", "after the latency_target search, run the phase as written at the "
+           "depth found (fio's latency_run keeps adjusting the depth instead)", default=False,
+           category="method", core=False, fio_name="latency_run"),
+    Option("latency_percentile", "float", "the share of requests that must complete within "
+           "latency_target, in percent (fio's latency_percentile)", default=100.0, category="method",
+           core=False, unit="%", minimum=0.0001, maximum=100, fio_name="latency_percentile"),
     Option("cache", "choice", "page-cache and controller-cache control", default="off",
            category="method", core=False,
            choices=_choice(off="no sizing, no dropping",
@@ -430,6 +471,16 @@ def _check_bounds(opt: Option, value: float, shown: Any) -> None:
     upper = opt.upper
     if (opt.minimum is not None and value < opt.minimum) or (upper is not None and value > upper):
         raise OptionError(f"{opt.label}: {shown!r} is out of range; allowed: {_allowed(opt)}")
+
+
+def _parse_steady(raw: Any, label: str) -> str:
+    """`ss`: metric:limit[%] (jobs/steadystate.py)."""
+    from .steadystate import canonical
+
+    try:
+        return canonical(str(raw), label)
+    except ValueError as e:
+        raise OptionError(str(e)) from None
 
 
 _PARSERS: dict[str, Callable[[Option, Any], Any]] = {}

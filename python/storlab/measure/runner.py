@@ -23,17 +23,18 @@ from typing import Any, Callable, Iterator
 
 from ..devices.safety import check_opened_paths
 from ..document import DIRECTIONS, RUN_SCHEMA, header, now_iso
-from ..errors import StorlabError, from_core
+from ..errors import StorlabError, UserError, from_core
 from ..jobs import mainjob
 from ..jobs.job import Job, PhaseDef, core_spec
 from ..signals import STOP
-from . import cache, passes
+from . import cache, passes, stats
 from .aggregate import merge_phase
 from .benchmark import Benchmark, PhaseHooks, run_benchmark, wait_for_phase
 from .checks import check_phase
 from .cpu import CpuSample, cpu_usage
 from .environment import describe_target, host_environment
 from .meta import MetaBenchmark
+from .steady import SteadyState
 
 SCHEMA = RUN_SCHEMA
 SCRATCH_SIZE_BYTES = 256 << 20
@@ -240,7 +241,10 @@ class IoBenchmark(Benchmark):
         settings = self.job.run
         to_drop = cache.should_drop(phase, settings.get("cache", "off"), written)
         dropped = cache.drop_page_cache(to_drop) if to_drop else None
-        result = self._run_phase(phase, hooks)
+        if settings.get("latency_target"):
+            result = self._run_at_latency_target(phase, hooks)
+        else:
+            result = self._run_phase(phase, hooks)
         if dropped:
             result["cache"] = {"mode": settings["cache"], "dropped": to_drop, **dropped}
         if pass_no is not None:
@@ -394,6 +398,7 @@ class IoBenchmark(Benchmark):
             raise from_core(*e.args) from None
         # After the plan laid the files out, before the clock: the layout's pages are dropped too.
         invalidated = cache.invalidate(*cache.invalidation_targets(phase, self.job.run))
+        steady = SteadyState.of(self.job.run)
         hooks.before_start(phase, run)
         cpu_before = CpuSample.now()
         run.start()
@@ -407,16 +412,91 @@ class IoBenchmark(Benchmark):
             if every and time.monotonic() >= next_checkpoint and not stopping:
                 self._checkpoint_mid_phase(phase, run)
                 next_checkpoint = time.monotonic() + every
+            if steady is not None and not stopping and not steady.attained:
+                b, o, elapsed, _done = run.progress()
+                if steady.feed(elapsed, o, b):
+                    run.interrupt()   # steady: the phase ends here, complete (below)
 
-        wait_for_phase(run, phase, hooks, self.progress_interval_s, lambda: self._report(phase.name, run), on_tick)
+        tick = self.progress_interval_s if steady is None else min(self.progress_interval_s, 0.1)
+        wait_for_phase(run, phase, hooks, tick, lambda: self._report(phase.name, run), on_tick)
         cpu_after = CpuSample.now()
         result = json.loads(run.result_json())
+        if steady is not None:
+            result["steadystate"] = steady.record()
+            if steady.attained and result["stop_reason"] == "interrupted" and not STOP.requested:
+                result.update(complete=True, stop_reason="steady_state")
         bw = sum(result[d]["bw_bytes"] for d in DIRECTIONS if d in result)
         result["cpu"] = cpu_usage(cpu_before, cpu_after, bw)
         result["rw"] = "+".join(sorted({g.values["rw"] for g in phase.groups}))
         result["groups"] = [g.name for g in phase.groups]
         result["invalidate"] = invalidated
         hooks.after_end(phase, run, result)
+        return result
+
+    def _run_at_latency_target(self, phase, hooks: PhaseHooks) -> dict[str, Any]:
+        """fio's latency_target: the highest queue depth, up to the phase's own, whose
+        latency_percentile of lat stays within latency_target over latency_window. Depths 1, 2,
+        4 ... are tried until one fails, then bisected (at most 4 more tries); the phase then runs
+        as written at the depth found (1 when none held) with latency_run, as fio's latency_run
+        keeps running; without it (fio's default) the phase's result is the trial at that depth.
+        Either way the result carries the search."""
+        settings = self.job.run
+        if type(hooks) is not PhaseHooks:
+            raise UserError("latency_target: not available under MPI (each rank would find its own depth)")
+        target_ns = settings["latency_target"] * 1e9
+        window = settings.get("latency_window") or 5.0
+        pct = settings.get("latency_percentile") or 100.0
+        top = max(g.values["qd"] for g in phase.groups)
+        steps: list[dict[str, Any]] = []
+
+        def at_depth(qd: int, trial: bool):
+            p = copy.deepcopy(phase)
+            for g in p.groups:
+                g.values["qd"] = min(qd, g.values["qd"])
+                if trial:
+                    g.values.update(time=window, io_size=None, io_total=None, ramp=0.0)
+            return p
+
+        trials: dict[int, dict[str, Any]] = {}
+
+        def holds(qd: int) -> bool:
+            r = trials[qd] = self._run_phase(at_depth(qd, True), hooks)
+            buckets = stats.merge(*(r[d]["lat_hist"]["buckets"] for d in DIRECTIONS if r.get(d)))
+            lat = stats.percentile(buckets, pct)
+            iops = sum(r[d]["iops"] for d in DIRECTIONS if r.get(d))
+            ok = bool(r["complete"] and lat is not None and lat <= target_ns)
+            steps.append({"qd": qd, "iops": iops, "lat_percentile_ns": lat, "held": ok})
+            if not r["complete"]:
+                raise _SearchStopped(r)
+            return ok
+
+        try:
+            good, bad, qd = 0, None, 1
+            while qd <= top:
+                if not holds(qd):
+                    bad = qd
+                    break
+                good, qd = qd, qd * 2
+            if bad is None and good < top:
+                bad = top + 1 if holds(top) else top
+                good = top if bad > top else good
+            for _ in range(4):
+                if bad is None or bad - good <= 1:
+                    break
+                mid = (good + bad) // 2
+                good, bad = (mid, bad) if holds(mid) else (good, mid)
+        except _SearchStopped as stopped:
+            result = stopped.result
+        else:
+            if settings.get("latency_run") or good not in trials:
+                result = self._run_phase(at_depth(max(good, 1), False), hooks)
+            else:
+                result = trials[good]
+        best = next((s for s in steps if s["qd"] == good and s["held"]), None)
+        result["latency_target"] = {"target_s": settings["latency_target"], "window_s": window, "percentile": pct,
+                                    "qd": good, "iops": best["iops"] if best else None,
+                                    "lat_percentile_ns": best["lat_percentile_ns"] if best else None,
+                                    "found": best is not None, "steps": steps}
         return result
 
     def _notify_stalls(self, name: str, run, seen: int) -> int:
@@ -431,6 +511,14 @@ class IoBenchmark(Benchmark):
         if self.progress is not None:
             b, o, elapsed, _done = run.progress()
             self.progress(name, b, o, elapsed)
+
+
+class _SearchStopped(Exception):
+    """A latency-target trial ended early (a signal, an error): the search stops with its result."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        super().__init__(result.get("stop_reason"))
+        self.result = result
 
 
 def run_job(job: Job, argv: list[str] | None = None, progress: ProgressFn | None = None,

@@ -106,7 +106,29 @@ def _job(phase: dict[str, Any], spec: dict[str, Any], doc: dict[str, Any], group
     job["iodepth_complete"] = _one_bucket(_DEPTH_BATCH, batch, lower=False)
     job.update(_latency_buckets([_hist(phase.get(d), "clat") for d in DIRECTIONS]))
     job.update({"latency_depth": qd, "latency_target": 0, "latency_percentile": 100.0, "latency_window": 0})
+    lt = phase.get("latency_target")
+    if lt:   # fio's units: microseconds
+        job.update({"latency_depth": lt["qd"] or 1, "latency_target": int(round(lt["target_s"] * 1e6)),
+                    "latency_percentile": float(lt["percentile"]), "latency_window": int(round(lt["window_s"] * 1e6))})
+    ss = phase.get("steadystate")
+    if ss:
+        job["steadystate"] = _steadystate(ss)
     return job
+
+
+def _steadystate(ss: dict[str, Any]) -> dict[str, Any]:
+    """fio's steadystate object: its criterion text, and the window's samples of the metric
+    judged (storlab samples one metric: the other's list stays empty)."""
+    pct = "%" if ss["limit_is_pct"] else ""
+    samples = [int(round(v)) for v in ss["samples"]]
+    iops = ss["metric"].startswith("iops")
+    mean = int(round(sum(samples) / len(samples))) if samples else 0
+    return {"ss": f"{ss['metric']}:{ss['limit']:f}{pct}", "duration": int(round(ss["duration_s"])),
+            "attained": int(bool(ss["attained"])),
+            "criterion": f"{(ss.get('criterion') or 0.0):f}{pct}",
+            "max_deviation": float(ss.get("max_deviation") or 0.0), "slope": float(ss.get("slope") or 0.0),
+            "data": {"bw_mean": 0 if iops else mean, "iops_mean": mean if iops else 0,
+                     "iops": samples if iops else [], "bw": [] if iops else samples}}
 
 
 def _job_options(phase: dict[str, Any], groups: Sequence[dict[str, Any]]) -> dict[str, str]:

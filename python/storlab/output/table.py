@@ -20,6 +20,13 @@ def _rate(bw_bytes: float | None) -> str:
     return "-" if bw_bytes is None else f"{bw_bytes / MiB:,.1f} MiB/s"
 
 
+def _size(n: int) -> str:
+    for shift, unit in ((20, "MiB"), (10, "KiB")):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} B"
+
+
 def _phase_notes(phase: dict[str, Any]) -> list[str]:
     """The lines under the table for one phase: how workers added up, and what else was measured."""
     label = phase["name"] + (f" #{phase['pass']}" if "pass" in phase else "")
@@ -45,6 +52,25 @@ def _phase_notes(phase: dict[str, Any]) -> list[str]:
                     if v.get("bs_mismatches") else "")
         out.append(f"{label}: verify {v['kind']}: {v['checked_blocks']} blocks checked{readback}, "
                    f"{v['mismatches']} mismatches{other_bs}")
+    for d in DIRECTIONS:
+        sizes = (phase.get(d) or {}).get("sizes")
+        if sizes:
+            top = sorted(sizes, key=lambda e: -e["ops"])
+            shown = ", ".join(f"{_size(e['bs'])} {100 * e['share']:.1f} %" for e in top[:6])
+            rest = f" and {len(top) - 6} other sizes" if len(top) > 6 else ""
+            out.append(f"{label}: {d} request sizes: {shown}{rest}")
+    ss = phase.get("steadystate")
+    if ss:
+        state = (f"reached at {ss['attained_at_s']:.0f} s" if ss["attained"] else "not reached")
+        crit = f", criterion {ss['criterion']:.3g}" if ss.get("criterion") is not None else ""
+        out.append(f"{label}: steady state {ss['ss']} over {ss['duration_s']:g} s: {state}{crit}")
+    lt = phase.get("latency_target")
+    if lt:
+        found = (f"qd {lt['qd']} holds p{lt['percentile']:g} <= {lt['target_s'] * 1e6:,.0f} us at "
+                 f"{lt['iops']:,.0f} IOPS" if lt["found"] else
+                 f"no depth holds p{lt['percentile']:g} <= {lt['target_s'] * 1e6:,.0f} us")
+        tried = ", ".join(f"{s['qd']}{'' if s['held'] else ' (no)'}" for s in lt["steps"])
+        out.append(f"{label}: latency target: {found}; depths tried {tried}")
     c = phase.get("cache")
     if c:
         before, after = c.get("resident_before_bytes"), c.get("resident_after_bytes")

@@ -17,6 +17,7 @@ docs/fio.md. Every value produced is canonical for storlab.jobs.options.parse_va
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import stat
 from dataclasses import dataclass, field
@@ -189,6 +190,23 @@ def translate_sections(sections: list[Section], source: str = "<text>",
                     g["name"] = f"{base}#{count}"
                 out.phases[-1]["groups"].append(g)
                 groups.append(g["name"])
+        for fio_key, key in (("steadystate", "ss"), ("steadystate_duration", "ss_dur"),
+                             ("steadystate_ramp_time", "ss_ramp"), ("latency_target", "latency_target"),
+                             ("latency_window", "latency_window"), ("latency_percentile", "latency_percentile")):
+            if job.has(fio_key):
+                try:
+                    raw = job.raw(fio_key) if key in ("ss", "latency_percentile") else \
+                        job.time(fio_key, 1e-6 if key.startswith("latency") else 1.0)   # fio: bare = us
+                    value = parse_value(key, raw)
+                except (OptionError, ValueError) as e:
+                    problems.setting(job.s[fio_key], str(e).partition(": ")[2] or str(e))
+                    continue
+                if out.run.get(key, value) != value:
+                    problems.setting(job.s[fio_key], f"storlab applies {key} to the whole run; give every "
+                                                     "job the same value")
+                out.run[key] = value
+        if job.has("steadystate_check_interval") and job.time("steadystate_check_interval") != 1.0:
+            problems.setting(job.s["steadystate_check_interval"], "storlab samples every second; only 1s")
         inv = job.invalidate()
         if inv is not None:
             if out.run.get("invalidate", inv) != inv:
@@ -430,70 +448,48 @@ class _Job:
         return reads, writes, trims
 
     def block_size(self, opts: dict[str, Any]) -> bool:
-        """bs, bsrange, bssplit and blockalign: the one block size storlab's workers use; bssplit
-        is kept aside for groups()."""
+        """bs, bsrange, bssplit and blockalign, straight to the engine's options of the same names
+        (sizes in bytes, per direction as fio writes them): each request's size is drawn per I/O
+        as in fio; sizes differing per direction become a bssplit of one size per direction."""
         reads, writes, trims = self._directions()
-        self.bssplit: list[tuple[int, int]] | None = None
-        if self.has("bssplit"):
-            per_dir = self.raw("bssplit").split(",")
-            used = [per_dir[i] if i < len(per_dir) and per_dir[i] else per_dir[0]
-                    for i, on in enumerate((reads, writes, trims)) if on]
-            if len(set(used)) > 1:
-                self.bad("bssplit", "storlab's reads and writes share one block size split")
-                return False
-            split = []
-            for item in used[0].split(":"):
-                size_text, _, pct = item.partition("/")
+        for key in ("bssplit", "bsrange"):
+            if self.has(key):
+                parts = []
+                for part in self.raw(key).split(","):
+                    items = []
+                    pieces = part.split(":") if key == "bssplit" else re.split(r"[-:]", part)
+                    for item in filter(None, (i.strip() for i in pieces)):
+                        size_text, slash, pct = item.partition("/")
+                        try:
+                            items.append(f"{parse_fio_size(size_text, self.kb_base)}{slash}{pct}")
+                        except ValueError as e:
+                            self.bad(key, str(e))
+                            return False
+                    parts.append((":" if key == "bssplit" else "-").join(items))
                 try:
-                    split.append((parse_fio_size(size_text, self.kb_base), int(pct or 0)))
-                except ValueError as e:
-                    self.bad("bssplit", str(e))
-                    return False
-            given = sum(p for _, p in split)
-            empty = [i for i, (_, p) in enumerate(split) if p == 0]
-            if given > 100 or (not empty and given != 100):
-                self.bad("bssplit", "percentages must add up to 100")
-                return False
-            for i in empty:   # fio shares what is left equally among entries without a percentage
-                split[i] = (split[i][0], (100 - given) // len(empty))
-            self.bssplit = [(b, p) for b, p in split if p > 0]
-            if len(self.bssplit) == 1:
-                opts["bs"] = self.bssplit[0][0]
-                self.bssplit = None
-            else:
-                opts["bs"] = self.bssplit[0][0]
-                self.notes.append("bssplit → one worker per block size on the job's files, sharing "
-                                  "its bytes by the percentages (fio: one worker drawing sizes)")
-        else:
-            key = "bsrange" if self.has("bsrange") else "bs"
-            text = self.raw(key) or "4k"
-            per_dir = text.split(",")
-            sizes = []
-            for i, on in enumerate((reads, writes, trims)):
-                if not on:
-                    continue
-                item = (per_dir[i] if i < len(per_dir) and per_dir[i].strip() else per_dir[0]).strip()
-                lo, _, hi = item.partition("-")
-                try:
-                    lo_b = parse_fio_size(lo or "4k", self.kb_base)
-                    hi_b = parse_fio_size(hi, self.kb_base) if hi else lo_b
-                except ValueError as e:
+                    opts[key] = parse_value(key, ",".join(parts))
+                except OptionError as e:
                     self.bad(key, str(e))
                     return False
-                if lo_b != hi_b:
-                    self.bad(key, "storlab's engine uses one block size per worker; give one size "
-                                  "(or bssplit)")
-                    return False
-                sizes.append(lo_b)
-            if len(set(sizes)) > 1:
-                self.bad(key, "storlab's reads and writes share one block size")
+                break
+        per_dir = (self.raw("bs") or "4k").split(",")
+        sizes = []
+        for i in range(3):
+            item = (per_dir[i] if i < len(per_dir) else per_dir[-1] if len(per_dir) == 2 else per_dir[0]).strip()
+            try:
+                sizes.append(parse_fio_size(item or "4k", self.kb_base))
+            except ValueError as e:
+                self.bad("bs", str(e))
                 return False
-            opts["bs"] = sizes[0] if sizes else 4096
+        used = [b for b, on in zip(sizes, (reads, writes, trims)) if on]
+        opts["bs"] = used[0] if used else sizes[0]
+        if len(set(used)) > 1 and "bssplit" not in opts and "bsrange" not in opts:
+            opts["bssplit"] = parse_value("bssplit", ",".join(str(b) for b in sizes))
         if self.has("blockalign"):
-            align = self.size("blockalign") if "," not in self.raw("blockalign") else None
-            if align is None or (align and align != opts["bs"]):
-                self.bad("blockalign", "storlab aligns requests to bs; only blockalign=bs")
+            if "," in self.raw("blockalign"):
+                self.bad("blockalign", "storlab aligns reads, writes and trims alike; give one value")
                 return False
+            opts["blockalign"] = self.size("blockalign")
         if self.has("offset_align") and self.size("offset_align") not in (0, opts["bs"]):
             self.bad("offset_align", "storlab aligns offsets to bs; only 0 or bs")
             return False
@@ -678,7 +674,7 @@ class _Job:
                ) -> list[dict[str, Any]] | None:
         """The storlab groups of the job: clones sharing a fixed file are threads of one group;
         clones with files of their own are one worker per file; offset_increment gives each clone
-        a group at its offset; bssplit one group per block size."""
+        a group at its offset."""
         time_based = self.flag("time_based") and "time" in opts
         per_file = workers[0][2]
         offset = self._size_value("offset", workers[0][1]) if self.has("offset") else 0
@@ -700,10 +696,6 @@ class _Job:
             io_bytes = per_file * loops
         if time_based and not self.has("number_ios"):
             io_bytes = None     # time_based runs for the time whatever the size (number_ios still ends it)
-        if self.bssplit and time_based:
-            self.bad("bssplit", "with time_based storlab cannot keep fio's share of requests per "
-                                "size (it splits bytes, for size-based jobs)")
-            return None
 
         def base_options(files: list[str], threads: int, layout: str | None, off: int) -> dict[str, Any]:
             o = dict(opts)
@@ -737,21 +729,6 @@ class _Job:
                     self.layout.append({"name": f"{name}:layout", "options": {
                         **{k: o[k] for k in ("target", "size", "offset", "bs", "direct") if k in o},
                         "rw": "write", "threads": 1, "engine": "psync", "fsync_end": True}})
-        if self.bssplit:
-            split_plans = []
-            mean = sum(b * p for b, p in self.bssplit) / 100
-            for name, o in plans:
-                total = o.get("io_size") or o.get("size")
-                if total is None:
-                    self.bad("bssplit", "needs size (or io_size) to share the bytes")
-                    return None
-                requests = total / mean
-                for b, p in self.bssplit:
-                    g = dict(o)
-                    g["bs"] = b
-                    g["io_size"] = max(b, round(requests * p / 100) * b)
-                    split_plans.append((f"{name}@{b}", g))
-            plans = split_plans
         return [{"name": name, "options": o} for name, o in plans]
 
     def canonical(self, opts: dict[str, Any]) -> bool:

@@ -1,11 +1,15 @@
-"""The communicator storlab's MPI runs talk through: star-shaped collectives around rank 0 that
+"""The communicator storlab's MPI runs talk through: tree-shaped collectives rooted at rank 0 that
 never wait without watching for failures, and a liveness thread that notices a rank that raised,
 was killed or lost its node, so every rank ends within `rank_timeout` instead of hanging.
 
 Why not MPI's own collectives: a blocking MPI_Barrier or MPI_Gather waits forever for a dead
 rank, and the non-blocking ones cannot be cancelled. Here each collective is point-to-point
-messages to and from rank 0, polled together with the liveness state; at most `size - 1`
-messages meet at rank 0, which is fine for the few collectives per phase a benchmark does.
+messages along a binomial tree (rank r's parent is r with its lowest set bit cleared; its children
+are r + 1, r + 2, r + 4 ... below that bit), polled together with the liveness state: a gather
+climbs the tree, each rank passing on its subtree's values in one message, and a broadcast
+descends it. No rank handles more than log2(size) messages per collective, and a collective
+takes 2 log2(size) message latencies at most (a barrier is a gather then a broadcast), so 10,000
+ranks cost about 14 hops per direction instead of 9,999 messages at rank 0.
 
 Liveness: rank 0 and every other rank exchange heartbeats on a private duplicate of the world
 communicator, from a thread of their own, so they go on while the main thread builds a plan
@@ -15,6 +19,7 @@ Shutdown is an orderly BYE exchange, so no message is left unmatched when MPI is
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -32,23 +37,44 @@ TAG_HEARTBEAT, TAG_ABORT, TAG_BYE = 1, 2, 3
 TAG_GATHER, TAG_BCAST, TAG_CLOCK, TAG_FINAL, TAG_CLEANUP = 10, 11, 12, 13, 14
 
 # Polling: a few busy polls first (a barrier released while a rank sleeps starts that rank late by
-# the sleep), then sleeps growing from 50 us to 200 us. Long spinning is worse: ranks sharing cores
-# with the engine's threads (or other ranks) take the CPU from the very work they wait for.
+# the sleep), then polls that yield the CPU to any other runnable thread (ranks oversubscribing the
+# cores, the engine's threads), then sleeps growing from 20 us to 200 us. Long spinning is worse:
+# ranks sharing cores take the CPU from the very work they wait for.
 _SPINS = 50
-_MIN_SLEEP_S = 50e-6
+_YIELDS = 200
+_MIN_SLEEP_S = 20e-6
 _MAX_SLEEP_S = 200e-6
 
 
+def _precise_sleeps() -> None:
+    """Ask the kernel to wake this process's sleeps on time: its default timer slack of 50 us
+    (prctl PR_SET_TIMERSLACK) would add that much to every polling sleep, that is to every hop
+    of a collective."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(29, 1, 0, 0, 0)   # PR_SET_TIMERSLACK, 1 ns
+    except (OSError, AttributeError):
+        pass   # not Linux: the default slack stays
+
+
 class _Backoff:
-    def __init__(self) -> None:
-        self.polls = 0
+    """One wait's polling pauses; `busy` False (more ranks on this node than cores) skips the
+    spinning and yielding: each would take a core another rank needs."""
+
+    def __init__(self, busy: bool = True) -> None:
+        self.polls = 0 if busy else _SPINS + _YIELDS
         self.sleep_s = _MIN_SLEEP_S
 
     def __call__(self) -> None:
         self.polls += 1
-        if self.polls > _SPINS:
-            time.sleep(self.sleep_s)
-            self.sleep_s = min(_MAX_SLEEP_S, self.sleep_s * 2)
+        if self.polls <= _SPINS:
+            return
+        if self.polls <= _SPINS + _YIELDS:
+            os.sched_yield()
+            return
+        time.sleep(self.sleep_s)
+        self.sleep_s = min(_MAX_SLEEP_S, self.sleep_s * 2)
 
 
 class RankFailure(StorlabError):
@@ -229,6 +255,11 @@ class Comm:
         self.size = self.data.Get_size()
         self.liveness = liveness
         self._seq = 0
+        _precise_sleeps()
+        # Ranks of this communicator on this node: more than its cores and polls only sleep.
+        node = self.data.Split_type(MPI.COMM_TYPE_SHARED)
+        self._busy_wait = node.Get_size() <= (os.cpu_count() or 1)
+        node.Free()
 
     @property
     def failure(self) -> RankFailure | None:
@@ -244,7 +275,7 @@ class Comm:
             raise RankFailure(f.rank, f.args[0])
 
     def _wait_request(self, req, deadline: float | None = None) -> bool:
-        pause = _Backoff()
+        pause = _Backoff(self._busy_wait)
         while not req.test()[0]:
             self._check()
             if deadline is not None and time.monotonic() > deadline:
@@ -257,7 +288,7 @@ class Comm:
         """(source, payload) of the next message with this tag and sequence number from any of
         `sources`. Each source is probed on its own: messages from one rank arrive in order, but a
         fast rank's message for the next collective may arrive before a slow rank's for this one."""
-        pause = _Backoff()
+        pause = _Backoff(self._busy_wait)
         while True:
             for source in sources:
                 msg = self.data.improbe(source, tag)
@@ -280,31 +311,47 @@ class Comm:
         self._seq += 1
         return self._seq
 
-    # -- collectives (root is rank 0 of this communicator) ----------------------------------------
-    def gather(self, obj: Any) -> list[Any] | None:
-        """Every rank's `obj`, in rank order, on rank 0; None on the others."""
-        seq = self._next()
-        if self.rank != 0:
-            self._wait_request(self.data.isend((seq, obj), 0, TAG_GATHER))
-            return None
-        out: list[Any] = [None] * self.size
-        out[0] = obj
-        pending = set(range(1, self.size))
-        while pending:
-            src, payload = self._recv(pending, TAG_GATHER, seq)
-            out[src] = payload
-            pending.discard(src)
+    # -- collectives (root is rank 0 of this communicator, along a binomial tree) ----------------
+    def parent(self) -> int | None:
+        """This rank's parent in the tree: the rank with its lowest set bit cleared (None: root)."""
+        return None if self.rank == 0 else self.rank & (self.rank - 1)
+
+    def children(self) -> list[int]:
+        """This rank's children in the tree: rank + 2^k for every 2^k below its lowest set bit
+        (every 2^k for the root) that is a rank of the communicator."""
+        low = self.rank & -self.rank if self.rank else self.size
+        out, step = [], 1
+        while step < low and self.rank + step < self.size:
+            out.append(self.rank + step)
+            step <<= 1
         return out
 
-    def bcast(self, obj: Any) -> Any:
-        """Rank 0's `obj` on every rank."""
+    def gather(self, obj: Any) -> list[Any] | None:
+        """Every rank's `obj`, in rank order, on rank 0; None on the others. Each rank sends its
+        parent one message: its subtree's values, {rank: obj}."""
         seq = self._next()
-        if self.rank == 0:
-            reqs = [self.data.isend((seq, obj), r, TAG_BCAST) for r in range(1, self.size)]
-            for req in reqs:
-                self._wait_request(req)
-            return obj
-        return self._recv({0}, TAG_BCAST, seq)[1]
+        subtree = {self.rank: obj}
+        pending = set(self.children())
+        while pending:
+            src, payload = self._recv(pending, TAG_GATHER, seq)
+            subtree.update(payload)
+            pending.discard(src)
+        parent = self.parent()
+        if parent is not None:
+            self._wait_request(self.data.isend((seq, subtree), parent, TAG_GATHER))
+            return None
+        return [subtree[r] for r in range(self.size)]
+
+    def bcast(self, obj: Any) -> Any:
+        """Rank 0's `obj` on every rank: each rank takes it from its parent and passes it on."""
+        seq = self._next()
+        parent = self.parent()
+        if parent is not None:
+            obj = self._recv({parent}, TAG_BCAST, seq)[1]
+        reqs = [self.data.isend((seq, obj), r, TAG_BCAST) for r in self.children()]
+        for req in reqs:
+            self._wait_request(req)
+        return obj
 
     def barrier(self) -> None:
         self.gather(None)
