@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .costs import HBA_REQUEST_OVERHEAD_S, HOST_REQUEST_OVERHEAD_S
 from .geometry import analyse_alignment, geometry_of
 from .queueing import Station, solve_closed
 from .stack import DriveType, Stack, StackError
@@ -86,10 +87,12 @@ class Device:
     @classmethod
     def from_drive(cls, drive: DriveType, latency_s: float | None = None) -> "Device":
         """A stack's drive type; without a latency, one random read's time (1 / random read IOPS),
-        which is the service time of a drive that serves one request at a time."""
+        which is the service time of a drive that serves one request at a time (a spinning
+        drive's seek and rotation, costs.random_service_s). A request of a sequential stream
+        needs no seek: its fixed time is the host's per-request overhead (costs.py)."""
         return cls(drive.seq_read_bw_bytes, drive.seq_write_bw_bytes, drive.random_read_iops,
                    drive.random_write_iops, latency_s if latency_s is not None else 1.0 / drive.random_read_iops,
-                   drive.name)
+                   drive.name, sequential_latency_s=HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S)
 
 
 @dataclass(frozen=True)
@@ -235,7 +238,10 @@ def _request_cost(stack: Stack | None, workload: Workload, devices: list[Device]
         serving_read = n * used / copies
         if mirror_read == "per-thread":
             assumptions.append(f"mirror reads: each thread reads one copy ({used} of {copies} used)")
-    elif level.dedicated_parity:
+    elif level.dedicated_parity or (level.parity_drives and not workload.is_random):
+        # dedicated parity never serves reads; rotating parity serves random reads from every
+        # member, but a sequential sweep skips each member's parity chunks, so its members deliver
+        # data at (data drives / drives) of their rate: the data drives' worth in all
         serving_read = float(n - stack.raid.groups * level.parity_drives)
     else:
         serving_read = float(n)
@@ -354,7 +360,21 @@ def _unloaded_time(stack: Stack | None, cost: _RequestCost, workload: Workload,
             latency = cache.latency_s
         stages.append(request / (cache.write_bw_bytes if workload.is_write else cache.read_bw_bytes))
     stages += _path_transfer_times(stack, workload, cost, cache is not None)
-    return latency + max(stages, default=0.0)
+    return latency + _path_cpu_time(stack, workload) + max(stages, default=0.0)
+
+
+def _path_cpu_time(stack: Stack | None, workload: Workload) -> float:
+    """CPU seconds a request costs on its way: each level of the path with a CPU cost (a file
+    server, an NSD server, a controller) works on it before passing it on (one instance per level)."""
+    root = None if stack is None else stack.instances()
+    if root is None:
+        return 0.0
+    by_template: dict[str, float] = {}
+    for inst in root.walk():
+        t = inst.template.cpu_time_s(workload.request_bytes)
+        if t is not None and inst.all_group_ids():
+            by_template[inst.template.name] = t
+    return sum(by_template.values())
 
 
 def _reading_members(cost: _RequestCost, workload: Workload) -> list[Device]:
@@ -443,11 +463,15 @@ def _path_capacities(stack: Stack | None, workload: Workload, cost: _RequestCost
         if inst.template.iops is not None:
             ops = (cost.write_ops if workload.is_write else cost.pieces) if inst.carries_parity else 1.0
             limits.append((inst.template.iops / ops * groups / under, "IOPS"))
+        cpu = inst.template.cpu_capacity(workload.request_bytes * factor)
+        if cpu is not None:
+            limits.append((cpu * groups / under, f"CPU ({inst.template.cores} core(s))"))
         if limits:
             cap, why = min(limits)
             out.append((inst.path, "path", cap, why))
             if servers_of is not None:
-                servers_of[inst.path] = max(1, round(groups / under))
+                cores = inst.template.cores if why.startswith("CPU") else 1
+                servers_of[inst.path] = max(1, round(groups / under)) * cores
     return out
 
 
