@@ -126,7 +126,6 @@ groups = 1
 
 def test_a_file_server_s_cpu_caps_small_requests_per_request_and_large_ones_per_byte():
     import tomllib
-
     from storlab.model.stack import stack_from_dict
     stack = stack_from_dict(tomllib.loads(SERVER_STACK))
     small = predict(stack, Workload("randread", 4096, qd=256))
