@@ -184,10 +184,13 @@ def _member_capacity(device: Device, load: _MemberLoad, sequential: bool) -> tup
              ("read bandwidth", load.read_bytes / device.read_bw_bytes),
              ("write bandwidth", load.write_bytes / device.write_bw_bytes)]
     if device.shared_time:
-        # one mechanism: a request's operations take turns; each op costs the larger of its IOPS
-        # and its transfer time
-        read_t = max(terms[0][1], terms[2][1])
-        write_t = max(terms[1][1], terms[3][1])
+        # one mechanism: a request's operations take turns. A random operation costs its
+        # positioning (1 / IOPS: seek and rotation on a spinning drive, costs.random_service_s)
+        # plus its transfer; a sequential piece its transfer only (or its IOPS share where the
+        # device counts every request)
+        combine = (lambda a, b: a + b) if not sequential else max
+        read_t = combine(terms[0][1], terms[2][1])
+        write_t = combine(terms[1][1], terms[3][1])
         total = read_t + write_t
         why = "time (reads and writes share it)"
         return (math.inf if total == 0 else 1.0 / total), why
