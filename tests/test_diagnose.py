@@ -371,3 +371,15 @@ def test_a_size_based_probe_records_the_time_it_took():
     p = Probe("fs-write", "/mnt/x", SEQ_READ, ["/f"], 0.0, size=32 << 20)
     r = ProbeResult(p, {"phases": [{"seconds": 1.6}]}, 20 * MB, {}, True)
     assert r.to_dict()["time_s"] == pytest.approx(1.6)
+
+
+def test_the_chart_uses_a_log_axis_when_an_in_cache_bar_dwarfs_the_device_bars():
+    from storlab.output.diagnose import waterfall_chart
+    doc = {"workloads": [{"name": "seq-read", "label": "1 MiB sequential read QD4"}],
+           "layers": [{"layer": "fs", "workload": "seq-read", "unit": "bytes/s", "measured": 21e6, "predicted": 21e6},
+                      {"layer": "fs-cached", "workload": "seq-read", "unit": "bytes/s", "measured": 1.8e9,
+                       "predicted": None}]}
+    ax = waterfall_chart(doc).figure.axes[0]
+    assert ax.get_yscale() == "log"
+    doc["layers"].pop()
+    assert waterfall_chart(doc).figure.axes[0].get_yscale() == "linear"
