@@ -209,8 +209,10 @@ DRIVE_OPTIONS: tuple[Option, ...] = (
          parse=lambda raw, label: parse_afr(raw, label), metavar="RATE", category="drive"),
     _row("ber", "probability", "unrecoverable bit error rate per bit read, e.g. 1e-15",
          parse=lambda raw, label: parse_ber(raw, label), metavar="RATE", category="drive"),
-    _row("sector", "size", "drive sector size (default 512)", minimum=1, unit="bytes", metavar="SIZE",
-         category="drive"),
+    _row("sector", "size", "deprecated, changes nothing, removed in the next release: the URE probability "
+         "does not depend on the sector size (a BER counts sectors lost per bits read, so the chance of "
+         "meeting one over a rebuild is 1 - (1 - BER)^bits for 512 B and 4 KiB sectors alike)", minimum=512,
+         maximum=64 * 1024, unit="bytes", metavar="SIZE", category="drive"),
     _row("drive_read", "rate", "drive sequential read rate, e.g. 150MB/s", minimum=1,
          unit="bytes/s", metavar="RATE", category="drive"),
     _row("drive_write", "rate", "drive sequential write rate (default: the read rate)", minimum=1,
@@ -355,7 +357,9 @@ def _drive_from_args(args: argparse.Namespace, base=DEFAULT_DRIVE):
     if args.ber is not None:
         changes["ber_per_bit"] = args.ber
     if args.sector is not None:
-        changes["sector_bytes"] = args.sector
+        print(f"warning: --sector is deprecated for plan {args.plan_command} and changes nothing: the URE "
+              "probability does not depend on the sector size (docs/model.md, Reliability); it will be "
+              "removed in the next release", file=sys.stderr)
     if args.drive_read is not None:
         changes["seq_read_bw_bytes"] = args.drive_read
         changes.setdefault("seq_write_bw_bytes", changes["seq_read_bw_bytes"])
