@@ -623,7 +623,7 @@ def run_profile(args: argparse.Namespace) -> int:
     """Measure each point through the ordinary engine (direct I/O, a ramp, the given time), fit."""
     from ..jobs.job import resolve_job
     from ..measure.runner import run_job
-    from ..model.profile import ProfilePoint, fit_profile, save_profile
+    from ..model.profile import ProfilePoint, fit_profile, profile_document, save_profile
 
     check_destination(args.output, "output")
     target = args.target
@@ -663,7 +663,7 @@ def run_profile(args: argparse.Namespace) -> int:
     if args.output:
         save_profile(profile, args.output)
     if args.json:
-        write_json({**header("plan", schema=plan_schema("profile")), **profile.to_dict()}, args.json, indent=2)
+        write_json(profile_document(profile), args.json, indent=2)
         return 0
     out = [f"{target}: profile from {len(points)} points ({time_s:g} s each, direct I/O)",
            f"  read {_mb(profile.read_bw_bytes)}, {profile.read_iops:,.0f} IOPS; write {_mb(profile.write_bw_bytes)}, "

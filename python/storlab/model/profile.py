@@ -11,7 +11,7 @@ What is fitted (least squares where there are several points, docs/model.md "Dev
   round(IOPS x service time of one small request), at least 1;
 - whether it queues (a drive, a controller) or is a rate limiter (a token bucket such as the
   blkio throttle): a lone request of a rate limiter usually passes at once and now and then waits
-  for the next budget, so its median latency at QD1 is far below its mean (below half); a
+  for the next budget, so its median latency at QD1 is far below its mean (below a tenth); a
   queueing device's median is near its mean.
 The fit's error is the model's prediction at each measured point against the measurement, with
 the fitted device (`ProfileFit.errors`): a profile is used only with its error in view.
@@ -27,14 +27,17 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..document import header, plan_schema
 from ..errors import UserError
 from .predict import Device, Workload, predict
 
-__all__ = ["ProfilePoint", "DeviceProfile", "fit_profile", "load_profile", "save_profile", "ProfileError",
+__all__ = ["ProfilePoint", "DeviceProfile", "fit_profile", "load_profile", "save_profile", "profile_document",
+           "ProfileError",
            "PROFILE_SCHEMA", "RATE_LIMITER_MEDIAN_SHARE"]
 
-PROFILE_SCHEMA = "storlab.profile/1"
-RATE_LIMITER_MEDIAN_SHARE = 0.5     # median / mean latency at QD1 below this: a rate limiter
+PROFILE_SCHEMA = plan_schema("profile")
+RATE_LIMITER_MEDIAN_SHARE = 0.1     # median / mean latency at QD1 below this: a rate limiter (the blkio
+                                    # throttle: 49 of 50 requests pass at once, one waits a slice)
 
 
 class ProfileError(UserError):
@@ -82,7 +85,6 @@ class DeviceProfile:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["schema"] = PROFILE_SCHEMA
         d["mean_abs_error"] = self.mean_abs_error
         d["max_abs_error"] = self.max_abs_error
         return d
@@ -125,7 +127,10 @@ def fit_profile(points: list[ProfilePoint], name: str = "profile") -> DeviceProf
     seq_latency = max(0.0, seq_line[0]) if seq_line else latency
 
     def ceiling_iops(direction: str) -> float:
-        pts = [p for p in good if p.rw.endswith(direction)] or good
+        """The most random requests per second at the smallest size (sequential small requests
+        are served from a drive's or controller's read-ahead, not a measure of its IOPS)."""
+        pts = ([p for p in random_pts if p.rw.endswith(direction)] or random_pts
+               or [p for p in good if p.rw.endswith(direction)] or good)
         small = min(p.request_bytes for p in pts)
         return max(p.iops for p in pts if p.request_bytes == small)
 
@@ -159,9 +164,14 @@ def fit_profile(points: list[ProfilePoint], name: str = "profile") -> DeviceProf
                             "notes": tuple(notes)})
 
 
+def profile_document(profile: DeviceProfile) -> dict[str, Any]:
+    """The profile as a `storlab.plan.profile/1` document (the file `plan profile` writes)."""
+    return {**header("plan", schema=plan_schema("profile")), **profile.to_dict(), "warnings": []}
+
+
 def save_profile(profile: DeviceProfile, path: str) -> None:
     with open(path, "w") as fh:
-        json.dump(profile.to_dict(), fh, indent=2)
+        json.dump(profile_document(profile), fh, indent=2)
         fh.write("\n")
 
 
@@ -175,7 +185,7 @@ def load_profile(path: str) -> DeviceProfile:
     except (OSError, ValueError) as e:
         raise ProfileError(f"{path}: not a profile ({e})") from None
     if not isinstance(data, dict) or data.get("schema") != PROFILE_SCHEMA:
-        raise ProfileError(f"{path}: not a profile (schema {PROFILE_SCHEMA!r} expected)")
+        raise ProfileError(f"{path}: not a profile (schema {PROFILE_SCHEMA!r} expected, from storlab plan profile)")
     try:
         points = tuple(ProfilePoint(**p) for p in data.get("points", ()))
         fields = {k: data[k] for k in ("name", "read_bw_bytes", "write_bw_bytes", "read_iops", "write_iops",

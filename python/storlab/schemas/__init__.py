@@ -23,7 +23,7 @@ SCHEMA_FILES = {
     ("storlab.doctor/1", "doctor"): "doctor-1.schema.json",
     ("storlab.diagnose/1", "diagnose"): "diagnose-1.schema.json",
     **{(f"storlab.plan.{c}/1", "plan"): "plan-1.schema.json"
-       for c in ("geometry", "reliability", "perf", "recommend", "script")},
+       for c in ("geometry", "reliability", "perf", "recommend", "script", "profile")},
 }
 
 
