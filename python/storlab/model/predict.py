@@ -233,7 +233,9 @@ def _request_cost(stack: Stack | None, workload: Workload, devices: list[Device]
     level = stack.raid.layout.level
     pattern = "sequential"
     if workload.is_random:
-        pattern = "random:4096" if workload.request_bytes % 4096 == 0 else "random"
+        # random offsets are multiples of the request size, as storlab run and fio place them
+        # (fio's blockalign defaults to the block size): a 64 KiB request on a 64 KiB chunk is one piece
+        pattern = "aligned"
     alignment = analyse_alignment(geometry, workload.request_bytes, pattern)
     if level.mirrored:
         copies = geometry.copies
