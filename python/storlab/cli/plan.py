@@ -209,9 +209,8 @@ DRIVE_OPTIONS: tuple[Option, ...] = (
          parse=lambda raw, label: parse_afr(raw, label), metavar="RATE", category="drive"),
     _row("ber", "probability", "unrecoverable bit error rate per bit read, e.g. 1e-15",
          parse=lambda raw, label: parse_ber(raw, label), metavar="RATE", category="drive"),
-    _row("sector", "size", "deprecated, changes nothing, removed in the next release: the URE probability "
-         "does not depend on the sector size (a BER counts sectors lost per bits read, so the chance of "
-         "meeting one over a rebuild is 1 - (1 - BER)^bits for 512 B and 4 KiB sectors alike)", minimum=512,
+    _row("sector", "size", "deprecated: changes nothing, since the URE probability does not depend on the "
+         "sector size (docs/model.md, Reliability); removed in the next release", minimum=512,
          maximum=64 * 1024, unit="bytes", metavar="SIZE", category="drive"),
     _row("drive_read", "rate", "drive sequential read rate, e.g. 150MB/s", minimum=1,
          unit="bytes/s", metavar="RATE", category="drive"),
