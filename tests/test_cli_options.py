@@ -77,7 +77,9 @@ def test_every_argument_of_every_command_is_a_table_row():
 # Flags that keep a command-specific help: the same meaning in words fitting the command (seed,
 # threads; --ranks: rank counts, a LIST in scale and diagnose), and meta's --target, a directory
 # rather than run's repeatable file or device.
-SAME_NAME_OWN_HELP = {"--seed", "--threads", "--target", "--ranks"}
+# plan perf and plan profile take lists of what run (and plan geometry, --request) take one at a
+# time, to draw a curve or sweep a profile: the same meaning per point, their own help
+SAME_NAME_OWN_HELP = {"--seed", "--threads", "--target", "--ranks", "--rw", "--qd", "--request"}
 
 
 def test_one_flag_name_has_one_meaning_across_commands():

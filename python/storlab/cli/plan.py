@@ -246,6 +246,19 @@ LAYOUT_OPTIONS: tuple[Option, ...] = (
 )
 
 JSON = BY_NAME["json"]
+# The points of a curve (plan perf) or of a profile's sweep (plan profile): lists of the values
+# `storlab run` takes one at a time, under the same names
+CURVE_REQUEST = _row("request", "list", "request size(s), comma-separated (e.g. 4k,64k,1m). perf: the "
+                     "sequential ceiling takes the first (default: one full stripe), the curve all of them "
+                     "(default: 4 KiB for random patterns, one full stripe for sequential ones); profile "
+                     "default: 4k,64k,1m", parse=_sizes, metavar="SIZES", category="curve")
+CURVE_RW = _row("rw", "list", "pattern(s), comma-separated: " + ", ".join(WORKLOAD_PATTERNS) + " (as storlab "
+                "run names them). perf: giving --rw, --qd or --threads prints the curve; profile default: "
+                "randread,read (writes need --allow-destroy on a device)", parse=_patterns, metavar="LIST",
+                category="curve")
+CURVE_QD = _row("qd", "list", "queue depth(s) per thread, comma-separated (e.g. 1,2,4,8,16,32). perf default: "
+                "1; profile default: 1,4,16", parse=lambda raw, label: _counts(raw, label, MAX_CURVE_QD),
+                metavar="LIST", category="curve")
 STACK_OPTIONS: tuple[Option, ...] = (STACK, *LAYOUT_OPTIONS, *DRIVE_OPTIONS, JSON)
 
 COMMANDS: tuple[CommandTable, ...] = (
@@ -260,15 +273,7 @@ COMMANDS: tuple[CommandTable, ...] = (
     CommandTable("plan perf", "predicted bandwidth / IOPS, limiting component and headroom; the curve "
                  "over queue depth, threads and request size", (
         *STACK_OPTIONS,
-        _row("request", "list", "request size(s), comma-separated (e.g. 4k,64k,1m): the sequential ceiling "
-             "takes the first (default: one full stripe); the curve takes them all (default: 4 KiB for "
-             "random patterns, one full stripe for sequential ones)", parse=_sizes, metavar="SIZES",
-             category="workload"),
-        _row("rw", "list", "pattern(s) of the curve, comma-separated: " + ", ".join(WORKLOAD_PATTERNS)
-             + " (as storlab run names them); giving --rw, --qd or --threads prints the curve",
-             parse=_patterns, metavar="LIST", category="curve"),
-        _row("qd", "list", "queue depth(s) per thread, comma-separated (e.g. 1,2,4,8,16,32; default 1)",
-             parse=lambda raw, label: _counts(raw, label, MAX_CURVE_QD), metavar="LIST", category="curve"),
+        CURVE_REQUEST, CURVE_RW, CURVE_QD,
         _row("threads", "list", "thread count(s), comma-separated (default 1)",
              parse=lambda raw, label: _counts(raw, label, MAX_CURVE_THREADS), metavar="LIST", category="curve"),
         _row("working_set", "size", "bytes the curve's workload touches, for a controller cache (default: "
@@ -320,19 +325,7 @@ COMMANDS: tuple[CommandTable, ...] = (
                  "the model's figures for it: a device profile for `plan perf --profile` and diagnose", (
         _row("target", "str", "block device or file to measure (read only unless --allow-destroy names it)",
              positional="1", metavar="TARGET"),
-        _row("rw", "list", "patterns to measure, comma-separated: " + ", ".join(WORKLOAD_PATTERNS)
-             + " (default randread,read; writes need --allow-destroy on a device)", parse=_patterns,
-             metavar="LIST", category="profile"),
-        _row("request", "list", "request sizes, comma-separated (default 4k,64k,1m)", parse=_sizes,
-             metavar="SIZES", category="profile"),
-        _row("qd", "list", "queue depths, comma-separated (default 1,4,16)",
-             parse=lambda raw, label: _counts(raw, label, MAX_CURVE_QD), metavar="LIST", category="profile"),
-        _row("time", "duration", "measured time of each point, after a 0.5 s ramp (default 2s)", minimum=0.5,
-             maximum=600, unit="s", metavar="TIME", category="profile"),
-        _row("size", "size", "bytes of the target used (default: all of it, at most 1 GiB)", minimum=1 << 20,
-             unit="bytes", metavar="SIZE", category="profile"),
-        _row("allow_destroy", "paths", "devices the profile may write (the write-safety gate still checks)",
-             default=(), metavar="DEV", category="profile"),
+        CURVE_RW, CURVE_REQUEST, CURVE_QD, BY_NAME["time"], BY_NAME["size"], BY_NAME["allow_destroy"],
         OUTPUT, JSON)),
     CommandTable("plan script", "emit mdadm / LVM / mkfs / queue commands that build the stack (dry-run "
                  "text)", (

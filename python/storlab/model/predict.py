@@ -36,8 +36,11 @@ WORKLOAD_PATTERNS = ("read", "write", "randread", "randwrite")
 # balanced: reads spread over every copy (md raid1/raid10); per-thread: each thread reads one copy
 # (btrfs's default 'pid' read policy), so one thread uses one copy of every mirror
 MIRROR_READ_POLICIES = ("balanced", "per-thread")
-# a resource within this headroom is named limiting before the queue depth (see predict)
+# a resource within this headroom is named limiting before the queue depth (see predict); so is
+# the busiest resource when twice the outstanding requests would gain less than QUEUE_DEPTH_GAIN
+# (past the knee of the curve more depth only lengthens the queue)
 QUEUE_DEPTH_MARGIN = 0.01
+QUEUE_DEPTH_GAIN = 0.05
 
 
 @dataclass(frozen=True)
@@ -523,7 +526,9 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     tightest = min(out, key=lambda c: (round(c.headroom_fraction, 9), order[c.kind]))
     if tightest.kind == "concurrency" and resources_out:
         busiest = min(resources_out, key=lambda c: (round(c.headroom_fraction, 9), order[c.kind]))
-        if busiest.headroom_fraction <= QUEUE_DEPTH_MARGIN:
+        doubled = min([solve_closed(stations, delay, 2 * workload.outstanding).throughput,
+                       *(c.capacity_iops for c in resources_out)])
+        if busiest.headroom_fraction <= QUEUE_DEPTH_MARGIN or doubled <= rate * (1 + QUEUE_DEPTH_GAIN):
             tightest = busiest
     limiting = tightest.name
     mean = workload.outstanding / rate if rate > 0 and math.isfinite(rate) else unloaded
