@@ -119,10 +119,12 @@ FULL_MATRIX = ("single", "raid0x2", "raid0x4", "raid1x2", "raid10x4")
 READ_SHARE = 0.10      # a member with less than this share of the busiest member's reads was not read
 
 
-def _members_read(delta: dict[str, dict[str, int]], names: list[str]) -> tuple[int, ...] | None:
+def _members_read(delta: dict[str, dict[str, int]], names: list[str]) -> dict[int, int] | None:
+    """Bytes each member read during the run (member index -> bytes), the members below
+    READ_SHARE of the busiest left out (metadata, not the workload)."""
     moved = [delta.get(n, {}).get("read_bytes", 0) for n in names]
     top = max(moved, default=0)
-    return tuple(i for i, b in enumerate(moved) if b >= READ_SHARE * top) if top > 0 else None
+    return {i: b for i, b in enumerate(moved) if b >= READ_SHARE * top} if top > 0 else None
 
 
 def measure_latency_s(bed: Testbed) -> float:

@@ -22,6 +22,7 @@ and IOPS limits compare directly; bandwidth = rate x request size.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .costs import HBA_REQUEST_OVERHEAD_S, HOST_REQUEST_OVERHEAD_S
@@ -215,10 +216,12 @@ class _RequestCost:
     member_fraction: float = 1.0        # share of requests that reach the members (the rest hit the cache)
     read_set: list[int] | None = None   # members reads reach (a mirror read one copy per thread, or
                                         # the copies a run was seen to read); None: by serving_read
+    read_shares: dict[int, float] | None = None   # share of the read bytes each member served, as recorded
 
 
 def _request_cost(stack: Stack | None, workload: Workload, devices: list[Device] | None, mirror_read: str,
-                  assumptions: list[str], read_members: tuple[int, ...] | None = None) -> _RequestCost:
+                  assumptions: list[str], read_members: tuple[int, ...] | Mapping[int, float] | None = None
+                  ) -> _RequestCost:
     if stack is None:
         if not devices or len(devices) != 1:
             raise StackError("a bare device needs exactly one Device")
@@ -254,6 +257,12 @@ def _request_cost(stack: Stack | None, workload: Workload, devices: list[Device]
     else:
         serving_read = float(n)
     read_set = None
+    read_shares = None
+    if level.mirrored and isinstance(read_members, Mapping):
+        total = sum(v for v in read_members.values() if v > 0)
+        if total > 0:
+            read_shares = {i: v / total for i, v in read_members.items() if v > 0}
+        read_members = tuple(read_shares or ())
     if level.mirrored and read_members is not None:
         read_set = sorted(set(read_members))
         if not read_set or read_set[-1] >= n or read_set[0] < 0:
@@ -267,7 +276,7 @@ def _request_cost(stack: Stack | None, workload: Workload, devices: list[Device]
     full_stripe_amp = (geometry.data_drives + geometry.parity_drives) * geometry.copies / geometry.data_drives
     return _RequestCost(members, serving_read, alignment.disk_reads_per_read, alignment.write_amplification,
                         alignment.disk_ops_per_write, alignment.disk_reads_per_write, full_stripe_amp,
-                        read_set=read_set)
+                        read_set=read_set, read_shares=read_shares)
 
 
 def _apply_cache(cost: _RequestCost, workload: Workload, cache: ControllerCache,
@@ -328,7 +337,13 @@ def _member_capacities(cost: _RequestCost, workload: Workload) -> list[tuple[str
     for i, device in enumerate(cost.members):
         if not workload.is_write and cost.read_set is not None and i not in cost.read_set:
             continue    # a copy this workload does not read
-        cap, why = _member_capacity(device, load, not workload.is_random)
+        member_load = load
+        if not workload.is_write and cost.read_shares:
+            # the member carries its recorded share of the reads: share x (the volume's bytes and
+            # pieces), so the volume's rate is at most its capacity / share
+            share = cost.read_shares[i] * serving
+            member_load = _MemberLoad(load.read_ops * share, 0.0, load.read_bytes * share, 0.0)
+        cap, why = _member_capacity(device, member_load, not workload.is_random)
         out.append((member_name(i, device, count), "member", cap, why))
     return out
 
@@ -485,11 +500,12 @@ def _path_capacities(stack: Stack | None, workload: Workload, cost: _RequestCost
 
 def predict(stack: Stack | None, workload: Workload, devices: list[Device] | None = None, *,
             cache: ControllerCache | None = None, mirror_read: str = "balanced",
-            read_members: tuple[int, ...] | None = None) -> Prediction:
+            read_members: tuple[int, ...] | Mapping[int, float] | None = None) -> Prediction:
     """Expected rate of `workload` on `stack` (None: one bare device, `devices[0]`). `devices`
     gives each member (in group order) or one for all; default: the stack's drive type.
-    `read_members`: for a mirror, the members a run was seen to read (diagnose records them);
-    overrides `mirror_read`."""
+    `read_members`: for a mirror, the members a run was seen to read (diagnose records them),
+    or a mapping member -> bytes it read (each then carries its recorded share); overrides
+    `mirror_read`."""
     if mirror_read not in MIRROR_READ_POLICIES:
         raise StackError(f"mirror_read must be one of {', '.join(MIRROR_READ_POLICIES)}, got {mirror_read!r}")
     assumptions: list[str] = []
