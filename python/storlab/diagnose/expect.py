@@ -72,7 +72,7 @@ def _devices(rates: dict[str, float], figure: str) -> list[Device]:
 
 def _model_value(level: str, rates: dict[str, float], *, rw: str, request_bytes: int, qd: int, workers: int,
                  chunk_bytes: int, figure: str, mirror_read: str,
-                 read_members: tuple[int, ...] | None = None) -> tuple[float, str]:
+                 read_members: tuple[int, ...] | dict[int, float] | None = None) -> tuple[float, str]:
     stack = stack_from_notation(f"{_NOTATION[level]}/{len(rates)}", chunk_bytes)
     p = predict(stack, ModelWorkload(rw, request_bytes, qd, workers), _devices(rates, figure), mirror_read=mirror_read,
                 read_members=read_members if level in _MIRRORED else None)
@@ -84,7 +84,8 @@ _MIRRORED = ("raid1", "raid10")
 
 def expect_volume(level: str, together: dict[str, float], *, rw: str, request_bytes: int, qd: int,
                   figure: str, workers: int = 1, chunk_bytes: int = 64 << 10,
-                  mirror_read: str = "per-thread", read_by: list[str] | None = None) -> Expectation:
+                  mirror_read: str = "per-thread", read_by: dict[str, int] | list[str] | None = None
+                  ) -> Expectation:
     """The volume built from `together` (each member's rate when all run at once), predicted by the
     stack model (storlab.model.predict) with the members as its devices. `read_by`: for a mirror,
     the members the volume's probe was seen to read (btrfs picks a copy by the reader's pid, so
@@ -103,12 +104,16 @@ def expect_volume(level: str, together: dict[str, float], *, rw: str, request_by
         return Expectation(together[first], f"member {first}", together[first], "one member serves the range")
     kw = dict(rw=rw, request_bytes=request_bytes, qd=qd, workers=workers, chunk_bytes=chunk_bytes, figure=figure,
               mirror_read=mirror_read)
-    read_members = None
+    read_members: dict[int, float] | None = None
     rule_read = ""
     if level in _MIRRORED and read_by and not rw.endswith("write"):
-        read_members = tuple(names.index(n) for n in read_by if n in names) or None
+        moved = read_by if isinstance(read_by, dict) else {n: 1 for n in read_by}
+        read_members = {names.index(n): float(b) for n, b in moved.items() if n in names and b > 0} or None
         if read_members:
-            rule_read = f"; reads seen on {', '.join(read_by)}"
+            total = sum(read_members.values())
+            rule_read = "; reads seen on " + ", ".join(
+                f"{names[i]}" + (f" ({b / total:.0%})" if len(set(read_members.values())) > 1 else "")
+                for i, b in sorted(read_members.items()))
     value, limiting = _model_value(level, together, read_members=read_members, **kw)
     potential, _ = _model_value(level, {n: pace for n in names}, read_members=read_members, **kw)
     held_back = value
@@ -132,7 +137,7 @@ def expect_volume(level: str, together: dict[str, float], *, rw: str, request_by
                        + rule_read, held_back)
 
 
-def _with_member(level: str, names: list[str], member: str, read_members: tuple[int, ...] | None
+def _with_member(level: str, names: list[str], member: str, recorded: dict[int, float] | None
                  ) -> tuple[int, ...] | None:
     """The copies read when one of them is `member`: the recorded set with `member` in place of one
     of its copies (which one is its partner is not known; with the others at one pace it does not
@@ -140,6 +145,7 @@ def _with_member(level: str, names: list[str], member: str, read_members: tuple[
     i = names.index(member)
     if level == "raid1":
         return (i,)
+    read_members = tuple(sorted(recorded)) if recorded else None
     if read_members:
         if i in read_members:
             return read_members

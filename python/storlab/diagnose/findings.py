@@ -145,14 +145,15 @@ def build_rows(view, results: dict[tuple[str, str], ProbeResult], workloads: lis
 READ_SHARE = 0.10      # a member that moved less than this share of the busiest member's bytes was not read
 
 
-def members_read(r: ProbeResult) -> list[str] | None:
-    """The members a probe's reads reached, from their kernel counters (None: not recorded)."""
+def members_read(r: ProbeResult) -> dict[str, int] | None:
+    """The bytes each member read under a probe, from their kernel counters (None: not recorded);
+    members below READ_SHARE of the busiest are left out (metadata, not the probe's reads)."""
     io = r.member_io or {}
     moved = {m: v.get("read_bytes", 0) for m, v in io.items()}
     top = max(moved.values(), default=0)
     if top <= 0:
         return None
-    return [m for m, b in moved.items() if b >= READ_SHARE * top]
+    return {m: b for m, b in moved.items() if b >= READ_SHARE * top}
 
 
 def _size(v: float) -> str:
