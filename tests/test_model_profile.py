@@ -3,8 +3,6 @@ itself predicts for it, a rate limiter is told from a queue by its latency at QD
 through their file, and bad files are one line naming the file."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from storlab.model.predict import Device, Workload, predict
 from storlab.model.profile import ProfileError, ProfilePoint, fit_profile, load_profile, save_profile
@@ -51,9 +49,9 @@ def test_a_profile_round_trips_through_its_file_and_feeds_the_model(tmp_path):
 def test_bad_profile_files_are_one_line_naming_the_file(tmp_path):
     with pytest.raises(ProfileError, match="no such profile file"):
         load_profile(str(tmp_path / "missing.json"))
-    bad = tmp_path / "bad.txt"      # (not .json: the suite checks every JSON document it writes)
-    bad.write_text(json.dumps({"schema": "storlab.plan.profile/1", "kind": "plan", "name": "x"}))
-    with pytest.raises(ProfileError, match="bad.txt: profile field missing"):
+    bad = tmp_path / "bad.json"     # written as text: the suite checks every document json.dumps makes
+    bad.write_text('{"schema": "storlab.plan.profile/1", "kind": "plan", "name": "x"}')
+    with pytest.raises(ProfileError, match="bad.json: profile field missing"):
         load_profile(str(bad))
     with pytest.raises(ProfileError, match="no measured point"):
         fit_profile([])
