@@ -82,7 +82,9 @@ def test_every_argument_of_every_command_is_a_table_row():
 # rather than run's repeatable file or device; --scale: the fraction of a foreign workload run for a
 # trial (a replay's requests, a workload's dataset); --list: what the command knows, printed (io500's
 # sections and keys, the built-in workloads).
-SAME_NAME_OWN_HELP = {"--seed", "--threads", "--target", "--ranks", "--scale", "--list"}
+# plan perf and plan profile take lists of what run (and plan geometry, --request) take one at a
+# time, to draw a curve or sweep a profile: the same meaning per point, their own help
+SAME_NAME_OWN_HELP = {"--seed", "--threads", "--target", "--ranks", "--scale", "--list", "--rw", "--qd", "--request"}
 
 
 def test_one_flag_name_has_one_meaning_across_commands():

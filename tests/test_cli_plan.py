@@ -120,3 +120,38 @@ def test_every_example_stack_loads_and_runs(capsys):
             code, out, err = run(capsys, command, str(path), "--json")
             assert code == 0, (path, command, err)
             json.loads(out)
+
+
+def test_perf_prints_the_curve_over_queue_depth_and_request_size_with_the_limit_at_each_point(capsys):
+    assert main(["plan", "perf", "R0/4", "--drive-read", "150MB/s", "--drive-iops", "80", "--rw", "randread",
+                 "--request", "4k,1m", "--qd", "1,4,32"]) == 0
+    out = capsys.readouterr().out
+    curve = out[out.index("curve ("):].splitlines()[2:]
+    assert len(curve) == 6
+    assert all(line.split()[-1] in ("depth", "drive") for line in curve)     # "queue depth" or "member[i] drive"
+    assert "queue depth" in curve[0] and "member[" in curve[5]
+
+
+def test_perf_curve_in_json_has_latency_and_limit_per_point(capsys, tmp_path):
+    out = tmp_path / "perf.json"
+    assert main(["plan", "perf", "R10/4", "--rw", "read,randread", "--qd", "1,16", "--threads", "1,2",
+                 "--mirror-read", "per-thread", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert len(doc["curve"]) == 8
+    point = doc["curve"][0]
+    assert {"rw", "request_bytes", "qd", "threads", "iops", "bw_bytes", "latency_mean_s", "latency_p99_s",
+            "limiting"} <= set(point)
+    assert point["latency_p99_s"] >= point["latency_mean_s"] > 0
+    # two threads read both copies of each mirror with btrfs's policy: more than one thread's rate
+    one = next(p for p in doc["curve"] if p["rw"] == "randread" and p["qd"] == 16 and p["threads"] == 1)
+    two = next(p for p in doc["curve"] if p["rw"] == "randread" and p["qd"] == 16 and p["threads"] == 2)
+    assert two["iops"] > one["iops"]
+
+
+def test_sector_is_deprecated_and_changes_nothing(capsys):
+    assert main(["plan", "reliability", "R5/6", "--rebuild-rate", "50MB/s", "--json", "-"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main(["plan", "reliability", "R5/6", "--rebuild-rate", "50MB/s", "--sector", "4096", "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    assert "--sector is deprecated" in captured.err
+    assert json.loads(captured.out)["mttdl_h"] == plain["mttdl_h"]

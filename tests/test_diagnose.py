@@ -272,3 +272,114 @@ def test_ranks_without_mpiexec_is_one_line_and_leaves_nothing(shm_dir, monkeypat
     err = capsys.readouterr().err.strip()
     assert err == "storlab diagnose: error: ranks: no mpiexec found (pip install 'storlab[mpi]' or put a site MPI on PATH)"
     assert set(os.listdir(shm_dir)) == before
+
+
+# -- the model's rules followed: mirror copies read, the straggler's cost, figures above prediction --
+
+def _with_io(r: ProbeResult, read_bytes: dict[str, int]) -> ProbeResult:
+    r.member_io = {m: {"read_bytes": b, "write_bytes": 0} for m, b in read_bytes.items()}
+    return r
+
+
+def test_a_raid10_read_is_predicted_from_the_copies_seen_read():
+    # btrfs read one copy per pair by the reader's pid: loop2 and loop4 (the slow one) this time
+    view = _view(level="raid10")
+    alone = {"loop1": 40 * MB, "loop2": 40 * MB, "loop3": 40 * MB, "loop4": 10 * MB}
+    res = _results(alone, dict(alone), fs=20 * MB)
+    _with_io(res[("fs", SEQ_READ.name)], {"loop1": 0, "loop2": 60 << 20, "loop3": 4096, "loop4": 60 << 20})
+    rows, rates = build_rows(view, res, [SEQ_READ], DEVPATH)
+    fs = next(r for r in rows if r.layer == "fs")
+    assert fs.predicted == pytest.approx(20 * MB)          # two copies read, the stripe at the slow one's pace
+    assert "member loop4" in fs.limited_by and "reads seen on loop2, loop4" in fs.rule
+    found = find(view, rows, rates, [SEQ_READ], [])
+    assert not [f for f in found if f.code in ("fs-below-device", "layer-loss")]
+    straggler = next(f for f in found if f.code == "straggler")
+    assert straggler.message.startswith("member loop4 ") and "holds the volume back" in straggler.message
+    assert "80.0 MB/s with every member at the others' pace (it costs 75%)" in straggler.message
+
+
+def test_the_other_copies_read_predict_the_fast_pace_and_the_straggler_still_names_its_cost():
+    view = _view(level="raid10")
+    alone = {"loop1": 40 * MB, "loop2": 40 * MB, "loop3": 40 * MB, "loop4": 10 * MB}
+    res = _results(alone, dict(alone), fs=80 * MB)
+    _with_io(res[("fs", SEQ_READ.name)], {"loop1": 60 << 20, "loop2": 0, "loop3": 60 << 20, "loop4": 0})
+    rows, rates = build_rows(view, res, [SEQ_READ], DEVPATH)
+    assert next(r for r in rows if r.layer == "fs").predicted == pytest.approx(80 * MB)
+    found = find(view, rows, rates, [SEQ_READ], [])
+    straggler = next(f for f in found if f.code == "straggler")
+    assert "predicted at 20.0 MB/s against 80.0 MB/s" in straggler.message   # the same words in both runs
+    assert not [f for f in found if f.code == "fs-below-device"]
+
+
+def test_a_straggler_of_two_is_costed_against_the_other_member_s_pace_not_the_median_of_both():
+    e = expect_volume("raid0", {"a": 40 * MB, "b": 10 * MB}, **SEQ)
+    assert e.value == pytest.approx(20 * MB) and e.potential == pytest.approx(80 * MB)
+
+
+def test_a_figure_far_above_its_prediction_is_a_finding():
+    view = _view()
+    alone = {m: 40 * MB for m in view.members}
+    rows, rates = build_rows(view, _results(alone, dict(alone), fs=640 * MB), [SEQ_READ], DEVPATH)
+    found = find(view, rows, rates, [SEQ_READ], [])
+    above = [f for f in found if f.code == "above-prediction"]
+    assert len(above) == 1 and above[0].severity == "warning" and "400%" in above[0].message
+
+
+def test_a_shared_limit_names_the_device_the_members_hang_on():
+    view = _view()
+    view.shared_below = {m: "backed by files on loop9" for m in view.members}
+    alone = {m: 40 * MB for m in view.members}
+    together = {m: 10 * MB for m in view.members}
+    rows, rates = build_rows(view, _results(alone, together, fs=40 * MB), [SEQ_READ], DEVPATH)
+    shared = next(f for f in find(view, rows, rates, [SEQ_READ], []) if f.code == "shared-limit")
+    assert shared.message.endswith(", all backed by files on loop9")
+
+
+def test_shared_below_reads_partitions_and_scsi_hosts_from_sysfs(tmp_path):
+    from storlab.diagnose.stack import shared_below
+    disk = tmp_path / "devices" / "pci0" / "host3" / "port-3:0" / "expander-3:0" / "target3:0:1" / "3:0:1:0"
+    (disk).mkdir(parents=True)
+    blocks = tmp_path / "devices" / "block"
+    (blocks / "sdb" / "sdb1").mkdir(parents=True)
+    (blocks / "sdb" / "sdb1" / "partition").write_text("1\n")
+    (blocks / "sdc").mkdir(parents=True)
+    (blocks / "sdc" / "device").symlink_to(disk)
+    cls = tmp_path / "class" / "block"
+    cls.mkdir(parents=True)
+    (cls / "sdb1").symlink_to(blocks / "sdb" / "sdb1")
+    (cls / "sdc").symlink_to(blocks / "sdc")
+    found = shared_below(["sdb1", "sdc"], sys_root=str(tmp_path))
+    assert found == {"sdb1": "partitions of sdb", "sdc": "behind expander-3:0"}
+
+
+def test_an_io_failure_under_a_probe_ends_the_diagnosis_with_exit_1(shm_dir, monkeypatch, capsys):
+    from storlab.diagnose import run as run_module
+    from storlab.errors import RunIOError
+
+    def failing(probe, argv, checkpoint=None):
+        raise RunIOError("read at offset 0: Input/output error")
+
+    monkeypatch.setattr(run_module, "run_probe", failing)
+    before = set(os.listdir(shm_dir))
+    assert main(["diagnose", shm_dir, "--budget", "20s", "--no-store", "--quiet"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("storlab diagnose: error: ") and "Input/output error" in err
+    assert set(os.listdir(shm_dir)) == before
+
+
+def test_a_size_based_probe_records_the_time_it_took():
+    p = Probe("fs-write", "/mnt/x", SEQ_READ, ["/f"], 0.0, size=32 << 20)
+    r = ProbeResult(p, {"phases": [{"seconds": 1.6}]}, 20 * MB, {}, True)
+    assert r.to_dict()["time_s"] == pytest.approx(1.6)
+
+
+def test_the_chart_uses_a_log_axis_when_an_in_cache_bar_dwarfs_the_device_bars():
+    from storlab.output.diagnose import waterfall_chart
+    doc = {"workloads": [{"name": "seq-read", "label": "1 MiB sequential read QD4"}],
+           "layers": [{"layer": "fs", "workload": "seq-read", "unit": "bytes/s", "measured": 21e6, "predicted": 21e6},
+                      {"layer": "fs-cached", "workload": "seq-read", "unit": "bytes/s", "measured": 1.8e9,
+                       "predicted": None}]}
+    ax = waterfall_chart(doc).figure.axes[0]
+    assert ax.get_yscale() == "log"
+    doc["layers"].pop()
+    assert waterfall_chart(doc).figure.axes[0].get_yscale() == "linear"

@@ -13,8 +13,8 @@ MiB = 1 << 20
 DRIVE = DriveType("d", 10**12, 1e6)
 
 
-def dev(bw=100 * MB, iops=150.0, latency_s=0.010, shared_time=True, name="d"):
-    return Device(bw, bw, iops, iops, latency_s, name, shared_time)
+def dev(bw=100 * MB, iops=150.0, latency_s=0.010, shared_time=True, name="d", queues=True):
+    return Device(bw, bw, iops, iops, latency_s, name, shared_time, queues=queues)
 
 
 def test_one_disk_qd1_is_one_over_latency_and_deep_queues_reach_its_iops():
@@ -22,11 +22,17 @@ def test_one_disk_qd1_is_one_over_latency_and_deep_queues_reach_its_iops():
     p = predict(None, Workload("randread", 4096, qd=1), [dev()])
     assert p.iops == pytest.approx(1 / (0.010 + 4096 / 100e6))
     assert p.limiting == "queue depth"
-    # QD16: Little allows 16 x 99.6 = 1594; the disk's 150 IOPS bind, with 1 - 150/1594 headroom left
+    # QD16: 16 requests queue at the disk (service 1/150 s, the rest of the 10 ms a delay): the
+    # closed network keeps it busy all the time, so its 150 IOPS bind
+    # a random request holds the disk for its positioning (1/150 s) plus its transfer
+    busy = 1 / 150 + 4096 / 100e6
     p = predict(None, Workload("randread", 4096, qd=16), [dev()])
-    assert p.iops == pytest.approx(150)
+    assert p.iops == pytest.approx(1 / busy)
     assert p.limiting == "d"
-    assert p.component("queue depth").headroom_fraction == pytest.approx(1 - 150 * (0.010 + 4096 / 100e6) / 16)
+    # a rate limiter (the blkio throttle) has no queue: Little's bound 16 / 10.04 ms stands beside it
+    t = predict(None, Workload("randread", 4096, qd=16), [dev(queues=False, shared_time=False)])
+    assert t.iops == pytest.approx(150)
+    assert t.component("queue depth").headroom_fraction == pytest.approx(1 - 150 * (0.010 + 4096 / 100e6) / 16)
 
 
 def test_striped_sequential_read_needs_enough_outstanding_bytes():
@@ -38,7 +44,7 @@ def test_striped_sequential_read_needs_enough_outstanding_bytes():
     assert p.bw_bytes == pytest.approx(MiB / (0.001 + 262144 / 100e6))      # 289.6 MB/s
     # QD4: Little allows 1105 requests/s; each member carries 256 KiB per request: 381 requests/s
     p = predict(stack, Workload("read", MiB, qd=4), [d])
-    assert p.bw_bytes == pytest.approx(4 * 100 * MB)
+    assert p.bw_bytes == pytest.approx(4 * 100 * MB, rel=1e-3)     # the queue keeps the members 99.9 % busy
     assert p.limiting.startswith("member[0]")
 
 
@@ -47,7 +53,7 @@ def test_a_slow_member_slows_the_whole_striped_volume():
     # of every request, so the 50 MB/s member caps the volume at 2 x 50 MB/s
     stack = stack_from_notation("R0/2", 64 * KiB, drive=DRIVE)
     p = predict(stack, Workload("read", MiB, qd=8), [dev(name="fast"), dev(bw=50 * MB, name="slow")])
-    assert p.bw_bytes == pytest.approx(2 * 50 * MB)
+    assert p.bw_bytes == pytest.approx(2 * 50 * MB, rel=1e-4)
     assert p.limiting == "member[1] slow"
     # at QD 1 with a short latency the queue-depth bound is a hair below the slow member's: the
     # member is busy all the time and is named, with the queue depth's headroom still reported
@@ -56,7 +62,7 @@ def test_a_slow_member_slows_the_whole_striped_volume():
     assert q1.bw_bytes == pytest.approx(MiB / (1e-5 + 524288 / 50e6))
     assert q1.limiting == "member[1] slow"
     assert q1.component("queue depth").binding
-    assert p.component("member[0] fast").headroom_fraction == pytest.approx(0.5)
+    assert p.component("member[0] fast").headroom_fraction == pytest.approx(0.5, rel=1e-4)
 
 
 def test_raid5_small_random_writes_cost_four_operations():
@@ -77,7 +83,7 @@ def test_full_stripe_writes_move_parity_but_no_reads():
 
 def test_mirror_read_by_one_thread_uses_one_copy_with_the_per_thread_policy():
     stack = stack_from_notation("R10/4", 64 * KiB, drive=DRIVE)
-    d = dev(iops=500, latency_s=20e-6, shared_time=False)
+    d = dev(iops=500, latency_s=20e-6, shared_time=False, queues=False)
     one = predict(stack, Workload("randread", 4096, qd=16), [d], mirror_read="per-thread")
     assert one.iops == pytest.approx(2 * 500)
     two = predict(stack, Workload("randread", 4096, qd=16, threads=2), [d], mirror_read="per-thread")
@@ -92,11 +98,14 @@ def test_in_cache_reads_run_at_the_cache_rate_and_out_of_cache_at_the_members():
     p = predict(stack, Workload("read", MiB, qd=8, working_set_bytes=128 * 10**6), [dev(iops=10**6)], cache=cache)
     assert p.bw_bytes == pytest.approx(700 * MB) and p.limiting == "cache"
     # out of cache: 9 members x 100 MB/s serve the sweep (parity rotates, every member holds data)
-    p = predict(stack, Workload("read", MiB, qd=8, working_set_bytes=50 * 10**9), [dev(iops=10**6)], cache=cache)
+    p = predict(stack, Workload("read", MiB, qd=32, working_set_bytes=50 * 10**9), [dev(iops=10**6, latency_s=1e-4)],
+                cache=cache)
     assert p.bw_bytes == pytest.approx(min(700 * MB, 9 * 100 * MB))
     # random 4 KiB reads over 32 GB: a quarter hit, members carry 3/4: 9 x 150 / 0.75 = 1800 IOPS
     p = predict(stack, Workload("randread", 4096, qd=64, working_set_bytes=32 * 10**9), [dev()], cache=cache)
-    assert p.iops == pytest.approx(9 * 150 / 0.75)
+    # (random requests queue at the member they land on: 64 outstanding over 9 queues keep them
+    # busy 87 % of the time, mean-value analysis of the closed network)
+    assert 0.85 * 9 * 150 / 0.75 < p.iops < 9 * 150 / 0.75
 
 
 def test_write_back_coalesces_partial_sequential_writes_into_full_stripes():
@@ -107,7 +116,7 @@ def test_write_back_coalesces_partial_sequential_writes_into_full_stripes():
     d = dev(latency_s=0.0001)
     without = predict(stack, Workload("write", 256 * KiB, qd=8), [d])
     with_cache = predict(stack, Workload("write", 256 * KiB, qd=8, working_set_bytes=10**11), [d], cache=cache)
-    assert with_cache.bw_bytes == pytest.approx(8 * 100 * MB)
+    assert with_cache.bw_bytes == pytest.approx(8 * 100 * MB, rel=0.02)
     assert without.bw_bytes < with_cache.bw_bytes / 2
 
 
@@ -142,7 +151,7 @@ def test_a_second_adapter_doubles_what_one_adapter_caps():
     p1 = predict(one, w, [d])
     assert p1.bw_bytes == pytest.approx(800 * MB) and p1.limiting == "host/adapter"
     p2 = predict(two, w, [d])
-    assert p2.bw_bytes == pytest.approx(1600 * MB) and p2.limiting.startswith("host/adapter[")
+    assert p2.bw_bytes == pytest.approx(1600 * MB, rel=1e-3) and p2.limiting.startswith("host/adapter[")
 
 
 def test_bad_inputs_are_one_line_errors():
@@ -162,9 +171,10 @@ def test_in_cache_small_requests_follow_littles_law_and_large_ones_the_port():
     stack = stack_from_notation("R0/4", 256 * KiB, drive=DRIVE, path=path)
     cache = ControllerCache(10**9, 10**12, 10**12, latency_s=0.0006)
     small = predict(stack, Workload("randread", 4096, qd=4, working_set_bytes=10**8), [dev()], cache=cache)
-    assert small.iops == pytest.approx(4 / (0.0006 + 4096 / 200e6)) and small.limiting == "queue depth"
+    # (within 1 %: the four requests also queue a little for the port's 20 us transfer)
+    assert small.iops == pytest.approx(4 / (0.0006 + 4096 / 200e6), rel=0.01) and small.limiting == "queue depth"
     large = predict(stack, Workload("read", MiB, qd=4, working_set_bytes=10**8), [dev()], cache=cache)
-    assert large.bw_bytes == pytest.approx(200 * MB) and large.limiting == "fabric/port"
+    assert large.bw_bytes == pytest.approx(200 * MB, rel=1e-4) and large.limiting == "fabric/port"
 
 
 def test_a_small_mirror_write_at_qd1_takes_one_transfer_not_two():

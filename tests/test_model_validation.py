@@ -19,7 +19,8 @@ pytestmark = [pytest.mark.root, pytest.mark.loop, pytest.mark.slow]
 
 
 def _device() -> Device:
-    return Device(BPS, BPS, IOPS, IOPS, LATENCY_S, "throttled loop", shared_time=False, counts_every_request=True)
+    return Device(BPS, BPS, IOPS, IOPS, LATENCY_S, "throttled loop", shared_time=False, counts_every_request=True,
+                  queues=False)
 
 
 def _measure(stack_kwargs: dict, members: int, args: list[str]) -> dict:

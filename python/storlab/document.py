@@ -42,7 +42,7 @@ _SCHEMA_OF_KIND = {"run": RUN_SCHEMA, "meta": RUN_SCHEMA, "scale": RUN_SCHEMA, "
 # Kinds whose documents record one measurement: they carry a run_id, times and an outcome.
 MEASURED_KINDS = frozenset({"run", "meta", "scale", "sweep", "diagnose", "io500", "workload"})
 KINDS = frozenset({*MEASURED_KINDS, "doctor", "plan"})
-PLAN_COMMANDS = ("geometry", "reliability", "perf", "recommend", "script")
+PLAN_COMMANDS = ("geometry", "reliability", "perf", "recommend", "script", "profile")
 
 
 def plan_schema(command: str) -> str:

@@ -21,6 +21,7 @@ from ..model.advice import PlanWarning, stack_warnings
 from ..model.geometry import geometry_report, parse_pattern
 from ..model.notation import MAX_DRIVES
 from ..model.performance import SHARING_MODES, performance_of, with_cap_chain
+from ..model.predict import MIRROR_READ_POLICIES, WORKLOAD_PATTERNS, Device, Prediction, Workload, predict
 from ..model.quantities import HOURS_PER_YEAR, mtbf_h_from_afr, parse_afr, parse_ber, parse_mtbf_h, parse_period_h
 from ..model.reliability import reliability_of
 from ..model.stack import (
@@ -52,6 +53,11 @@ from .main import UsageError
 from .options_cli import OUTPUT, CommandTable, add_table_arguments, parse_table_args, takes_json_name
 
 DEFAULT_CHUNK = "512KiB"
+# bounds of a curve: points are the product of the lists, each at most MAX_CURVE_VALUES long
+MAX_CURVE_VALUES = 32
+MAX_CURVE_QD = 65536            # io_uring's largest ring
+MAX_CURVE_THREADS = 4096
+MAX_CURVE_REQUEST = 1 << 30
 DEFAULT_RECOMMEND_REQUEST = "1MiB"   # recommend has no layout yet, so no full stripe to default to
 
 
@@ -141,6 +147,40 @@ def _caps(raw: Any, label: str) -> list[tuple[str, float | None, float | None]]:
     return caps
 
 
+def _sizes(raw: Any, label: str) -> tuple[int, ...]:
+    """A comma-separated list of 1 to MAX_CURVE_VALUES request sizes, e.g. 4k,64k,1m."""
+    items = [x.strip() for x in str(raw).split(",") if x.strip()]
+    if not 1 <= len(items) <= MAX_CURVE_VALUES:
+        raise OptionError(f"{label}: give 1 to {MAX_CURVE_VALUES} sizes, got {len(items)}")
+    sizes = tuple(parse_size(x, label) for x in items)
+    for v in sizes:
+        if not 512 <= v <= MAX_CURVE_REQUEST or v % 512:
+            raise OptionError(f"{label}: {v} bytes is out of range; allowed: multiples of 512 bytes up to 1 GiB")
+    return sizes
+
+
+def _counts(raw: Any, label: str, high: int) -> tuple[int, ...]:
+    """A comma-separated list of whole numbers from 1 to `high` (a curve's points)."""
+    items = [x.strip() for x in str(raw).split(",") if x.strip()]
+    if not 1 <= len(items) <= MAX_CURVE_VALUES or not all(re.fullmatch(r"[0-9]{1,9}", x) for x in items):
+        raise OptionError(f"{label}: expected 1 to {MAX_CURVE_VALUES} comma-separated whole numbers, got {raw!r}")
+    values = tuple(int(x) for x in items)
+    for v in values:
+        if not 1 <= v <= high:
+            raise OptionError(f"{label}: {v} is out of range; allowed: 1 to {high}")
+    return values
+
+
+def _patterns(raw: Any, label: str) -> tuple[str, ...]:
+    items = [x.strip() for x in str(raw).split(",") if x.strip()]
+    for x in items:
+        if x not in WORKLOAD_PATTERNS:
+            raise OptionError(f"{label}: {x!r} is not a pattern; allowed: {', '.join(WORKLOAD_PATTERNS)}")
+    if not items:
+        raise OptionError(f"{label}: expected one or more of {', '.join(WORKLOAD_PATTERNS)}")
+    return tuple(dict.fromkeys(items))
+
+
 def _row(name: str, kind: str, help: str, **kw: Any) -> Option:
     """A plan option: command line only (no job file), so messages name its flag."""
     return Option(name, kind, help, core=False, job_key=False, **kw)
@@ -169,8 +209,9 @@ DRIVE_OPTIONS: tuple[Option, ...] = (
          parse=lambda raw, label: parse_afr(raw, label), metavar="RATE", category="drive"),
     _row("ber", "probability", "unrecoverable bit error rate per bit read, e.g. 1e-15",
          parse=lambda raw, label: parse_ber(raw, label), metavar="RATE", category="drive"),
-    _row("sector", "size", "drive sector size (default 512)", minimum=1, unit="bytes", metavar="SIZE",
-         category="drive"),
+    _row("sector", "size", "deprecated: changes nothing, since the URE probability does not depend on the "
+         "sector size (docs/model.md, Reliability); removed in the next release", minimum=512,
+         maximum=64 * 1024, unit="bytes", metavar="SIZE", category="drive"),
     _row("drive_read", "rate", "drive sequential read rate, e.g. 150MB/s", minimum=1,
          unit="bytes/s", metavar="RATE", category="drive"),
     _row("drive_write", "rate", "drive sequential write rate (default: the read rate)", minimum=1,
@@ -205,6 +246,19 @@ LAYOUT_OPTIONS: tuple[Option, ...] = (
 )
 
 JSON = BY_NAME["json"]
+# The points of a curve (plan perf) or of a profile's sweep (plan profile): lists of the values
+# `storlab run` takes one at a time, under the same names
+CURVE_REQUEST = _row("request", "list", "request size(s), comma-separated (e.g. 4k,64k,1m). perf: the "
+                     "sequential ceiling takes the first (default: one full stripe), the curve all of them "
+                     "(default: 4 KiB for random patterns, one full stripe for sequential ones); profile "
+                     "default: 4k,64k,1m", parse=_sizes, metavar="SIZES", category="curve")
+CURVE_RW = _row("rw", "list", "pattern(s), comma-separated: " + ", ".join(WORKLOAD_PATTERNS) + " (as storlab "
+                "run names them). perf: giving --rw, --qd or --threads prints the curve; profile default: "
+                "randread,read (writes need --allow-destroy on a device)", parse=_patterns, metavar="LIST",
+                category="curve")
+CURVE_QD = _row("qd", "list", "queue depth(s) per thread, comma-separated (e.g. 1,2,4,8,16,32). perf default: "
+                "1; profile default: 1,4,16", parse=lambda raw, label: _counts(raw, label, MAX_CURVE_QD),
+                metavar="LIST", category="curve")
 STACK_OPTIONS: tuple[Option, ...] = (STACK, *LAYOUT_OPTIONS, *DRIVE_OPTIONS, JSON)
 
 COMMANDS: tuple[CommandTable, ...] = (
@@ -216,8 +270,21 @@ COMMANDS: tuple[CommandTable, ...] = (
         *STACK_OPTIONS,
         _row("period", "period", "period for the loss probability, e.g. 5y (a bare number is years; "
              "default 1y)", parse=_period_h, unit="h", metavar="TIME", category="workload"))),
-    CommandTable("plan perf", "predicted bandwidth / IOPS, limiting component and headroom", (
-        *STACK_OPTIONS, REQUEST,
+    CommandTable("plan perf", "predicted bandwidth / IOPS, limiting component and headroom; the curve "
+                 "over queue depth, threads and request size", (
+        *STACK_OPTIONS,
+        CURVE_REQUEST, CURVE_RW, CURVE_QD,
+        _row("threads", "list", "thread count(s), comma-separated (default 1)",
+             parse=lambda raw, label: _counts(raw, label, MAX_CURVE_THREADS), metavar="LIST", category="curve"),
+        _row("working_set", "size", "bytes the curve's workload touches, for a controller cache (default: "
+             "far beyond it)", minimum=512, unit="bytes", metavar="SIZE", category="curve"),
+        _row("mirror_read", "choice", "which copy of a mirror serves reads", category="curve",
+             choices=_described(MIRROR_READ_POLICIES,
+                                balanced="every copy (md raid1/raid10: the nearest or least busy)",
+                                **{"per-thread": "one copy per reading thread (btrfs: the copy is chosen "
+                                                 "by the reader's pid)"})),
+        _row("profile", "str", "device profile (JSON from `storlab plan profile`) used for every member "
+             "instead of the drive's datasheet figures", metavar="FILE", category="curve"),
         _row("random_request", "size", "random request size", default=4096, minimum=1, unit="bytes",
              metavar="SIZE", category="workload"),
         _row("mode", "choice", "how the load is shared (default: lockstep for a striped volume, else "
@@ -254,6 +321,12 @@ COMMANDS: tuple[CommandTable, ...] = (
         _row("max_annual_loss", "probability", "need: maximum probability of loss per year, e.g. 1e-4",
              parse=_probability, metavar="P", category="needs"),
         REQUEST, MTTR, REBUILD_RATE, *DRIVE_OPTIONS, JSON)),
+    CommandTable("plan profile", "measure a device or file (request size x queue depth, direct I/O) and fit "
+                 "the model's figures for it: a device profile for `plan perf --profile` and diagnose", (
+        _row("target", "str", "block device or file to measure (read only unless --allow-destroy names it)",
+             positional="1", metavar="TARGET"),
+        CURVE_RW, CURVE_REQUEST, CURVE_QD, BY_NAME["time"], BY_NAME["size"], BY_NAME["allow_destroy"],
+        OUTPUT, JSON)),
     CommandTable("plan script", "emit mdadm / LVM / mkfs / queue commands that build the stack (dry-run "
                  "text)", (
         *STACK_OPTIONS,
@@ -276,7 +349,9 @@ def _drive_from_args(args: argparse.Namespace, base=DEFAULT_DRIVE):
     if args.ber is not None:
         changes["ber_per_bit"] = args.ber
     if args.sector is not None:
-        changes["sector_bytes"] = args.sector
+        print(f"warning: --sector is deprecated for plan {args.plan_command} and changes nothing: the URE "
+              "probability does not depend on the sector size (docs/model.md, Reliability); it will be "
+              "removed in the next release", file=sys.stderr)
     if args.drive_read is not None:
         changes["seq_read_bw_bytes"] = args.drive_read
         changes.setdefault("seq_write_bw_bytes", changes["seq_read_bw_bytes"])
@@ -452,12 +527,59 @@ def run_reliability(args: argparse.Namespace) -> int:
 
 # --- perf ----------------------------------------------------------------------------------------
 
+def _curve(stack: Stack, args: argparse.Namespace, full_stripe: int) -> list[Prediction]:
+    """The predictions at every point of the curve: patterns x request sizes x threads x depths."""
+    devices: list[Device] | None = None
+    if args.profile:
+        from ..model.profile import load_profile
+        devices = [load_profile(args.profile).device()]
+    points = []
+    for rw in args.rw or ("read",):
+        sizes = args.request or ((args.random_request,) if rw.startswith("rand") else (full_stripe,))
+        for size in sizes:
+            for threads in args.threads or (1,):
+                for qd in args.qd or (1,):
+                    w = Workload(rw, size, qd=qd, threads=threads, working_set_bytes=args.working_set)
+                    points.append(predict(stack, w, devices, mirror_read=args.mirror_read or "balanced"))
+    return points
+
+
+def _curve_lines(points: list[Prediction]) -> list[str]:
+    out = [f"curve ({len(points)} points; mean and p99 latency; limited by: the component with the least headroom):",
+           f"  {'rw':<9} {'request':>9} {'threads':>7} {'qd':>5} {'IOPS':>12} {'MB/s':>10} {'mean':>9} "
+           f"{'p99':>9}  limited by"]
+    for p in points:
+        w = p.workload
+        out.append(f"  {w.rw:<9} {format_size(w.request_bytes):>9} {w.threads:>7} {w.qd:>5} {p.iops:>12,.0f} "
+                   f"{p.bw_bytes / 1e6:>10,.1f} {_ms(p.latency_mean_s):>9} {_ms(p.latency_tail_s):>9}  {p.limiting}")
+    return out
+
+
+def _ms(seconds: float) -> str:
+    if seconds >= 1.0:
+        return f"{seconds:.3g} s"
+    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} us"
+
+
+def _curve_point(p: Prediction) -> dict[str, Any]:
+    w = p.workload
+    return {"rw": w.rw, "request_bytes": w.request_bytes, "qd": w.qd, "threads": w.threads,
+            "working_set_bytes": w.working_set_bytes, "iops": p.iops, "bw_bytes": p.bw_bytes,
+            "latency_mean_s": p.latency_mean_s, "latency_p99_s": p.latency_tail_s, "limiting": p.limiting,
+            "components": [_plain(c) for c in p.components], "assumptions": list(p.assumptions)}
+
+
 def run_perf(args: argparse.Namespace) -> int:
     stack = with_cap_chain(stack_from_args(args), args.cap)
-    report = performance_of(stack, args.request, args.random_request, args.mode)
-    warnings = stack_warnings(stack, perf=report, request_bytes=args.request)
+    seq_request = args.request[0] if args.request else None
+    report = performance_of(stack, seq_request, args.random_request, args.mode)
+    warnings = stack_warnings(stack, perf=report, request_bytes=seq_request)
+    wants_curve = bool(args.rw or args.qd or args.threads or args.profile or args.working_set
+                       or args.mirror_read or (args.request and len(args.request) > 1))
+    points = _curve(stack, args, report.seq_request_bytes) if wants_curve else []
     if args.json:
-        _emit_json("perf", report, warnings, args.json)
+        payload = dict(_plain(report), curve=[_curve_point(p) for p in points]) if points else report
+        _emit_json("perf", payload, warnings, args.json)
         return 0
     out = [f"{stack.name}: {report.layout} x {stack.raid.count}; sequential requests {format_size(report.seq_request_bytes)}, "
            f"random {format_size(report.random_request_bytes)}; sharing {report.mode}"]
@@ -472,7 +594,78 @@ def run_perf(args: argparse.Namespace) -> int:
                 continue
             head = f"{fmt(c.headroom)} headroom ({_pct(c.headroom_fraction)})" if not c.binding else "at its limit"
             out.append(f"      {c.name:<18} x{c.instances:<4} load {fmt(c.load)} of {fmt(c.capacity)}: {head}")
+    if points:
+        out += _curve_lines(points)
     out += _warning_lines(warnings)
+    print("\n".join(out))
+    return 0
+
+
+# --- profile -------------------------------------------------------------------------------------
+
+PROFILE_DEFAULT_RW = ("randread", "read")
+PROFILE_DEFAULT_REQUESTS = (4096, 64 << 10, 1 << 20)
+PROFILE_DEFAULT_QDS = (1, 4, 16)
+PROFILE_DEFAULT_TIME_S = 2.0
+PROFILE_RAMP_S = 0.5
+PROFILE_MAX_BYTES = 1 << 30
+
+
+def run_profile(args: argparse.Namespace) -> int:
+    """Measure each point through the ordinary engine (direct I/O, a ramp, the given time), fit."""
+    from ..jobs.job import resolve_job
+    from ..measure.runner import run_job
+    from ..model.profile import ProfilePoint, fit_profile, profile_document, save_profile
+
+    check_destination(args.output, "output")
+    target = args.target
+    if not os.path.exists(target):
+        raise UsageError(f"target: {target} does not exist; give a block device or a file with data")
+    rws = args.rw or PROFILE_DEFAULT_RW
+    points: list[ProfilePoint] = []
+    time_s = args.time or PROFILE_DEFAULT_TIME_S
+    for rw in rws:
+        for size in args.request or PROFILE_DEFAULT_REQUESTS:
+            for qd in args.qd or PROFILE_DEFAULT_QDS:
+                values: dict[str, Any] = {"target": [target], "rw": rw, "bs": size, "qd": qd, "direct": True,
+                                          "engine": "psync" if qd == 1 else "io_uring", "time": time_s,
+                                          "ramp": PROFILE_RAMP_S}
+                if args.size:
+                    values["size"] = args.size
+                elif not os.path.isfile(target):
+                    values["size"] = PROFILE_MAX_BYTES
+                if args.allow_destroy:
+                    values["allow_destroy"] = list(args.allow_destroy)
+                job = resolve_job(values, None, jobfile_name="plan profile")
+                doc = run_job(job, argv=sys.argv)
+                phase = (doc.get("phases") or [{}])[-1]
+                side = phase.get("write" if rw.endswith("write") else "read") or {}
+                if doc.get("stop_reason") == "error":
+                    raise UserError(f"profile: {rw} {format_size(size)} QD{qd} on {target} failed: {doc.get('error')}")
+                if not doc.get("complete"):
+                    print("storlab plan profile: interrupted; fitting the points measured so far", file=sys.stderr)
+                    break
+                lat = side.get("lat_ns") or {}
+                point = ProfilePoint(rw, size, qd, float(side.get("iops") or 0.0), (lat.get("mean") or 0) / 1e9,
+                                     (lat.get("p50") or 0) / 1e9)
+                points.append(point)
+                print(f"  {rw:<9} {format_size(size):>9} QD{qd:<4} {point.iops:>12,.0f} IOPS "
+                      f"{point.iops * size / 1e6:>10,.1f} MB/s  mean {_ms(point.lat_mean_s)}", file=sys.stderr)
+    profile = fit_profile(points, name=os.path.basename(target))
+    if args.output:
+        save_profile(profile, args.output)
+    if args.json:
+        write_json(profile_document(profile), args.json, indent=2)
+        return 0
+    out = [f"{target}: profile from {len(points)} points ({time_s:g} s each, direct I/O)",
+           f"  read {_mb(profile.read_bw_bytes)}, {profile.read_iops:,.0f} IOPS; write {_mb(profile.write_bw_bytes)}, "
+           f"{profile.write_iops:,.0f} IOPS",
+           f"  per request: {_ms(profile.latency_s)} random, {_ms(profile.sequential_latency_s)} sequential; "
+           f"parallelism {profile.parallelism}; {'queues' if profile.queues else 'rate limiter (no queue)'}",
+           f"  fit error: mean {profile.mean_abs_error:.1%}, worst {profile.max_abs_error:.1%} over the points"]
+    out += [f"  note: {n}" for n in profile.notes]
+    if args.output:
+        out.append(f"  wrote {args.output} (use: storlab plan perf STACK --profile {args.output})")
     print("\n".join(out))
     return 0
 
@@ -552,7 +745,7 @@ def run_script(args: argparse.Namespace) -> int:
 # --- registration --------------------------------------------------------------------------------
 
 RUNNERS = {"geometry": run_geometry, "reliability": run_reliability, "perf": run_perf,
-           "recommend": run_recommend, "script": run_script}
+           "recommend": run_recommend, "script": run_script, "profile": run_profile}
 
 
 def register(subparsers: Any) -> None:

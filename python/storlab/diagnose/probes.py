@@ -24,7 +24,7 @@ from ..jobs.job import resolve_job
 from ..measure.runner import run_job
 
 __all__ = ["Workload", "Probe", "ProbeResult", "SEQ_READ", "RAND_READ", "SEQ_WRITE", "run_probe", "member_share",
-           "find_mpiexec", "run_rank_probe"]
+           "find_mpiexec", "run_rank_probe", "member_counters", "counter_delta"]
 
 
 @dataclass(frozen=True)
@@ -108,13 +108,47 @@ class ProbeResult:
     value: float | None                  # the workload's figure for the whole probe
     per_target: dict[str, float]         # the same figure for each target's worker
     complete: bool
+    # bytes each member device moved while the probe ran (its kernel counters, /sys/class/block/
+    # NAME/stat): which copies of a mirror served the reads; None when not recorded
+    member_io: dict[str, dict[str, int]] | None = None
+
+    @property
+    def seconds(self) -> float:
+        """The measured time: the phase's own (a size-based probe, such as the probe file's
+        layout write, has no time set and runs until its bytes are done)."""
+        phases = self.document.get("phases") or []
+        measured = (phases[-1].get("seconds") if phases else None) or 0.0
+        return float(measured) or self.probe.time_s
 
     def to_dict(self) -> dict[str, Any]:
         p = self.probe
         return {"layer": p.layer, "subject": p.subject, "workload": p.key[1], "rw": p.workload.rw,
                 "bs": p.workload.bs, "qd": p.workload.qd, "targets": p.targets,
-                "time_s": p.time_s, "direct": p.direct, "cache": p.cache, "run_id": self.document.get("run_id"),
-                "value": self.value, "per_target": self.per_target, "complete": self.complete}
+                "time_s": self.seconds, "direct": p.direct, "cache": p.cache, "run_id": self.document.get("run_id"),
+                "value": self.value, "per_target": self.per_target, "complete": self.complete,
+                "member_io": self.member_io}
+
+
+SECTOR = 512        # /sys/class/block/NAME/stat counts 512-byte sectors whatever the device's
+
+
+def member_counters(members: list[str]) -> dict[str, tuple[int, int]]:
+    """(bytes read, bytes written) so far by each member, from its kernel statistics; a member
+    whose counters cannot be read is left out."""
+    out: dict[str, tuple[int, int]] = {}
+    for m in members:
+        try:
+            with open(f"/sys/class/block/{m}/stat") as fh:
+                fields = fh.read().split()
+            out[m] = (int(fields[2]) * SECTOR, int(fields[6]) * SECTOR)
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def counter_delta(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> dict[str, dict[str, int]]:
+    return {m: {"read_bytes": after[m][0] - before[m][0], "write_bytes": after[m][1] - before[m][1]}
+            for m in after if m in before}
 
 
 def _figure(phase: dict[str, Any], workload: Workload) -> float | None:

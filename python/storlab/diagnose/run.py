@@ -19,12 +19,24 @@ from ..devices.sysfs import read_mountinfo
 from ..doctor.checks import run_checks
 from ..doctor.inventory import Inventory, discover
 from ..document import header, now_iso
-from ..errors import SpecError
+from ..errors import EngineError, SpecError, StorlabError
 from ..signals import STOP
 from .expect import data_members
 from .findings import build_rows, find
-from .probes import RAND_READ, SEQ_READ, SEQ_WRITE, Probe, ProbeResult, Workload, member_share, run_probe, run_rank_probe
-from .stack import StackView, describe_stack
+from .probes import (
+    RAND_READ,
+    SEQ_READ,
+    SEQ_WRITE,
+    Probe,
+    ProbeResult,
+    Workload,
+    counter_delta,
+    member_counters,
+    member_share,
+    run_probe,
+    run_rank_probe,
+)
+from .stack import StackView, describe_stack, shared_below
 
 __all__ = ["SCHEMA", "Settings", "diagnose", "plan_probes", "DEFAULT_BUDGET_S"]
 
@@ -129,6 +141,7 @@ def diagnose(target: str, settings: Settings) -> tuple[dict[str, Any], list[dict
     except ValueError:          # a file system with no block device below it (tmpfs): the mounts suffice
         inv = Inventory(mounts=read_mountinfo())
     view = describe_stack(target, inv)
+    view.shared_below = shared_below(view.members)
     doc = header("diagnose", schema=SCHEMA, argv=settings.argv)
     doc.update({"target": target, "stack": view.to_dict(), "budget_s": settings.budget_s,
                 "stack_check": None, "layers": [], "findings": [], "probes": [], "doctor": []})
@@ -197,7 +210,16 @@ def _run(p: Probe, settings: Settings, doc: dict[str, Any], results: dict, probe
         doc.update(complete=False, stop_reason="interrupted", signal=STOP.signal_name)
         return None
     p.allow_destroy = settings.allow_destroy
-    r = run_rank_probe(p, settings.argv) if p.ranks else run_probe(p, settings.argv)
+    members = doc["stack"]["members"]
+    before = member_counters(members)
+    try:
+        r = run_rank_probe(p, settings.argv) if p.ranks else run_probe(p, settings.argv)
+    except StorlabError as e:      # the target failed under the probe (an I/O error): a failure, exit 1
+        # an engine that cannot start names itself; an I/O error names the probe it hit
+        doc.update(complete=False, stop_reason="error", error=str(e) if isinstance(e, EngineError) else
+                   f"{p.subject}: {e}")
+        return None
+    r.member_io = counter_delta(before, member_counters(members)) or None
     doc["probes"].append(r.to_dict())
     probe_docs.append(r.document)
     if r.document.get("stop_reason") == "interrupted":

@@ -16,7 +16,7 @@ from ..doctor.filesystems import FsGeometry
 from ..doctor.inventory import Inventory, Striping, discover
 from ..errors import TargetError
 
-__all__ = ["StackView", "describe_stack", "level_of"]
+__all__ = ["StackView", "describe_stack", "level_of", "shared_below"]
 
 # btrfs data profiles and md levels, in the names the model uses.
 _LEVELS = {"single": "single", "dup": "raid1", "raid0": "raid0", "raid1": "raid1", "raid1c3": "raid1",
@@ -39,6 +39,7 @@ class StackView:
     striping: Striping | None = None
     fs_geometry: FsGeometry | None = None
     notes: list[str] = field(default_factory=list)
+    shared_below: dict[str, str] = field(default_factory=dict)   # member -> the device it hangs on
 
     @property
     def volume_layer(self) -> str:
@@ -59,7 +60,7 @@ class StackView:
             "striping": None if s is None else {"unit_bytes": s.unit_bytes, "data_members": s.data_members,
                                                 "parity": s.parity, "width_bytes": s.width_bytes,
                                                 "source": s.source},
-            "notes": list(self.notes),
+            "notes": list(self.notes), "shared_below": dict(self.shared_below),
         }
 
 
@@ -177,3 +178,47 @@ def _over(lower: StackView, target: str, kind: str, mount_point: str | None, fs_
             f"({lower.volume_layer}): its members are measured as this stack's members")
     return StackView(target, kind, mount_point, fs_type, device, device, lower.level, list(lower.members),
                      inv.striping.get(device) or lower.striping, geo, [*notes, *lower.notes, note])
+
+
+def _sysfs_name(major: int, minor: int) -> str | None:
+    try:
+        return os.path.basename(os.path.realpath(f"/sys/dev/block/{major}:{minor}"))
+    except OSError:
+        return None
+
+
+def shared_below(members: list[str], sys_root: str = "/sys") -> dict[str, str]:
+    """For each member, the device it depends on that others may share, in words: "backed by files
+    on loop7" (a loop device's backing file lives on that block device), "partitions of sdb", or
+    "behind SCSI host3" / "behind expander-3:0" (its sysfs device path). A member with none of
+    these (a whole disk on its own, a loop file in memory) is left out."""
+    out: dict[str, str] = {}
+    for m in members:
+        block = os.path.join(sys_root, "class", "block", m)
+        try:
+            with open(os.path.join(block, "loop", "backing_file")) as fh:
+                backing = fh.read().strip()
+        except OSError:
+            backing = ""
+        if backing:
+            try:
+                st = os.stat(backing)
+            except OSError:
+                st = None
+            if st is not None and os.major(st.st_dev) != 0:
+                name = _sysfs_name(os.major(st.st_dev), os.minor(st.st_dev))
+                if name:
+                    out[m] = f"backed by files on {name}"
+            continue
+        if os.path.exists(os.path.join(block, "partition")):
+            out[m] = f"partitions of {os.path.basename(os.path.dirname(os.path.realpath(block)))}"
+            continue
+        device = os.path.realpath(os.path.join(block, "device"))
+        parts = device.split(os.sep)
+        expanders = [p for p in parts if p.startswith("expander-")]
+        hosts = [p for p in parts if p.startswith("host") and p[4:].isdigit()]
+        if expanders:
+            out[m] = f"behind {expanders[-1]}"
+        elif hosts:
+            out[m] = f"behind SCSI {hosts[-1]}"
+    return out

@@ -161,6 +161,9 @@ def component_capacity_host(instance: ComponentInstance, metric: str, amplificat
             limits.append(bw / (request_bytes * factor))
         if template.iops is not None:
             limits.append(template.iops / (ops_per_request if instance.carries_parity else 1.0))
+    cpu = template.cpu_capacity(request_bytes * factor)
+    if cpu is not None:
+        limits.append(cpu * request_bytes if metric.startswith("seq") else cpu)
     return min(limits) if limits else None
 
 

@@ -22,20 +22,26 @@ and IOPS limits compare directly; bandwidth = rate x request size.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .costs import HBA_REQUEST_OVERHEAD_S, HOST_REQUEST_OVERHEAD_S
 from .geometry import analyse_alignment, geometry_of
+from .queueing import Station, solve_closed
 from .stack import DriveType, Stack, StackError
 
 __all__ = ["Device", "Workload", "ControllerCache", "ComponentCapacity", "Prediction", "predict",
-           "WORKLOAD_PATTERNS", "MIRROR_READ_POLICIES"]
+           "WORKLOAD_PATTERNS", "MIRROR_READ_POLICIES", "member_name"]
 
 WORKLOAD_PATTERNS = ("read", "write", "randread", "randwrite")
 # balanced: reads spread over every copy (md raid1/raid10); per-thread: each thread reads one copy
 # (btrfs's default 'pid' read policy), so one thread uses one copy of every mirror
 MIRROR_READ_POLICIES = ("balanced", "per-thread")
-# a resource within this headroom is named limiting before the queue depth (see predict)
+# a resource within this headroom is named limiting before the queue depth (see predict); so is
+# the busiest resource when twice the outstanding requests would gain less than QUEUE_DEPTH_GAIN
+# (past the knee of the curve more depth only lengthens the queue)
 QUEUE_DEPTH_MARGIN = 0.01
+QUEUE_DEPTH_GAIN = 0.05
 
 
 @dataclass(frozen=True)
@@ -45,7 +51,14 @@ class Device:
     limits kept per direction (the blkio throttle keeps separate read and write budgets).
     counts_every_request: the IOPS limit applies to sequential pieces too (a throttle counts every
     bio); a disk streams the contiguous pieces of a sequential workload without a seek, so only its
-    bandwidth limits them."""
+    bandwidth limits them.
+    queues: requests wait for its service time (a drive, a controller: a queueing station of the
+    model, docs/model.md "Concurrency"); False for a rate limiter such as the blkio throttle (a
+    token bucket: a lone request passes at its latency, the budget caps the rate).
+    parallelism: requests it serves at once (actuators, flash channels, the controller's queue
+    slots); its IOPS and bandwidth are the device's totals.
+    sequential_latency_s: the fixed time of a request that needs no seek (a contiguous piece of a
+    sequential stream); None: latency_s. A profile measures both."""
     read_bw_bytes: float
     write_bw_bytes: float
     read_iops: float
@@ -54,20 +67,36 @@ class Device:
     name: str = "device"
     shared_time: bool = True
     counts_every_request: bool = False
+    queues: bool = True
+    parallelism: int = 1
+    sequential_latency_s: float | None = None
 
     def __post_init__(self) -> None:
         for label in ("read_bw_bytes", "write_bw_bytes", "read_iops", "write_iops", "latency_s"):
             value = getattr(self, label)
             if not (value > 0 and math.isfinite(value)):
                 raise StackError(f"device {self.name!r}: {label} must be a positive finite number, got {value!r}")
+        if self.parallelism < 1:
+            raise StackError(f"device {self.name!r}: parallelism must be at least 1, got {self.parallelism!r}")
+        if self.sequential_latency_s is not None and not (self.sequential_latency_s >= 0
+                                                          and math.isfinite(self.sequential_latency_s)):
+            raise StackError(f"device {self.name!r}: sequential_latency_s must be a finite time >= 0")
+
+    def latency_for(self, sequential: bool) -> float:
+        """The fixed time of one request with nothing queued."""
+        if sequential and self.sequential_latency_s is not None:
+            return self.sequential_latency_s
+        return self.latency_s
 
     @classmethod
     def from_drive(cls, drive: DriveType, latency_s: float | None = None) -> "Device":
         """A stack's drive type; without a latency, one random read's time (1 / random read IOPS),
-        which is the service time of a drive that serves one request at a time."""
+        which is the service time of a drive that serves one request at a time (a spinning
+        drive's seek and rotation, costs.random_service_s). A request of a sequential stream
+        needs no seek: its fixed time is the host's per-request overhead (costs.py)."""
         return cls(drive.seq_read_bw_bytes, drive.seq_write_bw_bytes, drive.random_read_iops,
                    drive.random_write_iops, latency_s if latency_s is not None else 1.0 / drive.random_read_iops,
-                   drive.name)
+                   drive.name, sequential_latency_s=HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S)
 
 
 @dataclass(frozen=True)
@@ -132,6 +161,8 @@ class Prediction:
     limiting: str                   # name of the component with the least headroom
     components: tuple[ComponentCapacity, ...]
     assumptions: tuple[str, ...]
+    latency_mean_s: float = 0.0     # mean time of one request (Little: outstanding / rate)
+    latency_tail_s: float = 0.0     # 99th percentile estimate (queueing.TAIL_PERCENTILE)
 
     def component(self, name: str) -> ComponentCapacity:
         for c in self.components:
@@ -157,10 +188,13 @@ def _member_capacity(device: Device, load: _MemberLoad, sequential: bool) -> tup
              ("read bandwidth", load.read_bytes / device.read_bw_bytes),
              ("write bandwidth", load.write_bytes / device.write_bw_bytes)]
     if device.shared_time:
-        # one mechanism: a request's operations take turns; each op costs the larger of its IOPS
-        # and its transfer time
-        read_t = max(terms[0][1], terms[2][1])
-        write_t = max(terms[1][1], terms[3][1])
+        # one mechanism: a request's operations take turns. A random operation costs its
+        # positioning (1 / IOPS: seek and rotation on a spinning drive, costs.random_service_s)
+        # plus its transfer; a sequential piece its transfer only (or its IOPS share where the
+        # device counts every request)
+        combine = (lambda a, b: a + b) if not sequential else max
+        read_t = combine(terms[0][1], terms[2][1])
+        write_t = combine(terms[1][1], terms[3][1])
         total = read_t + write_t
         why = "time (reads and writes share it)"
         return (math.inf if total == 0 else 1.0 / total), why
@@ -180,10 +214,14 @@ class _RequestCost:
     write_reads: float
     full_stripe_amp: float
     member_fraction: float = 1.0        # share of requests that reach the members (the rest hit the cache)
+    read_set: list[int] | None = None   # members reads reach (a mirror read one copy per thread, or
+                                        # the copies a run was seen to read); None: by serving_read
+    read_shares: dict[int, float] | None = None   # share of the read bytes each member served, as recorded
 
 
 def _request_cost(stack: Stack | None, workload: Workload, devices: list[Device] | None, mirror_read: str,
-                  assumptions: list[str]) -> _RequestCost:
+                  assumptions: list[str], read_members: tuple[int, ...] | Mapping[int, float] | None = None
+                  ) -> _RequestCost:
     if stack is None:
         if not devices or len(devices) != 1:
             raise StackError("a bare device needs exactly one Device")
@@ -201,7 +239,9 @@ def _request_cost(stack: Stack | None, workload: Workload, devices: list[Device]
     level = stack.raid.layout.level
     pattern = "sequential"
     if workload.is_random:
-        pattern = "random:4096" if workload.request_bytes % 4096 == 0 else "random"
+        # random offsets are multiples of the request size, as storlab run and fio place them
+        # (fio's blockalign defaults to the block size): a 64 KiB request on a 64 KiB chunk is one piece
+        pattern = "aligned"
     alignment = analyse_alignment(geometry, workload.request_bytes, pattern)
     if level.mirrored:
         copies = geometry.copies
@@ -209,13 +249,34 @@ def _request_cost(stack: Stack | None, workload: Workload, devices: list[Device]
         serving_read = n * used / copies
         if mirror_read == "per-thread":
             assumptions.append(f"mirror reads: each thread reads one copy ({used} of {copies} used)")
-    elif level.dedicated_parity:
+    elif level.dedicated_parity or (level.parity_drives and not workload.is_random):
+        # dedicated parity never serves reads; rotating parity serves random reads from every
+        # member, but a sequential sweep skips each member's parity chunks, so its members deliver
+        # data at (data drives / drives) of their rate: the data drives' worth in all
         serving_read = float(n - stack.raid.groups * level.parity_drives)
     else:
         serving_read = float(n)
+    read_set = None
+    read_shares = None
+    if level.mirrored and isinstance(read_members, Mapping):
+        total = sum(v for v in read_members.values() if v > 0)
+        if total > 0:
+            read_shares = {i: v / total for i, v in read_members.items() if v > 0}
+        read_members = tuple(read_shares or ())
+    if level.mirrored and read_members is not None:
+        read_set = sorted(set(read_members))
+        if not read_set or read_set[-1] >= n or read_set[0] < 0:
+            raise StackError(f"read_members: member indices must be within 0..{n - 1}, got {list(read_members)}")
+        serving_read = float(len(read_set))
+        assumptions.append("mirror reads: the members seen to serve reads (" +
+                           ", ".join(str(i) for i in read_set) + ")")
+    elif level.mirrored and serving_read < n:
+        step = int(round(n / serving_read))
+        read_set = [i for i in range(n) if i % step == 0]
     full_stripe_amp = (geometry.data_drives + geometry.parity_drives) * geometry.copies / geometry.data_drives
     return _RequestCost(members, serving_read, alignment.disk_reads_per_read, alignment.write_amplification,
-                        alignment.disk_ops_per_write, alignment.disk_reads_per_write, full_stripe_amp)
+                        alignment.disk_ops_per_write, alignment.disk_reads_per_write, full_stripe_amp,
+                        read_set=read_set, read_shares=read_shares)
 
 
 def _apply_cache(cost: _RequestCost, workload: Workload, cache: ControllerCache,
@@ -274,17 +335,29 @@ def _member_capacities(cost: _RequestCost, workload: Workload) -> list[tuple[str
         load = _MemberLoad(cost.pieces * fraction / serving, 0.0, request * fraction / serving, 0.0)
     out = []
     for i, device in enumerate(cost.members):
-        if not workload.is_write and serving < count and i % int(round(count / serving)):
+        if not workload.is_write and cost.read_set is not None and i not in cost.read_set:
             continue    # a copy this workload does not read
-        cap, why = _member_capacity(device, load, not workload.is_random)
-        out.append((f"member[{i}] {device.name}" if count > 1 else device.name, "member", cap, why))
+        member_load = load
+        if not workload.is_write and cost.read_shares:
+            # the member carries its recorded share of the reads: share x (the volume's bytes and
+            # pieces), so the volume's rate is at most its capacity / share
+            share = cost.read_shares[i] * serving
+            member_load = _MemberLoad(load.read_ops * share, 0.0, load.read_bytes * share, 0.0)
+        cap, why = _member_capacity(device, member_load, not workload.is_random)
+        out.append((member_name(i, device, count), "member", cap, why))
     return out
 
 
-def _concurrency(stack: Stack | None, cost: _RequestCost, workload: Workload,
-                 cache: ControllerCache | None) -> list[tuple[str, str, float, str]]:
-    """Little's law: outstanding requests / time of one request with nothing queued, i.e. its
-    latency plus its transfer on the slowest stage it crosses (members, cache, path components)."""
+def member_name(index: int, device: Device, count: int) -> str:
+    """How the prediction names a member: 'member[2] sdc' in a stack, the device's name alone."""
+    return f"member[{index}] {device.name}" if count > 1 else device.name
+
+
+def _unloaded_time(stack: Stack | None, cost: _RequestCost, workload: Workload,
+                   cache: ControllerCache | None) -> float:
+    """Time of one request with nothing else in the system: the fixed latency plus its transfer on
+    the slowest stage it crosses (members, cache, path components: the bytes stream through them at
+    once, so the slowest stage sets the transfer, not their sum)."""
     request = workload.request_bytes
     stages: list[float] = []
     latency = 0.0
@@ -293,26 +366,81 @@ def _concurrency(stack: Stack | None, cost: _RequestCost, workload: Workload,
     # parity, copies and read-modify-write reads land on different members)
     spread = cost.write_ops if workload.is_write else cost.pieces
     touched = min(serving, max(1.0, spread)) if cost.member_fraction > 0 else 0
+    sequential = not workload.is_random
     if touched:
         per_touched = request * (cost.write_amp if workload.is_write else 1.0) / touched
-        rates = [d.write_bw_bytes if workload.is_write else d.read_bw_bytes for d in cost.members]
-        latencies = [d.latency_s for d in cost.members]
+        members = _reading_members(cost, workload)
+        rates = [d.write_bw_bytes if workload.is_write else d.read_bw_bytes for d in members]
+        latencies = [d.latency_for(sequential) for d in members]
         if touched >= serving:      # every member takes part: the slowest finishes the request
             latency = max(latencies)
             stages.append(per_touched / min(rates))
         else:                       # one or a few members: the average member
-            latency = sum(latencies) / len(cost.members)
-            stages.append(sum(per_touched / r for r in rates) / len(cost.members))
+            latency = sum(latencies) / len(members)
+            stages.append(sum(per_touched / r for r in rates) / len(members))
     if cache is not None:
         if cost.member_fraction == 0:
             latency = cache.latency_s
         stages.append(request / (cache.write_bw_bytes if workload.is_write else cache.read_bw_bytes))
     stages += _path_transfer_times(stack, workload, cost, cache is not None)
-    service = latency + max(stages, default=0.0)
-    if service <= 0:
+    return latency + _path_cpu_time(stack, workload) + max(stages, default=0.0)
+
+
+def _path_cpu_time(stack: Stack | None, workload: Workload) -> float:
+    """CPU seconds a request costs on its way: each level of the path with a CPU cost (a file
+    server, an NSD server, a controller) works on it before passing it on (one instance per level)."""
+    root = None if stack is None else stack.instances()
+    if root is None:
+        return 0.0
+    by_template: dict[str, float] = {}
+    for inst in root.walk():
+        t = inst.template.cpu_time_s(workload.request_bytes)
+        if t is not None and inst.all_group_ids():
+            by_template[inst.template.name] = t
+    return sum(by_template.values())
+
+
+def _reading_members(cost: _RequestCost, workload: Workload) -> list[Device]:
+    """The members a workload's requests reach: all for writes, the copies read for reads."""
+    if workload.is_write or cost.read_set is None:
+        return cost.members
+    return [cost.members[i] for i in cost.read_set]
+
+
+def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, workload: Workload,
+              member_parallelism: dict[str, int], servers_of: dict[str, int]) -> list[Station]:
+    """The queueing stations of the network: the bottleneck resource only (the others are crossed
+    below their limit and, streaming, overlap with it: their time is in the unloaded delay). A
+    member set that small requests reach one member at a time is one station per member (each
+    request queues at the member it lands on); a striped request that keeps every member busy
+    queues once, at the slowest. Rate limiters (queues=False) are no stations."""
+    finite = [r for r in resources if math.isfinite(r[2])]
+    if not finite:
         return []
-    return [("queue depth", "concurrency", workload.outstanding / service,
-             f"{workload.outstanding} outstanding / {service * 1e3:.3g} ms per request")]
+    name, kind, cap, _ = min(finite, key=lambda r: r[2])
+    if kind == "member":
+        members = [r for r in finite if r[1] == "member" and r[0] in member_parallelism]
+        if not members:
+            return []
+        spread = cost.write_ops if workload.is_write else cost.pieces
+        if not workload.is_random:
+            # a sequential stream visits the stripe groups in turn, never two requests on one
+            # group while another idles: the set works as one station at its capacity
+            servers = member_parallelism.get(name)
+            return [] if servers is None else [Station(name, servers / cap, servers)]
+        if spread <= 1.0 and len(members) > 1:
+            return [Station(n, member_parallelism[n] / c, member_parallelism[n]) for n, _, c, _ in members]
+        # a request forks over `spread` members and joins at the slowest: the member set works as
+        # members / spread independent groups, each at the pace of the slowest member and each
+        # visited by 1 / groups of the requests (so each one's demand is 1 / the set's capacity)
+        servers = member_parallelism.get(name)
+        if servers is None:
+            return []
+        groups = max(1, round(len(members) / max(1.0, spread)))
+        return [Station(name if groups == 1 else f"{name} (stripe group {g + 1} of {groups})",
+                        servers / cap, servers) for g in range(groups)]
+    servers = servers_of.get(name, 1)
+    return [Station(name, servers / cap, servers)]
 
 
 def _path_factor(inst, workload: Workload, cost: _RequestCost, cached: bool) -> float:
@@ -337,9 +465,10 @@ def _path_transfer_times(stack: Stack | None, workload: Workload, cost: _Request
     return times
 
 
-def _path_capacities(stack: Stack | None, workload: Workload, cost: _RequestCost,
-                     cached: bool) -> list[tuple[str, str, float, str]]:
-    """Each path component's capacity in host requests/s; it carries the share of the groups under it."""
+def _path_capacities(stack: Stack | None, workload: Workload, cost: _RequestCost, cached: bool,
+                     servers_of: dict[str, int] | None = None) -> list[tuple[str, str, float, str]]:
+    """Each path component's capacity in host requests/s; it carries the share of the groups under
+    it. `servers_of` receives how many equal instances share the load (groups / groups under it)."""
     root = None if stack is None else stack.instances()
     if root is None:
         return []
@@ -357,27 +486,50 @@ def _path_capacities(stack: Stack | None, workload: Workload, cost: _RequestCost
         if inst.template.iops is not None:
             ops = (cost.write_ops if workload.is_write else cost.pieces) if inst.carries_parity else 1.0
             limits.append((inst.template.iops / ops * groups / under, "IOPS"))
+        cpu = inst.template.cpu_capacity(workload.request_bytes * factor)
+        if cpu is not None:
+            limits.append((cpu * groups / under, f"CPU ({inst.template.cores} core(s))"))
         if limits:
             cap, why = min(limits)
             out.append((inst.path, "path", cap, why))
+            if servers_of is not None:
+                cores = inst.template.cores if why.startswith("CPU") else 1
+                servers_of[inst.path] = max(1, round(groups / under)) * cores
     return out
 
 
 def predict(stack: Stack | None, workload: Workload, devices: list[Device] | None = None, *,
-            cache: ControllerCache | None = None, mirror_read: str = "balanced") -> Prediction:
+            cache: ControllerCache | None = None, mirror_read: str = "balanced",
+            read_members: tuple[int, ...] | Mapping[int, float] | None = None) -> Prediction:
     """Expected rate of `workload` on `stack` (None: one bare device, `devices[0]`). `devices`
-    gives each member (in group order) or one for all; default: the stack's drive type."""
+    gives each member (in group order) or one for all; default: the stack's drive type.
+    `read_members`: for a mirror, the members a run was seen to read (diagnose records them),
+    or a mapping member -> bytes it read (each then carries its recorded share); overrides
+    `mirror_read`."""
     if mirror_read not in MIRROR_READ_POLICIES:
         raise StackError(f"mirror_read must be one of {', '.join(MIRROR_READ_POLICIES)}, got {mirror_read!r}")
     assumptions: list[str] = []
-    cost = _request_cost(stack, workload, devices, mirror_read, assumptions)
-    components: list[tuple[str, str, float, str]] = []
+    cost = _request_cost(stack, workload, devices, mirror_read, assumptions, read_members)
+    resources: list[tuple[str, str, float, str]] = []
     if cache is not None:
         cap, why = _apply_cache(cost, workload, cache, assumptions)
-        components.append(("cache", "cache", cap, why))
-    components += _member_capacities(cost, workload)
-    components += _concurrency(stack, cost, workload, cache)
-    components += _path_capacities(stack, workload, cost, cache is not None)
+        resources.append(("cache", "cache", cap, why))
+    members = _member_capacities(cost, workload)
+    resources += members
+    servers_of: dict[str, int] = {}
+    resources += _path_capacities(stack, workload, cost, cache is not None, servers_of)
+    count = len(cost.members)
+    parallelism = {member_name(i, d, count): d.parallelism for i, d in enumerate(cost.members) if d.queues}
+    stations = _stations(resources, cost, workload, parallelism, servers_of)
+    unloaded = _unloaded_time(stack, cost, workload, cache)
+    delay = max(0.0, unloaded - sum(st.demand_s for st in stations))
+    components = list(resources)
+    network = None
+    if unloaded > 0 or stations:
+        network = solve_closed(stations, delay, workload.outstanding)
+        why = (f"{workload.outstanding} outstanding / {unloaded * 1e3:.3g} ms per request unloaded"
+               + (f", queueing at {', '.join(st.name for st in stations)}" if stations else ""))
+        components.append(("queue depth", "concurrency", network.throughput, why))
     rate = min(cap for _, _, cap, _ in components)
     out = tuple(ComponentCapacity(name, kind, cap, 1.0 - rate / cap if math.isfinite(cap) else 1.0, why)
                 for name, kind, cap, why in components)
@@ -386,11 +538,16 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     # request's own latency always puts the queue-depth bound a little below the resource it
     # waits on, and more outstanding requests would then gain nothing
     order = {"path": 0, "cache": 1, "member": 2, "concurrency": 3}
-    resources = [c for c in out if c.kind != "concurrency"]
+    resources_out = [c for c in out if c.kind != "concurrency"]
     tightest = min(out, key=lambda c: (round(c.headroom_fraction, 9), order[c.kind]))
-    if tightest.kind == "concurrency" and resources:
-        busiest = min(resources, key=lambda c: (round(c.headroom_fraction, 9), order[c.kind]))
-        if busiest.headroom_fraction <= QUEUE_DEPTH_MARGIN:
+    if tightest.kind == "concurrency" and resources_out:
+        busiest = min(resources_out, key=lambda c: (round(c.headroom_fraction, 9), order[c.kind]))
+        doubled = min([solve_closed(stations, delay, 2 * workload.outstanding).throughput,
+                       *(c.capacity_iops for c in resources_out)])
+        if busiest.headroom_fraction <= QUEUE_DEPTH_MARGIN or doubled <= rate * (1 + QUEUE_DEPTH_GAIN):
             tightest = busiest
     limiting = tightest.name
-    return Prediction(workload, rate, rate * workload.request_bytes, limiting, out, tuple(assumptions))
+    mean = workload.outstanding / rate if rate > 0 and math.isfinite(rate) else unloaded
+    tail = max(mean, network.tail_s * (mean / network.response_s)) if network and network.response_s > 0 else mean
+    return Prediction(workload, rate, rate * workload.request_bytes, limiting, out, tuple(assumptions),
+                      latency_mean_s=mean, latency_tail_s=tail)

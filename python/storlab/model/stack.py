@@ -19,7 +19,7 @@ from typing import Any, Iterator, Mapping
 
 from ..errors import UserError
 from ..jobs.tomlfile import TomlFileError, read_toml
-from ..units import UnitError, parse_rate, parse_size
+from ..units import UnitError, parse_duration, parse_rate, parse_size
 from .notation import MAX_DRIVES, NotationError, RaidNotation, parse_raid
 from .quantities import mtbf_h_from_afr, parse_afr, parse_ber, parse_mtbf_h, parse_period_h
 
@@ -46,6 +46,7 @@ MAX_MTTR_H = 10 * 8760.0            # a rebuild of ten years is no rebuild
 MAX_FS_BLOCK_BYTES = 64 * 1024      # xfs, ext4 and btrfs blocks are at most 64 KiB
 MAX_COMPONENT_ROWS = 1000           # [[component]] rows of one stack file (templates, before count)
 MAX_COMPONENT_DEPTH = 64            # levels of the path tree: host, drawer, planar, link ... are < 10
+MAX_CORES = 4096                    # CPU cores of one component (a server): beyond any one machine
 
 
 class StackError(UserError):
@@ -199,13 +200,25 @@ class Component:
     raid_engine: bool = False                # parity is added here: its host side carries host bytes,
                                              # everything below it carries parity and RMW reads too
     children: tuple["Component", ...] = ()
+    # CPU work per request it passes (a file server's or NSD server's protocol and copy work, a
+    # controller's command processing): seconds per request plus bytes / cpu_rate, on `cores`
+    # cores at once. None: no CPU limit. Capacity = cores / (cpu_per_request + bytes / cpu_rate).
+    cpu_per_request_s: float | None = None
+    cpu_rate_bytes: float | None = None      # bytes/s one core copies/checksums/sends
+    cores: int = 1
 
     def __post_init__(self) -> None:
         if self.count < 1:
             raise StackError(f"component {self.name!r}: count must be at least 1")
         if self.groups < 0:
             raise StackError(f"component {self.name!r}: groups must not be negative")
-        for label, value in (("read", self.read_bw_bytes), ("write", self.write_bw_bytes), ("iops", self.iops)):
+        if not 1 <= self.cores <= MAX_CORES:
+            raise StackError(f"component {self.name!r}: cores must be 1 to {MAX_CORES}, got {self.cores}")
+        if self.cpu_per_request_s is not None and not 0 <= self.cpu_per_request_s <= 1.0:
+            raise StackError(f"component {self.name!r}: cpu_per_request {self.cpu_per_request_s:g} s is out of "
+                             "range; allowed: 0 to 1 s")
+        for label, value in (("read", self.read_bw_bytes), ("write", self.write_bw_bytes), ("iops", self.iops),
+                             ("cpu_rate", self.cpu_rate_bytes)):
             if value is not None and value <= 0:
                 raise StackError(f"component {self.name!r}: {label} limit must be positive")
             if value is not None and not value <= MAX_RATE:
@@ -214,6 +227,17 @@ class Component:
 
     def cap_bw_bytes(self, direction: str) -> float | None:
         return self.read_bw_bytes if direction == "read" else self.write_bw_bytes
+
+    def cpu_time_s(self, request_bytes: float) -> float | None:
+        """CPU seconds one request of this size costs it (None: no CPU cost given)."""
+        if self.cpu_per_request_s is None and self.cpu_rate_bytes is None:
+            return None
+        return (self.cpu_per_request_s or 0.0) + (request_bytes / self.cpu_rate_bytes if self.cpu_rate_bytes else 0.0)
+
+    def cpu_capacity(self, request_bytes: float) -> float | None:
+        """Requests/s its cores carry at this request size (None: no CPU limit)."""
+        t = self.cpu_time_s(request_bytes)
+        return None if t is None or t <= 0 else self.cores / t
 
 
 @dataclass(frozen=True)
@@ -325,7 +349,8 @@ _DRIVE_KEYS = {"name", "capacity", "mtbf", "afr", "ber", "sector", "seq_read", "
 _RAID_KEYS = {"layout", "drives", "chunk", "span_chunk", "count", "engine", "mttr", "rebuild_rate"}
 _VOLUME_KEYS = {"aggregate", "inter_chunk"}
 _FS_KEYS = {"type", "block"}
-_COMPONENT_KEYS = {"name", "kind", "parent", "count", "bw", "read", "write", "iops", "groups", "raid_engine"}
+_COMPONENT_KEYS = {"name", "kind", "parent", "count", "bw", "read", "write", "iops", "groups", "raid_engine",
+                   "cpu_per_request", "cpu_rate", "cores"}
 
 
 def _check_keys(table: Mapping[str, Any], allowed: set[str], where: str) -> None:
@@ -463,6 +488,10 @@ def _components_from_list(rows: Any) -> Component:
             "count": _convert(where, "count", row.get("count", 1), _int),
             "groups": _convert(where, "groups", row.get("groups", 0), _int),
             "raid_engine": bool(row.get("raid_engine", False)),
+            "cpu_per_request_s": None if "cpu_per_request" not in row else
+            _convert(where, "cpu_per_request", row["cpu_per_request"], lambda v: parse_duration(v, "cpu_per_request")),
+            "cpu_rate_bytes": None if "cpu_rate" not in row else _convert(where, "cpu_rate", row["cpu_rate"], parse_rate),
+            "cores": _convert(where, "cores", row.get("cores", 1), _int),
         }
         by_name[name] = fields
         parents[name] = None if row.get("parent") is None else str(row["parent"])

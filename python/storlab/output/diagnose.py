@@ -71,6 +71,9 @@ def render_table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+LOG_SCALE_SPAN = 10.0   # bars spanning more than this factor are drawn on a log axis
+
+
 def waterfall_chart(doc: dict[str, Any]) -> Chart | None:
     """Measured (bars) against predicted (outlined) for each layer above the members, per workload."""
     works = [w for w in doc.get("workloads") or [] if any(r["workload"] == w["name"] for r in doc["layers"])]
@@ -95,12 +98,17 @@ def waterfall_chart(doc: dict[str, Any]) -> Chart | None:
         ax.bar(xs, predicted, width=0.6, fill=False, edgecolor="#d1495b", linewidth=2, linestyle="--",
                label="predicted from the layer below")
         ax.set_xticks(xs, [_LAYER_NAMES.get(r["layer"], r["layer"]) for r in rows], rotation=20, ha="right")
-        ax.set_ylabel("IOPS" if iops else "throughput (MB/s)")
+        positive = [v for v in measured + predicted if v > 0]
+        log = bool(positive) and max(positive) > LOG_SCALE_SPAN * min(positive)
+        if log:     # an in-cache bar (memory speed) would flatten every device bar on a linear axis
+            ax.set_yscale("log")
+        ax.set_ylabel(("IOPS" if iops else "throughput (MB/s)") + (", log scale" if log else ""))
         ax.set_xlabel("layer, bottom-up")
         ax.set_title(w["label"])
         ax.legend(loc="best", fontsize="small")
     return Chart("diagnose-waterfall", "Measured vs predicted per layer", fig,
-                 "Bars: measured. Dashed outline: what the layer below predicts (docs/diagnose.md).")
+                 "Bars: measured. Dashed outline: what the layer below predicts (docs/diagnose.md). A panel whose "
+                 f"bars span more than {LOG_SCALE_SPAN:g}x (an in-cache read at memory speed) has a log axis.")
 
 
 def build_html(doc: dict[str, Any]) -> str:

@@ -1,0 +1,57 @@
+"""Device profiles (storlab.model.profile): the fit recovers a device's figures from points the model
+itself predicts for it, a rate limiter is told from a queue by its latency at QD1, profiles round-trip
+through their file, and bad files are one line naming the file."""
+from __future__ import annotations
+
+import pytest
+from storlab.model.predict import Device, Workload, predict
+from storlab.model.profile import ProfileError, ProfilePoint, fit_profile, load_profile, save_profile
+
+DISK = Device(150e6, 150e6, 80.0, 80.0, 1 / 80, "disk", sequential_latency_s=70e-6)
+
+
+def _points(device: Device, p50_share: float = 1.0) -> list[ProfilePoint]:
+    out = []
+    for rw in ("randread", "read"):
+        for size in (4096, 65536, 1 << 20):
+            for qd in (1, 4, 16):
+                p = predict(None, Workload(rw, size, qd=qd), [device])
+                out.append(ProfilePoint(rw, size, qd, p.iops, p.latency_mean_s, p.latency_mean_s * p50_share))
+    return out
+
+
+def test_the_fit_recovers_a_disk_s_figures_and_predicts_its_points_back():
+    profile = fit_profile(_points(DISK), name="disk")
+    assert profile.read_iops == pytest.approx(1 / (1 / 80 + 4096 / 150e6), rel=0.01)
+    assert profile.read_bw_bytes == pytest.approx(150e6, rel=0.01)
+    assert profile.latency_s == pytest.approx(1 / 80, rel=0.05)
+    assert profile.sequential_latency_s == pytest.approx(70e-6, rel=0.2)
+    assert profile.queues and profile.parallelism == 1
+    assert profile.mean_abs_error < 0.05
+
+
+def test_a_median_far_below_the_mean_at_qd1_is_a_rate_limiter():
+    profile = fit_profile(_points(DISK, p50_share=0.03))
+    assert not profile.queues and not profile.device().queues
+    assert any("rate limiter" in n for n in profile.notes)
+
+
+def test_a_profile_round_trips_through_its_file_and_feeds_the_model(tmp_path):
+    profile = fit_profile(_points(DISK), name="disk")
+    path = tmp_path / "disk.json"
+    save_profile(profile, str(path))
+    again = load_profile(str(path))
+    assert again.read_iops == profile.read_iops and again.points == profile.points
+    assert predict(None, Workload("randread", 4096, qd=1), [again.device()]).iops == pytest.approx(
+        predict(None, Workload("randread", 4096, qd=1), [profile.device()]).iops)
+
+
+def test_bad_profile_files_are_one_line_naming_the_file(tmp_path):
+    with pytest.raises(ProfileError, match="no such profile file"):
+        load_profile(str(tmp_path / "missing.json"))
+    bad = tmp_path / "bad.json"     # written as text: the suite checks every document json.dumps makes
+    bad.write_text('{"schema": "storlab.plan.profile/1", "kind": "plan", "name": "x"}')
+    with pytest.raises(ProfileError, match="bad.json: profile field missing"):
+        load_profile(str(bad))
+    with pytest.raises(ProfileError, match="no measured point"):
+        fit_profile([])

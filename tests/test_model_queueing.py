@@ -1,0 +1,138 @@
+"""The closed queueing network (storlab.model.queueing) against cases worked out by hand, and the
+prediction's concurrency never above the ceilings of performance_of."""
+from __future__ import annotations
+
+import glob
+import math
+import os
+
+import pytest
+from storlab.model.predict import Device, Workload, predict
+from storlab.model.queueing import Station, solve_closed
+from storlab.model.stack import DriveType, load_stack, stack_from_notation
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_one_request_is_littles_law_one_over_the_time_of_a_request():
+    # QD1: X = 1 / (Z + D); Little's law N = X R gives R = Z + D
+    s = solve_closed([Station("disk", 0.008)], 0.002, 1)
+    assert s.throughput == pytest.approx(1 / 0.010)
+    assert s.response_s == pytest.approx(0.010)
+    assert s.utilisation["disk"] == pytest.approx(0.8)
+
+
+def test_two_requests_by_hand():
+    # n=1: R=D=4 ms, X=1/(6 ms), Q=4/6; n=2: R=4 (1 + 2/3) = 6.667 ms, X = 2 / 8.667 ms = 230.8/s
+    s = solve_closed([Station("disk", 0.004)], 0.002, 2)
+    assert s.throughput == pytest.approx(2 / (0.002 + 0.004 * (1 + 4 / 6)))
+
+
+def test_no_delay_keeps_a_single_server_busy_at_any_depth():
+    for n in (1, 2, 8, 64):
+        assert solve_closed([Station("d", 0.005)], 0.0, n).throughput == pytest.approx(200)
+
+
+def test_balanced_stations_follow_n_over_n_plus_k_minus_one():
+    # K balanced stations without delay: X(N) = N / ((N + K - 1) D), the random-routing loss
+    for n in (1, 4, 16):
+        s = solve_closed([Station(f"m{i}", 0.001) for i in range(4)], 0.0, n)
+        assert s.throughput == pytest.approx(n / ((n + 3) * 0.001))
+
+
+def test_throughput_rises_with_depth_towards_the_bottleneck_and_never_above_it():
+    stations = [Station("cpu", 0.001, servers=4), Station("link", 0.0002)]
+    last = 0.0
+    for n in (1, 2, 4, 8, 16, 64, 256, 4096):
+        x = solve_closed(stations, 0.0005, n).throughput
+        assert last <= x <= min(st.capacity for st in stations) * (1 + 1e-12)
+        last = x
+    assert last == pytest.approx(4000, rel=1e-3)
+
+
+def test_multi_server_is_exact_at_one_request():
+    s = solve_closed([Station("ssd", 0.0001, servers=32)], 0.00002, 1)
+    assert s.throughput == pytest.approx(1 / 0.00012)
+
+
+def test_tail_is_above_the_mean_and_grows_with_queueing():
+    light = solve_closed([Station("d", 0.005)], 0.05, 1)
+    heavy = solve_closed([Station("d", 0.005)], 0.0, 32)
+    assert light.tail_s == pytest.approx(light.response_s)      # nothing waits: the tail is the mean
+    assert heavy.tail_s > heavy.response_s
+    assert heavy.response_s == pytest.approx(32 * 0.005)
+
+
+def test_bad_stations_are_refused():
+    with pytest.raises(ValueError):
+        Station("x", -1.0)
+    with pytest.raises(ValueError):
+        Station("x", 1.0, servers=0)
+    with pytest.raises(ValueError):
+        solve_closed([], 0.0, 0)
+
+
+def test_a_disk_curve_over_queue_depth_rises_to_its_iops():
+    disk = Device(150e6, 150e6, 150.0, 150.0, 1 / 150, "disk")
+    rates = [predict(None, Workload("randread", 4096, qd=q), [disk]).iops for q in (1, 2, 4, 8, 32)]
+    assert rates == sorted(rates)
+    assert rates[0] == pytest.approx(1 / (1 / 150 + 4096 / 150e6))
+    assert rates[-1] == pytest.approx(1 / (1 / 150 + 4096 / 150e6), rel=1e-6)   # positioning + transfer
+    p = predict(None, Workload("randread", 4096, qd=32), [disk])
+    assert p.latency_mean_s == pytest.approx(32 / p.iops)
+    assert p.latency_tail_s > p.latency_mean_s
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(ROOT, "examples", "stacks", "*.toml"))))
+def test_deep_queues_never_exceed_the_ceilings_of_performance_of(path):
+    from storlab.model.performance import performance_of
+    stack = load_stack(path)
+    ceiling = performance_of(stack, 1 << 20, 4096)
+    for rw, metric, request in (("read", "seq_read", 1 << 20), ("write", "seq_write", 1 << 20),
+                                ("randread", "random_read", 4096), ("randwrite", "random_write", 4096)):
+        for qd in (1, 8, 256):
+            p = predict(stack, Workload(rw, request, qd=qd, threads=4))
+            value = p.bw_bytes if metric.startswith("seq") else p.iops
+            assert value <= ceiling.value(metric) * (1 + 1e-6), (rw, qd)
+
+
+def test_spinning_drive_random_reads_are_seek_bound_and_sequential_reads_stream():
+    drive = DriveType("nl", 10**12, 1e6, seq_read_bw_bytes=150e6, random_read_iops=80, random_write_iops=80)
+    stack = stack_from_notation("R0/4", 64 << 10, drive=drive)
+    seq = predict(stack, Workload("read", 1 << 20, qd=8))
+    rnd = predict(stack, Workload("randread", 4096, qd=64))
+    assert seq.bw_bytes == pytest.approx(4 * 150e6, rel=0.01)
+    assert rnd.iops < 4 * 80 and rnd.iops > 0.8 * 4 * 80
+    assert math.isfinite(rnd.latency_tail_s)
+
+
+SERVER_STACK = """
+[drive]
+capacity = "1TB"
+seq = "10GB/s"
+random_iops = 1000000
+rotational = false
+[raid]
+layout = "R0/2"
+chunk = "1MiB"
+[[component]]
+name = "nfs-server"
+cpu_per_request = "100us"
+cpu_rate = "500MB/s"
+cores = 2
+groups = 1
+"""
+
+
+def test_a_file_server_s_cpu_caps_small_requests_per_request_and_large_ones_per_byte():
+    import tomllib
+    from storlab.model.stack import stack_from_dict
+    stack = stack_from_dict(tomllib.loads(SERVER_STACK))
+    small = predict(stack, Workload("randread", 4096, qd=256))
+    assert small.iops == pytest.approx(2 / (100e-6 + 4096 / 500e6), rel=0.01)
+    assert small.limiting == "nfs-server"
+    large = predict(stack, Workload("read", 1 << 20, qd=64))
+    assert large.bw_bytes == pytest.approx(2 / (100e-6 + (1 << 20) / 500e6) * (1 << 20), rel=0.01)
+    # one request at a time pays the CPU time on top of the drives'
+    one = predict(stack, Workload("randread", 4096, qd=1))
+    assert one.latency_mean_s > 100e-6 + 4096 / 500e6
