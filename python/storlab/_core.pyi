@@ -170,6 +170,14 @@ def random_distribution(text: str) -> str:
     """The canonical text of a `random_distribution` value; ValueError (one line naming the
     option and its forms) when it is not one."""
 
+def bssplit(text: str) -> str:
+    """The canonical text of a `bssplit` value (fio's SIZE/PERCENT:... per direction, R,W[,T]);
+    ValueError (one line) when it is not one."""
+
+def bsrange(text: str) -> str:
+    """The canonical text of a `bsrange` value (MIN-MAX per direction); ValueError (one line) when
+    it is not one."""
+
 
 def hist_record(values_ns: list[int], quantiles: list[float]) -> str:
     """Record `values_ns` in the engine's latency histogram; as JSON its non-empty buckets
