@@ -32,26 +32,28 @@ fi
 echo "== building and installing storlab with test extras"
 python3 -m pip install -q --disable-pip-version-check -e '.[test,mpi]'
 
-# tests/test_import.py's round trip imports a real IOR result: build IOR from the peers' tarball
-# beside the project when it is there (needs the mpich wheel's mpicc, installed just above)
-ior_build=../shared/peers/build-ior.sh
-if [ -z "${STORLAB_IOR:-}" ] && [ -x "$ior_build" ]; then
-    echo "== building IOR (peer) from $ior_build"
-    mpicc_dir=$(python3 -c 'import sys, os; print(os.path.dirname(sys.executable))')
-    if ior_bin=$(PATH="$mpicc_dir:$PATH" "$ior_build" "${XDG_CACHE_HOME:-$HOME/.cache}/storlab-peers/ior" | tail -1); then
+# Peers built from the tarballs beside the project (../shared/peers), when they are there, into the
+# cache, with the mpich wheel's mpicc (installed just above) on PATH; prints the peer's prefix.
+mpicc_dir=$(python3 -c 'import sys, os; print(os.path.dirname(sys.executable))')
+build_peer() {  # SCRIPT CACHE_FOLDER
+    PATH="$mpicc_dir:$PATH" "../shared/peers/$1" "${XDG_CACHE_HOME:-$HOME/.cache}/storlab-peers/$2" | tail -1
+}
+
+# tests/test_import.py's round trip imports a real IOR result
+if [ -z "${STORLAB_IOR:-}" ] && [ -x ../shared/peers/build-ior.sh ]; then
+    echo "== building IOR (peer) from ../shared/peers/build-ior.sh"
+    if ior_bin=$(build_peer build-ior.sh ior); then
         export STORLAB_IOR="$ior_bin/ior"
     else
         echo "   IOR could not be built: the IOR round-trip test skips with the reason"
     fi
 fi
 
-# tests/test_replay.py records real Darshan logs around IOR and a storlab job: build darshan-runtime
-# from the peers' tarball the same way (needs the mpicc above, autotools and zlib headers)
-darshan_build=../shared/peers/build-darshan.sh
-if [ -z "${STORLAB_DARSHAN:-}" ] && [ -x "$darshan_build" ]; then
-    echo "== building darshan-runtime (peer) from $darshan_build"
-    mpicc_dir=$(python3 -c 'import sys, os; print(os.path.dirname(sys.executable))')
-    if darshan_prefix=$(PATH="$mpicc_dir:$PATH" "$darshan_build" "${XDG_CACHE_HOME:-$HOME/.cache}/storlab-peers/darshan" | tail -1); then
+# tests/test_replay.py records real Darshan logs around IOR and a storlab job (darshan-runtime
+# also needs autotools and zlib headers; its build script installs them when root)
+if [ -z "${STORLAB_DARSHAN:-}" ] && [ -x ../shared/peers/build-darshan.sh ]; then
+    echo "== building darshan-runtime (peer) from ../shared/peers/build-darshan.sh"
+    if darshan_prefix=$(build_peer build-darshan.sh darshan); then
         export STORLAB_DARSHAN="$darshan_prefix"
     else
         echo "   darshan-runtime could not be built: the recorded-log replay tests skip with the reason"
