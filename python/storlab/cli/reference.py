@@ -120,6 +120,15 @@ def replay_page() -> str:
     return _page("replay", "python/storlab/cli/replay.py", [JSON_RULE.format(rule=JSON_NAME_RULE)], (table,))
 
 
+def workload_page() -> str:
+    from .workload import COMMON, WORKLOAD_OPTIONS
+
+    table = CommandTable("workload", "AI training and checkpoint I/O as MLPerf Storage / DLIO define it "
+                         "(docs/workloads.md); the workload file holds the workload's own settings",
+                         (*WORKLOAD_OPTIONS, *(BY_NAME[n] for n in COMMON)))
+    return _page("workload", "python/storlab/cli/workload.py", [JSON_RULE.format(rule=JSON_NAME_RULE)], (table,))
+
+
 def run_page() -> str:
     return render_reference()
 
@@ -137,6 +146,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "options-diagnose.md": diagnose_page,
     "options-replay.md": replay_page,
     "options-io500.md": io500_page,
+    "options-workload.md": workload_page,
 }
 
 

@@ -34,7 +34,8 @@ WORKLOAD_OPTIONS: tuple[Option, ...] = (
     Option("set", "text", help="override a workload key: SECTION.KEY=VALUE (dataset.folder=/mnt/x) or DLIO's "
            "++workload.SECTION.KEY=VALUE (repeatable)", default=(), metavar="KEY=VALUE", job_key=False),
     Option("scale", "float", "scale the dataset's file count and the checkpoint size by this fraction for a "
-           "trial (recorded; the result is not compliant)", metavar="FRACTION", job_key=False),
+           "trial (recorded; the result is not compliant)", minimum=1e-9, maximum=1.0, metavar="FRACTION",
+           job_key=False),
     Option("epochs", "int", "epochs to run (train.epochs)", minimum=1, metavar="N", job_key=False),
     Option("folder", "str", "dataset folder (dataset.folder)", metavar="DIR", job_key=False),
     Option("drop_cache", "choice", "drop the dataset's cached pages before each epoch",
