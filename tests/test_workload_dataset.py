@@ -126,3 +126,12 @@ def test_symlink_escape_is_refused(tmp_path):
     with pytest.raises(ds.DatasetError):
         ds.prepare(s)
     assert os.listdir(outside) == []
+
+
+def test_hdf5_without_h5py_is_one_line_naming_the_install(tmp_path, monkeypatch):
+    real = ds.importlib.util.find_spec
+    monkeypatch.setattr(ds.importlib.util, "find_spec", lambda name, *a: None if name == "h5py" else real(name, *a))
+    with pytest.raises(ds.DatasetError, match=r"^dataset.format: hdf5 files are written with h5py, which is not "
+                                              r"installed; pip install 'storlab\[workload\]'"):
+        ds.prepare(spec(tmp_path, format="hdf5"))
+    assert not (tmp_path / "data").exists()          # refused before anything is written

@@ -14,6 +14,7 @@ compression or deduplication gain nothing, as in DLIO.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -191,6 +192,9 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
 
     rank, ranks = (comm.rank, comm.size) if comm is not None else (0, 1)
     barrier = comm.barrier if comm is not None else (lambda: None)
+    if spec.format == "hdf5" and importlib.util.find_spec("h5py") is None:
+        raise DatasetError("dataset.format: hdf5 files are written with h5py, which is not installed; "
+                           "pip install 'storlab[workload]' (or h5py), or use npz, npy or tfrecord")
 
     folder = os.path.abspath(spec.folder)
     names = file_names(spec)
