@@ -218,3 +218,16 @@ def test_emit_needs_a_foreign_job_and_is_no_job_file_key(workdir, capsys):
     (workdir / "j.toml").write_text('emit = "x.toml"\n')
     assert main(["run", "j.toml"]) == 2
     assert "'emit' is a command-line flag (--emit), not a job-file key" in capsys.readouterr().err
+
+
+def test_emit_carries_a_job_files_top_level_options_and_refuses_its_phases(workdir, capsys):
+    job = workdir / "job.fio"
+    job.write_text(JOB.format(dir=workdir))
+    (workdir / "top.toml").write_text('passes = 2\n')
+    assert main(["run", "top.toml", "--fio", str(job), "--emit", "out.toml"]) == 0
+    text = (workdir / "out.toml").read_text()
+    assert "passes = 2" in text and not (workdir / "f").exists()
+    (workdir / "phased.toml").write_text('[[phase]]\nrw = "read"\n')
+    assert main(["run", "phased.toml", "--fio", str(job), "--emit", "out2.toml"]) == 2
+    assert "has [[phase]] tables and --fio" in capsys.readouterr().err
+    assert not (workdir / "out2.toml").exists()
