@@ -625,14 +625,7 @@ class Io500Run:
         self.ranks.settle(1)
         if owner is not None:
             clean("hard", owner)
-        for path in self.made:
-            try:
-                os.unlink(path)
-                files += 1
-            except FileNotFoundError:
-                pass
-            except OSError as e:
-                errors.append(f"{path}: {e.strerror}")
+        files += sum(_removed(os.unlink, path, errors) for path in self.made)
         self.ranks.settle(2)
         if self.rank == 0:
             for sub in ("ior-easy", "ior-hard", "mdtest-easy", "mdtest-hard"):
@@ -643,14 +636,21 @@ class Io500Run:
                             os.rmdir(os.path.join(d, str(r)))
                         except OSError:
                             pass
-                try:
-                    os.rmdir(d)
-                    dirs += 1
-                except FileNotFoundError:
-                    pass
-                except OSError as e:
-                    errors.append(f"{d}: {e.strerror}")
+                dirs += _removed(os.rmdir, d, errors)
         return {"files_removed": files, "dirs_removed": dirs, "errors": errors}
+
+
+def _removed(remove, path: str, errors: list[str]) -> bool:
+    """`remove(path)` (unlink or rmdir): True when it removed it; already gone is no error, any
+    other failure is added to `errors` and the clean-up goes on."""
+    try:
+        remove(path)
+        return True
+    except FileNotFoundError:
+        return False
+    except OSError as e:
+        errors.append(f"{path}: {e.strerror}")
+        return False
 
 
 # -- the whole run -------------------------------------------------------------------------------------
