@@ -159,15 +159,20 @@ def _offsets(sizes: list[int], types: list[str], base: int, extent: int, strides
             off = 0 if t == "N" else (1 if t == "C" else max(up(base), up(2)))
         elif t == "C":
             off = last + 1
-        elif t == "J" and pool:
-            off = up(last + 1 + max(1, pool.pop(0)))
         elif t == "J":
             lo = up(last + 2)                    # beyond last + 1: sequential, not consecutive
-            hi = extent - size
-            if random_walk and hi > lo:
+            # the last start that leaves room in the extent for the consecutive requests after it
+            following = next((k for k in range(i + 1, len(types)) if types[k] != "C"), len(types))
+            hi = extent - size - sum(sizes[i + 1:following])
+            hi -= hi % align if align > 1 else 0
+            if pool:
+                off = up(last + 1 + max(1, pool.pop(0)))
+            elif random_walk and hi > lo:
                 off = lo + rng.randrange((hi - lo) // align + 1) * align
             else:
                 off = up(last + 1 + filler)
+            if lo <= hi < off:                   # a jump never carries the requests past the extent
+                off = hi
         else:
             lo = base if base <= last else 0
             slots = max(1, (last - lo + 1) // max(align, 1))
