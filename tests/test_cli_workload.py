@@ -47,11 +47,43 @@ def test_list_names_the_builtins(capsys):
     (["unet3d_h100", "--scale", "2"], "--scale: 2.0 is not allowed"),
     (["missing.yaml"], "missing.yaml: not found"),
     (["unet3d_h100", "--accelerators", "many"], "--accelerators: 'many' is not allowed"),
+    (["unet3d_h100", "--accelerators", "0"], "--accelerators"),
+    (["unet3d_h100", "--set", "dataset.files=-1"], "dataset.files: -1 is not allowed"),
+    (["unet3d_h100", "--set", "reader.batch_size=-4"], "reader.batch_size: -4 is not allowed"),
+    (["unet3d_h100", "--set", "dataset.file_size=1000000"],
+     "dataset.record_length: 146600628 is over dataset.file_size 1000000; use 1..1000000"),
+    (["unet3d_h100", "--set", "checkpoint.model_size=-1", "--set", "checkpoint.enabled=true"], "checkpoint.model_size"),
 ])
 def test_bad_input_is_one_line_exit_2(args, message, capsys):
     assert main(["workload", *args, "--no-store"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and message in lines[0]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("model: [unclosed\n", "dlio w.yaml:2: (file): not valid YAML"),
+    (UNET + "  wobble: 1\n", "dlio w.yaml:14: train.wobble = 1: not a DLIO workload key"),
+    (UNET.replace("batch_size: 2", "batch_size: 0"), "dlio w.yaml:9: reader.batch_size = 0: reader.batch_size: 0"),
+    (UNET.replace("record_length: 8192", "record_length: -8192"), "dlio w.yaml:7: dataset.record_length = -8192"),
+])
+def test_bad_yaml_is_one_line_exit_2_naming_file_line_and_key(tmp_path, capsys, text, message):
+    src = tmp_path / "w.yaml"
+    src.write_text(text.format(folder=tmp_path / "d") if "{folder}" in text else text)
+    assert main(["workload", str(src), "--no-store"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], lines
+
+
+def test_dataset_folder_holding_other_files_is_one_line_exit_2(tmp_path, capsys):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "results.csv").write_text("mine")
+    src = tmp_path / "w.yaml"
+    src.write_text(UNET.format(folder=folder))
+    assert main(["workload", str(src), "--no-store"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "dataset.folder:" in lines[0] and "results.csv" in lines[0], lines
+    assert os.listdir(folder) == ["results.csv"]
 
 
 def test_yaml_runs_is_stored_and_valid(tmp_path):

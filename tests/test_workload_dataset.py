@@ -117,6 +117,20 @@ def test_folder_holding_other_files_is_refused_and_untouched(tmp_path):
         ds.prepare(spec(tmp_path))
 
 
+def test_dataset_larger_than_the_free_space_is_refused_before_a_byte_is_written(tmp_path):
+    with pytest.raises(ds.DatasetError, match=r"^dataset: 6 files x 1000000 samples x 1000000000 B = .* B do not "
+                                              r"fit the \d+ B free in .*; use fewer dataset.files"):
+        ds.prepare(spec(tmp_path, samples_per_file=10**6, record_length=10**9))
+    assert not os.path.exists(os.path.join(spec(tmp_path).folder, "train"))
+
+
+def test_file_larger_than_memory_is_refused_naming_samples_per_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(ds, "_memory_available", lambda: 1 << 20)
+    with pytest.raises(ds.DatasetError, match=r"^dataset.samples_per_file: 100 is not allowed: a npz file of 100 x "
+                                              r"5000 B is generated in memory .*; use 1..69"):
+        ds.prepare(spec(tmp_path, samples_per_file=100))
+
+
 def test_symlink_escape_is_refused(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()

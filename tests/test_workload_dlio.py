@@ -129,13 +129,19 @@ def test_refusals_are_one_line_naming_line_and_key(text, where):
     assert "\n" not in msg and where in msg
 
 
-def test_bad_values_after_translation_name_the_storlab_field():
-    from storlab.jobs.workload import WorkloadError
-
-    with pytest.raises(WorkloadError, match="reader.batch_size"):
-        translate_text(UNET.replace("batch_size: 7", "batch_size: 0"), "u.yaml", "0" * 64)
-    with pytest.raises(WorkloadError, match="dataset.files"):
-        translate_text(UNET.replace("num_files_train: 168", "num_files_train: -3"), "u.yaml", "0" * 64)
+@pytest.mark.parametrize("old, new, where", [
+    ("batch_size: 7", "batch_size: 0", "dlio u.yaml:12: reader.batch_size = 0: reader.batch_size: 0 is not allowed; use a number > 0"),
+    ("num_files_train: 168", "num_files_train: -3", "dlio u.yaml:9: dataset.num_files_train = -3: dataset.files: -3"),
+    ("record_length: 146600628.5", "record_length: 0", "dlio u.yaml:10: dataset.record_length = 0: dataset.record_length: 0"),
+    ("read_threads: 4", "read_threads: -1", "dlio u.yaml:13: reader.read_threads = -1: reader.read_threads: -1 is not "
+                                            "allowed; use a number >= 0"),
+    ("batch_size: 7", "batch_size: 1000", "dlio u.yaml:12: reader.batch_size = 1000: reader.batch_size: 1000 x 1 "
+                                          "accelerator(s) needs more samples than the dataset's 168"),
+])
+def test_bad_values_after_translation_are_refused_at_their_yaml_line(old, new, where):
+    with pytest.raises(Refusal) as info:
+        translate_text(UNET.replace(old, new), "u.yaml", "0" * 64)
+    assert "\n" not in str(info.value) and str(info.value).startswith(where)
 
 
 def test_hydra_overrides_apply_before_translation():

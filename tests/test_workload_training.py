@@ -126,10 +126,32 @@ def test_checkpoint_workload_writes_and_reads_back(tmp_path):
     ({"reader__batch_size": 1000}, "reader.batch_size"),
     ({"train__epochs": 0}, "train.epochs"),
     ({"reader__wobble": 1}, "reader.wobble"),
+    ({"dataset__file_size": 32 << 10}, r"dataset.record_length: 65536 is over dataset.file_size 32768; use 1..32768"),
+    ({"dataset__file_size": 100 << 10, "dataset__samples_per_file": 2},
+     r"dataset.samples_per_file: 2 records of 65536 B are over dataset.file_size 102400; use 1..1"),
+    ({"dataset__file_size": -1}, "dataset.file_size"),
+    ({"workload__accelerators": 0}, "workload.accelerators"),
+    ({"reader__prefetch": 0}, "reader.prefetch"),
+    ({"reader__transfer_size": -4096}, "reader.transfer_size"),
+    ({"train__computation_time": -0.1}, "train.computation_time"),
 ])
 def test_bad_values_name_the_field(tmp_path, over, field):
     with pytest.raises(WorkloadError, match=rf"{field}"):
         spec_from_table(table(tmp_path / "d", **over))
+
+
+def test_file_size_sets_the_samples_per_file_and_bounds_every_record(tmp_path):
+    from storlab.measure.dataset import record_lengths
+
+    def without_samples_per_file(**over):
+        t = table(tmp_path, dataset__file_size=1 << 20, **over)
+        del t["dataset"]["samples_per_file"]
+        return t
+
+    spec = spec_from_table(without_samples_per_file())
+    assert spec.dataset.samples_per_file == 16          # 1 MiB of 64 KiB records
+    spec = spec_from_table(without_samples_per_file(dataset__record_length_stdev=64 << 10))
+    assert max(record_lengths(spec.dataset)) * spec.dataset.samples_per_file <= 1 << 20
 
 
 def test_dataset_size_rule_follows_mlperf():

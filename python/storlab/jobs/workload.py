@@ -7,7 +7,7 @@ pipeline, a compute time per batch and checkpoints), so it has its own tables, w
 
     [workload]    name, au_threshold, accelerators (per process), seed
     [dataset]     folder, format, files, samples_per_file, record_length, record_length_stdev,
-                  record_length_resize, subfolders, file_prefix
+                  record_length_resize, file_size, subfolders, file_prefix
     [reader]      batch_size, read_threads, prefetch, file_shuffle, sample_shuffle, transfer_size
     [train]       epochs, computation_time, computation_time_stdev, total_training_steps,
                   seed_change_epoch, drop_cache
@@ -50,6 +50,8 @@ class DatasetSpec:
     record_length: int = 65536           # bytes, mean
     record_length_stdev: int = 0
     record_length_resize: int = 0        # DLIO's decoded size: recorded, changes no byte read
+    file_size: int = 0                   # bytes of samples a file holds at most (0 = no bound); given
+                                         # without samples_per_file, it sets samples_per_file
     subfolders: int = 0
     file_prefix: str = "img"
     seed: int = 10                       # content and size seed of the generator (DLIO: 10)
@@ -175,6 +177,9 @@ def spec_from_table(table: Mapping[str, Any], source: str = "workload") -> Workl
                 raise WorkloadError(f"{source}: {section}.{key} is not a key; allowed: {', '.join(fields)}")
             want = {"int": int, "float": float, "str": str, "bool": bool}[str(fields[key].type)]
             setattr(target, key, _typed(f"{section}.{key}", value, want))
+    d = spec.dataset
+    if d.file_size > 0 and "samples_per_file" not in (table.get("dataset") or {}) and 0 < d.record_length <= d.file_size:
+        d.samples_per_file = d.file_size // d.record_length
     validate(spec)
     return spec
 
@@ -200,6 +205,8 @@ def validate(spec: WorkloadSpec) -> WorkloadSpec:
     _positive("dataset.record_length_stdev", d.record_length_stdev, allow_zero=True)
     _positive("dataset.record_length_resize", d.record_length_resize, allow_zero=True)
     _positive("dataset.subfolders", d.subfolders, allow_zero=True)
+    _positive("dataset.file_size", d.file_size, allow_zero=True)
+    _fits_file(d)
     if not d.folder:
         raise WorkloadError("dataset.folder: an empty path is not allowed; name a folder")
     if not d.file_prefix or "/" in d.file_prefix or d.file_prefix.startswith("."):
@@ -237,6 +244,20 @@ def validate(spec: WorkloadSpec) -> WorkloadSpec:
             f"reader.batch_size: {r.batch_size} x {spec.accelerators} accelerator(s) needs more samples than the "
             f"dataset's {d.samples} (dataset.files x dataset.samples_per_file); not one step per epoch")
     return spec
+
+
+def _fits_file(d: DatasetSpec) -> None:
+    """A record longer than the file that holds it, or more records than fit, is refused (with
+    dataset.file_size set; without it a file is exactly samples_per_file records)."""
+    if d.file_size <= 0:
+        return
+    if d.record_length > d.file_size:
+        raise WorkloadError(f"dataset.record_length: {d.record_length} is over dataset.file_size {d.file_size}; "
+                            f"use 1..{d.file_size} bytes (or a larger dataset.file_size)")
+    most = d.file_size // d.record_length
+    if d.samples_per_file > most:
+        raise WorkloadError(f"dataset.samples_per_file: {d.samples_per_file} records of {d.record_length} B are "
+                            f"over dataset.file_size {d.file_size}; use 1..{most}")
 
 
 def dataset_size_rule(spec: WorkloadSpec, accelerators_total: int, client_memory_bytes: int) -> dict[str, Any]:

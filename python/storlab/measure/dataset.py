@@ -76,6 +76,8 @@ def _params(spec: DatasetSpec) -> dict[str, Any]:
     d = asdict(spec)
     d.pop("folder")
     d.pop("record_length_resize")
+    if not d["file_size"]:
+        d.pop("file_size")              # manifests written before the field existed still match
     return d
 
 
@@ -97,12 +99,15 @@ def file_names(spec: DatasetSpec) -> list[str]:
 
 def record_lengths(spec: DatasetSpec) -> list[int]:
     """Each file's sample length: the mean, or normal(mean, stdev) per file clipped to >= 1 byte
-    and <= mean + 3 stdev (DLIO draws one size per file too)."""
+    and <= mean + 3 stdev (DLIO draws one size per file too), and so that a file's records stay
+    within dataset.file_size when that is set."""
     if not spec.record_length_stdev:
         return [spec.record_length] * spec.files
     rng = np.random.default_rng(spec.seed)
     draws = rng.normal(spec.record_length, spec.record_length_stdev, spec.files)
     hi = spec.record_length + 3 * spec.record_length_stdev
+    if spec.file_size:
+        hi = min(hi, spec.file_size // spec.samples_per_file)
     return [int(min(hi, max(1, round(x)))) for x in draws]
 
 
@@ -212,6 +217,7 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
         verdict = verdict or "generate"
         if verdict == "generate":
             os.makedirs(folder, exist_ok=True)
+            _check_room(folder, spec, lengths)
             _mark_partial(folder)
             if why and notify:
                 notify(f"dataset {folder}: regenerated: {why}")
@@ -228,6 +234,9 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
     mine = list(range(rank, spec.files, ranks))
     layouts: dict[int, FileLayout] = {}
     workers = max(1, threads or min(8, os.cpu_count() or 1))
+    if spec.format not in STREAMED:     # each worker holds a file's samples in memory
+        per_file = IN_MEMORY_COPIES * spec.samples_per_file * max(lengths)
+        workers = max(1, min(workers, _memory_available() // max(1, per_file)))
 
     def one(i: int) -> None:
         if stop is not None and stop.is_set():
@@ -273,6 +282,47 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
         [FileLayout(*f[1:5]) for f in _read_manifest(folder)["files"]]
     return Dataset(folder, spec, [os.path.join(folder, n) for n in names], all_layouts, True,
                    decision["why"], time.monotonic() - t0)
+
+
+IN_MEMORY_COPIES = 3          # a file's samples, its framed copy (tfrecord) and the writer's buffers
+STREAMED: tuple[str, ...] = ()  # formats written piecewise, whose files need not fit in memory
+
+
+def _memory_available() -> int:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+
+
+def _check_room(folder: str, spec: DatasetSpec, lengths: list[int]) -> None:
+    """Refuse, before a byte is written, a dataset that cannot fit the file system (its free
+    space plus what an earlier dataset here occupies), or a file too large to generate in memory."""
+    need = spec.samples_per_file * sum(lengths)
+    st = os.statvfs(folder)
+    free = st.f_bavail * st.f_frsize
+    for root, _dirs, files in os.walk(os.path.join(folder, "train")):
+        for f in files:
+            try:
+                free += os.lstat(os.path.join(root, f)).st_blocks * 512
+            except OSError:
+                pass
+    if need > free:
+        raise DatasetError(f"dataset: {spec.files} files x {spec.samples_per_file} samples x {spec.record_length} B "
+                           f"= {need} B do not fit the {free} B free in {folder}; use fewer dataset.files (--scale), "
+                           "fewer dataset.samples_per_file, or another dataset.folder")
+    if spec.format in STREAMED:
+        return
+    per_sample = IN_MEMORY_COPIES * max(lengths)
+    avail = _memory_available()
+    if spec.samples_per_file * per_sample > avail:
+        raise DatasetError(f"dataset.samples_per_file: {spec.samples_per_file} is not allowed: a {spec.format} file of "
+                           f"{spec.samples_per_file} x {max(lengths)} B is generated in memory and {avail} B are "
+                           f"available; use 1..{max(1, avail // per_sample)}, or the indexed_binary format")
 
 
 def _remove_stale(folder: str, keep: set[str]) -> None:

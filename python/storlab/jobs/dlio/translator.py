@@ -15,7 +15,7 @@ import os
 from typing import Any, Callable
 
 from ..translation import Mapped, Refusal, Translation, sha256_of
-from ..workload import FORMATS, spec_from_table
+from ..workload import FORMATS, WorkloadError, spec_from_table
 
 FORMAT = "dlio"
 MAX_YAML_BYTES = 1 << 20
@@ -330,9 +330,27 @@ def translate_text(text: str, source: str = "<text>", sha: str | None = None,
                  "samples_per_file = 1); DLIO's loaders read through numpy, h5py or tf.data")
     notes.append("AU, samples/s and MB/s follow DLIO 2.0's statscounter: first step left out of AU, "
                  "MB/s = samples/s x record_length / 2^20 (MiB/s of the nominal record length)")
-    spec = spec_from_table({k: v for k, v in table.items() if v}, source=os.path.basename(source))
+    try:
+        spec = spec_from_table({k: v for k, v in table.items() if v}, source=os.path.basename(source))
+    except WorkloadError as e:
+        raise _refusal_of(e, mapped, source) from None
     return WorkloadTranslation(FORMAT, source, sha or sha256_of(text.encode()), spec.to_table(), mapped, notes,
                                {"kind": "workload"})
+
+
+def _refusal_of(error: WorkloadError, mapped: list[Mapped], source: str) -> Refusal | WorkloadError:
+    """A storlab validation error (`reader.batch_size: 0 is not allowed; ...`) as a Refusal at
+    the DLIO key that set the field it names, with that key's line; unchanged when no key did."""
+    text = str(error)
+    field, _, rest = text.partition(": ")
+    by_field = {}
+    for m in mapped:
+        if m.storlab and " = " in m.storlab:
+            by_field.setdefault(m.storlab.split(" = ", 1)[0], m)
+    m = by_field.get(field)
+    if m is None:
+        return error
+    return Refusal(FORMAT, source, m.line, m.key, m.value, f"{field}: {rest}")
 
 
 def _checkpoint_sizes(ckpt: dict[str, Any], lines: dict[str, int], table: dict[str, dict[str, Any]],
