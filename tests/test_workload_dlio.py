@@ -149,6 +149,22 @@ def test_hydra_overrides_apply_before_translation():
     assert t.job["dataset"]["format"] == "hdf5" and t.job["reader"]["read_threads"] == 2
 
 
+def test_evaluation_keys_translate_as_dlio_reads_them():
+    text = UNET.replace("  train: True", "  train: True\n  evaluation: True\n  do_eval: False").replace(
+        "  num_files_train: 168", "  num_files_train: 168\n  num_files_eval: 42\n  num_subfolders_eval: 2\n"
+        "  eval_num_samples_per_file: 9").replace("  batch_size: 7", "  batch_size: 7\n  batch_size_eval: 3") + (
+        "evaluation:\n  eval_time: 0.5\n  eval_time_stdev: 0.1\n  eval_after_epoch: 2\n  epochs_between_evals: 3\n"
+        "  steps_between_evals: 100\n")
+    t = translate_text(text, "u.yaml", "0" * 64)
+    assert t.job["evaluation"] == {"enabled": True, "batch_size": 3, "computation_time": 0.5,
+                                   "computation_time_stdev": 0.1, "after_epoch": 2, "epochs_between": 3}
+    assert t.job["dataset"]["eval_files"] == 42 and t.job["dataset"]["eval_subfolders"] == 2
+    by = {m.key: m for m in t.mapped}
+    # keys DLIO 2.0 does not read are accepted and ignored, saying so
+    for key in ("workflow.do_eval", "dataset.eval_num_samples_per_file", "evaluation.steps_between_evals"):
+        assert by[key].how == "accepted" and "DLIO 2.0 does not read" in by[key].note
+
+
 def test_checkpoint_sizes_follow_dlio():
     text = UNET.replace("  train: True", "  train: True\n  checkpoint: True") + (
         "checkpoint:\n  type: all_ranks\n  model_size: 1000\n  optimization_groups: [10, 20]\n"

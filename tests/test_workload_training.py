@@ -89,6 +89,36 @@ def test_read_threads_zero_reads_in_the_consumer(shm_folder):
     assert doc["complete"] and doc["epochs"][0]["steps"] == 16
 
 
+def test_evaluation_reads_the_eval_files_and_is_reported_apart(shm_folder):
+    spec = spec_from_table(table(shm_folder, train__epochs=4, train__computation_time=0.005, dataset__eval_files=12,
+                                 evaluation__enabled=True, evaluation__batch_size=3, evaluation__computation_time=0.02,
+                                 evaluation__after_epoch=2, evaluation__epochs_between=2, workload__accelerators=2,
+                                 reader__sample_shuffle="seed"))
+    doc = run_workload(spec, argv=["test"])
+    ev = doc["evaluation"]
+    # DLIO: evaluations after epochs 2 and 4; 12 samples / batch 3 / 2 accelerators = 2 steps each
+    assert [e["epoch"] for e in ev["evaluations"]] == [2, 4] and ev["steps_per_evaluation"] == 2
+    assert all(e["steps"] == 2 and len(e["au_per_accelerator"]) == 2 for e in ev["evaluations"])
+    # tmpfs: the eval compute (0.02 s a batch, no barrier) keeps the accelerators busy
+    assert ev["au"] >= 0.9 and ev["passed"]
+    # 2 accelerators x 3 samples / 0.02 s = at most 300 samples/s
+    assert 150 < ev["samples_per_s"] <= 305
+    assert ev["mib_per_s"] == pytest.approx(ev["samples_per_s"] * (64 << 10) / 2**20)
+    # every training sample once per epoch, every eval sample once per evaluation
+    read = sum(a["bytes_read"] for a in doc["per_accelerator"])
+    assert read == (4 * 32 + 2 * 12) * (64 << 10)
+    # training figures leave evaluation out: each epoch's seconds are its training steps only
+    assert all(e["steps"] == 8 for e in doc["epochs"])
+    assert sorted(os.listdir(os.path.join(shm_folder, "valid")))[0] == "img_00_of_12.npz"
+
+
+def test_evaluation_on_without_eval_files_is_refused(tmp_path):
+    with pytest.raises(WorkloadError, match=r"^dataset.eval_files: 0 is not allowed with evaluation on"):
+        spec_from_table(table(tmp_path, evaluation__enabled=True))
+    with pytest.raises(WorkloadError, match=r"^evaluation.batch_size: 8 x 1 accelerator\(s\) needs more samples"):
+        spec_from_table(table(tmp_path, evaluation__enabled=True, dataset__eval_files=4, evaluation__batch_size=8))
+
+
 def test_checkpoints_during_training(shm_folder, tmp_path):
     ck = os.path.join(os.path.dirname(shm_folder), "ck")
     spec = spec_from_table(table(shm_folder, checkpoint__enabled=True, checkpoint__folder=ck,

@@ -7,10 +7,12 @@ pipeline, a compute time per batch and checkpoints), so it has its own tables, w
 
     [workload]    name, au_threshold, accelerators (per process), seed
     [dataset]     folder, format, files, samples_per_file, record_length, record_length_stdev,
-                  record_length_resize, file_size, subfolders, file_prefix
+                  record_length_resize, file_size, subfolders, file_prefix, eval_files, eval_subfolders
     [reader]      batch_size, read_threads, prefetch, file_shuffle, sample_shuffle, transfer_size
     [train]       epochs, computation_time, computation_time_stdev, total_training_steps,
                   seed_change_epoch, drop_cache
+    [evaluation]  enabled, batch_size, computation_time, computation_time_stdev, after_epoch,
+                  epochs_between (DLIO's evaluation: the eval files read after training epochs)
     [checkpoint]  enabled, folder, model_size, optimizer_size, ranks ("all" | "zero"), ...
 
 Every value is checked here; a bad one is a `WorkloadError` naming the field (`dataset.files`)
@@ -24,13 +26,13 @@ from typing import Any, Mapping
 
 from ..errors import UserError
 
-__all__ = ["WorkloadError", "DatasetSpec", "ReaderSpec", "TrainSpec", "CheckpointSpec", "WorkloadSpec",
+__all__ = ["WorkloadError", "DatasetSpec", "ReaderSpec", "TrainSpec", "EvalSpec", "CheckpointSpec", "WorkloadSpec",
            "FORMATS", "SHUFFLES", "spec_from_table", "dataset_size_rule", "TABLES"]
 
 FORMATS = ("npz", "npy", "hdf5", "tfrecord")
 SHUFFLES = ("off", "seed", "random")
 CHECKPOINT_RANKS = ("all", "zero")
-TABLES = ("workload", "dataset", "reader", "train", "checkpoint")
+TABLES = ("workload", "dataset", "reader", "train", "evaluation", "checkpoint")
 
 # MLPerf Storage's dataset rule (Submission guidelines §7; benchmark.sh datasize)
 HOST_MEMORY_MULTIPLIER = 5
@@ -55,6 +57,8 @@ class DatasetSpec:
     subfolders: int = 0
     file_prefix: str = "img"
     seed: int = 10                       # content and size seed of the generator (DLIO: 10)
+    eval_files: int = 0                  # files of the evaluation set (FOLDER/valid/), as the training files
+    eval_subfolders: int = 0
 
     @property
     def samples(self) -> int:
@@ -86,6 +90,19 @@ class TrainSpec:
 
 
 @dataclass
+class EvalSpec:
+    """DLIO's evaluation: after epoch after_epoch and every epochs_between epochs, each
+    accelerator reads its share of the eval files in batches of batch_size and sleeps
+    computation_time per batch (DLIO's eval_time), with no barrier between steps."""
+    enabled: bool = False
+    batch_size: int = 1
+    computation_time: float = 0.0
+    computation_time_stdev: float = 0.0
+    after_epoch: int = 1
+    epochs_between: int = 1
+
+
+@dataclass
 class CheckpointSpec:
     enabled: bool = False
     folder: str = "checkpoints"
@@ -112,6 +129,7 @@ class WorkloadSpec:
     dataset: DatasetSpec = field(default_factory=DatasetSpec)
     reader: ReaderSpec = field(default_factory=ReaderSpec)
     train: TrainSpec = field(default_factory=TrainSpec)
+    evaluation: EvalSpec = field(default_factory=EvalSpec)
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
     train_enabled: bool = True
     scaled: dict[str, Any] = field(default_factory=dict)  # what --scale changed, from what
@@ -122,7 +140,7 @@ class WorkloadSpec:
         top = {k: d[k] for k in ("name", "au_threshold", "accelerators", "seed")}
         top["train"] = self.train_enabled
         return {"workload": top, "dataset": d["dataset"], "reader": d["reader"], "train": d["train"],
-                "checkpoint": d["checkpoint"]}
+                "evaluation": d["evaluation"], "checkpoint": d["checkpoint"]}
 
     def steps_per_epoch(self, accelerators_total: int) -> int:
         """DLIO's steps per epoch: floor(samples / batch / accelerators), capped by
@@ -132,8 +150,20 @@ class WorkloadSpec:
             steps = min(steps, self.train.total_training_steps)
         return steps
 
+    def eval_steps(self, accelerators_total: int) -> int:
+        """DLIO's steps per evaluation: floor(eval files x samples per file / eval batch / accelerators)."""
+        samples = self.dataset.eval_files * self.dataset.samples_per_file
+        return samples // self.evaluation.batch_size // max(1, accelerators_total)
 
-_SECTIONS = {"dataset": DatasetSpec, "reader": ReaderSpec, "train": TrainSpec, "checkpoint": CheckpointSpec}
+    def evaluates_after(self, epoch: int) -> bool:
+        """Whether an evaluation follows this training epoch (DLIO: epoch >= eval_after_epoch,
+        then every epochs_between_evals)."""
+        e = self.evaluation
+        return e.enabled and epoch >= e.after_epoch and (epoch - e.after_epoch) % e.epochs_between == 0
+
+
+_SECTIONS = {"dataset": DatasetSpec, "reader": ReaderSpec, "train": TrainSpec, "evaluation": EvalSpec,
+             "checkpoint": CheckpointSpec}
 _TOP = {"name": str, "au_threshold": float, "accelerators": int, "seed": int, "train": bool}
 
 
@@ -222,6 +252,22 @@ def validate(spec: WorkloadSpec) -> WorkloadSpec:
     _positive("train.computation_time", t.computation_time, allow_zero=True)
     _positive("train.computation_time_stdev", t.computation_time_stdev, allow_zero=True)
     _positive("train.total_training_steps", t.total_training_steps, allow_zero=True)
+    _positive("dataset.eval_files", d.eval_files, allow_zero=True)
+    _positive("dataset.eval_subfolders", d.eval_subfolders, allow_zero=True)
+    ev = spec.evaluation
+    if ev.enabled and spec.train_enabled:
+        if d.eval_files <= 0:
+            raise WorkloadError("dataset.eval_files: 0 is not allowed with evaluation on; use a number of files > 0")
+        _positive("evaluation.batch_size", ev.batch_size)
+        _positive("evaluation.computation_time", ev.computation_time, allow_zero=True)
+        _positive("evaluation.computation_time_stdev", ev.computation_time_stdev, allow_zero=True)
+        _positive("evaluation.after_epoch", ev.after_epoch)
+        _positive("evaluation.epochs_between", ev.epochs_between)
+        if spec.eval_steps(spec.accelerators) < 1:
+            raise WorkloadError(
+                f"evaluation.batch_size: {ev.batch_size} x {spec.accelerators} accelerator(s) needs more samples than "
+                f"the {d.eval_files * d.samples_per_file} of the eval files (dataset.eval_files x "
+                "dataset.samples_per_file); not one evaluation step")
     if t.drop_cache not in ("auto", "always", "never"):
         raise WorkloadError(f"train.drop_cache: {t.drop_cache!r} is not allowed; use one of: auto, always, never")
     if c.enabled or not spec.train_enabled:

@@ -2,8 +2,9 @@
 matches, regenerated when it was left half-written, and never written outside its folder.
 
 Layout (DLIO's names): FOLDER/train/[SUB/]PREFIX_I_of_N.FORMAT, I zero-padded, SUB = I mod
-subfolders. Beside it FOLDER/.storlab-dataset.json (the manifest: the parameters and, per file,
-its size and where its samples lie) is written only once every file is complete; while files
+subfolders; the evaluation files (dataset.eval_files) likewise under FOLDER/valid/. Beside
+them FOLDER/.storlab-dataset.json (the manifest: the parameters and, per file, its size and
+where its samples lie) is written only once every file is complete; while files
 are being written FOLDER/.storlab-dataset.partial exists. So:
 - manifest present, same parameters, every file of its recorded size: reused;
 - marker present, or manifest of other parameters, or a file missing or of another size: the
@@ -34,6 +35,7 @@ __all__ = ["Dataset", "DatasetError", "prepare", "file_names", "drop_cached", "M
 
 MANIFEST = ".storlab-dataset.json"
 PARTIAL = ".storlab-dataset.partial"
+SPLITS = ("train", "valid")
 MANIFEST_VERSION = 1
 
 
@@ -47,7 +49,7 @@ class Dataset:
     folder: str
     spec: DatasetSpec
     paths: list[str]                 # absolute, index = file number
-    layouts: list[FileLayout]
+    layouts: list[FileLayout]        # the training files, then the evaluation files
     generated: bool                  # written by this run (False: reused)
     regenerated_because: str | None = None
     seconds: float = 0.0
@@ -61,11 +63,16 @@ class Dataset:
         return self._arrays
 
     @property
+    def train_files(self) -> int:
+        return self.spec.files
+
+    @property
     def bytes(self) -> int:
         return sum(lay.size for lay in self.layouts)
 
     def record(self) -> dict[str, Any]:
         return {"folder": self.folder, "format": self.spec.format, "files": self.spec.files,
+                "eval_files": self.spec.eval_files,
                 "samples_per_file": self.spec.samples_per_file, "record_length": self.spec.record_length,
                 "record_length_stdev": self.spec.record_length_stdev, "bytes": self.bytes,
                 "generated": self.generated, "regenerated_because": self.regenerated_because,
@@ -76,24 +83,26 @@ def _params(spec: DatasetSpec) -> dict[str, Any]:
     d = asdict(spec)
     d.pop("folder")
     d.pop("record_length_resize")
-    if not d["file_size"]:
-        d.pop("file_size")              # manifests written before the field existed still match
+    for key in ("file_size", "eval_files", "eval_subfolders"):
+        if not d[key]:
+            d.pop(key)                  # manifests written before these fields existed still match
     return d
 
 
 def file_names(spec: DatasetSpec) -> list[str]:
-    """Relative paths of the dataset's files, as DLIO names them."""
-    n = spec.files
-    digits = len(str(n))
-    sub_digits = len(str(spec.subfolders)) if spec.subfolders else 0
+    """Relative paths of the dataset's files, as DLIO names them: the training files, then
+    the evaluation files."""
     ext = EXTENSIONS[spec.format]
     out = []
-    for i in range(n):
-        name = f"{spec.file_prefix}_{str(i).rjust(digits, '0')}_of_{n}.{ext}"
-        if spec.subfolders:
-            out.append(os.path.join("train", str(i % spec.subfolders).rjust(sub_digits, "0"), name))
-        else:
-            out.append(os.path.join("train", name))
+    for split, n, subfolders in (("train", spec.files, spec.subfolders), ("valid", spec.eval_files, spec.eval_subfolders)):
+        digits = len(str(n))
+        sub_digits = len(str(subfolders)) if subfolders else 0
+        for i in range(n):
+            name = f"{spec.file_prefix}_{str(i).rjust(digits, '0')}_of_{n}.{ext}"
+            if subfolders:
+                out.append(os.path.join(split, str(i % subfolders).rjust(sub_digits, "0"), name))
+            else:
+                out.append(os.path.join(split, name))
     return out
 
 
@@ -101,10 +110,11 @@ def record_lengths(spec: DatasetSpec) -> list[int]:
     """Each file's sample length: the mean, or normal(mean, stdev) per file clipped to >= 1 byte
     and <= mean + 3 stdev (DLIO draws one size per file too), and so that a file's records stay
     within dataset.file_size when that is set."""
+    total = spec.files + spec.eval_files
     if not spec.record_length_stdev:
-        return [spec.record_length] * spec.files
+        return [spec.record_length] * total
     rng = np.random.default_rng(spec.seed)
-    draws = rng.normal(spec.record_length, spec.record_length_stdev, spec.files)
+    draws = rng.normal(spec.record_length, spec.record_length_stdev, total)
     hi = spec.record_length + 3 * spec.record_length_stdev
     if spec.file_size:
         hi = min(hi, spec.file_size // spec.samples_per_file)
@@ -120,7 +130,7 @@ def _foreign_entry(folder: str) -> str | None:
         full = os.path.join(folder, entry)
         if entry in (MANIFEST, PARTIAL):
             continue
-        if entry == "train" and os.path.isdir(full) and not os.path.islink(full):
+        if entry in SPLITS and os.path.isdir(full) and not os.path.islink(full):
             for root, dirs, files in os.walk(full):
                 for d in dirs:
                     if os.path.islink(os.path.join(root, d)) or not d.isdigit():
@@ -231,7 +241,7 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
         manifest = _read_manifest(folder)
         layouts = [FileLayout(*f[1:5]) for f in manifest["files"]]
         return Dataset(folder, spec, [os.path.join(folder, n) for n in names], layouts, False)
-    mine = list(range(rank, spec.files, ranks))
+    mine = list(range(rank, len(names), ranks))
     layouts: dict[int, FileLayout] = {}
     workers = max(1, threads or min(8, os.cpu_count() or 1))
     if spec.format not in STREAMED:     # each worker holds a file's samples in memory
@@ -273,12 +283,12 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
         for part in comm.gather(layouts) or []:
             gathered.update(part)
     if rank == 0:
-        files = [[names[i], *asdict(gathered[i]).values()] for i in range(spec.files)]
+        files = [[names[i], *asdict(gathered[i]).values()] for i in range(len(names))]
         _remove_stale(folder, set(names))
         _write_manifest(folder, {"version": MANIFEST_VERSION, "params": _params(spec), "files": files})
         os.unlink(os.path.join(folder, PARTIAL))
     barrier()
-    all_layouts = [gathered[i] for i in range(spec.files)] if rank == 0 else \
+    all_layouts = [gathered[i] for i in range(len(names))] if rank == 0 else \
         [FileLayout(*f[1:5]) for f in _read_manifest(folder)["files"]]
     return Dataset(folder, spec, [os.path.join(folder, n) for n in names], all_layouts, True,
                    decision["why"], time.monotonic() - t0)
@@ -305,14 +315,14 @@ def _check_room(folder: str, spec: DatasetSpec, lengths: list[int]) -> None:
     need = spec.samples_per_file * sum(lengths)
     st = os.statvfs(folder)
     free = st.f_bavail * st.f_frsize
-    for root, _dirs, files in os.walk(os.path.join(folder, "train")):
+    for root, _dirs, files in (w for split in SPLITS for w in os.walk(os.path.join(folder, split))):
         for f in files:
             try:
                 free += os.lstat(os.path.join(root, f)).st_blocks * 512
             except OSError:
                 pass
     if need > free:
-        raise DatasetError(f"dataset: {spec.files} files x {spec.samples_per_file} samples x {spec.record_length} B "
+        raise DatasetError(f"dataset: {len(lengths)} files x {spec.samples_per_file} samples x {spec.record_length} B "
                            f"= {need} B do not fit the {free} B free in {folder}; use fewer dataset.files (--scale), "
                            "fewer dataset.samples_per_file, or another dataset.folder")
     if spec.format in STREAMED:
@@ -327,7 +337,7 @@ def _check_room(folder: str, spec: DatasetSpec, lengths: list[int]) -> None:
 
 def _remove_stale(folder: str, keep: set[str]) -> None:
     """Files of an earlier storlab dataset in this folder that the new one does not have."""
-    for root, _dirs, files in os.walk(os.path.join(folder, "train")):
+    for root, _dirs, files in (w for split in SPLITS for w in os.walk(os.path.join(folder, split))):
         for f in files:
             rel = os.path.relpath(os.path.join(root, f), folder)
             if rel not in keep and (_OURS.match(f) or f.startswith(".tmp-")):

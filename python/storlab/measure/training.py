@@ -18,6 +18,12 @@ per accelerator and epoch: step-weighted over blocks; the epoch's AU is the mean
 accelerators, its samples/s their sum; the run's `au` and `samples_per_s` are means over epochs.
 DLIO's "MB/s" = samples/s x record_length / 2^20 (MiB/s of the nominal record length).
 
+Evaluation (DLIO's `evaluation`): after the training epochs it names, each accelerator reads
+its share of the eval files (FOLDER/valid/) in batches of evaluation.batch_size and sleeps
+evaluation.computation_time per batch, with no barrier between steps (DLIO's _eval has none).
+Its AU and samples/s use the training formulas on the evaluation's one block, and are reported
+apart (`evaluation`), as DLIO reports eval AU apart: training figures leave evaluation out.
+
 Accelerators: `accelerators` per process (threads); under MPI every rank runs that many, the
 barrier spans all of them, and rank 0 merges the figures.
 """
@@ -81,30 +87,34 @@ def percentiles(values: list[float]) -> dict[str, float] | None:
 
 
 class _Epoch:
-    """The read plan of one epoch for one accelerator: its batches of (file, offset, length)."""
+    """The read plan of one epoch (or one evaluation) for one accelerator: its batches of
+    (file, offset, length). The files are dataset files first .. first + count - 1."""
 
-    def __init__(self, spec: WorkloadSpec, dataset: Dataset, epoch: int, accel: int, accels: int, steps: int):
+    def __init__(self, spec: WorkloadSpec, dataset: Dataset, epoch: int, accel: int, steps: int, batch: int,
+                 first: int = 0, count: int = 0, salt: int = 0):
         d, r = spec.dataset, spec.reader
+        count = count or d.files
+        samples = count * d.samples_per_file
         seed = spec.seed + epoch if spec.train.seed_change_epoch else spec.seed
-        rng = np.random.default_rng(seed)
-        order = np.arange(d.files)
+        rng = np.random.default_rng([seed, salt] if salt else seed)
+        order = np.arange(count)
         if r.file_shuffle == "seed":
-            order = rng.permutation(d.files)
+            order = rng.permutation(count)
         elif r.file_shuffle == "random":
-            order = np.random.default_rng().permutation(d.files)
-        per = steps * r.batch_size
-        k = np.arange(accel * per, (accel + 1) * per) % d.samples
+            order = np.random.default_rng().permutation(count)
+        per = steps * batch
+        k = np.arange(accel * per, (accel + 1) * per) % samples
         if r.sample_shuffle == "seed":
-            k = np.random.default_rng([seed, 7]).permutation(k)
+            k = np.random.default_rng([seed, 7 + salt]).permutation(k)
         elif r.sample_shuffle == "random":
             k = np.random.default_rng().permutation(k)
-        files = order[k // d.samples_per_file]
+        files = first + order[k // d.samples_per_file]
         within = k % d.samples_per_file
         base, stride, length = dataset.layout_arrays()
         self.file = files.astype(np.int64)
         self.offset = base[files] + within * stride[files]
         self.length = length[files]
-        self.batch = r.batch_size
+        self.batch = batch
         self.steps = steps
 
 
@@ -155,6 +165,7 @@ class Trainer:
         self.local, self.rank, self.ranks = local, rank, ranks
         self.total = local * ranks
         self.steps = spec.steps_per_epoch(self.total)
+        self.eval_steps = spec.eval_steps(self.total) if spec.evaluation.enabled else 0
         self.drop_cache = drop_cache
         self.checkpoint_folder = checkpoint_folder
         self.notify = notify or (lambda m: None)
@@ -176,6 +187,7 @@ class Trainer:
         threads = [threading.Thread(target=self._accelerator, args=(i,), name=f"accel-{i}", daemon=True)
                    for i in range(self.local)]
         self._per_accel: list[list[list[Block]]] = [[] for _ in range(self.local)]
+        self._evals: list[list[tuple[int, Block]]] = [[] for _ in range(self.local)]
         for t in threads:
             t.start()
         try:
@@ -223,8 +235,9 @@ class Trainer:
                 if i == 0:
                     drop_cached(self.dataset.paths)
             self._wait_barrier()
-            plan = _Epoch(spec, self.dataset, epoch, g, self.total, self.steps)
-            blocks = self._epoch(i, plan, epoch)
+            plan = _Epoch(spec, self.dataset, epoch, g, self.steps, spec.reader.batch_size)
+            blocks = self._epoch(i, plan, epoch, spec.train.computation_time, spec.train.computation_time_stdev,
+                                 barrier=True, steps_between=ck.steps_between if ck.enabled else 0)
             self._per_accel[i].append(blocks)
             if ck.enabled and ck.after_epoch and epoch >= ck.after_epoch and \
                     (epoch - ck.after_epoch) % ck.epochs_between == 0 and not ck.steps_between:
@@ -233,11 +246,27 @@ class Trainer:
             if i == 0:
                 self.epochs.append({"epoch": epoch, "end": time.monotonic() - self.t_origin,
                                     "cache_dropped": self.drop_cache})
+            if self.eval_steps and spec.evaluates_after(epoch):
+                self._evaluate(i, g, epoch)
 
-    def _epoch(self, i: int, plan: _Epoch, epoch: int) -> list[Block]:
+    def _evaluate(self, i: int, g: int, epoch: int) -> None:
+        """DLIO's _eval after a training epoch: this accelerator's share of the eval files, in
+        batches of evaluation.batch_size, a sleep of its computation time per batch, no barrier
+        between steps; its AU and samples/s are computed as a training block's."""
+        spec, ev = self.spec, self.spec.evaluation
+        plan = _Epoch(spec, self.dataset, epoch, g, self.eval_steps, ev.batch_size, first=self.dataset.train_files,
+                      count=spec.dataset.eval_files, salt=1)
+        blocks = self._epoch(i, plan, epoch, ev.computation_time, ev.computation_time_stdev, barrier=False,
+                             steps_between=0, salt=1)
+        if blocks:
+            self._evals[i].append((epoch, blocks[0]))
+
+    def _epoch(self, i: int, plan: _Epoch, epoch: int, t_comp: float, t_sd: float, *, barrier: bool,
+               steps_between: int, salt: int = 0) -> list[Block]:
+        """The steps of one plan: wait for each batch, sleep its compute, meet at the barrier
+        (training only); a checkpoint every steps_between steps ends a block."""
         spec = self.spec
-        t_comp, t_sd = spec.train.computation_time, spec.train.computation_time_stdev
-        rng = np.random.default_rng([spec.seed, epoch, self.rank * self.local + i])
+        rng = np.random.default_rng([spec.seed, epoch, self.rank * self.local + i] + ([salt] if salt else []))
         nthreads = spec.reader.read_threads
         many = spec.dataset.samples_per_file > 1
         ready = [threading.Event() for _ in range(plan.steps)]
@@ -277,7 +306,6 @@ class Trainer:
             slots = [threading.Semaphore(factor) for _ in range(nthreads)]
             readers = [threading.Thread(target=worker, args=(r,), daemon=True) for r in range(nthreads)]
         own = None if nthreads else _Reader(self.dataset.paths, self.max_len, spec.reader.transfer_size, many)
-        steps_between = spec.checkpoint.steps_between if spec.checkpoint.enabled else 0
         blocks = [Block(time.monotonic())]          # DLIO starts the block before the loader
         for t in readers:
             t.start()
@@ -300,7 +328,8 @@ class Trainer:
                 if c > 0:
                     time.sleep(c)
                 block.compute.append(c)
-                self._wait_barrier()
+                if barrier:
+                    self._wait_barrier()
                 now = time.monotonic()
                 block.proc.append(now - t0)
                 block.step_end.append(now - self.t_origin)
@@ -366,8 +395,11 @@ class Trainer:
                                   "load_s": loads,
                                   "step_end": [x for b in blocks for x in b.step_end],
                                   "compute": [x for b in blocks for x in b.compute]})
+            evals = [{"epoch": epoch, "au": b.au(), "samples_per_s": b.throughput(self.spec.evaluation.batch_size),
+                      "steps": len(b.compute), "seconds": b.end - b.start, "load_s": b.load}
+                     for epoch, b in self._evals[i]]
             accels.append({"index": self.rank * self.local + i, "rank": self.rank, "epochs": per_epoch,
-                           "bytes_read": self.bytes_read[i]})
+                           "evals": evals, "bytes_read": self.bytes_read[i]})
         return {"rank": self.rank, "accelerators": accels, "epochs_done": done,
                 "checkpoints": self.checkpoints, "epoch_marks": self.epochs[:done]}
 
@@ -399,11 +431,34 @@ def merge(parts: list[dict[str, Any]], spec: WorkloadSpec, wall_s: float) -> dic
                           "bytes_read": a["bytes_read"]})
     all_loads = [x for a in accels for ep in a["epochs"][:done] for x in ep["load_s"]]
     series = _timeseries(accels, done, n, batch, wall_s)
-    return {"au": au, "au_std": float(np.std([e["au"] for e in epochs])) if epochs else 0.0,
+    return {"evaluation": _merge_evals(accels, spec),"au": au, "au_std": float(np.std([e["au"] for e in epochs])) if epochs else 0.0,
             "samples_per_s": sps, "epochs": epochs, "per_accelerator": per_accel,
             "wait_s": percentiles(all_loads), "timeseries": series, "epochs_done": done,
             "bytes_read": sum(a["bytes_read"] for a in accels),
             "checkpoints": [c for p in parts for c in p["checkpoints"]]}
+
+
+def _merge_evals(accels: list[dict[str, Any]], spec: WorkloadSpec) -> dict[str, Any] | None:
+    """DLIO's eval figures, apart from training's: per evaluation the AU averaged over the
+    accelerators and the samples/s summed; the run's figures are the means over evaluations."""
+    if not spec.evaluation.enabled:
+        return None
+    done = min((len(a.get("evals", [])) for a in accels), default=0)
+    evals = []
+    for k in range(done):
+        per = [a["evals"][k] for a in accels]
+        evals.append({"epoch": per[0]["epoch"], "steps": per[0]["steps"],
+                      "seconds": max(x["seconds"] for x in per),
+                      "au": float(np.mean([x["au"] for x in per])),
+                      "samples_per_s": float(np.sum([x["samples_per_s"] for x in per])),
+                      "au_per_accelerator": [round(x["au"], 6) for x in per],
+                      "wait_s": percentiles([w for x in per for w in x["load_s"]])})
+    au = float(np.mean([e["au"] for e in evals])) if evals else 0.0
+    sps = float(np.mean([e["samples_per_s"] for e in evals])) if evals else 0.0
+    return {"au": au, "au_std": float(np.std([e["au"] for e in evals])) if evals else 0.0,
+            "samples_per_s": sps, "mib_per_s": sps * spec.dataset.record_length / 2**20,
+            "passed": bool(evals) and au >= spec.au_threshold, "evaluations": evals,
+            "batch_size": spec.evaluation.batch_size, "computation_time": spec.evaluation.computation_time}
 
 
 def _timeseries(accels: list[dict[str, Any]], done: int, n: int, batch: int, wall_s: float) -> dict[str, Any]:

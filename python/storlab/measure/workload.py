@@ -142,6 +142,14 @@ def run_workload(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str],
     })
     if figures["checkpoints"]:
         doc["checkpoints"] = figures["checkpoints"]
+    if figures["evaluation"] is not None:
+        doc["evaluation"] = {**figures["evaluation"], "steps_per_evaluation": trainer.eval_steps,
+                             "definition": "DLIO's eval figures: evaluation steps only, reported apart from training's "
+                                           "(training AU and samples/s leave evaluation out)"}
+        if not trainer.eval_steps:
+            doc["warnings"].append({"code": "no_eval_steps", "message":
+                                    f"evaluation is on but {spec.dataset.eval_files} eval files hold fewer samples than "
+                                    f"one batch of {spec.evaluation.batch_size} per accelerator: nothing evaluated"})
     doc["warnings"] += _first_step_warnings(spec, figures["epochs"], trainer.steps)
     if stopped is not None or figures["epochs_done"] < spec.train.epochs:
         doc["complete"] = False

@@ -1,5 +1,5 @@
 """The plain-text summary of a `storlab workload` result: AU against the threshold, samples/s,
-DLIO's MB/s, per-epoch figures, batch-wait percentiles, checkpoints and compliance."""
+DLIO's MB/s, per-epoch figures, batch-wait percentiles, evaluation apart, checkpoints and compliance."""
 from __future__ import annotations
 
 from typing import Any
@@ -32,6 +32,12 @@ def render_workload(doc: dict[str, Any]) -> str:
         if rows:
             lines += align(["epoch", "steps", "seconds", "AU", "samples/s", "wait p50 ms", "wait p99 ms", "wait max ms"],
                            rows, [True] * 8)
+        ev = doc.get("evaluation")
+        if ev:
+            lines.append(f"evaluation (apart from training, as DLIO reports it): AU {_pct(ev['au'])} "
+                         f"({'PASS' if ev.get('passed') else 'FAIL'}); {ev['samples_per_s']:.2f} samples/s; "
+                         f"{ev['mib_per_s']:.2f} MiB/s; {len(ev.get('evaluations', []))} evaluation(s) of "
+                         f"{ev.get('steps_per_evaluation')} steps")
         cpu = doc.get("cpu") or {}
         if cpu.get("cores_per_accelerator") is not None:
             lines.append(f"client CPU: {cpu['cores']:.3f} cores, {cpu['cores_per_accelerator']:.4f} per accelerator")
@@ -45,7 +51,8 @@ def render_workload(doc: dict[str, Any]) -> str:
     data = doc.get("dataset")
     if data:
         rule = data["size_rule"]
-        lines.append(f"dataset {data['folder']}: {data['files']} {data['format']} files, {data['bytes']} B, "
+        evals = f" (+{data['eval_files']} eval)" if data.get("eval_files") else ""
+        lines.append(f"dataset {data['folder']}: {data['files']}{evals} {data['format']} files, {data['bytes']} B, "
                      f"{'generated' if data['generated'] else 'reused'}; MLPerf size rule: >= {rule['min_files']} files")
     if doc.get("search"):
         s = doc["search"]

@@ -34,6 +34,8 @@ class WorkloadTranslation(Translation):
         return super().to_toml().replace("# run it with: storlab run THIS_FILE",
                                          "# run it with: storlab workload THIS_FILE", 1)
 
+_DLIO_IGNORES = "DLIO 2.0 does not read this key (ignored, as DLIO ignores it)"
+
 # DLIO value -> storlab value converters
 _SHUFFLE = {"off": "off", "seed": "seed", "random": "random", False: "off", True: "seed"}
 _CKPT_TYPE = {"all_ranks": "all", "rank_zero": "zero"}
@@ -99,9 +101,9 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any] | None, str, str]] = {
     "workflow.checkpoint": ("checkpoint.enabled", _bool, "translated", ""),
     "workflow.debug": ("", None, ACCEPT, "logging only"),
     "workflow.profiling": ("", None, ACCEPT, "DLIO's profiler (iostat, darshan) is not run; storlab records its own figures"),
-    "workflow.evaluation": ("", None, ACCEPT, "evaluation is not emulated: training AU and throughput (DLIO's train "
-                            "figures, which leave evaluation out) are reported"),
-    "workflow.do_eval": ("", None, ACCEPT, "as workflow.evaluation"),
+    "workflow.evaluation": ("evaluation.enabled", _bool, "translated", "eval AU and samples/s are reported apart, "
+                            "as DLIO does"),
+    "workflow.do_eval": ("", None, ACCEPT, _DLIO_IGNORES + "; workflow.evaluation turns evaluation on"),
     "dataset.data_folder": ("dataset.folder", _str, "translated", ""),
     "dataset.format": ("dataset.format", _format, "translated", ""),
     "dataset.num_files_train": ("dataset.files", _int, "translated", ""),
@@ -114,9 +116,10 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any] | None, str, str]] = {
     "dataset.record_length_bytes_resize": ("dataset.record_length_resize", _int, "translated", "recorded only"),
     "dataset.num_subfolders_train": ("dataset.subfolders", _int, "translated", ""),
     "dataset.file_prefix": ("dataset.file_prefix", _str, "translated", ""),
-    "dataset.num_files_eval": ("", None, ACCEPT, "evaluation is not emulated"),
-    "dataset.num_subfolders_eval": ("", None, ACCEPT, "evaluation is not emulated"),
-    "dataset.eval_num_samples_per_file": ("", None, ACCEPT, "evaluation is not emulated"),
+    "dataset.num_files_eval": ("dataset.eval_files", _int, "translated", "generated under FOLDER/valid/ as DLIO does"),
+    "dataset.num_subfolders_eval": ("dataset.eval_subfolders", _int, "translated", ""),
+    "dataset.eval_num_samples_per_file": ("", None, ACCEPT, _DLIO_IGNORES + "; eval files hold num_samples_per_file "
+                                          "samples, as DLIO's"),
     "dataset.keep_files": ("", None, ACCEPT, "storlab always keeps the dataset for reuse"),
     "dataset.generation_buffer_size": ("", None, ACCEPT, "generation detail; the files are the same"),
     "dataset.compression": ("", None, "refuse-unless:none", "compressed datasets are not generated"),
@@ -129,7 +132,7 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any] | None, str, str]] = {
     "reader.computation_threads": ("", None, ACCEPT, "decoding threads; no I/O"),
     "reader.transfer_size": ("reader.transfer_size", _int, "translated", ""),
     "reader.batch_size": ("reader.batch_size", _int, "translated", ""),
-    "reader.batch_size_eval": ("", None, ACCEPT, "evaluation is not emulated"),
+    "reader.batch_size_eval": ("evaluation.batch_size", _int, "translated", ""),
     "reader.file_shuffle": ("reader.file_shuffle", _shuffle, "translated", ""),
     "reader.sample_shuffle": ("reader.sample_shuffle", _shuffle, "translated", ""),
     "reader.shuffle_size": ("", None, ACCEPT, "TensorFlow's shuffle buffer reorders samples in memory; sample_shuffle "
@@ -147,11 +150,12 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any] | None, str, str]] = {
     "train.total_training_steps": ("train.total_training_steps", _int, "translated", "-1 (all) becomes 0"),
     "train.seed_change_epoch": ("train.seed_change_epoch", _bool, "translated", ""),
     "train.seed": ("workload.seed", _int, "translated", ""),
-    "evaluation.eval_time": ("", None, ACCEPT, "evaluation is not emulated"),
-    "evaluation.eval_time_stdev": ("", None, ACCEPT, "evaluation is not emulated"),
-    "evaluation.epochs_between_evals": ("", None, ACCEPT, "evaluation is not emulated"),
-    "evaluation.steps_between_evals": ("", None, ACCEPT, "evaluation is not emulated"),
-    "evaluation.eval_after_epoch": ("", None, ACCEPT, "evaluation is not emulated"),
+    "train.total_eval_steps": ("", None, ACCEPT, _DLIO_IGNORES + "; an evaluation reads every eval sample once"),
+    "evaluation.eval_time": ("evaluation.computation_time", _float, "translated", ""),
+    "evaluation.eval_time_stdev": ("evaluation.computation_time_stdev", _float, "translated", ""),
+    "evaluation.epochs_between_evals": ("evaluation.epochs_between", _int, "translated", ""),
+    "evaluation.steps_between_evals": ("", None, ACCEPT, _DLIO_IGNORES + "; evaluations follow training epochs"),
+    "evaluation.eval_after_epoch": ("evaluation.after_epoch", _int, "translated", ""),
     "checkpoint.checkpoint_folder": ("checkpoint.folder", _str, "translated", ""),
     "checkpoint.checkpoint_after_epoch": ("checkpoint.after_epoch", _int, "translated", ""),
     "checkpoint.epochs_between_checkpoints": ("checkpoint.epochs_between", _int, "translated", ""),
@@ -250,7 +254,8 @@ def translate_text(text: str, source: str = "<text>", sha: str | None = None,
                    overrides: list[str] | None = None) -> Translation:
     flat = _load(text, source)
     apply_overrides(flat, overrides or [], source)
-    table: dict[str, dict[str, Any]] = {"workload": {}, "dataset": {}, "reader": {}, "train": {}, "checkpoint": {}}
+    table: dict[str, dict[str, Any]] = {"workload": {}, "dataset": {}, "reader": {}, "train": {}, "evaluation": {},
+                                        "checkpoint": {}}
     mapped: list[Mapped] = []
     notes: list[str] = []
     refused: list[tuple[str, Any, int, str]] = []
