@@ -131,6 +131,19 @@ def test_scale_is_recorded_and_not_compliant(tmp_path):
     assert doc["compliant"] is False and any("scaled" in x for x in doc["noncompliant_reasons"])
 
 
+def test_scale_of_a_one_file_dataset_scales_its_samples_per_file():
+    import argparse
+
+    from storlab.cli.workload import load_spec
+
+    args = argparse.Namespace(workload="unet3d_h100", set=["dataset.files=1", "dataset.samples_per_file=100000",
+                                                           "dataset.eval_files=10"],
+                              accelerators=None, epochs=None, folder=None, scale=0.01)
+    spec, _, _ = load_spec(args)
+    assert spec.dataset.files == 1 and spec.dataset.samples_per_file == 1000 and spec.dataset.eval_files == 1
+    assert spec.scaled["dataset.samples_per_file"] == {"from": 100000, "to": 1000, "fraction": 0.01}
+
+
 def test_search_finds_the_most_accelerators(tmp_path):
     # tmpfs-fast storage, tiny compute: AU holds for every count up to the bound
     out = tmp_path / "r.json"

@@ -61,6 +61,30 @@ def test_files_open_in_their_format_and_samples_lie_where_recorded(tmp_path, fmt
         assert records[1]["image"][0] in framed and len(framed) < 5000 + 64
 
 
+def test_indexed_binary_is_dlios_layout_data_then_int64_offsets_and_sizes(tmp_path):
+    data = ds.prepare(spec(tmp_path, format="indexed_binary", files=2, samples_per_file=5, record_length=3000))
+    path = data.paths[1]
+    assert sorted(os.listdir(os.path.dirname(path))) == [
+        f"img_{i}_of_2.indexed_binary{suffix}" for i in range(2) for suffix in ("", ".off.idx", ".sz.idx")]
+    # DLIO's IndexedBinaryReader: np.int64 arrays of num_samples_per_file entries beside the data file
+    offsets = np.fromfile(path + ".off.idx", dtype=np.int64)
+    sizes = np.fromfile(path + ".sz.idx", dtype=np.int64)
+    assert offsets.tolist() == [0, 3000, 6000, 9000, 12000] and sizes.tolist() == [3000] * 5
+    assert os.path.getsize(path) == 15000 and sample_bytes(data, 1, 3) == open(path, "rb").read()[9000:12000]
+    assert not ds.prepare(spec(tmp_path, format="indexed_binary", files=2, samples_per_file=5,
+                               record_length=3000)).generated
+    os.unlink(path + ".sz.idx")                  # an index file gone: the dataset is not whole
+    again = ds.prepare(spec(tmp_path, format="indexed_binary", files=2, samples_per_file=5, record_length=3000))
+    assert again.generated and again.regenerated_because.endswith(".sz.idx is missing")
+
+
+def test_indexed_binary_is_written_piecewise_not_held_in_memory(tmp_path, monkeypatch):
+    monkeypatch.setattr(ds, "_memory_available", lambda: 1 << 20)
+    monkeypatch.setattr("storlab.measure.formats._PIECE_BYTES", 64 << 10)
+    data = ds.prepare(spec(tmp_path, format="indexed_binary", files=1, samples_per_file=1000, record_length=4096))
+    assert data.layouts[0].size == 1000 * 4096
+
+
 def test_tfrecord_is_read_by_tensorflow_when_installed(tmp_path):
     tf = pytest.importorskip("tensorflow")
     data = ds.prepare(spec(tmp_path, format="tfrecord"))
@@ -121,7 +145,7 @@ def test_dataset_larger_than_the_free_space_is_refused_before_a_byte_is_written(
     with pytest.raises(ds.DatasetError, match=r"^dataset: 6 files x 1000000 samples x 1000000000 B = .* B do not "
                                               r"fit the \d+ B free in .*; use fewer dataset.files"):
         ds.prepare(spec(tmp_path, samples_per_file=10**6, record_length=10**9))
-    assert not os.path.exists(os.path.join(spec(tmp_path).folder, "train"))
+    assert not os.path.exists(spec(tmp_path).folder)
 
 
 def test_file_larger_than_memory_is_refused_naming_samples_per_file(tmp_path, monkeypatch):

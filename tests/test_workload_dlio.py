@@ -30,19 +30,25 @@ def dlio_configs() -> str | None:
 
 CONFIGS = dlio_configs()
 FILES = sorted(glob.glob(os.path.join(CONFIGS, "*.yaml"))) if CONFIGS else []
-# what storlab does not emulate, by file: DLIO's binary index formats
-REFUSED = {"dlrm.yaml": "dataset.format = indexed_binary", "megatron_deepspeed.yaml": "dataset.format = mmap_indexed_binary"}
+# what storlab does not emulate, by file: DLIO 2.0's mmap reader issues no data reads
+REFUSED = {"megatron_deepspeed.yaml": "dataset.format = mmap_indexed_binary: not emulated: DLIO 2.0's mmap reader"}
 
 
 def scaled_down(table: dict, tmp: str) -> dict:
     """The same workload, small: few tiny samples, short compute, one epoch of two steps."""
     t = {k: dict(v) for k, v in table.items()}
-    d, r, tr, ck = t["dataset"], t["reader"], t["train"], t["checkpoint"]
+    d, r, tr, ck, ev = t["dataset"], t["reader"], t["train"], t["checkpoint"], t["evaluation"]
     d["folder"] = os.path.join(tmp, "data")
-    d["samples_per_file"] = min(d["samples_per_file"], 4)
+    r["batch_size"] = min(r["batch_size"], 8)
+    ev["batch_size"] = min(ev["batch_size"], 8)
+    ev["computation_time"] = min(ev["computation_time"], 0.001)
+    spf = d["samples_per_file"]
+    d["samples_per_file"] = min(spf, 4)
     d["record_length"] = min(d["record_length"], 4096)
     d["record_length_stdev"] = min(d["record_length_stdev"], 512)
     d["files"] = min(d["files"], max(2, math.ceil(2 * r["batch_size"] / d["samples_per_file"])))
+    d["samples_per_file"] = min(spf, max(d["samples_per_file"], math.ceil(2 * r["batch_size"] / d["files"])))
+    d["eval_files"] = min(d["eval_files"], max(1, math.ceil(ev["batch_size"] / d["samples_per_file"])))
     tr.update(computation_time=min(tr["computation_time"], 0.001), epochs=1, total_training_steps=2)
     ck.update(folder=os.path.join(tmp, "ck"), model_size=min(ck["model_size"], 1 << 16),
               optimizer_size=min(ck["optimizer_size"], 1 << 16), steps_between=ck["steps_between"] and 1,

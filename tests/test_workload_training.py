@@ -83,6 +83,26 @@ def test_accelerators_split_the_dataset_and_the_step_count(shm_folder):
     assert [w["code"] for w in doc["warnings"]] == ["au_first_step"]
 
 
+def test_indexed_binary_reads_its_index_then_each_sample_where_it_says(shm_folder, monkeypatch):
+    import storlab.measure.training as training
+
+    loads, reads = [], []
+    real_index, real_preadv = training.read_index, os.preadv
+    monkeypatch.setattr(training, "read_index", lambda path, n: loads.append(path) or real_index(path, n))
+    monkeypatch.setattr(training.os, "preadv", lambda fd, bufs, off: reads.append((off, len(bufs[0])))
+                        or real_preadv(fd, bufs, off))
+    spec = spec_from_table(table(shm_folder, dataset__format="indexed_binary", dataset__files=2,
+                                 dataset__samples_per_file=16, dataset__record_length=4096, train__epochs=2,
+                                 reader__sample_shuffle="seed", train__computation_time=0.0))
+    doc = run_workload(spec, argv=["test"])
+    assert doc["complete"] and doc["steps_per_epoch"] == 16
+    # each epoch, each of the 2 reader threads loads the index of each file it reads (DLIO: per worker)
+    assert len(loads) == 2 * 2 * 2 and all(p.endswith(".indexed_binary") for p in loads)
+    # one read per sample, of its size, at its index offset; every sample once per epoch
+    assert len(reads) == 2 * 32 and {n for _, n in reads} == {4096}
+    assert sorted(reads) == sorted([(k * 4096, 4096) for k in range(16)] * 4)
+
+
 def test_read_threads_zero_reads_in_the_consumer(shm_folder):
     spec = spec_from_table(table(shm_folder, reader__read_threads=0, train__epochs=1))
     doc = run_workload(spec, argv=["test"])

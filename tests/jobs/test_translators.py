@@ -98,7 +98,8 @@ def dlio_configs() -> Path | None:
 
 def dlio_inputs(kind: str) -> list[Path]:
     folder = dlio_configs()
-    names = {"good": ["unet3d_h100.yaml", "resnet50_h100.yaml", "cosmoflow_a100.yaml"], "bad": ["dlrm.yaml"]}[kind]
+    names = {"good": ["unet3d_h100.yaml", "resnet50_h100.yaml", "cosmoflow_a100.yaml", "dlrm.yaml", "default.yaml"],
+             "bad": ["megatron_deepspeed.yaml"]}[kind]
     return [folder / n for n in names if (folder / n).exists()] if folder else []
 
 

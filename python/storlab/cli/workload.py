@@ -33,8 +33,9 @@ WORKLOAD_OPTIONS: tuple[Option, ...] = (
            metavar="N", job_key=False),
     Option("set", "text", help="override a workload key: SECTION.KEY=VALUE (dataset.folder=/mnt/x) or DLIO's "
            "++workload.SECTION.KEY=VALUE (repeatable)", default=(), metavar="KEY=VALUE", job_key=False),
-    Option("scale", "float", "scale the dataset's file count and the checkpoint size by this fraction for a "
-           "trial (recorded; the result is not compliant)", minimum=1e-9, maximum=1.0, metavar="FRACTION",
+    Option("scale", "float", "scale the dataset's file count (its samples per file when one file is left) and "
+           "the checkpoint size by this fraction for a trial (recorded; the result is not compliant)",
+           minimum=1e-9, maximum=1.0, metavar="FRACTION",
            job_key=False),
     Option("epochs", "int", "epochs to run (train.epochs)", minimum=1, metavar="N", job_key=False),
     Option("folder", "str", "dataset folder (dataset.folder)", metavar="DIR", job_key=False),
@@ -146,13 +147,20 @@ def load_spec(args: argparse.Namespace):
 
 
 def scale(spec, fraction: float):
-    """Scale the dataset's file count and the checkpoint size down for a trial (recorded)."""
+    """Scale the dataset's file count (the samples per file when one file is left) and the
+    checkpoint size down for a trial (recorded)."""
     from ..jobs.workload import WorkloadError, validate
 
     if not 0 < fraction <= 1:
         raise WorkloadError(f"--scale: {fraction!r} is not allowed; use a fraction in (0, 1]")
     scaled = dict(spec.scaled)
-    d = dataclasses.replace(spec.dataset, files=max(1, round(spec.dataset.files * fraction)))
+    d = dataclasses.replace(spec.dataset, files=max(1, round(spec.dataset.files * fraction)),
+                            eval_files=max(1, round(spec.dataset.eval_files * fraction)) if spec.dataset.eval_files else 0)
+    if spec.dataset.files * fraction < 1:       # one file already: fewer samples in it (DLRM's one huge file)
+        d.samples_per_file = max(1, round(spec.dataset.samples_per_file * spec.dataset.files * fraction))
+        if d.samples_per_file != spec.dataset.samples_per_file and spec.train_enabled:
+            scaled["dataset.samples_per_file"] = {"from": spec.dataset.samples_per_file, "to": d.samples_per_file,
+                                                  "fraction": fraction}
     c = dataclasses.replace(spec.checkpoint, model_size=round(spec.checkpoint.model_size * fraction),
                             optimizer_size=round(spec.checkpoint.optimizer_size * fraction))
     if d.files != spec.dataset.files and spec.train_enabled:

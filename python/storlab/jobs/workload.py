@@ -29,7 +29,7 @@ from ..errors import UserError
 __all__ = ["WorkloadError", "DatasetSpec", "ReaderSpec", "TrainSpec", "EvalSpec", "CheckpointSpec", "WorkloadSpec",
            "FORMATS", "SHUFFLES", "spec_from_table", "dataset_size_rule", "TABLES"]
 
-FORMATS = ("npz", "npy", "hdf5", "tfrecord")
+FORMATS = ("npz", "npy", "hdf5", "tfrecord", "indexed_binary")
 SHUFFLES = ("off", "seed", "random")
 CHECKPOINT_RANKS = ("all", "zero")
 TABLES = ("workload", "dataset", "reader", "train", "evaluation", "checkpoint")

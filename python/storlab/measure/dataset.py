@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..jobs.workload import DatasetSpec
-from .formats import EXTENSIONS, FileLayout, write_file
+from .formats import EXTENSIONS, STREAMED, FileLayout, index_paths, write_file, write_indexed_binary
 
 __all__ = ["Dataset", "DatasetError", "prepare", "file_names", "drop_cached", "MANIFEST", "PARTIAL"]
 
@@ -61,6 +61,10 @@ class Dataset:
             self._arrays = tuple(np.array([getattr(x, k) for x in lay], dtype=np.int64)
                                  for k in ("data_offset", "stride", "length"))
         return self._arrays
+
+    def files_on_disk(self) -> list[str]:
+        """Every file of the dataset: the data files and the files they come with (index files)."""
+        return [p for path in self.paths for p in (path, *companion_paths(self.spec, path))]
 
     @property
     def train_files(self) -> int:
@@ -121,7 +125,12 @@ def record_lengths(spec: DatasetSpec) -> list[int]:
     return [int(min(hi, max(1, round(x)))) for x in draws]
 
 
-_OURS = re.compile(r"^[^/]+_\d+_of_\d+\.(npz|npy|hdf5|tfrecord)$")
+_OURS = re.compile(r"^[^/]+_\d+_of_\d+\.(npz|npy|hdf5|tfrecord|indexed_binary(\.off\.idx|\.sz\.idx)?)$")
+
+
+def companion_paths(spec: DatasetSpec, path: str) -> list[str]:
+    """Files a data file of this format comes with (indexed_binary: its two index files)."""
+    return index_paths(path) if spec.format == "indexed_binary" else []
 
 
 def _foreign_entry(folder: str) -> str | None:
@@ -181,12 +190,15 @@ def _matches(manifest: dict[str, Any], spec: DatasetSpec, folder: str, names: li
     if [f[0] for f in files] != names:
         return "its file list differs"
     for rel, size, *_ in files:
-        try:
-            st = os.lstat(os.path.join(folder, rel))
-        except FileNotFoundError:
-            return f"{rel} is missing"
-        if not stat.S_ISREG(st.st_mode) or st.st_size != size:
-            return f"{rel} is not of its recorded size"
+        path = os.path.join(folder, rel)
+        expected = [(path, size)] + [(c, 8 * spec.samples_per_file) for c in companion_paths(spec, path)]
+        for p, want in expected:
+            try:
+                st = os.lstat(p)
+            except FileNotFoundError:
+                return f"{os.path.relpath(p, folder)} is missing"
+            if not stat.S_ISREG(st.st_mode) or st.st_size != want:
+                return f"{os.path.relpath(p, folder)} is not of its recorded size"
     return None
 
 
@@ -226,8 +238,8 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
             why = "a previous generation did not finish"
         verdict = verdict or "generate"
         if verdict == "generate":
-            os.makedirs(folder, exist_ok=True)
             _check_room(folder, spec, lengths)
+            os.makedirs(folder, exist_ok=True)
             _mark_partial(folder)
             if why and notify:
                 notify(f"dataset {folder}: regenerated: {why}")
@@ -254,14 +266,22 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
         path = _safe_path(folder_real, names[i])
         os.makedirs(os.path.dirname(path), exist_ok=True)
         rng = np.random.default_rng([spec.seed, i])
-        samples = rng.integers(0, 256, size=(spec.samples_per_file, lengths[i]), dtype=np.uint8)
         tmp = os.path.join(os.path.dirname(path), f".tmp-{os.path.basename(path)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        with os.fdopen(fd, "w+b") as f:
-            lay = write_file(f, tmp, spec.format, samples)
-        if os.path.islink(path):
-            raise DatasetError(f"dataset.folder: {names[i]} is a symbolic link; refused")
-        os.replace(tmp, path)
+        companions = companion_paths(spec, path)
+        tmp_companions = [os.path.join(os.path.dirname(c), f".tmp-{os.path.basename(c)}") for c in companions]
+        if spec.format in STREAMED:
+            lay = write_indexed_binary(tmp, spec.samples_per_file, lengths[i], rng, tmp_companions)
+        else:
+            samples = rng.integers(0, 256, size=(spec.samples_per_file, lengths[i]), dtype=np.uint8)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            with os.fdopen(fd, "w+b") as f:
+                lay = write_file(f, tmp, spec.format, samples)
+        for target in (*companions, path):
+            if os.path.islink(target):
+                raise DatasetError(f"dataset.folder: {os.path.relpath(target, folder_real)} is a symbolic link; refused")
+        for t, target in zip(tmp_companions, companions):
+            os.replace(t, target)
+        os.replace(tmp, path)           # the data file last: its index files are in place before it
         layouts[i] = lay
 
     pool = ThreadPoolExecutor(max_workers=workers)
@@ -284,7 +304,8 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
             gathered.update(part)
     if rank == 0:
         files = [[names[i], *asdict(gathered[i]).values()] for i in range(len(names))]
-        _remove_stale(folder, set(names))
+        _remove_stale(folder, {os.path.relpath(p, folder) for n in names
+                               for p in (os.path.join(folder, n), *companion_paths(spec, os.path.join(folder, n)))})
         _write_manifest(folder, {"version": MANIFEST_VERSION, "params": _params(spec), "files": files})
         os.unlink(os.path.join(folder, PARTIAL))
     barrier()
@@ -295,7 +316,6 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
 
 
 IN_MEMORY_COPIES = 3          # a file's samples, its framed copy (tfrecord) and the writer's buffers
-STREAMED: tuple[str, ...] = ()  # formats written piecewise, whose files need not fit in memory
 
 
 def _memory_available() -> int:
@@ -312,8 +332,11 @@ def _memory_available() -> int:
 def _check_room(folder: str, spec: DatasetSpec, lengths: list[int]) -> None:
     """Refuse, before a byte is written, a dataset that cannot fit the file system (its free
     space plus what an earlier dataset here occupies), or a file too large to generate in memory."""
-    need = spec.samples_per_file * sum(lengths)
-    st = os.statvfs(folder)
+    need = spec.samples_per_file * (sum(lengths) + (16 * len(lengths) if spec.format in STREAMED else 0))
+    probe = folder
+    while not os.path.exists(probe):    # a folder not made yet: the file system it would be on
+        probe = os.path.dirname(probe)
+    st = os.statvfs(probe)
     free = st.f_bavail * st.f_frsize
     for root, _dirs, files in (w for split in SPLITS for w in os.walk(os.path.join(folder, split))):
         for f in files:

@@ -1,6 +1,6 @@
-"""Writers of the dataset file formats AI training reads (npz, npy, hdf5, tfrecord), each
-returning where its samples lie in the file, so the training reader can read a sample as one
-range of bytes.
+"""Writers of the dataset file formats AI training reads (npz, npy, hdf5, tfrecord,
+indexed_binary), each returning where its samples lie in the file, so the training reader can
+read a sample as one range of bytes.
 
 The files are real files of their format: numpy opens npz and npy, h5py opens hdf5 (h5py is
 needed only to write hdf5), and TFRecord readers (tf.data, DALI's tfrecord2idx) open the
@@ -8,6 +8,12 @@ tfrecord files: each record is a serialized tf.train.Example with an `image` byt
 `size` int64 feature, framed with masked CRC-32C checksums. The CRC is computed with numpy
 over many lanes at once (CRC is linear, so chunks are folded together), which keeps generation
 at about a hundred MB/s per thread without a compiled dependency.
+
+indexed_binary is DLIO's layout for DLRM-style data: FILE holds the samples back to back, and
+beside it FILE.off.idx and FILE.sz.idx hold each sample's offset and size as native int64
+(DLIO writes them with struct 'Q' and reads them as int64). It is written piecewise, so a file
+need not fit in memory; `index_paths` names the two index files a reader loads before its
+first sample of the file.
 """
 from __future__ import annotations
 
@@ -19,9 +25,13 @@ from typing import BinaryIO
 
 import numpy as np
 
-__all__ = ["FileLayout", "write_file", "crc32c", "crc32c_rows", "masked_crc", "read_tfrecords", "example_bytes", "EXTENSIONS"]
+__all__ = ["FileLayout", "write_file", "write_indexed_binary", "index_paths", "read_index", "crc32c", "crc32c_rows",
+           "masked_crc", "read_tfrecords", "example_bytes", "EXTENSIONS", "STREAMED"]
 
-EXTENSIONS = {"npz": "npz", "npy": "npy", "hdf5": "hdf5", "tfrecord": "tfrecord"}
+EXTENSIONS = {"npz": "npz", "npy": "npy", "hdf5": "hdf5", "tfrecord": "tfrecord", "indexed_binary": "indexed_binary"}
+INDEX_SUFFIXES = (".off.idx", ".sz.idx")          # DLIO's index files beside an indexed_binary file
+STREAMED = ("indexed_binary",)                    # formats written piecewise (no file-sized buffer)
+_PIECE_BYTES = 16 << 20
 
 
 @dataclass
@@ -295,6 +305,47 @@ def write_file(f: BinaryIO, path: str, fmt: str, samples: np.ndarray) -> FileLay
         f.flush()
         return FileLayout(os.fstat(f.fileno()).st_size, int(offset), length, length)
     raise ValueError(f"format {fmt!r}")
+
+
+def index_paths(path: str) -> list[str]:
+    """The offset and size index files of an indexed_binary data file (DLIO's names)."""
+    return [path + suffix for suffix in INDEX_SUFFIXES]
+
+
+def write_indexed_binary(path: str, samples: int, length: int, rng: np.random.Generator,
+                         index_to: list[str] | None = None) -> FileLayout:
+    """Write `samples` random samples of `length` bytes back to back into `path`, in pieces of
+    about 16 MiB, then their offsets and sizes (int64) into the index files (`index_to`, by
+    default beside `path`)."""
+    per_piece = max(1, _PIECE_BYTES // length)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "wb") as f:
+        done = 0
+        while done < samples:
+            n = min(per_piece, samples - done)
+            f.write(rng.integers(0, 256, size=n * length, dtype=np.uint8).data)
+            done += n
+        size = f.tell()
+    offsets = np.arange(samples, dtype=np.int64) * length
+    sizes = np.full(samples, length, dtype=np.int64)
+    for target, values in zip(index_to or index_paths(path), (offsets, sizes)):
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(values.astype("=i8").tobytes())
+    return FileLayout(size, 0, length, length)
+
+
+def read_index(path: str, samples: int) -> tuple[np.ndarray, np.ndarray]:
+    """The offsets and sizes of an indexed_binary file's samples, read from its index files as
+    DLIO's reader reads them (one read of samples x 8 bytes each)."""
+    out = []
+    for p in index_paths(path):
+        with open(p, "rb") as f:
+            a = np.empty(samples, dtype=np.int64)
+            if f.readinto(a) != a.nbytes:
+                raise OSError(f"{p}: shorter than {samples} int64 entries (the dataset changed?)")
+            out.append(a)
+    return out[0], out[1]
 
 
 def _npz_member_offset(path: str, member: str) -> int:

@@ -41,6 +41,7 @@ import numpy as np
 from ..jobs.workload import WorkloadSpec
 from . import checkpoint as ckpt
 from .dataset import Dataset, drop_cached
+from .formats import read_index
 
 __all__ = ["Trainer", "TrainingStopped", "percentiles", "au_of_block"]
 
@@ -119,16 +120,29 @@ class _Epoch:
 
 
 class _Reader:
-    """Reads samples: one pread per sample (or transfer_size pieces) into a reused buffer."""
+    """Reads samples: one pread per sample (or transfer_size pieces) into a reused buffer.
 
-    def __init__(self, paths: list[str], max_len: int, transfer: int, many_per_file: bool):
+    indexed_binary (`indexed` = samples per file): before its first sample of a file the reader
+    loads the file's offset and size index files, and reads each sample at the offset and of
+    the size they give, as DLIO's IndexedBinaryReader does (a reader is made per epoch, as
+    DLIO's DataLoader workers are, so the indexes are read again each epoch)."""
+
+    def __init__(self, paths: list[str], max_len: int, transfer: int, many_per_file: bool, indexed: int = 0):
         self.paths = paths
         self.buf = memoryview(bytearray(max(1, transfer or max_len)))
         self.transfer = transfer
         self.many = many_per_file
         self.fds: dict[int, int] = {}
+        self.indexed = indexed
+        self.index: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def read(self, f: int, offset: int, length: int) -> int:
+        if self.indexed:
+            if f not in self.index:
+                self.index[f] = read_index(self.paths[f], self.indexed)
+            offsets, sizes = self.index[f]
+            k = offset // length            # the sample's number in its file (back to back)
+            offset, length = int(offsets[k]), int(sizes[k])
         fd = self.fds.get(f)
         if fd is None:
             fd = os.open(self.paths[f], os.O_RDONLY | os.O_CLOEXEC)
@@ -233,7 +247,7 @@ class Trainer:
             if self.drop_cache:
                 self._wait_barrier()
                 if i == 0:
-                    drop_cached(self.dataset.paths)
+                    drop_cached(self.dataset.files_on_disk())
             self._wait_barrier()
             plan = _Epoch(spec, self.dataset, epoch, g, self.steps, spec.reader.batch_size)
             blocks = self._epoch(i, plan, epoch, spec.train.computation_time, spec.train.computation_time_stdev,
@@ -269,6 +283,7 @@ class Trainer:
         rng = np.random.default_rng([spec.seed, epoch, self.rank * self.local + i] + ([salt] if salt else []))
         nthreads = spec.reader.read_threads
         many = spec.dataset.samples_per_file > 1
+        indexed = spec.dataset.samples_per_file if spec.dataset.format == "indexed_binary" else 0
         ready = [threading.Event() for _ in range(plan.steps)]
         failures: list[BaseException] = []
         slots: list[threading.Semaphore] = []
@@ -282,7 +297,7 @@ class Trainer:
                        for f, o, n in zip(plan.file[lo:hi], plan.offset[lo:hi], plan.length[lo:hi]))
 
         def worker(r: int) -> None:
-            reader = _Reader(self.dataset.paths, self.max_len, spec.reader.transfer_size, many)
+            reader = _Reader(self.dataset.paths, self.max_len, spec.reader.transfer_size, many, indexed)
             mine = 0
             try:
                 for j in range(r, plan.steps, nthreads):
@@ -305,7 +320,7 @@ class Trainer:
             factor = max(1, math.ceil(spec.reader.prefetch / nthreads))
             slots = [threading.Semaphore(factor) for _ in range(nthreads)]
             readers = [threading.Thread(target=worker, args=(r,), daemon=True) for r in range(nthreads)]
-        own = None if nthreads else _Reader(self.dataset.paths, self.max_len, spec.reader.transfer_size, many)
+        own = None if nthreads else _Reader(self.dataset.paths, self.max_len, spec.reader.transfer_size, many, indexed)
         blocks = [Block(time.monotonic())]          # DLIO starts the block before the loader
         for t in readers:
             t.start()
