@@ -47,6 +47,7 @@ __all__ = ["Trainer", "TrainingStopped", "percentiles", "au_of_block"]
 
 _FD_CACHE = 32           # open files kept per reader thread when files hold several samples
 _WAIT_POLL_S = 0.2       # how often a waiting thread looks for a stop
+_MPI_STOP_S = 120.0      # how long a stopped rank waits for its accelerators to meet the others
 
 
 class TrainingStopped(Exception):
@@ -173,7 +174,7 @@ class Trainer:
     """Runs the epochs of a workload on a dataset with `local` accelerators in this process."""
 
     def __init__(self, spec: WorkloadSpec, dataset: Dataset, *, local: int, rank: int = 0, ranks: int = 1,
-                 mpi_barrier: Callable[[], None] | None = None, drop_cache: bool = False,
+                 mpi_any: Callable[[bool], bool] | None = None, drop_cache: bool = False,
                  checkpoint_folder: str = "", notify: Callable[[str], None] | None = None):
         self.spec, self.dataset = spec, dataset
         self.local, self.rank, self.ranks = local, rank, ranks
@@ -185,7 +186,9 @@ class Trainer:
         self.notify = notify or (lambda m: None)
         self.stop = threading.Event()
         self.error: BaseException | None = None
-        self._barrier = threading.Barrier(local, action=mpi_barrier)
+        self._mpi_any = mpi_any
+        self._agreed = threading.Event()      # every rank knows of the stop: no barrier is met again
+        self._barrier = threading.Barrier(local, action=self._barrier_action)
         self.max_len = max(lay.length for lay in dataset.layouts)
         self.epochs: list[dict[str, Any]] = []        # per epoch: per local accelerator its blocks
         self.checkpoints: list[dict[str, Any]] = []
@@ -202,16 +205,26 @@ class Trainer:
                    for i in range(self.local)]
         self._per_accel: list[list[list[Block]]] = [[] for _ in range(self.local)]
         self._evals: list[list[tuple[int, Block]]] = [[] for _ in range(self.local)]
+        # each accelerator sets its own event when it ends: Thread.join interrupted by a signal
+        # marks a running thread as ended (CPython < 3.13), so is_alive() cannot be trusted then
+        self._done = [threading.Event() for _ in range(self.local)]
         for t in threads:
             t.start()
         try:
-            for t in threads:
-                while t.is_alive():
-                    t.join(_WAIT_POLL_S)
+            for done in self._done:
+                while not done.wait(_WAIT_POLL_S):
+                    pass
         except BaseException:
             self._halt()
-            for t in threads:
-                t.join(5)
+            # under MPI the accelerators first meet the other ranks once more, to tell them of the
+            # stop (a rank leaving its barriers alone would leave the others waiting in theirs)
+            deadline = time.monotonic() + (_MPI_STOP_S if self._mpi_any else 5)
+            for done in self._done:
+                while not done.is_set() and time.monotonic() < deadline:
+                    try:
+                        done.wait(_WAIT_POLL_S)
+                    except KeyboardInterrupt:   # a second signal: the handler says it is waited out
+                        pass
             raise
         if self.error is not None:
             raise self.error
@@ -219,25 +232,56 @@ class Trainer:
             raise TrainingStopped()
 
     def _halt(self) -> None:
+        """Stop: at once in one process; under MPI at the next barrier, which every rank meets."""
         self.stop.set()
-        self._barrier.abort()
+        if self._mpi_any is None:
+            self._barrier.abort()
+
+    def _barrier_action(self) -> None:
+        """Run by the last local accelerator to arrive: under MPI, meet the other ranks and learn
+        whether any of them stops (an allreduce of the stop flag, the step barrier DLIO calls)."""
+        stop = self.stop.is_set()
+        if self._mpi_any is not None:
+            stop = self._mpi_any(stop)
+        if stop:
+            self.stop.set()
+            self._agreed.set()
 
     def _wait_barrier(self) -> None:
+        if self._agreed.is_set():
+            raise TrainingStopped()
         try:
             self._barrier.wait()
         except threading.BrokenBarrierError:
             self.stop.set()
             raise TrainingStopped() from None
+        if self._agreed.is_set():
+            raise TrainingStopped()
 
     def _accelerator(self, i: int) -> None:
         try:
             self._train(i)
+            self._wait_barrier()        # the end: every accelerator of every rank meets here
         except TrainingStopped:
-            pass
+            self._tell_stop()
         except BaseException as e:      # an I/O error in this accelerator stops all of them
             if self.error is None:
                 self.error = e
             self._halt()
+            self._tell_stop()
+        finally:
+            self._done[i].set()
+
+    def _tell_stop(self) -> None:
+        """Under MPI, an accelerator that stopped between barriers meets the others once more,
+        carrying the stop, so that every rank leaves at the same barrier."""
+        if self._mpi_any is None or self._agreed.is_set():
+            return
+        self.stop.set()
+        try:
+            self._barrier.wait()
+        except threading.BrokenBarrierError:
+            pass
 
     def _train(self, i: int) -> None:
         spec = self.spec

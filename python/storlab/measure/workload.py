@@ -48,6 +48,17 @@ class Mpi:
         if self.comm is not None:
             self.comm.Barrier()
 
+    def any(self, flag: bool) -> bool:
+        """Whether any rank's flag is set (an allreduce: also every rank's barrier)."""
+        if self.comm is None:
+            return flag
+        import numpy as np
+        from mpi4py import MPI
+
+        mine, out = np.array([int(flag)], dtype=np.int32), np.zeros(1, dtype=np.int32)
+        self.comm.Allreduce(mine, out, op=MPI.MAX)
+        return bool(out[0])
+
     def bcast(self, obj: Any) -> Any:
         return obj if self.comm is None else self.comm.bcast(obj, root=0)
 
@@ -109,7 +120,7 @@ def run_workload(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str],
         ck_folder = ckpt.check_folder(spec.checkpoint.folder) if mpi.rank == 0 else os.path.abspath(spec.checkpoint.folder)
         mpi.barrier()
     trainer = Trainer(spec, dataset, local=spec.accelerators, rank=mpi.rank, ranks=mpi.size,
-                      mpi_barrier=mpi.barrier if mpi.size > 1 else None, drop_cache=drop,
+                      mpi_any=mpi.any if mpi.size > 1 else None, drop_cache=drop,
                       checkpoint_folder=ck_folder, notify=notify)
     cpu0, t0 = _cpu_s(), time.monotonic()
     stopped = None
