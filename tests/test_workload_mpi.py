@@ -97,3 +97,34 @@ def test_sigint_while_ranks_wait_at_the_step_barrier_keeps_the_epochs_done(tmp_p
     assert doc["complete"] is False and doc["stop_reason"] == "interrupted"
     assert 1 <= doc["epochs_done"] < 200 and len(doc["epochs"]) == doc["epochs_done"]
     assert doc["ranks"] == 2 and {a["rank"] for a in doc["per_accelerator"]} == {0, 1}
+
+
+def test_sigint_of_a_checkpoint_workload_keeps_the_checkpoints_done(tmp_path):
+    """Ctrl-C of `mpiexec -n 2 storlab workload llama3_8b`: the shards being written finish, every
+    rank stops at the same phase, the checkpoints done are kept and the files removed."""
+    import signal
+    import time
+
+    out = tmp_path / "r.json"
+    cmd = [MPIEXEC, "-n", "2", sys.executable, "-m", "storlab", "workload", "llama3_8b", "--scale", "0.0002",
+           "--set", f"checkpoint.folder={tmp_path / 'ck'}", "--set", "checkpoint.count_write=300",
+           "--set", "checkpoint.count_read=1", "--json", str(out), "--no-store", "--quiet"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and p.poll() is None and \
+            not ((tmp_path / "ck").is_dir() and len(os.listdir(tmp_path / "ck")) >= 4):
+        time.sleep(0.05)            # a few checkpoints are written
+    assert p.poll() is None, p.communicate()
+    p.send_signal(signal.SIGINT)
+    try:
+        _, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+        pytest.fail(f"mpiexec did not end within 60 s of SIGINT: {err[-2000:]}")
+    assert "Traceback" not in err and "MPICH" not in err, err
+    assert p.returncode == 130 and "checkpoints done so far kept" in err, err
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is False and doc["stop_reason"] == "interrupted"
+    assert 1 <= len(doc["checkpoints"]) < 300 and all(c["kind"] == "write" for c in doc["checkpoints"])
+    assert os.listdir(tmp_path / "ck") == []

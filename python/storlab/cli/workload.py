@@ -233,7 +233,8 @@ def run(args: argparse.Namespace) -> int:
         if doc is None:
             return 0
     ok = emit_result(doc, settings, "workload")
-    stopped = stop_exit_code("workload", doc, "epochs done so far kept")
+    stopped = stop_exit_code("workload", doc, "epochs done so far kept" if spec.train_enabled
+                             else "checkpoints done so far kept")
     if stopped is not None:
         return stopped
     return 0 if ok else 1

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from ..document import header, now_iso
 from ..jobs.workload import WorkloadSpec, dataset_size_rule
+from ..signals import STOP
 from . import checkpoint as ckpt
 from . import dataset as ds
 from .training import Trainer, TrainingStopped, merge
@@ -202,49 +203,58 @@ def _checkpoint_run(spec: WorkloadSpec, doc: dict[str, Any], mpi: Mpi, notify) -
     tag = f"{spec.name}-{doc['run_id'][:8]}"
 
     def phase(fn, args) -> dict[str, Any] | None:
+        """One write or read of every writer's shard. A signal is held (recorded, not raised):
+        the shards being written finish (their files are removed after), then every rank learns
+        of it at the phase's end (an allreduce of the stop flag) and all stop there, so no rank
+        waits in a collective for one that left."""
         shards: list[dict[str, Any]] = []
         errors: list[BaseException] = []
+        done = {g: threading.Event() for g in mine}
 
         def one(g: int) -> None:
             try:
                 shards.append(fn(folder, *args(g)))
             except BaseException as e:
                 errors.append(e)
+            finally:
+                done[g].set()
         mpi.barrier()
         t0 = time.monotonic()
-        threads = [threading.Thread(target=one, args=(g,)) for g in mine]
+        threads = [threading.Thread(target=one, args=(g,), daemon=True) for g in mine]
         for t in threads:
             t.start()
-        for t in threads:
-            while t.is_alive():
-                t.join(0.2)
-        if errors:
-            raise errors[0]
-        mpi.barrier()
-        wall = time.monotonic() - t0
+        for event in done.values():
+            event.wait()
+        stop = mpi.any(STOP.requested or bool(errors))      # also the phase's end barrier
+        wall = time.monotonic() - t0                        # first start to the last end
+        if stop:
+            if errors:
+                raise errors[0]
+            raise KeyboardInterrupt()
         every = mpi.gather(shards)
         return None if every is None else ({"shards": [s for part in every for s in part], "wall": wall})
 
     stopped = None
-    try:
-        for i in range(ck.count_write):
-            out = phase(ckpt.write_shard, lambda g, i=i: (f"{tag}-{i}", g, per, ck.files_per_rank, ck.fsync))
-            if out:
-                results.append(ckpt.summarize("write", i, out["shards"], out["wall"]))
-        if ck.count_read and ck.count_write:
-            ckpt.drop(folder, tag, mine, ck.files_per_rank)
+    with STOP.held():                  # a signal is acted on at a phase's end (see phase)
+        try:
             for i in range(ck.count_write):
-                ckpt.drop(folder, f"{tag}-{i}", mine, ck.files_per_rank)
-            for i in range(ck.count_read):
-                j = i % ck.count_write
-                out = phase(ckpt.read_shard, lambda g, j=j: (f"{tag}-{j}", g, ck.files_per_rank))
+                out = phase(ckpt.write_shard, lambda g, i=i: (f"{tag}-{i}", g, per, ck.files_per_rank, ck.fsync))
                 if out:
-                    results.append(ckpt.summarize("read", i, out["shards"], out["wall"]))
-    except KeyboardInterrupt as e:
-        stopped = e
-    finally:
-        for i in range(ck.count_write):
-            ckpt.remove(folder, f"{tag}-{i}", mine, ck.files_per_rank)
+                    results.append(ckpt.summarize("write", i, out["shards"], out["wall"]))
+            if ck.count_read and ck.count_write:
+                ckpt.drop(folder, tag, mine, ck.files_per_rank)
+                for i in range(ck.count_write):
+                    ckpt.drop(folder, f"{tag}-{i}", mine, ck.files_per_rank)
+                for i in range(ck.count_read):
+                    j = i % ck.count_write
+                    out = phase(ckpt.read_shard, lambda g, j=j: (f"{tag}-{j}", g, ck.files_per_rank))
+                    if out:
+                        results.append(ckpt.summarize("read", i, out["shards"], out["wall"]))
+        except KeyboardInterrupt as e:
+            stopped = e
+        finally:
+            for i in range(ck.count_write):
+                ckpt.remove(folder, f"{tag}-{i}", mine, ck.files_per_rank)
     if mpi.rank != 0:
         return None
     writes = [r for r in results if r["kind"] == "write"]
