@@ -52,6 +52,25 @@ def test_ranks_are_accelerators(tmp_path):
     assert doc["dataset"]["generated"] and len(os.listdir(tmp_path / "d" / "train")) == 32
 
 
+def test_evaluation_under_mpi_splits_the_eval_files_over_the_ranks(tmp_path):
+    out = tmp_path / "r.json"
+    p, doc = mpirun(2, ["unet3d_h100", "--set", f"dataset.folder={tmp_path / 'd'}", "--set", "dataset.record_length=8192",
+                        "--set", "dataset.record_length_stdev=0", "--set", "dataset.files=28",
+                        "--set", "dataset.eval_files=16", "--set", "evaluation.enabled=true",
+                        "--set", "evaluation.batch_size=4", "--set", "evaluation.computation_time=0.005",
+                        "--set", "train.computation_time=0.005", "--set", "checkpoint.enabled=false",
+                        "--epochs", "2"], out)
+    assert p.returncode == 0, p.stderr
+    ev = doc["evaluation"]
+    # 16 eval samples / batch 4 / 2 ranks = 2 steps per evaluation, one evaluation per epoch
+    assert ev["steps_per_evaluation"] == 2 and [e["epoch"] for e in ev["evaluations"]] == [1, 2]
+    assert all(len(e["au_per_accelerator"]) == 2 for e in ev["evaluations"])
+    assert len(os.listdir(tmp_path / "d" / "valid")) == 16
+    read = sum(a["bytes_read"] for a in doc["per_accelerator"])
+    assert doc["steps_per_epoch"] == 28 // 7 // 2
+    assert read == (2 * 2 * 2 * 7 + 2 * 16) * 8192       # 2 epochs x 2 ranks x 2 steps of 7; 16 eval samples twice
+
+
 def test_checkpoint_shards_per_rank(tmp_path):
     out = tmp_path / "r.json"
     p, doc = mpirun(2, ["llama3_8b", "--scale", "0.0001", "--set", f"checkpoint.folder={tmp_path / 'ck'}",
