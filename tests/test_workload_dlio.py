@@ -143,6 +143,8 @@ def test_refusals_are_one_line_naming_line_and_key(text, where):
                                             "allowed; use a number >= 0"),
     ("batch_size: 7", "batch_size: 1000", "dlio u.yaml:12: reader.batch_size = 1000: reader.batch_size: 1000 x 1 "
                                           "accelerator(s) needs more samples than the dataset's 168"),
+    ("  train: True", "  train: True\n  evaluation: True", "dlio u.yaml:6: workflow.evaluation = true: dataset.eval_files: 0 "
+                                                         "is not allowed with evaluation on"),
 ])
 def test_bad_values_after_translation_are_refused_at_their_yaml_line(old, new, where):
     with pytest.raises(Refusal) as info:

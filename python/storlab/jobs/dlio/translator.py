@@ -347,6 +347,10 @@ def translate_text(text: str, source: str = "<text>", sha: str | None = None,
                                {"kind": "workload"})
 
 
+# a field refused for being unset is refused at the key that made it needed
+_ENABLED_BY = {"dataset.eval_files": "evaluation.enabled", "checkpoint.model_size": "checkpoint.enabled"}
+
+
 def _refusal_of(error: WorkloadError, mapped: list[Mapped], source: str) -> Refusal | WorkloadError:
     """A storlab validation error (`reader.batch_size: 0 is not allowed; ...`) as a Refusal at
     the DLIO key that set the field it names, with that key's line; unchanged when no key did."""
@@ -356,7 +360,7 @@ def _refusal_of(error: WorkloadError, mapped: list[Mapped], source: str) -> Refu
     for m in mapped:
         if m.storlab and " = " in m.storlab:
             by_field.setdefault(m.storlab.split(" = ", 1)[0], m)
-    m = by_field.get(field)
+    m = by_field.get(field) or by_field.get(_ENABLED_BY.get(field, ""))
     if m is None:
         return error
     return Refusal(FORMAT, source, m.line, m.key, m.value, f"{field}: {rest}")
