@@ -873,16 +873,24 @@ def run_recommend(args: argparse.Namespace) -> int:
         random_write_iops=None if args.write_iops is None else float(args.write_iops),
         min_mttdl_h=args.min_mttdl, max_annual_loss=args.max_annual_loss,
         request_bytes=args.request if args.request is not None else parse_size(DEFAULT_RECOMMEND_REQUEST),
+        **_training_need(args),
     )
     result = recommend(Inventory(**inventory_kwargs), needs)
     if args.json:
-        _emit_json("recommend", {"candidates_considered": result.candidates_considered, "feasible": result.feasible,
-                                 "note": result.note, "pareto": [dict(_plain(c), layout=c.stack.raid.layout.text)
-                                                                 for c in result.pareto]}, result.warnings, args.json)
+        payload = {"candidates_considered": result.candidates_considered, "feasible": result.feasible,
+                   "note": result.note, "pareto": [dict(_plain(c), layout=c.stack.raid.layout.text)
+                                                   for c in result.pareto]}
+        if needs.training is not None:
+            payload["workload"] = {"name": needs.training.name, "accelerators": needs.accelerators,
+                                   "au_threshold": needs.training.au_threshold, "dataset_size": args.dataset_size}
+        _emit_json("recommend", payload, result.warnings, args.json)
         return 0
     out = [f"{result.candidates_considered} candidate layouts for {args.drives} x {format_si_bytes(drive.capacity_bytes)} "
            f"drives, {args.bays}-bay enclosures, {args.controllers} controller(s); {result.feasible} meet every need; "
            f"{len(result.pareto)} not beaten on every need:"]
+    if needs.training is not None:
+        out.insert(0, f"layouts feeding {needs.accelerators} {needs.training.name} accelerators at AU >= "
+                      f"{_pct(needs.training.au_threshold)} (the workload's threshold):")
     if result.note:
         out.append(f"  note: {result.note}")
     for c in result.pareto:
@@ -890,6 +898,11 @@ def run_recommend(args: argparse.Namespace) -> int:
         out.append(f"- {c.description}" + (f" ({c.spares} spare drives)" if c.spares else ""))
         out.append(f"    {scores}")
         out.append(f"    why: {'; '.join(c.reasons)}")
+        if c.training is not None:
+            t = c.training
+            fed = f"{t.accelerators}" if t.accelerators < t.bound else f"{t.bound} or more"
+            out.append(f"    accelerators: feeds {fed}; AU {t.au_at_need:.3f} at {needs.accelerators}; "
+                       f"storage limited by {t.limiting}")
         if c.misses:
             out.append(f"    misses: {'; '.join(c.misses)}")
         if c.equivalent:
@@ -897,6 +910,21 @@ def run_recommend(args: argparse.Namespace) -> int:
         out += [f"    warning: {w.code}: {w.message}" for w in c.warnings]
     print("\n".join(out))
     return 0
+
+
+def _training_need(args: argparse.Namespace) -> dict[str, Any]:
+    """recommend's training need: --workload with --accelerators, both or neither."""
+    if args.workload is None:
+        if args.accelerators is not None:
+            raise UsageError("--accelerators needs --workload (the workload whose accelerators the layouts feed)")
+        return {}
+    if args.accelerators is None:
+        raise UsageError("--workload needs --accelerators N (the accelerators the layouts must feed)")
+    spec, _ = workload_spec(args.workload)
+    if not spec.train_enabled:
+        raise UsageError(f"--workload: {spec.name} is a checkpoint workload; recommend sizes layouts for training "
+                         "workloads (plan perf --workload times a checkpoint on a stack)")
+    return {"training": training_load(spec, args.dataset_size), "accelerators": args.accelerators}
 
 
 # --- script --------------------------------------------------------------------------------------
