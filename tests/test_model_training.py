@@ -148,3 +148,15 @@ def test_checkpoint_seconds_worked_by_hand():
     assert fc.read.seconds == pytest.approx(8 * 2**30 / 200e6, rel=0.01)
     assert fc.write.gb_per_s == pytest.approx(0.1, rel=0.01) and fc.write.limiting == "disk"
     assert math.isfinite(fc.read.gb_per_s)
+
+
+def test_a_sample_larger_than_the_full_stripe_is_one_positioning_then_a_stream_per_member():
+    # R0/2 with 64 KiB chunks (full stripe 128 KiB), 1 MiB samples: each member streams 512 KiB after one
+    # positioning of 10 ms at 100 MB/s: 524288 / (5.24 ms + 10 ms) = 34.4 MB/s each, 68.8 MB/s both
+    disk = Device(100e6, 100e6, 100, 100, 0.01, "disk")
+    point = predict_training(stack_from_notation("R0/2", 64 << 10), load(read_threads=4), 8, [disk])
+    assert point.prediction.workload.rw == "read"
+    assert point.delivered_bytes_per_s == pytest.approx(2 * 524288 / (524288 / 100e6 + 0.01), rel=0.02)
+    # a sample within the full stripe stays a random read (one positioning per member it touches)
+    small = predict_training(stack_from_notation("R0/2", 1 << 20), load(read_threads=4), 8, [disk])
+    assert small.prediction.workload.rw == "randread"

@@ -741,14 +741,15 @@ def run_perf_workload(args: argparse.Namespace) -> int:
         fc = accelerators_fed(stack, load, devices, max_accelerators=args.max_accelerators or DEFAULT_MAX_ACCELERATORS,
                               **kw)
         fed_count = fc.fed
+        rw = fc.trials[0].prediction.workload.rw if fc.trials else load.pattern
         wl.update({"load": {**_plain(load), "request_bytes": load.request_bytes, "calls_per_sample": load.calls_per_sample,
-                            "rw": load.pattern}, "accelerators_fed": fc.fed,
+                            "rw": rw}, "accelerators_fed": fc.fed,
                    "at_fed": _accelerator_point(fc.at_fed, load), "beyond": _accelerator_point(fc.beyond, load),
                    "search_bound": fc.bound or None, "trials": [_accelerator_point(p, load) for p in fc.trials],
                    "assumptions": list(fc.assumptions)})
         out += [f"{spec.name} on {title}: AI training, AU threshold {_pct(spec.au_threshold)}",
                 f"  per accelerator and step: {load.batch} x {format_size(load.record_bytes)} samples "
-                f"({load.calls_per_sample} read call(s) of {format_size(load.request_bytes)} each, {load.pattern}), "
+                f"({load.calls_per_sample} read call(s) of {format_size(load.request_bytes)} each, {rw}), "
                 f"{max(1, load.read_threads)} read thread(s){'' if load.read_threads else ' (the accelerator reads)'}, "
                 f"compute {load.computation_s:g} s",
                 f"  accelerators fed: {fc.fed}" + (f" (bounded by {fc.bound})" if fc.bound else "")]
@@ -761,7 +762,8 @@ def run_perf_workload(args: argparse.Namespace) -> int:
             wl["passed"] = at.passed
             out.append(f"  --accelerators {args.accelerators}: AU {at.au:.3f} "
                        f"{'>=' if at.passed else '<'} {spec.au_threshold:g}: {'PASS' if at.passed else 'FAIL'}")
-            out.append(_point_line(at, load))
+            if args.accelerators not in (fc.fed, fc.fed + 1):
+                out.append(_point_line(at, load))
         out += [f"  assumption: {a}" for a in fc.assumptions]
     if spec.checkpoint.enabled or not spec.train_enabled:
         ranks = args.accelerators or (fed_count if spec.train_enabled and fed_count else None) \

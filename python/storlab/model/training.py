@@ -7,7 +7,9 @@ batch of B samples of R bytes: each sample is one read call of R bytes, or ceil(
 calls of the transfer size. `read_threads` threads per accelerator each read whole batches, one
 call at a time, so while the storage paces the run there are n x read_threads calls outstanding
 (prefetch lets a thread run ahead of its consumer; it adds no concurrency). With one sample per
-file each sample also opens and closes its file: a think time between calls. `predict` gives the
+file each sample also opens and closes its file: a think time between calls. A call of a whole
+sample is a random read; one larger than the stack's full stripe is a stream on each data member
+after one positioning (`_sample_reads`). `predict` gives the
 bandwidth D(n) the stack delivers at that concurrency and request size; a step of all n
 accelerators needs n B R bytes, delivered in L = n B R / D(n), and each accelerator computes t.
 
@@ -32,10 +34,11 @@ one thread per writer gives the rate, the seconds are the checkpoint's bytes ove
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from .costs import FILE_OPEN_S
+from .geometry import geometry_of
 from .predict import ControllerCache, Device, Prediction, Workload, predict
 from .stack import Stack, StackError
 
@@ -180,6 +183,28 @@ def epoch_figures(load: TrainingLoad, accelerators: int, delivered_bytes_per_s: 
 PredictFn = Callable[[Workload], Prediction]
 
 
+def _sample_reads(stack: Stack | None, devices: list[Device] | None, load: TrainingLoad
+                  ) -> tuple[str, list[Device] | None, str | None]:
+    """The pattern and member devices one read call is predicted with. A call of a whole sample
+    lands somewhere new (randread: a positioning on each member it touches). A call larger than the
+    stack's full stripe reaches each data member with several consecutive chunks, which a member
+    reads with one positioning and a stream, not a positioning per chunk: it is predicted as a
+    stream (read) on members whose read rate carries that one positioning per call."""
+    if load.pattern != "randread" or stack is None:
+        return load.pattern, devices, None
+    geometry = geometry_of(stack)
+    if load.request_bytes <= geometry.full_stripe_bytes:
+        return load.pattern, devices, None
+    data_members = geometry.data_drives * geometry.groups
+    per_member = load.request_bytes / data_members
+    members = devices or [Device.from_drive(stack.drive)]
+    derated = [replace(d, read_bw_bytes=per_member / (per_member / d.read_bw_bytes + d.latency_s)) for d in members]
+    note = (f"a call of {load.request_bytes} bytes spans more than the full stripe ({geometry.full_stripe_bytes} "
+            f"bytes): each of the {data_members} data members positions once ({members[0].latency_s * 1e3:.3g} ms) and "
+            f"streams {per_member:.0f} bytes, a read rate of {derated[0].read_bw_bytes / 1e6:.4g} MB/s per member")
+    return "read", derated, note
+
+
 def _predictor(stack: Stack | None, devices: list[Device] | None, cache: ControllerCache | None,
                mirror_read: str, read_members) -> PredictFn:
     def run(w: Workload) -> Prediction:
@@ -187,10 +212,10 @@ def _predictor(stack: Stack | None, devices: list[Device] | None, cache: Control
     return run
 
 
-def _point(load: TrainingLoad, n: int, run: PredictFn, working_set: int | None) -> AcceleratorPoint:
+def _point(load: TrainingLoad, n: int, run: PredictFn, working_set: int | None, rw: str) -> AcceleratorPoint:
     calls = load.calls_per_sample
     think = FILE_OPEN_S / calls if load.file_per_sample else 0.0
-    w = Workload(load.pattern, load.request_bytes, qd=1, threads=load.concurrency(n),
+    w = Workload(rw, load.request_bytes, qd=1, threads=load.concurrency(n),
                  working_set_bytes=working_set, think_s=think)
     p = run(w)
     # the calls' real bytes (a record need not be whole sectors): samples/s x record
@@ -206,8 +231,9 @@ def predict_training(stack: Stack | None, load: TrainingLoad, accelerators: int,
     """The predicted AU, samples/s and delivered bandwidth at `accelerators`."""
     if accelerators < 1:
         raise StackError(f"accelerators must be at least 1, got {accelerators!r}")
-    return _point(load, accelerators, _predictor(stack, devices, cache, mirror_read, read_members),
-                  _working_set(load, accelerators))
+    rw, members, _ = _sample_reads(stack, devices, load)
+    return _point(load, accelerators, _predictor(stack, members, cache, mirror_read, read_members),
+                  _working_set(load, accelerators), rw)
 
 
 def _working_set(load: TrainingLoad, n: int) -> int:
@@ -223,12 +249,13 @@ def accelerators_fed(stack: Stack | None, load: TrainingLoad, devices: list[Devi
     (one step per epoch at least)."""
     if max_accelerators < 1:
         raise StackError(f"max_accelerators must be at least 1, got {max_accelerators!r}")
-    run = _predictor(stack, devices, cache, mirror_read, read_members)
+    rw, members, streaming = _sample_reads(stack, devices, load)
+    run = _predictor(stack, members, cache, mirror_read, read_members)
     seen: dict[int, AcceleratorPoint] = {}
 
     def trial(n: int) -> AcceleratorPoint:
         if n not in seen:
-            seen[n] = _point(load, n, run, _working_set(load, n))
+            seen[n] = _point(load, n, run, _working_set(load, n), rw)
         return seen[n]
 
     cap, bound = max_accelerators, f"the search's bound of {max_accelerators} accelerators"
@@ -257,7 +284,8 @@ def accelerators_fed(stack: Stack | None, load: TrainingLoad, devices: list[Devi
         bound = ""
     at = trial(lo) if lo >= 1 else None
     notes = [f"reads: {load.calls_per_sample} call(s) of {load.request_bytes} bytes per sample, "
-             f"{max(1, load.read_threads)} outstanding per accelerator ({load.pattern})",
+             f"{max(1, load.read_threads)} outstanding per accelerator ({rw})",
+             *([streaming] if streaming else []),
              "buffered reads: the page cache may split a call into readahead-sized requests; the model counts one "
              "request per call (the bytes are the same, a device limited in requests sees more)",
              "samples of the mean record length (a record-length spread is not modelled)"]
