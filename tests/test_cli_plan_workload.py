@@ -129,6 +129,7 @@ def test_recommend_says_what_each_layout_misses_when_none_feeds_them(capsys):
     (["recommend", "--drives", "12", "--workload", "unet3d_h100"], "--workload needs --accelerators"),
     (["recommend", "--drives", "12", "--workload", "llama3_8b", "--accelerators", "2"], "checkpoint workload"),
     (["perf", "R6/8", "--workload", "missing.yaml"], "missing.yaml"),
+    (["perf", "R6/8", "--workload", "unet3d_h100", "--rw", "read"], "--rw draws the curve"),
 ])
 def test_bad_workload_input_is_one_line_exit_2(capsys, argv, needle):
     code, out, err = run(capsys, *argv)

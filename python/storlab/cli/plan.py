@@ -727,6 +727,11 @@ def _checkpoint_lines(fc: CheckpointForecast) -> list[str]:
 
 def run_perf_workload(args: argparse.Namespace) -> int:
     """plan perf --workload: the accelerators the stack feeds, or a checkpoint's seconds."""
+    for flag, value in (("--rw", args.rw), ("--qd", args.qd), ("--threads", args.threads), ("--request", args.request),
+                        ("--working-set", args.working_set)):
+        if value:
+            raise UsageError(f"{flag} draws the curve and is not used with --workload (the workload sets its requests, "
+                             "concurrency and data set)")
     spec, source = workload_spec(args.workload)
     stack, devices, title = _workload_target(args)
     kw = dict(mirror_read=args.mirror_read or "balanced")
