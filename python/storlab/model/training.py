@@ -288,7 +288,9 @@ def accelerators_fed(stack: Stack | None, load: TrainingLoad, devices: list[Devi
              *([streaming] if streaming else []),
              "buffered reads: the page cache may split a call into readahead-sized requests; the model counts one "
              "request per call (the bytes are the same, a device limited in requests sees more)",
-             "samples of the mean record length (a record-length spread is not modelled)"]
+             "samples of the mean record length (a record-length spread is not modelled)",
+             "no page-cache hits (MLPerf's dataset is 5 x the clients' memory; storlab workload drops the cache "
+             "of a smaller one before each epoch)"]
     if load.file_per_sample:
         notes.append(f"one file per sample: {FILE_OPEN_S * 1e6:g} us to open and close it between reads")
     if load.rule_sized:
