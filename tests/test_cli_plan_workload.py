@@ -113,7 +113,7 @@ def test_recommend_keeps_layouts_that_feed_the_accelerators(capsys):
 
 def test_recommend_says_what_each_layout_misses_when_none_feeds_them(capsys):
     code, out, _ = run(capsys, "recommend", "--drives", "12", "--workload", "unet3d_h100", "--accelerators", "64",
-                       "--levels", "6", "--json")
+                       "--levels", "6", "--chunks", "1m", "--json")
     assert code == 0
     doc = json.loads(out)
     assert doc["feasible"] == 0 and "no candidate meets every need" in doc["note"]
