@@ -49,6 +49,7 @@ __all__ = ["TrainingLoad", "CheckpointLoad", "AcceleratorPoint", "TrainingForeca
 CHECKPOINT_CALL_BYTES = 16 << 20    # bytes per write or read call of a checkpoint (measure/checkpoint.py)
 RULE_STEPS = 500                    # MLPerf Storage's dataset rule: at least 500 steps per epoch
 SECTOR = 512                        # the model's requests are whole sectors
+STREAM_REQUEST_BYTES = 16 << 20     # a sample streamed over a stripe is predicted in requests up to this
 
 
 def checkpoint_writers(ranks: str, ranks_total: int, accelerators: int) -> int:
@@ -183,26 +184,41 @@ def epoch_figures(load: TrainingLoad, accelerators: int, delivered_bytes_per_s: 
 PredictFn = Callable[[Workload], Prediction]
 
 
-def _sample_reads(stack: Stack | None, devices: list[Device] | None, load: TrainingLoad
-                  ) -> tuple[str, list[Device] | None, str | None]:
-    """The pattern and member devices one read call is predicted with. A call of a whole sample
-    lands somewhere new (randread: a positioning on each member it touches). A call larger than the
-    stack's full stripe reaches each data member with several consecutive chunks, which a member
-    reads with one positioning and a stream, not a positioning per chunk: it is predicted as a
-    stream (read) on members whose read rate carries that one positioning per call."""
+@dataclass(frozen=True)
+class _ReadPlan:
+    """How one read call is predicted: pattern, request size, the members as they serve it."""
+    rw: str
+    request_bytes: int
+    bytes_per_request: float        # data bytes one predicted request carries
+    devices: list[Device] | None
+    note: str | None = None
+
+
+def _sample_reads(stack: Stack | None, devices: list[Device] | None, load: TrainingLoad) -> _ReadPlan:
+    """The pattern, request and member devices one read call is predicted with. A call of a whole
+    sample lands somewhere new (randread: a positioning on each member it touches). A call larger
+    than the stack's full stripe reaches each data member with several consecutive chunks, which a
+    member reads with one positioning and a stream, not a positioning per chunk: it is predicted as
+    a stream (read) of full-stripe requests of at most STREAM_REQUEST_BYTES (the page cache splits
+    such a call into readahead requests anyway) on members whose read rate carries the one
+    positioning per call."""
+    plain = _ReadPlan(load.pattern, load.request_bytes, load.record_bytes / load.calls_per_sample, devices)
     if load.pattern != "randread" or stack is None:
-        return load.pattern, devices, None
+        return plain
     geometry = geometry_of(stack)
-    if load.request_bytes <= geometry.full_stripe_bytes:
-        return load.pattern, devices, None
+    stripe = geometry.full_stripe_bytes
+    if load.request_bytes <= stripe:
+        return plain
     data_members = geometry.data_drives * geometry.groups
     per_member = load.request_bytes / data_members
     members = devices or [Device.from_drive(stack.drive)]
     derated = [replace(d, read_bw_bytes=per_member / (per_member / d.read_bw_bytes + d.latency_s)) for d in members]
-    note = (f"a call of {load.request_bytes} bytes spans more than the full stripe ({geometry.full_stripe_bytes} "
-            f"bytes): each of the {data_members} data members positions once ({members[0].latency_s * 1e3:.3g} ms) and "
-            f"streams {per_member:.0f} bytes, a read rate of {derated[0].read_bw_bytes / 1e6:.4g} MB/s per member")
-    return "read", derated, note
+    request = min(load.request_bytes, stripe * max(1, STREAM_REQUEST_BYTES // stripe))
+    note = (f"a call of {load.request_bytes} bytes spans more than the full stripe ({stripe} bytes): each of the "
+            f"{data_members} data members positions once ({members[0].latency_s * 1e3:.3g} ms) and streams "
+            f"{per_member:.0f} bytes, a read rate of {derated[0].read_bw_bytes / 1e6:.4g} MB/s per member; "
+            f"predicted as a stream of {request}-byte requests")
+    return _ReadPlan("read", request, float(request), derated, note)
 
 
 def _predictor(stack: Stack | None, devices: list[Device] | None, cache: ControllerCache | None,
@@ -212,14 +228,14 @@ def _predictor(stack: Stack | None, devices: list[Device] | None, cache: Control
     return run
 
 
-def _point(load: TrainingLoad, n: int, run: PredictFn, working_set: int | None, rw: str) -> AcceleratorPoint:
-    calls = load.calls_per_sample
-    think = FILE_OPEN_S / calls if load.file_per_sample else 0.0
-    w = Workload(rw, load.request_bytes, qd=1, threads=load.concurrency(n),
+def _point(load: TrainingLoad, n: int, run: PredictFn, working_set: int | None, plan: _ReadPlan) -> AcceleratorPoint:
+    requests_per_sample = load.record_bytes / plan.bytes_per_request
+    think = FILE_OPEN_S / requests_per_sample if load.file_per_sample else 0.0
+    w = Workload(plan.rw, plan.request_bytes, qd=1, threads=load.concurrency(n),
                  working_set_bytes=working_set, think_s=think)
     p = run(w)
-    # the calls' real bytes (a record need not be whole sectors): samples/s x record
-    delivered = p.iops / calls * load.record_bytes
+    # the data bytes the requests carry (a record need not be whole sectors)
+    delivered = p.iops * plan.bytes_per_request
     au, sps, wall = epoch_figures(load, n, delivered)
     return AcceleratorPoint(n, au, au >= load.au_threshold, sps, load.steps(n), wall, load.demand_bytes_per_s(n),
                             delivered, w.threads, p.limiting, p)
@@ -231,9 +247,9 @@ def predict_training(stack: Stack | None, load: TrainingLoad, accelerators: int,
     """The predicted AU, samples/s and delivered bandwidth at `accelerators`."""
     if accelerators < 1:
         raise StackError(f"accelerators must be at least 1, got {accelerators!r}")
-    rw, members, _ = _sample_reads(stack, devices, load)
-    return _point(load, accelerators, _predictor(stack, members, cache, mirror_read, read_members),
-                  _working_set(load, accelerators), rw)
+    plan = _sample_reads(stack, devices, load)
+    return _point(load, accelerators, _predictor(stack, plan.devices, cache, mirror_read, read_members),
+                  _working_set(load, accelerators), plan)
 
 
 def _working_set(load: TrainingLoad, n: int) -> int:
@@ -249,13 +265,13 @@ def accelerators_fed(stack: Stack | None, load: TrainingLoad, devices: list[Devi
     (one step per epoch at least)."""
     if max_accelerators < 1:
         raise StackError(f"max_accelerators must be at least 1, got {max_accelerators!r}")
-    rw, members, streaming = _sample_reads(stack, devices, load)
-    run = _predictor(stack, members, cache, mirror_read, read_members)
+    plan = _sample_reads(stack, devices, load)
+    run = _predictor(stack, plan.devices, cache, mirror_read, read_members)
     seen: dict[int, AcceleratorPoint] = {}
 
     def trial(n: int) -> AcceleratorPoint:
         if n not in seen:
-            seen[n] = _point(load, n, run, _working_set(load, n), rw)
+            seen[n] = _point(load, n, run, _working_set(load, n), plan)
         return seen[n]
 
     cap, bound = max_accelerators, f"the search's bound of {max_accelerators} accelerators"
@@ -284,8 +300,8 @@ def accelerators_fed(stack: Stack | None, load: TrainingLoad, devices: list[Devi
         bound = ""
     at = trial(lo) if lo >= 1 else None
     notes = [f"reads: {load.calls_per_sample} call(s) of {load.request_bytes} bytes per sample, "
-             f"{max(1, load.read_threads)} outstanding per accelerator ({rw})",
-             *([streaming] if streaming else []),
+             f"{max(1, load.read_threads)} outstanding per accelerator ({plan.rw})",
+             *([plan.note] if plan.note else []),
              "buffered reads: the page cache may split a call into readahead-sized requests; the model counts one "
              "request per call (the bytes are the same, a device limited in requests sees more)",
              "samples of the mean record length (a record-length spread is not modelled)",
