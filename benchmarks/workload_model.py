@@ -7,7 +7,7 @@ a member is profiled with `storlab plan profile` inside the throttle (the model'
 it: nothing is fitted to the workload), `storlab plan perf STACK --workload JOB --profile MEMBER`
 predicts the accelerators the stack feeds at the AU threshold, and `storlab workload JOB --search`
 measures them inside the throttle. Reported: both counts, their ratio, the predicted and measured
-AU at the count and one beyond, and the limiting component.
+AU at the measured count n and at n + 1 (a trial the search made), and the limiting component.
 
     python3 benchmarks/workload_model.py [--only single,raid0x2,raid1x2] [--cap-mib 32]
 Needs root, loop devices and a cgroup I/O throttle. The figures are wall-clock AU on whatever else
@@ -83,12 +83,19 @@ def run_case(case: Case, work: SmallTraining, cap: int, tmp: Path) -> dict:
         measured = measure_fed(bed, job, work.max_accelerators)
     trials = {t["accelerators"]: t["au"] for t in measured["search"]["trials"]}
     fed = measured["search"]["max_accelerators"]
-    p_fed = predicted["accelerators_fed"]
-    return {"case": case, "profile_read_mib": profile["read_bw_bytes"] / MiB, "predicted": p_fed, "measured": fed,
-            "p_au": predicted["at_fed"]["au"] if predicted["at_fed"] else None,
-            "p_au_next": predicted["beyond"]["au"] if predicted["beyond"] else None,
-            "m_au": trials.get(fed), "m_au_next": trials.get(fed + 1), "limiting": predicted["at_fed"]["limiting"]
-            if predicted["at_fed"] else "", "trials": trials}
+
+    def predicted_au(n: int) -> float | None:
+        """The model's AU at the count the measurement reached (and one beyond)."""
+        if n < 1:
+            return None
+        at = predict_fed(job, case.stack, str(profile_path), work.max_accelerators, *case.extra,
+                         "--accelerators", str(n))
+        return at["at_accelerators"]["au"]
+    return {"case": case, "profile_read_mib": profile["read_bw_bytes"] / MiB,
+            "predicted": predicted["accelerators_fed"], "measured": fed,
+            "p_au": predicted_au(fed), "p_au_next": predicted_au(fed + 1),
+            "m_au": trials.get(fed), "m_au_next": trials.get(fed + 1),
+            "limiting": (predicted["at_fed"] or predicted["beyond"])["limiting"], "trials": trials}
 
 
 def main() -> int:
