@@ -278,6 +278,9 @@ STACK_OPTIONS: tuple[Option, ...] = (STACK, *LAYOUT_OPTIONS, *DRIVE_OPTIONS, JSO
 # A training or checkpoint workload (storlab workload's built-ins, DLIO YAML, storlab TOML) to size for
 BARE_DEVICE = "device"      # plan perf's STACK for one bare device (its figures: --profile or the drive flags)
 DEFAULT_MAX_ACCELERATORS = 4096
+# each prediction solves a closed network of accelerators x read threads requests (one MVA step per
+# request): this bounds --accelerators to a few seconds of recommend over ~100 layouts
+MAX_PLAN_ACCELERATORS = 16384
 TRAINING_WORKLOAD = _row("workload", "str", "an AI-training or checkpoint workload, as `storlab workload` takes it: "
                          "a built-in name (unet3d_h100, resnet50_h100, llama3_8b, ...), a DLIO workload YAML or a "
                          "storlab workload TOML. perf: the accelerators the stack feeds at the workload's AU "
@@ -285,7 +288,7 @@ TRAINING_WORKLOAD = _row("workload", "str", "an AI-training or checkpoint worklo
                          "device; recommend: layouts feeding --accelerators", metavar="NAME|FILE", category="training")
 ACCELERATORS = _row("accelerators", "int", "with --workload: perf predicts AU and pass or fail at this many "
                     "accelerators (a checkpoint: its ranks); recommend keeps the layouts that feed them",
-                    minimum=1, maximum=1 << 20, metavar="N", category="training")
+                    minimum=1, maximum=MAX_PLAN_ACCELERATORS, metavar="N", category="training")
 DATASET_SIZE = _row("dataset_size", "choice", "with --workload: the steps per epoch the prediction assumes "
                     "(AU leaves the first step out, so a short epoch reads higher)", default="rule",
                     category="training",
