@@ -782,9 +782,11 @@ def run_perf_workload(args: argparse.Namespace) -> int:
             out.append(f"{spec.name} on {title}: checkpoint over {ranks} rank(s)")
         out += _checkpoint_lines(ck)
     payload["workload"] = wl
+    warnings = stack_warnings(stack) if stack is not None else []
     if args.json:
-        _emit_json("perf", payload, [], args.json)
+        _emit_json("perf", payload, warnings, args.json)
         return 0
+    out += _warning_lines(warnings)
     print("\n".join(out))
     return 0
 
