@@ -160,3 +160,11 @@ def test_a_sample_larger_than_the_full_stripe_is_one_positioning_then_a_stream_p
     # a sample within the full stripe stays a random read (one positioning per member it touches)
     small = predict_training(stack_from_notation("R0/2", 1 << 20), load(read_threads=4), 8, [disk])
     assert small.prediction.workload.rw == "randread"
+
+
+def test_a_rate_limiter_pays_no_positioning_per_streamed_sample():
+    # a throttle fitted with a long mean latency (its budget waits) still streams at its cap
+    slow_wait = Device(32 * MiB, 32 * MiB, 1e6, 1e6, 0.005, "throttle", shared_time=False, counts_every_request=True,
+                       queues=False)
+    point = predict_training(stack_from_notation("R0/2", 64 << 10), load(), 8, [slow_wait])
+    assert point.delivered_bytes_per_s == pytest.approx(64 * MiB, rel=0.02)

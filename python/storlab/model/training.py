@@ -212,10 +212,14 @@ def _sample_reads(stack: Stack | None, devices: list[Device] | None, load: Train
     data_members = geometry.data_drives * geometry.groups
     per_member = load.request_bytes / data_members
     members = devices or [Device.from_drive(stack.drive)]
-    derated = [replace(d, read_bw_bytes=per_member / (per_member / d.read_bw_bytes + d.latency_s)) for d in members]
+    # a positioning occupies a device that queues (a drive's arm, a controller); a rate limiter (the
+    # blkio throttle) has none: its latency is a wait for budget, which the stream does not pay per call
+    derated = [replace(d, read_bw_bytes=per_member / (per_member / d.read_bw_bytes + (d.latency_s if d.queues else 0.0)))
+               for d in members]
     request = min(load.request_bytes, stripe * max(1, STREAM_REQUEST_BYTES // stripe))
     note = (f"a call of {load.request_bytes} bytes spans more than the full stripe ({stripe} bytes): each of the "
-            f"{data_members} data members positions once ({members[0].latency_s * 1e3:.3g} ms) and streams "
+            f"{data_members} data members positions once "
+            f"({(members[0].latency_s if members[0].queues else 0.0) * 1e3:.3g} ms) and streams "
             f"{per_member:.0f} bytes, a read rate of {derated[0].read_bw_bytes / 1e6:.4g} MB/s per member; "
             f"predicted as a stream of {request}-byte requests")
     return _ReadPlan("read", request, float(request), derated, note)
