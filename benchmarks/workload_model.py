@@ -8,8 +8,10 @@ it: nothing is fitted to the workload), `storlab plan perf STACK --workload JOB 
 predicts the accelerators the stack feeds at the AU threshold, and `storlab workload JOB --search`
 measures them inside the throttle. Reported: both counts, their ratio, the predicted and measured
 AU at the measured count n and at n + 1 (a trial the search made), and the limiting component.
+Then a checkpoint (128 MiB over 4 writers, fsync, read back after a cache drop) on a btrfs RAID 0
+over 2 members capped both ways: predicted against measured seconds per write and read.
 
-    python3 benchmarks/workload_model.py [--only single,raid0x2,raid1x2] [--cap-mib 32]
+    python3 benchmarks/workload_model.py [--only single,raid0x2,raid1x2] [--cap-mib 32] [--no-checkpoint]
 Needs root, loop devices and a cgroup I/O throttle. The figures are wall-clock AU on whatever else
 the machine runs: on a loaded machine the emulation's threads are late now and then.
 """
@@ -20,6 +22,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,10 +101,54 @@ def run_case(case: Case, work: SmallTraining, cap: int, tmp: Path) -> dict:
             "limiting": (predicted["at_fed"] or predicted["beyond"])["limiting"], "trials": trials}
 
 
+CHECKPOINT_JOB = """[workload]
+name = "small_checkpoint"
+train = false
+accelerators = {writers}
+[checkpoint]
+enabled = true
+folder = "{folder}"
+model_size = {size}
+ranks_total = {writers}
+count_write = 2
+count_read = 2
+"""
+
+
+def checkpoint_case(cap: int, tmp: Path, writers: int = 4, size: int = 128 * MiB) -> dict:
+    """A checkpoint of `size` bytes over `writers` ranks on a btrfs RAID 0 over 2 members capped at
+    `cap` both ways: `storlab workload` measures its write (to fsync) and read-back seconds,
+    `plan perf R0/2 --workload` predicts them from the members' caps (described, as a profile)."""
+    from storlab.model.profile import DeviceProfile, save_profile
+
+    profile = tmp / "checkpoint-member.json"
+    save_profile(DeviceProfile("loop", cap, cap, 1e6, 1e6, 20e-6, 20e-6, 1, False), str(profile))
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    with Testbed(name=f"storlab-wlmodel-{os.getpid()}-checkpoint") as bed:
+        members = bed.add_devices(2, MEMBER_BYTES, Limits.both(bps=cap))
+        top = bed.btrfs(members, "raid0")
+        job = tmp / "checkpoint.toml"
+        job.write_text(CHECKPOINT_JOB.format(writers=writers, folder=os.path.join(top, "ck"), size=size))
+        out = tmp / "checkpoint.json"
+        child = bed.popen([sys.executable, "-m", "storlab", "workload", str(job), "--json", str(out), "--no-store",
+                           "--quiet"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _, err = child.communicate(timeout=600)
+        if child.returncode != 0:
+            raise RuntimeError(f"storlab workload {job}: exit {child.returncode}: {err.strip()[-400:]}")
+        measured = json.loads(out.read_text())["checkpoint"]
+    r = subprocess.run([sys.executable, "-m", "storlab", "plan", "perf", "R0/2", "--chunk", "64k", "--workload", str(job),
+                        "--profile", str(profile), "--json"], env=env, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError(f"plan perf --workload {job}: {r.stderr.strip()[-400:]}")
+    predicted = json.loads(r.stdout)["workload"]["checkpoint"]
+    return {"measured": measured, "predicted": predicted, "writers": writers, "size": size}
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", help="comma-separated cases: " + ",".join(c.key for c in CASES))
     p.add_argument("--cap-mib", type=int, default=32, help="each member's read cap in MiB/s (default 32)")
+    p.add_argument("--no-checkpoint", action="store_true", help="leave out the checkpoint write and read-back")
     args = p.parse_args()
     why = testbed_unavailable()
     if why:
@@ -111,7 +158,6 @@ def main() -> int:
     work = SmallTraining(max_accelerators=16)
     started = time.monotonic()
     rows = []
-    import tempfile
     with tempfile.TemporaryDirectory(prefix="storlab-wlmodel-") as tmp:
         for case in chosen:
             r = run_case(case, work, args.cap_mib * MiB, Path(tmp))
@@ -136,6 +182,16 @@ def main() -> int:
           f"threshold {work.au_threshold:g}; members {args.cap_mib} MiB/s read caps. {within} of {len(rows)} within "
           f"{TOLERANCE:.0%} (or one accelerator).\n")
     print(table)
+    if not args.no_checkpoint:
+        with tempfile.TemporaryDirectory(prefix="storlab-wlmodel-") as tmp:
+            ck = checkpoint_case(args.cap_mib * MiB, Path(tmp))
+        m, pr = ck["measured"], ck["predicted"]
+        print(f"\nCheckpoint of {ck['size'] // MiB} MiB over {ck['writers']} writers (fsync), btrfs RAID 0 over 2, "
+              f"members capped at {args.cap_mib} MiB/s both ways; seconds per checkpoint (mean of 2):\n")
+        print(markdown_table(["phase", "predicted s", "measured s", "predicted / measured", "limiting (model)"],
+                             [[kind, f"{pr[kind + '_seconds']:.2f}", f"{m[kind + '_seconds']:.2f}",
+                               f"{pr[kind + '_seconds'] / m[kind + '_seconds']:.2f}", pr[kind + "_limiting"]]
+                              for kind in ("write", "read")]))
     return 0 if within == len(rows) else 1
 
 
