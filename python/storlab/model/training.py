@@ -20,7 +20,7 @@ storage or compute paces:
     wall = max(S L + t, k L + S t)        first step = k L + t
     AU   = (S - 1) t / (wall - first)     = min(1, (S - 1) t / ((S - k) L))
 The first-step edge raises a short epoch's AU by (S - 1) / (S - k); at MLPerf's 500 steps or more
-it is under 1 % for r <= 5. Without reader threads an accelerator reads its batch, then computes:
+it is at most 1.4 % (8 readers). Without reader threads an accelerator reads its batch, then computes:
 AU = t / (t + L). samples/s = n B S / wall. AU is 0 with no compute or one step (nothing counted).
 
 The search: the most accelerators whose AU holds the threshold, doubling then bisecting as
