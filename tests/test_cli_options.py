@@ -83,8 +83,11 @@ def test_every_argument_of_every_command_is_a_table_row():
 # trial (a replay's requests, a workload's dataset); --list: what the command knows, printed (io500's
 # sections and keys, the built-in workloads).
 # plan perf and plan profile take lists of what run (and plan geometry, --request) take one at a
-# time, to draw a curve or sweep a profile: the same meaning per point, their own help
-SAME_NAME_OWN_HELP = {"--seed", "--threads", "--target", "--ranks", "--scale", "--list", "--rw", "--qd", "--request"}
+# time, to draw a curve or sweep a profile: the same meaning per point, their own help.
+# --accelerators: the accelerators workload emulates (per process), and those plan perf / recommend
+# --workload predict for: the same count, said for each
+SAME_NAME_OWN_HELP = {"--seed", "--threads", "--target", "--ranks", "--scale", "--list", "--rw", "--qd", "--request",
+                      "--accelerators"}
 
 
 def test_one_flag_name_has_one_meaning_across_commands():

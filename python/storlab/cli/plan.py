@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import re
 import sys
@@ -34,6 +35,17 @@ from ..model.stack import (
     load_stack,
     stack_from_notation,
 )
+from ..model.training import (
+    AcceleratorPoint,
+    CheckpointForecast,
+    CheckpointLoad,
+    TrainingLoad,
+    accelerators_fed,
+    checkpoint_shard_bytes,
+    checkpoint_writers,
+    predict_checkpoint,
+    predict_training,
+)
 from ..output.files import check_destination, write_output
 from ..output.json import write_json
 from ..planner.recommend import (
@@ -51,6 +63,7 @@ from ..planner.scripts import build_script
 from ..units import format_si_bytes, format_size, parse_rate, parse_size
 from .main import UsageError
 from .options_cli import OUTPUT, CommandTable, add_table_arguments, parse_table_args, takes_json_name
+from .workload import WORKLOAD_OPTIONS
 
 DEFAULT_CHUNK = "512KiB"
 # bounds of a curve: points are the product of the lists, each at most MAX_CURVE_VALUES long
@@ -59,6 +72,7 @@ MAX_CURVE_QD = 65536            # io_uring's largest ring
 MAX_CURVE_THREADS = 4096
 MAX_CURVE_REQUEST = 1 << 30
 DEFAULT_RECOMMEND_REQUEST = "1MiB"   # recommend has no layout yet, so no full stripe to default to
+MAX_ACCELERATORS = next(o for o in WORKLOAD_OPTIONS if o.name == "max_accelerators")   # one meaning: the search's bound
 
 
 def _described(values: tuple[str, ...], **help: str) -> dict[str, str]:
@@ -261,6 +275,27 @@ CURVE_QD = _row("qd", "list", "queue depth(s) per thread, comma-separated (e.g. 
                 metavar="LIST", category="curve")
 STACK_OPTIONS: tuple[Option, ...] = (STACK, *LAYOUT_OPTIONS, *DRIVE_OPTIONS, JSON)
 
+# A training or checkpoint workload (storlab workload's built-ins, DLIO YAML, storlab TOML) to size for
+BARE_DEVICE = "device"      # plan perf's STACK for one bare device (its figures: --profile or the drive flags)
+DEFAULT_MAX_ACCELERATORS = 4096
+# each prediction solves a closed network of accelerators x read threads requests (one MVA step per
+# request): this bounds --accelerators to a few seconds of recommend over ~100 layouts
+MAX_PLAN_ACCELERATORS = 16384
+TRAINING_WORKLOAD = _row("workload", "str", "an AI-training or checkpoint workload, as `storlab workload` takes it: "
+                         "a built-in name (unet3d_h100, resnet50_h100, llama3_8b, ...), a DLIO workload YAML or a "
+                         "storlab workload TOML. perf: the accelerators the stack feeds at the workload's AU "
+                         "threshold (a checkpoint: its write and read seconds), STACK may be 'device' for one bare "
+                         "device; recommend: layouts feeding --accelerators", metavar="NAME|FILE", category="training")
+ACCELERATORS = _row("accelerators", "int", "with --workload: perf predicts AU and pass or fail at this many "
+                    "accelerators (a checkpoint: its ranks); recommend keeps the layouts that feed them",
+                    minimum=1, maximum=MAX_PLAN_ACCELERATORS, metavar="N", category="training")
+DATASET_SIZE = _row("dataset_size", "choice", "with --workload: the steps per epoch the prediction assumes "
+                    "(AU leaves the first step out, so a short epoch reads higher)", default="rule",
+                    category="training",
+                    choices={"rule": "MLPerf's dataset rule: at least 500 steps per epoch at every accelerator "
+                                     "count (the dataset grows with them)",
+                             "as-written": "the workload's dataset as given (the files of a trial run)"})
+
 COMMANDS: tuple[CommandTable, ...] = (
     CommandTable("plan geometry", "stripe widths, alignment of a request size, capacity, flags", (
         *STACK_OPTIONS, REQUEST,
@@ -293,7 +328,8 @@ COMMANDS: tuple[CommandTable, ...] = (
                                 independent="separate streams per device")),
         _row("cap", "caps", "component limit above all drives, host side first (repeatable): NAME=RATE, "
              "or NAME=READ/WRITE for two rates", default=(), parse=_caps, metavar="NAME=RATE",
-             category="workload"))),
+             category="workload"),
+        TRAINING_WORKLOAD, ACCELERATORS, DATASET_SIZE, MAX_ACCELERATORS)),
     CommandTable("plan recommend", "enumerate layouts for a drive inventory and show the Pareto set", (
         dataclasses.replace(DRIVES, required=True),
         _row("bays", "int", "bays per enclosure", default=12, minimum=1, maximum=MAX_DRIVES, metavar="N",
@@ -320,7 +356,7 @@ COMMANDS: tuple[CommandTable, ...] = (
              parse=_period_h, unit="h", metavar="TIME", category="needs"),
         _row("max_annual_loss", "probability", "need: maximum probability of loss per year, e.g. 1e-4",
              parse=_probability, metavar="P", category="needs"),
-        REQUEST, MTTR, REBUILD_RATE, *DRIVE_OPTIONS, JSON)),
+        REQUEST, MTTR, REBUILD_RATE, *DRIVE_OPTIONS, TRAINING_WORKLOAD, ACCELERATORS, DATASET_SIZE, JSON)),
     CommandTable("plan profile", "measure a device or file (request size x queue depth, direct I/O) and fit "
                  "the model's figures for it: a device profile for `plan perf --profile` and diagnose", (
         _row("target", "str", "block device or file to measure (read only unless --allow-destroy names it)",
@@ -570,6 +606,13 @@ def _curve_point(p: Prediction) -> dict[str, Any]:
 
 
 def run_perf(args: argparse.Namespace) -> int:
+    if args.workload is not None:
+        return run_perf_workload(args)
+    for flag, value in (("--accelerators", args.accelerators), ("--max-accelerators", args.max_accelerators)):
+        if value is not None:
+            raise UsageError(f"{flag} needs --workload (the workload whose accelerators are predicted)")
+    if args.stack == BARE_DEVICE and not os.path.exists(args.stack):
+        raise UsageError(f"stack: {BARE_DEVICE!r} (one bare device) needs --workload; give a stack file or RAID notation")
     stack = with_cap_chain(stack_from_args(args), args.cap)
     seq_request = args.request[0] if args.request else None
     report = performance_of(stack, seq_request, args.random_request, args.mode)
@@ -596,6 +639,153 @@ def run_perf(args: argparse.Namespace) -> int:
             out.append(f"      {c.name:<18} x{c.instances:<4} load {fmt(c.load)} of {fmt(c.capacity)}: {head}")
     if points:
         out += _curve_lines(points)
+    out += _warning_lines(warnings)
+    print("\n".join(out))
+    return 0
+
+
+# --- training and checkpoint workloads (perf --workload, recommend --workload) -------------------
+
+def workload_spec(name: str):
+    """The workload `storlab workload NAME|FILE` would run (its own loader and translator)."""
+    from .workload import builtins, load_spec
+
+    if name not in builtins() and not name.endswith((".yaml", ".yml", ".toml")):
+        raise UsageError(f"--workload: {name!r} is not a built-in workload or a DLIO .yaml / storlab .toml file; "
+                         f"built-ins: {', '.join(builtins())}")
+    spec, _, source = load_spec(argparse.Namespace(workload=name, set=[], accelerators=None, epochs=None, folder=None,
+                                                   scale=None))
+    return spec, source
+
+
+def training_load(spec, dataset_size: str) -> TrainingLoad:
+    """What the workload's emulation reads (measure/training.py), as the model's plain figures."""
+    d, r, t = spec.dataset, spec.reader, spec.train
+    return TrainingLoad(spec.name, d.record_length, r.batch_size, t.computation_time, r.read_threads, r.prefetch,
+                        r.transfer_size, d.samples, spec.au_threshold, file_per_sample=d.samples_per_file == 1,
+                        shuffled=d.samples_per_file == 1 or r.sample_shuffle != "off",
+                        total_training_steps=t.total_training_steps, rule_sized=dataset_size == "rule")
+
+
+def checkpoint_load(spec, accelerators: int) -> CheckpointLoad:
+    """One checkpoint of the workload over `accelerators` ranks, sharded as measure/checkpoint.py does."""
+    ck = spec.checkpoint
+    writers = checkpoint_writers(ck.ranks, ck.ranks_total, accelerators)
+    return CheckpointLoad(spec.name, writers, checkpoint_shard_bytes(ck.model_size + ck.optimizer_size, ck.ranks_total),
+                          ck.files_per_rank, ck.fsync, ck.ranks_total)
+
+
+def _workload_target(args: argparse.Namespace) -> tuple[Stack | None, list[Device] | None, str]:
+    """(stack or None for one bare device, member devices, a name) for perf --workload."""
+    devices = None
+    if args.profile:
+        from ..model.profile import load_profile
+        devices = [load_profile(args.profile).device()]
+    if args.stack == BARE_DEVICE and not os.path.exists(args.stack):
+        return None, devices or [Device.from_drive(_drive_from_args(args))], "one device"
+    stack = with_cap_chain(stack_from_args(args), args.cap)
+    layout = f"{stack.raid.layout.text} x {stack.raid.count}"
+    return stack, devices, layout if stack.name == stack.raid.layout.text else f"{stack.name} ({layout})"
+
+
+def _mib(bytes_per_s: float) -> str:
+    return "unbounded" if not math.isfinite(bytes_per_s) else f"{bytes_per_s / 2**20:,.1f} MiB/s"
+
+
+def _accelerator_point(point: AcceleratorPoint | None, load: TrainingLoad) -> dict[str, Any] | None:
+    if point is None:
+        return None
+    return {"accelerators": point.accelerators, "au": point.au, "passed": point.passed,
+            "samples_per_s": point.samples_per_s, "mib_per_s": point.samples_per_s * load.record_bytes / 2**20,
+            "steps_per_epoch": point.steps, "epoch_s": point.epoch_s,
+            "demand_bytes_per_s": point.demand_bytes_per_s, "delivered_bytes_per_s": point.delivered_bytes_per_s,
+            "outstanding_reads": point.concurrency, "request_bytes": point.prediction.workload.request_bytes,
+            "rw": point.prediction.workload.rw, "limiting": point.limiting}
+
+
+def _point_line(point: AcceleratorPoint, load: TrainingLoad) -> str:
+    return (f"  at {point.accelerators}: AU {point.au:.3f} ({'pass' if point.passed else 'fail'}), "
+            f"{point.samples_per_s:,.1f} samples/s; demand {_mib(point.demand_bytes_per_s)}, delivered "
+            f"{_mib(point.delivered_bytes_per_s)} at {point.concurrency} outstanding reads; storage limited by "
+            f"{point.limiting}")
+
+
+def _checkpoint_payload(fc: CheckpointForecast) -> dict[str, Any]:
+    return {"writers": fc.load.writers, "bytes_per_writer": fc.load.bytes_per_writer,
+            "bytes_per_checkpoint": fc.load.bytes_total, "ranks_total": fc.load.ranks_total or fc.load.writers,
+            "files_per_writer": fc.load.files_per_writer,
+            **{f"{ph.kind}_{k}": v for ph in (fc.write, fc.read)
+               for k, v in (("seconds", ph.seconds), ("gb_per_s", ph.gb_per_s), ("limiting", ph.limiting))},
+            "assumptions": list(fc.assumptions)}
+
+
+def _checkpoint_lines(fc: CheckpointForecast) -> list[str]:
+    ld = fc.load
+    out = [f"  checkpoint: {format_si_bytes(ld.bytes_total)} by {ld.writers} writer(s) "
+           f"({format_si_bytes(ld.bytes_per_writer)} each, {ld.files_per_writer} file(s))"]
+    for ph in (fc.write, fc.read):
+        out.append(f"    {ph.kind:<5} {ph.seconds:,.2f} s, {ph.gb_per_s:,.3f} GB/s; limited by {ph.limiting}")
+    return out
+
+
+def run_perf_workload(args: argparse.Namespace) -> int:
+    """plan perf --workload: the accelerators the stack feeds, or a checkpoint's seconds."""
+    for flag, value in (("--rw", args.rw), ("--qd", args.qd), ("--threads", args.threads), ("--request", args.request),
+                        ("--working-set", args.working_set)):
+        if value:
+            raise UsageError(f"{flag} draws the curve and is not used with --workload (the workload sets its requests, "
+                             "concurrency and data set)")
+    spec, source = workload_spec(args.workload)
+    stack, devices, title = _workload_target(args)
+    kw = dict(mirror_read=args.mirror_read or "balanced")
+    payload: dict[str, Any] = {"stack_name": stack.name if stack else BARE_DEVICE,
+                               "layout": stack.raid.layout.text if stack else BARE_DEVICE}
+    wl: dict[str, Any] = {"name": spec.name, "source": source, "kind": "training" if spec.train_enabled else "checkpoint",
+                          "au_threshold": spec.au_threshold, "dataset_size": args.dataset_size}
+    out: list[str] = []
+    fed_count = None
+    if spec.train_enabled:
+        load = training_load(spec, args.dataset_size)
+        fc = accelerators_fed(stack, load, devices, max_accelerators=args.max_accelerators or DEFAULT_MAX_ACCELERATORS,
+                              **kw)
+        fed_count = fc.fed
+        rw = fc.trials[0].prediction.workload.rw if fc.trials else load.pattern
+        wl.update({"load": {**_plain(load), "request_bytes": load.request_bytes, "calls_per_sample": load.calls_per_sample,
+                            "rw": rw}, "accelerators_fed": fc.fed,
+                   "at_fed": _accelerator_point(fc.at_fed, load), "beyond": _accelerator_point(fc.beyond, load),
+                   "search_bound": fc.bound or None, "trials": [_accelerator_point(p, load) for p in fc.trials],
+                   "assumptions": list(fc.assumptions)})
+        out += [f"{spec.name} on {title}: AI training, AU threshold {_pct(spec.au_threshold)}",
+                f"  per accelerator and step: {load.batch} x {format_size(load.record_bytes)} samples "
+                f"({load.calls_per_sample} read call(s) of {format_size(load.request_bytes)} each, {rw}), "
+                f"{max(1, load.read_threads)} read thread(s){'' if load.read_threads else ' (the accelerator reads)'}, "
+                f"compute {load.computation_s:g} s",
+                f"  accelerators fed: {fc.fed}" + (f" (bounded by {fc.bound})" if fc.bound else "")]
+        for point in (fc.at_fed, fc.beyond):
+            if point is not None:
+                out.append(_point_line(point, load))
+        if args.accelerators is not None:
+            at = predict_training(stack, load, args.accelerators, devices, **kw)
+            wl["at_accelerators"] = _accelerator_point(at, load)
+            wl["passed"] = at.passed
+            out.append(f"  --accelerators {args.accelerators}: AU {at.au:.3f} "
+                       f"{'>=' if at.passed else '<'} {spec.au_threshold:g}: {'PASS' if at.passed else 'FAIL'}")
+            if args.accelerators not in (fc.fed, fc.fed + 1):
+                out.append(_point_line(at, load))
+        out += [f"  assumption: {a}" for a in fc.assumptions]
+    if spec.checkpoint.enabled or not spec.train_enabled:
+        ranks = args.accelerators or (fed_count if spec.train_enabled and fed_count else None) \
+            or spec.checkpoint.ranks_total or spec.accelerators
+        ck = predict_checkpoint(stack, checkpoint_load(spec, ranks), devices, **kw)
+        wl["checkpoint"] = _checkpoint_payload(ck)
+        if not spec.train_enabled:
+            out.append(f"{spec.name} on {title}: checkpoint over {ranks} rank(s)")
+        out += _checkpoint_lines(ck)
+    payload["workload"] = wl
+    warnings = stack_warnings(stack) if stack is not None else []
+    if args.json:
+        _emit_json("perf", payload, warnings, args.json)
+        return 0
     out += _warning_lines(warnings)
     print("\n".join(out))
     return 0
@@ -695,16 +885,24 @@ def run_recommend(args: argparse.Namespace) -> int:
         random_write_iops=None if args.write_iops is None else float(args.write_iops),
         min_mttdl_h=args.min_mttdl, max_annual_loss=args.max_annual_loss,
         request_bytes=args.request if args.request is not None else parse_size(DEFAULT_RECOMMEND_REQUEST),
+        **_training_need(args),
     )
     result = recommend(Inventory(**inventory_kwargs), needs)
     if args.json:
-        _emit_json("recommend", {"candidates_considered": result.candidates_considered, "feasible": result.feasible,
-                                 "note": result.note, "pareto": [dict(_plain(c), layout=c.stack.raid.layout.text)
-                                                                 for c in result.pareto]}, result.warnings, args.json)
+        payload = {"candidates_considered": result.candidates_considered, "feasible": result.feasible,
+                   "note": result.note, "pareto": [dict(_plain(c), layout=c.stack.raid.layout.text)
+                                                   for c in result.pareto]}
+        if needs.training is not None:
+            payload["workload"] = {"name": needs.training.name, "accelerators": needs.accelerators,
+                                   "au_threshold": needs.training.au_threshold, "dataset_size": args.dataset_size}
+        _emit_json("recommend", payload, result.warnings, args.json)
         return 0
     out = [f"{result.candidates_considered} candidate layouts for {args.drives} x {format_si_bytes(drive.capacity_bytes)} "
            f"drives, {args.bays}-bay enclosures, {args.controllers} controller(s); {result.feasible} meet every need; "
            f"{len(result.pareto)} not beaten on every need:"]
+    if needs.training is not None:
+        out.insert(0, f"layouts feeding {needs.accelerators} {needs.training.name} accelerators at AU >= "
+                      f"{_pct(needs.training.au_threshold)} (the workload's threshold):")
     if result.note:
         out.append(f"  note: {result.note}")
     for c in result.pareto:
@@ -712,6 +910,11 @@ def run_recommend(args: argparse.Namespace) -> int:
         out.append(f"- {c.description}" + (f" ({c.spares} spare drives)" if c.spares else ""))
         out.append(f"    {scores}")
         out.append(f"    why: {'; '.join(c.reasons)}")
+        if c.training is not None:
+            t = c.training
+            fed = f"{t.accelerators}" if t.accelerators < t.bound else f"{t.bound} or more"
+            out.append(f"    accelerators: feeds {fed}; AU {t.au_at_need:.3f} at {needs.accelerators}; "
+                       f"storage limited by {t.limiting}")
         if c.misses:
             out.append(f"    misses: {'; '.join(c.misses)}")
         if c.equivalent:
@@ -719,6 +922,21 @@ def run_recommend(args: argparse.Namespace) -> int:
         out += [f"    warning: {w.code}: {w.message}" for w in c.warnings]
     print("\n".join(out))
     return 0
+
+
+def _training_need(args: argparse.Namespace) -> dict[str, Any]:
+    """recommend's training need: --workload with --accelerators, both or neither."""
+    if args.workload is None:
+        if args.accelerators is not None:
+            raise UsageError("--accelerators needs --workload (the workload whose accelerators the layouts feed)")
+        return {}
+    if args.accelerators is None:
+        raise UsageError("--workload needs --accelerators N (the accelerators the layouts must feed)")
+    spec, _ = workload_spec(args.workload)
+    if not spec.train_enabled:
+        raise UsageError(f"--workload: {spec.name} is a checkpoint workload; recommend sizes layouts for training "
+                         "workloads (plan perf --workload times a checkpoint on a stack)")
+    return {"training": training_load(spec, args.dataset_size), "accelerators": args.accelerators}
 
 
 # --- script --------------------------------------------------------------------------------------

@@ -17,22 +17,22 @@ from typing import Any
 
 from ..errors import UserError
 from ..jobs.workload import CheckpointSpec
+from ..model.training import CHECKPOINT_CALL_BYTES, checkpoint_shard_bytes, checkpoint_writers
 
 __all__ = ["shard_bytes", "check_folder", "write_shard", "read_shard", "remove", "CHUNK"]
 
-CHUNK = 16 << 20          # bytes per write or read call
+CHUNK = CHECKPOINT_CALL_BYTES   # bytes per write or read call (16 MiB; the model times checkpoints with it)
 _OURS = re.compile(r"^ckpt-[A-Za-z0-9_.-]+-r\d+-f\d+\.bin$")
 _BUF: dict[str, bytearray] = {}
 
 
 def shard_bytes(spec: CheckpointSpec, writers: int) -> int:
-    total = spec.model_size + spec.optimizer_size
-    return total // spec.ranks_total if spec.ranks_total else total
+    """Bytes one writer writes (the model's rule, which plan perf --workload predicts with)."""
+    return checkpoint_shard_bytes(spec.model_size + spec.optimizer_size, spec.ranks_total)
 
 
 def writer_count(spec: CheckpointSpec, accelerators: int) -> int:
-    n = 1 if spec.ranks == "zero" else accelerators
-    return min(n, spec.ranks_total) if spec.ranks_total else n
+    return checkpoint_writers(spec.ranks, spec.ranks_total, accelerators)
 
 
 def check_folder(folder: str) -> str:

@@ -12,6 +12,7 @@ Rules (docs/model.md explains them):
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -327,9 +328,12 @@ def _offsets(kind: str, argument: int | None, request_bytes: int, period_bytes: 
     return [to_offset(int(i * stride)) for i in range(max_offsets)], True
 
 
+@functools.lru_cache(maxsize=256)
 def analyse_alignment(geometry: Geometry, request_bytes: int, pattern: str = "sequential") -> AlignmentReport:
     """Cost of writes (and reads) of `request_bytes` at the offsets of `pattern`, averaged exactly over
-    the offsets the pattern visits within one full-stripe period."""
+    the offsets the pattern visits within one full-stripe period. Kept for the same arguments (the
+    geometry and the report are frozen): a curve or an accelerator search predicts one request size
+    at many concurrencies, and a large request costs up to a second to analyse."""
     if request_bytes <= 0:
         raise UserError("request size must be positive")
     pieces = -(-request_bytes // geometry.chunk_bytes) + 1   # chunks one request touches, at most

@@ -106,8 +106,12 @@ class Workload:
     qd: int = 1                     # outstanding requests per thread
     threads: int = 1
     working_set_bytes: int | None = None   # bytes the run touches (for the cache); None = far beyond it
+    think_s: float = 0.0            # time a thread spends between its requests off the storage (opening
+                                    # the next file, a computation): the think time of the closed network
 
     def __post_init__(self) -> None:
+        if not (self.think_s >= 0 and math.isfinite(self.think_s)):
+            raise StackError(f"workload: think time must be a finite time >= 0, got {self.think_s!r}")
         if self.rw not in WORKLOAD_PATTERNS:
             raise StackError(f"workload: rw must be one of {', '.join(WORKLOAD_PATTERNS)}, got {self.rw!r}")
         if self.request_bytes <= 0 or self.request_bytes % 512:
@@ -161,7 +165,7 @@ class Prediction:
     limiting: str                   # name of the component with the least headroom
     components: tuple[ComponentCapacity, ...]
     assumptions: tuple[str, ...]
-    latency_mean_s: float = 0.0     # mean time of one request (Little: outstanding / rate)
+    latency_mean_s: float = 0.0     # mean time of one request (Little: outstanding / rate, less the think time)
     latency_tail_s: float = 0.0     # 99th percentile estimate (queueing.TAIL_PERCENTILE)
 
     def component(self, name: str) -> ComponentCapacity:
@@ -522,12 +526,14 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     parallelism = {member_name(i, d, count): d.parallelism for i, d in enumerate(cost.members) if d.queues}
     stations = _stations(resources, cost, workload, parallelism, servers_of)
     unloaded = _unloaded_time(stack, cost, workload, cache)
-    delay = max(0.0, unloaded - sum(st.demand_s for st in stations))
+    # a thread's time between requests is a delay of the closed network like the unloaded latency
+    delay = max(0.0, unloaded - sum(st.demand_s for st in stations)) + workload.think_s
     components = list(resources)
     network = None
     if unloaded > 0 or stations:
         network = solve_closed(stations, delay, workload.outstanding)
         why = (f"{workload.outstanding} outstanding / {unloaded * 1e3:.3g} ms per request unloaded"
+               + (f" + {workload.think_s * 1e3:.3g} ms between requests" if workload.think_s else "")
                + (f", queueing at {', '.join(st.name for st in stations)}" if stations else ""))
         components.append(("queue depth", "concurrency", network.throughput, why))
     rate = min(cap for _, _, cap, _ in components)
@@ -547,7 +553,9 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
         if busiest.headroom_fraction <= QUEUE_DEPTH_MARGIN or doubled <= rate * (1 + QUEUE_DEPTH_GAIN):
             tightest = busiest
     limiting = tightest.name
-    mean = workload.outstanding / rate if rate > 0 and math.isfinite(rate) else unloaded
-    tail = max(mean, network.tail_s * (mean / network.response_s)) if network and network.response_s > 0 else mean
+    think = workload.think_s
+    mean = max(unloaded, workload.outstanding / rate - think) if rate > 0 and math.isfinite(rate) else unloaded
+    in_network = network.response_s - think if network else 0.0
+    tail = max(mean, (network.tail_s - think) * (mean / in_network)) if network and in_network > 0 else mean
     return Prediction(workload, rate, rate * workload.request_bytes, limiting, out, tuple(assumptions),
                       latency_mean_s=mean, latency_tail_s=tail)

@@ -8,6 +8,9 @@ Each candidate is scored on usable capacity, sequential read/write bandwidth at 
 random read/write IOPS and MTTDL (all to maximise). A candidate is kept if no other candidate is at
 least as good on every score and better on one; the reason lists where it ranks first or second.
 Hard needs (minimum capacity, bandwidth, IOPS, MTTDL, maximum annual loss probability) filter first.
+A training workload (`plan recommend --workload NAME --accelerators N`) is one more hard need: the
+layout must feed N accelerators at the workload's AU threshold (model/training.py); each candidate
+carries the accelerators it is predicted to feed and the component that limits it.
 """
 from __future__ import annotations
 
@@ -20,11 +23,12 @@ from ..model.performance import performance_of
 from ..model.quantities import HOURS_PER_YEAR
 from ..model.reliability import reliability_of
 from ..model.stack import Component, DriveType, Stack, StackError, stack_from_notation
+from ..model.training import TrainingLoad, accelerators_fed, predict_training
 from ..units import format_si_bytes, format_size
 
 __all__ = ["Needs", "Inventory", "Candidate", "Recommendation", "recommend", "candidate_count", "OBJECTIVES",
            "DEFAULT_CHUNKS", "DEFAULT_LEVELS", "DEFAULT_REBUILD_RATE_BYTES", "MAX_INVENTORY_DRIVES", "MAX_BAYS",
-           "MAX_CONTROLLERS", "MAX_CANDIDATES"]
+           "MAX_CONTROLLERS", "MAX_CANDIDATES", "TrainingFit"]
 
 DEFAULT_CHUNKS = (64 * 1024, 128 * 1024, 256 * 1024, 512 * 1024, 1024 * 1024)
 DEFAULT_LEVELS = (5, 6, 10, 50, 60)
@@ -36,6 +40,10 @@ MAX_INVENTORY_DRIVES = 2048
 MAX_BAYS = 128
 MAX_CONTROLLERS = 64
 MAX_CANDIDATES = 256
+# a candidate's accelerators are searched up to this many times the need (so "feeds 96" is a figure,
+# not a bound, for needs up to a quarter of it), at most MAX_TRAINING_SEARCH
+TRAINING_SEARCH_FACTOR = 4
+MAX_TRAINING_SEARCH = 4096
 
 # (key, label, formatter) - every objective is maximised
 OBJECTIVES = (
@@ -59,6 +67,8 @@ class Needs:
     max_annual_loss: float | None = None
     request_bytes: int = 1024 * 1024          # sequential request size the layout should suit
     random_request_bytes: int = 4096
+    training: TrainingLoad | None = None       # feed `accelerators` of this workload at its AU threshold
+    accelerators: int | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,17 @@ class Candidate:
     reasons: tuple[str, ...] = ()
     equivalent: tuple[str, ...] = ()
     warnings: tuple[PlanWarning, ...] = ()     # on the Pareto set: geometry, reliability, path
+    training: "TrainingFit | None" = None      # with a training need: what the layout feeds
+
+
+@dataclass(frozen=True)
+class TrainingFit:
+    """A candidate against a training need: the accelerators it feeds at the AU threshold (at most
+    `bound`, the search's limit), the AU at the needed count, and what limits the storage there."""
+    accelerators: int
+    bound: int
+    au_at_need: float
+    limiting: str
 
 
 @dataclass(frozen=True)
@@ -191,7 +212,17 @@ def _warnings(stack: Stack, needs: Needs) -> tuple[PlanWarning, ...]:
     return tuple(stack_warnings(stack, perf=perf, request_bytes=needs.request_bytes))
 
 
-def _misses(scores: dict[str, float], annual_loss: float, needs: Needs) -> tuple[str, ...]:
+def _training_fit(stack: Stack, needs: Needs) -> TrainingFit | None:
+    if needs.training is None or needs.accelerators is None:
+        return None
+    bound = min(MAX_TRAINING_SEARCH, TRAINING_SEARCH_FACTOR * needs.accelerators)
+    fed = accelerators_fed(stack, needs.training, max_accelerators=bound)
+    at = predict_training(stack, needs.training, needs.accelerators)
+    return TrainingFit(fed.fed, bound, at.au, at.limiting)
+
+
+def _misses(scores: dict[str, float], annual_loss: float, needs: Needs,
+            training: TrainingFit | None = None) -> tuple[str, ...]:
     misses = []
     checks = (("usable_bytes", needs.usable_bytes), ("seq_read_bw_bytes", needs.seq_read_bw_bytes),
               ("seq_write_bw_bytes", needs.seq_write_bw_bytes), ("random_read_iops", needs.random_read_iops),
@@ -203,6 +234,9 @@ def _misses(scores: dict[str, float], annual_loss: float, needs: Needs) -> tuple
             misses.append(f"{label} {fmt(scores[key])} < {fmt(wanted)}")
     if needs.max_annual_loss is not None and annual_loss > needs.max_annual_loss:
         misses.append(f"annual loss probability {annual_loss:.3g} > {needs.max_annual_loss:.3g}")
+    if training is not None and needs.training is not None and training.au_at_need < needs.training.au_threshold:
+        misses.append(f"feeds {training.accelerators} {needs.training.name} accelerators < {needs.accelerators} "
+                      f"(AU {training.au_at_need:.2f} at {needs.accelerators}; limited by {training.limiting})")
     return tuple(misses)
 
 
@@ -245,8 +279,9 @@ def recommend(inventory: Inventory, needs: Needs = Needs()) -> Recommendation:
     scored: list[Candidate] = []
     for stack, how, used in built:
         scores, annual_loss = _score(stack, needs)
+        training = _training_fit(stack, needs)
         scored.append(Candidate(stack, how, used, inventory.drives - used, scores, annual_loss,
-                                _misses(scores, annual_loss, needs)))
+                                _misses(scores, annual_loss, needs, training), training=training))
     feasible = [c for c in scored if not c.misses]
     pool, note = (feasible, "") if feasible else (scored, "no candidate meets every need; showing the best trade-offs and what each misses")
     # identical scores: keep the first, list the others as equivalent
@@ -258,9 +293,9 @@ def recommend(inventory: Inventory, needs: Needs = Needs()) -> Recommendation:
         first = same[0]
         representatives.append(Candidate(first.stack, first.description, first.drives_used, first.spares,
                                          first.scores, first.annual_loss_probability, first.misses,
-                                         equivalent=tuple(c.description for c in same[1:])))
+                                         equivalent=tuple(c.description for c in same[1:]), training=first.training))
     front = [c for c in representatives if not any(_dominates(o.scores, c.scores) for o in representatives)]
     front = [Candidate(c.stack, c.description, c.drives_used, c.spares, c.scores, c.annual_loss_probability,
-                       c.misses, _reasons(c, front), c.equivalent, _warnings(c.stack, needs)) for c in front]
+                       c.misses, _reasons(c, front), c.equivalent, _warnings(c.stack, needs), c.training) for c in front]
     front.sort(key=lambda c: (-c.scores["usable_bytes"], -c.scores["mttdl_h"]))
     return Recommendation(len(scored), len(feasible), tuple(front), note)

@@ -1,0 +1,139 @@
+"""`storlab plan perf --workload` and `plan recommend --workload --accelerators`, run in-process: the
+accelerators a stack feeds (figures worked by hand in tests/test_model_training.py), pass or fail at
+--accelerators, a checkpoint's seconds, DLIO YAML through the workload translator, and one-line
+errors with exit code 2."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from storlab.cli.main import main
+from storlab.model.profile import DeviceProfile, save_profile
+
+MiB = 1 << 20
+
+
+def run(capsys, *argv):
+    code = main(["plan", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def throttle_profile(tmp_path) -> str:
+    """A blkio-throttled loop described as plan profile fits one: 32 MiB/s, a rate limiter."""
+    path = tmp_path / "throttle.json"
+    save_profile(DeviceProfile("loop", 32 * MiB, 32 * MiB, 1e6, 1e6, 20e-6, 20e-6, 1, False), str(path))
+    return str(path)
+
+
+@pytest.fixture
+def small_workload(tmp_path) -> str:
+    """1 MiB samples, batch 1, 0.1 s compute, 2 readers, 500 steps: on 32 MiB/s AU(n) = 3.2064 / n."""
+    path = tmp_path / "small.toml"
+    path.write_text("""[workload]
+name = "small"
+au_threshold = 0.75
+[dataset]
+folder = "unused"
+files = 100000
+record_length = 1048576
+[reader]
+batch_size = 1
+read_threads = 2
+[train]
+computation_time = 0.1
+total_training_steps = 500
+""")
+    return str(path)
+
+
+def test_perf_workload_on_one_device(capsys, throttle_profile, small_workload):
+    code, out, err = run(capsys, "perf", "device", "--workload", small_workload, "--profile", throttle_profile,
+                         "--dataset-size", "as-written")
+    assert code == 0 and err == ""
+    assert "accelerators fed: 4" in out
+    assert "at 4: AU 0.80" in out and "at 5: AU 0.64" in out and "storage limited by loop" in out
+
+
+def test_perf_workload_json_and_pass_or_fail(capsys, throttle_profile, small_workload):
+    code, out, _ = run(capsys, "perf", "R0/2", "--workload", small_workload, "--profile", throttle_profile,
+                       "--accelerators", "9", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["schema"] == "storlab.plan.perf/1"
+    wl = doc["workload"]
+    assert wl["kind"] == "training" and wl["accelerators_fed"] == 8      # two members: twice one
+    assert wl["at_fed"]["delivered_bytes_per_s"] == pytest.approx(64 * MiB, rel=0.02)
+    assert wl["passed"] is False and wl["at_accelerators"]["accelerators"] == 9
+    assert wl["at_accelerators"]["au"] == pytest.approx(2 * 3.2064 / 9, rel=0.02)
+    code, out, _ = run(capsys, "perf", "R0/2", "--workload", small_workload, "--profile", throttle_profile,
+                       "--accelerators", "8")
+    assert code == 0 and "--accelerators 8: AU 0.80" in out and "PASS" in out
+
+
+def test_perf_checkpoint_workload(capsys, throttle_profile):
+    code, out, _ = run(capsys, "perf", "R0/2", "--workload", "llama3_8b", "--profile", throttle_profile, "--json")
+    assert code == 0
+    ck = json.loads(out)["workload"]["checkpoint"]
+    # 105 GB over 8 writers on 2 x 32 MiB/s: 105e9 / 64 MiB/s = 1565 s each way
+    assert ck["writers"] == 8 and ck["bytes_per_checkpoint"] == 105_000_000_000
+    assert ck["write_seconds"] == pytest.approx(105e9 / (64 * MiB), rel=0.02)
+    assert ck["read_seconds"] == pytest.approx(105e9 / (64 * MiB), rel=0.02)
+    code, out, _ = run(capsys, "perf", "R0/2", "--workload", "llama3_8b", "--profile", throttle_profile,
+                       "--accelerators", "4")
+    assert code == 0 and "by 4 writer(s)" in out        # subset mode: 4 of the 8 ranks write their share
+
+
+DLIO = os.environ.get("STORLAB_DLIO_CONFIGS")
+
+
+@pytest.mark.skipif(not DLIO or not (Path(DLIO) / "unet3d_h100.yaml").exists(),
+                    reason="DLIO's configs not found: set STORLAB_DLIO_CONFIGS (scripts/test.sh fetches them)")
+def test_perf_takes_a_dlio_yaml_through_the_translator(capsys):
+    code, out, _ = run(capsys, "perf", "R6/12", "--workload", str(Path(DLIO) / "unet3d_h100.yaml"), "--json")
+    assert code == 0
+    wl = json.loads(out)["workload"]
+    assert wl["load"]["record_bytes"] == 146600628 and wl["load"]["batch"] == 7
+
+
+def test_recommend_keeps_layouts_that_feed_the_accelerators(capsys):
+    code, out, _ = run(capsys, "recommend", "--drives", "12", "--workload", "resnet50_h100", "--accelerators", "4",
+                       "--levels", "6,10", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["workload"] == {"name": "resnet50_h100", "accelerators": 4, "au_threshold": 0.9, "dataset_size": "rule"}
+    assert doc["pareto"] and all(c["training"]["accelerators"] >= 4 for c in doc["pareto"])
+    code, out, _ = run(capsys, "recommend", "--drives", "12", "--workload", "resnet50_h100", "--accelerators", "4",
+                       "--levels", "6,10")
+    assert code == 0 and "layouts feeding 4 resnet50_h100 accelerators" in out and "accelerators: feeds" in out
+
+
+def test_recommend_says_what_each_layout_misses_when_none_feeds_them(capsys):
+    code, out, _ = run(capsys, "recommend", "--drives", "12", "--workload", "unet3d_h100", "--accelerators", "64",
+                       "--levels", "6", "--chunks", "1m", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["feasible"] == 0 and "no candidate meets every need" in doc["note"]
+    assert all(any("unet3d_h100 accelerators < 64" in m for m in c["misses"]) for c in doc["pareto"])
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["perf", "R6/8", "--workload", "nosuch"], "--workload: 'nosuch' is not a built-in workload"),
+    (["perf", "R6/8", "--accelerators", "4"], "--accelerators needs --workload"),
+    (["perf", "device"], "needs --workload"),
+    (["perf", "R6/8", "--workload", "unet3d_h100", "--dataset-size", "huge"], "--dataset-size"),
+    (["perf", "R6/8", "--workload", "unet3d_h100", "--accelerators", "0"], "--accelerators"),
+    (["recommend", "--drives", "12", "--workload", "unet3d_h100"], "--workload needs --accelerators"),
+    (["recommend", "--drives", "12", "--workload", "llama3_8b", "--accelerators", "2"], "checkpoint workload"),
+    (["perf", "R6/8", "--workload", "missing.yaml"], "missing.yaml"),
+    (["perf", "R6/8", "--workload", "unet3d_h100", "--rw", "read"], "--rw draws the curve"),
+])
+def test_bad_workload_input_is_one_line_exit_2(capsys, argv, needle):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("storlab plan: error: ") and needle in err, err
+    if "nosuch" in argv:
+        assert "built-ins: " in err and "unet3d_h100" in err and "llama3_8b" in err

@@ -1,0 +1,170 @@
+"""The training and checkpoint model (storlab.model.training): the epoch formulas against values
+worked by hand, the accelerator search (monotonic in the storage, exact at the threshold, bounded
+by the dataset), the first-step edge, and a checkpoint's seconds."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+from storlab.errors import UserError
+from storlab.model.predict import Device
+from storlab.model.stack import stack_from_notation
+from storlab.model.training import (
+    CheckpointLoad,
+    TrainingLoad,
+    accelerators_fed,
+    checkpoint_shard_bytes,
+    checkpoint_writers,
+    epoch_figures,
+    predict_checkpoint,
+    predict_training,
+)
+
+MiB = 1 << 20
+
+
+def throttle(bps: float, name: str = "throttled loop") -> Device:
+    """A blkio-throttled loop device: a rate limiter, no queue (as tests/test_model_validation.py)."""
+    return Device(bps, bps, 1e6, 1e6, 20e-6, name, shared_time=False, counts_every_request=True, queues=False)
+
+
+def load(**kw) -> TrainingLoad:
+    base = dict(name="t", record_bytes=MiB, batch=1, computation_s=0.1, read_threads=2, prefetch=2,
+                transfer_bytes=0, samples=100_000, au_threshold=0.75, file_per_sample=True, rule_sized=True,
+                total_training_steps=500)
+    base.update(kw)
+    return TrainingLoad(**base)
+
+
+def test_epoch_figures_worked_by_hand():
+    ld = load(batch=2, samples=2000, rule_sized=False, total_training_steps=0)
+    # n = 2, D = 20 MiB/s: L = 2 x 2 x 1 MiB / 20 MiB/s = 0.2 s per step, S = 2000 // 2 // 2 = 500, k = 2:
+    # wall = max(500 x 0.2 + 0.1, 2 x 0.2 + 500 x 0.1) = 100.1 s; first step 0.4 + 0.1 = 0.5 s;
+    # AU = 499 x 0.1 / (100.1 - 0.5) = 0.501004; samples/s = 2 x 2 x 500 / 100.1 = 19.98
+    au, sps, wall = epoch_figures(ld, 2, 20 * MiB)
+    assert wall == pytest.approx(100.1)
+    assert au == pytest.approx(49.9 / 99.6)
+    assert sps == pytest.approx(2000 / 100.1)
+    # compute paces: n = 1 (S = 1000, L = 0.1 s): the readers keep ahead, AU 1
+    assert epoch_figures(ld, 1, 20 * MiB)[0] == pytest.approx(1.0)
+    # no reader threads: read, then compute: AU = t / (t + L) = 0.1 / 0.3
+    assert epoch_figures(dataclasses.replace(ld, read_threads=0), 2, 20 * MiB)[0] == pytest.approx(1 / 3)
+
+
+def test_the_first_step_edge_raises_a_short_epochs_au():
+    # 10 steps, 4 readers: the 4 batches read during the first step are left out with it:
+    # AU = (S - 1) t / ((S - k) L) = 9 x 0.1 / (6 x 0.25) = 0.6, where a long epoch gives t / L = 0.4
+    short = load(samples=10, read_threads=4, rule_sized=False, total_training_steps=0)
+    assert epoch_figures(short, 1, 4 * MiB)[0] == pytest.approx(0.6)
+    long = dataclasses.replace(short, samples=100_000)
+    assert epoch_figures(long, 1, 4 * MiB)[0] == pytest.approx(0.4, rel=0.01)
+    # one step or no compute: nothing is counted, AU 0 (as measure/training.py's au_of_block)
+    assert epoch_figures(dataclasses.replace(short, samples=1), 1, 4 * MiB)[0] == 0.0
+    assert epoch_figures(dataclasses.replace(short, computation_s=0.0), 1, 4 * MiB)[0] == 0.0
+
+
+def test_accelerators_fed_on_a_throttled_device_worked_by_hand():
+    # 32 MiB/s, 1 MiB samples, batch 1, 0.1 s compute, 500 steps, 2 readers:
+    # AU(n) = min(1, 499 x 0.1 / (498 x n / 32)) = 3.2064 / n: AU(4) = 0.80 >= 0.75 > AU(5) = 0.64
+    fc = accelerators_fed(None, load(), [throttle(32 * MiB)])
+    assert fc.fed == 4
+    assert fc.at_fed.au == pytest.approx(3.2064 / 4, rel=0.01)
+    assert fc.beyond.accelerators == 5 and not fc.beyond.passed
+    assert fc.beyond.au == pytest.approx(3.2064 / 5, rel=0.01)
+    assert fc.at_fed.delivered_bytes_per_s == pytest.approx(32 * MiB, rel=0.01)
+    assert fc.at_fed.demand_bytes_per_s == pytest.approx(4 * MiB / 0.1)
+    assert fc.at_fed.concurrency == 8 and fc.at_fed.limiting == "throttled loop"
+    assert [t.accelerators for t in fc.trials] == [1, 2, 4, 5, 6, 8]   # doubling, then bisection
+    assert not fc.bound
+
+
+def test_the_search_is_monotonic_in_the_storage_and_the_demand():
+    fed_by_bandwidth = [accelerators_fed(None, load(), [throttle(x * MiB)]).fed for x in (4, 8, 16, 32, 64, 128)]
+    assert fed_by_bandwidth == sorted(fed_by_bandwidth) and fed_by_bandwidth[0] < fed_by_bandwidth[-1]
+    fed_by_record = [accelerators_fed(None, load(record_bytes=r), [throttle(64 * MiB)]).fed
+                     for r in (MiB // 4, MiB // 2, MiB, 2 * MiB)]
+    assert fed_by_record == sorted(fed_by_record, reverse=True) and fed_by_record[0] > fed_by_record[-1]
+    au = [predict_training(None, load(), n, [throttle(32 * MiB)]).au for n in range(1, 17)]
+    assert all(a >= b for a, b in zip(au, au[1:]))
+
+
+def test_the_threshold_is_held_at_equality_and_lost_just_above():
+    ld = load()
+    at4 = predict_training(None, ld, 4, [throttle(32 * MiB)]).au
+    assert accelerators_fed(None, dataclasses.replace(ld, au_threshold=at4), [throttle(32 * MiB)]).fed == 4
+    assert accelerators_fed(None, dataclasses.replace(ld, au_threshold=at4 + 1e-9), [throttle(32 * MiB)]).fed == 3
+    # a threshold of 1 with storage always short: not even one accelerator
+    assert accelerators_fed(None, dataclasses.replace(ld, au_threshold=1.0), [throttle(8 * MiB)]).fed == 0
+
+
+def test_the_dataset_and_the_bound_limit_the_search():
+    # 20 samples, batch 2: 5 accelerators get 2 steps each, 6 get one, and one step counts nothing
+    # (AU leaves the first step out): fast storage feeds 5
+    ld = load(samples=20, batch=2, rule_sized=False, total_training_steps=0, computation_s=1.0)
+    fc = accelerators_fed(None, ld, [throttle(10_000 * MiB)])
+    assert fc.fed == 5 and fc.at_fed.au == pytest.approx(1.0)
+    assert fc.beyond.accelerators == 6 and fc.beyond.steps == 1 and fc.beyond.au == 0.0
+    bounded = accelerators_fed(None, load(), [throttle(10_000 * MiB)], max_accelerators=7)
+    assert bounded.fed == 7 and bounded.beyond is None and "bound of 7" in bounded.bound
+
+
+def test_a_raid0_of_two_feeds_twice_a_single_member():
+    one = accelerators_fed(None, load(), [throttle(32 * MiB)]).fed
+    two = accelerators_fed(stack_from_notation("R0/2", 64 << 10), load(), [throttle(32 * MiB)]).fed
+    assert two == pytest.approx(2 * one, abs=1)
+
+
+def test_transfer_size_splits_a_sample_into_sequential_calls():
+    ld = load(record_bytes=3 * MiB, transfer_bytes=MiB)
+    assert ld.calls_per_sample == 3 and ld.request_bytes == MiB and ld.pattern == "read"
+    assert load(record_bytes=1000).request_bytes == 1024 and load().pattern == "randread"
+    point = predict_training(None, ld, 1, [throttle(32 * MiB)])
+    assert point.delivered_bytes_per_s == pytest.approx(32 * MiB, rel=0.01)
+
+
+def test_bad_loads_are_refused():
+    with pytest.raises(UserError, match="batch"):
+        load(batch=0)
+    with pytest.raises(UserError, match="au_threshold"):
+        load(au_threshold=1.5)
+    with pytest.raises(UserError, match="accelerators"):
+        predict_training(None, load(), 0, [throttle(MiB)])
+
+
+def test_checkpoint_sharding_as_measure_does_it():
+    assert checkpoint_writers("all", 8, 8) == 8
+    assert checkpoint_writers("all", 8, 4) == 4            # subset mode: 4 of 8 ranks write their share
+    assert checkpoint_writers("zero", 0, 16) == 1
+    assert checkpoint_shard_bytes(105_000_000_000, 8) == 13_125_000_000
+    assert checkpoint_shard_bytes(499_153_191, 0) == 499_153_191
+
+
+def test_checkpoint_seconds_worked_by_hand():
+    # 8 writers x 1 GiB on one device writing 100 MB/s and reading 200 MB/s: 85.9 s and 42.9 s
+    dev = Device(200e6, 100e6, 1e4, 1e4, 1e-4, "disk", shared_time=False)
+    fc = predict_checkpoint(None, CheckpointLoad("c", 8, 1 << 30), [dev])
+    assert fc.write.seconds == pytest.approx(8 * 2**30 / 100e6, rel=0.01)
+    assert fc.read.seconds == pytest.approx(8 * 2**30 / 200e6, rel=0.01)
+    assert fc.write.gb_per_s == pytest.approx(0.1, rel=0.01) and fc.write.limiting == "disk"
+    assert math.isfinite(fc.read.gb_per_s)
+
+
+def test_a_sample_larger_than_the_full_stripe_is_one_positioning_then_a_stream_per_member():
+    # R0/2 with 64 KiB chunks (full stripe 128 KiB), 1 MiB samples: each member streams 512 KiB after one
+    # positioning of 10 ms at 100 MB/s: 524288 / (5.24 ms + 10 ms) = 34.4 MB/s each, 68.8 MB/s both
+    disk = Device(100e6, 100e6, 100, 100, 0.01, "disk")
+    point = predict_training(stack_from_notation("R0/2", 64 << 10), load(read_threads=4), 8, [disk])
+    assert point.prediction.workload.rw == "read"
+    assert point.delivered_bytes_per_s == pytest.approx(2 * 524288 / (524288 / 100e6 + 0.01), rel=0.02)
+    # a sample within the full stripe stays a random read (one positioning per member it touches)
+    small = predict_training(stack_from_notation("R0/2", 1 << 20), load(read_threads=4), 8, [disk])
+    assert small.prediction.workload.rw == "randread"
+
+
+def test_a_rate_limiter_pays_no_positioning_per_streamed_sample():
+    # a throttle fitted with a long mean latency (its budget waits) still streams at its cap
+    slow_wait = Device(32 * MiB, 32 * MiB, 1e6, 1e6, 0.005, "throttle", shared_time=False, counts_every_request=True,
+                       queues=False)
+    point = predict_training(stack_from_notation("R0/2", 64 << 10), load(), 8, [slow_wait])
+    assert point.delivered_bytes_per_s == pytest.approx(64 * MiB, rel=0.02)
