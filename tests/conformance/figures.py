@@ -130,6 +130,14 @@ FIGURES: tuple[Figure, ...] = (
            "filled, then submitted at once (and after each reap, whatever was refilled)",
            "defaults differ (storlab makes fewer system calls); a request's wait for its batch is "
            "slat in both; `--uring-batch 1` is fio's default", (LAT_MATCH,), uses=("iodepth_batch",)),
+    Figure("`uring.fixed_buffers` / `fixedbufs`",
+           "register the I/O buffers with the ring; default off: the kernel pins each request's pages "
+           "on every I/O",
+           "the buffers are registered whenever the kernel allows, asked for or not; "
+           "`uring.fixed_buffers` makes a refusal a warning",
+           "defaults differ (storlab spends less CPU per request; the requests are the same); recorded "
+           "as `FIXED_BUFFERS`, or `FIXED_BUFFERS_UNAVAILABLE(why)`, in `environment.io_uring.setup_flags`",
+           (COUNTS, LAT_ORDER), uses=("ioengine=io_uring",)),
     Figure("`invalidate` / `invalidate`",
            "drop the file's cached pages before the job (fadvise DONTNEED; BLKFLSBUF for devices)",
            "fsync, then drop the target's cached pages before each phase",

@@ -2,15 +2,16 @@
 //! and records each completion in its own statistics. Request slots and their aligned buffers are
 //! created once; the loop allocates nothing per I/O.
 //!
-//! Times, as fio defines them: `queued_at` when the request has been prepared and is handed to the
-//! backend, `issued_at` after the submitting system call returned (asynchronous backends).
-//! slat = issued_at - queued_at, clat = completion - issued_at, and the headline lat = slat + clat.
+//! Times, as fio defines them: `queued_ns` when the request has been prepared and is handed to the
+//! backend, `issued_ns` after the submitting system call returned (asynchronous backends).
+//! slat = issued - queued, clat = completion - issued, and the headline lat = slat + clat. The
+//! worker keeps them as nanoseconds since the phase start: one clock subtraction per stamp.
 //! For a blocking backend (psync) the call is the whole request: clat = lat, slat = 0.
 //! Under a rate limit, think time or a timed replay, the worker waits before it prepares a
 //! request; the clock starts after that wait, so lat never includes it (fio measures from the
 //! actual submission too). Trims are synchronous in every backend (slat = 0).
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -18,23 +19,25 @@ use serde::Serialize;
 
 use crate::buffer::AlignedBuf;
 use crate::engine::{self, Completion, EngineSetup, Queued, Request};
+use crate::group::GroupSpec;
 use crate::error::{Error, Result};
 use crate::histogram::Histogram;
-use crate::iolog;
+use crate::iolog::{self, Replay};
 use crate::pace::{wait_until_or_stop, Pacer, Think};
-use crate::plan::{Plan, WorkerPlan};
+use crate::plan::{Plan, TargetInfo, WorkerPlan};
 use crate::rbw::{Gate, Role, WriterDone};
 use crate::spec::Rw;
 use crate::control::Control;
-use crate::stats::{DirStats, ProgressLog};
+use crate::stats::{DirStats, ProgressLog, WorkerProgress};
 use crate::verify::{self, Expect, VerifyKind, VerifyTally};
 use crate::workload::{AccessMap, Dir, OffsetGenerator};
 
 struct Slot {
     /// This slot's part of the worker's buffer region.
     buf: *mut u8,
-    queued_at: Instant,
-    issued_at: Instant,
+    /// Nanoseconds since the phase start.
+    queued_ns: u64,
+    issued_ns: u64,
     dir: Dir,
     offset: u64,
     len: u32,
@@ -99,442 +102,651 @@ fn total_bytes(dirs: &[DirStats; 3]) -> u64 {
 }
 
 pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<WorkerOutcome> {
-    let g = plan.group(w);
-    let target = &plan.targets[w.target];
-    let qd = g.qd as usize;
-    let bs = g.bs as usize;
-    let fd = w.file.as_raw_fd();
-    let replay = plan.replays[w.group].as_deref();
-    // A replay's or a size split's requests may be longer than bs: every slot holds the longest.
-    let longest = g.largest_request() as usize;
-    let buf_len = replay.map_or(longest, |r| longest.max(r.max_len as usize));
-    let count_sizes = g.sized_requests();
-
-    // One region for all slots (page-aligned strides), allocated and filled once.
-    let stride = buf_len.div_ceil(plan.buffer_align) * plan.buffer_align;
-    let mut region = AlignedBuf::new(stride * qd, plan.buffer_align);
-    region.fill_random(w.seed);
-    let now = Instant::now();
-    let mut slots: Vec<Slot> = (0..qd)
-        // SAFETY: i * stride + buf_len <= stride * qd, inside the region.
-        .map(|i| Slot { buf: unsafe { region.as_mut_ptr().add(i * stride) }, queued_at: now, issued_at: now, dir: Dir::Read, offset: 0, len: bs as u32 })
-        .collect();
-    let buffers: Vec<(*mut u8, usize)> = slots.iter().map(|s| (s.buf, buf_len)).collect();
-    let backend = engine::create(&EngineSetup { fd, buffers: &buffers, qd: g.qd, group: g, block_device: target.kind == "block" });
-    let iolog_path = g.write_iolog.as_ref().map(|p| {
-        // Under MPI other processes log to the same name: their threads are numbered on from
-        // participant_base (rank x threads), so the names stay apart.
-        let mut sharing = plan.workers.iter().filter(|o| plan.group(o).write_iolog.as_ref() == Some(p)).count();
-        if g.participant_count() > g.threads as u64 {
-            sharing = sharing.max(2);
-        }
-        iolog::worker_log_path(p, g.participant_base as usize + w.id, sharing)
-    });
-    let iolog_writer = iolog_path.as_ref().map(|p| iolog::Writer::create(p, &target.path, now));
-    // Every worker reaches the start line, even one whose set-up failed, so nobody waits forever.
-    control.ready.wait();
-    let mut backend = backend?;
-    let mut iolog_writer = iolog_writer.transpose()?;
-    let caps = backend.caps();
-    let setup_flags = backend.setup_flags();
-
-    let mut free: Vec<u32> = (0..qd as u32).rev().collect();
-    let mut completions: Vec<Completion> = Vec::with_capacity(qd.max(64) * 2);
-    let role = w.rbw.as_ref().map(|(r, _)| *r);
-    let rw = if role == Some(Role::Reader) { Rw::Read } else { g.rw };
-    let mut gen = OffsetGenerator::new(rw, g, w.map, w.seed);
-    let batch = if g.uring_batch == 0 { qd } else { (g.uring_batch as usize).min(qd) };
-
-    let interval_ns = (g.interval * 1e9) as u64;
-    let expected_intervals = g.time.map(|t| (t / g.interval) as usize + 2).unwrap_or(16);
-    let mut dirs: [DirStats; 3] = std::array::from_fn(|_| DirStats::with_intervals(expected_intervals));
-    let mut sync = Histogram::new();
-
-    // All workers started together; the phase clock was set by the coordinator.
-    let phase_start = control.phase_start();
-    let measure_start = phase_start + Duration::from_secs_f64(g.ramp);
-    let ramp_ns = ns_between(phase_start, measure_start);
-    let progress = &control.progress[w.id];
-
-    let mut issued_bytes: u64 = 0;
-    let mut issued_requests: u64 = 0;
-    let mut done_bytes: u64 = 0;
-    let mut done_ops: u64 = 0;
-    let mut inflight = 0usize;
-    // Slots queued but not yet submitted, so their issue time can be stamped after the submit.
-    let mut unsubmitted: Vec<u32> = Vec::with_capacity(qd);
-    let mut writes_since_sync: u64 = 0;
-    let mut wrote_any = false;
-    let mut issuing = true;
-    if g.start_delay > 0.0 {
-        let go = phase_start + Duration::from_secs_f64(g.start_delay);
-        while Instant::now() < go && !control.stop.load(Ordering::Relaxed) {
-            std::thread::sleep((go - Instant::now()).min(Duration::from_millis(10)));
-        }
-    }
-    let mut now = Instant::now();
-    let start_instant = now;
-    if let Some(wr) = iolog_writer.as_mut() {
-        wr.set_start(start_instant);
-    }
-    let mut log = ProgressLog::new(ns_between(phase_start, start_instant.max(measure_start)));
-    let verifying = g.verify != VerifyKind::Off;
-    let pattern = verifying.then(|| verify::Pattern::new(g.seed, bs));
-    let mut tally = VerifyTally::default();
-    let mut write_sequence: u64 = 0;
-    // Read-behind-write: this worker's next record and the one in flight (qd is 1 there).
-    let mut record: u64 = 0;
-    let mut record_in_flight: u64 = 0;
+    let mut worker = Worker::start(plan, w, control)?;
     let writer_done = w.rbw.as_ref().filter(|(r, _)| *r == Role::Writer).map(|(_, ch)| WriterDone(ch));
-    // A time-based worker runs for `time` from its own measured start (fio's startdelay semantics).
-    let deadline = g.time.map(|t| start_instant.max(measure_start) + Duration::from_secs_f64(t));
-    // Pacing: the rate schedule and think time run from this worker's own start.
-    let mut pacer = Pacer::new(g, start_instant);
-    // The rate may pick the other direction of a mixed pattern (not when verifying: the read-back
-    // replays the generator's own choices).
-    let switch_dirs = gen.mixed() && !verifying;
-    let mut think = Think::new(g);
-    // The direction drawn for the next request, kept while it waits for its issue time.
-    let mut next_dir: Option<Dir> = None;
-    let trimwrite = rw == Rw::Trimwrite;
-    // A paced or replayed request is not due yet: wait for completions until then.
-    let mut wait_for: Option<Instant>;
-    // A replay's position.
-    let mut replay_pos = 0usize;
-    // An fsync is due once the queue is drained: a replayed sync asks for one, and fsync=N after
-    // the Nth write since the last.
-    let mut sync_due = false;
-    let replay_first = replay.and_then(|r| r.entries.first()).map_or(0, |e| e.at_us);
-
-    // Account one completion; returns an error for a failed or short transfer.
-    let complete = |slot: &Slot, result: i64, t: Instant, split: bool,
-                        dirs: &mut [DirStats; 3], log: &mut ProgressLog,
-                        tally: &mut VerifyTally| -> Result<()> {
-        let len = slot.len as usize;
-        if result != len as i64 {
-            let dir = slot.dir.name();
-            return Err(if result < 0 {
-                let err = std::io::Error::from_raw_os_error((-result) as i32);
-                let hint = if g.direct && -result == libc::EINVAL as i64 {
-                    format!(" (O_DIRECT needs offsets and sizes aligned to {} bytes)", target.direct_align_bytes)
-                } else if slot.dir == Dir::Trim && matches!((-result) as i32, libc::EOPNOTSUPP | libc::ENOTTY) {
-                    " (the target does not support discard / punching holes)".to_string()
-                } else {
-                    String::new()
-                };
-                Error::io(format!("{dir} of {len} bytes at offset {} on {} failed: {err}{hint}", slot.offset, target.path))
-            } else {
-                Error::io(format!(
-                    "short {dir}: {result} of {len} bytes at offset {} on {} (end of the target?)",
-                    slot.offset, target.path
-                ))
-            });
-        }
-        if verifying && slot.dir == Dir::Read {
-            // SAFETY: the slot's buffer holds bs bytes, just filled by the completed read.
-            let block = unsafe { std::slice::from_raw_parts(slot.buf, bs) };
-            let expect = Expect { offset: slot.offset, seed: g.seed, pass: g.verify_pass };
-            let pattern = pattern.as_ref().expect("a pattern when verifying");
-            tally.record(verify::check(block, pattern, g.verify, expect, &target.path), g.verify_report as usize);
-        }
-        // Time-based runs measure exactly [ramp end, deadline]; what completes later is drained only.
-        if t >= measure_start && deadline.is_none_or(|d| t <= d) {
-            // One subtraction per completion: its time since the phase start (the interval
-            // counts from the ramp's end, t >= measure_start here).
-            let t_ns = ns_between(phase_start, t);
-            let interval = ((t_ns - ramp_ns) / interval_ns) as usize;
-            let stats = &mut dirs[slot.dir.index()];
-            if count_sizes {
-                stats.count_size(len as u64);
-            }
-            if split {
-                let slat = ns_between(slot.queued_at, slot.issued_at);
-                stats.record_split(len as u64, slat, ns_between(slot.issued_at, t), interval);
-            } else {
-                stats.record(len as u64, ns_between(slot.queued_at, t), interval);
-            }
-            log.record(t_ns, total_bytes(dirs));
-        }
-        Ok(())
-    };
-
-    // The loop's errors break out of this block (not `?`) so in-flight requests are always
-    // drained below: the kernel may still be writing into their buffers.
-    let loop_result: Result<()> = 'run: {
-        macro_rules! attempt {
-            ($e:expr) => {
-                match $e {
-                    Ok(v) => v,
-                    Err(err) => break 'run Err(err),
-                }
-            };
-        }
-        loop {
-            wait_for = None;
-            // 1. Fill the queue.
-            while issuing && inflight < qd {
-                if issued_bytes >= w.io_limit
-                    || deadline.is_some_and(|d| now >= d)
-                    || control.stop.load(Ordering::Relaxed)
-                {
-                    issuing = false;
-                    break;
-                }
-                if sync_due {
-                    break; // drain first, then sync (below)
-                }
-                if let Some(t) = think.as_mut() {
-                    if t.due() {
-                        if inflight > 0 {
-                            break; // fio quiesces before thinking: drain, then pause (below)
-                        }
-                        t.pause(deadline, &control.stop);
-                        now = Instant::now();
-                        continue;
-                    }
-                }
-                if let Some((role, ch)) = &w.rbw {
-                    let stopped = || control.stop.load(Ordering::Relaxed);
-                    let gate = match role {
-                        Role::Writer => ch.writer_gate(g.rbw, record, &stopped),
-                        Role::Reader => ch.reader_gate(g.rbw, g.rbw_lag, record, &stopped),
-                    };
-                    match gate {
-                        Gate::Finish => {
-                            issuing = false;
-                            break;
-                        }
-                        Gate::Go(k) if k != record => {
-                            gen.seek(k);
-                            record = k;
-                        }
-                        Gate::Go(_) => {}
-                    }
-                    now = Instant::now();
-                }
-                // What comes next, and from when it may be issued (None: now).
-                let (dir, replayed, mut due) = match replay {
-                    Some(r) => {
-                        let Some(e) = r.entries.get(replay_pos) else {
-                            issuing = false;
-                            break;
-                        };
-                        let at = (!g.replay_no_stall).then(|| start_instant + Duration::from_micros(e.at_us.saturating_sub(replay_first)));
-                        match e.action {
-                            iolog::Action::Sync => {
-                                replay_pos += 1;
-                                sync_due = true;
-                                continue;
-                            }
-                            iolog::Action::Io { dir, offset, len } => (dir, Some((offset, len)), at),
-                        }
-                    }
-                    None => (next_dir.take().unwrap_or_else(|| gen.next_dir()), None, None),
-                };
-                let mut dir = dir;
-                if let Some(p) = &pacer {
-                    if switch_dirs {
-                        dir = p.choose(dir, ns_between(p.start, now));
-                    }
-                    let paced = p.start + Duration::from_nanos(p.due_ns(dir));
-                    due = Some(due.map_or(paced, |d| d.max(paced)));
-                }
-                if let Some(due) = due.filter(|&d| d > now) {
-                    // Not due yet: keep the choice, and wait (a deadline ends the wait).
-                    if replay.is_none() {
-                        next_dir = Some(dir);
-                    }
-                    let until = deadline.map_or(due, |d| due.min(d));
-                    if inflight > 0 {
-                        wait_for = Some(until);
-                        break;
-                    }
-                    wait_until_or_stop(until, &control.stop);
-                    now = Instant::now();
-                    continue;
-                }
-                let (offset, len) = match replayed {
-                    Some(io) => {
-                        replay_pos += 1;
-                        io
-                    }
-                    None => gen.next_request(dir),
-                };
-                record_in_flight = record;
-                record += 1;
-                let slot_id = free.pop().expect("a free slot while inflight < qd");
-                let slot = &mut slots[slot_id as usize];
-                slot.dir = dir;
-                slot.offset = offset;
-                slot.len = len;
-                let req = Request { slot: slot_id, dir, offset, len, buf: slot.buf };
-                // trimwrite covers each block twice (fio: size=1m trims 1 MiB and writes 1 MiB):
-                // the byte budget counts the writes only.
-                if !(trimwrite && dir == Dir::Trim) {
-                    issued_bytes += len as u64;
-                }
-                issued_requests += 1;
-                if let Some(p) = pacer.as_mut() {
-                    p.issued(dir, len as u64);
-                }
-                if let Some(t) = think.as_mut() {
-                    t.issued();
-                }
-                if dir != Dir::Read {
-                    wrote_any = true;
-                    if dir == Dir::Write {
-                        writes_since_sync += 1;
-                        sync_due |= g.fsync_every > 0 && writes_since_sync >= g.fsync_every;
-                        if verifying {
-                            write_sequence += 1;
-                            // SAFETY: the slot's buffer holds bs bytes and no request is using it.
-                            let block = unsafe { std::slice::from_raw_parts_mut(slot.buf, bs) };
-                            let pattern = pattern.as_ref().expect("a pattern when verifying");
-                            verify::stamp(block, pattern, g.verify, Expect { offset, seed: g.seed, pass: g.verify_pass }, write_sequence);
-                        }
-                    }
-                }
-                // Latency runs from here, the actual issue, not from the paced schedule (fio's
-                // definition too): a deliberate wait is never part of lat.
-                let t0 = Instant::now();
-                slot.queued_at = t0;
-                slot.issued_at = t0;
-                progress.issued(slot_id, ns_between(phase_start, t0), offset);
-                if let Some(wr) = iolog_writer.as_mut() {
-                    attempt!(wr.io(t0, dir, offset, len));
-                }
-                // SAFETY: the slot's buffer holds len bytes for this request alone: the slot left
-                // the free list above and returns to it only once its completion is handled.
-                match attempt!(unsafe { backend.queue(&req) }) {
-                    Queued::Completed(res) => {
-                        now = Instant::now();
-                        progress.completed(slot_id);
-                        attempt!(complete(&slots[slot_id as usize], res, now, caps.asynchronous, &mut dirs, &mut log, &mut tally));
-                        rbw_published(w, record_in_flight);
-                        free.push(slot_id);
-                        done_bytes += len as u64;
-                        done_ops += 1;
-                        progress.publish(done_bytes, done_ops);
-                    }
-                    Queued::Pending => {
-                        inflight += 1;
-                        unsubmitted.push(slot_id);
-                        if unsubmitted.len() >= batch {
-                            attempt!(submit(&mut *backend, &mut slots, &mut unsubmitted));
-                        }
-                    }
-                }
-            }
-            if !unsubmitted.is_empty() {
-                attempt!(submit(&mut *backend, &mut slots, &mut unsubmitted));
-            }
-
-            // 2. Reap: at least one completion, or (paced) whatever arrives before the issue time.
-            if inflight > 0 {
-                completions.clear();
-                match wait_for {
-                    Some(t) => attempt!(backend.reap_until(t, &mut completions)),
-                    None => attempt!(backend.reap(1, &mut completions)),
-                }
-                now = Instant::now();
-                inflight -= completions.len();
-                for c in completions.iter() {
-                    free.push(c.slot);
-                    progress.completed(c.slot);
-                    rbw_published(w, record_in_flight); // rbw runs at qd 1: this is the one
-                    let slot = &slots[c.slot as usize];
-                    attempt!(complete(slot, c.result, now, true, &mut dirs, &mut log, &mut tally));
-                    done_bytes += slot.len as u64;
-                    done_ops += 1;
-                }
-                progress.publish(done_bytes, done_ops);
-                continue;
-            }
-
-            // 3. Nothing in flight: sync if due, or finish. As fio's fsync=N, the sync comes before
-            // the request that follows the Nth write: none after the last (fsync_end covers that).
-            if issuing && sync_due {
-                if let Some(wr) = iolog_writer.as_mut() {
-                    attempt!(wr.sync(Instant::now()));
-                }
-                attempt!(fsync_timed(fd, &target.path, &mut sync));
-                writes_since_sync = 0;
-                sync_due = false;
-                now = Instant::now();
-                continue;
-            }
-            if !issuing {
-                break 'run Ok(());
-            }
-        }
-    };
-    if let Err(e) = loop_result {
-        // Let the kernel finish with every buffer before they are freed.
-        let _ = backend.commit();
-        while inflight > 0 {
-            completions.clear();
-            if backend.reap(1, &mut completions).is_err() {
-                // Cannot prove the kernel is done with the buffers: leak them rather than free.
-                std::mem::forget(region);
-                break;
-            }
-            inflight = inflight.saturating_sub(completions.len());
-        }
+    if let Err(e) = worker.run() {
+        worker.drain_after_error();
         return Err(e);
     }
     drop(writer_done); // the reader may finish now
-    let mut end = match deadline {
-        Some(d) if now > d => d,
-        _ => now,
-    };
-    if g.fsync_end && wrote_any && control.error.lock().map(|e| e.is_none()).unwrap_or(true) {
-        if let Some(wr) = iolog_writer.as_mut() {
-            wr.sync(Instant::now())?;
+    worker.finish()
+}
+
+/// What `Worker::choose` decided.
+enum Next {
+    /// Issue this request now.
+    Issue { dir: Dir, offset: u64, len: u32 },
+    /// Issue nothing more for now and reap what is in flight: a sync or a think pause waits for
+    /// the queue to drain, or the next request is not due before the given time.
+    Hold(Option<Instant>),
+    /// Nothing more to issue: the byte budget, the deadline, a stop, the end of a replay or the
+    /// read-behind-write partner ended the run.
+    Finish,
+}
+
+/// One worker's run. Its methods are the steps of an I/O, in the order an I/O takes them:
+/// `choose` the next request, `issue` it (`stamp_write` first when verifying), `submit`, `reap`,
+/// then `retire` each completion: check its result, `verify_read`, `account` it in the statistics.
+/// `run` is the loop over them; `start` and `finish` are what comes before and after.
+struct Worker<'a> {
+    g: &'a GroupSpec,
+    w: &'a WorkerPlan,
+    target: &'a TargetInfo,
+    control: &'a Control,
+    progress: &'a WorkerProgress,
+    replay: Option<&'a Replay>,
+    fd: RawFd,
+    rw: Rw,
+    qd: usize,
+    bs: usize,
+    /// Requests queued before a submit (uring.batch; the queue depth by default).
+    batch: usize,
+    /// The backend's requests complete in `reap`, so slat and clat are recorded apart.
+    asynchronous: bool,
+    count_sizes: bool,
+    trimwrite: bool,
+    /// The rate may pick the other direction of a mixed pattern.
+    switch_dirs: bool,
+    /// The verify pattern; Some exactly when verifying.
+    pattern: Option<verify::Pattern>,
+
+    // The clock: all workers started together; the phase clock was set by the coordinator.
+    phase_start: Instant,
+    measure_start: Instant,
+    ramp_ns: u64,
+    interval_ns: u64,
+    start_instant: Instant,
+    /// A time-based worker runs for `time` from its own measured start (fio's startdelay semantics).
+    deadline: Option<Instant>,
+    /// The deadline in nanoseconds since the phase start (u64::MAX: none).
+    deadline_ns: u64,
+    /// The first timestamp of a replay: its requests are due relative to it.
+    replay_first: u64,
+    now: Instant,
+
+    // Requests and the backend.
+    backend: Box<dyn engine::Engine>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    /// Slots queued but not yet submitted, so their issue time can be stamped after the submit.
+    unsubmitted: Vec<u32>,
+    completions: Vec<Completion>,
+    inflight: usize,
+
+    // Choosing the next request.
+    gen: OffsetGenerator,
+    pacer: Option<Pacer>,
+    think: Option<Think>,
+    /// The direction drawn for the next request, kept while it waits for its issue time.
+    next_dir: Option<Dir>,
+    replay_pos: usize,
+    /// Read-behind-write: this worker's next record and the one in flight (qd is 1 there).
+    record: u64,
+    record_in_flight: u64,
+    issuing: bool,
+    /// An fsync is due once the queue is drained: a replayed sync asks for one, and fsync=N after
+    /// the Nth write since the last.
+    sync_due: bool,
+    writes_since_sync: u64,
+    write_sequence: u64,
+    wrote_any: bool,
+    issued_bytes: u64,
+    issued_requests: u64,
+
+    // Accounting.
+    dirs: [DirStats; 3],
+    sync: Histogram,
+    log: ProgressLog,
+    tally: VerifyTally,
+    iolog_writer: Option<iolog::Writer>,
+    done_bytes: u64,
+    done_ops: u64,
+    /// The slots' buffers. Declared after `backend`, so it is dropped after it; None once leaked.
+    region: Option<AlignedBuf>,
+}
+
+impl<'a> Worker<'a> {
+    /// Set up (buffers, backend, I/O log), meet the other workers at the start line, then wait out
+    /// a start delay. Every worker reaches the start line, even one whose set-up failed, so nobody
+    /// waits forever.
+    fn start(plan: &'a Plan, w: &'a WorkerPlan, control: &'a Control) -> Result<Worker<'a>> {
+        let g = plan.group(w);
+        let target = &plan.targets[w.target];
+        let qd = g.qd as usize;
+        let bs = g.bs as usize;
+        let fd = w.file.as_raw_fd();
+        let replay = plan.replays[w.group].as_deref();
+        // A replay's or a size split's requests may be longer than bs: every slot holds the longest.
+        let longest = g.largest_request() as usize;
+        let buf_len = replay.map_or(longest, |r| longest.max(r.max_len as usize));
+
+        // One region for all slots (page-aligned strides), allocated and filled once.
+        let stride = buf_len.div_ceil(plan.buffer_align) * plan.buffer_align;
+        let mut region = AlignedBuf::new(stride * qd, plan.buffer_align);
+        region.fill_random(w.seed);
+        let now = Instant::now();
+        let slots: Vec<Slot> = (0..qd)
+            // SAFETY: i * stride + buf_len <= stride * qd, inside the region.
+            .map(|i| Slot { buf: unsafe { region.as_mut_ptr().add(i * stride) }, queued_ns: 0, issued_ns: 0, dir: Dir::Read, offset: 0, len: bs as u32 })
+            .collect();
+        let buffers: Vec<(*mut u8, usize)> = slots.iter().map(|s| (s.buf, buf_len)).collect();
+        let backend = engine::create(&EngineSetup { fd, buffers: &buffers, qd: g.qd, group: g, block_device: target.kind == "block" });
+        let iolog_path = g.write_iolog.as_ref().map(|p| {
+            // Under MPI other processes log to the same name: their threads are numbered on from
+            // participant_base (rank x threads), so the names stay apart.
+            let mut sharing = plan.workers.iter().filter(|o| plan.group(o).write_iolog.as_ref() == Some(p)).count();
+            if g.participant_count() > g.threads as u64 {
+                sharing = sharing.max(2);
+            }
+            iolog::worker_log_path(p, g.participant_base as usize + w.id, sharing)
+        });
+        let iolog_writer = iolog_path.as_ref().map(|p| iolog::Writer::create(p, &target.path, now));
+        control.ready.wait();
+        let backend = backend?;
+        let mut iolog_writer = iolog_writer.transpose()?;
+
+        let role = w.rbw.as_ref().map(|(r, _)| *r);
+        let rw = if role == Some(Role::Reader) { Rw::Read } else { g.rw };
+        let gen = OffsetGenerator::new(rw, g, w.map, w.seed);
+        let interval_ns = (g.interval * 1e9) as u64;
+        let expected_intervals = g.time.map(|t| (t / g.interval) as usize + 2).unwrap_or(16);
+        let phase_start = control.phase_start();
+        let measure_start = phase_start + Duration::from_secs_f64(g.ramp);
+        if g.start_delay > 0.0 {
+            let go = phase_start + Duration::from_secs_f64(g.start_delay);
+            while Instant::now() < go && !control.stop.load(Ordering::Relaxed) {
+                std::thread::sleep((go - Instant::now()).min(Duration::from_millis(10)));
+            }
         }
-        fsync_timed(fd, &target.path, &mut sync)?;
-        end = Instant::now();
-    }
-    if let Some(wr) = iolog_writer.take() {
-        wr.finish(Instant::now())?;
+        let now = Instant::now();
+        let start_instant = now;
+        if let Some(wr) = iolog_writer.as_mut() {
+            wr.set_start(start_instant);
+        }
+        let verifying = g.verify != VerifyKind::Off;
+        let deadline = g.time.map(|t| start_instant.max(measure_start) + Duration::from_secs_f64(t));
+        Ok(Worker {
+            g,
+            w,
+            target,
+            control,
+            progress: &control.progress[w.id],
+            replay,
+            fd,
+            rw,
+            qd,
+            bs,
+            batch: if g.uring_batch == 0 { qd } else { (g.uring_batch as usize).min(qd) },
+            asynchronous: backend.caps().asynchronous,
+            count_sizes: g.sized_requests(),
+            trimwrite: rw == Rw::Trimwrite,
+            // Not when verifying: the read-back replays the generator's own choices.
+            switch_dirs: gen.mixed() && !verifying,
+            pattern: verifying.then(|| verify::Pattern::new(g.seed, bs)),
+            phase_start,
+            measure_start,
+            ramp_ns: ns_between(phase_start, measure_start),
+            interval_ns,
+            start_instant,
+            deadline,
+            deadline_ns: deadline.map_or(u64::MAX, |d| ns_between(phase_start, d)),
+            replay_first: replay.and_then(|r| r.entries.first()).map_or(0, |e| e.at_us),
+            now,
+            backend,
+            slots,
+            free: (0..qd as u32).rev().collect(),
+            unsubmitted: Vec::with_capacity(qd),
+            completions: Vec::with_capacity(qd.max(64) * 2),
+            inflight: 0,
+            gen,
+            // Pacing: the rate schedule and think time run from this worker's own start.
+            pacer: Pacer::new(g, start_instant),
+            think: Think::new(g),
+            next_dir: None,
+            replay_pos: 0,
+            record: 0,
+            record_in_flight: 0,
+            issuing: true,
+            sync_due: false,
+            writes_since_sync: 0,
+            write_sequence: 0,
+            wrote_any: false,
+            issued_bytes: 0,
+            issued_requests: 0,
+            dirs: std::array::from_fn(|_| DirStats::with_intervals(expected_intervals)),
+            sync: Histogram::new(),
+            log: ProgressLog::new(ns_between(phase_start, start_instant.max(measure_start))),
+            tally: VerifyTally::default(),
+            iolog_writer,
+            done_bytes: 0,
+            done_ops: 0,
+            region: Some(region),
+        })
     }
 
-    if !caps.asynchronous {
-        for d in dirs.iter_mut() {
-            d.finish_unsplit();
+    /// The loop: fill the queue, reap, and once nothing is in flight sync if due, or finish.
+    /// An error returns at once; the caller drains what is still in flight (`drain_after_error`).
+    fn run(&mut self) -> Result<()> {
+        loop {
+            let wait_for = self.fill()?;
+            if self.inflight > 0 {
+                self.reap(wait_for)?;
+                continue;
+            }
+            // Nothing in flight: sync if due, or finish. As fio's fsync=N, the sync comes before
+            // the request that follows the Nth write: none after the last (fsync_end covers that).
+            if self.issuing && self.sync_due {
+                self.sync_now()?;
+                continue;
+            }
+            if !self.issuing {
+                return Ok(());
+            }
         }
     }
-    log.finish(ns_between(phase_start, end.max(measure_start)), total_bytes(&dirs));
-    let rel = |t: Instant| t.saturating_duration_since(phase_start).as_secs_f64();
-    let [r, wr, tr] = &dirs;
-    let summary = WorkerSummary {
-        id: w.id,
-        group: g.name.clone(),
-        target: target.path.clone(),
-        start_s: rel(start_instant.max(measure_start)),
-        end_s: rel(end.max(measure_start)),
-        read_bytes: r.bytes,
-        read_ops: r.ops,
-        write_bytes: wr.bytes,
-        write_ops: wr.ops,
-        trim_bytes: tr.bytes,
-        trim_ops: tr.ops,
-    };
-    drop(backend);
-    let mut readback = Readback::default();
-    if verifying && wrote_any && g.verify_readback && w.rbw.is_none() && !control.stop.load(Ordering::Relaxed) {
-        let replay = OffsetGenerator::new(rw, g, w.map, w.seed);
-        let pattern = pattern.as_ref().expect("a pattern when verifying");
-        // SAFETY: every request has completed (the loop drained them), so no slot buffer is in use;
-        // slot 0's buffer holds bs bytes and outlives this borrow.
-        let buf = unsafe { std::slice::from_raw_parts_mut(slots[0].buf, bs) };
-        // Every request drew one offset from `gen`, so the replay makes as many draws.
-        let issued = issued_requests;
-        readback = read_back(fd, &target.path, replay, issued, w.map, g.bs, buf, &control.stop, |offset, block| {
-            let expect = Expect { offset, seed: g.seed, pass: g.verify_pass };
-            tally.record(verify::check(block, pattern, g.verify, expect, &target.path), g.verify_report as usize);
-        })?;
+
+    /// Issue requests until the queue is full or `choose` holds or finishes, then submit what is
+    /// queued. Returns the time a paced worker waits for (reaping meanwhile), if any.
+    fn fill(&mut self) -> Result<Option<Instant>> {
+        let mut wait_for = None;
+        while self.issuing && self.inflight < self.qd {
+            match self.choose() {
+                Next::Issue { dir, offset, len } => self.issue(dir, offset, len)?,
+                Next::Hold(until) => {
+                    wait_for = until;
+                    break;
+                }
+                Next::Finish => {
+                    self.issuing = false;
+                    break;
+                }
+            }
+        }
+        if !self.unsubmitted.is_empty() {
+            self.submit()?;
+        }
+        Ok(wait_for)
     }
-    Ok(WorkerOutcome { dirs, sync, summary, setup_flags, log, verify: tally, readback })
+
+    /// Step 1: the next request, from the replay or the offset generator, once its limits, a
+    /// think pause, the read-behind-write gate and its pacing allow. With nothing in flight it
+    /// waits here; otherwise it holds, so the worker reaps while it waits.
+    #[inline(always)]
+    fn choose(&mut self) -> Next {
+        loop {
+            if self.issued_bytes >= self.w.io_limit
+                || self.deadline.is_some_and(|d| self.now >= d)
+                || self.control.stop.load(Ordering::Relaxed)
+            {
+                return Next::Finish;
+            }
+            if self.sync_due {
+                return Next::Hold(None); // drain first, then sync (`run`)
+            }
+            if let Some(t) = self.think.as_mut() {
+                if t.due() {
+                    if self.inflight > 0 {
+                        return Next::Hold(None); // fio quiesces before thinking: drain, then pause
+                    }
+                    t.pause(self.deadline, &self.control.stop);
+                    self.now = Instant::now();
+                    continue;
+                }
+            }
+            if self.w.rbw.is_some() && !self.pass_rbw_gate() {
+                return Next::Finish;
+            }
+            // What comes next, and from when it may be issued (None: now).
+            let (dir, replayed, mut due) = match self.replay {
+                Some(r) => {
+                    let Some(e) = r.entries.get(self.replay_pos) else {
+                        return Next::Finish;
+                    };
+                    let at = (!self.g.replay_no_stall)
+                        .then(|| self.start_instant + Duration::from_micros(e.at_us.saturating_sub(self.replay_first)));
+                    match e.action {
+                        iolog::Action::Sync => {
+                            self.replay_pos += 1;
+                            self.sync_due = true;
+                            continue;
+                        }
+                        iolog::Action::Io { dir, offset, len } => (dir, Some((offset, len)), at),
+                    }
+                }
+                None => (self.next_dir.take().unwrap_or_else(|| self.gen.next_dir()), None, None),
+            };
+            let mut dir = dir;
+            if let Some(p) = &self.pacer {
+                if self.switch_dirs {
+                    dir = p.choose(dir, ns_between(p.start, self.now));
+                }
+                let paced = p.start + Duration::from_nanos(p.due_ns(dir));
+                due = Some(due.map_or(paced, |d| d.max(paced)));
+            }
+            if let Some(due) = due.filter(|&d| d > self.now) {
+                // Not due yet: keep the choice, and wait (a deadline ends the wait).
+                if self.replay.is_none() {
+                    self.next_dir = Some(dir);
+                }
+                let until = self.deadline.map_or(due, |d| due.min(d));
+                if self.inflight > 0 {
+                    return Next::Hold(Some(until));
+                }
+                wait_until_or_stop(until, &self.control.stop);
+                self.now = Instant::now();
+                continue;
+            }
+            let (offset, len) = match replayed {
+                Some(io) => {
+                    self.replay_pos += 1;
+                    io
+                }
+                None => self.gen.next_request(dir),
+            };
+            return Next::Issue { dir, offset, len };
+        }
+    }
+
+    /// Read-behind-write: wait at the gate for the partner; false once the run is over for this
+    /// worker. The gate may move this worker to another record.
+    #[inline(never)]
+    fn pass_rbw_gate(&mut self) -> bool {
+        let Some((role, ch)) = &self.w.rbw else { return true };
+        let stop = &self.control.stop;
+        let stopped = || stop.load(Ordering::Relaxed);
+        let gate = match role {
+            Role::Writer => ch.writer_gate(self.g.rbw, self.record, &stopped),
+            Role::Reader => ch.reader_gate(self.g.rbw, self.g.rbw_lag, self.record, &stopped),
+        };
+        self.now = Instant::now();
+        match gate {
+            Gate::Finish => false,
+            Gate::Go(k) => {
+                if k != self.record {
+                    self.gen.seek(k);
+                    self.record = k;
+                }
+                true
+            }
+        }
+    }
+
+    /// Step 2: issue the chosen request in a free slot. A blocking backend completes it here (it is
+    /// retired at once); an asynchronous one queues it, submitted once `batch` are queued.
+    #[inline(always)]
+    fn issue(&mut self, dir: Dir, offset: u64, len: u32) -> Result<()> {
+        self.record_in_flight = self.record;
+        self.record += 1;
+        let slot_id = self.free.pop().expect("a free slot while inflight < qd");
+        self.count_issue(dir, len);
+        if dir == Dir::Write && self.pattern.is_some() {
+            self.stamp_write(slot_id, offset);
+        }
+        // Latency runs from here, the actual issue, not from the paced schedule (fio's
+        // definition too): a deliberate wait is never part of lat.
+        let t0 = Instant::now();
+        let t0_ns = ns_between(self.phase_start, t0);
+        let slot = &mut self.slots[slot_id as usize];
+        slot.dir = dir;
+        slot.offset = offset;
+        slot.len = len;
+        slot.queued_ns = t0_ns;
+        slot.issued_ns = t0_ns;
+        let req = Request { slot: slot_id, dir, offset, len, buf: slot.buf };
+        self.progress.issued(slot_id, t0_ns, offset);
+        if let Some(wr) = self.iolog_writer.as_mut() {
+            wr.io(t0, dir, offset, len)?;
+        }
+        // SAFETY: the slot's buffer holds len bytes for this request alone: the slot left the free
+        // list above and returns to it only once its completion is retired.
+        match unsafe { self.backend.queue(&req) }? {
+            Queued::Completed(result) => {
+                self.now = Instant::now();
+                self.retire(slot_id, result, ns_between(self.phase_start, self.now), self.asynchronous)?;
+                self.progress.publish(self.done_bytes, self.done_ops);
+            }
+            Queued::Pending => {
+                self.inflight += 1;
+                self.unsubmitted.push(slot_id);
+                if self.unsubmitted.len() >= self.batch {
+                    self.submit()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The issue side's counters: the byte budget, the pacing and think-time schedules, and when
+    /// the next fsync is due.
+    #[inline(always)]
+    fn count_issue(&mut self, dir: Dir, len: u32) {
+        // trimwrite covers each block twice (fio: size=1m trims 1 MiB and writes 1 MiB): the byte
+        // budget counts the writes only.
+        if !(self.trimwrite && dir == Dir::Trim) {
+            self.issued_bytes += len as u64;
+        }
+        self.issued_requests += 1;
+        if let Some(p) = self.pacer.as_mut() {
+            p.issued(dir, len as u64);
+        }
+        if let Some(t) = self.think.as_mut() {
+            t.issued();
+        }
+        if dir != Dir::Read {
+            self.wrote_any = true;
+            if dir == Dir::Write {
+                self.writes_since_sync += 1;
+                self.sync_due |= self.g.fsync_every > 0 && self.writes_since_sync >= self.g.fsync_every;
+            }
+        }
+    }
+
+    /// Verify, write side: stamp the block about to be written with its header and pattern.
+    #[inline(never)]
+    fn stamp_write(&mut self, slot_id: u32, offset: u64) {
+        let Some(pattern) = self.pattern.as_ref() else { return };
+        self.write_sequence += 1;
+        // SAFETY: the slot's buffer holds bs bytes and no request is using it (it was just taken
+        // from the free list).
+        let block = unsafe { std::slice::from_raw_parts_mut(self.slots[slot_id as usize].buf, self.bs) };
+        let expect = Expect { offset, seed: self.g.seed, pass: self.g.verify_pass };
+        verify::stamp(block, pattern, self.g.verify, expect, self.write_sequence);
+    }
+
+    /// Submit queued requests and stamp their issue time after the system call returned.
+    fn submit(&mut self) -> Result<()> {
+        self.backend.commit()?;
+        let t_ns = ns_between(self.phase_start, Instant::now());
+        for &id in self.unsubmitted.iter() {
+            self.slots[id as usize].issued_ns = t_ns;
+        }
+        self.unsubmitted.clear();
+        Ok(())
+    }
+
+    /// Step 3: reap at least one completion, or (paced) whatever arrives before `wait_for`, and
+    /// retire each.
+    #[inline(always)]
+    fn reap(&mut self, wait_for: Option<Instant>) -> Result<()> {
+        self.completions.clear();
+        match wait_for {
+            Some(t) => self.backend.reap_until(t, &mut self.completions)?,
+            None => self.backend.reap(1, &mut self.completions)?,
+        }
+        self.now = Instant::now();
+        let now_ns = ns_between(self.phase_start, self.now);
+        self.inflight -= self.completions.len();
+        for i in 0..self.completions.len() {
+            let c = self.completions[i];
+            self.retire(c.slot, c.result, now_ns, true)?;
+        }
+        self.progress.publish(self.done_bytes, self.done_ops);
+        Ok(())
+    }
+
+    /// A request is back: check its result, verify what a read brought, account it, and free its
+    /// slot. `t_ns`: when it completed, in nanoseconds since the phase start. `split`: the backend
+    /// is asynchronous, slat and clat are recorded apart.
+    #[inline(always)]
+    fn retire(&mut self, slot_id: u32, result: i64, t_ns: u64, split: bool) -> Result<()> {
+        self.progress.completed(slot_id);
+        let slot = &self.slots[slot_id as usize];
+        if result != slot.len as i64 {
+            return Err(self.failure(slot_id, result));
+        }
+        if self.pattern.is_some() && slot.dir == Dir::Read {
+            self.verify_read(slot_id);
+        }
+        self.account(slot_id, t_ns, split);
+        rbw_published(self.w, self.record_in_flight); // rbw runs at qd 1: this is the one
+        self.free.push(slot_id);
+        self.done_bytes += self.slots[slot_id as usize].len as u64;
+        self.done_ops += 1;
+        Ok(())
+    }
+
+    /// The error for a failed or short transfer, naming the request and the likely cause.
+    #[cold]
+    fn failure(&self, slot_id: u32, result: i64) -> Error {
+        let slot = &self.slots[slot_id as usize];
+        let (dir, len, path) = (slot.dir.name(), slot.len, &self.target.path);
+        if result < 0 {
+            let err = std::io::Error::from_raw_os_error((-result) as i32);
+            let hint = if self.g.direct && -result == libc::EINVAL as i64 {
+                format!(" (O_DIRECT needs offsets and sizes aligned to {} bytes)", self.target.direct_align_bytes)
+            } else if slot.dir == Dir::Trim && matches!((-result) as i32, libc::EOPNOTSUPP | libc::ENOTTY) {
+                " (the target does not support discard / punching holes)".to_string()
+            } else {
+                String::new()
+            };
+            Error::io(format!("{dir} of {len} bytes at offset {} on {path} failed: {err}{hint}", slot.offset))
+        } else {
+            Error::io(format!("short {dir}: {result} of {len} bytes at offset {} on {path} (end of the target?)", slot.offset))
+        }
+    }
+
+    /// Step 4, verify, read side: check the block a completed read brought against its pattern.
+    #[inline(never)]
+    fn verify_read(&mut self, slot_id: u32) {
+        let Some(pattern) = self.pattern.as_ref() else { return };
+        let slot = &self.slots[slot_id as usize];
+        // SAFETY: the slot's buffer holds bs bytes, just filled by the completed read.
+        let block = unsafe { std::slice::from_raw_parts(slot.buf, self.bs) };
+        let expect = Expect { offset: slot.offset, seed: self.g.seed, pass: self.g.verify_pass };
+        let found = verify::check(block, pattern, self.g.verify, expect, &self.target.path);
+        self.tally.record(found, self.g.verify_report as usize);
+    }
+
+    /// Step 5: account a completion at `t_ns` (since the phase start) in its direction's
+    /// statistics and the progress log. Time-based runs measure exactly [ramp end, deadline]; what
+    /// completes later is drained only.
+    #[inline(always)]
+    fn account(&mut self, slot_id: u32, t_ns: u64, split: bool) {
+        if t_ns < self.ramp_ns || t_ns > self.deadline_ns {
+            return;
+        }
+        let slot = &self.slots[slot_id as usize];
+        let len = slot.len as u64;
+        // The interval counts from the ramp's end (t_ns >= ramp_ns here).
+        let interval = ((t_ns - self.ramp_ns) / self.interval_ns) as usize;
+        let stats = &mut self.dirs[slot.dir.index()];
+        if self.count_sizes {
+            stats.count_size(len);
+        }
+        if split {
+            let slat = slot.issued_ns.saturating_sub(slot.queued_ns);
+            stats.record_split(len, slat, t_ns.saturating_sub(slot.issued_ns), interval);
+        } else {
+            stats.record(len, t_ns.saturating_sub(slot.queued_ns), interval);
+        }
+        self.log.record(t_ns, total_bytes(&self.dirs));
+    }
+
+    /// A sync due with nothing in flight: fsync the target (logged when an I/O log is written).
+    fn sync_now(&mut self) -> Result<()> {
+        if let Some(wr) = self.iolog_writer.as_mut() {
+            wr.sync(Instant::now())?;
+        }
+        fsync_timed(self.fd, &self.target.path, &mut self.sync)?;
+        self.writes_since_sync = 0;
+        self.sync_due = false;
+        self.now = Instant::now();
+        Ok(())
+    }
+
+    /// After an error: let the kernel finish with every buffer before they are freed.
+    fn drain_after_error(&mut self) {
+        let _ = self.backend.commit();
+        while self.inflight > 0 {
+            self.completions.clear();
+            if self.backend.reap(1, &mut self.completions).is_err() {
+                // Cannot prove the kernel is done with the buffers: leak them rather than free.
+                std::mem::forget(self.region.take());
+                break;
+            }
+            self.inflight = self.inflight.saturating_sub(self.completions.len());
+        }
+    }
+
+    /// After the loop: the final fsync, the I/O log's end, the worker's summary, and the read-back
+    /// of a verified write.
+    fn finish(mut self) -> Result<WorkerOutcome> {
+        let g = self.g;
+        let mut end = match self.deadline {
+            Some(d) if self.now > d => d,
+            _ => self.now,
+        };
+        if g.fsync_end && self.wrote_any && self.control.error.lock().map(|e| e.is_none()).unwrap_or(true) {
+            if let Some(wr) = self.iolog_writer.as_mut() {
+                wr.sync(Instant::now())?;
+            }
+            fsync_timed(self.fd, &self.target.path, &mut self.sync)?;
+            end = Instant::now();
+        }
+        if let Some(wr) = self.iolog_writer.take() {
+            wr.finish(Instant::now())?;
+        }
+        if !self.asynchronous {
+            for d in self.dirs.iter_mut() {
+                d.finish_unsplit();
+            }
+        }
+        let phase_start = self.phase_start;
+        self.log.finish(ns_between(phase_start, end.max(self.measure_start)), total_bytes(&self.dirs));
+        let rel = |t: Instant| t.saturating_duration_since(phase_start).as_secs_f64();
+        let [r, wr, tr] = &self.dirs;
+        let summary = WorkerSummary {
+            id: self.w.id,
+            group: g.name.clone(),
+            target: self.target.path.clone(),
+            start_s: rel(self.start_instant.max(self.measure_start)),
+            end_s: rel(end.max(self.measure_start)),
+            read_bytes: r.bytes,
+            read_ops: r.ops,
+            write_bytes: wr.bytes,
+            write_ops: wr.ops,
+            trim_bytes: tr.bytes,
+            trim_ops: tr.ops,
+        };
+        let setup_flags = self.backend.setup_flags();
+        drop(self.backend);
+        let mut readback = Readback::default();
+        if let Some(pattern) = self.pattern.as_ref().filter(|_| self.wrote_any && g.verify_readback && self.w.rbw.is_none()) {
+            if !self.control.stop.load(Ordering::Relaxed) {
+                let replay = OffsetGenerator::new(self.rw, g, self.w.map, self.w.seed);
+                // SAFETY: every request has completed (the loop drained them), so no slot buffer is
+                // in use; slot 0's buffer holds bs bytes and outlives this borrow.
+                let buf = unsafe { std::slice::from_raw_parts_mut(self.slots[0].buf, self.bs) };
+                let (tally, path) = (&mut self.tally, &self.target.path);
+                // Every request drew one offset from `gen`, so the replay makes as many draws.
+                readback = read_back(self.fd, path, replay, self.issued_requests, self.w.map, g.bs, buf, &self.control.stop, |offset, block| {
+                    let expect = Expect { offset, seed: g.seed, pass: g.verify_pass };
+                    tally.record(verify::check(block, pattern, g.verify, expect, path), g.verify_report as usize);
+                })?;
+            }
+        }
+        Ok(WorkerOutcome { dirs: self.dirs, sync: self.sync, summary, setup_flags, log: self.log, verify: self.tally, readback })
+    }
 }
 
 /// Read back and check, in the order first written, every block a finished worker wrote: replay its
@@ -593,17 +805,6 @@ fn rbw_published(w: &WorkerPlan, k: u64) {
         let counter = if *role == Role::Writer { &ch.written } else { &ch.read };
         counter.store(k + 1, Ordering::Release);
     }
-}
-
-/// Submit queued requests and stamp their issue time after the system call returned.
-fn submit(backend: &mut dyn engine::Engine, slots: &mut [Slot], unsubmitted: &mut Vec<u32>) -> Result<()> {
-    backend.commit()?;
-    let t = Instant::now();
-    for &id in unsubmitted.iter() {
-        slots[id as usize].issued_at = t;
-    }
-    unsubmitted.clear();
-    Ok(())
 }
 
 fn fsync_timed(fd: i32, path: &str, sync: &mut Histogram) -> Result<()> {
@@ -824,6 +1025,28 @@ mod phase_tests {
         for p in [&target, &log, &log2] {
             std::fs::remove_file(p).unwrap();
         }
+    }
+
+    /// io_uring registers the slot buffers without being asked, and records the choice: reads and
+    /// writes through READ/WRITE_FIXED move the same bytes; a refusal not asked for is no warning.
+    #[test]
+    fn io_uring_registers_its_buffers_unasked_and_says_so() {
+        let target = scratch("fixedbufs");
+        let g = GroupSpec { target: vec![target.clone()], size: Some(1 << 20), rw: Rw::Randrw, engine: EngineKind::IoUring,
+                            qd: 8, bs: 8192, fsync_end: false, ..Default::default() };
+        let plan = Plan::build(PhaseSpec { name: "t".into(), groups: vec![g], checked: None }).expect("plan");
+        let r = run_phase(&plan, &Control::for_plan(&plan)).result;
+        let _ = std::fs::remove_file(&target);
+        if r.error.as_deref().is_some_and(|e| e.contains("io_uring set-up failed")) {
+            eprintln!("io_uring unavailable here: {:?}", r.error);
+            return;
+        }
+        assert!(r.error.is_none(), "{:?}", r.error);
+        let flags = &r.engine.setup_flags;
+        assert!(flags.iter().any(|f| f == "FIXED_BUFFERS" || f.starts_with("FIXED_BUFFERS_UNAVAILABLE(")), "{flags:?}");
+        assert!(!flags.iter().any(|f| f.contains("REFUSED")), "not asked for: no refusal to report: {flags:?}");
+        let (rd, wr) = (r.read.as_ref().unwrap(), r.write.as_ref().unwrap());
+        assert_eq!(rd.bytes + wr.bytes, 1 << 20);
     }
 
     #[test]

@@ -266,7 +266,9 @@ ROWS: tuple[Option, ...] = (
            category="engine", negative="--buffered"),
     Option("null_delay", "duration", "synthetic completion delay of the null backend",
            category="engine", engine="null"),
-    Option("uring.fixed_buffers", "bool", "register the I/O buffers with the ring (READ/WRITE_FIXED)",
+    Option("uring.fixed_buffers", "bool", "require registered I/O buffers (READ/WRITE_FIXED) and warn "
+           "if the kernel refuses them; without it storlab still registers them whenever the kernel "
+           "allows (recorded in environment.io_uring.setup_flags)",
            category="engine", engine="io_uring"),
     Option("uring.fixed_files", "bool", "register the target files with the ring",
            category="engine", engine="io_uring"),
