@@ -72,10 +72,14 @@ def test_a_run_imports_no_module_it_does_not_use(tmp_path):
     # storlab.__version__ comes from the engine, not importlib.metadata (with email, csv ...); the
     # run id is made without uuid (and platform), the host named without socket; libc's mincore is
     # bound without ctypes.util.find_library, which runs `ldconfig -p` in a subprocess; TOML,
-    # statistics, CSV and tracebacks load where they are used
+    # statistics, CSV and tracebacks load where they are used, as do the metadata benchmark and the
+    # steady-state check
     report = loaded_by(["run", "--no-store", "--target", str(tmp_path / "t.dat"), "--size", "1m",
                         "--rw", "read", "--time", "0.2s"], tmp_path)
     assert report["unused"] == []
+    for elsewhere in ("storlab.measure.meta", "storlab.jobs.meta_options", "storlab.output.meta_table",
+                      "storlab.measure.steady", "storlab.jobs.steadystate"):
+        assert elsewhere not in report["storlab"], elsewhere   # metadata and steady-state runs only
     report = loaded_by(["--version"], tmp_path)
     assert report["unused"] == []
 
