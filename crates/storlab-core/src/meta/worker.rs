@@ -250,7 +250,7 @@ pub fn run(ctx: &PhaseCtx<'_>, w: usize, st: &mut WorkerState) -> (WorkerPhase, 
     let mut failure: Option<Error> = None;
     let deadline = match (phase.is_item_phase(), spec.stonewall) {
         (true, Some(s)) if !spec.stonewall_create_only || phase == MetaPhase::Create => {
-            Some(start + Duration::from_secs_f64(s))
+            Some(out.start + Duration::from_secs_f64(s))   // from the release, as the phase's time
         }
         _ => None,
     };
