@@ -27,7 +27,11 @@ try:
 except SystemExit as e:
     code = e.code
 watched = {"matplotlib", "jsonschema", "sqlite3", "_sqlite3", "mpi4py", "numpy"}
+# standard modules a run used to import before its first I/O without using them (issue 25 item 4)
+unused = {"importlib.metadata", "email", "uuid", "platform", "socket", "subprocess", "ctypes.util", "tomllib",
+          "statistics", "csv", "traceback"}
 print(json.dumps({"code": code, "loaded": sorted({m.split(".")[0] for m in sys.modules} & watched),
+                  "unused": sorted(set(sys.modules) & unused),
                   "cli": sorted(m for m in sys.modules if m.startswith("storlab.cli.")),
                   "storlab": sorted(m for m in sys.modules if m.startswith("storlab."))}), file=sys.stderr)
 """
@@ -62,6 +66,29 @@ def test_a_run_without_the_store_loads_no_chart_library(tmp_path):
                         "--rw", "read", "--time", "0.2s"], tmp_path)
     assert report["loaded"] == []   # sqlite3 too: nothing is stored
     assert "storlab.cli.report" not in report["cli"] and "storlab.cli.diagnose" not in report["cli"]
+
+
+def test_a_run_imports_no_module_it_does_not_use(tmp_path):
+    # storlab.__version__ comes from the engine, not importlib.metadata (with email, csv ...); the
+    # run id is made without uuid (and platform), the host named without socket; libc's mincore is
+    # bound without ctypes.util.find_library, which runs `ldconfig -p` in a subprocess; TOML,
+    # statistics, CSV and tracebacks load where they are used, as do the metadata benchmark and the
+    # steady-state check
+    report = loaded_by(["run", "--no-store", "--target", str(tmp_path / "t.dat"), "--size", "1m",
+                        "--rw", "read", "--time", "0.2s"], tmp_path)
+    assert report["unused"] == []
+    for elsewhere in ("storlab.measure.meta", "storlab.jobs.meta_options", "storlab.output.meta_table",
+                      "storlab.measure.steady", "storlab.jobs.steadystate"):
+        assert elsewhere not in report["storlab"], elsewhere   # metadata and steady-state runs only
+    report = loaded_by(["--version"], tmp_path)
+    assert report["unused"] == []
+
+
+def test_the_version_is_the_engines():
+    import storlab
+    from storlab import _core
+
+    assert storlab.__version__ == _core.__version__ and storlab.__version__[0].isdigit()
 
 
 def test_a_stored_run_loads_sqlite_but_no_chart_library(tmp_path):

@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent / "python" / "storlab"
 # the error classes. The order is the pipeline's: options and job files, then measurement (which
 # uses the model for its predictions), then the store, then output, then the CLI.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"storlab", "_core"}),
+    frozenset({"_core"}),                       # the engine (Rust)
+    frozenset({"storlab"}),                     # the package itself: its version, from the engine
     frozenset({"errors"}),
     frozenset({"units", "signals", "document", "schemas"}),
     frozenset({"devices"}),

@@ -7,6 +7,9 @@ file and the compiled module naming the same things.
 """
 from typing import Final
 
+__version__: Final[str]
+"""The package version: Cargo.toml's, which maturin also gives the package (storlab.__version__)."""
+
 HIST_SCHEME: Final[str]
 """Name of the latency histogram's bucket layout, "loglinear6": exact below 128 ns, then 64
 linear sub-buckets per power of two; recorded in results beside the raw buckets."""

@@ -11,10 +11,8 @@ what each one holds.
 from __future__ import annotations
 
 import datetime as _dt
-import uuid
+import os
 from typing import Any, Dict, List, Optional, Sequence, TypedDict
-
-from . import __version__
 
 __all__ = [
     "DIRECTIONS", "RUN_SCHEMA", "IO500_SCHEMA", "SWEEP_SCHEMA", "DOCTOR_SCHEMA", "DIAGNOSE_SCHEMA", "PLAN_SCHEMA_VERSION", "MEASURED_KINDS",
@@ -52,6 +50,15 @@ def plan_schema(command: str) -> str:
     return f"storlab.plan.{command}/{PLAN_SCHEMA_VERSION}"
 
 
+def uuid4_hex() -> str:
+    """A random (version 4) UUID as 32 hex digits, what `uuid.uuid4().hex` gives, without importing
+    uuid (which imports platform and costs every command's start-up)."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40   # version 4
+    b[8] = (b[8] & 0x3F) | 0x80   # the RFC 4122 variant
+    return b.hex()
+
+
 def now_iso() -> str:
     """The current UTC time as ISO 8601 with milliseconds and a Z, as every document stamps it."""
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -72,10 +79,12 @@ def header(kind: str, *, schema: str | None = None, argv: Sequence[str] = (), ru
         if kind == "plan":
             raise ValueError("schema: a plan document needs its schema (plan_schema(command))")
         schema = _SCHEMA_OF_KIND[kind]
+    from . import __version__
+
     doc: dict[str, Any] = {"schema": schema, "kind": kind, "storlab_version": __version__}
     if kind in MEASURED_KINDS:
         doc.update({
-            "run_id": run_id or uuid.uuid4().hex,
+            "run_id": run_id or uuid4_hex(),
             "started_at": started_at or now_iso(),
             "finished_at": finished_at,
             "complete": True,

@@ -19,7 +19,6 @@ import argparse
 import importlib
 import importlib.util
 import sys
-import traceback
 from enum import IntEnum
 
 from .. import __version__
@@ -124,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def report_bug(command: str, e: BaseException) -> None:
     """A short traceback (the last frames, where it went wrong) and how to report it."""
+    import traceback  # only when storlab has a bug to report
+
     frames = traceback.extract_tb(e.__traceback__)[-BUG_FRAMES:]
     print(f"storlab {command}: internal error (a bug in storlab {__version__}): {type(e).__name__}: "
           f"{_one_line(e)}", file=sys.stderr)

@@ -14,7 +14,6 @@ import os
 import shutil
 import stat
 import struct
-import subprocess
 from dataclasses import asdict, dataclass
 
 __all__ = ["Signature", "probe_signatures", "probe_device", "probe_with_blkid", "device_size_bytes",
@@ -321,6 +320,8 @@ def probe_with_blkid(path: str | os.PathLike, fd: int | None = None) -> list[Sig
     exe = _blkid_path()
     if exe is None:
         return None
+    import subprocess  # only where blkid is asked
+
     own_fd = fd is None
     # blkid says nothing and exits 2 both for "no signature" and "cannot open": open it here.
     if own_fd:

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .. import _core
-from .meta_options import resolve_meta_options
 from .options import BY_NAME, OPTIONS, OptionError, parse_value, suggest
 from .tomlfile import TomlFileError, read_toml
 
@@ -148,6 +147,8 @@ def resolve_job(cli_values: Mapping[str, Any], jobfile: Mapping[str, Any] | None
         if kind not in PHASE_TYPES:
             raise OptionError(f"{where}: type: {kind!r} is not allowed; use one of: {', '.join(PHASE_TYPES)}")
         if kind == "meta":
+            from .meta_options import resolve_meta_options  # only a job file with a metadata phase
+
             section = {k: v for k, v in p.items() if k not in ("type", "name")}
             resolved.append(PhaseDef(name=p.get("name") or "meta", groups=[], kind="meta",
                                      meta=resolve_meta_options(None, section, where)))

@@ -9,12 +9,7 @@ from typing import Any
 
 from ..errors import UserError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python < 3.11 only
-    import tomli as tomllib
-
-__all__ = ["TomlFileError", "read_toml", "MAX_TOML_BYTES"]
+__all__ = ["TomlFileError", "read_toml", "MAX_TOML_BYTES"]   # and `tomllib`, imported on first use
 
 # A job or stack file is a few KiB; a bigger one is a mistake (a log, an image), not a description.
 MAX_TOML_BYTES = 16 << 20
@@ -46,12 +41,25 @@ def read_toml(path: str, what: str) -> dict[str, Any]:
             raise TomlFileError(f"{what} {path}: cannot be read: {e.strerror or e}") from None
     if len(data) > MAX_TOML_BYTES:
         raise TomlFileError(f"{what} {path}: larger than {MAX_TOML_BYTES // (1 << 20)} MiB, too large for a {what}")
+    parser = __getattr__("tomllib")
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        return parser.loads(data.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise TomlFileError(f"{what} {path}: not a text file (byte {e.start} is not UTF-8); give a TOML file") from None
-    except tomllib.TOMLDecodeError as e:
+    except parser.TOMLDecodeError as e:
         raise TomlFileError(f"{what} {path}: not valid TOML: {e}") from None
     except RecursionError:
         raise TomlFileError(f"{what} {path}: not valid TOML: nested too deeply") from None
 
+
+def __getattr__(name: str) -> Any:
+    """`tomllib` (tomli before Python 3.11), imported when first used: a command given no TOML
+    file does not pay for the parser."""
+    if name != "tomllib":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python < 3.11 only
+        import tomli as tomllib
+    globals()["tomllib"] = tomllib
+    return tomllib

@@ -30,7 +30,6 @@ worker of every rank; docs/mpi.md repeats this):
 from __future__ import annotations
 
 import math
-import statistics
 from typing import Any, Sequence
 
 from ..document import DIRECTIONS
@@ -324,6 +323,8 @@ def _mpi_section(per_rank: list[dict[str, Any]], nodes: Sequence[str], missing: 
             {"rank": x["rank"], "node": x["node"], "start_s": x["start_s"], "end_s": x["end_s"],
              "behind_s": x["end_s"] - first_done["end_s"], rate: x[rate]}
             for x in reversed(by_end[-REPORTED_RANKS:]) if len(per_rank) > 1]
+        import statistics  # only where ranks are merged
+
         median = statistics.median(x[rate] for x in per_rank)
         section["slowest_ranks"] = [
             {"rank": x["rank"], "node": x["node"], rate: x[rate],

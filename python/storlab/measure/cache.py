@@ -16,21 +16,29 @@ and judge whether a result could have come from the device at all.
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import fcntl
+import functools
 import mmap
 import os
 import stat
 import time
 from typing import Any, Iterable
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
-_libc.mmap.restype = ctypes.c_void_p
-_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-_libc.statfs.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+
+@functools.lru_cache(maxsize=None)
+def _libc() -> Any:
+    """The C library's mincore, mmap, munmap and statfs, bound when first needed. The symbols are
+    taken from the process itself (CDLL(None): the interpreter is linked against the C library),
+    not looked up with ctypes.util.find_library, which runs `ldconfig -p` in a subprocess."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.statfs.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+    return libc
 
 # <linux/fs.h>: _IO(0x12, 97), write back and drop a block device's buffer cache.
 BLKFLSBUF = 0x1261
@@ -69,21 +77,24 @@ def resident_bytes(path: str) -> int | None:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
+    import ctypes
+
     try:
+        libc = _libc()
         size = st.st_size if stat.S_ISREG(st.st_mode) else os.lseek(fd, 0, os.SEEK_END)
         resident_pages = 0
         for start in range(0, size, _MINCORE_CHUNK_BYTES):
             length = min(_MINCORE_CHUNK_BYTES, size - start)
-            addr = _libc.mmap(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, start)
+            addr = libc.mmap(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, start)
             if addr in (None, ctypes.c_void_p(-1).value):
                 return None
             try:
                 vec = (ctypes.c_ubyte * ((length + PAGE - 1) // PAGE))()
-                if _libc.mincore(ctypes.c_void_p(addr), length, vec) != 0:
+                if libc.mincore(ctypes.c_void_p(addr), length, vec) != 0:
                     return None
                 resident_pages += bytes(vec).translate(_LOW_BIT).count(1)  # bit 0: resident
             finally:
-                _libc.munmap(ctypes.c_void_p(addr), length)
+                libc.munmap(ctypes.c_void_p(addr), length)
         return min(resident_pages * PAGE, size)
     finally:
         os.close(fd)
@@ -94,8 +105,10 @@ _LOW_BIT = bytes(b & 1 for b in range(256))
 
 def _fs_type_magic(path: str) -> int | None:
     """statfs f_type of the file system holding `path` (the first field of struct statfs)."""
+    import ctypes
+
     buf = ctypes.create_string_buffer(256)
-    if _libc.statfs(os.fsencode(path), buf) != 0:
+    if _libc().statfs(os.fsencode(path), buf) != 0:
         return None
     return ctypes.c_ulong.from_buffer(buf).value
 

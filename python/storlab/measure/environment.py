@@ -7,8 +7,6 @@ to the file size ...). Reading it never fails: unknown fields are None.
 from __future__ import annotations
 
 import os
-import platform
-import socket
 import sys
 from typing import Any
 
@@ -29,6 +27,8 @@ def cpu_model() -> str | None:
     for line in text.splitlines():
         if line.startswith(("model name", "Processor", "cpu model")):
             return line.split(":", 1)[1].strip()
+    import platform  # only where /proc/cpuinfo names no model
+
     return platform.processor() or None
 
 
@@ -51,13 +51,13 @@ def os_name() -> str | None:
 def host_environment() -> dict[str, Any]:
     """Everything about the machine that does not depend on the job."""
     return {
-        "host": socket.gethostname(),
-        "kernel": platform.release(),
+        "host": os.uname().nodename,        # what socket.gethostname() returns, without socket
+        "kernel": os.uname().release,       # platform.release(), without platform
         "os": os_name(),
         "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
         "memory_bytes": memory_bytes(),
-        "python": platform.python_version(),
+        "python": sys.version.split()[0],   # platform.python_version()
         "platform": sys.platform,
         **launch_environment(),
     }

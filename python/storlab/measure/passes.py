@@ -10,7 +10,6 @@ t-interval rests on one degree of freedom (t = 12.7) or none and says little; `c
 from __future__ import annotations
 
 import math
-import statistics
 from typing import Any, Iterable
 
 from ..document import DIRECTIONS
@@ -44,6 +43,8 @@ def describe(values: Iterable[float], floor: float | None = None) -> dict[str, A
     """mean, stddev (n-1), min, max, the 95 % CI of the mean as computed (`ci95`) and as shown
     (`ci95_shown`: clipped at `floor`, for quantities that cannot go below it), a note on the
     interval under 3 values, and the values themselves."""
+    import statistics  # with fractions and decimal: only where passes are summarised
+
     v = [float(x) for x in values]
     n = len(v)
     mean = statistics.fmean(v) if v else 0.0

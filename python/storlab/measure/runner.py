@@ -33,8 +33,6 @@ from .benchmark import Benchmark, PhaseHooks, run_benchmark, wait_for_phase
 from .checks import check_phase
 from .cpu import CpuSample, cpu_usage
 from .environment import describe_target, host_environment
-from .meta import MetaBenchmark
-from .steady import SteadyState
 
 SCHEMA = RUN_SCHEMA
 SCRATCH_SIZE_BYTES = 256 << 20
@@ -271,6 +269,8 @@ class IoBenchmark(Benchmark):
         progress = None
         if self.progress is not None:
             progress = lambda op, ops, elapsed: self.progress(f"{phase.name}:{op}", 0, ops, elapsed)  # noqa: E731
+        from .meta import MetaBenchmark  # only a job file's metadata phase needs it
+
         out = run_benchmark(MetaBenchmark(phase.meta, progress=progress, run_id=doc["run_id"]))
         workdir = out["job"]["workdir"]
         for p in out["phases"]:
@@ -398,7 +398,11 @@ class IoBenchmark(Benchmark):
             raise from_core(*e.args) from None
         # After the plan laid the files out, before the clock: the layout's pages are dropped too.
         invalidated = cache.invalidate(*cache.invalidation_targets(phase, self.job.run))
-        steady = SteadyState.of(self.job.run)
+        steady = None
+        if self.job.run.get("ss"):   # the steady-state check loads only where one is asked for
+            from .steady import SteadyState
+
+            steady = SteadyState.of(self.job.run)
         hooks.before_start(phase, run)
         cpu_before = CpuSample.now()
         run.start()

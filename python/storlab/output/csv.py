@@ -2,7 +2,6 @@
 (bytes, seconds, bw_bytes = bytes/s, *_ns), full precision, for spreadsheets and pandas."""
 from __future__ import annotations
 
-import csv
 import io
 from typing import Any, Sequence
 
@@ -14,6 +13,8 @@ CSV_COLUMNS = tuple(c.key for c in RUN_COLUMNS + RESULT_COLUMNS)
 
 
 def to_csv(docs: Sequence[dict[str, Any]]) -> str:
+    import csv
+
     out = io.StringIO()
     w = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n", extrasaction="ignore")
     w.writeheader()

@@ -7,8 +7,6 @@ from typing import Any
 from ..document import DIRECTIONS
 from ..measure.passes import format_interval
 from .base import RESULT_COLUMNS, align, human, result_rows
-from .meta_table import phase_table
-from .meta_table import render_table as render_meta_table
 
 __all__ = ["render_table"]
 
@@ -122,6 +120,8 @@ def translation_line(tr: dict[str, Any]) -> str:
 def render_table(doc: dict[str, Any]) -> str:
     """Compact plain-text table of a result document (no colour, no trailing newline)."""
     if doc.get("kind") == "meta":  # metadata phases are operations per second, not bytes
+        from .meta_table import render_table as render_meta_table
+
         return render_meta_table(doc)
     if doc.get("kind") == "io500":  # io500's own summary lines: scores, times, validity
         from .io500_files import render_summary
@@ -146,6 +146,8 @@ def render_table(doc: dict[str, Any]) -> str:
         lines = align([c.header for c in cols], cells, [c.kind == "num" for c in cols])
     meta = [p for p in phases if p.get("kind") == "meta"]
     if meta:  # metadata phases of a job file: operations per second, their own columns
+        from .meta_table import phase_table
+
         lines += [""] + phase_table(meta)
     if doc.get("main_job"):   # how the default main job measured, in one line
         lines.append(doc["main_job"]["line"])

@@ -82,7 +82,12 @@ impl MetaPhaseResult {
         let mut file_sync = Histogram::new();
         let mut dir_sync = Histogram::new();
         let (mut ops, mut bytes) = (0u64, 0u64);
-        let rel = |t: std::time::Instant| t.saturating_duration_since(start).as_secs_f64();
+        // The phase starts when the workers leave the start barrier (the first to wake), not when
+        // the coordinator started the clock before their set-up (thread start, opening the tree,
+        // the visit order): mdtest likewise starts its timer after the barrier that follows set-up.
+        let released = done.iter().map(|w| w.start).min().unwrap_or(start).max(start);
+        let start_unix_s = start_unix_s + released.saturating_duration_since(start).as_secs_f64();
+        let rel = |t: std::time::Instant| t.saturating_duration_since(released).as_secs_f64();
         let mut workers = Vec::with_capacity(done.len());
         let mut seconds = 0.0f64;
         for w in done {

@@ -353,3 +353,18 @@ fn an_existing_tree_fails_mkdir_without_touching_it() {
     run.cleanup().unwrap();
     assert_eq!(tree(tmp.path()).1, ["w1"], "the directory that was there before stays");
 }
+
+#[test]
+fn a_phase_is_timed_from_the_release_of_its_workers_not_from_their_set_up() {
+    // random order: each worker shuffles its items in its set-up, before the start barrier
+    let tmp = tempfile::tempdir().unwrap();
+    let mut run = MetaRun::new(spec(tmp.path(), serde_json::json!({"threads": 3, "files": 2000, "order": "random"}))).unwrap();
+    while run.next_phase().is_some() {
+        let r = step(&mut run);
+        let first = r.workers.iter().map(|w| w.start_s).fold(f64::INFINITY, f64::min);
+        let last = r.workers.iter().map(|w| w.end_s).fold(0.0, f64::max);
+        assert_eq!(first, 0.0, "{}: the first worker released starts the phase", r.name);
+        assert_eq!(r.seconds, last, "{}: the phase ends with its last worker", r.name);
+        assert!(r.start_unix_s > 0.0);
+    }
+}

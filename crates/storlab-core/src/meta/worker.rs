@@ -1,6 +1,7 @@
-//! One worker thread of one metadata phase: set-up outside the clock (open its tree, format its
-//! name stems, shuffle its items), meet the others at the start barrier, then one system call per
-//! item with its latency recorded in the worker's own histogram. No allocation and no lock per
+//! One worker thread of one metadata phase: set-up outside the clock (a descriptor table of its
+//! own, as each mdtest rank has; open its tree, format its name stems, shuffle its items), meet
+//! the others at the start barrier, then one system call per item with its latency recorded in
+//! the worker's own histogram. No allocation and no lock per
 //! operation; progress is published through relaxed stores to the worker's own cache line.
 
 use std::sync::atomic::Ordering;
@@ -184,6 +185,8 @@ pub fn run(ctx: &PhaseCtx<'_>, w: usize, st: &mut WorkerState) -> (WorkerPhase, 
 
     // --- set-up, outside the clock -----------------------------------------------------------
     let setup: Result<Option<Dir>> = (|| {
+        // first, so every descriptor this worker opens lives (and dies) in its own table
+        ops::private_descriptor_table();
         if phase == MetaPhase::Rmdir {
             // A stonewalled remove left files behind; the directories must be empty for rmdir.
             if let (_, Some(e)) = remove_leftover_files(spec, shape, ctx.base, w, st) {
@@ -247,7 +250,7 @@ pub fn run(ctx: &PhaseCtx<'_>, w: usize, st: &mut WorkerState) -> (WorkerPhase, 
     let mut failure: Option<Error> = None;
     let deadline = match (phase.is_item_phase(), spec.stonewall) {
         (true, Some(s)) if !spec.stonewall_create_only || phase == MetaPhase::Create => {
-            Some(start + Duration::from_secs_f64(s))
+            Some(out.start + Duration::from_secs_f64(s))   // from the release, as the phase's time
         }
         _ => None,
     };
