@@ -360,6 +360,54 @@ def test_tree_collectives_are_correct_at_odd_and_even_rank_counts(n):
             assert every == [x * x + k for x in range(n)]
 
 
+FINAL_GATHER_SCRIPT = """
+import json, os, sys, time
+from mpi4py import MPI
+from storlab.measure.mpi.comm import Comm, Liveness
+
+silent = int(sys.argv[1])
+live = Liveness(MPI.COMM_WORLD, 1.0)
+comm = Comm(MPI.COMM_WORLD, live)
+r, n = comm.rank, comm.size
+value = {"rank": r, "hist": {str(b): r + b for b in range(4)}}
+flat = comm.gather(value)                   # every rank alive: the plain tree gather ...
+final = comm.gather_surviving(value, 30.0)  # ... and the failure-proof one agree
+if r == silent:                             # this rank goes silent: no heartbeat, no message
+    live._stop.set()
+    live._thread.join()
+    time.sleep(6)
+    os._exit(0)
+t0 = time.monotonic()
+after = comm.gather_surviving(value, 30.0, tag=14)
+if r == 0:
+    print(json.dumps({"flat": flat, "final": {str(k): v for k, v in sorted(final.items())},
+                      "after": sorted(after), "seconds": time.monotonic() - t0,
+                      "failure": live.failure.args[0] if live.failure else None,
+                      "sent": live.messages_sent}), flush=True)
+live.close()
+os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("n, silent", [(4, 2), (7, 4)])
+def test_the_final_gather_matches_the_flat_one_and_goes_round_a_silent_rank(n, silent):
+    """The last exchange of a run climbs the tree (no rank receives from more than its children)
+    and gives rank 0 the same as the plain gather; a rank that goes silent (no heartbeat, no
+    message) is named within the rank timeout and the ranks below it still reach rank 0."""
+    p = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-c", FINAL_GATHER_SCRIPT, str(silent)],
+                       capture_output=True, text=True, timeout=120)
+    # (the launcher may end the job with an error once a rank leaves without finalising MPI: what
+    # counts is what rank 0 got)
+    line = next((x for x in p.stdout.splitlines() if x.startswith("{")), None)
+    assert line is not None, p.stdout + p.stderr
+    doc = json.loads(line)
+    assert doc["final"] == {str(i): v for i, v in enumerate(doc["flat"])}
+    assert [x["rank"] for x in doc["flat"]] == list(range(n))
+    assert doc["after"] == [r for r in range(n) if r != silent]    # the silent rank's subtree included
+    assert f"rank {silent}" in doc["failure"] and "stopped responding" in doc["failure"]
+    assert doc["seconds"] < 15
+
+
 def test_the_gap_between_phases_is_measured_and_recorded(tmp_path, shm_dir):
     """benchmarks/mpi_overhead.py's rank side: one gap per phase boundary, from the merged document."""
     out = tmp_path / "gaps.json"

@@ -1,5 +1,6 @@
 """The pure parts of storlab.measure.mpi, without MPI: launcher detection, rank-aware target names and
-layouts, reorder, stonewall wear-out, clock-offset math, cross-rank aggregation, scaling curve."""
+layouts, reorder, stonewall wear-out, clock-offset math, cross-rank aggregation, scaling curve,
+the binomial tree of the collectives and how it heals around gone ranks."""
 from __future__ import annotations
 
 import math
@@ -8,7 +9,7 @@ import random
 import pytest
 from storlab.jobs.job import resolve_job
 from storlab.measure import aggregate, launch, stats
-from storlab.measure.mpi import clock, rewrite, scaling
+from storlab.measure.mpi import clock, rewrite, scaling, tree
 
 # -- launcher detection ---------------------------------------------------------------------------
 
@@ -360,3 +361,53 @@ def test_efficiency_is_speedup_over_the_ideal_speedup():
     assert pts[1]["deskew_efficiency"] == 1.0 and pts[2]["deskew_efficiency"] is None
     from_two = scaling.scaling_curve([fake_run(2, 180.0, 200.0), fake_run(4, 270.0, 300.0)])
     assert from_two[0]["base_ranks"] == 2 and from_two[0]["points"][1]["efficiency"] == pytest.approx(0.75)
+
+
+# -- the tree of the collectives ------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", range(1, 71))
+def test_the_tree_spans_every_rank_once_with_log_n_children_and_depth(n):
+    """Parent and children agree; every rank is below rank 0 exactly once; subtrees are the
+    ranks below; no rank has more than ceil(log2 n) children and no path is longer."""
+    bound = math.ceil(math.log2(n)) if n > 1 else 0
+    seen = []
+    for r in range(n):
+        kids = tree.children(r, n)
+        assert len(kids) <= bound
+        assert all(tree.parent(c) == r for c in kids)
+        seen.extend(kids)
+        assert list(tree.subtree(r, n)) == sorted([r] + [x for c in kids for x in tree.subtree(c, n)])
+        depth, up = 0, r
+        while up:
+            up, depth = tree.parent(up), depth + 1
+        assert depth <= bound
+        assert tree.height(r, n) <= bound - depth if r else tree.height(0, n) == bound
+    assert sorted(seen) == list(range(1, n))
+    assert tree.parent(0) is None
+
+
+@pytest.mark.parametrize("n", [7, 12, 33, 70])
+def test_the_tree_heals_around_gone_ranks(n):
+    """With some ranks gone, every living rank still reaches rank 0 through living ancestors, and
+    the living ranks rank 0's gather waits for are exactly the living ones, each heard once."""
+    rng = random.Random(n)
+    for _ in range(20):
+        gone = set(rng.sample(range(1, n), k=rng.randint(1, max(1, n // 4))))
+        living = [r for r in range(n) if r not in gone]
+        heard_by: dict[int, int] = {}
+        for r in living:
+            for c in tree.living_children(r, n, gone):
+                assert c not in gone and c not in heard_by
+                heard_by[c] = r
+                assert tree.living_parent(c, gone) == r        # both ends agree on the edge
+            assert all(p not in gone for p in [tree.living_parent(r, gone)] if p is not None)
+        assert sorted(heard_by) == living[1:]
+        # neighbours are symmetric, so heartbeats go both ways along every edge
+        for r in living:
+            assert all(r in tree.neighbours(x, n, gone) for x in tree.neighbours(r, n, gone))
+
+
+def test_a_child_already_heard_from_is_not_waited_for_again_nor_what_is_below_it():
+    assert list(tree.living_children(0, 8, gone=set(), done={4})) == [1, 2]
+    assert list(tree.living_children(0, 8, gone={4}, done=set())) == [1, 2, 5, 6]
+    assert list(tree.living_children(0, 8, gone={4, 6}, done={5})) == [1, 2, 7]
