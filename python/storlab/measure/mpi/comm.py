@@ -49,6 +49,10 @@ _SPINS = 50
 _YIELDS = 200
 _MIN_SLEEP_S = 20e-6
 _MAX_SLEEP_S = 200e-6
+# A rank waiting on its doorbell (ranks outnumber cores) wakes at least this often to look for
+# failures and for rings it may have missed.
+_BELL_TIMEOUT_S = 0.02
+_RUNG_POLLS = 20
 
 
 def _precise_sleeps() -> None:
@@ -80,6 +84,53 @@ class _Backoff:
             return
         time.sleep(self.sleep_s)
         self.sleep_s = min(_MAX_SLEEP_S, self.sleep_s * 2)
+
+
+class _Doorbell:
+    """Waiting without polling where ranks outnumber the node's cores: each rank of a communicator
+    on this node has a datagram socket (Linux abstract names, nothing on disk), and a rank that
+    sends a message to a rank of the same node rings that rank's bell after the send. A waiting
+    rank sleeps in the kernel until its bell rings (or a timeout, to watch for failures), so the
+    ranks still working get the cores instead of ranks polling for messages that have not come.
+    A ring is only a hint: the waiter probes MPI again, and a ring for a later message costs one
+    extra probe. MPI's own blocking calls (MPICH's included) spin instead, which on a shared core
+    takes the CPU from the very rank being waited for."""
+
+    def __init__(self, node, rank: int) -> None:
+        import socket
+        import uuid
+
+        token = node.bcast(uuid.uuid4().hex if node.Get_rank() == 0 else None)
+        self.local = set(node.allgather(rank))      # ranks of the communicator on this node
+        self._name = lambda r: f"\0storlab-{token}-{r}".encode()
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.setblocking(False)
+        self.sock.bind(self._name(rank))
+        self.rings = 0
+
+    def ring(self, dest: int) -> None:
+        if dest in self.local:
+            try:
+                self.sock.sendto(b"!", self._name(dest))
+                self.rings += 1
+            except OSError:
+                pass   # its queue is full (it has rings to read already) or it is gone
+
+    def wait(self, timeout_s: float) -> bool:
+        """Sleep until a ring or the timeout; True when rung."""
+        import select
+
+        rung = False
+        if select.select([self.sock], [], [], timeout_s)[0]:
+            try:
+                while self.sock.recv(64):
+                    rung = True
+            except OSError:
+                pass
+        return rung
+
+    def close(self) -> None:
+        self.sock.close()
 
 
 class RankFailure(StorlabError):
@@ -159,6 +210,11 @@ class Liveness:
                 pending = [req for req in pending if not req.test()[0]]
                 time.sleep(_MAX_SLEEP_S)
         return clean
+
+    def watched(self) -> int:
+        """How many ranks this rank exchanges heartbeats with (its living tree neighbours)."""
+        with self._lock:
+            return sum(1 for p in self._peers.values() if not p.dead)
 
     # -- the thread -----------------------------------------------------------------------------
     def _rewire(self, now: float) -> None:
@@ -290,6 +346,12 @@ class Comm:
         # Ranks of this communicator on this node: more than its cores and polls only sleep.
         node = self.data.Split_type(MPI.COMM_TYPE_SHARED)
         self._busy_wait = node.Get_size() <= (os.cpu_count() or 1)
+        self._bell: _Doorbell | None = None
+        if not self._busy_wait and os.environ.get("STORLAB_MPI_DOORBELL", "1") != "0":
+            try:
+                self._bell = _Doorbell(node, self.rank)
+            except OSError:
+                self._bell = None   # no abstract sockets (not Linux): sleeping polls
         node.Free()
 
     @property
@@ -297,7 +359,17 @@ class Comm:
         return self.liveness.failure
 
     def free(self) -> None:
+        if self._bell is not None:
+            self._bell.close()
         self.data.Free()
+
+    def _isend(self, obj: Any, dest: int, tag: int, synchronous: bool = False):
+        """Send, then ring the destination's doorbell (when ranks share cores)."""
+        req = (self.data.issend if synchronous else self.data.isend)(obj, dest, tag)
+        self.messages_sent += 1
+        if self._bell is not None:
+            self._bell.ring(dest)
+        return req
 
     # -- waiting --------------------------------------------------------------------------------
     def _check(self) -> None:
@@ -320,6 +392,7 @@ class Comm:
         `sources`. Each source is probed on its own: messages from one rank arrive in order, but a
         fast rank's message for the next collective may arrive before a slow rank's for this one."""
         pause = _Backoff(self._busy_wait)
+        rung = 0
         while True:
             for source in sources:
                 msg = self.data.improbe(source, tag)
@@ -336,7 +409,13 @@ class Comm:
                 self._check()
             if deadline is not None and time.monotonic() > deadline:
                 return None
-            pause()
+            if self._bell is not None and sources <= self._bell.local and rung <= 0:
+                # until a sender rings (or to look at liveness); after a ring, MPI may need a few
+                # more progress calls before the message shows, so poll (yielding) for a while
+                rung = _RUNG_POLLS if self._bell.wait(_BELL_TIMEOUT_S) else 0
+            else:
+                rung -= 1
+                pause()
 
     def _next(self) -> int:
         self.collectives += 1
@@ -364,8 +443,7 @@ class Comm:
             pending.discard(src)
         parent = self.parent()
         if parent is not None:
-            self.messages_sent += 1
-            self._wait_request(self.data.isend((seq, subtree), parent, TAG_GATHER))
+            self._wait_request(self._isend((seq, subtree), parent, TAG_GATHER))
             return None
         return [subtree[r] for r in range(self.size)]
 
@@ -375,8 +453,7 @@ class Comm:
         parent = self.parent()
         if parent is not None:
             obj = self._recv({parent}, TAG_BCAST, seq)[1]
-        reqs = [self.data.isend((seq, obj), r, TAG_BCAST) for r in self.children()]
-        self.messages_sent += len(reqs)
+        reqs = [self._isend((seq, obj), r, TAG_BCAST) for r in self.children()]
         for req in reqs:
             self._wait_request(req)
         return obj
@@ -390,7 +467,7 @@ class Comm:
 
     # -- point to point, for the clock exchange ----------------------------------------------------
     def send(self, obj: Any, dest: int, tag: int = TAG_CLOCK) -> None:
-        self._wait_request(self.data.isend((0, obj), dest, tag))
+        self._wait_request(self._isend((0, obj), dest, tag))
 
     def recv(self, source: int, tag: int = TAG_CLOCK) -> Any:
         return self._recv({source}, tag, 0)[1]
@@ -433,8 +510,7 @@ class Comm:
             if living is None:
                 break
             if living != up:
-                up, req = living, self.data.issend((0, got), living, tag)
-                self.messages_sent += 1
+                up, req = living, self._isend((0, got), living, tag, synchronous=True)
             if req.test()[0]:
                 break
             pause()

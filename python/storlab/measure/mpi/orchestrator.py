@@ -131,7 +131,14 @@ class RankHooks(PhaseHooks):
 
 
 class IoRankHooks(RankHooks):
-    """The three points at which a rank joins the others during an I/O run (see the module doc)."""
+    """The points at which a rank joins the others during an I/O run (see the module doc).
+
+    One phase boundary is one barrier, two tree sweeps: phase k's report climbs the tree in the
+    barrier's gather before phase k+1 starts, and the window and stop of phase k come down in its
+    broadcast. Only when a later read phase takes its io_size from phase k's counts (wear-out)
+    does phase k's exchange run at its end, before the next plan is built, followed by the plain
+    barrier. The last phase's exchange runs after the run (`flush`). What each rank did in each
+    phase's window stays with it until the final gather."""
 
     def __init__(self, comm: Comm, job: Job, template: Job, offsets: list[clock.Offset],
                  reorder: int) -> None:
@@ -142,11 +149,17 @@ class IoRankHooks(RankHooks):
         self.pairs = wearout_pairs(template)
         self.index = 0
         self.local: list[dict[str, Any]] = []          # per phase: result plus rank facts
-        self.window_bytes: dict[int, list[float | None]] = {}   # rank 0: per phase, per rank
+        self.window_bytes: dict[int, float | None] = {}   # per phase: this rank's bytes in the window
         self.stonewall: list[dict[str, Any]] = []      # rank 0: wear-out counts applied
+        self.pending: tuple[int, Any, Any, dict[str, Any]] | None = None  # phase k awaiting its exchange
 
     def before_start(self, phase, run) -> None:
-        if not self.barrier():
+        if self.failure is None:
+            try:
+                self._exchange()        # the previous phase's, as this phase's barrier
+            except RankFailure as e:
+                self.fail(e)
+        if self.failure is not None:
             run.interrupt()   # the phase starts and stops at once: a partial result, no hang
 
     def interrupted(self) -> None:
@@ -164,16 +177,34 @@ class IoRankHooks(RankHooks):
         if self.failure is None and result["stop_reason"] == "error":
             self.fail(self.comm.liveness.report(f"phase {phase.name}: {result['error']}"))
         if self.failure is None:
-            try:
-                self._exchange(k, phase, run, result)
-            except RankFailure as e:
-                self.fail(e)
+            self.pending = (k, phase, run, result)
+            if k in self.pairs.values():   # the counts are needed before the next plan is built
+                try:
+                    self._exchange()
+                except RankFailure as e:
+                    self.fail(e)
         signalled_here = result["stop_reason"] == "interrupted" and STOP.requested
         if self.failure is not None and result["stop_reason"] != "error" and not signalled_here:
             result.update(complete=False, stop_reason="error", error=self.failure.args[0])
 
-    def _exchange(self, k: int, phase, run, result: dict[str, Any]) -> None:
+    def flush(self) -> None:
+        """After the run: the last phase's exchange (every rank has one pending unless a rank failed)."""
+        if self.failure is None and self.pending is not None:
+            try:
+                self._exchange()
+            except RankFailure as e:
+                self.fail(e)
+                self.local[-1]["result"].update(complete=False, stop_reason="error", error=e.args[0])
+
+    def _exchange(self) -> None:
+        """One barrier carrying the pending phase's report up and its window down (a plain
+        barrier when nothing is pending)."""
         comm = self.comm
+        pending, self.pending = self.pending, None
+        if pending is None:
+            comm.barrier()
+            return
+        k, phase, run, result = pending
         report = {"start_unix_s": result["start_unix_s"], "offset_s": self.offset_s,
                   "complete": result["complete"], "stop_reason": result["stop_reason"],
                   "error": result.get("error"),
@@ -190,14 +221,12 @@ class IoRankHooks(RankHooks):
                 counts = [[[w["write_bytes"] for w in x["workers"] if w["group"] == name] for name in names]
                           for x in reports]
             info = {"shifts": shifts, "window": window, "stop": stop, "counts": counts}
-        info = comm.bcast(info)   # also the barrier after the phase: rank 0 sent it after hearing all
+        info = comm.bcast(info)   # also the barrier: rank 0 sent it after hearing all
         mine = None
         if info["window"] is not None:
             shift = info["shifts"][comm.rank]
             mine = run.bytes_in_window(info["window"][0] - shift, info["window"][1] - shift)
-        everyone = comm.gather(mine)
-        if comm.rank == 0:
-            self.window_bytes[k] = everyone
+        self.window_bytes[k] = mine
         if info["counts"] is not None:
             self._apply_wearout(k, info["counts"])
         if info["stop"] is not None:
@@ -230,7 +259,7 @@ class MetaRankHooks(RankHooks):
         self.local: list[dict[str, Any]] = []      # this rank's phase results, in order
         self.exchanged = 0                         # phases whose exchange this rank completed
         self.results: dict[int, list[dict[str, Any]]] = {}       # rank 0: phase -> every rank's result
-        self.window_ops: dict[int, list[float | None]] = {}      # rank 0: phase -> ops in the window
+        self.window_ops: dict[int, float | None] = {}   # per phase: this rank's operations in the window
         self.samples: list[tuple[float, int]] = []  # (seconds since the phase start, ops) this phase
         self.run = None
         self.before_cleanup_left: tuple[int, int] | None = None  # files, dirs before the clean-up
@@ -284,9 +313,7 @@ class MetaRankHooks(RankHooks):
         if info["window"] is not None:
             shift = info["shifts"][comm.rank]
             mine = count_in_window(self.samples, info["window"][0] - shift, info["window"][1] - shift)
-        everyone = comm.gather(mine)
-        if comm.rank == 0:
-            self.window_ops[k] = everyone
+        self.window_ops[k] = mine   # goes to rank 0 in the final gather
         self.exchanged = k + 1
         if info["stop"] is not None:
             _mark_stopped(result, info["stop"])
@@ -384,8 +411,8 @@ class RankSide(ABC):
         """Rank 0: every rank's phase results, in order."""
 
     @abstractmethod
-    def windows(self) -> dict[int, list[float | None]]:
-        """Rank 0: per phase, what each rank did in the de-skew window."""
+    def windows(self, got: dict[int, dict[str, Any]], size: int) -> dict[int, list[float | None]]:
+        """Rank 0: per phase, what each rank did in the de-skew window (from the payloads)."""
 
     @abstractmethod
     def document(self, session: "Session", comm: Comm, got: dict[int, dict[str, Any]],
@@ -396,6 +423,16 @@ class RankSide(ABC):
     @abstractmethod
     def mpi_fields(self, phases: list[dict[str, Any]]) -> dict[str, Any]:
         """The kind's own keys of the `mpi` section."""
+
+
+def _windows(got: dict[int, dict[str, Any]], phases: int, size: int) -> dict[int, list[float | None]]:
+    """Per phase, each rank's amount in the de-skew window, from the final payloads (a rank
+    counts its own when the window comes down after the phase; a missing rank is None)."""
+    out: dict[int, list[float | None]] = {}
+    for k in range(phases):
+        if any(k in p.get("window", {}) for p in got.values()):
+            out[k] = [got[r]["window"].get(k) if r in got else None for r in range(size)]
+    return out
 
 
 def _outcome(doc: dict[str, Any], phases: list[dict[str, Any]], expected: int, failure: RankFailure | None,
@@ -439,11 +476,13 @@ class IoRanks(RankSide):
         try:
             tell = None if notify is None else (lambda msg: notify(f"rank {comm.rank}: {msg}"))
             doc = run_benchmark(IoBenchmark(job, progress if comm.rank == 0 else None, notify=tell), argv, hooks)
+            hooks.flush()
         except (Exception, KeyboardInterrupt) as e:  # noqa: BLE001 - every failure must reach the others
             error = _one_line(e) if not isinstance(e, KeyboardInterrupt) else "interrupted (Ctrl-C)"
             hooks.fail(comm.liveness.report(error))
         return {"doc": doc, "phases": hooks.local if doc is None else None, "error": error,
-                "sides": [{k: x[k] for k in ("offset_s", "data_rank", "targets")} for x in hooks.local]}
+                "sides": [{k: x[k] for k in ("offset_s", "data_rank", "targets")} for x in hooks.local],
+                "window": hooks.window_bytes}
 
     def per_rank_phases(self, got):
         out = {}
@@ -452,8 +491,8 @@ class IoRanks(RankSide):
             out[r] = [{**p, **side} for p, side in zip(phases, payload["sides"])]
         return out
 
-    def windows(self):
-        return self.hooks.window_bytes
+    def windows(self, got, size):
+        return _windows(got, len(self.template.phases), size)
 
     def document(self, session, comm, got, phases, failure, argv, started_at) -> dict[str, Any]:
         template = self.template
@@ -540,14 +579,15 @@ class MetaRanks(RankSide):
             if workdir is not None and not cleanup["error"]:
                 remove_workdir(workdir, keep)
         return {"first": hooks.exchanged, "phases": hooks.local[hooks.exchanged:], "error": error,
+                "window": hooks.window_ops,
                 "cleanup": cleanup, "target": target, "workdir": workdir, "threads": values["threads"]}
 
     def per_rank_phases(self, got):
         results = self.hooks.results
         return {r: [results[k][r] for k in range(p["first"])] + p["phases"] for r, p in got.items()}
 
-    def windows(self):
-        return self.hooks.window_ops
+    def windows(self, got, size):
+        return _windows(got, 1 + len(self.values["phases"]), size)
 
     def document(self, session, comm, got, phases, failure, argv, started_at) -> dict[str, Any]:
         values = self.values
@@ -652,7 +692,7 @@ class Session:
             return None
         size, nodes = comm.size, self.nodes[:comm.size]
         per_rank = side.per_rank_phases(got)
-        windows = side.windows()
+        windows = side.windows(got, comm.size)
         merge = side.benchmark_kind.merge_phase
         phases = []
         for k in range(max((len(v) for v in per_rank.values()), default=0)):
