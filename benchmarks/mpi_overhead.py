@@ -8,8 +8,9 @@ the throughput of 4 ranks against 4 threads of one process on the same /dev/shm 
 
 Gap between phases k-1 and k = start of k - (start of k-1 + its last worker's finish): the runner's
 bookkeeping, the next plan's build, and under MPI the one barrier before phase k starts, whose
-gather carries phase k-1's reports up the tree and whose broadcast brings its de-skew window down
-(each rank keeps its bytes in the window for the final gather). Each phase does one 4 KiB null
+reduction merges phase k-1's time bases and worker spans up the tree (a few numbers per message,
+whatever the ranks below) and whose broadcast brings its de-skew window down (each rank keeps its
+bytes in the window for the final gather). Each phase does one 4 KiB null
 request, so the gap is nearly all of a phase's wall time. Overhead = median MPI gap - median plain
 gap. The collectives run along a binomial tree (measure/mpi/tree.py): a boundary is one gather and
 one broadcast, 2 x ceil(log2 N) hops deep, so the cost per hop measured here gives the expected
@@ -58,6 +59,7 @@ def process_start_unix_s() -> float:
 
 def worker(args) -> None:
     """Runs under mpiexec: the overhead job through the MPI orchestrator, JSON of rank 0 to --out."""
+    from storlab.measure.aggregate import merge_window_summaries, window_of_summary, window_summary
     from storlab.measure.mpi.orchestrator import Session
 
     launched = args.launched if args.launched is not None else process_start_unix_s()
@@ -74,14 +76,15 @@ def worker(args) -> None:
     counts = comm.gather({"sweeps": comm.collectives - sweeps0, "sent": comm.messages_sent - sent0,
                           "watched": session.liveness.watched()})
     # The messages of one phase boundary alone, with the ranks already in step: the barrier that
-    # carries the finished phase's reports up (gather) and its window down (broadcast).
-    report = {"start_unix_s": 0.0, "workers": [{"start_s": 0.0, "end_s": 1.0, "read_bytes": 4096}]}
+    # merges the finished phase's window up the tree (reduce) and brings it down (broadcast).
+    report = {"start_unix_s": time.time(), "offset_s": 0.0, "complete": True, "stop_reason": "done",
+              "workers": [{"start_s": 0.0, "end_s": 1.0, "read_bytes": 4096}]}
     comm.barrier()
     per_phase = []
     for _ in range(200):
         t = time.perf_counter()
-        comm.gather(report)
-        comm.bcast({"window": [0.0, 1.0], "shifts": [0.0] * comm.size})
+        summary = comm.reduce(window_summary(comm.rank, report), merge_window_summaries)
+        comm.bcast(None if summary is None else window_of_summary(summary))
         per_phase.append(time.perf_counter() - t)
         comm.barrier()   # only so the next round starts in step; not part of a phase, not timed
     # One message's latency: ping-pong between ranks 0 and 1 through the same polling sends and
@@ -129,6 +132,18 @@ def null_iops(n: int, work: str, seconds: float) -> float:
     phase = json.loads(out.read_text())["phases"][0]
     a = phase["aggregate"]
     return (a.get("deskew_bw_bytes") or a["bw_bytes"]) / 4096
+
+
+def precompile() -> None:
+    """Compile storlab's modules to bytecode once, as installing it does (pip writes the .pyc files).
+    Run from a source tree with PYTHONDONTWRITEBYTECODE set, each rank would otherwise compile
+    every module it imports (about 0.2 s of CPU per rank here: at 64 ranks on 2 cores, 6 s of
+    the start-up)."""
+    import compileall
+
+    import storlab
+
+    compileall.compile_dir(str(Path(storlab.__file__).parent), quiet=1)
 
 
 def measure_overhead(args, work: str) -> dict:
@@ -256,6 +271,7 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="storlab-mpi-bench-", dir=args.dir)
     try:
         print(f"cpus {os.cpu_count()}, python {sys.version.split()[0]}")
+        precompile()
         figures = measure_overhead(args, work)
         if not args.skip_threads:
             measure_ranks_vs_threads(args, work)

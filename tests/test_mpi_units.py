@@ -411,3 +411,35 @@ def test_a_child_already_heard_from_is_not_waited_for_again_nor_what_is_below_it
     assert list(tree.living_children(0, 8, gone=set(), done={4})) == [1, 2]
     assert list(tree.living_children(0, 8, gone={4}, done=set())) == [1, 2, 5, 6]
     assert list(tree.living_children(0, 8, gone={4, 6}, done={5})) == [1, 2, 7]
+
+
+def _random_report(rng: random.Random, complete: bool = True) -> dict:
+    workers = [{"start_s": rng.uniform(0, 0.2), "end_s": rng.uniform(0.5, 3.0)} for _ in range(rng.randint(0, 3))]
+    return {"start_unix_s": 1e9 + rng.uniform(0, 0.3), "offset_s": rng.uniform(-0.01, 0.01), "complete": complete,
+            "stop_reason": "done" if complete else "error", "error": None if complete else "boom", "workers": workers}
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 16, 33])
+def test_the_window_merged_along_the_tree_is_the_window_of_all_reports(n):
+    """The phase boundary merges a few numbers per rank pairwise up the tree (any grouping):
+    the window, the time base, each rank's shift and the first stop are those found from every
+    rank's full report."""
+    rng = random.Random(n)
+    reports = [_random_report(rng, complete=rng.random() > 0.2) for _ in range(n)]
+    if all(not r["workers"] for r in reports):
+        reports[0]["workers"] = [{"start_s": 0.0, "end_s": 1.0}]
+    t0, shifts, window = aggregate.deskew_window(reports)
+
+    def up(r: int) -> dict:      # what rank r sends its parent: its subtree merged
+        s = aggregate.window_summary(r, reports[r])
+        for c in tree.children(r, n):
+            s = aggregate.merge_window_summaries(s, up(c))
+        return s
+
+    merged = up(0)
+    got_t0, got_window = aggregate.window_of_summary(merged)
+    assert got_t0 == t0 and got_window == window
+    for r, x in enumerate(reports):
+        assert x["start_unix_s"] + x["offset_s"] - got_t0 == shifts[r]
+    first = next((r for r, x in enumerate(reports) if not x["complete"]), None)
+    assert (merged["stop"] or {}).get("rank") == first

@@ -27,7 +27,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from mpi4py import MPI
 
@@ -456,6 +456,23 @@ class Comm:
         reqs = [self._isend((seq, obj), r, TAG_BCAST) for r in self.children()]
         for req in reqs:
             self._wait_request(req)
+        return obj
+
+    def reduce(self, obj: Any, merge: Callable[[Any, Any], Any]) -> Any:
+        """`obj` of every rank combined with `merge` on rank 0 (None on the others): each rank
+        merges its children's partial results into its own and sends its parent one message of
+        the same size, whatever the number of ranks below it. `merge` must be associative and
+        commutative (a min, a max, a histogram's buckets added)."""
+        seq = self._next()
+        pending = set(self.children())
+        while pending:
+            src, payload = self._recv(pending, TAG_GATHER, seq)
+            obj = merge(obj, payload)
+            pending.discard(src)
+        parent = self.parent()
+        if parent is not None:
+            self._wait_request(self._isend((seq, obj), parent, TAG_GATHER))
+            return None
         return obj
 
     def barrier(self) -> None:

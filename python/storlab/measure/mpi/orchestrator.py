@@ -55,7 +55,7 @@ from ...document import header, now_iso
 from ...errors import SpecError, TargetError
 from ...jobs.job import Job, core_spec
 from ...signals import STOP
-from ..aggregate import count_in_window, deskew_window
+from ..aggregate import count_in_window, deskew_window, merge_window_summaries, window_of_summary, window_summary
 from ..benchmark import Benchmark, PhaseHooks, run_benchmark
 from ..environment import host_environment
 from ..launch import Launch
@@ -210,27 +210,41 @@ class IoRankHooks(RankHooks):
                   "error": result.get("error"),
                   "workers": [{k2: w[k2] for k2 in ("group", "start_s", "end_s", "read_bytes", "write_bytes")}
                               for w in result["workers"]]}
-        reports = comm.gather(report)
-        info = None
-        if comm.rank == 0:
-            _, shifts, window = deskew_window(reports)
-            stop = _first_stop(reports)
-            counts = None
-            if k in self.pairs.values():
-                names = [g.name for g in phase.groups]
-                counts = [[[w["write_bytes"] for w in x["workers"] if w["group"] == name] for name in names]
-                          for x in reports]
-            info = {"shifts": shifts, "window": window, "stop": stop, "counts": counts}
-        info = comm.bcast(info)   # also the barrier: rank 0 sent it after hearing all
+        if k in self.pairs.values():
+            info = self._exchange_counts(k, phase, report)
+        else:
+            # the window needs only a few numbers of each rank, merged pairwise up the tree
+            summary = comm.reduce(window_summary(comm.rank, report), merge_window_summaries)
+            if comm.rank == 0:
+                t0, window = window_of_summary(summary)
+                summary = {"t0": t0, "window": window, "stop": summary["stop"], "counts": None}
+            info = comm.bcast(summary)   # also the barrier: rank 0 sent it after hearing all
+            info["shift"] = report["start_unix_s"] + report["offset_s"] - info["t0"]
         mine = None
         if info["window"] is not None:
-            shift = info["shifts"][comm.rank]
+            shift = info["shift"]
             mine = run.bytes_in_window(info["window"][0] - shift, info["window"][1] - shift)
         self.window_bytes[k] = mine
         if info["counts"] is not None:
             self._apply_wearout(k, info["counts"])
         if info["stop"] is not None:
             _mark_stopped(result, info["stop"])
+
+    def _exchange_counts(self, k: int, phase, report: dict[str, Any]) -> dict[str, Any]:
+        """The exchange of a write phase whose counts a later read takes (wear-out): every
+        rank's per-worker written bytes go to rank 0 and the counts come back to all."""
+        comm = self.comm
+        reports = comm.gather(report)
+        info = None
+        if comm.rank == 0:
+            _, shifts, window = deskew_window(reports)
+            names = [g.name for g in phase.groups]
+            counts = [[[w["write_bytes"] for w in x["workers"] if w["group"] == name] for name in names]
+                      for x in reports]
+            info = {"shifts": shifts, "window": window, "stop": _first_stop(reports), "counts": counts}
+        info = comm.bcast(info)
+        info["shift"] = info["shifts"][comm.rank]
+        return info
 
     def _apply_wearout(self, k: int, counts: list[list[list[int]]]) -> None:
         """Give each read phase that mirrors write phase k the io_size its data rank wrote."""
