@@ -190,20 +190,24 @@ def measure_overhead(args, work: str) -> dict:
               f"{(r.get('message_s') or 0) * 1e6:7.1f} {r.get('sweeps_per_phase', 0):7.1f} "
               f"{r.get('sent_per_phase', 0):5.1f} {r.get('heartbeat_peers', 0):6d} "
               f"{r.get('first_io_s', 0):12.2f} {r.get('null_iops', 0):12.0f}")
-    # A hop's cost where every rank has a core (as on a cluster); oversubscribed counts measure the
-    # scheduler handing 2 cores round, so they only bound it from above.
+    # One message's cost where every rank has a core (as on a cluster): half the ping-pong's round
+    # trip. A boundary at N ranks is hops(N) messages deep, so 10,000 ranks cost hops(10,000) such
+    # messages. Oversubscribed counts measure the scheduler handing the cores round, so they only
+    # bound it from above.
     cores = os.cpu_count() or 1
-    own_core = [r["per_hop_s"] for r in rows if 1 < r["ranks"] <= cores]
-    shared = [r["per_hop_s"] for r in rows if r["ranks"] > cores]
+    own_core = [r["message_s"] for r in rows if 1 < r["ranks"] <= cores and r.get("message_s")]
+    shared = [r["message_s"] for r in rows if r["ranks"] > cores and r.get("message_s")]
     estimate = None
     if own_core or shared:
-        hop = statistics.median(own_core or shared)
-        estimate = {"ranks": 10_000, "hops": hops(10_000), "per_hop_s": hop, "exchange_s": hop * hops(10_000),
-                    "per_hop_from": "ranks <= cores" if own_core else "oversubscribed ranks (an upper bound)",
-                    "oversubscribed_per_hop_s": statistics.median(shared) if shared else None}
-        print(f"expected exchange per phase at 10,000 ranks: {hops(10_000)} hops x {hop * 1e6:.1f} us "
-              f"= {estimate['exchange_s'] * 1e3:.2f} ms (per-hop cost measured with {estimate['per_hop_from']}"
-              + (f"; oversubscribed here: {estimate['oversubscribed_per_hop_s'] * 1e6:.0f} us per hop)"
+        msg = statistics.median(own_core or shared)
+        estimate = {"ranks": 10_000, "hops": hops(10_000), "message_s": msg, "boundary_s": msg * hops(10_000),
+                    "rank0_messages": hops(10_000), "flat_rank0_messages": 2 * (10_000 - 1),
+                    "message_from": "ranks <= cores" if own_core else "oversubscribed ranks (an upper bound)",
+                    "oversubscribed_message_s": statistics.median(shared) if shared else None}
+        print(f"expected phase boundary at 10,000 ranks: {hops(10_000)} messages deep x {msg * 1e6:.1f} us "
+              f"= {estimate['boundary_s'] * 1e3:.2f} ms; rank 0 handles {hops(10_000)} messages (a flat "
+              f"gather and broadcast: {2 * (10_000 - 1)}) (message cost from {estimate['message_from']}"
+              + (f"; oversubscribed here: {estimate['oversubscribed_message_s'] * 1e6:.0f} us)"
                  if shared and own_core else ")"))
     iops = [r["null_iops"] for r in rows if r["ranks"] >= 2]
     if iops:

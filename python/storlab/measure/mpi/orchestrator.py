@@ -439,6 +439,13 @@ class RankSide(ABC):
         """The kind's own keys of the `mpi` section."""
 
 
+def _compact(doc: dict[str, Any]) -> dict[str, Any]:
+    """What rank 0 needs of another rank's document: its phases, warnings, targets and signal;
+    not the job and host description every rank shares (about a third of a small run's document)."""
+    return {"phases": doc["phases"], "warnings": doc["warnings"], "signal": doc.get("signal"),
+            "environment": {"targets": doc["environment"].get("targets") or []}}
+
+
 def _windows(got: dict[int, dict[str, Any]], phases: int, size: int) -> dict[int, list[float | None]]:
     """Per phase, each rank's amount in the de-skew window, from the final payloads (a rank
     counts its own when the window comes down after the phase; a missing rank is None)."""
@@ -494,6 +501,8 @@ class IoRanks(RankSide):
         except (Exception, KeyboardInterrupt) as e:  # noqa: BLE001 - every failure must reach the others
             error = _one_line(e) if not isinstance(e, KeyboardInterrupt) else "interrupted (Ctrl-C)"
             hooks.fail(comm.liveness.report(error))
+        if doc is not None and comm.rank != 0:
+            doc = _compact(doc)
         return {"doc": doc, "phases": hooks.local if doc is None else None, "error": error,
                 "sides": [{k: x[k] for k in ("offset_s", "data_rank", "targets")} for x in hooks.local],
                 "window": hooks.window_bytes}
@@ -512,7 +521,7 @@ class IoRanks(RankSide):
         template = self.template
         nodes = session.nodes[:comm.size]
         docs = {r: p["doc"] for r, p in got.items() if p["doc"] is not None}
-        base = docs.get(0) or next(iter(docs.values()), None)
+        base = docs.get(0)   # the others sent only what differs between ranks (_compact)
         doc: dict[str, Any] = {
             **header(self.kind, argv=argv, started_at=started_at, finished_at=now_iso()),
             "job": job_record(template),
