@@ -6,7 +6,8 @@ Why not MPI's own collectives: a blocking MPI_Barrier or MPI_Gather waits foreve
 rank, and the non-blocking ones cannot be cancelled. Here each collective is point-to-point
 messages along a binomial tree (rank r's parent is r with its lowest set bit cleared; its children
 are r + 1, r + 2, r + 4 ... below that bit), polled together with the liveness state: a gather
-climbs the tree, each rank passing on its subtree's values in one message, and a broadcast
+climbs the tree, each rank passing on its subtree's values in one message, a reduce does the
+same with values merged on the way (one message of constant size per rank), and a broadcast
 descends it. No rank handles more than log2(size) messages per collective, and a collective
 takes 2 log2(size) message latencies at most (a barrier is a gather then a broadcast), so 10,000
 ranks cost about 14 hops per direction instead of 9,999 messages at rank 0.
