@@ -151,6 +151,16 @@ def test_wearout_pairs_a_read_with_the_time_limited_write_before_it():
     assert rewrite.wearout_pairs(timed_read) == {}                                    # read has its own end
 
 
+def test_a_phase_may_be_built_before_the_others_finish_only_when_no_rank_touches_anothers_files():
+    """Private targets let the phase boundary be one barrier; a shared file, a node's file or
+    reading another rank's data (reorder) keep a barrier after each phase too."""
+    assert rewrite.private_targets(two_phase_job("/d/f{rank}"), reorder=0)
+    assert rewrite.private_targets(resolve_job({"size": "1m"}), reorder=0)           # scratch file per rank
+    assert not rewrite.private_targets(two_phase_job("/d/shared"), reorder=0)
+    assert not rewrite.private_targets(two_phase_job("/d/{node}.dat"), reorder=0)
+    assert not rewrite.private_targets(two_phase_job("/d/f{rank}"), reorder=1)      # the read is another's
+
+
 def test_wearout_io_size_is_the_smallest_thread_in_whole_transfers():
     assert rewrite.wearout_io_size([40960, 45056], 4096) == 40960
     assert rewrite.wearout_io_size([40000, 45056], 4096) == 36864

@@ -64,7 +64,7 @@ from ..meta import ProgressFn as MetaProgressFn
 from ..runner import IoBenchmark, ProgressFn
 from . import clock
 from .comm import TAG_CLEANUP, Comm, Liveness, RankFailure
-from .rewrite import data_rank, read_only, rewrite_job, rewrite_warnings, substitute, wearout_io_size, wearout_pairs
+from .rewrite import data_rank, private_targets, read_only, rewrite_job, rewrite_warnings, substitute, wearout_io_size, wearout_pairs
 
 __all__ = ["Session", "RankHooks", "IoRanks", "MetaRanks", "job_record", "run_cli", "run_meta_cli",
            "POLL_S", "DEFAULT_PREFIX"]
@@ -133,11 +133,13 @@ class RankHooks(PhaseHooks):
 class IoRankHooks(RankHooks):
     """The points at which a rank joins the others during an I/O run (see the module doc).
 
-    One phase boundary is one barrier, two tree sweeps: phase k's report climbs the tree in the
-    barrier's gather before phase k+1 starts, and the window and stop of phase k come down in its
-    broadcast. Only when a later read phase takes its io_size from phase k's counts (wear-out)
-    does phase k's exchange run at its end, before the next plan is built, followed by the plain
-    barrier. The last phase's exchange runs after the run (`flush`). What each rank did in each
+    Where no rank touches another's files (`private_targets`), one phase boundary is one
+    barrier, two tree sweeps: phase k's window summary climbs the tree in the barrier's reduce
+    before phase k+1 starts, and the window and stop of phase k come down in its broadcast. Where
+    ranks share files, or a later read phase takes its io_size from phase k's counts (wear-out),
+    phase k's exchange runs at its end, so every rank has finished phase k before any builds the
+    next plan (lays a shared file out, reads what another wrote), and a plain barrier precedes
+    phase k+1. The last phase's exchange runs after the run (`flush`). What each rank did in each
     phase's window stays with it until the final gather."""
 
     def __init__(self, comm: Comm, job: Job, template: Job, offsets: list[clock.Offset],
@@ -152,6 +154,7 @@ class IoRankHooks(RankHooks):
         self.window_bytes: dict[int, float | None] = {}   # per phase: this rank's bytes in the window
         self.stonewall: list[dict[str, Any]] = []      # rank 0: wear-out counts applied
         self.pending: tuple[int, Any, Any, dict[str, Any]] | None = None  # phase k awaiting its exchange
+        self.fused = private_targets(template, reorder)   # the exchange may wait for the next barrier
 
     def before_start(self, phase, run) -> None:
         if self.failure is None:
@@ -178,7 +181,7 @@ class IoRankHooks(RankHooks):
             self.fail(self.comm.liveness.report(f"phase {phase.name}: {result['error']}"))
         if self.failure is None:
             self.pending = (k, phase, run, result)
-            if k in self.pairs.values():   # the counts are needed before the next plan is built
+            if k in self.pairs.values() or not self.fused:   # needed before the next plan is built
                 try:
                     self._exchange()
                 except RankFailure as e:
