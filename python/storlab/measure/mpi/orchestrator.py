@@ -7,11 +7,11 @@ runs one benchmark kind on the ranks of a communicator the same way for every ki
 1. each rank runs its share with the local runner (benchmark.run_benchmark) and hooks that join
    it to the others (`RankHooks`): a barrier after a phase is ready and before its clock starts;
    a check at every progress tick that interrupts the local phase when another rank failed; and,
-   after the phase, an exchange that makes a barrier, finds the cross-rank de-skew window and has
-   each rank count what it did in it;
-2. rank 0 gathers what every surviving rank has (`final_gather`), merges each phase with the
-   benchmark's own `merge_phase` (aggregate.py), and writes one document of the kind with an
-   `mpi` section.
+   after the phase, an exchange that finds the cross-rank de-skew window and has each rank count
+   what it did in it (for an I/O run with private files, carried by the next phase's barrier);
+2. rank 0 gathers what every surviving rank has along the tree (`final_gather`; each rank's
+   window counts included), merges each phase with the benchmark's own `merge_phase`
+   (aggregate.py), and writes one document of the kind with an `mpi` section.
 
 The kinds differ in what a rank runs and what the exchange carries, so each has its rank side:
 `IoRanks` (`storlab run`/`scale`: the job rewritten for the rank by rewrite.py, stonewall counts
