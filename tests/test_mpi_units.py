@@ -71,6 +71,18 @@ def test_detect_ignores_single_rank_and_a_batch_script_outside_srun():
 # -- names and layouts ---------------------------------------------------------------------------
 
 
+def test_mpi_is_asked_to_pause_while_waiting_only_when_ranks_outnumber_cores():
+    assert launch.local_ranks({"MPI_LOCALNRANKS": "64"}) == 64
+    assert launch.local_ranks({"OMPI_COMM_WORLD_LOCAL_SIZE": "8"}) == 8
+    assert launch.local_ranks({"SLURM_STEP_TASKS_PER_NODE": "4(x2),3"}) == 4
+    assert launch.local_ranks({}) is None
+    assert launch.spinning_defaults({"MPI_LOCALNRANKS": "64"}, cores=2) == {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1"}
+    assert launch.spinning_defaults({"MPI_LOCALNRANKS": "2"}, cores=2) == {}
+    assert launch.spinning_defaults({}, cores=2) == {}
+    # a setting of the user's own is left as it is
+    assert launch.spinning_defaults({"MPI_LOCALNRANKS": "64", "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "0"}, cores=2) == {}
+
+
 def test_substitute_fills_rank_node_size_and_rejects_typos():
     assert rewrite.substitute("/s/{node}/f{rank}of{size}", 3, "n17", 8) == "/s/n17/f3of8"
     assert rewrite.substitute("/plain/path", 3, "n17", 8) == "/plain/path"

@@ -8,3 +8,12 @@ every rank), scaling (the scaling curve of `storlab scale`). Whether this proces
 at all is measure/launch.py (no MPI needed); the human summary is output/mpi_summary.py.
 Only `tree`, `rewrite`, `clock` and `scaling` import without mpi4py; docs/mpi.md is the user guide.
 """
+from __future__ import annotations
+
+import os
+
+from ..launch import spinning_defaults
+
+# Before any module of this package imports mpi4py (which starts MPI): where ranks outnumber the
+# node's cores, ask MPI to pause while it waits (docs/mpi.md, "More ranks than cores").
+os.environ.update(spinning_defaults())
