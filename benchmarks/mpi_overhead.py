@@ -7,12 +7,16 @@ the throughput of 4 ranks against 4 threads of one process on the same /dev/shm 
                                       [--dir /dev/shm] [--size 256m] [--json OUT] [--skip-threads]
 
 Gap between phases k-1 and k = start of k - (start of k-1 + its last worker's finish): the runner's
-bookkeeping, the next plan's build, and under MPI the after-phase exchange (gather, window,
-bytes in window) and the barrier before the next start. Each phase does one 4 KiB null request,
-so the gap is nearly all of a phase's wall time. Overhead = median MPI gap - median plain gap.
-The collectives run along a binomial tree (measure/mpi/comm.py): a phase's exchange is 3 gathers
-and 2 broadcasts, 5 x ceil(log2 N) hops deep, so the cost per hop measured here gives the expected
-exchange at 10,000 ranks (70 hops). Medians of --repeat rounds; on a loaded or small machine the
+bookkeeping, the next plan's build, and under MPI the one barrier before phase k starts, whose
+reduction merges phase k-1's time bases and worker spans up the tree (a few numbers per message,
+whatever the ranks below) and whose broadcast brings its de-skew window down (each rank keeps its
+bytes in the window for the final gather). Each phase does one 4 KiB null
+request, so the gap is nearly all of a phase's wall time. Overhead = median MPI gap - median plain
+gap. The collectives run along a binomial tree (measure/mpi/tree.py): a boundary is one gather and
+one broadcast, 2 x ceil(log2 N) hops deep, so the cost per hop measured here gives the expected
+boundary at 10,000 ranks (28 hops). The counts (tree sweeps and messages per phase, heartbeat
+peers) are taken on every rank and the busiest reported.
+Medians of --repeat rounds; on a loaded or small machine the
 ranks share the cores, so the figures are upper bounds.
 Needs mpi4py and mpiexec (pip install 'storlab[mpi]').
 """
@@ -55,32 +59,55 @@ def process_start_unix_s() -> float:
 
 def worker(args) -> None:
     """Runs under mpiexec: the overhead job through the MPI orchestrator, JSON of rank 0 to --out."""
+    from storlab.measure.aggregate import merge_window_summaries, window_of_summary, window_summary
     from storlab.measure.mpi.orchestrator import Session
 
     launched = args.launched if args.launched is not None else process_start_unix_s()
     session = Session.start(60.0)
     job = overhead_job(f"{args.dir}/ovh{{rank}}", args.phases)
-    t0 = time.perf_counter()
-    doc = session.run(job, session.world, ["mpi_overhead"])
-    wall = time.perf_counter() - t0
-    # The messages of one phase alone, with the ranks already in step: barrier before the start,
-    # gather of the reports, broadcast of the window, gather of the bytes in it.
     comm = session.world
-    report = {"start_unix_s": 0.0, "workers": [{"start_s": 0.0, "end_s": 1.0, "read_bytes": 4096}]}
+    sweeps0, sent0 = comm.collectives, comm.messages_sent
+    t0 = time.perf_counter()
+    doc = session.run(job, comm, ["mpi_overhead"])
+    wall = time.perf_counter() - t0
+    # Counted on each rank over the run, then the largest over the ranks: tree sweeps (a gather or
+    # a broadcast) per phase, data messages one rank sent per phase (both with the run's start-up
+    # check of the job's shape, one allgather), and the ranks one rank sends heartbeats to.
+    counts = comm.gather({"sweeps": comm.collectives - sweeps0, "sent": comm.messages_sent - sent0,
+                          "watched": session.liveness.watched()})
+    # The messages of one phase boundary alone, with the ranks already in step: the barrier that
+    # merges the finished phase's window up the tree (reduce) and brings it down (broadcast).
+    report = {"start_unix_s": time.time(), "offset_s": 0.0, "complete": True, "stop_reason": "done",
+              "workers": [{"start_s": 0.0, "end_s": 1.0, "read_bytes": 4096}]}
     comm.barrier()
     per_phase = []
     for _ in range(200):
         t = time.perf_counter()
-        comm.barrier()
-        comm.gather(report)
-        comm.bcast({"window": [0.0, 1.0], "shifts": [0.0] * comm.size})
-        comm.gather(4096.0)
+        summary = comm.reduce(window_summary(comm.rank, report), merge_window_summaries)
+        comm.bcast(None if summary is None else window_of_summary(summary))
         per_phase.append(time.perf_counter() - t)
         comm.barrier()   # only so the next round starts in step; not part of a phase, not timed
+    # One message's latency: ping-pong between ranks 0 and 1 through the same polling sends and
+    # receives the collectives use (half the median round trip).
+    rtts = []
+    for _ in range(200 if comm.size > 1 else 0):
+        if comm.rank == 0:
+            t = time.perf_counter()
+            comm.send(None, 1)
+            comm.recv(1)
+            rtts.append(time.perf_counter() - t)
+        elif comm.rank == 1:
+            comm.recv(0)
+            comm.send(None, 0)
     if session.rank == 0:
-        Path(args.out).write_text(json.dumps({"gaps_s": gaps_s(doc), "wall_s": wall, "complete": doc["complete"],
-                                              "messages_s": statistics.median(per_phase),
-                                              "first_io_s": doc["phases"][0]["start_unix_s"] - launched}))
+        Path(args.out).write_text(json.dumps({
+            "gaps_s": gaps_s(doc), "wall_s": wall, "complete": doc["complete"],
+            "messages_s": statistics.median(per_phase),
+            "message_s": statistics.median(rtts) / 2 if rtts else None,
+            "sweeps_per_phase": max(c["sweeps"] for c in counts) / args.phases,
+            "sent_per_phase": max(c["sent"] for c in counts) / args.phases,
+            "heartbeat_peers": max(c["watched"] for c in counts),
+            "first_io_s": doc["phases"][0]["start_unix_s"] - launched}))
 
 
 def mpiexec() -> str:
@@ -92,8 +119,8 @@ def mpiexec() -> str:
 
 
 def hops(n: int) -> int:
-    """Tree hops of one phase's exchange at n ranks: 3 gathers and 2 broadcasts of depth ceil(log2 n)."""
-    return 5 * max(1, math.ceil(math.log2(n))) if n > 1 else 0
+    """Tree hops of one phase boundary at n ranks: a gather and a broadcast of depth ceil(log2 n)."""
+    return 2 * max(1, math.ceil(math.log2(n))) if n > 1 else 0
 
 
 def null_iops(n: int, work: str, seconds: float) -> float:
@@ -105,6 +132,18 @@ def null_iops(n: int, work: str, seconds: float) -> float:
     phase = json.loads(out.read_text())["phases"][0]
     a = phase["aggregate"]
     return (a.get("deskew_bw_bytes") or a["bw_bytes"]) / 4096
+
+
+def precompile() -> None:
+    """Compile storlab's modules to bytecode once, as installing it does (pip writes the .pyc files).
+    Run from a source tree with PYTHONDONTWRITEBYTECODE set, each rank would otherwise compile
+    every module it imports (about 0.2 s of CPU per rank here: at 64 ranks on 2 cores, 6 s of
+    the start-up)."""
+    import compileall
+
+    import storlab
+
+    compileall.compile_dir(str(Path(storlab.__file__).parent), quiet=1)
 
 
 def measure_overhead(args, work: str) -> dict:
@@ -120,7 +159,7 @@ def measure_overhead(args, work: str) -> dict:
     base_gap = statistics.median(g for g, _ in plain)
     rows = [{"ranks": 0, "gap_s": base_gap, "wall_per_phase_s": statistics.median(w for _, w in plain)}]
     for n in args.ranks:
-        gs, ws, ms, fs, io = [], [], [], [], []
+        gs, ws, ms, fs, io, one = [], [], [], [], [], []
         for _ in range(args.repeat):
             out = Path(work) / f"ovh-{n}.json"
             launched = time.time()
@@ -132,40 +171,53 @@ def measure_overhead(args, work: str) -> dict:
             ws.append(r["wall_s"] / args.phases)
             ms.append(r["messages_s"])
             fs.append(r["first_io_s"])
+            if r["message_s"] is not None:
+                one.append(r["message_s"])
             io.append(null_iops(n, work, args.iops_seconds))
         rows.append({"ranks": n, "gap_s": statistics.median(gs), "wall_per_phase_s": statistics.median(ws),
                      "messages_s": statistics.median(ms), "first_io_s": statistics.median(fs),
-                     "null_iops": statistics.median(io)})
+                     "null_iops": statistics.median(io), "message_s": statistics.median(one) if one else None,
+                     "sweeps_per_phase": r["sweeps_per_phase"], "sent_per_phase": r["sent_per_phase"],
+                     "heartbeat_peers": r["heartbeat_peers"]})
     print(f"{'ranks':>6} {'gap ms':>8} {'overhead ms':>12} {'wall/phase ms':>14} {'exchange ms':>12} "
-          f"{'us/hop':>8} {'first I/O s':>12} {'null IOPS':>12}")
+          f"{'us/hop':>8} {'us/msg':>7} {'sweeps':>7} {'sent':>5} {'peers':>6} {'first I/O s':>12} {'null IOPS':>12}")
     for r in rows:
         n = r["ranks"]
         per_hop = r.get("messages_s", 0) / hops(n) if hops(n) else 0.0
         r["per_hop_s"] = per_hop
         print(f"{n or 'plain':>6} {r['gap_s'] * 1e3:8.2f} {(r['gap_s'] - base_gap) * 1e3:12.2f} "
               f"{r['wall_per_phase_s'] * 1e3:14.2f} {r.get('messages_s', 0) * 1e3:12.3f} {per_hop * 1e6:8.1f} "
+              f"{(r.get('message_s') or 0) * 1e6:7.1f} {r.get('sweeps_per_phase', 0):7.1f} "
+              f"{r.get('sent_per_phase', 0):5.1f} {r.get('heartbeat_peers', 0):6d} "
               f"{r.get('first_io_s', 0):12.2f} {r.get('null_iops', 0):12.0f}")
-    # A hop's cost where every rank has a core (as on a cluster); oversubscribed counts measure the
-    # scheduler handing 2 cores round, so they only bound it from above.
+    # One message's cost where every rank has a core (as on a cluster): half the ping-pong's round
+    # trip. A boundary at N ranks is hops(N) messages deep, so 10,000 ranks cost hops(10,000) such
+    # messages. Oversubscribed counts measure the scheduler handing the cores round, so they only
+    # bound it from above.
     cores = os.cpu_count() or 1
-    own_core = [r["per_hop_s"] for r in rows if 1 < r["ranks"] <= cores]
-    shared = [r["per_hop_s"] for r in rows if r["ranks"] > cores]
+    own_core = [r["message_s"] for r in rows if 1 < r["ranks"] <= cores and r.get("message_s")]
+    shared = [r["message_s"] for r in rows if r["ranks"] > cores and r.get("message_s")]
     estimate = None
     if own_core or shared:
-        hop = statistics.median(own_core or shared)
-        estimate = {"ranks": 10_000, "hops": hops(10_000), "per_hop_s": hop, "exchange_s": hop * hops(10_000),
-                    "per_hop_from": "ranks <= cores" if own_core else "oversubscribed ranks (an upper bound)",
-                    "oversubscribed_per_hop_s": statistics.median(shared) if shared else None}
-        print(f"expected exchange per phase at 10,000 ranks: {hops(10_000)} hops x {hop * 1e6:.1f} us "
-              f"= {estimate['exchange_s'] * 1e3:.2f} ms (per-hop cost measured with {estimate['per_hop_from']}"
-              + (f"; oversubscribed here: {estimate['oversubscribed_per_hop_s'] * 1e6:.0f} us per hop)"
+        msg = statistics.median(own_core or shared)
+        estimate = {"ranks": 10_000, "hops": hops(10_000), "message_s": msg, "boundary_s": msg * hops(10_000),
+                    "rank0_messages": hops(10_000), "flat_rank0_messages": 2 * (10_000 - 1),
+                    "message_from": "ranks <= cores" if own_core else "oversubscribed ranks (an upper bound)",
+                    "oversubscribed_message_s": statistics.median(shared) if shared else None}
+        print(f"expected phase boundary at 10,000 ranks: {hops(10_000)} messages deep x {msg * 1e6:.1f} us "
+              f"= {estimate['boundary_s'] * 1e3:.2f} ms; rank 0 handles {hops(10_000)} messages (a flat "
+              f"gather and broadcast: {2 * (10_000 - 1)}) (message cost from {estimate['message_from']}"
+              + (f"; oversubscribed here: {estimate['oversubscribed_message_s'] * 1e6:.0f} us)"
                  if shared and own_core else ")"))
     iops = [r["null_iops"] for r in rows if r["ranks"] >= 2]
     if iops:
         print(f"aggregate null IOPS from 2 to {rows[-1]['ranks']} ranks: {min(iops) / max(iops):.2f} of the highest "
               "(flat = 1; ranks beyond the cores share them)")
     print("(overhead: the MPI gap minus the plain one, including waiting for the slowest rank's phase to "
-          "end; exchange: the per-phase messages alone, ranks already in step)")
+          "end; exchange: the per-phase messages alone, ranks already in step; us/msg: half a ping-pong "
+          "between ranks 0 and 1; sweeps, sent: tree sweeps and data messages of the busiest rank per "
+          "phase (the run's one start-up allgather included); peers: ranks the busiest rank sends "
+          "heartbeats to)")
     return {"plain_gap_s": base_gap, "rows": rows, "at_10000": estimate, "load": os.getloadavg()[0]}
 
 
@@ -223,6 +275,7 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="storlab-mpi-bench-", dir=args.dir)
     try:
         print(f"cpus {os.cpu_count()}, python {sys.version.split()[0]}")
+        precompile()
         figures = measure_overhead(args, work)
         if not args.skip_threads:
             measure_ranks_vs_threads(args, work)

@@ -331,8 +331,9 @@ for k in range(20):   # many rounds in a row: a fast rank's next message must no
     got = comm.gather({"rank": r, "k": k})
     value = comm.bcast(("from 0", k) if r == 0 else None)
     every = comm.allgather(r * r + k)
+    total = comm.reduce([r + k], lambda a, b: sorted(a + b))
     comm.barrier()
-    seen.append([got, value, every])
+    seen.append([got, value, every, total])
 report = comm.gather(seen)
 if r == 0:
     print(json.dumps({"size": n, "seen": report}))
@@ -341,23 +342,74 @@ assert live.close()
 """
 
 
-@pytest.mark.parametrize("n", [3, 5, 6])
-def test_tree_collectives_are_correct_at_odd_and_even_rank_counts(n):
-    """gather, bcast, allgather and barrier along the binomial tree: every rank's value in rank
-    order on rank 0, rank 0's value everywhere, round after round."""
+@pytest.mark.parametrize("n, doorbell", [(3, "1"), (5, "1"), (6, "1"), (5, "0")])
+def test_tree_collectives_are_correct_at_odd_and_even_rank_counts(n, doorbell):
+    """gather, reduce, bcast, allgather and barrier along the binomial tree: every rank's value in
+    rank order on rank 0 (merged once each by the reduce), rank 0's value everywhere, round after
+    round; with more ranks than cores,
+    waiting on the doorbell and (turned off) by sleeping polls."""
     p = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-c", COLLECTIVES_SCRIPT], capture_output=True,
-                       text=True, timeout=120)
+                       text=True, timeout=120, env={**os.environ, "STORLAB_MPI_DOORBELL": doorbell})
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     assert doc["size"] == n
     for rank, rounds in enumerate(doc["seen"]):
-        for k, (got, value, every) in enumerate(rounds):
+        for k, (got, value, every, total) in enumerate(rounds):
             if rank == 0:
                 assert got == [{"rank": x, "k": k} for x in range(n)]
+                assert total == [x + k for x in range(n)]      # every rank's value merged once
             else:
-                assert got is None
+                assert got is None and total is None
             assert value == ["from 0", k]
             assert every == [x * x + k for x in range(n)]
+
+
+FINAL_GATHER_SCRIPT = """
+import json, os, sys, time
+from mpi4py import MPI
+from storlab.measure.mpi.comm import Comm, Liveness
+
+silent = int(sys.argv[1])
+live = Liveness(MPI.COMM_WORLD, 1.0)
+comm = Comm(MPI.COMM_WORLD, live)
+r, n = comm.rank, comm.size
+value = {"rank": r, "hist": {str(b): r + b for b in range(4)}}
+flat = comm.gather(value)                   # every rank alive: the plain tree gather ...
+final = comm.gather_surviving(value, 30.0)  # ... and the failure-proof one agree
+if r == silent:                             # this rank goes silent: no heartbeat, no message
+    live._stop.set()
+    live._thread.join()
+    time.sleep(6)
+    os._exit(0)
+t0 = time.monotonic()
+after = comm.gather_surviving(value, 30.0, tag=14)
+if r == 0:
+    print(json.dumps({"flat": flat, "final": {str(k): v for k, v in sorted(final.items())},
+                      "after": sorted(after), "seconds": time.monotonic() - t0,
+                      "failure": live.failure.args[0] if live.failure else None,
+                      "sent": live.messages_sent}), flush=True)
+live.close()
+os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("n, silent", [(4, 2), (7, 4)])
+def test_the_final_gather_matches_the_flat_one_and_goes_round_a_silent_rank(n, silent):
+    """The last exchange of a run climbs the tree (no rank receives from more than its children)
+    and gives rank 0 the same as the plain gather; a rank that goes silent (no heartbeat, no
+    message) is named within the rank timeout and the ranks below it still reach rank 0."""
+    p = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-c", FINAL_GATHER_SCRIPT, str(silent)],
+                       capture_output=True, text=True, timeout=120)
+    # (the launcher may end the job with an error once a rank leaves without finalising MPI: what
+    # counts is what rank 0 got)
+    line = next((x for x in p.stdout.splitlines() if x.startswith("{")), None)
+    assert line is not None, p.stdout + p.stderr
+    doc = json.loads(line)
+    assert doc["final"] == {str(i): v for i, v in enumerate(doc["flat"])}
+    assert [x["rank"] for x in doc["flat"]] == list(range(n))
+    assert doc["after"] == [r for r in range(n) if r != silent]    # the silent rank's subtree included
+    assert f"rank {silent}" in doc["failure"] and "stopped responding" in doc["failure"]
+    assert doc["seconds"] < 15
 
 
 def test_the_gap_between_phases_is_measured_and_recorded(tmp_path, shm_dir):
@@ -369,7 +421,11 @@ def test_the_gap_between_phases_is_measured_and_recorded(tmp_path, shm_dir):
     assert p.returncode == 0, p.stderr
     r = json.loads(out.read_text())
     assert r["complete"] and len(r["gaps_s"]) == 3 and all(g >= 0 for g in r["gaps_s"])
-    assert r["messages_s"] > 0 and r["first_io_s"] > 0
+    assert r["messages_s"] > 0 and r["first_io_s"] > 0 and r["message_s"] > 0
+    # one barrier (a reduce and a broadcast) before each of the 4 phases, one exchange after the
+    # last, and the start-up check of the job's shape (an allgather): 12 tree sweeps in all
+    assert r["sweeps_per_phase"] * 4 == 2 * (4 + 1) + 2
+    assert r["heartbeat_peers"] <= 2          # rank 0 of 3: its two children; the others: 1 or 2
 
 
 def _rank_pids(marker: str) -> dict[int, int]:

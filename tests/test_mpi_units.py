@@ -1,5 +1,6 @@
 """The pure parts of storlab.measure.mpi, without MPI: launcher detection, rank-aware target names and
-layouts, reorder, stonewall wear-out, clock-offset math, cross-rank aggregation, scaling curve."""
+layouts, reorder, stonewall wear-out, clock-offset math, cross-rank aggregation, scaling curve,
+the binomial tree of the collectives and how it heals around gone ranks."""
 from __future__ import annotations
 
 import math
@@ -8,7 +9,7 @@ import random
 import pytest
 from storlab.jobs.job import resolve_job
 from storlab.measure import aggregate, launch, stats
-from storlab.measure.mpi import clock, rewrite, scaling
+from storlab.measure.mpi import clock, rewrite, scaling, tree
 
 # -- launcher detection ---------------------------------------------------------------------------
 
@@ -68,6 +69,18 @@ def test_detect_ignores_single_rank_and_a_batch_script_outside_srun():
 
 
 # -- names and layouts ---------------------------------------------------------------------------
+
+
+def test_mpi_is_asked_to_pause_while_waiting_only_when_ranks_outnumber_cores():
+    assert launch.local_ranks({"MPI_LOCALNRANKS": "64"}) == 64
+    assert launch.local_ranks({"OMPI_COMM_WORLD_LOCAL_SIZE": "8"}) == 8
+    assert launch.local_ranks({"SLURM_STEP_TASKS_PER_NODE": "4(x2),3"}) == 4
+    assert launch.local_ranks({}) is None
+    assert launch.spinning_defaults({"MPI_LOCALNRANKS": "64"}, cores=2) == {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1"}
+    assert launch.spinning_defaults({"MPI_LOCALNRANKS": "2"}, cores=2) == {}
+    assert launch.spinning_defaults({}, cores=2) == {}
+    # a setting of the user's own is left as it is
+    assert launch.spinning_defaults({"MPI_LOCALNRANKS": "64", "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "0"}, cores=2) == {}
 
 
 def test_substitute_fills_rank_node_size_and_rejects_typos():
@@ -148,6 +161,16 @@ def test_wearout_pairs_a_read_with_the_time_limited_write_before_it():
         {"name": "w", "options": {"rw": "write", "time": "1s"}},
         {"name": "r", "options": {"rw": "read", "time": "1s"}}])
     assert rewrite.wearout_pairs(timed_read) == {}                                    # read has its own end
+
+
+def test_a_phase_may_be_built_before_the_others_finish_only_when_no_rank_touches_anothers_files():
+    """Private targets let the phase boundary be one barrier; a shared file, a node's file or
+    reading another rank's data (reorder) keep a barrier after each phase too."""
+    assert rewrite.private_targets(two_phase_job("/d/f{rank}"), reorder=0)
+    assert rewrite.private_targets(resolve_job({"size": "1m"}), reorder=0)           # scratch file per rank
+    assert not rewrite.private_targets(two_phase_job("/d/shared"), reorder=0)
+    assert not rewrite.private_targets(two_phase_job("/d/{node}.dat"), reorder=0)
+    assert not rewrite.private_targets(two_phase_job("/d/f{rank}"), reorder=1)      # the read is another's
 
 
 def test_wearout_io_size_is_the_smallest_thread_in_whole_transfers():
@@ -360,3 +383,85 @@ def test_efficiency_is_speedup_over_the_ideal_speedup():
     assert pts[1]["deskew_efficiency"] == 1.0 and pts[2]["deskew_efficiency"] is None
     from_two = scaling.scaling_curve([fake_run(2, 180.0, 200.0), fake_run(4, 270.0, 300.0)])
     assert from_two[0]["base_ranks"] == 2 and from_two[0]["points"][1]["efficiency"] == pytest.approx(0.75)
+
+
+# -- the tree of the collectives ------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", range(1, 71))
+def test_the_tree_spans_every_rank_once_with_log_n_children_and_depth(n):
+    """Parent and children agree; every rank is below rank 0 exactly once; subtrees are the
+    ranks below; no rank has more than ceil(log2 n) children and no path is longer."""
+    bound = math.ceil(math.log2(n)) if n > 1 else 0
+    seen = []
+    for r in range(n):
+        kids = tree.children(r, n)
+        assert len(kids) <= bound
+        assert all(tree.parent(c) == r for c in kids)
+        seen.extend(kids)
+        assert list(tree.subtree(r, n)) == sorted([r] + [x for c in kids for x in tree.subtree(c, n)])
+        depth, up = 0, r
+        while up:
+            up, depth = tree.parent(up), depth + 1
+        assert depth <= bound
+        assert tree.height(r, n) <= bound - depth if r else tree.height(0, n) == bound
+    assert sorted(seen) == list(range(1, n))
+    assert tree.parent(0) is None
+
+
+@pytest.mark.parametrize("n", [7, 12, 33, 70])
+def test_the_tree_heals_around_gone_ranks(n):
+    """With some ranks gone, every living rank still reaches rank 0 through living ancestors, and
+    the living ranks rank 0's gather waits for are exactly the living ones, each heard once."""
+    rng = random.Random(n)
+    for _ in range(20):
+        gone = set(rng.sample(range(1, n), k=rng.randint(1, max(1, n // 4))))
+        living = [r for r in range(n) if r not in gone]
+        heard_by: dict[int, int] = {}
+        for r in living:
+            for c in tree.living_children(r, n, gone):
+                assert c not in gone and c not in heard_by
+                heard_by[c] = r
+                assert tree.living_parent(c, gone) == r        # both ends agree on the edge
+            assert all(p not in gone for p in [tree.living_parent(r, gone)] if p is not None)
+        assert sorted(heard_by) == living[1:]
+        # neighbours are symmetric, so heartbeats go both ways along every edge
+        for r in living:
+            assert all(r in tree.neighbours(x, n, gone) for x in tree.neighbours(r, n, gone))
+
+
+def test_a_child_already_heard_from_is_not_waited_for_again_nor_what_is_below_it():
+    assert list(tree.living_children(0, 8, gone=set(), done={4})) == [1, 2]
+    assert list(tree.living_children(0, 8, gone={4}, done=set())) == [1, 2, 5, 6]
+    assert list(tree.living_children(0, 8, gone={4, 6}, done={5})) == [1, 2, 7]
+
+
+def _random_report(rng: random.Random, complete: bool = True) -> dict:
+    workers = [{"start_s": rng.uniform(0, 0.2), "end_s": rng.uniform(0.5, 3.0)} for _ in range(rng.randint(0, 3))]
+    return {"start_unix_s": 1e9 + rng.uniform(0, 0.3), "offset_s": rng.uniform(-0.01, 0.01), "complete": complete,
+            "stop_reason": "done" if complete else "error", "error": None if complete else "boom", "workers": workers}
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 16, 33])
+def test_the_window_merged_along_the_tree_is_the_window_of_all_reports(n):
+    """The phase boundary merges a few numbers per rank pairwise up the tree (any grouping):
+    the window, the time base, each rank's shift and the first stop are those found from every
+    rank's full report."""
+    rng = random.Random(n)
+    reports = [_random_report(rng, complete=rng.random() > 0.2) for _ in range(n)]
+    if all(not r["workers"] for r in reports):
+        reports[0]["workers"] = [{"start_s": 0.0, "end_s": 1.0}]
+    t0, shifts, window = aggregate.deskew_window(reports)
+
+    def up(r: int) -> dict:      # what rank r sends its parent: its subtree merged
+        s = aggregate.window_summary(r, reports[r])
+        for c in tree.children(r, n):
+            s = aggregate.merge_window_summaries(s, up(c))
+        return s
+
+    merged = up(0)
+    got_t0, got_window = aggregate.window_of_summary(merged)
+    assert got_t0 == t0 and got_window == window
+    for r, x in enumerate(reports):
+        assert x["start_unix_s"] + x["offset_s"] - got_t0 == shifts[r]
+    first = next((r for r, x in enumerate(reports) if not x["complete"]), None)
+    assert (merged["stop"] or {}).get("rank") == first

@@ -359,6 +359,8 @@ class Mount:
 
 def _unescape(text: str) -> str:
     # mountinfo escapes space, tab, newline and backslash as \ooo octal
+    if "\\" not in text:
+        return text   # nearly every field (the write-safety gate reads the table every phase)
     out, i = [], 0
     while i < len(text):
         if text[i] == "\\" and i + 4 <= len(text) and text[i + 1:i + 4].isdigit():

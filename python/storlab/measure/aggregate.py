@@ -35,7 +35,8 @@ from typing import Any, Sequence
 from ..document import DIRECTIONS
 from . import stats
 
-__all__ = ["time_bases", "deskew_window", "count_in_window", "pooled_latency", "merge_direction",
+__all__ = ["time_bases", "deskew_window", "window_summary", "merge_window_summaries", "window_of_summary",
+           "count_in_window", "pooled_latency", "merge_direction",
            "merge_sync", "merge_phase", "merge_meta_phase", "REPORTED_RANKS"]
 
 REPORTED_RANKS = 3   # ranks named in the straggler and slowest-rank lists
@@ -69,6 +70,43 @@ def deskew_window(reports: Sequence[dict[str, Any] | None]) -> tuple[float, list
     last_start = max(s for s, _ in times)
     first_done = min(e for _, e in times)
     return t0, shifts, ([last_start, first_done] if first_done > last_start else None)
+
+
+def window_summary(rank: int, report: dict[str, Any]) -> dict[str, Any]:
+    """What `deskew_window` needs of one rank's report, in a form that merges pairwise (so ranks
+    can combine it along a tree): its time base on rank 0's clock, its workers' latest start and
+    earliest finish (each kept as [base, seconds after it], so the window comes out to the last
+    bit as `deskew_window` computes it), and its stop when its phase did not complete."""
+    base = report["start_unix_s"] + report["offset_s"]
+    starts = [w["start_s"] for w in report["workers"]]
+    ends = [w["end_s"] for w in report["workers"]]
+    stop = None if report["complete"] else {"rank": rank, "stop_reason": report["stop_reason"],
+                                            "error": report.get("error")}
+    return {"t0": base, "last_start": [base, max(starts)] if starts else None,
+            "first_done": [base, min(ends)] if ends else None, "stop": stop}
+
+
+def merge_window_summaries(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two summaries (of disjoint sets of ranks) as one: earliest base, latest start, earliest
+    finish, and the stop of the lowest rank that did not complete."""
+    def pick(x, y, f):
+        return y if x is None else x if y is None else f(x, y, key=lambda t: t[0] + t[1])
+
+    stops = [x for x in (a["stop"], b["stop"]) if x is not None]
+    return {"t0": min(a["t0"], b["t0"]), "last_start": pick(a["last_start"], b["last_start"], max),
+            "first_done": pick(a["first_done"], b["first_done"], min),
+            "stop": min(stops, key=lambda x: x["rank"]) if stops else None}
+
+
+def window_of_summary(summary: dict[str, Any]) -> tuple[float, list[float] | None]:
+    """(T0, [t0, t1]) from the merged summary of every rank, as `deskew_window` finds them from
+    the reports; a rank's shift is then its own base minus T0."""
+    t0 = summary["t0"]
+    if summary["last_start"] is None or summary["first_done"] is None:
+        return t0, None
+    last = summary["last_start"][1] + (summary["last_start"][0] - t0)
+    first = summary["first_done"][1] + (summary["first_done"][0] - t0)
+    return t0, ([last, first] if first > last else None)
 
 
 def pooled_latency(dirs: Sequence[dict[str, Any]], key: str = "lat") -> tuple[dict[str, Any], dict[str, Any]] | None:

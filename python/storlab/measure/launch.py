@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Mapping
 
-__all__ = ["Launch", "detect", "launcher_name", "launch_environment"]
+__all__ = ["Launch", "detect", "launcher_name", "launch_environment", "local_ranks", "spinning_defaults"]
 
 
 @dataclass(frozen=True)
@@ -94,3 +94,33 @@ def launch_environment(environ: Mapping[str, str] | None = None) -> dict[str, st
         "slurm_job_id": env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID"),
         "slurm_step_id": env.get("SLURM_STEP_ID") or env.get("SLURM_STEPID"),
     }
+
+
+def local_ranks(environ: Mapping[str, str] | None = None) -> int | None:
+    """Ranks of this job on this node, as the launcher announces them (hydra's MPI_LOCALNRANKS,
+    Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, the first count of Slurm's SLURM_STEP_TASKS_PER_NODE)."""
+    env = os.environ if environ is None else environ
+    for name in ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"):
+        n = _int(env, name)
+        if n is not None:
+            return n
+    first = env.get("SLURM_STEP_TASKS_PER_NODE", "").split(",")[0].split("(")[0]
+    return int(first) if first.isdigit() else None
+
+
+# MPICH: while it waits inside MPI, sleep now and then instead of spinning without pause.
+SPIN_DEFAULTS = {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1"}
+
+
+def spinning_defaults(environ: Mapping[str, str] | None = None, cores: int | None = None) -> dict[str, str]:
+    """MPI settings to add before MPI starts when this node has more ranks than cores (none of
+    them set already): MPI's own blocking calls (initialisation, communicator set-up) spin, and
+    a spinning rank takes the core a rank still starting needs. storlab's own waits never block
+    in MPI (comm.py)."""
+    env = os.environ if environ is None else environ
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    n = local_ranks(env)
+    if n is None or n <= cores:
+        return {}
+    return {k: v for k, v in SPIN_DEFAULTS.items() if k not in env}

@@ -6,16 +6,21 @@ Why not MPI's own collectives: a blocking MPI_Barrier or MPI_Gather waits foreve
 rank, and the non-blocking ones cannot be cancelled. Here each collective is point-to-point
 messages along a binomial tree (rank r's parent is r with its lowest set bit cleared; its children
 are r + 1, r + 2, r + 4 ... below that bit), polled together with the liveness state: a gather
-climbs the tree, each rank passing on its subtree's values in one message, and a broadcast
+climbs the tree, each rank passing on its subtree's values in one message, a reduce does the
+same with values merged on the way (one message of constant size per rank), and a broadcast
 descends it. No rank handles more than log2(size) messages per collective, and a collective
 takes 2 log2(size) message latencies at most (a barrier is a gather then a broadcast), so 10,000
 ranks cost about 14 hops per direction instead of 9,999 messages at rank 0.
 
-Liveness: rank 0 and every other rank exchange heartbeats on a private duplicate of the world
-communicator, from a thread of their own, so they go on while the main thread builds a plan
-(laying out large files can take minutes) or runs a phase. Rank 0 watches every rank, the
-others watch rank 0. A rank whose own run failed sends ABORT to rank 0, which forwards it to all.
-Shutdown is an orderly BYE exchange, so no message is left unmatched when MPI is finalised.
+Liveness: every rank exchanges heartbeats with its tree neighbours (parent and children, at most
+about log2(size) + 1 of them) on a private duplicate of the world communicator, from a thread of
+its own, so they go on while the main thread builds a plan (laying out large files can take
+minutes) or runs a phase. A neighbour silent for `rank_timeout` is gone; a rank whose own run
+failed, or that saw a neighbour go, sends a failure notice to its living neighbours, and each
+passes it on to its own once: the notice floods the tree in log2(size) hops, and no rank sends
+more than its neighbours' count of messages for it. The tree heals around a gone rank (tree.py),
+so the final gather still reaches every living rank. Shutdown is an orderly BYE exchange up the
+tree and back down, so no message is left unmatched when MPI is finalised.
 """
 from __future__ import annotations
 
@@ -23,11 +28,12 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from mpi4py import MPI
 
 from ...errors import StorlabError
+from . import tree
 
 __all__ = ["RankFailure", "Liveness", "Comm"]
 
@@ -44,6 +50,15 @@ _SPINS = 50
 _YIELDS = 200
 _MIN_SLEEP_S = 20e-6
 _MAX_SLEEP_S = 200e-6
+# The liveness thread looks for messages this often (a failure notice crosses one tree level per
+# look), and more often while the goodbyes go up and down the tree at the end. Each look wakes
+# the process: with many ranks per core, looking more often takes CPU from the measured I/O.
+_LIVENESS_POLL_S = 0.05
+_CLOSING_POLL_S = 0.005
+# A rank waiting on its doorbell (ranks outnumber cores) wakes at least this often to look for
+# failures and for rings it may have missed.
+_BELL_TIMEOUT_S = 0.02
+_RUNG_POLLS = 20
 
 
 def _precise_sleeps() -> None:
@@ -77,6 +92,53 @@ class _Backoff:
         self.sleep_s = min(_MAX_SLEEP_S, self.sleep_s * 2)
 
 
+class _Doorbell:
+    """Waiting without polling where ranks outnumber the node's cores: each rank of a communicator
+    on this node has a datagram socket (Linux abstract names, nothing on disk), and a rank that
+    sends a message to a rank of the same node rings that rank's bell after the send. A waiting
+    rank sleeps in the kernel until its bell rings (or a timeout, to watch for failures), so the
+    ranks still working get the cores instead of ranks polling for messages that have not come.
+    A ring is only a hint: the waiter probes MPI again, and a ring for a later message costs one
+    extra probe. MPI's own blocking calls (MPICH's included) spin instead, which on a shared core
+    takes the CPU from the very rank being waited for."""
+
+    def __init__(self, node, rank: int) -> None:
+        import socket
+        import uuid
+
+        token = node.bcast(uuid.uuid4().hex if node.Get_rank() == 0 else None)
+        self.local = set(node.allgather(rank))      # ranks of the communicator on this node
+        self._name = lambda r: f"\0storlab-{token}-{r}".encode()
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.setblocking(False)
+        self.sock.bind(self._name(rank))
+        self.rings = 0
+
+    def ring(self, dest: int) -> None:
+        if dest in self.local:
+            try:
+                self.sock.sendto(b"!", self._name(dest))
+                self.rings += 1
+            except OSError:
+                pass   # its queue is full (it has rings to read already) or it is gone
+
+    def wait(self, timeout_s: float) -> bool:
+        """Sleep until a ring or the timeout; True when rung."""
+        import select
+
+        rung = False
+        if select.select([self.sock], [], [], timeout_s)[0]:
+            try:
+                while self.sock.recv(64):
+                    rung = True
+            except OSError:
+                pass
+        return rung
+
+    def close(self) -> None:
+        self.sock.close()
+
+
 class RankFailure(StorlabError):
     """A rank failed or vanished; the message names it (`rank 2 (node n17) failed: ...`)."""
 
@@ -89,11 +151,12 @@ class RankFailure(StorlabError):
 class _Peer:
     last_seen: float          # time.monotonic() of the last message from it
     bye: bool = False         # it has said goodbye: nothing more will come from it
-    dead: bool = False
+    sent_bye: bool = False    # this rank has said goodbye to it: nothing more goes to it
+    dead: bool = False        # gone (stopped responding)
 
 
 class Liveness:
-    """Heartbeats and failure notices between rank 0 and the other ranks (see the module doc)."""
+    """Heartbeats and failure notices between each rank and its tree neighbours (see the module doc)."""
 
     def __init__(self, world, timeout_s: float) -> None:
         self.ctl = world.Dup()
@@ -106,15 +169,14 @@ class Liveness:
         self.interval_s = min(1.0, self.timeout_s / 5)
         self.nodes: list[str] = ["?" for _ in range(self.size)]
         self.failure: RankFailure | None = None
-        self.dead: set[int] = set()
+        self.gone: set[int] = set()         # ranks that stopped responding (seen here or told)
+        self.messages_sent = 0              # control messages this rank sent (heartbeats, notices)
         self._lock = threading.Lock()
-        now = time.monotonic()
-        watched = range(1, self.size) if self.rank == 0 else ([0] if self.size > 1 else [])
-        self._peers = {r: _Peer(now) for r in watched}
+        self._peers: dict[int, _Peer] = {}
+        self._rewire(time.monotonic())
         self._sends: list[Any] = []
-        self._forwarded: set[int] = set()
+        self._forwarded: set[tuple[int, bool]] = set()
         self._closing = False
-        self._said_bye = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="storlab-mpi-liveness", daemon=True)
         self._thread.start()
@@ -124,36 +186,56 @@ class Liveness:
         return f"rank {rank} (node {self.nodes[rank]})"
 
     def report(self, message: str) -> RankFailure:
-        """This rank failed: tell everyone (through rank 0) and return the failure."""
+        """This rank failed: tell everyone (along the tree) and return the failure."""
         failure = RankFailure(self.rank, f"{self.who(self.rank)} failed: {message}")
         with self._lock:
             if self.failure is None:
                 self.failure = failure
-            dests = [0] if self.rank != 0 else [r for r in range(1, self.size) if r not in self.dead]
-            for d in dests:
-                self._send((self.rank, failure.args[0]), d, TAG_ABORT)
+            self._flood(self.rank, failure.args[0], False, None)
         return failure
 
     def close(self) -> bool:
-        """Say goodbye to the peers and stop the thread; True when every peer answered (MPI can
-        then be finalised), False when some were dead or silent (do not finalise: it may hang)."""
+        """Say goodbye along the tree and stop the thread; True when the handshake ended and no rank
+        is gone (MPI can then be finalised), False otherwise (do not finalise: it may hang)."""
         with self._lock:
             self._closing = True
         deadline = time.monotonic() + self.timeout_s + 1.0
         self._thread.join(max(0.0, deadline - time.monotonic()))
-        clean = not self._thread.is_alive() and not self.dead
+        clean = not self._thread.is_alive() and not self.gone
         self._stop.set()
         self._thread.join(1.0)
         if clean:
-            for req in self._sends:
+            for req, _ in self._sends:
                 req.wait()
             self._sends.clear()
             self.ctl.Free()
+        else:   # deliver the goodbyes to the living (the process may exit at once), not to the gone
+            flush_until = time.monotonic() + 1.0
+            pending = [req for req, dest in self._sends if dest not in self.gone]
+            while pending and time.monotonic() < flush_until:
+                pending = [req for req in pending if not req.test()[0]]
+                time.sleep(_MAX_SLEEP_S)
         return clean
 
+    def watched(self) -> int:
+        """How many ranks this rank exchanges heartbeats with (its living tree neighbours)."""
+        with self._lock:
+            return sum(1 for p in self._peers.values() if not p.dead)
+
     # -- the thread -----------------------------------------------------------------------------
+    def _rewire(self, now: float) -> None:
+        """Watch the living tree neighbours (the tree heals around gone ranks: tree.py)."""
+        for r in tree.neighbours(self.rank, self.size, self.gone):
+            if r not in self._peers:
+                self._peers[r] = _Peer(now)
+
+    def _live_peers(self) -> list[int]:
+        """Neighbours that still take messages from this rank: not gone, not sent goodbye."""
+        return [r for r, p in self._peers.items() if not p.dead and not p.sent_bye]
+
     def _send(self, obj: Any, dest: int, tag: int) -> None:
-        self._sends.append(self.ctl.isend(obj, dest, tag))
+        self.messages_sent += 1
+        self._sends.append((self.ctl.isend(obj, dest, tag), dest))
 
     def _loop(self) -> None:
         try:
@@ -171,14 +253,13 @@ class Liveness:
                 self._drain(now)
                 if self._closing and self._bye_step():
                     return
-                if now >= next_beat and not self._said_bye:
-                    for r, p in self._peers.items():
-                        if not p.dead:
-                            self._send(None, r, TAG_HEARTBEAT)
+                if now >= next_beat:
+                    for r in self._live_peers():
+                        self._send(None, r, TAG_HEARTBEAT)
                     next_beat = now + self.interval_s
                 self._check(now)
-                self._sends = [r for r in self._sends if not r.test()[0]]
-            self._stop.wait(0.02)
+                self._sends = [(req, dest) for req, dest in self._sends if not req.test()[0]]
+            self._stop.wait(_CLOSING_POLL_S if self._closing else _LIVENESS_POLL_S)
 
     def _drain(self, now: float) -> None:
         status = MPI.Status()
@@ -194,50 +275,57 @@ class Liveness:
                 if tag == TAG_BYE:
                     peer.bye = True
             if tag == TAG_ABORT:
-                origin, message = payload
+                origin, message, gone = payload
                 if self.failure is None:
                     self.failure = RankFailure(origin, message)
-                if self.rank == 0:
-                    self._forward(origin, message)
+                self._flood(origin, message, gone, src)
 
     def _check(self, now: float) -> None:
-        for r, p in self._peers.items():
+        for r, p in list(self._peers.items()):
             if p.dead or p.bye or now - p.last_seen <= self.timeout_s:
                 continue
-            p.dead = True
-            self.dead.add(r)
             failure = RankFailure(r, f"{self.who(r)} stopped responding: no sign of life for "
                                      f"{self.timeout_s:g} s (killed, or its node is down)")
             if self.failure is None:
                 self.failure = failure
-            if self.rank == 0:
-                self._forward(r, failure.args[0])
+            self._flood(r, failure.args[0], True, None)
 
-    def _forward(self, origin: int, message: str) -> None:
-        """Rank 0 passes a failure notice on to every rank but the one it is about."""
-        if origin in self._forwarded:
+    def _flood(self, origin: int, message: str, gone: bool, src: int | None) -> None:
+        """Pass a failure notice on to every living neighbour but the one it came from, once per
+        rank and kind; a gone rank is left out of the tree from now on."""
+        if (origin, gone) in self._forwarded:
             return
-        self._forwarded.add(origin)
-        for r, p in self._peers.items():
-            if r != origin and not p.dead and not p.bye:
-                self._send((origin, message), r, TAG_ABORT)
+        self._forwarded.add((origin, gone))
+        if gone and origin != self.rank:
+            self.gone.add(origin)
+            if origin in self._peers:
+                self._peers[origin].dead = True
+            self._rewire(time.monotonic())
+        for r in self._live_peers():
+            if r != src and r != origin:
+                self._send((origin, message, gone), r, TAG_ABORT)
 
     def _bye_step(self) -> bool:
-        """One step of the shutdown handshake; True when this rank is done."""
-        if self.rank != 0:
-            if not self._said_bye:
-                self._send(None, 0, TAG_BYE)
-                self._said_bye = True
-            root = self._peers.get(0)
-            return root is None or root.bye or root.dead
-        if all(p.bye or p.dead for p in self._peers.values()):
-            if not self._said_bye:
-                for r, p in self._peers.items():
-                    if not p.dead:
-                        self._send(None, r, TAG_BYE)
-                self._said_bye = True
-            return True
-        return False
+        """One step of the shutdown handshake, up the tree then down; True when this rank is done.
+        A rank says goodbye to its parent once every child has said it, and to its children once
+        its parent has (the root: once its children have)."""
+        up = tree.living_parent(self.rank, self.gone)
+        kids = [r for r in tree.living_children(self.rank, self.size, self.gone)]
+        if not all(self._peers[r].bye or self._peers[r].dead for r in kids):
+            return False
+        if up is not None:
+            p = self._peers[up]
+            if not p.sent_bye and not p.dead:
+                self._send(None, up, TAG_BYE)
+                p.sent_bye = True
+            if not (p.bye or p.dead):
+                return False
+        for r in kids:
+            p = self._peers[r]
+            if not p.dead and not p.sent_bye:
+                self._send(None, r, TAG_BYE)
+                p.sent_bye = True
+        return True
 
 
 class Comm:
@@ -255,10 +343,21 @@ class Comm:
         self.size = self.data.Get_size()
         self.liveness = liveness
         self._seq = 0
+        self.collectives = 0      # tree sweeps (a gather or a broadcast) this rank took part in
+        self.messages_sent = 0    # data messages this rank sent in them
+        # This communicator's ranks in the world (liveness knows gone ranks by their world rank).
+        self._world_rank = MPI.Group.Translate_ranks(self.data.Get_group(), list(range(self.size)),
+                                                     MPI.COMM_WORLD.Get_group())
         _precise_sleeps()
         # Ranks of this communicator on this node: more than its cores and polls only sleep.
         node = self.data.Split_type(MPI.COMM_TYPE_SHARED)
         self._busy_wait = node.Get_size() <= (os.cpu_count() or 1)
+        self._bell: _Doorbell | None = None
+        if not self._busy_wait and os.environ.get("STORLAB_MPI_DOORBELL", "1") != "0":
+            try:
+                self._bell = _Doorbell(node, self.rank)
+            except OSError:
+                self._bell = None   # no abstract sockets (not Linux): sleeping polls
         node.Free()
 
     @property
@@ -266,7 +365,17 @@ class Comm:
         return self.liveness.failure
 
     def free(self) -> None:
+        if self._bell is not None:
+            self._bell.close()
         self.data.Free()
+
+    def _isend(self, obj: Any, dest: int, tag: int, synchronous: bool = False):
+        """Send, then ring the destination's doorbell (when ranks share cores)."""
+        req = (self.data.issend if synchronous else self.data.isend)(obj, dest, tag)
+        self.messages_sent += 1
+        if self._bell is not None:
+            self._bell.ring(dest)
+        return req
 
     # -- waiting --------------------------------------------------------------------------------
     def _check(self) -> None:
@@ -289,6 +398,7 @@ class Comm:
         `sources`. Each source is probed on its own: messages from one rank arrive in order, but a
         fast rank's message for the next collective may arrive before a slow rank's for this one."""
         pause = _Backoff(self._busy_wait)
+        rung = 0
         while True:
             for source in sources:
                 msg = self.data.improbe(source, tag)
@@ -305,26 +415,27 @@ class Comm:
                 self._check()
             if deadline is not None and time.monotonic() > deadline:
                 return None
-            pause()
+            if self._bell is not None and sources <= self._bell.local and rung <= 0:
+                # until a sender rings (or to look at liveness); after a ring, MPI may need a few
+                # more progress calls before the message shows, so poll (yielding) for a while
+                rung = _RUNG_POLLS if self._bell.wait(_BELL_TIMEOUT_S) else 0
+            else:
+                rung -= 1
+                pause()
 
     def _next(self) -> int:
+        self.collectives += 1
         self._seq += 1
         return self._seq
 
     # -- collectives (root is rank 0 of this communicator, along a binomial tree) ----------------
     def parent(self) -> int | None:
-        """This rank's parent in the tree: the rank with its lowest set bit cleared (None: root)."""
-        return None if self.rank == 0 else self.rank & (self.rank - 1)
+        """This rank's parent in the tree (tree.py; None: the root)."""
+        return tree.parent(self.rank)
 
     def children(self) -> list[int]:
-        """This rank's children in the tree: rank + 2^k for every 2^k below its lowest set bit
-        (every 2^k for the root) that is a rank of the communicator."""
-        low = self.rank & -self.rank if self.rank else self.size
-        out, step = [], 1
-        while step < low and self.rank + step < self.size:
-            out.append(self.rank + step)
-            step <<= 1
-        return out
+        """This rank's children in the tree (tree.py)."""
+        return tree.children(self.rank, self.size)
 
     def gather(self, obj: Any) -> list[Any] | None:
         """Every rank's `obj`, in rank order, on rank 0; None on the others. Each rank sends its
@@ -338,7 +449,7 @@ class Comm:
             pending.discard(src)
         parent = self.parent()
         if parent is not None:
-            self._wait_request(self.data.isend((seq, subtree), parent, TAG_GATHER))
+            self._wait_request(self._isend((seq, subtree), parent, TAG_GATHER))
             return None
         return [subtree[r] for r in range(self.size)]
 
@@ -348,9 +459,26 @@ class Comm:
         parent = self.parent()
         if parent is not None:
             obj = self._recv({parent}, TAG_BCAST, seq)[1]
-        reqs = [self.data.isend((seq, obj), r, TAG_BCAST) for r in self.children()]
+        reqs = [self._isend((seq, obj), r, TAG_BCAST) for r in self.children()]
         for req in reqs:
             self._wait_request(req)
+        return obj
+
+    def reduce(self, obj: Any, merge: Callable[[Any, Any], Any]) -> Any:
+        """`obj` of every rank combined with `merge` on rank 0 (None on the others): each rank
+        merges its children's partial results into its own and sends its parent one message of
+        the same size, whatever the number of ranks below it. `merge` must be associative and
+        commutative (a min, a max, a histogram's buckets added)."""
+        seq = self._next()
+        pending = set(self.children())
+        while pending:
+            src, payload = self._recv(pending, TAG_GATHER, seq)
+            obj = merge(obj, payload)
+            pending.discard(src)
+        parent = self.parent()
+        if parent is not None:
+            self._wait_request(self._isend((seq, obj), parent, TAG_GATHER))
+            return None
         return obj
 
     def barrier(self) -> None:
@@ -362,29 +490,51 @@ class Comm:
 
     # -- point to point, for the clock exchange ----------------------------------------------------
     def send(self, obj: Any, dest: int, tag: int = TAG_CLOCK) -> None:
-        self._wait_request(self.data.isend((0, obj), dest, tag))
+        self._wait_request(self._isend((0, obj), dest, tag))
 
     def recv(self, source: int, tag: int = TAG_CLOCK) -> Any:
         return self._recv({source}, tag, 0)[1]
 
     # -- the last exchange of a run: survives failures ----------------------------------------------
+    def gone(self) -> set[int]:
+        """Ranks of this communicator that stopped responding, as far as this rank knows."""
+        gone = self.liveness.gone
+        return {r for r in range(self.size) if self._world_rank[r] in gone}
+
     def gather_surviving(self, obj: Any, timeout_s: float, tag: int = TAG_FINAL) -> dict[int, Any]:
-        """The last exchange of a run, failed or not: rank 0 takes what arrives from the ranks
-        still alive within `timeout_s` (rank -> obj); other ranks return {} after sending. Distinct
-        tags keep two such exchanges of one run apart (a metadata run sends TAG_CLEANUP when a
-        rank's clean-up is done, then TAG_FINAL with its results)."""
-        deadline = time.monotonic() + timeout_s
-        if self.rank != 0:
-            req = self.data.isend((0, obj), 0, tag)
-            while not req.test()[0] and time.monotonic() < deadline and 0 not in self.liveness.dead:
-                time.sleep(_MAX_SLEEP_S)
-            return {}
-        out = {0: obj}
-        waiting = set(range(1, self.size))
-        while waiting - self.liveness.dead and time.monotonic() < deadline:
-            got = self._recv(waiting - self.liveness.dead, tag, 0,
-                             deadline=min(deadline, time.monotonic() + 0.1), check=False)
-            if got is not None:
-                out[got[0]] = got[1]
-                waiting.discard(got[0])
-        return out
+        """The last exchange of a run, failed or not: rank 0 gets rank -> obj of every rank still
+        alive, along the tree healed around gone ranks (tree.py): each rank waits for its living
+        children's subtrees and sends its own up to its nearest living ancestor in one message.
+        A rank waits at most `timeout_s` plus a second per level below it (so its parent, a level
+        higher, waits longer than it does) and then sends what it has; other ranks return {}.
+        Distinct tags keep two such exchanges of one run apart (a metadata run sends TAG_CLEANUP
+        when a rank's clean-up is done, then TAG_FINAL with its results)."""
+        start = time.monotonic()
+        deadline = start + timeout_s + tree.height(self.rank, self.size)
+        got = {self.rank: obj}
+        heard: set[int] = set()
+        while time.monotonic() < deadline:
+            gone = self.gone()
+            waiting = set(tree.living_children(self.rank, self.size, gone, heard))
+            if not waiting:
+                break
+            msg = self._recv(waiting, tag, 0, deadline=min(deadline, time.monotonic() + 0.1), check=False)
+            if msg is not None:
+                got.update(msg[1])
+                heard.add(msg[0])
+        if self.rank == 0:
+            return got
+        # A synchronous send completes only when the parent has taken it: a parent that went
+        # silent after this rank's last look is noticed, and the subtree goes to the next one up.
+        pause = _Backoff(self._busy_wait)
+        up, req = None, None
+        while time.monotonic() < deadline + 1.0:
+            living = tree.living_parent(self.rank, self.gone())
+            if living is None:
+                break
+            if living != up:
+                up, req = living, self._isend((0, got), living, tag, synchronous=True)
+            if req.test()[0]:
+                break
+            pause()
+        return {}

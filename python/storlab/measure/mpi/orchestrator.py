@@ -7,11 +7,11 @@ runs one benchmark kind on the ranks of a communicator the same way for every ki
 1. each rank runs its share with the local runner (benchmark.run_benchmark) and hooks that join
    it to the others (`RankHooks`): a barrier after a phase is ready and before its clock starts;
    a check at every progress tick that interrupts the local phase when another rank failed; and,
-   after the phase, an exchange that makes a barrier, finds the cross-rank de-skew window and has
-   each rank count what it did in it;
-2. rank 0 gathers what every surviving rank has (`final_gather`), merges each phase with the
-   benchmark's own `merge_phase` (aggregate.py), and writes one document of the kind with an
-   `mpi` section.
+   after the phase, an exchange that finds the cross-rank de-skew window and has each rank count
+   what it did in it (for an I/O run with private files, carried by the next phase's barrier);
+2. rank 0 gathers what every surviving rank has along the tree (`final_gather`; each rank's
+   window counts included), merges each phase with the benchmark's own `merge_phase`
+   (aggregate.py), and writes one document of the kind with an `mpi` section.
 
 The kinds differ in what a rank runs and what the exchange carries, so each has its rank side:
 `IoRanks` (`storlab run`/`scale`: the job rewritten for the rank by rewrite.py, stonewall counts
@@ -55,7 +55,7 @@ from ...document import header, now_iso
 from ...errors import SpecError, TargetError
 from ...jobs.job import Job, core_spec
 from ...signals import STOP
-from ..aggregate import count_in_window, deskew_window
+from ..aggregate import count_in_window, deskew_window, merge_window_summaries, window_of_summary, window_summary
 from ..benchmark import Benchmark, PhaseHooks, run_benchmark
 from ..environment import host_environment
 from ..launch import Launch
@@ -64,7 +64,7 @@ from ..meta import ProgressFn as MetaProgressFn
 from ..runner import IoBenchmark, ProgressFn
 from . import clock
 from .comm import TAG_CLEANUP, Comm, Liveness, RankFailure
-from .rewrite import data_rank, read_only, rewrite_job, rewrite_warnings, substitute, wearout_io_size, wearout_pairs
+from .rewrite import data_rank, private_targets, read_only, rewrite_job, rewrite_warnings, substitute, wearout_io_size, wearout_pairs
 
 __all__ = ["Session", "RankHooks", "IoRanks", "MetaRanks", "job_record", "run_cli", "run_meta_cli",
            "POLL_S", "DEFAULT_PREFIX"]
@@ -131,7 +131,16 @@ class RankHooks(PhaseHooks):
 
 
 class IoRankHooks(RankHooks):
-    """The three points at which a rank joins the others during an I/O run (see the module doc)."""
+    """The points at which a rank joins the others during an I/O run (see the module doc).
+
+    Where no rank touches another's files (`private_targets`), one phase boundary is one
+    barrier, two tree sweeps: phase k's window summary climbs the tree in the barrier's reduce
+    before phase k+1 starts, and the window and stop of phase k come down in its broadcast. Where
+    ranks share files, or a later read phase takes its io_size from phase k's counts (wear-out),
+    phase k's exchange runs at its end, so every rank has finished phase k before any builds the
+    next plan (lays a shared file out, reads what another wrote), and a plain barrier precedes
+    phase k+1. The last phase's exchange runs after the run (`flush`). What each rank did in each
+    phase's window stays with it until the final gather."""
 
     def __init__(self, comm: Comm, job: Job, template: Job, offsets: list[clock.Offset],
                  reorder: int) -> None:
@@ -142,11 +151,18 @@ class IoRankHooks(RankHooks):
         self.pairs = wearout_pairs(template)
         self.index = 0
         self.local: list[dict[str, Any]] = []          # per phase: result plus rank facts
-        self.window_bytes: dict[int, list[float | None]] = {}   # rank 0: per phase, per rank
+        self.window_bytes: dict[int, float | None] = {}   # per phase: this rank's bytes in the window
         self.stonewall: list[dict[str, Any]] = []      # rank 0: wear-out counts applied
+        self.pending: tuple[int, Any, Any, dict[str, Any]] | None = None  # phase k awaiting its exchange
+        self.fused = private_targets(template, reorder)   # the exchange may wait for the next barrier
 
     def before_start(self, phase, run) -> None:
-        if not self.barrier():
+        if self.failure is None:
+            try:
+                self._exchange()        # the previous phase's, as this phase's barrier
+            except RankFailure as e:
+                self.fail(e)
+        if self.failure is not None:
             run.interrupt()   # the phase starts and stops at once: a partial result, no hang
 
     def interrupted(self) -> None:
@@ -164,44 +180,74 @@ class IoRankHooks(RankHooks):
         if self.failure is None and result["stop_reason"] == "error":
             self.fail(self.comm.liveness.report(f"phase {phase.name}: {result['error']}"))
         if self.failure is None:
-            try:
-                self._exchange(k, phase, run, result)
-            except RankFailure as e:
-                self.fail(e)
+            self.pending = (k, phase, run, result)
+            if k in self.pairs.values() or not self.fused:   # needed before the next plan is built
+                try:
+                    self._exchange()
+                except RankFailure as e:
+                    self.fail(e)
         signalled_here = result["stop_reason"] == "interrupted" and STOP.requested
         if self.failure is not None and result["stop_reason"] != "error" and not signalled_here:
             result.update(complete=False, stop_reason="error", error=self.failure.args[0])
 
-    def _exchange(self, k: int, phase, run, result: dict[str, Any]) -> None:
+    def flush(self) -> None:
+        """After the run: the last phase's exchange (every rank has one pending unless a rank failed)."""
+        if self.failure is None and self.pending is not None:
+            try:
+                self._exchange()
+            except RankFailure as e:
+                self.fail(e)
+                self.local[-1]["result"].update(complete=False, stop_reason="error", error=e.args[0])
+
+    def _exchange(self) -> None:
+        """One barrier carrying the pending phase's report up and its window down (a plain
+        barrier when nothing is pending)."""
         comm = self.comm
+        pending, self.pending = self.pending, None
+        if pending is None:
+            comm.barrier()
+            return
+        k, phase, run, result = pending
         report = {"start_unix_s": result["start_unix_s"], "offset_s": self.offset_s,
                   "complete": result["complete"], "stop_reason": result["stop_reason"],
                   "error": result.get("error"),
                   "workers": [{k2: w[k2] for k2 in ("group", "start_s", "end_s", "read_bytes", "write_bytes")}
                               for w in result["workers"]]}
-        reports = comm.gather(report)
-        info = None
-        if comm.rank == 0:
-            _, shifts, window = deskew_window(reports)
-            stop = _first_stop(reports)
-            counts = None
-            if k in self.pairs.values():
-                names = [g.name for g in phase.groups]
-                counts = [[[w["write_bytes"] for w in x["workers"] if w["group"] == name] for name in names]
-                          for x in reports]
-            info = {"shifts": shifts, "window": window, "stop": stop, "counts": counts}
-        info = comm.bcast(info)   # also the barrier after the phase: rank 0 sent it after hearing all
+        if k in self.pairs.values():
+            info = self._exchange_counts(k, phase, report)
+        else:
+            # the window needs only a few numbers of each rank, merged pairwise up the tree
+            summary = comm.reduce(window_summary(comm.rank, report), merge_window_summaries)
+            if comm.rank == 0:
+                t0, window = window_of_summary(summary)
+                summary = {"t0": t0, "window": window, "stop": summary["stop"], "counts": None}
+            info = comm.bcast(summary)   # also the barrier: rank 0 sent it after hearing all
+            info["shift"] = report["start_unix_s"] + report["offset_s"] - info["t0"]
         mine = None
         if info["window"] is not None:
-            shift = info["shifts"][comm.rank]
+            shift = info["shift"]
             mine = run.bytes_in_window(info["window"][0] - shift, info["window"][1] - shift)
-        everyone = comm.gather(mine)
-        if comm.rank == 0:
-            self.window_bytes[k] = everyone
+        self.window_bytes[k] = mine
         if info["counts"] is not None:
             self._apply_wearout(k, info["counts"])
         if info["stop"] is not None:
             _mark_stopped(result, info["stop"])
+
+    def _exchange_counts(self, k: int, phase, report: dict[str, Any]) -> dict[str, Any]:
+        """The exchange of a write phase whose counts a later read takes (wear-out): every
+        rank's per-worker written bytes go to rank 0 and the counts come back to all."""
+        comm = self.comm
+        reports = comm.gather(report)
+        info = None
+        if comm.rank == 0:
+            _, shifts, window = deskew_window(reports)
+            names = [g.name for g in phase.groups]
+            counts = [[[w["write_bytes"] for w in x["workers"] if w["group"] == name] for name in names]
+                      for x in reports]
+            info = {"shifts": shifts, "window": window, "stop": _first_stop(reports), "counts": counts}
+        info = comm.bcast(info)
+        info["shift"] = info["shifts"][comm.rank]
+        return info
 
     def _apply_wearout(self, k: int, counts: list[list[list[int]]]) -> None:
         """Give each read phase that mirrors write phase k the io_size its data rank wrote."""
@@ -230,7 +276,7 @@ class MetaRankHooks(RankHooks):
         self.local: list[dict[str, Any]] = []      # this rank's phase results, in order
         self.exchanged = 0                         # phases whose exchange this rank completed
         self.results: dict[int, list[dict[str, Any]]] = {}       # rank 0: phase -> every rank's result
-        self.window_ops: dict[int, list[float | None]] = {}      # rank 0: phase -> ops in the window
+        self.window_ops: dict[int, float | None] = {}   # per phase: this rank's operations in the window
         self.samples: list[tuple[float, int]] = []  # (seconds since the phase start, ops) this phase
         self.run = None
         self.before_cleanup_left: tuple[int, int] | None = None  # files, dirs before the clean-up
@@ -284,9 +330,7 @@ class MetaRankHooks(RankHooks):
         if info["window"] is not None:
             shift = info["shifts"][comm.rank]
             mine = count_in_window(self.samples, info["window"][0] - shift, info["window"][1] - shift)
-        everyone = comm.gather(mine)
-        if comm.rank == 0:
-            self.window_ops[k] = everyone
+        self.window_ops[k] = mine   # goes to rank 0 in the final gather
         self.exchanged = k + 1
         if info["stop"] is not None:
             _mark_stopped(result, info["stop"])
@@ -384,8 +428,8 @@ class RankSide(ABC):
         """Rank 0: every rank's phase results, in order."""
 
     @abstractmethod
-    def windows(self) -> dict[int, list[float | None]]:
-        """Rank 0: per phase, what each rank did in the de-skew window."""
+    def windows(self, got: dict[int, dict[str, Any]], size: int) -> dict[int, list[float | None]]:
+        """Rank 0: per phase, what each rank did in the de-skew window (from the payloads)."""
 
     @abstractmethod
     def document(self, session: "Session", comm: Comm, got: dict[int, dict[str, Any]],
@@ -396,6 +440,23 @@ class RankSide(ABC):
     @abstractmethod
     def mpi_fields(self, phases: list[dict[str, Any]]) -> dict[str, Any]:
         """The kind's own keys of the `mpi` section."""
+
+
+def _compact(doc: dict[str, Any]) -> dict[str, Any]:
+    """What rank 0 needs of another rank's document: its phases, warnings, targets and signal;
+    not the job and host description every rank shares (about a third of a small run's document)."""
+    return {"phases": doc["phases"], "warnings": doc["warnings"], "signal": doc.get("signal"),
+            "environment": {"targets": doc["environment"].get("targets") or []}}
+
+
+def _windows(got: dict[int, dict[str, Any]], phases: int, size: int) -> dict[int, list[float | None]]:
+    """Per phase, each rank's amount in the de-skew window, from the final payloads (a rank
+    counts its own when the window comes down after the phase; a missing rank is None)."""
+    out: dict[int, list[float | None]] = {}
+    for k in range(phases):
+        if any(k in p.get("window", {}) for p in got.values()):
+            out[k] = [got[r]["window"].get(k) if r in got else None for r in range(size)]
+    return out
 
 
 def _outcome(doc: dict[str, Any], phases: list[dict[str, Any]], expected: int, failure: RankFailure | None,
@@ -439,11 +500,15 @@ class IoRanks(RankSide):
         try:
             tell = None if notify is None else (lambda msg: notify(f"rank {comm.rank}: {msg}"))
             doc = run_benchmark(IoBenchmark(job, progress if comm.rank == 0 else None, notify=tell), argv, hooks)
+            hooks.flush()
         except (Exception, KeyboardInterrupt) as e:  # noqa: BLE001 - every failure must reach the others
             error = _one_line(e) if not isinstance(e, KeyboardInterrupt) else "interrupted (Ctrl-C)"
             hooks.fail(comm.liveness.report(error))
+        if doc is not None and comm.rank != 0:
+            doc = _compact(doc)
         return {"doc": doc, "phases": hooks.local if doc is None else None, "error": error,
-                "sides": [{k: x[k] for k in ("offset_s", "data_rank", "targets")} for x in hooks.local]}
+                "sides": [{k: x[k] for k in ("offset_s", "data_rank", "targets")} for x in hooks.local],
+                "window": hooks.window_bytes}
 
     def per_rank_phases(self, got):
         out = {}
@@ -452,14 +517,14 @@ class IoRanks(RankSide):
             out[r] = [{**p, **side} for p, side in zip(phases, payload["sides"])]
         return out
 
-    def windows(self):
-        return self.hooks.window_bytes
+    def windows(self, got, size):
+        return _windows(got, len(self.template.phases), size)
 
     def document(self, session, comm, got, phases, failure, argv, started_at) -> dict[str, Any]:
         template = self.template
         nodes = session.nodes[:comm.size]
         docs = {r: p["doc"] for r, p in got.items() if p["doc"] is not None}
-        base = docs.get(0) or next(iter(docs.values()), None)
+        base = docs.get(0)   # the others sent only what differs between ranks (_compact)
         doc: dict[str, Any] = {
             **header(self.kind, argv=argv, started_at=started_at, finished_at=now_iso()),
             "job": job_record(template),
@@ -540,14 +605,15 @@ class MetaRanks(RankSide):
             if workdir is not None and not cleanup["error"]:
                 remove_workdir(workdir, keep)
         return {"first": hooks.exchanged, "phases": hooks.local[hooks.exchanged:], "error": error,
+                "window": hooks.window_ops,
                 "cleanup": cleanup, "target": target, "workdir": workdir, "threads": values["threads"]}
 
     def per_rank_phases(self, got):
         results = self.hooks.results
         return {r: [results[k][r] for k in range(p["first"])] + p["phases"] for r, p in got.items()}
 
-    def windows(self):
-        return self.hooks.window_ops
+    def windows(self, got, size):
+        return _windows(got, 1 + len(self.values["phases"]), size)
 
     def document(self, session, comm, got, phases, failure, argv, started_at) -> dict[str, Any]:
         values = self.values
@@ -652,7 +718,7 @@ class Session:
             return None
         size, nodes = comm.size, self.nodes[:comm.size]
         per_rank = side.per_rank_phases(got)
-        windows = side.windows()
+        windows = side.windows(got, comm.size)
         merge = side.benchmark_kind.merge_phase
         phases = []
         for k in range(max((len(v) for v in per_rank.values()), default=0)):

@@ -23,7 +23,7 @@ from ...errors import TargetError
 from ...jobs.job import Job
 
 __all__ = ["PLACEHOLDERS", "substitute", "read_only", "data_rank", "rewrite_job", "rewrite_warnings",
-           "wearout_pairs", "wearout_io_size"]
+           "wearout_pairs", "wearout_io_size", "private_targets"]
 
 PLACEHOLDERS = ("rank", "node", "size")
 _FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -98,6 +98,21 @@ def rewrite_warnings(job: Job, nodes: Sequence[str], reorder: int) -> list[dict[
                      f"{size} ranks read data written on their own node, which its client cache may "
                      f"serve; use --reorder {per_node} (the ranks per node)"}]
     return []
+
+
+def private_targets(job: Job, reorder: int) -> bool:
+    """Whether no rank touches another rank's files: every target names {rank} (or there is
+    none: each rank makes its own scratch file), and no phase reads another rank's data through
+    `reorder`. Then a rank may build its next phase (open, create, lay out its files) while
+    another is still in the last one."""
+    for phase in job.phases:
+        for g in phase.groups:
+            v = g.values
+            if any("{rank}" not in t for t in v["target"]):
+                return False
+            if reorder and read_only(v) and v["target"]:
+                return False
+    return True
 
 
 def _same_targets(a, b) -> bool:
