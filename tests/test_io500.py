@@ -15,7 +15,16 @@ from pathlib import Path
 import pytest
 from storlab.errors import TargetError
 from storlab.jobs.io500.translator import PHASES, translate
-from storlab.measure.io500 import LocalRanks, calc_score, check_datadir, find_files, run_io500, score_groups
+from storlab.measure.io500 import (
+    LocalRanks,
+    calc_score,
+    check_datadir,
+    find_files,
+    ior_rank_offset,
+    mdtest_stride,
+    run_io500,
+    score_groups,
+)
 from storlab.output.io500_files import render_result, render_summary, score_hash
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "io500")
@@ -195,3 +204,14 @@ def test_stored_runs_show_and_compare_phase_by_phase(shm_dir_path, capsys):
     assert list(scores)[:2] == ["ior-easy-write", "mdtest-easy-write"] and "SCORE" in scores
     assert all(r["ratios"][0] is not None and r["ratios"][0] > 0 for name, r in scores.items()
                if name not in ("timestamp",))
+
+
+def test_neighbour_shifts_are_iors_and_mdtests():
+    # IOR -C -Q q: by-slot mapping shifts by the ranks of a node; on one node that is no shift at all
+    assert [ior_rank_offset(["a"] * n, 1) for n in (1, 2, 4)] == [0, 0, 0]
+    assert ior_rank_offset(["a", "a", "b", "b"], 1) == 2 and ior_rank_offset(["a", "a", "b", "b"], 2) == 0
+    assert ior_rank_offset(["a", "a", "a", "b", "b", "b"], 2) == 0 and ior_rank_offset(["a", "b", "c"], 2) == 2
+    assert ior_rank_offset(["a", "b", "a", "b"], 1) == 1          # round-robin: the next rank is on the next node
+    # mdtest -N 1: one rank further on one node; a node further with several nodes by slot
+    assert [mdtest_stride(["a"] * n) for n in (1, 2, 4)] == [1, 1, 1]
+    assert mdtest_stride(["a", "a", "b", "b"]) == 2 and mdtest_stride(["a", "b", "a", "b"]) == 1

@@ -10,12 +10,14 @@ metadata phases through the metadata benchmark (`_core.MetaRun`):
 - ior-easy-write / ior-hard-write: time-limited by the stonewall; then every rank writes on until
   it has done as many transfers as the rank that did most (IOR's stoneWallingWearOut), then
   fsyncs (IOR -e). Files are made sparse at their full size first so nothing is preallocated.
-- ior-easy-read / ior-hard-read: each rank reads what the next rank wrote (IOR -C -Q 1), exactly
-  the transfers written.
+- ior-easy-read / ior-hard-read: each rank reads what rank + offset wrote, exactly the transfers
+  written; the offset is IOR's -C -Q 1 (a whole node: on one node every rank reads its own data).
 - mdtest-easy / mdtest-hard: one MetaRun per rank and kind, kept open across the phases so they
   interleave in io500's order (create, later stat, later read and delete); the stonewall ends
   create only (mdtest -W), then every rank creates as many files as the rank that made most (a
-  second MetaRun for the extra files) and syncs (mdtest -Y); later phases visit every file.
+  second MetaRun for the extra files) and syncs (mdtest -Y); later phases visit every file, of
+  another rank as mdtest -N 1 shifts them (stat r+1, read r+2, remove r+3): the creating rank's
+  state is adopted by the visiting rank's run and handed back after the phase.
 - Under MPI the ranks meet through `Ranks` (measure/mpi/io500.py: the session's communicator,
   which names a failed or vanished rank instead of waiting for it).
 - find: the data folder walked level by level, each level's folders spread over the ranks; a
@@ -33,6 +35,7 @@ import fnmatch
 import json
 import math
 import os
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -40,7 +43,7 @@ from typing import Any, Callable, Sequence
 from ..errors import StorlabError, TargetError, UserError
 
 __all__ = ["GIB", "calc_score", "score_groups", "Ranks", "LocalRanks", "PhaseOutcome",
-           "Io500Run", "check_datadir", "find_files"]
+           "Io500Run", "check_datadir", "find_files", "node_layout", "ior_rank_offset", "mdtest_stride"]
 
 GIB = float(1 << 30)
 FIND_NAME = "*01*"
@@ -150,6 +153,36 @@ def find_files(dirs: Sequence[str], newer_than: float, size: int, pattern: str =
     return subdirs, total, found, errors
 
 
+# -- which rank reads or visits what another rank wrote ------------------------------------------------
+def node_layout(hosts: Sequence[str]) -> tuple[int, int, bool]:
+    """(nodes, ranks on rank 0's node, block mapping) of the ranks' host names, as IOR and mdtest
+    find them (GetNumNodes, GetNumTasksOnNode0, QueryNodeMapping: block when rank 1 shares rank 0's
+    node, or with one rank)."""
+    on_node0 = sum(1 for h in hosts if h == hosts[0])
+    return len(set(hosts)), on_node0, len(hosts) < 2 or hosts[1] == hosts[0]
+
+
+def ior_rank_offset(hosts: Sequence[str], q: int) -> int:
+    """IOR -C -Q q: a rank reads what rank (rank + offset) % size wrote. The shift is the ranks on
+    rank 0's node with a block mapping (by-slot), else 1; on one node that makes the offset
+    q * size % size = 0: every rank reads back its own data, as the real IOR does."""
+    _, on_node0, block = node_layout(hosts)
+    return q * (on_node0 if block else 1) % len(hosts)
+
+
+def mdtest_stride(hosts: Sequence[str], n: int = 1) -> int:
+    """mdtest -N n: the stride between the rank that made a file and the one visiting it; times
+    the ranks on rank 0's node when there are several nodes and a block mapping. Each of mdtest's
+    phases shifts once more: rank r stats the files of rank r + stride, reads those of r + 2
+    stride and removes those of r + 3 stride (modulo the ranks)."""
+    nodes, on_node0, block = node_layout(hosts)
+    return n * on_node0 if nodes > 1 and block else n
+
+
+# which of mdtest's shifts each later step takes (mdtest.c: stat_name, read_name, rm_name)
+MDTEST_SHIFTS = {"stat": 1, "read": 2, "remove": 3}
+
+
 # -- phases -------------------------------------------------------------------------------------------
 @dataclass
 class PhaseOutcome:
@@ -217,6 +250,8 @@ class Io500Run:
         self.easy_pairs = 0            # transfers each rank wrote in ior-easy-write (after wear-out)
         self.hard_pairs = 0
         self.meta: dict[str, list[Any]] = {}   # "easy"/"hard" -> this rank's MetaRuns (then wear-out's)
+        self.meta_made: dict[str, list[dict[str, Any]]] = {}   # how each of them was made (for visitors)
+        self.hosts: list[str] = [socket.gethostname()]
         self.timestamp_mtime: float | None = None
         self.made: list[str] = []          # files and folders this rank made (removed at the end)
 
@@ -232,7 +267,9 @@ class Io500Run:
         return os.path.join(self.datadir, "ior-hard", "file")
 
     def prepare(self) -> None:
-        """Make the phase folders (rank 0) and each rank's own ones; then a barrier."""
+        """Learn every rank's node (for IOR's -C -Q and mdtest's -N shifts); make the phase
+        folders (rank 0) and each rank's own ones; then a barrier."""
+        self.hosts = list(self.ranks.allgather(socket.gethostname()))
         if self.rank == 0:
             for sub in ("ior-easy", "ior-hard", "mdtest-easy", "mdtest-hard"):
                 os.makedirs(os.path.join(self.datadir, sub), exist_ok=True)
@@ -397,7 +434,8 @@ class Io500Run:
     def _read_phase(self, out: PhaseOutcome, t0: float, hard: bool) -> None:
         from ..jobs.io500.translator import HARD_XFER
 
-        neighbour = (self.rank + 1) % self.size
+        offset = ior_rank_offset(self.hosts, 1)         # IOR -C -Q 1
+        neighbour = (self.rank + offset) % self.size
         if hard:
             pairs, xfer = self.hard_pairs, HARD_XFER
             spec = {"target": [self.hard_file], "thread_layout": "strided", "participants": self.size,
@@ -422,7 +460,8 @@ class Io500Run:
         if errors:
             out.invalid.append(f"Errors ({errors}) occured during phase in IOR. This invalidates your run.")
             out.error = next((g[2] for g in got if g[2]), "I/O error")
-        out.details = {"bytes": total, "transfer_bytes": xfer, "pairs_per_rank": pairs, "read_from": "rank + 1"}
+        out.details = {"bytes": total, "transfer_bytes": xfer, "pairs_per_rank": pairs,
+                       "rank_offset": offset, "read_from": [(r + offset) % self.size for r in range(self.size)]}
 
     def _ior_easy_write(self, out, t0):
         self._write_phase(out, t0, hard=False)
@@ -437,7 +476,8 @@ class Io500Run:
         self._read_phase(out, t0, hard=True)
 
     def _ior_rnd4k_easy_read(self, out: PhaseOutcome, t0: float) -> None:
-        src = (self.rank + 2) % self.size
+        offset = ior_rank_offset(self.hosts, 2)         # IOR -C -Q 2
+        src = (self.rank + offset) % self.size
         size = self.easy_pairs * self.cfg.easy_xfer // 4096 * 4096
         if size == 0:
             out.seconds = self._end(t0)
@@ -450,11 +490,19 @@ class Io500Run:
         got = self.ranks.allgather(res["workers"][0]["read_bytes"])
         out.seconds = self._end(t0)
         out.score = sum(got) / out.seconds / GIB
-        out.details = {"bytes": sum(got), "read_from": "rank + 2"}
+        out.details = {"bytes": sum(got), "rank_offset": offset,
+                       "read_from": [(r + offset) % self.size for r in range(self.size)]}
 
     # -- mdtest-like phases ------------------------------------------------------------------------
     def _meta_new(self, kind: str, files: int, prefix: str, stonewall: bool, owner: bool) -> Any:
-        """A MetaRun of this rank for mdtest-`kind` (easy: a folder per rank; hard: the shared one)."""
+        """A MetaRun of this rank for mdtest-`kind` (easy: a folder per rank; hard: the shared one),
+        kept (and cleaned up) by this rank."""
+        run = self._meta_build(kind, files, prefix, stonewall, owner)
+        self.meta.setdefault(kind, []).append(run)
+        self.meta_made.setdefault(kind, []).append({"files": files, "prefix": prefix, "stonewall": stonewall})
+        return run
+
+    def _meta_build(self, kind: str, files: int, prefix: str, stonewall: bool, owner: bool) -> Any:
         from .. import _core
         from ..jobs.io500.translator import HARD_FILE_SIZE
         from ..jobs.meta_options import resolve_meta_options
@@ -470,11 +518,47 @@ class Io500Run:
         values = resolve_meta_options(None, section, "io500")
         spec = meta_spec(values, os.path.join(self.datadir, f"mdtest-{kind}"), rank=self.rank, shared_tree_owner=owner)
         try:
-            run = _core.MetaRun(json.dumps(spec))
+            return _core.MetaRun(json.dumps(spec))
         except _core.CoreError as e:
             raise TargetError(f"mdtest-{kind}: {_core_error(e)}") from None
-        self.meta.setdefault(kind, []).append(run)
-        return run
+
+    def _meta_visitors(self, kind: str, step: str) -> tuple[int, list[Any]]:
+        """mdtest -N 1: the rank whose files this rank visits in `step` (stat: the next rank,
+        read: two ahead, remove: three ahead, times the node stride) and runs that take over that
+        rank's files (its own runs when it is this rank). Collective."""
+        mine = [{**made, "states": run.states_json(), "next": run.next_phase}
+                for made, run in zip(self.meta_made[kind], self.meta[kind])]
+        everyone = self.ranks.allgather(mine)
+        src = (self.rank + MDTEST_SHIFTS[step] * mdtest_stride(self.hosts)) % self.size
+        if src == self.rank:
+            return src, self.meta[kind]
+        from .. import _core
+        visitors = []
+        for made in everyone[src]:
+            run = self._meta_build(kind, made["files"], made["prefix"], made["stonewall"], owner=False)
+            try:
+                run.adopt(made["states"], step)
+            except _core.CoreError as e:
+                raise TargetError(f"mdtest-{kind}-{step}: the files of rank {src}: {_core_error(e)}") from None
+            visitors.append(run)
+        return src, visitors
+
+    def _meta_hand_back(self, kind: str, step: str, src: int, runs: list[Any]) -> None:
+        """After a visited step: every rank takes back the state of its own files from the rank
+        that visited them (so its clean-up and later steps see what is left). Collective."""
+        back = self.ranks.allgather((src, [run.states_json() for run in runs]))
+        visitor = next(r for r, (s, _) in enumerate(back) if s == self.rank)
+        if visitor == self.rank:
+            return
+        from .. import _core
+        for run, states in zip(self.meta[kind], back[visitor][1]):
+            phases = run.phases
+            after = phases[phases.index(step) + 1]
+            try:
+                run.adopt(states, after)
+            except _core.CoreError as e:
+                raise TargetError(f"mdtest-{kind}-{step}: taking back the files from rank {visitor}: "
+                                  f"{_core_error(e)}") from None
 
     def _meta_open(self, kind: str) -> Any:
         cfg = self.cfg
@@ -513,6 +597,12 @@ class Io500Run:
             self.ranks.barrier()
             t0 += time.monotonic() - t_prep
             runs = self.meta[kind]
+        src = self.rank
+        if step != "create":     # io500 runs mdtest -N 1: another rank's files are visited
+            t_prep = time.monotonic()
+            src, runs = self._meta_visitors(kind, step)
+            self.ranks.barrier()
+            t0 += time.monotonic() - t_prep
         results = [self._meta_step(run, step) for run in runs]
         first = results[0]
         wearout = 0
@@ -534,6 +624,8 @@ class Io500Run:
         got = self.ranks.allgather((ops, bool(first.get("stonewalled")), 0 if bad is None else 1,
                                     None if bad is None else bad.get("error"), wearout))
         out.seconds = self._end(t0)
+        if step != "create":
+            self._meta_hand_back(kind, step, src, runs)     # after the clock, as mdtest's own set-up
         items = sum(g[0] for g in got)
         out.score = items / out.seconds / 1000
         errors = sum(g[2] for g in got)
@@ -543,6 +635,8 @@ class Io500Run:
         if step == "create":
             out.pairs["rate-stonewall"] = f"{stonewall_items / sw_time / 1000 if sw_time > 0 else 0.0:f}"
         out.details = {"items": items, "items_per_rank": [g[0] for g in got],
+                       "files_of_rank": [(r + MDTEST_SHIFTS[step] * mdtest_stride(self.hosts)) % self.size
+                                         for r in range(self.size)] if step != "create" else list(range(self.size)),
                        "stonewalled_ranks": sum(1 for g in got if g[1]),
                        **({"wearout_items": [g[4] for g in got]} if step == "create" else {})}
 

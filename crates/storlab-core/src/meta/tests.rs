@@ -353,3 +353,30 @@ fn an_existing_tree_fails_mkdir_without_touching_it() {
     run.cleanup().unwrap();
     assert_eq!(tree(tmp.path()).1, ["w1"], "the directory that was there before stays");
 }
+
+#[test]
+fn a_second_run_adopts_the_files_another_made_and_carries_on_from_there() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = spec(tmp.path(), serde_json::json!({"files": 20, "file_size": 100, "name_prefix": "r1.",
+                                               "phases": ["mkdir", "create", "stat", "read", "remove", "rmdir"]}));
+    let mut maker = MetaRun::new(s.clone()).unwrap();
+    step(&mut maker);
+    step(&mut maker);
+    // another process's run of the same spec takes the files over and stats, reads, removes them
+    let mut visitor = MetaRun::new(s.clone()).unwrap();
+    assert!(visitor.adopt(vec![WorkerState::default(); 2], MetaPhase::Stat).is_err(), "worker count");
+    assert!(visitor.adopt(maker.states().to_vec(), MetaPhase::Create).is_err(), "create cannot be adopted");
+    let too_many = vec![WorkerState { created: 21, ..maker.states()[0].clone() }];
+    assert!(visitor.adopt(too_many, MetaPhase::Stat).is_err(), "more files than the spec");
+    visitor.adopt(maker.states().to_vec(), MetaPhase::Stat).unwrap();
+    assert_eq!(visitor.next_phase(), Some(MetaPhase::Stat));
+    let r = step(&mut visitor);
+    assert_eq!((r.name, r.ops), ("stat", 20));
+    let r = step(&mut visitor);
+    assert_eq!((r.name, r.ops, r.bytes), ("read", 20, 2000));
+    // the maker takes the state back and removes them
+    maker.adopt(visitor.states().to_vec(), MetaPhase::Remove).unwrap();
+    assert_eq!(step(&mut maker).ops, 20);
+    step(&mut maker);
+    assert_eq!(tree(tmp.path()), (BTreeMap::new(), vec![]));
+}

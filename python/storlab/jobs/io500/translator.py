@@ -5,14 +5,14 @@ one storlab phase per io500 phase, in io500's order, with the exact parameters i
 mdtest and pfind (src/phase_*.c of io500 02091cf):
 
 - ior-easy-write/read: a file per rank (`files = "per_thread"`: ior_file_easy.N), transfers of
-  transferSize (2 MiB), blockSize per rank, fsync at close (IOR -e); read back by the next rank
-  (IOR -C -Q 1);
+  transferSize (2 MiB), blockSize per rank, fsync at close (IOR -e); read back as IOR -C -Q 1
+  places it (one node further; on one node by the writing rank itself);
 - mdtest-easy: n empty files per rank, each rank in its own folder (mdtest -u -L -F);
 - ior-hard-write/read: one shared file, 47,008-byte transfers and blocks,
   segmentCount segments interleaved over the ranks (IOR -t 47008 -b 47008 -s N), fsync at close;
 - mdtest-hard: n files of 3,901 bytes per rank in one shared folder (mdtest -w 3901 -e 3901);
 - find: names matching *01*, size 3901c, newer than the timestamp file;
-- ior-rnd4K-easy-read: 4 KiB random reads of the ior-easy files of the rank two ahead.
+- ior-rnd4K-easy-read: 4 KiB random reads of the ior-easy files (IOR -C -Q 2).
 
 The write phases are time-limited by the stonewall ([debug] stonewall-time). `storlab io500`
 runs these phases itself (measure/io500.py): it interleaves the two mdtest runs in io500's
@@ -240,7 +240,8 @@ def translate_text(text: str, source: str = "<text>", sha256: str | None = None)
         "finishes as many transfers/files as the rank that did most (IOR/mdtest wear-out)",
         "`storlab io500` interleaves the mdtest phases in io500's order; this job file runs each "
         "mdtest's phases back to back in one meta phase",
-        "reads are done by the neighbour rank (IOR -C -Q 1); ior-rnd4K-easy-read by the rank two ahead",
+        "reads are shifted as io500's IOR -C -Q 1 / -Q 2 and mdtest -N 1 shift them (a node for IOR, "
+        "one rank per mdtest phase)",
         "io500 verifies read data (IOR -R, mdtest -X); storlab reads without checking",
     ]
     if sw < cfg.min_write_s:
