@@ -109,6 +109,11 @@ def test_a_whole_run_on_one_rank(shm_dir_path):
     assert by["ior-hard-write"]["details"]["bytes"] == 200 * 47008        # segmentCount reached
     assert by["mdtest-easy-write"]["details"]["items"] == 300
     assert by["mdtest-hard-read"]["details"]["items"] == by["mdtest-hard-delete"]["details"]["items"] == 200
+    # read back verified as IOR -R does: every transfer compared with what was written
+    assert by["ior-easy-read"]["details"]["verified_transfers"] == 16 and by["ior-hard-read"]["details"][
+        "verified_transfers"] == 200
+    assert by["ior-easy-read"]["details"]["mismatched_transfers"] == by["ior-hard-read"]["details"][
+        "mismatched_transfers"] == 0
     # find looked at every file: 1 ior-easy + 1 ior-hard + 300 + 200 mdtest files; found the
     # mdtest-hard files (3901 bytes, newer than the timestamp) whose names hold "01"
     assert by["find"]["details"]["total_files"] == 502 and by["find"]["details"]["found"] > 0

@@ -113,7 +113,12 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     // One region for all slots (page-aligned strides), allocated and filled once.
     let stride = buf_len.div_ceil(plan.buffer_align) * plan.buffer_align;
     let mut region = AlignedBuf::new(stride * qd, plan.buffer_align);
-    region.fill_random(w.seed);
+    // verify = fill: every slot carries the group's fill, which every reader of the seed knows
+    let fill = (g.verify == VerifyKind::Fill).then(|| verify::fill_data(g.seed, buf_len));
+    match &fill {
+        Some(data) => region.as_mut_slice().chunks_mut(stride).for_each(|s| s[..buf_len].copy_from_slice(data)),
+        None => region.fill_random(w.seed),
+    }
     let now = Instant::now();
     let mut slots: Vec<Slot> = (0..qd)
         // SAFETY: i * stride + buf_len <= stride * qd, inside the region.
@@ -179,7 +184,7 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     }
     let mut log = ProgressLog::new(ns_between(phase_start, start_instant.max(measure_start)));
     let verifying = g.verify != VerifyKind::Off;
-    let pattern = verifying.then(|| verify::Pattern::new(g.seed, bs));
+    let pattern = g.verify.stamps().then(|| verify::Pattern::new(g.seed, bs));
     let mut tally = VerifyTally::default();
     let mut write_sequence: u64 = 0;
     // Read-behind-write: this worker's next record and the one in flight (qd is 1 there).
@@ -231,11 +236,17 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
             });
         }
         if verifying && slot.dir == Dir::Read {
-            // SAFETY: the slot's buffer holds bs bytes, just filled by the completed read.
-            let block = unsafe { std::slice::from_raw_parts(slot.buf, bs) };
-            let expect = Expect { offset: slot.offset, seed: g.seed, pass: g.verify_pass };
-            let pattern = pattern.as_ref().expect("a pattern when verifying");
-            tally.record(verify::check(block, pattern, g.verify, expect, &target.path), g.verify_report as usize);
+            if let Some(data) = &fill {
+                // SAFETY: the slot's buffer holds len bytes, just filled by the completed read.
+                let block = unsafe { std::slice::from_raw_parts(slot.buf, len) };
+                tally.record(verify::check_fill(block, data, slot.offset, &target.path), g.verify_report as usize);
+            } else {
+                // SAFETY: the slot's buffer holds bs bytes, just filled by the completed read.
+                let block = unsafe { std::slice::from_raw_parts(slot.buf, bs) };
+                let expect = Expect { offset: slot.offset, seed: g.seed, pass: g.verify_pass };
+                let pattern = pattern.as_ref().expect("a pattern when verifying");
+                tally.record(verify::check(block, pattern, g.verify, expect, &target.path), g.verify_report as usize);
+            }
         }
         // Time-based runs measure exactly [ramp end, deadline]; what completes later is drained only.
         if t >= measure_start && deadline.is_none_or(|d| t <= d) {
@@ -385,11 +396,10 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
                     if dir == Dir::Write {
                         writes_since_sync += 1;
                         sync_due |= g.fsync_every > 0 && writes_since_sync >= g.fsync_every;
-                        if verifying {
+                        if let Some(pattern) = pattern.as_ref() {
                             write_sequence += 1;
                             // SAFETY: the slot's buffer holds bs bytes and no request is using it.
                             let block = unsafe { std::slice::from_raw_parts_mut(slot.buf, bs) };
-                            let pattern = pattern.as_ref().expect("a pattern when verifying");
                             verify::stamp(block, pattern, g.verify, Expect { offset, seed: g.seed, pass: g.verify_pass }, write_sequence);
                         }
                     }
@@ -523,15 +533,18 @@ pub fn run_worker(plan: &Plan, w: &WorkerPlan, control: &Control) -> Result<Work
     let mut readback = Readback::default();
     if verifying && wrote_any && g.verify_readback && w.rbw.is_none() && !control.stop.load(Ordering::Relaxed) {
         let replay = OffsetGenerator::new(rw, g, w.map, w.seed);
-        let pattern = pattern.as_ref().expect("a pattern when verifying");
         // SAFETY: every request has completed (the loop drained them), so no slot buffer is in use;
         // slot 0's buffer holds bs bytes and outlives this borrow.
         let buf = unsafe { std::slice::from_raw_parts_mut(slots[0].buf, bs) };
         // Every request drew one offset from `gen`, so the replay makes as many draws.
         let issued = issued_requests;
         readback = read_back(fd, &target.path, replay, issued, w.map, g.bs, buf, &control.stop, |offset, block| {
-            let expect = Expect { offset, seed: g.seed, pass: g.verify_pass };
-            tally.record(verify::check(block, pattern, g.verify, expect, &target.path), g.verify_report as usize);
+            let found = match (&fill, pattern.as_ref()) {
+                (Some(data), _) => verify::check_fill(block, data, offset, &target.path),
+                (None, Some(pattern)) => verify::check(block, pattern, g.verify, Expect { offset, seed: g.seed, pass: g.verify_pass }, &target.path),
+                (None, None) => None,
+            };
+            tally.record(found, g.verify_report as usize);
         })?;
     }
     Ok(WorkerOutcome { dirs, sync, summary, setup_flags, log, verify: tally, readback })

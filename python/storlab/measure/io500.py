@@ -179,6 +179,9 @@ def mdtest_stride(hosts: Sequence[str], n: int = 1) -> int:
     return n * on_node0 if nodes > 1 and block else n
 
 
+# IOR -R as io500 asks for it: writes carry one seeded fill, reads compare every byte with it
+VERIFY_FILL = {"verify": "fill", "verify_readback": False}
+
 # which of mdtest's shifts each later step takes (mdtest.c: stat_name, read_name, rm_name)
 MDTEST_SHIFTS = {"stat": 1, "read": 2, "remove": 3}
 
@@ -388,7 +391,7 @@ class Io500Run:
         else:
             self._sparse(path, cap)
         run = self._io({"name": out.name, "target": [path], "rw": "write", "bs": xfer, "size": cap,
-                        "io_size": max_pairs * xfer, "time": f"{sw}s", **layout})
+                        "io_size": max_pairs * xfer, "time": f"{sw}s", **VERIFY_FILL, **layout})
         t0 += time.monotonic() - t_prep        # the preparation is not the phase's time
         res = self._run_io(run)
         errors = 0 if res["complete"] or res["stop_reason"] != "error" else 1
@@ -401,7 +404,7 @@ class Io500Run:
         if extra > 0 and not errors:
             more = self._io({"name": out.name + "-wearout", "target": [path], "rw": "write", "bs": xfer,
                              "offset": mine * per * xfer, "size": extra * per * xfer, "io_size": extra * xfer,
-                             **layout})
+                             **VERIFY_FILL, **layout})
             res2 = self._run_io(more)
             extra_bytes = res2["workers"][0]["write_bytes"]
             if not res2["complete"]:
@@ -449,10 +452,15 @@ class Io500Run:
             out.error = "nothing was written to read back"
             return
         t_prep = time.monotonic()
-        run = self._io({"name": out.name, "rw": "read", "bs": xfer, **spec})
+        run = self._io({"name": out.name, "rw": "read", "bs": xfer, **(VERIFY_FILL if self.cfg.verify_reads else {}),
+                        **spec})
         t0 += time.monotonic() - t_prep
         res = self._run_io(run)
-        got = self.ranks.allgather((res["workers"][0]["read_bytes"], 0 if res["complete"] else 1, res.get("error")))
+        checked = res.get("verify") or {}
+        bad = checked.get("mismatches", 0)
+        first_bad = (checked.get("first") or [{}])[0].get("message") if bad else None
+        got = self.ranks.allgather((res["workers"][0]["read_bytes"], (0 if res["complete"] else 1) + bad,
+                                    res.get("error") or first_bad, checked.get("checked_blocks", 0), bad))
         out.seconds = self._end(t0)
         total = sum(g[0] for g in got)
         out.score = total / out.seconds / GIB
@@ -461,6 +469,7 @@ class Io500Run:
             out.invalid.append(f"Errors ({errors}) occured during phase in IOR. This invalidates your run.")
             out.error = next((g[2] for g in got if g[2]), "I/O error")
         out.details = {"bytes": total, "transfer_bytes": xfer, "pairs_per_rank": pairs,
+                       "verified_transfers": sum(g[3] for g in got), "mismatched_transfers": sum(g[4] for g in got),
                        "rank_offset": offset, "read_from": [(r + offset) % self.size for r in range(self.size)]}
 
     def _ior_easy_write(self, out, t0):
@@ -515,6 +524,7 @@ class Io500Run:
             section.update(stonewall=f"{self.cfg.stonewall_s}s", stonewall_create_only=True)
         if kind == "hard":
             section["file_size"] = HARD_FILE_SIZE
+            section["verify_read"] = self.cfg.verify_reads      # mdtest -X on mdtest-hard-read
         values = resolve_meta_options(None, section, "io500")
         spec = meta_spec(values, os.path.join(self.datadir, f"mdtest-{kind}"), rank=self.rank, shared_tree_owner=owner)
         try:

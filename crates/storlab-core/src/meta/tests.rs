@@ -380,3 +380,27 @@ fn a_second_run_adopts_the_files_another_made_and_carries_on_from_there() {
     step(&mut maker);
     assert_eq!(tree(tmp.path()), (BTreeMap::new(), vec![]));
 }
+
+#[test]
+fn verify_read_fails_a_file_whose_data_changed_and_passes_the_others() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = spec(tmp.path(), serde_json::json!({"files": 5, "file_size": 3901, "verify_read": true,
+                                               "phases": ["mkdir", "create", "read", "remove", "rmdir"]}));
+    let mut run = MetaRun::new(s.clone()).unwrap();
+    step(&mut run);
+    step(&mut run);
+    let r = step(&mut run);
+    assert!(r.complete && r.ops == 5, "{r:?}");
+    // one byte of the fourth file changed: a second read fails there, naming the file and the byte
+    let path = tmp.path().join("w0/f0.3");
+    let mut data = std::fs::read(&path).unwrap();
+    data[2000] ^= 1;
+    std::fs::write(&path, &data).unwrap();
+    let mut again = MetaRun::new(s).unwrap();
+    again.adopt(run.states().to_vec(), MetaPhase::Read).unwrap();
+    let r = step(&mut again);
+    assert!(!r.complete && r.ops == 3, "{r:?}");
+    let msg = format!("{r:?}");
+    assert!(msg.contains("f0.3") && msg.contains("byte 2000 differs"), "{msg}");
+    run.cleanup().unwrap();
+}

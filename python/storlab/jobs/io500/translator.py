@@ -96,6 +96,9 @@ class Io500Config:
         self.md_easy_n: int = ini.get("mdtest-easy", "n")
         self.md_hard_n: int = ini.get("mdtest-hard", "n")
         self.find_nproc: int | None = ini.get("find", "nproc")
+        # io500 always verifies what it reads back (IOR -R on ior-easy/hard-read, mdtest -X on
+        # mdtest-hard-read); no key of its .ini turns that off
+        self.verify_reads: bool = True
         self.config_hash: str = config_hash(ini)
 
     def runs(self, phase: str) -> bool:
@@ -200,7 +203,8 @@ def translate_text(text: str, source: str = "<text>", sha256: str | None = None)
     record("global", "scc", f"validity needs write phases of at least {cfg.min_write_s} s")
     mapped.append(Mapped("global.dataPacketType", cfg.data_packet_type, "", "accepted" if ini.is_set("global", "dataPacketType")
                          else "chosen", ini.line("global", "dataPacketType"),
-                         "storlab writes its own incompressible data; reads are not checked against it (IOR -R is)"))
+                         "storlab writes its own seeded incompressible fill (verify = fill) and compares every byte "
+                         "read back with it, as IOR -R compares with its pattern"))
     for key in ("verbosity",):
         if ini.is_set("global", key):
             mapped.append(Mapped(f"global.{key}", ini.get("global", key), "", "accepted", ini.line("global", key),
@@ -242,7 +246,8 @@ def translate_text(text: str, source: str = "<text>", sha256: str | None = None)
         "mdtest's phases back to back in one meta phase",
         "reads are shifted as io500's IOR -C -Q 1 / -Q 2 and mdtest -N 1 shift them (a node for IOR, "
         "one rank per mdtest phase)",
-        "io500 verifies read data (IOR -R, mdtest -X); storlab reads without checking",
+        "reads are verified as io500 verifies them: ior-easy/hard-read compare every byte with the fill "
+        "written (verify = fill, IOR -R), mdtest-hard-read every file's 3901 bytes (verify_read, mdtest -X)",
     ]
     if sw < cfg.min_write_s:
         notes.append(f"stonewall-time {sw} s != {cfg.min_write_s} s: the run is marked invalid, as io500 marks it")
@@ -252,6 +257,10 @@ def translate_text(text: str, source: str = "<text>", sha256: str | None = None)
                        mapped=mapped, notes=notes,
                        details={"config_hash": cfg.config_hash, "stonewall_s": sw,
                                 "phases": [n for n, _ in PHASES if cfg.runs(n)]})
+
+
+# IOR -R: one seeded fill written, every byte read compared with it (no read-back after writing)
+_FILL = {"verify": "fill", "verify_readback": False}
 
 
 def _job(cfg: Io500Config) -> dict[str, Any]:
@@ -264,7 +273,7 @@ def _job(cfg: Io500Config) -> dict[str, Any]:
     phases: list[dict[str, Any]] = []
     if cfg.runs("ior-easy-write"):
         phases.append({"name": "ior-easy-write", **easy, "rw": "write", "bs": cfg.easy_xfer,
-                       "size": cfg.easy_block, "time": sw, "fsync_end": True})
+                       "size": cfg.easy_block, "time": sw, "fsync_end": True, **_FILL})
     if cfg.runs("mdtest-easy-write"):
         phases.append({"name": "mdtest-easy", "type": "meta", "target": d,
                        "files": cfg.md_easy_n, "dir": "unique", "stonewall": sw,
@@ -272,17 +281,18 @@ def _job(cfg: Io500Config) -> dict[str, Any]:
     if cfg.runs("ior-hard-write"):
         phases.append({"name": "ior-hard-write", "target": [hard], "rw": "write", "bs": HARD_XFER,
                        "thread_layout": "strided", "size": HARD_XFER * cfg.hard_segments, "time": sw,
-                       "fsync_end": True})
+                       "fsync_end": True, **_FILL})
     if cfg.runs("mdtest-hard-write"):
         phases.append({"name": "mdtest-hard", "type": "meta", "target": d,
                        "files": cfg.md_hard_n, "dir": "shared", "file_size": HARD_FILE_SIZE, "stonewall": sw,
+                       "verify_read": cfg.verify_reads,
                        "phases": "create,stat,read,remove,rmdir", })
     if cfg.runs("ior-easy-read"):
         phases.append({"name": "ior-easy-read", **easy, "rw": "read", "bs": cfg.easy_xfer,
-                       "size": cfg.easy_block})
+                       "size": cfg.easy_block, **_FILL})
     if cfg.runs("ior-hard-read"):
         phases.append({"name": "ior-hard-read", "target": [hard], "rw": "read", "bs": HARD_XFER,
-                       "thread_layout": "strided", "size": HARD_XFER * cfg.hard_segments})
+                       "thread_layout": "strided", "size": HARD_XFER * cfg.hard_segments, **_FILL})
     if cfg.runs("ior-rnd4K-easy-read"):
         phases.append({"name": "ior-rnd4K-easy-read", **easy, "rw": "randread", "bs": RND4K,
                        "size": cfg.easy_block, "time": sw})
