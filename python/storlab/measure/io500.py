@@ -201,6 +201,7 @@ class PhaseOutcome:
     details: dict[str, Any] = field(default_factory=dict)
     t_start: str = ""
     t_end: str = ""
+    exe: str | None = None          # the command io500 runs for this phase (result.txt's exe)
     complete: bool = True
     error: str | None = None
 
@@ -213,7 +214,7 @@ class PhaseOutcome:
                 "unit": "GiB/s" if self.name.startswith("i") else "kIOPS", "ran": self.ran,
                 "valid": self.valid, "invalid": list(self.invalid), "judged": list(self.judged),
                 "pairs": dict(self.pairs),
-                "details": self.details, "t_start": self.t_start, "t_end": self.t_end,
+                "details": self.details, "t_start": self.t_start, "t_end": self.t_end, "exe": self.exe,
                 "complete": self.complete, "error": self.error}
 
 
@@ -246,8 +247,9 @@ class Io500Run:
     """One io500 run on this rank: call `run_phase(name)` in io500's order, then `clean_up()`."""
 
     def __init__(self, cfg, ranks: Ranks, datadir: str, resultdir: str,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, timestamp: str = "") -> None:
         self.cfg, self.ranks, self.datadir, self.resultdir = cfg, ranks, datadir, resultdir
+        self.timestamp = timestamp
         self.progress = progress
         self.rank, self.size = ranks.rank, ranks.size
         self.easy_pairs = 0            # transfers each rank wrote in ior-easy-write (after wear-out)
@@ -282,7 +284,9 @@ class Io500Run:
 
     # -- the phase driver -------------------------------------------------------------------------
     def run_phase(self, name: str, group: str) -> PhaseOutcome:
-        out = PhaseOutcome(name, group)
+        from ..jobs.io500.translator import io500_command
+
+        out = PhaseOutcome(name, group, exe=io500_command(self.cfg, name, self.datadir, self.resultdir, self.timestamp))
         if not self.cfg.runs(name):
             out.ran = False
             return out
@@ -827,7 +831,7 @@ def run_io500(translation, ranks: Ranks, argv: Sequence[str], timestamp: str | N
     if cfg.drop_caches and os.geteuid() != 0:
         doc["warnings"].append({"code": "drop_caches", "message": "drop-caches = TRUE but storlab is not root: "
                                 "the page cache was not dropped"})
-    bench = Io500Run(cfg, ranks, datadir, resultdir, progress)
+    bench = Io500Run(cfg, ranks, datadir, resultdir, progress, timestamp=stamp)
     stopped: str | None = None
     failed_rank: str | None = None     # another rank's failure, as the communicator names it
     try:
@@ -887,4 +891,5 @@ def run_io500(translation, ranks: Ranks, argv: Sequence[str], timestamp: str | N
     doc["score"] = {"BW": bw, "MD": md, "SCORE": total, "valid": valid, "groups": score_groups(phases)}
     doc["io500"]["valid"] = valid
     doc["finished_at"] = now_iso()
+    doc["io500"]["end"] = _stamp()
     return doc

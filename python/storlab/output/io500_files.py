@@ -76,7 +76,7 @@ def render_result(doc: dict[str, Any]) -> str:
     s = doc["score"]
     out += ["", "[SCORE]", _pair("MD", f"{s['MD']:f}"), _pair("BW", f"{s['BW']:f}"),
             _pair("SCORE", f"{s['SCORE']:f}" + ("" if s["valid"] else " [INVALID]")),
-            _pair("hash", score_hash(doc))]
+            _pair("hash", score_hash(doc)), f"; END {doc['io500'].get('end', '')}"]
     return "\n".join(out) + "\n"
 
 

@@ -297,3 +297,83 @@ def _job(cfg: Io500Config) -> dict[str, Any]:
         phases.append({"name": "ior-rnd4K-easy-read", **easy, "rw": "randread", "bs": RND4K,
                        "size": cfg.easy_block, "time": sw})
     return {"reorder": 1, "phase": phases}
+
+
+# -- io500's command lines (result.txt's `exe`) ------------------------------------------------------
+def _phase_number(name: str, timestamp: str) -> int:
+    """io500's u_phase_unique_random_number: its hash of the phase name then the timestamp, as the
+    signed int `%d` prints (4711 when the hash is 0 or -1)."""
+    from .ini import io500_hash
+
+    h = io500_hash(timestamp, io500_hash(name))
+    if h in (0, 0xFFFFFFFF):
+        return 4711
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _api(cfg: Io500Config, section: str, parent: str) -> list[str]:
+    """`-a API [--api.options]`: the phase's API, else its parent section's, else [global] api."""
+    value = cfg.ini.get(section, "API") or cfg.ini.get(parent, "API") or cfg.ini.get("global", "api")
+    return ["-a", *value.split()]
+
+
+def io500_command(cfg: Io500Config, phase: str, datadir: str, resultdir: str, timestamp: str) -> str | None:
+    """The command line io500 02091cf runs for `phase` (its `exe` line in result.txt): the IOR,
+    mdtest or pfind arguments src/phase_*.c build, flattened with spaces. None for timestamp."""
+    ini, sw, packet = cfg.ini, cfg.stonewall_s, f"--dataPacketType={cfg.data_packet_type}"
+    gpu = ini.get("global", "io-buffers-on-gpu")
+    if phase.startswith("ior-easy") or phase == "ior-rnd4K-easy-read":
+        std = phase != "ior-rnd4K-easy-read"
+        a = ["./ior", packet, *["-v"] * (ini.get("ior-easy", "verbosity") or 0),
+             *(["-O", "allocateBufferOnGPU=1"] if gpu else []),
+             "-g", "-G", str(_phase_number("ior-easy", timestamp)), "-k", "-e", "-o", f"{datadir}/ior-easy/ior_file_easy"]
+        if std:
+            a += ["-C", "-Q", "1", "-O", f"stoneWallingStatusFile={resultdir}/ior-easy.stonewall",
+                  "-t", ini.get("ior-easy", "transferSize"), "-b", ini.get("ior-easy", "blockSize")]
+        a += ["-u"] if cfg.easy_unique_dir else []
+        a += ["-F"] if cfg.easy_file_per_proc else []
+        csv = ["-O", f"saveRankPerformanceDetailsCSV={resultdir}/{phase}.csv"]
+        if phase == "ior-easy-write":
+            a += ["-w", "-D", str(sw), "-O", "stoneWallingWearOut=1", *_api(cfg, phase, "ior-easy"), *csv]
+        elif phase == "ior-easy-read":
+            a += ["-r", "-R", *_api(cfg, phase, "ior-easy"), *csv]
+        else:
+            a += ["-r", "-D", str(sw), "-z", "-z", *_api(cfg, phase, "ior-easy"), *csv, "-t=4096", "-b=4096",
+                  "-s=10000000", "-O", "stoneWallingWearOut=1"]
+            a += ["-C", "-Q", "2"] if cfg.easy_file_per_proc else []
+    elif phase.startswith("ior-hard"):
+        a = ["./ior", packet, *["-v"] * (ini.get("ior-hard", "verbosity") or 0),
+             *(["-O", "allocateBufferOnGPU=1"] if gpu else []),
+             "-C", "-Q", "1", "-g", f"-G={_phase_number('ior-hard', timestamp)}", "-k", "-e",
+             "-o", f"{datadir}/ior-hard/file", "-O", f"stoneWallingStatusFile={resultdir}/ior-hard.stonewall",
+             "-t", str(HARD_XFER), "-b", str(HARD_XFER), "-s", str(cfg.hard_segments)]
+        collective = ["-c"] if (ini.get(phase, "collective") or ini.get("ior-hard", "collective")) else []
+        csv = ["-O", f"saveRankPerformanceDetailsCSV={resultdir}/{phase}.csv"]
+        if phase == "ior-hard-write":
+            a += ["-w", *collective, "-D", str(sw), *_api(cfg, phase, "ior-hard"), *csv, "-O", "stoneWallingWearOut=1"]
+        else:
+            a += ["-r", "-R", *collective, *_api(cfg, phase, "ior-hard"), *csv]
+    elif phase.startswith("mdtest-"):
+        kind = phase.split("-")[1]
+        a = ["./mdtest", packet, *(["--allocateBufferOnGPU"] if gpu else [])]
+        if kind == "easy":
+            a += ["-n", str(cfg.md_easy_n), "-u", "-L", "-F", "-P", "-G", str(_phase_number("mdtest-easy", timestamp))]
+        else:
+            per_dir = ini.get("mdtest-hard", "files-per-dir")
+            a += ["-n", str(cfg.md_hard_n), *([f"-I={per_dir}"] if per_dir else []), "-t", "-w", str(HARD_FILE_SIZE),
+                  "-e", str(HARD_FILE_SIZE), "-P", f"-G={_phase_number('mdtest-hard', timestamp)}"]
+        a += ["-N", "1", *(["-F"] if kind == "hard" else []), "-d", f"{datadir}/mdtest-{kind}",
+              "-x", f"{resultdir}/mdtest-{kind}.stonewall"]
+        step = phase.split("-")[2]
+        per_dir_off = kind == "hard" and ini.get("mdtest-hard", "files-per-dir")
+        a += {"write": ["-C", "-Y", *([] if per_dir_off else ["-W", str(sw)])], "stat": ["-T"], "read": ["-E", "-X"],
+              "delete": ["-r"]}[step]
+        a += [f"--saveRankPerformanceDetails={resultdir}/{phase}.csv", *_api(cfg, phase, f"mdtest-{kind}")]
+    elif phase == "find":
+        a = ["./pfind", datadir, "-newer", f"{resultdir}/timestampfile", "-size", f"{HARD_FILE_SIZE}c", "-name", "*01*", "-C"]
+        a += ["-N"] if ini.get("find", "pfind-steal-next") else []
+        a += ["-H", "1"] if ini.get("find", "pfind-parallelize-single-dir-access-using-hashing") else []
+        a += ["-q", str(ini.get("find", "pfind-queue-length"))]
+    else:
+        return None
+    return " ".join(a)
