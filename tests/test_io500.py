@@ -5,6 +5,7 @@ refusals before anything is written, and a SIGTERM that keeps the phases done.""
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -220,3 +221,35 @@ def test_neighbour_shifts_are_iors_and_mdtests():
     # mdtest -N 1: one rank further on one node; a node further with several nodes by slot
     assert [mdtest_stride(["a"] * n) for n in (1, 2, 4)] == [1, 1, 1]
     assert mdtest_stride(["a", "a", "b", "b"]) == 2 and mdtest_stride(["a", "b", "a", "b"]) == 1
+
+
+def test_extended_mode_runs_find_easy_and_find_hard_and_refuses_md_workbench(shm_dir_path, capsys):
+    from storlab.cli.main import main
+    from storlab.jobs.io500.translator import PHASES_EXTENDED
+    from storlab.output.io500_files import extended_hash, render_result
+
+    d = shm_dir_path
+    cfg = _config(str(d))
+    assert main(["io500", cfg, "--mode", "extended", "--no-store", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "mdworkbench-create, mdworkbench-bench, mdworkbench-delete: md-workbench is not built in" in err
+    assert os.listdir(d / "data") == []
+    cfg = _config(str(d), extra="[mdworkbench]\nrun = FALSE\n")
+    doc = run_io500(translate(cfg), LocalRanks(), ["storlab", "io500"], timestamp="X", mode="extended")
+    assert [p["name"] for p in doc["phases"]] == [n for n, _ in PHASES_EXTENDED]
+    by = {p["name"]: p for p in doc["phases"]}
+    # find-easy: every mdtest-easy file looked at, names with 01 found; find-hard: mdtest-hard only
+    assert by["find-easy"]["details"]["total_files"] == 300 and by["find-easy"]["details"]["found"] > 0
+    assert by["find-hard"]["details"]["total_files"] == 200
+    assert by["find-hard"]["details"]["found"] == by["find"]["details"]["found"]
+    assert not by["mdworkbench-bench"]["ran"] and by["mdworkbench-bench"]["optional"]
+    # the standard score leaves the optional phases out; [SCOREX] takes them in (find-easy, find-hard)
+    standard = [p for p in doc["phases"] if p["group"] and not p["optional"]]
+    assert doc["score"]["SCORE"] == pytest.approx(calc_score(standard)[2])
+    x = doc["score"]["extended"]
+    md = [p["score"] for p in doc["phases"] if p["group"] == "MD" and p["score"] > 0]
+    assert x["MD"] == pytest.approx(math.prod(md) ** (1 / len(md))) and len(md) == 10
+    assert not x["valid"]          # md-workbench off: scores 0, invalid as in io500
+    text = render_result(doc)
+    assert f"[SCOREX]\nMD              = {x['MD']:f}\n" in text and f"hash            = {extended_hash(doc)}" in text

@@ -62,9 +62,10 @@ def score_groups(phases: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def calc_score(phases: Sequence[dict[str, Any]]) -> tuple[float, float, float]:
-    """(BW, MD, SCORE) of phase results [{name, group, score}] as io500 computes them."""
-    g = score_groups(phases)
+def calc_score(phases: Sequence[dict[str, Any]], extended: bool = False) -> tuple[float, float, float]:
+    """(BW, MD, SCORE) of phase results [{name, group, score}] as io500 computes them; the extended
+    mode's optional phases count only in the extended score ([SCOREX])."""
+    g = score_groups([p for p in phases if extended or not p.get("optional")])
     bw, md = g["BW"]["score"], g["MD"]["score"]
     return bw, md, math.sqrt(bw * md)
 
@@ -119,10 +120,12 @@ def check_datadir(datadir: str, timestamped: bool) -> str | None:
 
 
 # -- find ---------------------------------------------------------------------------------------------
-def find_files(dirs: Sequence[str], newer_than: float, size: int, pattern: str = FIND_NAME) -> tuple[list[str], int, int, int]:
+def find_files(dirs: Sequence[str], newer_than: float | None, size: int | None,
+               pattern: str = FIND_NAME) -> tuple[list[str], int, int, int]:
     """Look at the entries of `dirs` (not below): (sub-folders, files looked at, files found, errors).
     A file is found when its name matches `pattern`, its size is `size` and its mtime is later
-    than `newer_than`; the name is tested first, so only matching names are stat'ed (find -O1)."""
+    than `newer_than` (None: any); the name is tested first, so only matching names are stat'ed
+    (find -O1), and none when neither size nor time is asked for."""
     subdirs: list[str] = []
     total = found = errors = 0
     needle = pattern.strip("*") if pattern.startswith("*") and pattern.endswith("*") and "*" not in pattern[1:-1] \
@@ -141,12 +144,15 @@ def find_files(dirs: Sequence[str], newer_than: float, size: int, pattern: str =
                     total += 1
                     name = e.name
                     if (needle in name) if needle is not None else fnmatch.fnmatchcase(name, pattern):
+                        if size is None and newer_than is None:
+                            found += 1
+                            continue
                         try:
                             st = e.stat(follow_symlinks=False)
                         except OSError:
                             errors += 1
                             continue
-                        if st.st_size == size and st.st_mtime > newer_than:
+                        if (size is None or st.st_size == size) and (newer_than is None or st.st_mtime > newer_than):
                             found += 1
         except OSError:
             errors += 1
@@ -202,6 +208,7 @@ class PhaseOutcome:
     t_start: str = ""
     t_end: str = ""
     exe: str | None = None          # the command io500 runs for this phase (result.txt's exe)
+    optional: bool = False          # a phase of the extended mode only, scored in [SCOREX]
     complete: bool = True
     error: str | None = None
 
@@ -215,6 +222,7 @@ class PhaseOutcome:
                 "valid": self.valid, "invalid": list(self.invalid), "judged": list(self.judged),
                 "pairs": dict(self.pairs),
                 "details": self.details, "t_start": self.t_start, "t_end": self.t_end, "exe": self.exe,
+                "optional": self.optional,
                 "complete": self.complete, "error": self.error}
 
 
@@ -284,9 +292,10 @@ class Io500Run:
 
     # -- the phase driver -------------------------------------------------------------------------
     def run_phase(self, name: str, group: str) -> PhaseOutcome:
-        from ..jobs.io500.translator import io500_command
+        from ..jobs.io500.translator import OPTIONAL, io500_command
 
-        out = PhaseOutcome(name, group, exe=io500_command(self.cfg, name, self.datadir, self.resultdir, self.timestamp))
+        out = PhaseOutcome(name, group, exe=io500_command(self.cfg, name, self.datadir, self.resultdir, self.timestamp),
+                           optional=name in OPTIONAL)
         if not self.cfg.runs(name):
             out.ran = False
             return out
@@ -685,15 +694,28 @@ class Io500Run:
         self.timestamp_mtime = self.ranks.bcast(os.stat(path).st_mtime if self.rank == 0 else None)
 
     def _find(self, out: PhaseOutcome, t0: float) -> None:
+        self._find_in(out, t0, "find", self.datadir, hard=True)
+
+    def _find_easy(self, out: PhaseOutcome, t0: float) -> None:
+        """The extended mode's find-easy: names matching *01* in mdtest-easy (no size, no time)."""
+        self._find_in(out, t0, "find-easy", os.path.join(self.datadir, "mdtest-easy"), hard=False)
+
+    def _find_hard(self, out: PhaseOutcome, t0: float) -> None:
+        """The extended mode's find-hard: find's criteria in mdtest-hard only."""
+        self._find_in(out, t0, "find-hard", os.path.join(self.datadir, "mdtest-hard"), hard=True)
+
+    def _find_in(self, out: PhaseOutcome, t0: float, section: str, root: str, hard: bool) -> None:
+        """pfind ROOT [-newer timestampfile -size 3901c] -name *01*, spread over the ranks."""
         from ..jobs.io500.translator import HARD_FILE_SIZE
 
-        nproc = min(self.cfg.find_nproc or self.size, self.size)
-        newer = self.timestamp_mtime if self.timestamp_mtime is not None else 0.0
-        frontier = [self.datadir]
+        nproc = min(self.cfg.ini.get(section, "nproc") or self.size, self.size)
+        newer = (self.timestamp_mtime if self.timestamp_mtime is not None else 0.0) if hard else None
+        size = HARD_FILE_SIZE if hard else None
+        frontier = [root]
         total = found = errors = 0
         while frontier:
             mine = frontier[self.rank::nproc] if self.rank < nproc else []
-            subdirs, t, f, e = find_files(mine, newer, HARD_FILE_SIZE)
+            subdirs, t, f, e = find_files(mine, newer, size)
             total, found, errors = total + t, found + f, errors + e
             frontier = sorted(d for part in self.ranks.allgather(subdirs) for d in part)
         got = self.ranks.allgather((total, found, errors))
@@ -779,20 +801,28 @@ def judge(out: PhaseOutcome, cfg, dry: bool = False) -> None:
 
 
 def run_io500(translation, ranks: Ranks, argv: Sequence[str], timestamp: str | None = None,
-              progress: Callable[[str], None] | None = None, keep: bool = False) -> dict[str, Any] | None:
+              progress: Callable[[str], None] | None = None, keep: bool = False,
+              mode: str = "standard") -> dict[str, Any] | None:
     """Run io500 as `translation` (jobs/io500) describes on every rank of `ranks`; rank 0 returns
-    the result document (kind io500), the others None. Refuses an unusable data folder before
-    writing anything; a signal stops the run between or inside a phase: the phases done are kept,
-    the run is scored as incomplete and what it made is removed."""
+    the result document (kind io500), the others None. `mode` is io500's --mode: extended adds
+    its optional phases (find-easy, find-hard; md-workbench is refused unless switched off).
+    Refuses an unusable data folder before writing anything; a signal stops the run between or
+    inside a phase: the phases done are kept, the run is scored as incomplete and what it made is
+    removed."""
     from .. import __version__
     from ..document import header, now_iso
-    from ..jobs.io500.translator import PHASES, config_from_ini
+    from ..jobs.io500.translator import MODES, OPTIONAL, config_from_ini, extended_refusal, phases_of
     from ..signals import STOP
     from .environment import host_environment
 
     with open(translation.source, encoding="utf-8", errors="replace") as f:
         text = ranks.bcast(f.read() if ranks.rank == 0 else None)
     cfg = config_from_ini(text, translation.source)
+    if mode not in MODES:
+        raise UserError(f"io500 --mode {mode}: io500 has {' and '.join(MODES)}")
+    if mode == "extended" and extended_refusal(cfg):
+        raise UserError(extended_refusal(cfg))
+    PHASES = phases_of(mode)    # noqa: N806 - io500's phase table of this mode
     stamp = ranks.bcast(timestamp or time.strftime("%Y.%m.%d-%H.%M.%S") if ranks.rank == 0 else None)
     datadir = os.path.join(cfg.datadir, stamp) if cfg.timestamp_datadir else cfg.datadir
     resultdir = os.path.join(cfg.resultdir, stamp) if cfg.timestamp_resultdir else cfg.resultdir
@@ -819,7 +849,7 @@ def run_io500(translation, ranks: Ranks, argv: Sequence[str], timestamp: str | N
 
     doc: dict[str, Any] = {**header("io500", argv=argv),
                            "io500": {"version": f"storlab-{__version__}", "rules": "io500-02091cf",
-                                     "mode": "standard", "procs": ranks.size, "timestamp": stamp,
+                                     "mode": mode, "procs": ranks.size, "timestamp": stamp,
                                      "datadir": datadir, "resultdir": resultdir,
                                      "config_hash": cfg.config_hash, "stonewall_s": cfg.stonewall_s,
                                      "min_write_s": cfg.min_write_s, "run_invalid": [], "valid": True},
@@ -886,9 +916,16 @@ def run_io500(translation, ranks: Ranks, argv: Sequence[str], timestamp: str | N
         doc.update(complete=False, stop_reason="interrupted" if failed_rank and "interrupted by" in failed_rank else "error",
                    error=failed["error"] if failed_rank else f"{failed['name']}: {failed['error']}")
         doc["io500"]["run_invalid"].append(f"run stopped in {failed['name']}: {doc['error']}")
-    valid = not doc["io500"]["run_invalid"] and all(p["valid"] for p in phases) and len(done) == len(PHASES)
+    # io500: an optional phase's failure invalidates the extended score only
+    valid = not doc["io500"]["run_invalid"] and all(p["valid"] for p in phases if not p["optional"]) \
+        and all(n in done for n, _ in PHASES if n not in OPTIONAL)
     bw, md, total = calc_score([p for p in phases if p["group"]])
-    doc["score"] = {"BW": bw, "MD": md, "SCORE": total, "valid": valid, "groups": score_groups(phases)}
+    doc["score"] = {"BW": bw, "MD": md, "SCORE": total, "valid": valid,
+                    "groups": score_groups([p for p in phases if not p["optional"]])}
+    if mode == "extended":
+        xbw, xmd, xtotal = calc_score([p for p in phases if p["group"]], extended=True)
+        doc["score"]["extended"] = {"BW": xbw, "MD": xmd, "SCORE": xtotal,
+                                    "valid": valid and all(p["valid"] for p in phases) and len(done) == len(PHASES)}
     doc["io500"]["valid"] = valid
     doc["finished_at"] = now_iso()
     doc["io500"]["end"] = _stamp()

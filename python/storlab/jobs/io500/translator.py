@@ -32,6 +32,7 @@ from ..translation import Mapped, Refusal, Translation, sha256_of
 from .ini import SECTIONS, IniError, IniFile, config_hash, parse_ini
 
 __all__ = ["FORMAT", "translate", "translate_text", "ior_size", "PHASES", "SCORED", "Io500Config",
+           "PHASES_EXTENDED", "OPTIONAL", "MODES", "phases_of", "extended_refusal", "io500_command",
            "config_from_ini", "STONEWALL_RULE_S", "STONEWALL_SCC_S", "HARD_XFER", "HARD_FILE_SIZE"]
 
 FORMAT = "io500"
@@ -50,10 +51,41 @@ PHASES: tuple[tuple[str, str], ...] = (
     ("mdtest-hard-delete", "MD"), ("ior-rnd4K-easy-read", ""),
 )
 SCORED = tuple(name for name, group in PHASES if group)
+# the extended mode's optional phases (io500 --mode=extended, IO500_PHASE_FLAG_OPTIONAL), scored only in
+# [SCOREX]; and all phases of that mode in io500's order
+OPTIONAL = {"mdworkbench-create": "", "find-easy": "MD", "find-hard": "MD", "mdworkbench-bench": "MD",
+            "mdworkbench-delete": ""}
+PHASES_EXTENDED: tuple[tuple[str, str], ...] = (
+    ("ior-easy-write", "BW"), ("mdtest-easy-write", "MD"), ("mdworkbench-create", ""), ("timestamp", ""),
+    ("find-easy", "MD"), ("ior-hard-write", "BW"), ("mdtest-hard-write", "MD"), ("find", "MD"),
+    ("find-hard", "MD"), ("mdworkbench-bench", "MD"), ("ior-easy-read", "BW"), ("mdtest-easy-stat", "MD"),
+    ("ior-hard-read", "BW"), ("mdtest-hard-stat", "MD"), ("mdworkbench-delete", ""), ("mdtest-easy-delete", "MD"),
+    ("mdtest-hard-read", "MD"), ("mdtest-hard-delete", "MD"), ("ior-rnd4K-easy-read", ""),
+)
+MODES = ("standard", "extended")
+# the extended phases storlab does not run: md-workbench is not built in
+NOT_BUILT_IN = ("mdworkbench-create", "mdworkbench-bench", "mdworkbench-delete")
+
+
+def phases_of(mode: str) -> tuple[tuple[str, str], ...]:
+    """The phases io500 runs in `mode` (standard or extended), in its order, with their groups."""
+    return PHASES_EXTENDED if mode == "extended" else PHASES
+
+
+def extended_refusal(cfg: "Io500Config") -> str | None:
+    """Why storlab cannot run io500's extended mode with this .ini (None when it can): the
+    md-workbench phases it would run, named in one line."""
+    on = [name for name in NOT_BUILT_IN if cfg.runs(name)]
+    if not on:
+        return None
+    return (f"io500 --mode extended: {', '.join(on)}: md-workbench is not built in; set run = FALSE in "
+            "[mdworkbench] to run the other extended phases (find-easy, find-hard); a phase switched off "
+            "scores 0 and invalidates the extended score, as in io500")
 WRITE_PHASES = ("ior-easy-write", "mdtest-easy-write", "ior-hard-write", "mdtest-hard-write")
 # which [dummy] section's `run` also switches a phase off
 _PARENT = {"ior-easy-write": "ior-easy", "ior-easy-read": "ior-easy", "ior-rnd4K-easy-read": "ior-easy",
            "ior-hard-write": "ior-hard", "ior-hard-read": "ior-hard",
+           "mdworkbench-create": "mdworkbench", "mdworkbench-bench": "mdworkbench", "mdworkbench-delete": "mdworkbench",
            "mdtest-easy-write": "mdtest-easy", "mdtest-easy-stat": "mdtest-easy", "mdtest-easy-delete": "mdtest-easy",
            "mdtest-hard-write": "mdtest-hard", "mdtest-hard-stat": "mdtest-hard", "mdtest-hard-read": "mdtest-hard",
            "mdtest-hard-delete": "mdtest-hard"}
@@ -180,7 +212,8 @@ def translate_text(text: str, source: str = "<text>", sha256: str | None = None)
             if ini.is_set(section, key.name):
                 mapped.append(Mapped(f"{section}.{key.name}", ini.get(section, key.name), "", "accepted",
                                      ini.line(section, key.name),
-                                     "a phase of io500's extended mode; storlab io500 runs the standard mode"))
+                                     "a phase of io500's extended mode (storlab io500 --mode extended runs "
+                                     "find-easy and find-hard; md-workbench is not built in)"))
     if refused:
         line, key, value, reason = refused[0]
         raise Refusal(FORMAT, source, line, key, value, reason,
@@ -369,11 +402,14 @@ def io500_command(cfg: Io500Config, phase: str, datadir: str, resultdir: str, ti
         a += {"write": ["-C", "-Y", *([] if per_dir_off else ["-W", str(sw)])], "stat": ["-T"], "read": ["-E", "-X"],
               "delete": ["-r"]}[step]
         a += [f"--saveRankPerformanceDetails={resultdir}/{phase}.csv", *_api(cfg, phase, f"mdtest-{kind}")]
-    elif phase == "find":
-        a = ["./pfind", datadir, "-newer", f"{resultdir}/timestampfile", "-size", f"{HARD_FILE_SIZE}c", "-name", "*01*", "-C"]
-        a += ["-N"] if ini.get("find", "pfind-steal-next") else []
-        a += ["-H", "1"] if ini.get("find", "pfind-parallelize-single-dir-access-using-hashing") else []
-        a += ["-q", str(ini.get("find", "pfind-queue-length"))]
+    elif phase in ("find", "find-easy", "find-hard"):
+        newer = ["-newer", f"{resultdir}/timestampfile", "-size", f"{HARD_FILE_SIZE}c"]
+        a = {"find": ["./pfind", datadir, *newer], "find-easy": ["./pfind", f"{datadir}/mdtest-easy/"],
+             "find-hard": ["./pfind", f"{datadir}/mdtest-hard/", *newer]}[phase]
+        a += ["-name", "*01*", "-C"]
+        a += ["-N"] if ini.get(phase, "pfind-steal-next") else []
+        a += ["-H", "1"] if ini.get(phase, "pfind-parallelize-single-dir-access-using-hashing") else []
+        a += ["-q", str(ini.get(phase, "pfind-queue-length"))]
     else:
         return None
     return " ".join(a)
