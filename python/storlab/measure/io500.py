@@ -731,9 +731,11 @@ class Io500Run:
         out.details = {"found": found, "total_files": total, "errors": sum(g[2] for g in got), "nproc": nproc}
 
     # -- the end ----------------------------------------------------------------------------------------
-    def clean_up(self) -> dict[str, Any]:
+    def clean_up(self, rank_lost: bool = False) -> dict[str, Any]:
         """Remove what the run made on this rank (the metadata runs' files, the I/O files), then
-        rank 0 the phase folders and the data folder when empty. Returns what was removed."""
+        rank 0 the phase folders and the data folder when empty. When a rank died (`rank_lost`)
+        rank 0 also removes what that rank left in the phase folders: this run made those
+        folders, so everything in them is the run's. Returns what was removed."""
         files = dirs = 0
         errors: list[str] = []
         def clean(kind: str, run) -> None:
@@ -766,6 +768,10 @@ class Io500Run:
                             os.rmdir(os.path.join(d, str(r)))
                         except OSError:
                             pass
+                if rank_lost and os.path.isdir(d):
+                    for top, subdirs, names in os.walk(d, topdown=False):
+                        files += sum(_removed(os.unlink, os.path.join(top, n), errors) for n in names)
+                        dirs += sum(_removed(os.rmdir, os.path.join(top, n), errors) for n in subdirs)
                 dirs += _removed(os.rmdir, d, errors)
         return {"files_removed": files, "dirs_removed": dirs, "errors": errors}
 
@@ -895,7 +901,7 @@ def run_io500(translation, ranks: Ranks, argv: Sequence[str], timestamp: str | N
                 doc["cleanup"] = {"kept": True, "files_removed": 0, "dirs_removed": 0, "errors": []}
             else:
                 try:
-                    doc["cleanup"] = {"kept": False, **bench.clean_up()}
+                    doc["cleanup"] = {"kept": False, **bench.clean_up(rank_lost=failed_rank is not None)}
                 except Exception as e:   # noqa: BLE001 - reported in the document
                     doc["cleanup"] = {"kept": False, "files_removed": None, "dirs_removed": None, "errors": [str(e)]}
                 if ranks.rank == 0 and cfg.timestamp_datadir:
