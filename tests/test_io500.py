@@ -253,3 +253,14 @@ def test_extended_mode_runs_find_easy_and_find_hard_and_refuses_md_workbench(shm
     assert not x["valid"]          # md-workbench off: scores 0, invalid as in io500
     text = render_result(doc)
     assert f"[SCOREX]\nMD              = {x['MD']:f}\n" in text and f"hash            = {extended_hash(doc)}" in text
+
+
+def test_phases_switched_off_between_create_and_delete_leave_delete_working(shm_dir_path):
+    # mdtest-hard-stat and -read off: delete still removes every file mdtest-hard-write made
+    cfg = _config(str(shm_dir_path), extra="[mdtest-hard-stat]\nrun = FALSE\n[mdtest-hard-read]\nrun = FALSE\n"
+                  "[mdtest-easy-stat]\nrun = FALSE\n")
+    doc = run_io500(translate(cfg), LocalRanks(), ["storlab", "io500"], timestamp="T")
+    by = {p["name"]: p for p in doc["phases"]}
+    assert not by["mdtest-hard-read"]["ran"] and by["mdtest-hard-delete"]["complete"]
+    assert by["mdtest-hard-delete"]["details"]["items"] == 200 and by["mdtest-easy-delete"]["details"]["items"] == 300
+    assert os.listdir(shm_dir_path / "data") == []

@@ -187,6 +187,9 @@ def mdtest_stride(hosts: Sequence[str], n: int = 1) -> int:
 
 # IOR -R as io500 asks for it: writes carry one seeded fill, reads compare every byte with it
 VERIFY_FILL = {"verify": "fill", "verify_readback": False}
+# IOR -e: one fsync per rank at the end of a write phase, after the wear-out (`_fsync`); the
+# engine's own end-of-phase fsync would add one per engine run (two or three per rank)
+NO_ENGINE_FSYNC = {"fsync_end": False}
 
 # which of mdtest's shifts each later step takes (mdtest.c: stat_name, read_name, rm_name)
 MDTEST_SHIFTS = {"stat": 1, "read": 2, "remove": 3}
@@ -404,7 +407,7 @@ class Io500Run:
         else:
             self._sparse(path, cap)
         run = self._io({"name": out.name, "target": [path], "rw": "write", "bs": xfer, "size": cap,
-                        "io_size": max_pairs * xfer, "time": f"{sw}s", **VERIFY_FILL, **layout})
+                        "io_size": max_pairs * xfer, "time": f"{sw}s", **VERIFY_FILL, **NO_ENGINE_FSYNC, **layout})
         t0 += time.monotonic() - t_prep        # the preparation is not the phase's time
         res = self._run_io(run)
         errors = 0 if res["complete"] or res["stop_reason"] != "error" else 1
@@ -417,7 +420,7 @@ class Io500Run:
         if extra > 0 and not errors:
             more = self._io({"name": out.name + "-wearout", "target": [path], "rw": "write", "bs": xfer,
                              "offset": mine * per * xfer, "size": extra * per * xfer, "io_size": extra * xfer,
-                             **VERIFY_FILL, **layout})
+                             **VERIFY_FILL, **NO_ENGINE_FSYNC, **layout})
             res2 = self._run_io(more)
             extra_bytes = res2["workers"][0]["write_bytes"]
             if not res2["complete"]:
@@ -554,6 +557,9 @@ class Io500Run:
         everyone = self.ranks.allgather(mine)
         src = (self.rank + MDTEST_SHIFTS[step] * mdtest_stride(self.hosts)) % self.size
         if src == self.rank:
+            for run in self.meta[kind]:
+                if run.next_phase != step:      # a step in between was switched off (run = FALSE)
+                    run.adopt(run.states_json(), step)
             return src, self.meta[kind]
         from .. import _core
         visitors = []
