@@ -5,6 +5,7 @@ refusals before anything is written, and a SIGTERM that keeps the phases done.""
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -15,7 +16,16 @@ from pathlib import Path
 import pytest
 from storlab.errors import TargetError
 from storlab.jobs.io500.translator import PHASES, translate
-from storlab.measure.io500 import LocalRanks, calc_score, check_datadir, find_files, run_io500, score_groups
+from storlab.measure.io500 import (
+    LocalRanks,
+    calc_score,
+    check_datadir,
+    find_files,
+    ior_rank_offset,
+    mdtest_stride,
+    run_io500,
+    score_groups,
+)
 from storlab.output.io500_files import render_result, render_summary, score_hash
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "io500")
@@ -100,6 +110,11 @@ def test_a_whole_run_on_one_rank(shm_dir_path):
     assert by["ior-hard-write"]["details"]["bytes"] == 200 * 47008        # segmentCount reached
     assert by["mdtest-easy-write"]["details"]["items"] == 300
     assert by["mdtest-hard-read"]["details"]["items"] == by["mdtest-hard-delete"]["details"]["items"] == 200
+    # read back verified as IOR -R does: every transfer compared with what was written
+    assert by["ior-easy-read"]["details"]["verified_transfers"] == 16 and by["ior-hard-read"]["details"][
+        "verified_transfers"] == 200
+    assert by["ior-easy-read"]["details"]["mismatched_transfers"] == by["ior-hard-read"]["details"][
+        "mismatched_transfers"] == 0
     # find looked at every file: 1 ior-easy + 1 ior-hard + 300 + 200 mdtest files; found the
     # mdtest-hard files (3901 bytes, newer than the timestamp) whose names hold "01"
     assert by["find"]["details"]["total_files"] == 502 and by["find"]["details"]["found"] > 0
@@ -195,3 +210,57 @@ def test_stored_runs_show_and_compare_phase_by_phase(shm_dir_path, capsys):
     assert list(scores)[:2] == ["ior-easy-write", "mdtest-easy-write"] and "SCORE" in scores
     assert all(r["ratios"][0] is not None and r["ratios"][0] > 0 for name, r in scores.items()
                if name not in ("timestamp",))
+
+
+def test_neighbour_shifts_are_iors_and_mdtests():
+    # IOR -C -Q q: by-slot mapping shifts by the ranks of a node; on one node that is no shift at all
+    assert [ior_rank_offset(["a"] * n, 1) for n in (1, 2, 4)] == [0, 0, 0]
+    assert ior_rank_offset(["a", "a", "b", "b"], 1) == 2 and ior_rank_offset(["a", "a", "b", "b"], 2) == 0
+    assert ior_rank_offset(["a", "a", "a", "b", "b", "b"], 2) == 0 and ior_rank_offset(["a", "b", "c"], 2) == 2
+    assert ior_rank_offset(["a", "b", "a", "b"], 1) == 1          # round-robin: the next rank is on the next node
+    # mdtest -N 1: one rank further on one node; a node further with several nodes by slot
+    assert [mdtest_stride(["a"] * n) for n in (1, 2, 4)] == [1, 1, 1]
+    assert mdtest_stride(["a", "a", "b", "b"]) == 2 and mdtest_stride(["a", "b", "a", "b"]) == 1
+
+
+def test_extended_mode_runs_find_easy_and_find_hard_and_refuses_md_workbench(shm_dir_path, capsys):
+    from storlab.cli.main import main
+    from storlab.jobs.io500.translator import PHASES_EXTENDED
+    from storlab.output.io500_files import extended_hash, render_result
+
+    d = shm_dir_path
+    cfg = _config(str(d))
+    assert main(["io500", cfg, "--mode", "extended", "--no-store", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "mdworkbench-create, mdworkbench-bench, mdworkbench-delete: md-workbench is not built in" in err
+    assert os.listdir(d / "data") == []
+    cfg = _config(str(d), extra="[mdworkbench]\nrun = FALSE\n")
+    doc = run_io500(translate(cfg), LocalRanks(), ["storlab", "io500"], timestamp="X", mode="extended")
+    assert [p["name"] for p in doc["phases"]] == [n for n, _ in PHASES_EXTENDED]
+    by = {p["name"]: p for p in doc["phases"]}
+    # find-easy: every mdtest-easy file looked at, names with 01 found; find-hard: mdtest-hard only
+    assert by["find-easy"]["details"]["total_files"] == 300 and by["find-easy"]["details"]["found"] > 0
+    assert by["find-hard"]["details"]["total_files"] == 200
+    assert by["find-hard"]["details"]["found"] == by["find"]["details"]["found"]
+    assert not by["mdworkbench-bench"]["ran"] and by["mdworkbench-bench"]["optional"]
+    # the standard score leaves the optional phases out; [SCOREX] takes them in (find-easy, find-hard)
+    standard = [p for p in doc["phases"] if p["group"] and not p["optional"]]
+    assert doc["score"]["SCORE"] == pytest.approx(calc_score(standard)[2])
+    x = doc["score"]["extended"]
+    md = [p["score"] for p in doc["phases"] if p["group"] == "MD" and p["score"] > 0]
+    assert x["MD"] == pytest.approx(math.prod(md) ** (1 / len(md))) and len(md) == 10
+    assert not x["valid"]          # md-workbench off: scores 0, invalid as in io500
+    text = render_result(doc)
+    assert f"[SCOREX]\nMD              = {x['MD']:f}\n" in text and f"hash            = {extended_hash(doc)}" in text
+
+
+def test_phases_switched_off_between_create_and_delete_leave_delete_working(shm_dir_path):
+    # mdtest-hard-stat and -read off: delete still removes every file mdtest-hard-write made
+    cfg = _config(str(shm_dir_path), extra="[mdtest-hard-stat]\nrun = FALSE\n[mdtest-hard-read]\nrun = FALSE\n"
+                  "[mdtest-easy-stat]\nrun = FALSE\n")
+    doc = run_io500(translate(cfg), LocalRanks(), ["storlab", "io500"], timestamp="T")
+    by = {p["name"]: p for p in doc["phases"]}
+    assert not by["mdtest-hard-read"]["ran"] and by["mdtest-hard-delete"]["complete"]
+    assert by["mdtest-hard-delete"]["details"]["items"] == 200 and by["mdtest-easy-delete"]["details"]["items"] == 300
+    assert os.listdir(shm_dir_path / "data") == []

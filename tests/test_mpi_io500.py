@@ -1,5 +1,5 @@
 """`storlab io500` under mpiexec: 2 and 3 ranks on /dev/shm; every rank's phases are counted,
-the reads come from the neighbour rank, the stonewall wear-out leaves every rank with the same
+the reads and visits are shifted as io500 shifts them, the stonewall wear-out leaves every rank with the same
 transfers, find is spread over the ranks, and nothing is left behind."""
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_every_rank_runs_every_phase(shm_dir, tmp_path, n):
     # the 1 s stonewall ends ior-hard-write; then every rank catches up with the one that did most
     assert all(c + w == hard["pairs_per_rank"] for c, w in zip(hard["pairs_at_stonewall"], hard["wearout_pairs"]))
     assert hard["bytes"] == n * hard["pairs_per_rank"] * 47008
-    assert by["ior-hard-read"]["details"]["bytes"] == hard["bytes"]       # read back by the neighbours
+    assert by["ior-hard-read"]["details"]["bytes"] == hard["bytes"]       # read back (IOR -C -Q 1)
     assert by["ior-easy-read"]["details"]["bytes"] == n * (8 << 20)
     # the 1 s stonewall ends mdtest-hard-write; every rank then creates up to the most any made
     made = by["mdtest-hard-write"]["details"]
@@ -88,3 +88,101 @@ def test_sigterm_to_one_rank_stops_every_rank_and_rank_0_keeps_the_run(shm_dir, 
     assert doc["phases"][-1]["name"] == "ior-easy-write" and not doc["phases"][-1]["valid"]
     assert not doc["score"]["valid"]
     assert os.listdir(d / "data") == []          # every rank removed what it made
+
+
+def test_ranks_visit_each_others_files_as_io500_shifts_them(shm_dir, tmp_path):
+    """Each rank's own system calls (strace per rank): under mdtest -N 1 rank r stats the files of
+    rank r+1, reads those of r+2 and removes those of r+3 (mod 2); IOR -C -Q 1 on one node reads
+    back the rank's own file (the shift is a whole node)."""
+    import re
+    import shutil
+
+    if shutil.which("strace") is None:
+        pytest.skip("strace not installed")
+    d = Path(shm_dir)
+    (d / "data").mkdir()
+    cfg = tmp_path / "c.ini"
+    cfg.write_text(f"[global]\ndatadir = {d}/data\nresultdir = {d}/res\n[debug]\nstonewall-time = 1\n"
+                   "[ior-easy]\ntransferSize = 1m\nblockSize = 2m\n[mdtest-easy]\nn = 50\n"
+                   "[ior-hard]\nsegmentCount = 20\n[mdtest-hard]\nn = 50\n[ior-rnd4K-easy-read]\nrun = FALSE\n")
+    wrap = tmp_path / "wrap.sh"
+    wrap.write_text(f"#!/bin/sh\nexec strace -f -qq -e trace=newfstatat,statx,openat,unlinkat "
+                    f"-o {tmp_path}/trace.$PMI_RANK \"$@\"\n")
+    wrap.chmod(0o755)
+    out = tmp_path / "doc.json"
+    p = subprocess.run([MPIEXEC, "-n", "2", str(wrap), sys.executable, "-m", "storlab", "io500", str(cfg),
+                        "--timestamp", "T", "--json", str(out), "--quiet", "--no-store"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    by = {p["name"]: p for p in json.loads(out.read_text())["phases"]}
+    for name, owners in (("mdtest-easy-stat", [1, 0]), ("mdtest-hard-stat", [1, 0]), ("mdtest-hard-read", [0, 1]),
+                         ("mdtest-easy-delete", [1, 0]), ("mdtest-hard-delete", [1, 0])):
+        assert by[name]["details"]["files_of_rank"] == owners, name
+        assert by[name]["details"]["items"] == by[name.split("-")[0] + "-" + name.split("-")[1] + "-write"]["details"]["items"]
+    assert by["ior-easy-read"]["details"]["read_from"] == [0, 1]
+    for rank in (0, 1):
+        other = 1 - rank
+        calls = Path(f"{tmp_path}/trace.{rank}").read_text()
+        # the engine works relative to the tree's folder: `call(fd, "r<rank>.f0.<item>", ...)`
+        def files(call, owner, flags="", calls=calls):
+            return len(re.findall(rf'{call}\(\d+, "r{owner}\.f0\.\d+"[^\n]*{flags}', calls))
+        assert files("openat", rank, "O_CREAT") == 100 and files("openat", other, "O_CREAT") == 0
+        assert files("(?:newfstatat|statx)", other) == 100 and files("(?:newfstatat|statx)", rank) == 0
+        assert files("openat", rank, "O_RDONLY") == 50 and files("openat", other, "O_RDONLY") == 0
+        assert files("unlinkat", other) == 100 and files("unlinkat", rank) == 0
+        reads = re.findall(r'openat\(AT_FDCWD, "[^"]*ior_file_easy\.0*(\d+)", O_RDONLY', calls)
+        assert reads and set(reads) == {str(rank)}, reads
+
+
+def test_a_rank_killed_is_reported_in_one_line_and_the_phases_done_are_kept(shm_dir, tmp_path):
+    """SIGKILL of rank 1 in ior-hard-write: rank 0 names the dead rank in one line within seconds,
+    keeps and scores the phases done, and removes what both ranks made. mpiexec -disable-auto-
+    cleanup, and each rank under a shell that outlives it: MPICH's plain mpiexec SIGKILLs every rank
+    when one is killed, and with -disable-auto-cleanup alone MPICH sometimes still ends rank 0 too
+    (seen 3 times in 5 here), so the launcher would decide the outcome, not storlab."""
+    import signal
+    import time
+    import uuid
+
+    from test_mpi_runs import _rank_pids
+
+    d = Path(shm_dir)
+    (d / "data").mkdir()
+    cfg = tmp_path / "c.ini"
+    cfg.write_text(f"[global]\ndatadir = {d}/data\nresultdir = {d}/res\n[debug]\nstonewall-time = 3\n"
+                   "[ior-easy]\ntransferSize = 1m\nblockSize = 32m\n[mdtest-easy]\nn = 500\n")
+    wrap = tmp_path / "rank.sh"
+    wrap.write_text("#!/bin/sh\ntrap '' USR1\n\"$@\"\n")
+    wrap.chmod(0o755)
+    out = tmp_path / "doc.json"
+    marker = uuid.uuid4().hex
+    t0 = time.monotonic()
+    proc = subprocess.Popen([MPIEXEC, "-disable-auto-cleanup", "-n", "2", str(wrap), sys.executable, "-m", "storlab",
+                             "io500", str(cfg), "--timestamp", "T", "--json", str(out), "--no-store", "--quiet",
+                             "--rank-timeout", "5"], env={**os.environ, "STORLAB_TEST_MARK": marker},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pids: dict[int, int] = {}
+    while len(pids) < 2 or not (d / "data" / "T" / "ior-hard" / "file").exists():    # in ior-hard-write
+        assert time.monotonic() - t0 < 90 and proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+        pids = {r: p for r, p in _rank_pids(marker).items() if b"python" in Path(f"/proc/{p}/cmdline").read_bytes()}
+    os.kill(pids[1], signal.SIGKILL)
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("the run hung after rank 1 was killed")
+    assert time.monotonic() - t0 < 80
+    errors = [line for line in err.splitlines() if line.startswith("storlab io500: error:")]
+    # named at mpiexec's SIGUSR1 notice (a few heartbeats) or at the 5 s rank timeout
+    assert len(errors) == 1 and "rank 1 (node" in errors[0], err
+    assert " died: mpiexec reported" in errors[0] or "no sign of life for 5 s" in errors[0], err
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is False and doc["stop_reason"] == "error"
+    by = {p["name"]: p for p in doc["phases"]}
+    assert list(by)[:4] == ["ior-easy-write", "mdtest-easy-write", "timestamp", "ior-hard-write"]
+    assert by["ior-easy-write"]["complete"] and by["ior-easy-write"]["score"] > 0
+    assert by["mdtest-easy-write"]["details"]["items"] == 1000
+    assert not by["ior-hard-write"]["complete"] and not doc["score"]["valid"]
+    assert (d / "res" / "T" / "result.txt").exists()
+    assert os.listdir(d / "data") == [], "what the dead rank made is removed too"

@@ -145,3 +145,24 @@ def test_bare_verify_before_a_job_file_leaves_the_job_file_alone(shm_dir, tmp_pa
 def test_a_misspelt_verify_value_is_still_an_error_naming_the_values(shm_dir, capsys):
     rc = main(["run", "--target", f"{shm_dir}/x.dat", "--size", "64k", "--verify", "crc23c", "--no-store", "-q"])
     assert rc == 2 and "verify: 'crc23c' is not allowed; use one of: off, crc32c, xxh3" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("engine", [("psync", "1"), ("io_uring", "8")], ids=["psync", "io_uring"])
+def test_fill_verification_compares_every_byte_without_stamping_writes(shm_dir, engine):
+    # verify = fill (IOR -R): every write carries the same seeded data; a read compares each byte
+    path = f"{shm_dir}/f.dat"
+    common = ["--target", path, "--bs", "47008", "--verify", "fill", "--engine", engine[0], "--qd", engine[1]]
+    assert run_cli(*common, "--size", str(47008 * 40), "--rw", "write", "--no-verify-readback")["rc"] == 0
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:47008] == data[47008 * 7:47008 * 8], "every block holds the same fill"
+    assert run_cli(*common, "--rw", "read")["rc"] == 0
+    flip(path, 47008 * 13 + 30000)
+    r = run_cli(*common, "--rw", "read")
+    assert r["rc"] == 1
+    v = r["doc"]["phases"][0]["verify"]
+    assert (v["kind"], v["checked_blocks"], v["mismatches"]) == ("fill", 40, 1)
+    assert (v["first"][0]["offset"], v["first"][0]["first_bad_byte"]) == (47008 * 13, 30000)
+    # data written with another seed is caught too
+    r = run_cli(*common, "--rw", "read", "--seed", "99")
+    assert r["doc"]["phases"][0]["verify"]["mismatches"] == 40

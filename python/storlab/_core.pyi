@@ -127,6 +127,12 @@ class MetaRun:
         """What exists of each worker's files and tree, as a JSON list of
         {dirs, created, renamed, removed}; RuntimeError while a phase runs."""
 
+    def adopt(self, states_json: str, next_phase: str) -> None:
+        """Take over the files another process's run of the same spec made (`states_json` as
+        that run's `states_json` gives it) and run `next_phase` next (mdtest -N: one rank stats,
+        reads or removes another rank's files). CoreError when the states do not fit the spec
+        or the phase is not one of this run's after create."""
+
     def stop(self) -> None:
         """Run no further phases; RuntimeError while a phase runs."""
 

@@ -202,8 +202,14 @@ fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec, build: &mut Build) -> 
     build.gate.confirm(path, &f)?;
     let chunk = if g.verify == VerifyKind::Off { 1 << 20 } else { (((1 << 20) / g.bs).max(1) * g.bs) as usize };
     let mut buf = AlignedBuf::new(chunk, 4096);
-    buf.fill_random(Rng::derive(g.seed, 0xFEED));
-    let pattern = (g.verify != VerifyKind::Off).then(|| verify::Pattern::new(g.seed, g.bs as usize));
+    if g.verify == VerifyKind::Fill {
+        // every block holds the fill, as a verify = fill write leaves it
+        let data = verify::fill_data(g.seed, g.bs as usize);
+        buf.as_mut_slice()[..chunk].chunks_mut(g.bs as usize).for_each(|b| b.copy_from_slice(&data[..b.len()]));
+    } else {
+        buf.fill_random(Rng::derive(g.seed, 0xFEED));
+    }
+    let pattern = g.verify.stamps().then(|| verify::Pattern::new(g.seed, g.bs as usize));
     let mut off = from;
     while off < to {
         check_cancel(path, build.cancel)?;

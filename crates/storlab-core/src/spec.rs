@@ -142,7 +142,7 @@ impl GroupSpec {
         }
         // Bounds of every numeric option (rules.rs, exported to the Python option table).
         crate::rules::check_group(self).map_err(|e| Error::spec(format!("{who}{}", e.message)))?;
-        if self.verify != VerifyKind::Off && self.bs < MIN_BLOCK {
+        if self.verify.stamps() && self.bs < MIN_BLOCK {
             return Err(bad("bs", format!("{} bytes is too small to carry a verification header; verify needs bs >= {MIN_BLOCK}", self.bs)));
         }
         if self.rbw != RbwMode::Off {

@@ -67,17 +67,27 @@ pub enum VerifyKind {
     Off,
     Crc32c,
     Xxh3,
+    /// No header: every write carries the same seeded data (`fill_data`) and every read block is
+    /// compared byte by byte with it (IOR -R with its timestamp pattern): damaged data or data
+    /// written with another seed is caught, a block at the wrong offset is not. No cost on writes.
+    Fill,
 }
 
 impl VerifyKind {
     /// Every kind, in declaration order: the allowed values of `verify` (rules.rs).
-    pub const ALL: [VerifyKind; 3] = [VerifyKind::Off, VerifyKind::Crc32c, VerifyKind::Xxh3];
+    pub const ALL: [VerifyKind; 4] = [VerifyKind::Off, VerifyKind::Crc32c, VerifyKind::Xxh3, VerifyKind::Fill];
+
+    /// Whether written blocks carry a header and checksum (crc32c, xxh3).
+    pub fn stamps(self) -> bool {
+        matches!(self, VerifyKind::Crc32c | VerifyKind::Xxh3)
+    }
 
     fn code(self) -> u32 {
         match self {
             VerifyKind::Off => 0,
             VerifyKind::Crc32c => 1,
             VerifyKind::Xxh3 => 2,
+            VerifyKind::Fill => 3,
         }
     }
 
@@ -94,6 +104,7 @@ impl VerifyKind {
             VerifyKind::Off => "off",
             VerifyKind::Crc32c => "crc32c",
             VerifyKind::Xxh3 => "xxh3",
+            VerifyKind::Fill => "fill",
         }
     }
 }
@@ -216,8 +227,41 @@ fn checksum_of(kind: VerifyKind, head: &[u8], payload: &[u8]) -> u64 {
             h.update(payload);
             h.digest()
         }
-        VerifyKind::Off => 0,
+        VerifyKind::Off | VerifyKind::Fill => 0,
     }
+}
+
+/// The data every write of `verify = fill` carries: `len` pseudo-random bytes from `seed`, eight
+/// at a time (the same stream `AlignedBuf::fill_random` writes).
+pub fn fill_data(seed: u64, len: usize) -> Vec<u8> {
+    let mut rng = Rng::new(seed);
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        out.extend_from_slice(&rng.next_u64().to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// `verify = fill`: the block read at `offset` compared with the start of `expected` (the fill);
+/// the first differing byte is reported.
+pub fn check_fill(block: &[u8], expected: &[u8], offset: u64, target: &str) -> Option<Mismatch> {
+    if block == &expected[..block.len()] {
+        return None;
+    }
+    let at = block.iter().zip(expected).position(|(a, b)| a != b).unwrap_or(0);
+    let (e, f) = (format!("{:#04x}", expected[at]), format!("{:#04x}", block[at]));
+    Some(Mismatch {
+        target: target.to_string(),
+        offset,
+        field: "payload",
+        message: format!("payload byte +{at}: expected {e} (the fill written), found {f}"),
+        expected: e,
+        found: f,
+        first_bad_byte: Some(at as u64),
+        written_bs: None,
+        read_bs: None,
+    })
 }
 
 fn checksum(kind: VerifyKind, block: &[u8]) -> u64 {
@@ -584,6 +628,21 @@ mod tests {
     use super::*;
 
     const E: Expect = Expect { offset: 8192, seed: 42, pass: 3 };
+
+    #[test]
+    fn fill_is_compared_byte_by_byte() {
+        let fill = fill_data(7, 47008);
+        assert_eq!(fill.len(), 47008);
+        assert_eq!(fill, fill_data(7, 47008), "deterministic");
+        assert_ne!(fill[..64], fill_data(8, 64)[..], "another seed, other data");
+        assert!(check_fill(&fill, &fill, 0, "f").is_none());
+        assert!(check_fill(&fill[..4096], &fill, 0, "f").is_none(), "a shorter request compares its own bytes");
+        let mut bad = fill.clone();
+        bad[1234] ^= 0x10;
+        let m = check_fill(&bad, &fill, 47008, "f").unwrap();
+        assert_eq!((m.field, m.first_bad_byte, m.offset), ("payload", Some(1234), 47008));
+        assert!(m.message.contains("byte +1234"), "{}", m.message);
+    }
 
     fn pattern() -> Pattern {
         Pattern::new(E.seed, 4096)

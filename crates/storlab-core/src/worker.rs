@@ -147,8 +147,12 @@ struct Worker<'a> {
     trimwrite: bool,
     /// The rate may pick the other direction of a mixed pattern.
     switch_dirs: bool,
-    /// The verify pattern; Some exactly when verifying.
+    /// Reads are checked (verify is not off).
+    verifying: bool,
+    /// The verify pattern; Some exactly when writes are stamped (crc32c, xxh3).
     pattern: Option<verify::Pattern>,
+    /// verify = fill: the group's fill, carried by every write and compared with every read.
+    fill: Option<Vec<u8>>,
 
     // The clock: all workers started together; the phase clock was set by the coordinator.
     phase_start: Instant,
@@ -223,7 +227,12 @@ impl<'a> Worker<'a> {
         // One region for all slots (page-aligned strides), allocated and filled once.
         let stride = buf_len.div_ceil(plan.buffer_align) * plan.buffer_align;
         let mut region = AlignedBuf::new(stride * qd, plan.buffer_align);
-        region.fill_random(w.seed);
+        // verify = fill: every slot carries the group's fill, which every reader of the seed knows
+        let fill = (g.verify == VerifyKind::Fill).then(|| verify::fill_data(g.seed, buf_len));
+        match &fill {
+            Some(data) => region.as_mut_slice().chunks_mut(stride).for_each(|s| s[..buf_len].copy_from_slice(data)),
+            None => region.fill_random(w.seed),
+        }
         let now = Instant::now();
         let slots: Vec<Slot> = (0..qd)
             // SAFETY: i * stride + buf_len <= stride * qd, inside the region.
@@ -282,7 +291,9 @@ impl<'a> Worker<'a> {
             trimwrite: rw == Rw::Trimwrite,
             // Not when verifying: the read-back replays the generator's own choices.
             switch_dirs: gen.mixed() && !verifying,
-            pattern: verifying.then(|| verify::Pattern::new(g.seed, bs)),
+            verifying,
+            pattern: g.verify.stamps().then(|| verify::Pattern::new(g.seed, bs)),
+            fill,
             phase_start,
             measure_start,
             ramp_ns: ns_between(phase_start, measure_start),
@@ -594,7 +605,7 @@ impl<'a> Worker<'a> {
         if result != slot.len as i64 {
             return Err(self.failure(slot_id, result));
         }
-        if self.pattern.is_some() && slot.dir == Dir::Read {
+        if self.verifying && slot.dir == Dir::Read {
             self.verify_read(slot_id);
         }
         self.account(slot_id, t_ns, split);
@@ -625,15 +636,22 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Step 4, verify, read side: check the block a completed read brought against its pattern.
+    /// Step 4, verify, read side: check the block a completed read brought against its pattern
+    /// (or, for verify = fill, against the group's fill).
     #[inline(never)]
     fn verify_read(&mut self, slot_id: u32) {
-        let Some(pattern) = self.pattern.as_ref() else { return };
         let slot = &self.slots[slot_id as usize];
-        // SAFETY: the slot's buffer holds bs bytes, just filled by the completed read.
-        let block = unsafe { std::slice::from_raw_parts(slot.buf, self.bs) };
-        let expect = Expect { offset: slot.offset, seed: self.g.seed, pass: self.g.verify_pass };
-        let found = verify::check(block, pattern, self.g.verify, expect, &self.target.path);
+        let found = if let Some(data) = &self.fill {
+            // SAFETY: the slot's buffer holds len bytes, just filled by the completed read.
+            let block = unsafe { std::slice::from_raw_parts(slot.buf, slot.len as usize) };
+            verify::check_fill(block, data, slot.offset, &self.target.path)
+        } else {
+            let Some(pattern) = self.pattern.as_ref() else { return };
+            // SAFETY: the slot's buffer holds bs bytes, just filled by the completed read.
+            let block = unsafe { std::slice::from_raw_parts(slot.buf, self.bs) };
+            let expect = Expect { offset: slot.offset, seed: self.g.seed, pass: self.g.verify_pass };
+            verify::check(block, pattern, self.g.verify, expect, &self.target.path)
+        };
         self.tally.record(found, self.g.verify_report as usize);
     }
 
@@ -731,19 +749,24 @@ impl<'a> Worker<'a> {
         let setup_flags = self.backend.setup_flags();
         drop(self.backend);
         let mut readback = Readback::default();
-        if let Some(pattern) = self.pattern.as_ref().filter(|_| self.wrote_any && g.verify_readback && self.w.rbw.is_none()) {
-            if !self.control.stop.load(Ordering::Relaxed) {
-                let replay = OffsetGenerator::new(self.rw, g, self.w.map, self.w.seed);
-                // SAFETY: every request has completed (the loop drained them), so no slot buffer is
-                // in use; slot 0's buffer holds bs bytes and outlives this borrow.
-                let buf = unsafe { std::slice::from_raw_parts_mut(self.slots[0].buf, self.bs) };
-                let (tally, path) = (&mut self.tally, &self.target.path);
-                // Every request drew one offset from `gen`, so the replay makes as many draws.
-                readback = read_back(self.fd, path, replay, self.issued_requests, self.w.map, g.bs, buf, &self.control.stop, |offset, block| {
-                    let expect = Expect { offset, seed: g.seed, pass: g.verify_pass };
-                    tally.record(verify::check(block, pattern, g.verify, expect, path), g.verify_report as usize);
-                })?;
-            }
+        if self.verifying && self.wrote_any && g.verify_readback && self.w.rbw.is_none()
+            && !self.control.stop.load(Ordering::Relaxed)
+        {
+            let (pattern, fill) = (self.pattern.as_ref(), self.fill.as_deref());
+            let replay = OffsetGenerator::new(self.rw, g, self.w.map, self.w.seed);
+            // SAFETY: every request has completed (the loop drained them), so no slot buffer is
+            // in use; slot 0's buffer holds bs bytes and outlives this borrow.
+            let buf = unsafe { std::slice::from_raw_parts_mut(self.slots[0].buf, self.bs) };
+            let (tally, path) = (&mut self.tally, &self.target.path);
+            // Every request drew one offset from `gen`, so the replay makes as many draws.
+            readback = read_back(self.fd, path, replay, self.issued_requests, self.w.map, g.bs, buf, &self.control.stop, |offset, block| {
+                let found = match (fill, pattern) {
+                    (Some(data), _) => verify::check_fill(block, data, offset, path),
+                    (None, Some(pattern)) => verify::check(block, pattern, g.verify, Expect { offset, seed: g.seed, pass: g.verify_pass }, path),
+                    (None, None) => None,
+                };
+                tally.record(found, g.verify_report as usize);
+            })?;
         }
         Ok(WorkerOutcome { dirs: self.dirs, sync: self.sync, summary, setup_flags, log: self.log, verify: self.tally, readback })
     }

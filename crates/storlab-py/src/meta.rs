@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
-use storlab_core::meta::{self, MetaControl, MetaPhaseResult, MetaSpec};
+use storlab_core::meta::{self, MetaControl, MetaPhase, MetaPhaseResult, MetaSpec};
 use storlab_core::Result;
 
 use crate::{join_within, spawn_background, to_py, Background, Joined};
@@ -143,6 +143,24 @@ impl MetaRun {
             .map(|s| serde_json::json!({"dirs": s.dirs, "created": s.created, "renamed": s.renamed, "removed": s.removed}))
             .collect();
         serde_json::to_string(&states).map_err(json_err)
+    }
+
+    /// Take over the state another process's run with the same spec left (`states_json` as
+    /// `states_json` gives it there) and make `next_phase` the phase `start` runs next (mdtest -N:
+    /// one rank stats, reads or removes the files another rank created). Raises CoreError when
+    /// the states do not fit the spec or the phase is not one of this run's after create.
+    fn adopt(&self, states_json: &str, next_phase: &str) -> PyResult<()> {
+        let values: Vec<serde_json::Value> = serde_json::from_str(states_json).map_err(json_err)?;
+        let field = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
+        let states = values
+            .iter()
+            .map(|v| meta::WorkerState { dirs: field(v, "dirs"), created: field(v, "created"), renamed: field(v, "renamed"), removed: field(v, "removed") })
+            .collect();
+        let next = MetaPhase::ALL
+            .into_iter()
+            .find(|p| p.name() == next_phase)
+            .ok_or_else(|| PyRuntimeError::new_err(format!("meta adopt: no phase named {next_phase:?}")))?;
+        self.idle()?.adopt(states, next).map_err(to_py)
     }
 
     /// Run no further phases.

@@ -34,6 +34,10 @@ IO500_OPTIONS: tuple[Option, ...] = (
     Option("timestamp", "str", "name of the timestamp folders (io500 --timestamp; default: the start "
            "time as YYYY.MM.DD-HH.MM.SS)", metavar="TEXT", category="io500", core=False, job_key=False),
     META_BY_NAME["keep"],      # the same meaning as `storlab meta --keep`
+    Option("mode", "choice", "io500 --mode: standard, or extended (adds find-easy and find-hard, scored in "
+           "[SCOREX]; md-workbench is not built in and must be switched off in [mdworkbench])",
+           choices={"standard": "io500's scored phases", "extended": "also the optional phases"},
+           default="standard", category="io500", core=False, job_key=False),
 )
 SHARED = ("json", "quiet", "store", "no_store", "tag", "note", "rank_timeout")
 
@@ -82,7 +86,14 @@ def run(args: argparse.Namespace) -> int:
     if not args.config:
         raise UserError("io500: give the .ini file to run (storlab io500 CONFIG.ini); --list shows every key")
 
+    from ..jobs.io500.translator import config_from_ini, extended_refusal
     from ..measure.io500 import LocalRanks, run_io500
+
+    if args.mode == "extended":      # refused in one line before any rank starts
+        with open(args.config, encoding="utf-8", errors="replace") as f:
+            why = extended_refusal(config_from_ini(f.read(), args.config))
+        if why:
+            raise UserError(why)
 
     launch = detect_mpi_launch()
     if launch is not None:
@@ -94,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     quiet = args.quiet or ranks.rank != 0
     progress = None if quiet else (lambda name: print(f"storlab io500: {name} ...", file=sys.stderr, flush=True))
     argv = ["storlab", "io500", *sys.argv[2:]]
-    doc = run_io500(translation, ranks, argv, timestamp=args.timestamp, progress=progress, keep=args.keep)
+    doc = run_io500(translation, ranks, argv, timestamp=args.timestamp, progress=progress, keep=args.keep,
+                    mode=args.mode)
     STOP.saving()
     if doc is None:     # not rank 0: rank 0 reports the run
         return STOP.exit_code or ExitCode.OK

@@ -61,6 +61,8 @@ META_OPTIONS: tuple[Option, ...] = (
            "Ctrl-C (the working folder is printed)", default=False, category="safety"),
     Option("seed", "int", "seed of the random stat/read order", default=0x5EED, minimum=0,
            maximum=2**63 - 1),
+    Option("verify_read", "bool", "read compares every byte with what create wrote; a difference "
+           "fails the read (mdtest -X)", default=False),
     Option("name_prefix", "str", "prefix of every file and per-thread tree name; {rank} becomes "
            "the MPI rank (0 without MPI)", default=None, category="target", metavar="TEXT"),
     *(BY_NAME[name] for name in SHARED_RUN_OPTIONS),

@@ -215,7 +215,11 @@ ROWS: tuple[Option, ...] = (
            "block against them (a read-only run verifies data written earlier)",
            choices=_choice(off="no verification",
                            crc32c="CRC-32C over header and payload (hardware accelerated)",
-                           xxh3="64-bit xxh3 over header and payload"), fio_name="verify",
+                           xxh3="64-bit xxh3 over header and payload",
+                           fill="no header: every write carries the same seeded data and every "
+                                "read is compared with it byte by byte (IOR -R; catches damaged "
+                                "data, not a block at the wrong offset; no cost on writes)"),
+           fio_name="verify",
            bare="crc32c"),
     Option("verify_pass", "int", "pass number written into headers; when not 0 a read requires it "
            "(stale data from an earlier pass is reported)"),

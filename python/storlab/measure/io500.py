@@ -10,12 +10,14 @@ metadata phases through the metadata benchmark (`_core.MetaRun`):
 - ior-easy-write / ior-hard-write: time-limited by the stonewall; then every rank writes on until
   it has done as many transfers as the rank that did most (IOR's stoneWallingWearOut), then
   fsyncs (IOR -e). Files are made sparse at their full size first so nothing is preallocated.
-- ior-easy-read / ior-hard-read: each rank reads what the next rank wrote (IOR -C -Q 1), exactly
-  the transfers written.
+- ior-easy-read / ior-hard-read: each rank reads what rank + offset wrote, exactly the transfers
+  written; the offset is IOR's -C -Q 1 (a whole node: on one node every rank reads its own data).
 - mdtest-easy / mdtest-hard: one MetaRun per rank and kind, kept open across the phases so they
   interleave in io500's order (create, later stat, later read and delete); the stonewall ends
   create only (mdtest -W), then every rank creates as many files as the rank that made most (a
-  second MetaRun for the extra files) and syncs (mdtest -Y); later phases visit every file.
+  second MetaRun for the extra files) and syncs (mdtest -Y); later phases visit every file, of
+  another rank as mdtest -N 1 shifts them (stat r+1, read r+2, remove r+3): the creating rank's
+  state is adopted by the visiting rank's run and handed back after the phase.
 - Under MPI the ranks meet through `Ranks` (measure/mpi/io500.py: the session's communicator,
   which names a failed or vanished rank instead of waiting for it).
 - find: the data folder walked level by level, each level's folders spread over the ranks; a
@@ -33,6 +35,7 @@ import fnmatch
 import json
 import math
 import os
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -40,7 +43,7 @@ from typing import Any, Callable, Sequence
 from ..errors import StorlabError, TargetError, UserError
 
 __all__ = ["GIB", "calc_score", "score_groups", "Ranks", "LocalRanks", "PhaseOutcome",
-           "Io500Run", "check_datadir", "find_files"]
+           "Io500Run", "check_datadir", "find_files", "node_layout", "ior_rank_offset", "mdtest_stride"]
 
 GIB = float(1 << 30)
 FIND_NAME = "*01*"
@@ -59,9 +62,10 @@ def score_groups(phases: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def calc_score(phases: Sequence[dict[str, Any]]) -> tuple[float, float, float]:
-    """(BW, MD, SCORE) of phase results [{name, group, score}] as io500 computes them."""
-    g = score_groups(phases)
+def calc_score(phases: Sequence[dict[str, Any]], extended: bool = False) -> tuple[float, float, float]:
+    """(BW, MD, SCORE) of phase results [{name, group, score}] as io500 computes them; the extended
+    mode's optional phases count only in the extended score ([SCOREX])."""
+    g = score_groups([p for p in phases if extended or not p.get("optional")])
     bw, md = g["BW"]["score"], g["MD"]["score"]
     return bw, md, math.sqrt(bw * md)
 
@@ -116,10 +120,12 @@ def check_datadir(datadir: str, timestamped: bool) -> str | None:
 
 
 # -- find ---------------------------------------------------------------------------------------------
-def find_files(dirs: Sequence[str], newer_than: float, size: int, pattern: str = FIND_NAME) -> tuple[list[str], int, int, int]:
+def find_files(dirs: Sequence[str], newer_than: float | None, size: int | None,
+               pattern: str = FIND_NAME) -> tuple[list[str], int, int, int]:
     """Look at the entries of `dirs` (not below): (sub-folders, files looked at, files found, errors).
     A file is found when its name matches `pattern`, its size is `size` and its mtime is later
-    than `newer_than`; the name is tested first, so only matching names are stat'ed (find -O1)."""
+    than `newer_than` (None: any); the name is tested first, so only matching names are stat'ed
+    (find -O1), and none when neither size nor time is asked for."""
     subdirs: list[str] = []
     total = found = errors = 0
     needle = pattern.strip("*") if pattern.startswith("*") and pattern.endswith("*") and "*" not in pattern[1:-1] \
@@ -138,16 +144,55 @@ def find_files(dirs: Sequence[str], newer_than: float, size: int, pattern: str =
                     total += 1
                     name = e.name
                     if (needle in name) if needle is not None else fnmatch.fnmatchcase(name, pattern):
+                        if size is None and newer_than is None:
+                            found += 1
+                            continue
                         try:
                             st = e.stat(follow_symlinks=False)
                         except OSError:
                             errors += 1
                             continue
-                        if st.st_size == size and st.st_mtime > newer_than:
+                        if (size is None or st.st_size == size) and (newer_than is None or st.st_mtime > newer_than):
                             found += 1
         except OSError:
             errors += 1
     return subdirs, total, found, errors
+
+
+# -- which rank reads or visits what another rank wrote ------------------------------------------------
+def node_layout(hosts: Sequence[str]) -> tuple[int, int, bool]:
+    """(nodes, ranks on rank 0's node, block mapping) of the ranks' host names, as IOR and mdtest
+    find them (GetNumNodes, GetNumTasksOnNode0, QueryNodeMapping: block when rank 1 shares rank 0's
+    node, or with one rank)."""
+    on_node0 = sum(1 for h in hosts if h == hosts[0])
+    return len(set(hosts)), on_node0, len(hosts) < 2 or hosts[1] == hosts[0]
+
+
+def ior_rank_offset(hosts: Sequence[str], q: int) -> int:
+    """IOR -C -Q q: a rank reads what rank (rank + offset) % size wrote. The shift is the ranks on
+    rank 0's node with a block mapping (by-slot), else 1; on one node that makes the offset
+    q * size % size = 0: every rank reads back its own data, as the real IOR does."""
+    _, on_node0, block = node_layout(hosts)
+    return q * (on_node0 if block else 1) % len(hosts)
+
+
+def mdtest_stride(hosts: Sequence[str], n: int = 1) -> int:
+    """mdtest -N n: the stride between the rank that made a file and the one visiting it; times
+    the ranks on rank 0's node when there are several nodes and a block mapping. Each of mdtest's
+    phases shifts once more: rank r stats the files of rank r + stride, reads those of r + 2
+    stride and removes those of r + 3 stride (modulo the ranks)."""
+    nodes, on_node0, block = node_layout(hosts)
+    return n * on_node0 if nodes > 1 and block else n
+
+
+# IOR -R as io500 asks for it: writes carry one seeded fill, reads compare every byte with it
+VERIFY_FILL = {"verify": "fill", "verify_readback": False}
+# IOR -e: one fsync per rank at the end of a write phase, after the wear-out (`_fsync`); the
+# engine's own end-of-phase fsync would add one per engine run (two or three per rank)
+NO_ENGINE_FSYNC = {"fsync_end": False}
+
+# which of mdtest's shifts each later step takes (mdtest.c: stat_name, read_name, rm_name)
+MDTEST_SHIFTS = {"stat": 1, "read": 2, "remove": 3}
 
 
 # -- phases -------------------------------------------------------------------------------------------
@@ -165,6 +210,8 @@ class PhaseOutcome:
     details: dict[str, Any] = field(default_factory=dict)
     t_start: str = ""
     t_end: str = ""
+    exe: str | None = None          # the command io500 runs for this phase (result.txt's exe)
+    optional: bool = False          # a phase of the extended mode only, scored in [SCOREX]
     complete: bool = True
     error: str | None = None
 
@@ -177,7 +224,8 @@ class PhaseOutcome:
                 "unit": "GiB/s" if self.name.startswith("i") else "kIOPS", "ran": self.ran,
                 "valid": self.valid, "invalid": list(self.invalid), "judged": list(self.judged),
                 "pairs": dict(self.pairs),
-                "details": self.details, "t_start": self.t_start, "t_end": self.t_end,
+                "details": self.details, "t_start": self.t_start, "t_end": self.t_end, "exe": self.exe,
+                "optional": self.optional,
                 "complete": self.complete, "error": self.error}
 
 
@@ -210,13 +258,16 @@ class Io500Run:
     """One io500 run on this rank: call `run_phase(name)` in io500's order, then `clean_up()`."""
 
     def __init__(self, cfg, ranks: Ranks, datadir: str, resultdir: str,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, timestamp: str = "") -> None:
         self.cfg, self.ranks, self.datadir, self.resultdir = cfg, ranks, datadir, resultdir
+        self.timestamp = timestamp
         self.progress = progress
         self.rank, self.size = ranks.rank, ranks.size
         self.easy_pairs = 0            # transfers each rank wrote in ior-easy-write (after wear-out)
         self.hard_pairs = 0
         self.meta: dict[str, list[Any]] = {}   # "easy"/"hard" -> this rank's MetaRuns (then wear-out's)
+        self.meta_made: dict[str, list[dict[str, Any]]] = {}   # how each of them was made (for visitors)
+        self.hosts: list[str] = [socket.gethostname()]
         self.timestamp_mtime: float | None = None
         self.made: list[str] = []          # files and folders this rank made (removed at the end)
 
@@ -232,7 +283,9 @@ class Io500Run:
         return os.path.join(self.datadir, "ior-hard", "file")
 
     def prepare(self) -> None:
-        """Make the phase folders (rank 0) and each rank's own ones; then a barrier."""
+        """Learn every rank's node (for IOR's -C -Q and mdtest's -N shifts); make the phase
+        folders (rank 0) and each rank's own ones; then a barrier."""
+        self.hosts = list(self.ranks.allgather(socket.gethostname()))
         if self.rank == 0:
             for sub in ("ior-easy", "ior-hard", "mdtest-easy", "mdtest-hard"):
                 os.makedirs(os.path.join(self.datadir, sub), exist_ok=True)
@@ -242,7 +295,10 @@ class Io500Run:
 
     # -- the phase driver -------------------------------------------------------------------------
     def run_phase(self, name: str, group: str) -> PhaseOutcome:
-        out = PhaseOutcome(name, group)
+        from ..jobs.io500.translator import OPTIONAL, io500_command
+
+        out = PhaseOutcome(name, group, exe=io500_command(self.cfg, name, self.datadir, self.resultdir, self.timestamp),
+                           optional=name in OPTIONAL)
         if not self.cfg.runs(name):
             out.ran = False
             return out
@@ -351,7 +407,7 @@ class Io500Run:
         else:
             self._sparse(path, cap)
         run = self._io({"name": out.name, "target": [path], "rw": "write", "bs": xfer, "size": cap,
-                        "io_size": max_pairs * xfer, "time": f"{sw}s", **layout})
+                        "io_size": max_pairs * xfer, "time": f"{sw}s", **VERIFY_FILL, **NO_ENGINE_FSYNC, **layout})
         t0 += time.monotonic() - t_prep        # the preparation is not the phase's time
         res = self._run_io(run)
         errors = 0 if res["complete"] or res["stop_reason"] != "error" else 1
@@ -364,7 +420,7 @@ class Io500Run:
         if extra > 0 and not errors:
             more = self._io({"name": out.name + "-wearout", "target": [path], "rw": "write", "bs": xfer,
                              "offset": mine * per * xfer, "size": extra * per * xfer, "io_size": extra * xfer,
-                             **layout})
+                             **VERIFY_FILL, **NO_ENGINE_FSYNC, **layout})
             res2 = self._run_io(more)
             extra_bytes = res2["workers"][0]["write_bytes"]
             if not res2["complete"]:
@@ -397,7 +453,8 @@ class Io500Run:
     def _read_phase(self, out: PhaseOutcome, t0: float, hard: bool) -> None:
         from ..jobs.io500.translator import HARD_XFER
 
-        neighbour = (self.rank + 1) % self.size
+        offset = ior_rank_offset(self.hosts, 1)         # IOR -C -Q 1
+        neighbour = (self.rank + offset) % self.size
         if hard:
             pairs, xfer = self.hard_pairs, HARD_XFER
             spec = {"target": [self.hard_file], "thread_layout": "strided", "participants": self.size,
@@ -411,10 +468,15 @@ class Io500Run:
             out.error = "nothing was written to read back"
             return
         t_prep = time.monotonic()
-        run = self._io({"name": out.name, "rw": "read", "bs": xfer, **spec})
+        run = self._io({"name": out.name, "rw": "read", "bs": xfer, **(VERIFY_FILL if self.cfg.verify_reads else {}),
+                        **spec})
         t0 += time.monotonic() - t_prep
         res = self._run_io(run)
-        got = self.ranks.allgather((res["workers"][0]["read_bytes"], 0 if res["complete"] else 1, res.get("error")))
+        checked = res.get("verify") or {}
+        bad = checked.get("mismatches", 0)
+        first_bad = (checked.get("first") or [{}])[0].get("message") if bad else None
+        got = self.ranks.allgather((res["workers"][0]["read_bytes"], (0 if res["complete"] else 1) + bad,
+                                    res.get("error") or first_bad, checked.get("checked_blocks", 0), bad))
         out.seconds = self._end(t0)
         total = sum(g[0] for g in got)
         out.score = total / out.seconds / GIB
@@ -422,7 +484,9 @@ class Io500Run:
         if errors:
             out.invalid.append(f"Errors ({errors}) occured during phase in IOR. This invalidates your run.")
             out.error = next((g[2] for g in got if g[2]), "I/O error")
-        out.details = {"bytes": total, "transfer_bytes": xfer, "pairs_per_rank": pairs, "read_from": "rank + 1"}
+        out.details = {"bytes": total, "transfer_bytes": xfer, "pairs_per_rank": pairs,
+                       "verified_transfers": sum(g[3] for g in got), "mismatched_transfers": sum(g[4] for g in got),
+                       "rank_offset": offset, "read_from": [(r + offset) % self.size for r in range(self.size)]}
 
     def _ior_easy_write(self, out, t0):
         self._write_phase(out, t0, hard=False)
@@ -437,7 +501,8 @@ class Io500Run:
         self._read_phase(out, t0, hard=True)
 
     def _ior_rnd4k_easy_read(self, out: PhaseOutcome, t0: float) -> None:
-        src = (self.rank + 2) % self.size
+        offset = ior_rank_offset(self.hosts, 2)         # IOR -C -Q 2
+        src = (self.rank + offset) % self.size
         size = self.easy_pairs * self.cfg.easy_xfer // 4096 * 4096
         if size == 0:
             out.seconds = self._end(t0)
@@ -450,11 +515,19 @@ class Io500Run:
         got = self.ranks.allgather(res["workers"][0]["read_bytes"])
         out.seconds = self._end(t0)
         out.score = sum(got) / out.seconds / GIB
-        out.details = {"bytes": sum(got), "read_from": "rank + 2"}
+        out.details = {"bytes": sum(got), "rank_offset": offset,
+                       "read_from": [(r + offset) % self.size for r in range(self.size)]}
 
     # -- mdtest-like phases ------------------------------------------------------------------------
     def _meta_new(self, kind: str, files: int, prefix: str, stonewall: bool, owner: bool) -> Any:
-        """A MetaRun of this rank for mdtest-`kind` (easy: a folder per rank; hard: the shared one)."""
+        """A MetaRun of this rank for mdtest-`kind` (easy: a folder per rank; hard: the shared one),
+        kept (and cleaned up) by this rank."""
+        run = self._meta_build(kind, files, prefix, stonewall, owner)
+        self.meta.setdefault(kind, []).append(run)
+        self.meta_made.setdefault(kind, []).append({"files": files, "prefix": prefix, "stonewall": stonewall})
+        return run
+
+    def _meta_build(self, kind: str, files: int, prefix: str, stonewall: bool, owner: bool) -> Any:
         from .. import _core
         from ..jobs.io500.translator import HARD_FILE_SIZE
         from ..jobs.meta_options import resolve_meta_options
@@ -467,14 +540,54 @@ class Io500Run:
             section.update(stonewall=f"{self.cfg.stonewall_s}s", stonewall_create_only=True)
         if kind == "hard":
             section["file_size"] = HARD_FILE_SIZE
+            section["verify_read"] = self.cfg.verify_reads      # mdtest -X on mdtest-hard-read
         values = resolve_meta_options(None, section, "io500")
         spec = meta_spec(values, os.path.join(self.datadir, f"mdtest-{kind}"), rank=self.rank, shared_tree_owner=owner)
         try:
-            run = _core.MetaRun(json.dumps(spec))
+            return _core.MetaRun(json.dumps(spec))
         except _core.CoreError as e:
             raise TargetError(f"mdtest-{kind}: {_core_error(e)}") from None
-        self.meta.setdefault(kind, []).append(run)
-        return run
+
+    def _meta_visitors(self, kind: str, step: str) -> tuple[int, list[Any]]:
+        """mdtest -N 1: the rank whose files this rank visits in `step` (stat: the next rank,
+        read: two ahead, remove: three ahead, times the node stride) and runs that take over that
+        rank's files (its own runs when it is this rank). Collective."""
+        mine = [{**made, "states": run.states_json(), "next": run.next_phase}
+                for made, run in zip(self.meta_made[kind], self.meta[kind])]
+        everyone = self.ranks.allgather(mine)
+        src = (self.rank + MDTEST_SHIFTS[step] * mdtest_stride(self.hosts)) % self.size
+        if src == self.rank:
+            for run in self.meta[kind]:
+                if run.next_phase != step:      # a step in between was switched off (run = FALSE)
+                    run.adopt(run.states_json(), step)
+            return src, self.meta[kind]
+        from .. import _core
+        visitors = []
+        for made in everyone[src]:
+            run = self._meta_build(kind, made["files"], made["prefix"], made["stonewall"], owner=False)
+            try:
+                run.adopt(made["states"], step)
+            except _core.CoreError as e:
+                raise TargetError(f"mdtest-{kind}-{step}: the files of rank {src}: {_core_error(e)}") from None
+            visitors.append(run)
+        return src, visitors
+
+    def _meta_hand_back(self, kind: str, step: str, src: int, runs: list[Any]) -> None:
+        """After a visited step: every rank takes back the state of its own files from the rank
+        that visited them (so its clean-up and later steps see what is left). Collective."""
+        back = self.ranks.allgather((src, [run.states_json() for run in runs]))
+        visitor = next(r for r, (s, _) in enumerate(back) if s == self.rank)
+        if visitor == self.rank:
+            return
+        from .. import _core
+        for run, states in zip(self.meta[kind], back[visitor][1]):
+            phases = run.phases
+            after = phases[phases.index(step) + 1]
+            try:
+                run.adopt(states, after)
+            except _core.CoreError as e:
+                raise TargetError(f"mdtest-{kind}-{step}: taking back the files from rank {visitor}: "
+                                  f"{_core_error(e)}") from None
 
     def _meta_open(self, kind: str) -> Any:
         cfg = self.cfg
@@ -513,6 +626,12 @@ class Io500Run:
             self.ranks.barrier()
             t0 += time.monotonic() - t_prep
             runs = self.meta[kind]
+        src = self.rank
+        if step != "create":     # io500 runs mdtest -N 1: another rank's files are visited
+            t_prep = time.monotonic()
+            src, runs = self._meta_visitors(kind, step)
+            self.ranks.barrier()
+            t0 += time.monotonic() - t_prep
         results = [self._meta_step(run, step) for run in runs]
         first = results[0]
         wearout = 0
@@ -534,6 +653,8 @@ class Io500Run:
         got = self.ranks.allgather((ops, bool(first.get("stonewalled")), 0 if bad is None else 1,
                                     None if bad is None else bad.get("error"), wearout))
         out.seconds = self._end(t0)
+        if step != "create":
+            self._meta_hand_back(kind, step, src, runs)     # after the clock, as mdtest's own set-up
         items = sum(g[0] for g in got)
         out.score = items / out.seconds / 1000
         errors = sum(g[2] for g in got)
@@ -543,6 +664,8 @@ class Io500Run:
         if step == "create":
             out.pairs["rate-stonewall"] = f"{stonewall_items / sw_time / 1000 if sw_time > 0 else 0.0:f}"
         out.details = {"items": items, "items_per_rank": [g[0] for g in got],
+                       "files_of_rank": [(r + MDTEST_SHIFTS[step] * mdtest_stride(self.hosts)) % self.size
+                                         for r in range(self.size)] if step != "create" else list(range(self.size)),
                        "stonewalled_ranks": sum(1 for g in got if g[1]),
                        **({"wearout_items": [g[4] for g in got]} if step == "create" else {})}
 
@@ -577,15 +700,28 @@ class Io500Run:
         self.timestamp_mtime = self.ranks.bcast(os.stat(path).st_mtime if self.rank == 0 else None)
 
     def _find(self, out: PhaseOutcome, t0: float) -> None:
+        self._find_in(out, t0, "find", self.datadir, hard=True)
+
+    def _find_easy(self, out: PhaseOutcome, t0: float) -> None:
+        """The extended mode's find-easy: names matching *01* in mdtest-easy (no size, no time)."""
+        self._find_in(out, t0, "find-easy", os.path.join(self.datadir, "mdtest-easy"), hard=False)
+
+    def _find_hard(self, out: PhaseOutcome, t0: float) -> None:
+        """The extended mode's find-hard: find's criteria in mdtest-hard only."""
+        self._find_in(out, t0, "find-hard", os.path.join(self.datadir, "mdtest-hard"), hard=True)
+
+    def _find_in(self, out: PhaseOutcome, t0: float, section: str, root: str, hard: bool) -> None:
+        """pfind ROOT [-newer timestampfile -size 3901c] -name *01*, spread over the ranks."""
         from ..jobs.io500.translator import HARD_FILE_SIZE
 
-        nproc = min(self.cfg.find_nproc or self.size, self.size)
-        newer = self.timestamp_mtime if self.timestamp_mtime is not None else 0.0
-        frontier = [self.datadir]
+        nproc = min(self.cfg.ini.get(section, "nproc") or self.size, self.size)
+        newer = (self.timestamp_mtime if self.timestamp_mtime is not None else 0.0) if hard else None
+        size = HARD_FILE_SIZE if hard else None
+        frontier = [root]
         total = found = errors = 0
         while frontier:
             mine = frontier[self.rank::nproc] if self.rank < nproc else []
-            subdirs, t, f, e = find_files(mine, newer, HARD_FILE_SIZE)
+            subdirs, t, f, e = find_files(mine, newer, size)
             total, found, errors = total + t, found + f, errors + e
             frontier = sorted(d for part in self.ranks.allgather(subdirs) for d in part)
         got = self.ranks.allgather((total, found, errors))
@@ -601,9 +737,11 @@ class Io500Run:
         out.details = {"found": found, "total_files": total, "errors": sum(g[2] for g in got), "nproc": nproc}
 
     # -- the end ----------------------------------------------------------------------------------------
-    def clean_up(self) -> dict[str, Any]:
+    def clean_up(self, rank_lost: bool = False) -> dict[str, Any]:
         """Remove what the run made on this rank (the metadata runs' files, the I/O files), then
-        rank 0 the phase folders and the data folder when empty. Returns what was removed."""
+        rank 0 the phase folders and the data folder when empty. When a rank died (`rank_lost`)
+        rank 0 also removes what that rank left in the phase folders: this run made those
+        folders, so everything in them is the run's. Returns what was removed."""
         files = dirs = 0
         errors: list[str] = []
         def clean(kind: str, run) -> None:
@@ -636,6 +774,10 @@ class Io500Run:
                             os.rmdir(os.path.join(d, str(r)))
                         except OSError:
                             pass
+                if rank_lost and os.path.isdir(d):
+                    for top, subdirs, names in os.walk(d, topdown=False):
+                        files += sum(_removed(os.unlink, os.path.join(top, n), errors) for n in names)
+                        dirs += sum(_removed(os.rmdir, os.path.join(top, n), errors) for n in subdirs)
                 dirs += _removed(os.rmdir, d, errors)
         return {"files_removed": files, "dirs_removed": dirs, "errors": errors}
 
@@ -671,20 +813,28 @@ def judge(out: PhaseOutcome, cfg, dry: bool = False) -> None:
 
 
 def run_io500(translation, ranks: Ranks, argv: Sequence[str], timestamp: str | None = None,
-              progress: Callable[[str], None] | None = None, keep: bool = False) -> dict[str, Any] | None:
+              progress: Callable[[str], None] | None = None, keep: bool = False,
+              mode: str = "standard") -> dict[str, Any] | None:
     """Run io500 as `translation` (jobs/io500) describes on every rank of `ranks`; rank 0 returns
-    the result document (kind io500), the others None. Refuses an unusable data folder before
-    writing anything; a signal stops the run between or inside a phase: the phases done are kept,
-    the run is scored as incomplete and what it made is removed."""
+    the result document (kind io500), the others None. `mode` is io500's --mode: extended adds
+    its optional phases (find-easy, find-hard; md-workbench is refused unless switched off).
+    Refuses an unusable data folder before writing anything; a signal stops the run between or
+    inside a phase: the phases done are kept, the run is scored as incomplete and what it made is
+    removed."""
     from .. import __version__
     from ..document import header, now_iso
-    from ..jobs.io500.translator import PHASES, config_from_ini
+    from ..jobs.io500.translator import MODES, OPTIONAL, config_from_ini, extended_refusal, phases_of
     from ..signals import STOP
     from .environment import host_environment
 
     with open(translation.source, encoding="utf-8", errors="replace") as f:
         text = ranks.bcast(f.read() if ranks.rank == 0 else None)
     cfg = config_from_ini(text, translation.source)
+    if mode not in MODES:
+        raise UserError(f"io500 --mode {mode}: io500 has {' and '.join(MODES)}")
+    if mode == "extended" and extended_refusal(cfg):
+        raise UserError(extended_refusal(cfg))
+    PHASES = phases_of(mode)    # noqa: N806 - io500's phase table of this mode
     stamp = ranks.bcast(timestamp or time.strftime("%Y.%m.%d-%H.%M.%S") if ranks.rank == 0 else None)
     datadir = os.path.join(cfg.datadir, stamp) if cfg.timestamp_datadir else cfg.datadir
     resultdir = os.path.join(cfg.resultdir, stamp) if cfg.timestamp_resultdir else cfg.resultdir
@@ -711,7 +861,7 @@ def run_io500(translation, ranks: Ranks, argv: Sequence[str], timestamp: str | N
 
     doc: dict[str, Any] = {**header("io500", argv=argv),
                            "io500": {"version": f"storlab-{__version__}", "rules": "io500-02091cf",
-                                     "mode": "standard", "procs": ranks.size, "timestamp": stamp,
+                                     "mode": mode, "procs": ranks.size, "timestamp": stamp,
                                      "datadir": datadir, "resultdir": resultdir,
                                      "config_hash": cfg.config_hash, "stonewall_s": cfg.stonewall_s,
                                      "min_write_s": cfg.min_write_s, "run_invalid": [], "valid": True},
@@ -723,7 +873,7 @@ def run_io500(translation, ranks: Ranks, argv: Sequence[str], timestamp: str | N
     if cfg.drop_caches and os.geteuid() != 0:
         doc["warnings"].append({"code": "drop_caches", "message": "drop-caches = TRUE but storlab is not root: "
                                 "the page cache was not dropped"})
-    bench = Io500Run(cfg, ranks, datadir, resultdir, progress)
+    bench = Io500Run(cfg, ranks, datadir, resultdir, progress, timestamp=stamp)
     stopped: str | None = None
     failed_rank: str | None = None     # another rank's failure, as the communicator names it
     try:
@@ -757,7 +907,7 @@ def run_io500(translation, ranks: Ranks, argv: Sequence[str], timestamp: str | N
                 doc["cleanup"] = {"kept": True, "files_removed": 0, "dirs_removed": 0, "errors": []}
             else:
                 try:
-                    doc["cleanup"] = {"kept": False, **bench.clean_up()}
+                    doc["cleanup"] = {"kept": False, **bench.clean_up(rank_lost=failed_rank is not None)}
                 except Exception as e:   # noqa: BLE001 - reported in the document
                     doc["cleanup"] = {"kept": False, "files_removed": None, "dirs_removed": None, "errors": [str(e)]}
                 if ranks.rank == 0 and cfg.timestamp_datadir:
@@ -778,9 +928,17 @@ def run_io500(translation, ranks: Ranks, argv: Sequence[str], timestamp: str | N
         doc.update(complete=False, stop_reason="interrupted" if failed_rank and "interrupted by" in failed_rank else "error",
                    error=failed["error"] if failed_rank else f"{failed['name']}: {failed['error']}")
         doc["io500"]["run_invalid"].append(f"run stopped in {failed['name']}: {doc['error']}")
-    valid = not doc["io500"]["run_invalid"] and all(p["valid"] for p in phases) and len(done) == len(PHASES)
+    # io500: an optional phase's failure invalidates the extended score only
+    valid = not doc["io500"]["run_invalid"] and all(p["valid"] for p in phases if not p["optional"]) \
+        and all(n in done for n, _ in PHASES if n not in OPTIONAL)
     bw, md, total = calc_score([p for p in phases if p["group"]])
-    doc["score"] = {"BW": bw, "MD": md, "SCORE": total, "valid": valid, "groups": score_groups(phases)}
+    doc["score"] = {"BW": bw, "MD": md, "SCORE": total, "valid": valid,
+                    "groups": score_groups([p for p in phases if not p["optional"]])}
+    if mode == "extended":
+        xbw, xmd, xtotal = calc_score([p for p in phases if p["group"]], extended=True)
+        doc["score"]["extended"] = {"BW": xbw, "MD": xmd, "SCORE": xtotal,
+                                    "valid": valid and all(p["valid"] for p in phases) and len(done) == len(PHASES)}
     doc["io500"]["valid"] = valid
     doc["finished_at"] = now_iso()
+    doc["io500"]["end"] = _stamp()
     return doc

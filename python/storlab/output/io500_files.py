@@ -14,7 +14,7 @@ from typing import Any
 
 from ..jobs.io500.ini import hash_key_value, parse_ini
 
-__all__ = ["score_hash", "render_result", "render_summary", "write_result_files", "result_lines"]
+__all__ = ["score_hash", "extended_hash", "render_result", "render_summary", "write_result_files", "result_lines"]
 
 
 def _pair(key: str, value: str) -> str:
@@ -25,13 +25,28 @@ def score_hash(doc: dict[str, Any]) -> str:
     """io500's score hash of the document (what `io500 --verify` recomputes from result.txt)."""
     acc = hash_key_value(0, "version", doc["io500"]["version"])
     for p in doc["phases"]:
-        if p["group"]:
+        if p["group"] and not p.get("optional"):
             acc = hash_key_value(acc, p["name"], f"{p['score']:f}")
     s = doc["score"]
     acc = hash_key_value(acc, "MD", f"{s['MD']:f}")
     acc = hash_key_value(acc, "BW", f"{s['BW']:f}")
     acc = hash_key_value(acc, "SCORE", f"{s['SCORE']:f}")
     if not s["valid"]:
+        acc = hash_key_value(acc, "valid", "NO")
+    return f"{acc:X}"
+
+
+def extended_hash(doc: dict[str, Any]) -> str:
+    """io500's hash of the extended score ([SCOREX]): the optional phases' scores, then MD, BW and
+    SCORE of the extended means, and `valid = NO` for an invalid extended run (no version)."""
+    acc = 0
+    for p in doc["phases"]:
+        if p["group"] and p.get("optional"):
+            acc = hash_key_value(acc, p["name"], f"{p['score']:f}")
+    x = doc["score"]["extended"]
+    for key in ("MD", "BW", "SCORE"):
+        acc = hash_key_value(acc, key, f"{x[key]:f}")
+    if not x["valid"]:
         acc = hash_key_value(acc, "valid", "NO")
     return f"{acc:X}"
 
@@ -46,6 +61,10 @@ def result_lines(doc: dict[str, Any]) -> list[str]:
     s = doc["score"]
     bad = "" if s["valid"] else " [INVALID]"
     lines.append(f"[SCORE ] Bandwidth {s['BW']:f} GiB/s : IOPS {s['MD']:f} kiops : TOTAL {s['SCORE']:f}{bad}")
+    if "extended" in s:
+        x = s["extended"]
+        bad = "" if x["valid"] else " [INVALID]"
+        lines.append(f"[SCOREX] Bandwidth {x['BW']:f} GiB/s : IOPS {x['MD']:f} kiops : TOTAL {x['SCORE']:f}{bad}")
     return lines
 
 
@@ -77,6 +96,11 @@ def render_result(doc: dict[str, Any]) -> str:
     out += ["", "[SCORE]", _pair("MD", f"{s['MD']:f}"), _pair("BW", f"{s['BW']:f}"),
             _pair("SCORE", f"{s['SCORE']:f}" + ("" if s["valid"] else " [INVALID]")),
             _pair("hash", score_hash(doc))]
+    if "extended" in s:
+        x = s["extended"]
+        out += ["", "[SCOREX]", _pair("MD", f"{x['MD']:f}"), _pair("BW", f"{x['BW']:f}"),
+                _pair("SCORE", f"{x['SCORE']:f}" + ("" if x["valid"] else " [INVALID]")), _pair("hash", extended_hash(doc))]
+    out.append(f"; END {doc['io500'].get('end', '')}")
     return "\n".join(out) + "\n"
 
 

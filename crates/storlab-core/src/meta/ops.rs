@@ -202,7 +202,10 @@ pub fn stat(dir: RawFd, path: &CStr, size: u64) -> OpResult<()> {
 
 /// Open a file read-only, read `size` bytes into `buf` (in pieces of at most its length), close.
 #[inline(always)]
-pub fn read(dir: RawFd, path: &CStr, buf: &mut [u8], size: u64) -> OpResult<()> {
+/// Open, read `size` bytes, close; with `expect` (the data create wrote, repeated from byte 0 of
+/// the file), every byte read is compared with it and the first difference fails the read
+/// (mdtest -X).
+pub fn read(dir: RawFd, path: &CStr, buf: &mut [u8], size: u64, expect: Option<&[u8]>) -> OpResult<()> {
     // SAFETY: NUL-terminated path; plain system call.
     let fd = unsafe { libc::openat(dir, path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
     if fd < 0 {
@@ -225,6 +228,15 @@ pub fn read(dir: RawFd, path: &CStr, buf: &mut [u8], size: u64) -> OpResult<()> 
             // SAFETY: fd is open.
             unsafe { libc::close(fd) };
             return Err(e);
+        }
+        if let Some(data) = expect.filter(|d| !d.is_empty()) {
+            let at = size - left;
+            if let Some(i) = (0..r as usize).find(|&i| buf[i] != data[((at + i as u64) % data.len() as u64) as usize]) {
+                // SAFETY: fd is open.
+                unsafe { libc::close(fd) };
+                let msg = format!("byte {} differs from what create wrote (mdtest -X verification)", at + i as u64);
+                return Err(OpError { step: "verify", err: io::Error::new(io::ErrorKind::InvalidData, msg) });
+            }
         }
         left -= r as u64;
     }
@@ -263,8 +275,8 @@ mod tests {
         let e = stat(d.fd(), &a, 10).unwrap_err();
         assert!(e.err.to_string().contains("expected a regular file of 10 bytes"), "{}", e.err);
         let mut buf = vec![0u8; 64];
-        read(d.fd(), &a, &mut buf, 2500).unwrap();
-        let e = read(d.fd(), &a, &mut buf, 2600).unwrap_err();
+        read(d.fd(), &a, &mut buf, 2500, None).unwrap();
+        let e = read(d.fd(), &a, &mut buf, 2600, None).unwrap_err();
         assert_eq!(e.step, "read");
         assert!(e.err.to_string().contains("100 bytes short"), "{}", e.err);
         let e = create(d.fd(), &a, &data, 0, None).unwrap_err();

@@ -61,6 +61,29 @@ impl MetaRun {
         &self.states
     }
 
+    /// Take over what a run with the same spec in another process left (each worker's state, as
+    /// `states` gives it there) and run `next` next: a process then stats, reads or removes files
+    /// another one created (mdtest -N, the neighbour shift io500 uses). `next` must be one of the
+    /// spec's phases after create; the states must fit the spec.
+    pub fn adopt(&mut self, states: Vec<WorkerState>, next: MetaPhase) -> Result<()> {
+        if states.len() != self.states.len() {
+            return Err(Error::spec(format!("meta adopt: {} worker states for a run of {} workers", states.len(), self.states.len())));
+        }
+        let at = self.spec.phases.iter().position(|p| *p == next).ok_or_else(|| {
+            Error::spec(format!("meta adopt: {} is not one of this run's phases", next.name()))
+        })?;
+        if matches!(next, MetaPhase::Mkdir | MetaPhase::Create) {
+            return Err(Error::spec(format!("meta adopt: a run can be taken over after create, not at {}", next.name())));
+        }
+        let dirs = self.shape.total_dirs();
+        if let Some(bad) = states.iter().find(|s| s.created > self.spec.files || s.renamed > s.created || s.removed > s.created || s.dirs > dirs) {
+            return Err(Error::spec(format!("meta adopt: a worker state does not fit the spec: {bad:?}")));
+        }
+        self.states = states;
+        self.next = at;
+        Ok(())
+    }
+
     /// Run no further phases (after an error or an interrupt).
     pub fn stop(&mut self) {
         self.next = self.spec.phases.len();

@@ -150,6 +150,8 @@ pub struct MetaSpec {
     pub keep: bool,
     /// Seed of the random stat/read order.
     pub seed: u64,
+    /// read compares every byte with what create wrote; a difference fails the read (mdtest -X).
+    pub verify_read: bool,
     /// Prefix of every file name and per-worker tree name (rank-unique under MPI, e.g. "r3.").
     pub name_prefix: String,
     /// Whether this process makes and removes the shared tree (only one MPI rank does).
@@ -174,6 +176,7 @@ impl Default for MetaSpec {
             phases: MetaPhase::ALL.to_vec(),
             keep: false,
             seed: 0x5EED,
+            verify_read: false,
             name_prefix: String::new(),
             shared_tree_owner: true,
         }

@@ -368,3 +368,54 @@ fn a_phase_is_timed_from_the_release_of_its_workers_not_from_their_set_up() {
         assert!(r.start_unix_s > 0.0);
     }
 }
+
+#[test]
+fn a_second_run_adopts_the_files_another_made_and_carries_on_from_there() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = spec(tmp.path(), serde_json::json!({"files": 20, "file_size": 100, "name_prefix": "r1.",
+                                               "phases": ["mkdir", "create", "stat", "read", "remove", "rmdir"]}));
+    let mut maker = MetaRun::new(s.clone()).unwrap();
+    step(&mut maker);
+    step(&mut maker);
+    // another process's run of the same spec takes the files over and stats, reads, removes them
+    let mut visitor = MetaRun::new(s.clone()).unwrap();
+    assert!(visitor.adopt(vec![WorkerState::default(); 2], MetaPhase::Stat).is_err(), "worker count");
+    assert!(visitor.adopt(maker.states().to_vec(), MetaPhase::Create).is_err(), "create cannot be adopted");
+    let too_many = vec![WorkerState { created: 21, ..maker.states()[0].clone() }];
+    assert!(visitor.adopt(too_many, MetaPhase::Stat).is_err(), "more files than the spec");
+    visitor.adopt(maker.states().to_vec(), MetaPhase::Stat).unwrap();
+    assert_eq!(visitor.next_phase(), Some(MetaPhase::Stat));
+    let r = step(&mut visitor);
+    assert_eq!((r.name, r.ops), ("stat", 20));
+    let r = step(&mut visitor);
+    assert_eq!((r.name, r.ops, r.bytes), ("read", 20, 2000));
+    // the maker takes the state back and removes them
+    maker.adopt(visitor.states().to_vec(), MetaPhase::Remove).unwrap();
+    assert_eq!(step(&mut maker).ops, 20);
+    step(&mut maker);
+    assert_eq!(tree(tmp.path()), (BTreeMap::new(), vec![]));
+}
+
+#[test]
+fn verify_read_fails_a_file_whose_data_changed_and_passes_the_others() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = spec(tmp.path(), serde_json::json!({"files": 5, "file_size": 3901, "verify_read": true,
+                                               "phases": ["mkdir", "create", "read", "remove", "rmdir"]}));
+    let mut run = MetaRun::new(s.clone()).unwrap();
+    step(&mut run);
+    step(&mut run);
+    let r = step(&mut run);
+    assert!(r.complete && r.ops == 5, "{r:?}");
+    // one byte of the fourth file changed: a second read fails there, naming the file and the byte
+    let path = tmp.path().join("w0/f0.3");
+    let mut data = std::fs::read(&path).unwrap();
+    data[2000] ^= 1;
+    std::fs::write(&path, &data).unwrap();
+    let mut again = MetaRun::new(s).unwrap();
+    again.adopt(run.states().to_vec(), MetaPhase::Read).unwrap();
+    let r = step(&mut again);
+    assert!(!r.complete && r.ops == 3, "{r:?}");
+    let msg = format!("{r:?}");
+    assert!(msg.contains("f0.3") && msg.contains("byte 2000 differs"), "{msg}");
+    run.cleanup().unwrap();
+}

@@ -214,6 +214,9 @@ pub fn run(ctx: &PhaseCtx<'_>, w: usize, st: &mut WorkerState) -> (WorkerPhase, 
         MetaPhase::Create | MetaPhase::Read if chunk > 0 => data_buffer(chunk, spec.seed ^ w as u64),
         _ => Vec::new(),
     };
+    // verify_read: what create wrote, which every read is compared with (a run of the same spec in
+    // another process writes the same data, so a rank visiting another's files checks them too)
+    let expect = (phase == MetaPhase::Read && spec.verify_read).then(|| data.clone());
     let (stem_f, stem_r) = names::stems(spec, w);
     let (mut name, mut name2) = (NameBuf::new(), NameBuf::new());
     let mut out = WorkerPhase {
@@ -321,7 +324,7 @@ pub fn run(ctx: &PhaseCtx<'_>, w: usize, st: &mut WorkerState) -> (WorkerPhase, 
                 let stem = if i < st.renamed { &stem_r } else { &stem_f };
                 let p = name.file(shape, stem, i);
                 timed!(
-                    if is_read { ops::read(dir, p, &mut data, size) } else { ops::stat(dir, p, size) },
+                    if is_read { ops::read(dir, p, &mut data, size, expect.as_deref()) } else { ops::stat(dir, p, size) },
                     full_path(spec, &format!("{root_name}/{}", name.text())),
                     if is_read { out.bytes += size }
                 );

@@ -5,14 +5,14 @@ one storlab phase per io500 phase, in io500's order, with the exact parameters i
 mdtest and pfind (src/phase_*.c of io500 02091cf):
 
 - ior-easy-write/read: a file per rank (`files = "per_thread"`: ior_file_easy.N), transfers of
-  transferSize (2 MiB), blockSize per rank, fsync at close (IOR -e); read back by the next rank
-  (IOR -C -Q 1);
+  transferSize (2 MiB), blockSize per rank, fsync at close (IOR -e); read back as IOR -C -Q 1
+  places it (one node further; on one node by the writing rank itself);
 - mdtest-easy: n empty files per rank, each rank in its own folder (mdtest -u -L -F);
 - ior-hard-write/read: one shared file, 47,008-byte transfers and blocks,
   segmentCount segments interleaved over the ranks (IOR -t 47008 -b 47008 -s N), fsync at close;
 - mdtest-hard: n files of 3,901 bytes per rank in one shared folder (mdtest -w 3901 -e 3901);
 - find: names matching *01*, size 3901c, newer than the timestamp file;
-- ior-rnd4K-easy-read: 4 KiB random reads of the ior-easy files of the rank two ahead.
+- ior-rnd4K-easy-read: 4 KiB random reads of the ior-easy files (IOR -C -Q 2).
 
 The write phases are time-limited by the stonewall ([debug] stonewall-time). `storlab io500`
 runs these phases itself (measure/io500.py): it interleaves the two mdtest runs in io500's
@@ -32,6 +32,7 @@ from ..translation import Mapped, Refusal, Translation, sha256_of
 from .ini import SECTIONS, IniError, IniFile, config_hash, parse_ini
 
 __all__ = ["FORMAT", "translate", "translate_text", "ior_size", "PHASES", "SCORED", "Io500Config",
+           "PHASES_EXTENDED", "OPTIONAL", "MODES", "phases_of", "extended_refusal", "io500_command",
            "config_from_ini", "STONEWALL_RULE_S", "STONEWALL_SCC_S", "HARD_XFER", "HARD_FILE_SIZE"]
 
 FORMAT = "io500"
@@ -50,10 +51,41 @@ PHASES: tuple[tuple[str, str], ...] = (
     ("mdtest-hard-delete", "MD"), ("ior-rnd4K-easy-read", ""),
 )
 SCORED = tuple(name for name, group in PHASES if group)
+# the extended mode's optional phases (io500 --mode=extended, IO500_PHASE_FLAG_OPTIONAL), scored only in
+# [SCOREX]; and all phases of that mode in io500's order
+OPTIONAL = {"mdworkbench-create": "", "find-easy": "MD", "find-hard": "MD", "mdworkbench-bench": "MD",
+            "mdworkbench-delete": ""}
+PHASES_EXTENDED: tuple[tuple[str, str], ...] = (
+    ("ior-easy-write", "BW"), ("mdtest-easy-write", "MD"), ("mdworkbench-create", ""), ("timestamp", ""),
+    ("find-easy", "MD"), ("ior-hard-write", "BW"), ("mdtest-hard-write", "MD"), ("find", "MD"),
+    ("find-hard", "MD"), ("mdworkbench-bench", "MD"), ("ior-easy-read", "BW"), ("mdtest-easy-stat", "MD"),
+    ("ior-hard-read", "BW"), ("mdtest-hard-stat", "MD"), ("mdworkbench-delete", ""), ("mdtest-easy-delete", "MD"),
+    ("mdtest-hard-read", "MD"), ("mdtest-hard-delete", "MD"), ("ior-rnd4K-easy-read", ""),
+)
+MODES = ("standard", "extended")
+# the extended phases storlab does not run: md-workbench is not built in
+NOT_BUILT_IN = ("mdworkbench-create", "mdworkbench-bench", "mdworkbench-delete")
+
+
+def phases_of(mode: str) -> tuple[tuple[str, str], ...]:
+    """The phases io500 runs in `mode` (standard or extended), in its order, with their groups."""
+    return PHASES_EXTENDED if mode == "extended" else PHASES
+
+
+def extended_refusal(cfg: "Io500Config") -> str | None:
+    """Why storlab cannot run io500's extended mode with this .ini (None when it can): the
+    md-workbench phases it would run, named in one line."""
+    on = [name for name in NOT_BUILT_IN if cfg.runs(name)]
+    if not on:
+        return None
+    return (f"io500 --mode extended: {', '.join(on)}: md-workbench is not built in; set run = FALSE in "
+            "[mdworkbench] to run the other extended phases (find-easy, find-hard); a phase switched off "
+            "scores 0 and invalidates the extended score, as in io500")
 WRITE_PHASES = ("ior-easy-write", "mdtest-easy-write", "ior-hard-write", "mdtest-hard-write")
 # which [dummy] section's `run` also switches a phase off
 _PARENT = {"ior-easy-write": "ior-easy", "ior-easy-read": "ior-easy", "ior-rnd4K-easy-read": "ior-easy",
            "ior-hard-write": "ior-hard", "ior-hard-read": "ior-hard",
+           "mdworkbench-create": "mdworkbench", "mdworkbench-bench": "mdworkbench", "mdworkbench-delete": "mdworkbench",
            "mdtest-easy-write": "mdtest-easy", "mdtest-easy-stat": "mdtest-easy", "mdtest-easy-delete": "mdtest-easy",
            "mdtest-hard-write": "mdtest-hard", "mdtest-hard-stat": "mdtest-hard", "mdtest-hard-read": "mdtest-hard",
            "mdtest-hard-delete": "mdtest-hard"}
@@ -96,6 +128,9 @@ class Io500Config:
         self.md_easy_n: int = ini.get("mdtest-easy", "n")
         self.md_hard_n: int = ini.get("mdtest-hard", "n")
         self.find_nproc: int | None = ini.get("find", "nproc")
+        # io500 always verifies what it reads back (IOR -R on ior-easy/hard-read, mdtest -X on
+        # mdtest-hard-read); no key of its .ini turns that off
+        self.verify_reads: bool = True
         self.config_hash: str = config_hash(ini)
 
     def runs(self, phase: str) -> bool:
@@ -177,7 +212,8 @@ def translate_text(text: str, source: str = "<text>", sha256: str | None = None)
             if ini.is_set(section, key.name):
                 mapped.append(Mapped(f"{section}.{key.name}", ini.get(section, key.name), "", "accepted",
                                      ini.line(section, key.name),
-                                     "a phase of io500's extended mode; storlab io500 runs the standard mode"))
+                                     "a phase of io500's extended mode (storlab io500 --mode extended runs "
+                                     "find-easy and find-hard; md-workbench is not built in)"))
     if refused:
         line, key, value, reason = refused[0]
         raise Refusal(FORMAT, source, line, key, value, reason,
@@ -200,7 +236,8 @@ def translate_text(text: str, source: str = "<text>", sha256: str | None = None)
     record("global", "scc", f"validity needs write phases of at least {cfg.min_write_s} s")
     mapped.append(Mapped("global.dataPacketType", cfg.data_packet_type, "", "accepted" if ini.is_set("global", "dataPacketType")
                          else "chosen", ini.line("global", "dataPacketType"),
-                         "storlab writes its own incompressible data; reads are not checked against it (IOR -R is)"))
+                         "storlab writes its own seeded incompressible fill (verify = fill) and compares every byte "
+                         "read back with it, as IOR -R compares with its pattern"))
     for key in ("verbosity",):
         if ini.is_set("global", key):
             mapped.append(Mapped(f"global.{key}", ini.get("global", key), "", "accepted", ini.line("global", key),
@@ -240,8 +277,10 @@ def translate_text(text: str, source: str = "<text>", sha256: str | None = None)
         "finishes as many transfers/files as the rank that did most (IOR/mdtest wear-out)",
         "`storlab io500` interleaves the mdtest phases in io500's order; this job file runs each "
         "mdtest's phases back to back in one meta phase",
-        "reads are done by the neighbour rank (IOR -C -Q 1); ior-rnd4K-easy-read by the rank two ahead",
-        "io500 verifies read data (IOR -R, mdtest -X); storlab reads without checking",
+        "reads are shifted as io500's IOR -C -Q 1 / -Q 2 and mdtest -N 1 shift them (a node for IOR, "
+        "one rank per mdtest phase)",
+        "reads are verified as io500 verifies them: ior-easy/hard-read compare every byte with the fill "
+        "written (verify = fill, IOR -R), mdtest-hard-read every file's 3901 bytes (verify_read, mdtest -X)",
     ]
     if sw < cfg.min_write_s:
         notes.append(f"stonewall-time {sw} s != {cfg.min_write_s} s: the run is marked invalid, as io500 marks it")
@@ -251,6 +290,10 @@ def translate_text(text: str, source: str = "<text>", sha256: str | None = None)
                        mapped=mapped, notes=notes,
                        details={"config_hash": cfg.config_hash, "stonewall_s": sw,
                                 "phases": [n for n, _ in PHASES if cfg.runs(n)]})
+
+
+# IOR -R: one seeded fill written, every byte read compared with it (no read-back after writing)
+_FILL = {"verify": "fill", "verify_readback": False}
 
 
 def _job(cfg: Io500Config) -> dict[str, Any]:
@@ -263,7 +306,7 @@ def _job(cfg: Io500Config) -> dict[str, Any]:
     phases: list[dict[str, Any]] = []
     if cfg.runs("ior-easy-write"):
         phases.append({"name": "ior-easy-write", **easy, "rw": "write", "bs": cfg.easy_xfer,
-                       "size": cfg.easy_block, "time": sw, "fsync_end": True})
+                       "size": cfg.easy_block, "time": sw, "fsync_end": True, **_FILL})
     if cfg.runs("mdtest-easy-write"):
         phases.append({"name": "mdtest-easy", "type": "meta", "target": d,
                        "files": cfg.md_easy_n, "dir": "unique", "stonewall": sw,
@@ -271,18 +314,102 @@ def _job(cfg: Io500Config) -> dict[str, Any]:
     if cfg.runs("ior-hard-write"):
         phases.append({"name": "ior-hard-write", "target": [hard], "rw": "write", "bs": HARD_XFER,
                        "thread_layout": "strided", "size": HARD_XFER * cfg.hard_segments, "time": sw,
-                       "fsync_end": True})
+                       "fsync_end": True, **_FILL})
     if cfg.runs("mdtest-hard-write"):
         phases.append({"name": "mdtest-hard", "type": "meta", "target": d,
                        "files": cfg.md_hard_n, "dir": "shared", "file_size": HARD_FILE_SIZE, "stonewall": sw,
+                       "verify_read": cfg.verify_reads,
                        "phases": "create,stat,read,remove,rmdir", })
     if cfg.runs("ior-easy-read"):
         phases.append({"name": "ior-easy-read", **easy, "rw": "read", "bs": cfg.easy_xfer,
-                       "size": cfg.easy_block})
+                       "size": cfg.easy_block, **_FILL})
     if cfg.runs("ior-hard-read"):
         phases.append({"name": "ior-hard-read", "target": [hard], "rw": "read", "bs": HARD_XFER,
-                       "thread_layout": "strided", "size": HARD_XFER * cfg.hard_segments})
+                       "thread_layout": "strided", "size": HARD_XFER * cfg.hard_segments, **_FILL})
     if cfg.runs("ior-rnd4K-easy-read"):
         phases.append({"name": "ior-rnd4K-easy-read", **easy, "rw": "randread", "bs": RND4K,
                        "size": cfg.easy_block, "time": sw})
     return {"reorder": 1, "phase": phases}
+
+
+# -- io500's command lines (result.txt's `exe`) ------------------------------------------------------
+def _phase_number(name: str, timestamp: str) -> int:
+    """io500's u_phase_unique_random_number: its hash of the phase name then the timestamp, as the
+    signed int `%d` prints (4711 when the hash is 0 or -1)."""
+    from .ini import io500_hash
+
+    h = io500_hash(timestamp, io500_hash(name))
+    if h in (0, 0xFFFFFFFF):
+        return 4711
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _api(cfg: Io500Config, section: str, parent: str) -> list[str]:
+    """`-a API [--api.options]`: the phase's API, else its parent section's, else [global] api."""
+    value = cfg.ini.get(section, "API") or cfg.ini.get(parent, "API") or cfg.ini.get("global", "api")
+    return ["-a", *value.split()]
+
+
+def io500_command(cfg: Io500Config, phase: str, datadir: str, resultdir: str, timestamp: str) -> str | None:
+    """The command line io500 02091cf runs for `phase` (its `exe` line in result.txt): the IOR,
+    mdtest or pfind arguments src/phase_*.c build, flattened with spaces. None for timestamp."""
+    ini, sw, packet = cfg.ini, cfg.stonewall_s, f"--dataPacketType={cfg.data_packet_type}"
+    gpu = ini.get("global", "io-buffers-on-gpu")
+    if phase.startswith("ior-easy") or phase == "ior-rnd4K-easy-read":
+        std = phase != "ior-rnd4K-easy-read"
+        a = ["./ior", packet, *["-v"] * (ini.get("ior-easy", "verbosity") or 0),
+             *(["-O", "allocateBufferOnGPU=1"] if gpu else []),
+             "-g", "-G", str(_phase_number("ior-easy", timestamp)), "-k", "-e", "-o", f"{datadir}/ior-easy/ior_file_easy"]
+        if std:
+            a += ["-C", "-Q", "1", "-O", f"stoneWallingStatusFile={resultdir}/ior-easy.stonewall",
+                  "-t", ini.get("ior-easy", "transferSize"), "-b", ini.get("ior-easy", "blockSize")]
+        a += ["-u"] if cfg.easy_unique_dir else []
+        a += ["-F"] if cfg.easy_file_per_proc else []
+        csv = ["-O", f"saveRankPerformanceDetailsCSV={resultdir}/{phase}.csv"]
+        if phase == "ior-easy-write":
+            a += ["-w", "-D", str(sw), "-O", "stoneWallingWearOut=1", *_api(cfg, phase, "ior-easy"), *csv]
+        elif phase == "ior-easy-read":
+            a += ["-r", "-R", *_api(cfg, phase, "ior-easy"), *csv]
+        else:
+            a += ["-r", "-D", str(sw), "-z", "-z", *_api(cfg, phase, "ior-easy"), *csv, "-t=4096", "-b=4096",
+                  "-s=10000000", "-O", "stoneWallingWearOut=1"]
+            a += ["-C", "-Q", "2"] if cfg.easy_file_per_proc else []
+    elif phase.startswith("ior-hard"):
+        a = ["./ior", packet, *["-v"] * (ini.get("ior-hard", "verbosity") or 0),
+             *(["-O", "allocateBufferOnGPU=1"] if gpu else []),
+             "-C", "-Q", "1", "-g", f"-G={_phase_number('ior-hard', timestamp)}", "-k", "-e",
+             "-o", f"{datadir}/ior-hard/file", "-O", f"stoneWallingStatusFile={resultdir}/ior-hard.stonewall",
+             "-t", str(HARD_XFER), "-b", str(HARD_XFER), "-s", str(cfg.hard_segments)]
+        collective = ["-c"] if (ini.get(phase, "collective") or ini.get("ior-hard", "collective")) else []
+        csv = ["-O", f"saveRankPerformanceDetailsCSV={resultdir}/{phase}.csv"]
+        if phase == "ior-hard-write":
+            a += ["-w", *collective, "-D", str(sw), *_api(cfg, phase, "ior-hard"), *csv, "-O", "stoneWallingWearOut=1"]
+        else:
+            a += ["-r", "-R", *collective, *_api(cfg, phase, "ior-hard"), *csv]
+    elif phase.startswith("mdtest-"):
+        kind = phase.split("-")[1]
+        a = ["./mdtest", packet, *(["--allocateBufferOnGPU"] if gpu else [])]
+        if kind == "easy":
+            a += ["-n", str(cfg.md_easy_n), "-u", "-L", "-F", "-P", "-G", str(_phase_number("mdtest-easy", timestamp))]
+        else:
+            per_dir = ini.get("mdtest-hard", "files-per-dir")
+            a += ["-n", str(cfg.md_hard_n), *([f"-I={per_dir}"] if per_dir else []), "-t", "-w", str(HARD_FILE_SIZE),
+                  "-e", str(HARD_FILE_SIZE), "-P", f"-G={_phase_number('mdtest-hard', timestamp)}"]
+        a += ["-N", "1", *(["-F"] if kind == "hard" else []), "-d", f"{datadir}/mdtest-{kind}",
+              "-x", f"{resultdir}/mdtest-{kind}.stonewall"]
+        step = phase.split("-")[2]
+        per_dir_off = kind == "hard" and ini.get("mdtest-hard", "files-per-dir")
+        a += {"write": ["-C", "-Y", *([] if per_dir_off else ["-W", str(sw)])], "stat": ["-T"], "read": ["-E", "-X"],
+              "delete": ["-r"]}[step]
+        a += [f"--saveRankPerformanceDetails={resultdir}/{phase}.csv", *_api(cfg, phase, f"mdtest-{kind}")]
+    elif phase in ("find", "find-easy", "find-hard"):
+        newer = ["-newer", f"{resultdir}/timestampfile", "-size", f"{HARD_FILE_SIZE}c"]
+        a = {"find": ["./pfind", datadir, *newer], "find-easy": ["./pfind", f"{datadir}/mdtest-easy/"],
+             "find-hard": ["./pfind", f"{datadir}/mdtest-hard/", *newer]}[phase]
+        a += ["-name", "*01*", "-C"]
+        a += ["-N"] if ini.get(phase, "pfind-steal-next") else []
+        a += ["-H", "1"] if ini.get(phase, "pfind-parallelize-single-dir-access-using-hashing") else []
+        a += ["-q", str(ini.get(phase, "pfind-queue-length"))]
+    else:
+        return None
+    return " ".join(a)

@@ -25,6 +25,7 @@ tree and back down, so no message is left unmatched when MPI is finalised.
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from dataclasses import dataclass
@@ -178,8 +179,21 @@ class Liveness:
         self._forwarded: set[tuple[int, bool]] = set()
         self._closing = False
         self._stop = threading.Event()
+        # MPICH's mpiexec -disable-auto-cleanup tells the surviving processes with SIGUSR1 that a
+        # process of the job ended abnormally (without, it SIGKILLs them all): from then on a peer
+        # silent for a few heartbeats is dead, not only after the whole timeout
+        self._notice_at: float | None = None
+        if threading.current_thread() is threading.main_thread():
+            try:
+                signal.signal(signal.SIGUSR1, self._failure_notice)
+            except (ValueError, OSError):
+                pass
         self._thread = threading.Thread(target=self._loop, name="storlab-mpi-liveness", daemon=True)
         self._thread.start()
+
+    def _failure_notice(self, signo, frame) -> None:   # noqa: ARG002 - a signal handler's signature
+        """The launcher's notice that a process of the job died: only a time is set (signal-safe)."""
+        self._notice_at = time.monotonic()
 
     # -- called from the main thread ------------------------------------------------------------
     def who(self, rank: int) -> str:
@@ -281,11 +295,16 @@ class Liveness:
                 self._flood(origin, message, gone, src)
 
     def _check(self, now: float) -> None:
+        # after the launcher's failure notice: silent for 3 heartbeats since the notice is dead
+        noticed = self._notice_at is not None and now - self._notice_at > 3 * self.interval_s
+        limit = min(self.timeout_s, 3 * self.interval_s) if noticed else self.timeout_s
         for r, p in list(self._peers.items()):
-            if p.dead or p.bye or now - p.last_seen <= self.timeout_s:
+            if p.dead or p.bye or now - p.last_seen <= limit:
                 continue
-            failure = RankFailure(r, f"{self.who(r)} stopped responding: no sign of life for "
-                                     f"{self.timeout_s:g} s (killed, or its node is down)")
+            why = (f"died: mpiexec reported a process of the job ended, and it has been silent for "
+                   f"{now - p.last_seen:.0f} s" if noticed and limit < self.timeout_s else
+                   f"stopped responding: no sign of life for {self.timeout_s:g} s (killed, or its node is down)")
+            failure = RankFailure(r, f"{self.who(r)} {why}")
             if self.failure is None:
                 self.failure = failure
             self._flood(r, failure.args[0], True, None)
