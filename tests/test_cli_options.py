@@ -87,7 +87,7 @@ def test_every_argument_of_every_command_is_a_table_row():
 # --accelerators: the accelerators workload emulates (per process), and those plan perf / recommend
 # --workload predict for: the same count, said for each
 SAME_NAME_OWN_HELP = {"--seed", "--threads", "--target", "--ranks", "--scale", "--list", "--rw", "--qd", "--request",
-                      "--accelerators"}
+                      "--accelerators", "--mode"}
 
 
 def test_one_flag_name_has_one_meaning_across_commands():
