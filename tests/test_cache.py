@@ -184,3 +184,16 @@ def test_block_device_buffers_are_flushed_with_blkflsbuf(loop_device):
 def test_a_nonexistent_target_is_recorded_not_dropped(tmp_path):
     rec = cache.invalidate_target(str(tmp_path / "missing"))
     assert rec["method"] == "none" and rec["reason"].startswith("cannot stat")
+
+
+def test_a_read_rate_no_memory_copy_reaches_is_judged_without_the_memory_copy_probe(monkeypatch):
+    def probe():
+        raise AssertionError("the 128 MiB memory-copy probe ran")
+    monkeypatch.setattr(cache, "memcpy_rate_bytes", probe)
+    # 400 MB/s per thread, 20 us median: a device's figure, judged without probing
+    assert cache.likely_cached(800e6, 2, None, 20_000) is None
+    # 3 GB/s per thread could be a page-cache copy: only then is the host's copy rate measured
+    monkeypatch.setattr(cache, "memcpy_rate_bytes", lambda: 4e9)
+    assert "memory-copy rate" in cache.likely_cached(3e9, 1, None, 20_000)
+    monkeypatch.setattr(cache, "memcpy_rate_bytes", lambda: 10e9)
+    assert cache.likely_cached(3e9, 1, None, 20_000) is None

@@ -51,6 +51,9 @@ COLD_FRACTION = 0.01
 
 PAGE = mmap.PAGESIZE
 MEMCPY_PROBE_BYTES = 64 << 20
+# single-thread memory-copy rates of current servers and laptops are well above this (bytes/s): a
+# per-thread read rate under half of it is no page-cache copy, and the 128 MiB probe is skipped
+MEMCPY_FLOOR_BYTES = 2e9
 _memcpy_rate: float | None = None
 
 
@@ -257,6 +260,8 @@ def likely_cached(bw_bytes: float, threads: int, ceiling_bytes: float | None,
         return (f"half the reads completed within {p50_read_latency_ns / 1000:.1f} us, faster than any "
                 f"storage device answers ({DEVICE_MIN_READ_LATENCY_NS / 1000:.0f} us)")
     per_thread = bw_bytes / max(threads, 1)
+    if per_thread <= 0.5 * MEMCPY_FLOOR_BYTES:
+        return None     # under half of any host's copy rate: no need to measure this host's
     rate = memcpy_rate_bytes()
     if per_thread > 0.5 * rate:
         return (f"{per_thread / 1e6:,.0f} MB/s per thread is more than half this host's memory-copy "
