@@ -271,10 +271,13 @@ class Testbed:
 
     def run_storlab(self, args: list[str], timeout_s: float = 600) -> dict:
         """`python -m storlab.cli.main run ARGS --json OUT --no-store` in the cgroup; the document."""
-        out = self.workdir / f"run-{len(self.children)}.json"
+        return self.storlab_command(["run", *args], timeout_s)
+
+    def storlab_command(self, argv: list[str], timeout_s: float = 600) -> dict:
+        """`python -m storlab.cli.main ARGV --json OUT --no-store --quiet` in the cgroup; the document."""
+        out = self.workdir / f"{argv[0]}-{len(self.children)}.json"
         env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "python"))
-        cmd = [sys.executable, "-m", "storlab.cli.main", "run", *args, "--json", str(out), "--no-store",
-               "--quiet"]
+        cmd = [sys.executable, "-m", "storlab.cli.main", *argv, "--json", str(out), "--no-store", "--quiet"]
         child = self.popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             _, err = child.communicate(timeout=timeout_s)
@@ -283,7 +286,7 @@ class Testbed:
                 child.kill()
                 child.wait()
         if child.returncode != 0:
-            raise TestbedError(f"storlab run {' '.join(args)}: exit {child.returncode}: {err.strip()[-400:]}")
+            raise TestbedError(f"storlab {' '.join(argv)}: exit {child.returncode}: {err.strip()[-400:]}")
         return json.loads(out.read_text())
 
 

@@ -71,19 +71,7 @@ def _env() -> dict[str, str]:
 
 def measure_fed(bed: Testbed, job: str, max_accelerators: int, timeout_s: float = 600) -> dict:
     """`storlab workload JOB --search` inside the throttle; the result document (its `search`)."""
-    out = bed.workdir / f"search-{len(bed.children)}.json"
-    child = bed.popen([sys.executable, "-m", "storlab", "workload", job, "--search", "--max-accelerators",
-                       str(max_accelerators), "--json", str(out), "--no-store", "--quiet"],
-                      env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        _, err = child.communicate(timeout=timeout_s)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-    if child.returncode != 0:
-        raise TestbedError(f"storlab workload {job} --search: exit {child.returncode}: {err.strip()[-400:]}")
-    return json.loads(out.read_text())
+    return bed.storlab_command(["workload", job, "--search", "--max-accelerators", str(max_accelerators)], timeout_s)
 
 
 def predict_fed(job: str, stack: str, profile: str, max_accelerators: int, *extra: str) -> dict:
