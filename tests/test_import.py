@@ -364,3 +364,12 @@ def test_round_trip_fio_and_ior_results_in_one_report_with_a_storlab_run(shm_dir
     check, console = in_page_check(html, tmp_path)
     assert check["images"] == len(embedded_pngs(text)) > 0
     assert check["broken"] == 0 and check["errors"] == [] and console == []
+
+
+def test_one_fio_job_keeps_fios_mean_exactly():
+    # mean x N / N rounds for many means (1501.586777 x 3 / 3 does): one job is taken as fio wrote it
+    from storlab.store.imports import _fio_lat, _merged_lat
+
+    one = _fio_lat({"N": 3, "min": 1000, "max": 2000, "mean": 1501.586777, "stddev": 12.3456789}, ns=True)
+    merged = _merged_lat([one])
+    assert (merged["mean"], merged["stddev"]) == (1501.586777, 12.3456789)

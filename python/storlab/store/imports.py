@@ -183,10 +183,14 @@ def _merged_lat(parts: list[dict[str, Any]]) -> dict[str, Any] | None:
     if not parts:
         return None
     n = sum(p["N"] for p in parts)
-    mean = sum(p["mean"] * p["N"] for p in parts) / n
-    ss = sum((p["N"] - 1) * p["stddev"] ** 2 + p["N"] * (p["mean"] - mean) ** 2 for p in parts)
-    out: dict[str, Any] = {"min": min(p["min"] for p in parts), "mean": mean,
-                           "stddev": math.sqrt(ss / (n - 1)) if n > 1 else 0.0, "max": max(p["max"] for p in parts)}
+    if len(parts) == 1:     # one job: fio's own mean and stddev, exactly (mean x N / N may round)
+        mean, stddev = parts[0]["mean"], parts[0]["stddev"]
+    else:
+        mean = sum(p["mean"] * p["N"] for p in parts) / n
+        ss = sum((p["N"] - 1) * p["stddev"] ** 2 + p["N"] * (p["mean"] - mean) ** 2 for p in parts)
+        stddev = math.sqrt(ss / (n - 1)) if n > 1 else 0.0
+    out: dict[str, Any] = {"min": min(p["min"] for p in parts), "mean": mean, "stddev": stddev,
+                           "max": max(p["max"] for p in parts)}
     if all("bins" in p for p in parts):
         buckets = stats.merge(*(p["bins"] for p in parts))
         out["hist"] = buckets
