@@ -119,6 +119,22 @@ impl FileLayout {
     pub const ALL: [FileLayout; 2] = [FileLayout::Shared, FileLayout::PerThread];
 }
 
+/// Whether io_uring registers the slot buffers with the ring (READ/WRITE_FIXED; fio's fixedbufs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FixedBuffers {
+    /// Registered where the kernel allows; when not, the plain path, without a warning.
+    Auto,
+    /// Required: a refusal is reported (a warning) and the run takes the plain path.
+    On,
+    /// Never registered: plain READ/WRITE, the kernel pins each request's pages (fio's default).
+    Off,
+}
+
+impl FixedBuffers {
+    pub const ALL: [FixedBuffers; 3] = [FixedBuffers::Auto, FixedBuffers::On, FixedBuffers::Off];
+}
+
 /// One group of identical workers (fio: one job section with numjobs).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -184,7 +200,7 @@ pub struct GroupSpec {
     pub direct: bool,
     pub null_delay: f64,
     #[serde(rename = "uring.fixed_buffers")]
-    pub uring_fixed_buffers: bool,
+    pub uring_fixed_buffers: FixedBuffers,
     #[serde(rename = "uring.fixed_files")]
     pub uring_fixed_files: bool,
     #[serde(rename = "uring.sqpoll")]
@@ -257,7 +273,7 @@ impl Default for GroupSpec {
             engine: EngineKind::Psync,
             direct: false,
             null_delay: 0.0,
-            uring_fixed_buffers: false,
+            uring_fixed_buffers: FixedBuffers::Auto,
             uring_fixed_files: false,
             uring_sqpoll: false,
             uring_batch: 0,

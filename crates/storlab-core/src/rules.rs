@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
-use crate::group::{EngineKind, FileLayout, GroupSpec, PerDir, RbwMode, Rw, ThreadLayout, MAX_BYTES, MAX_DURATION_S};
+use crate::group::{EngineKind, FileLayout, FixedBuffers, GroupSpec, PerDir, RbwMode, Rw, ThreadLayout, MAX_BYTES, MAX_DURATION_S};
 use crate::verify::VerifyKind;
 
 /// The unit of a numeric option's value.
@@ -218,6 +218,7 @@ pub fn choices(field: &str) -> Option<Vec<String>> {
         "rbw" => names(&RbwMode::ALL),
         "verify" => names(&VerifyKind::ALL),
         "engine" => names(&EngineKind::ALL),
+        "uring.fixed_buffers" => names(&FixedBuffers::ALL),
         _ => return None,
     })
 }
@@ -299,7 +300,7 @@ mod tests {
                 seen += 1;
             }
         }
-        assert_eq!(seen, 6);
+        assert_eq!(seen, 7);
         assert_eq!(names(&EngineKind::ALL), EngineKind::ALL.map(|e| e.as_str().to_string()));
     }
 

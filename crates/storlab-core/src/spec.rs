@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::blocksize::SizeLaw;
 use crate::error::{Error, Result};
-pub use crate::group::{EngineKind, FileLayout, GroupSpec, PerDir, RbwMode, Rw, ThreadLayout, MAX_BYTES, MAX_DURATION_S};
+pub use crate::group::{EngineKind, FileLayout, FixedBuffers, GroupSpec, PerDir, RbwMode, Rw, ThreadLayout, MAX_BYTES, MAX_DURATION_S};
 use crate::verify::{VerifyKind, MIN_BLOCK};
 
 /// A phase: groups that run concurrently and are measured together.
@@ -190,7 +190,7 @@ impl GroupSpec {
         if self.segments.checked_mul(self.block.unwrap_or(self.bs)).is_none_or(|b| b > MAX_BYTES) {
             return Err(bad("segments", format!("{} segments of {} bytes exceed {MAX_BYTES} bytes (1 EiB)", self.segments, self.block.unwrap_or(self.bs))));
         }
-        let engine_scoped = [("uring.fixed_buffers", self.uring_fixed_buffers, EngineKind::IoUring),
+        let engine_scoped = [("uring.fixed_buffers", self.uring_fixed_buffers != FixedBuffers::Auto, EngineKind::IoUring),
             ("uring.fixed_files", self.uring_fixed_files, EngineKind::IoUring), ("uring.sqpoll", self.uring_sqpoll, EngineKind::IoUring),
             ("uring.batch", self.uring_batch > 0, EngineKind::IoUring), ("null_delay", self.null_delay > 0.0, EngineKind::Null)];
         if let Some((field, _, engine)) = engine_scoped.iter().find(|(_, set, engine)| *set && *engine != self.engine) {
@@ -403,6 +403,26 @@ mod tests {
         assert!(e.message.contains("sideways"), "{}", e.message);
         let e = PhaseSpec::from_json(&phase_json(r#"{"bogus": 1}"#)).unwrap_err();
         assert!(e.message.contains("bogus"), "{}", e.message);
+    }
+
+    /// uring.fixed_buffers is auto, on or off (auto by default, on any engine); on and off are
+    /// io_uring's; the old booleans are the option table's to translate, not the engine's.
+    #[test]
+    fn fixed_buffers_is_a_three_way_choice() {
+        assert_eq!(PhaseSpec::from_json(&phase_json("{}")).unwrap().groups[0].uring_fixed_buffers, FixedBuffers::Auto);
+        for (text, mode) in [("auto", FixedBuffers::Auto), ("on", FixedBuffers::On), ("off", FixedBuffers::Off)] {
+            let p = PhaseSpec::from_json(&phase_json(&format!(r#"{{"engine": "io_uring", "uring.fixed_buffers": "{text}"}}"#))).unwrap();
+            assert_eq!(p.groups[0].uring_fixed_buffers, mode, "{text}");
+            assert_eq!(serde_json::to_value(mode).unwrap(), serde_json::json!(text));
+        }
+        let e = PhaseSpec::from_json(&phase_json(r#"{"engine": "io_uring", "uring.fixed_buffers": "sometimes"}"#)).unwrap_err();
+        assert!(e.message.contains("sometimes") && e.message.contains("`auto`, `on`, `off`"), "{}", e.message);
+        assert!(PhaseSpec::from_json(&phase_json(r#"{"engine": "io_uring", "uring.fixed_buffers": true}"#)).is_err());
+        for text in ["on", "off"] {
+            let e = PhaseSpec::from_json(&phase_json(&format!(r#"{{"uring.fixed_buffers": "{text}"}}"#))).unwrap_err();
+            assert_eq!(e.message, "uring.fixed_buffers: belongs to engine io_uring, but engine is psync", "{text}");
+        }
+        assert!(PhaseSpec::from_json(&phase_json(r#"{"uring.fixed_buffers": "auto"}"#)).is_ok());
     }
 
     /// A trim is destructive: the write-safety gate must check its targets as written.

@@ -889,7 +889,7 @@ mod tests {
 #[cfg(test)]
 mod phase_tests {
     use crate::iolog::{Action, Replay};
-    use crate::spec::{EngineKind, GroupSpec, PhaseSpec, Rw};
+    use crate::spec::{EngineKind, FixedBuffers, GroupSpec, PhaseSpec, Rw};
     use crate::workload::Dir;
     use crate::{run_phase, Control, Plan, PhaseResult};
 
@@ -1050,26 +1050,38 @@ mod phase_tests {
         }
     }
 
-    /// io_uring registers the slot buffers without being asked, and records the choice: reads and
-    /// writes through READ/WRITE_FIXED move the same bytes; a refusal not asked for is no warning.
+    /// io_uring registers the slot buffers without being asked (`auto`), requires them (`on`) or
+    /// never registers them (`off`), and records the choice: reads and writes through
+    /// READ/WRITE_FIXED or plain READ/WRITE move the same bytes; a refusal not asked for is no warning.
     #[test]
-    fn io_uring_registers_its_buffers_unasked_and_says_so() {
-        let target = scratch("fixedbufs");
-        let g = GroupSpec { target: vec![target.clone()], size: Some(1 << 20), rw: Rw::Randrw, engine: EngineKind::IoUring,
-                            qd: 8, bs: 8192, fsync_end: false, ..Default::default() };
-        let plan = Plan::build(PhaseSpec { name: "t".into(), groups: vec![g], checked: None }).expect("plan");
-        let r = run_phase(&plan, &Control::for_plan(&plan)).result;
-        let _ = std::fs::remove_file(&target);
-        if r.error.as_deref().is_some_and(|e| e.contains("io_uring set-up failed")) {
-            eprintln!("io_uring unavailable here: {:?}", r.error);
-            return;
+    fn io_uring_fixed_buffers_auto_on_off_are_recorded() {
+        for mode in FixedBuffers::ALL {
+            let target = scratch("fixedbufs");
+            let g = GroupSpec { target: vec![target.clone()], size: Some(1 << 20), rw: Rw::Randrw, engine: EngineKind::IoUring,
+                                qd: 8, bs: 8192, fsync_end: false, uring_fixed_buffers: mode, ..Default::default() };
+            let plan = Plan::build(PhaseSpec { name: "t".into(), groups: vec![g], checked: None }).expect("plan");
+            let r = run_phase(&plan, &Control::for_plan(&plan)).result;
+            let _ = std::fs::remove_file(&target);
+            if r.error.as_deref().is_some_and(|e| e.contains("io_uring set-up failed")) {
+                eprintln!("io_uring unavailable here: {:?}", r.error);
+                return;
+            }
+            assert!(r.error.is_none(), "{mode:?}: {:?}", r.error);
+            let flags = &r.engine.setup_flags;
+            let buffer_flags: Vec<&String> = flags.iter().filter(|f| f.starts_with("FIXED_BUFFERS")).collect();
+            match mode {
+                FixedBuffers::Off => assert!(buffer_flags.is_empty(), "off: {flags:?}"),
+                FixedBuffers::On => assert!(buffer_flags.len() == 1 && (buffer_flags[0] == "FIXED_BUFFERS"
+                                            || buffer_flags[0].starts_with("FIXED_BUFFERS_REFUSED(")), "on: {flags:?}"),
+                FixedBuffers::Auto => {
+                    assert!(buffer_flags.len() == 1 && (buffer_flags[0] == "FIXED_BUFFERS"
+                            || buffer_flags[0].starts_with("FIXED_BUFFERS_UNAVAILABLE(")), "auto: {flags:?}");
+                    assert!(!flags.iter().any(|f| f.contains("REFUSED")), "not asked for: no refusal to report: {flags:?}");
+                }
+            }
+            let (rd, wr) = (r.read.as_ref().unwrap(), r.write.as_ref().unwrap());
+            assert_eq!(rd.bytes + wr.bytes, 1 << 20, "{mode:?}");
         }
-        assert!(r.error.is_none(), "{:?}", r.error);
-        let flags = &r.engine.setup_flags;
-        assert!(flags.iter().any(|f| f == "FIXED_BUFFERS" || f.starts_with("FIXED_BUFFERS_UNAVAILABLE(")), "{flags:?}");
-        assert!(!flags.iter().any(|f| f.contains("REFUSED")), "not asked for: no refusal to report: {flags:?}");
-        let (rd, wr) = (r.read.as_ref().unwrap(), r.write.as_ref().unwrap());
-        assert_eq!(rd.bytes + wr.bytes, 1 << 20);
     }
 
     #[test]

@@ -58,6 +58,10 @@ def _help(o: Option) -> str:
         text += f" (default: {shown}{' ' + o.unit if o.unit and o.unit not in ('%', 'bytes') else ''})"
     if o.kind in NUMERIC_KINDS:
         text += f" (allowed: {allowed_values(o)})"
+    if o.aliases:
+        text += " (also: " + ", ".join(
+            "/".join(a for a, v in o.aliases.items() if v == value) + f" = {value}"
+            for value in dict.fromkeys(o.aliases.values())) + ")"
     if o.bare:
         text += f" (alone: {o.bare})"
     if o.engine:
@@ -175,7 +179,7 @@ def _takes(o: Option, value: str) -> bool:
     if o.kind == "bool":
         return value.lower() in BOOL_WORDS
     if o.kind == "choice":
-        return value in o.choices
+        return value in o.choices or value.lower() in o.aliases
     return True   # a path (--json): whatever follows is the path (the word rule already ran)
 
 

@@ -239,6 +239,8 @@ def _show(args: argparse.Namespace) -> int:
         cpu = f"cpu {env.get('cpu_model')} x{env.get('cpu_count')}" if env.get("cpu_model") else "cpu -"
         mem = f"memory {format_size(env['memory_bytes'])}" if env.get("memory_bytes") else ""
         lines.append(f"{cpu}  {mem}  engine {env.get('engine')}")
+        if isinstance(env.get("io_uring"), dict):
+            lines.append(_uring_line(env["io_uring"]))
         if env.get("launcher") or env.get("slurm_job_id"):
             lines.append(f"launched by {env.get('launcher') or '-'}  Slurm job {env.get('slurm_job_id') or '-'}")
         for t in env.get("targets") or []:
@@ -323,6 +325,18 @@ def _import(args: argparse.Namespace) -> int:
         print(f"imported {src['tool']} {src['version'] or ''} result {path} as run {short_id(run_id)} "
               f"({len(doc['phases'])} phase(s), kind {doc['kind']})", file=sys.stderr)
     return 2 if failed else 0
+
+
+def _uring_line(record: dict[str, Any]) -> str:
+    """What io_uring set up: the buffers registered or not, against the mode asked for, and the
+    kernel's set-up flags (environment.io_uring)."""
+    flags = [str(f) for f in record.get("setup_flags") or []]
+    asked = (record.get("requested") or {}).get("uring.fixed_buffers")
+    if isinstance(asked, bool):   # recorded as a switch by an earlier release: false meant off
+        asked = BY_NAME["uring.fixed_buffers"].aliases[str(asked).lower()]
+    buffers = "registered" if record.get("fixed_buffers") else "not registered"
+    asked_text = f" (uring.fixed_buffers = {asked})" if asked else ""
+    return f"io_uring: buffers {buffers}{asked_text}; set-up flags {' '.join(flags) or '-'}"
 
 
 def _imported_lines(doc: dict[str, Any]) -> list[str]:

@@ -64,6 +64,8 @@ class Option:
     metavar: str | None = None
     fio_name: str | None = None    # what fio calls it, for "did you mean" hints
     bare: str | None = None        # choice: the value of the flag given alone (`--verify` = crc32c)
+    aliases: Mapping[str, str] = field(default_factory=dict)   # choice: other spellings of a value,
+                                   # e.g. a former bool's true/false -> on/off (a job file's booleans too)
     rule: str | None = None        # storlab._core function that validates and canonicalises the
                                    # value, where the rule lives in the engine
     parse: Callable[[Any, str], Any] | None = None   # parser of a value form no kind covers:
@@ -106,6 +108,10 @@ KIND_MAXIMUM: dict[str, float] = {"size": MAX_BYTES, "rate": MAX_BYTES, "duratio
 def _choice(**values: str) -> dict[str, str]:
     return dict(values)
 
+
+# A choice that was an on/off switch keeps the switch's spellings (job files of earlier releases):
+# true means on, false means off.
+_BOOL_ALIASES = {"true": "on", "yes": "on", "1": "on", "false": "off", "no": "off", "0": "off"}
 
 RW_CHOICES = _choice(
     read="sequential reads",
@@ -270,10 +276,16 @@ ROWS: tuple[Option, ...] = (
            category="engine", negative="--buffered"),
     Option("null_delay", "duration", "synthetic completion delay of the null backend",
            category="engine", engine="null"),
-    Option("uring.fixed_buffers", "bool", "require registered I/O buffers (READ/WRITE_FIXED) and warn "
-           "if the kernel refuses them; without it storlab still registers them whenever the kernel "
-           "allows (recorded in environment.io_uring.setup_flags)",
-           category="engine", engine="io_uring"),
+    Option("uring.fixed_buffers", "choice", "register the I/O buffers with the ring (READ/WRITE_FIXED, "
+           "fio's fixedbufs): the kernel then maps each buffer once, not on every request; what "
+           "happened is recorded in environment.io_uring (setup_flags, requested)",
+           choices=_choice(auto="register where the kernel allows, else the plain path, silently "
+                                "(storlab's default; fio's is off)",
+                           on="require registration: a refusal is a warning, and the run takes the "
+                              "plain path",
+                           off="never register: plain READ/WRITE, the kernel pins each request's "
+                               "pages (fio's default, fixedbufs=0); to compare the two or match fio"),
+           aliases=_BOOL_ALIASES, bare="on", category="engine", engine="io_uring", fio_name="fixedbufs"),
     Option("uring.fixed_files", "bool", "register the target files with the ring",
            category="engine", engine="io_uring"),
     Option("uring.sqpoll", "bool", "kernel thread polls the submission queue (SQPOLL)",
@@ -585,6 +597,9 @@ def _parse_percent(opt: Option, raw: Any) -> int:
 
 @_parser("choice")
 def _parse_choice(opt: Option, raw: Any) -> str:
+    if opt.aliases and isinstance(raw, (bool, str)):
+        key = str(raw).lower()
+        raw = opt.aliases.get(key, raw)
     if isinstance(raw, str) and "choices" in (_engine_rule(opt) or {}):
         _engine_check(opt, raw)
     if not isinstance(raw, str) or raw not in opt.choices:
@@ -700,6 +715,10 @@ def render_rows(opts: Iterable[Option], job_keys: bool = True) -> list[str]:
         text = o.help.replace("|", "\\|")
         if o.choices:
             text += "<br>" + "<br>".join(f"`{k}`: {v}" for k, v in o.choices.items())
+        if o.aliases:
+            text += "<br>also accepted: " + "; ".join(
+                ", ".join(f"`{a}`" for a, v in o.aliases.items() if v == value) + f" = `{value}`"
+                for value in dict.fromkeys(o.aliases.values()))
         if o.bare:
             text += f"<br>`{o.flag}` alone: `{o.bare}`"
         if o.engine:

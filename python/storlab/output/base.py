@@ -78,7 +78,19 @@ def job_parameter(job: dict[str, Any], key: str) -> Any:
         return tuple(normalise_target(x) for x in v) if key == "target" else tuple(v)
     if isinstance(v, dict):
         return None
+    if isinstance(v, bool):
+        return _as_written_now(key, v)
     return normalise_target(v) if key == "target" else v
+
+
+def _as_written_now(key: str, value: bool) -> Any:
+    """A switch an earlier release recorded as true/false, in the form its option now takes: a
+    choice that was an on/off switch (`uring.fixed_buffers`: false then meant `off`) keeps the
+    switch's spellings as aliases, so runs of either release compare like for like."""
+    from ..jobs.options import BY_NAME
+
+    opt = BY_NAME.get(key)
+    return opt.aliases.get(str(value).lower(), value) if opt is not None and opt.aliases else value
 
 
 def iter_runs(docs: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:

@@ -2,14 +2,16 @@
 //! `commit` and reaped in bulk. Set-up flags are probed from best to plainest and the ones the
 //! kernel accepted are recorded (`setup_flags`), as are registered buffers and files.
 //!
-//! The slot buffers are registered with the ring whenever the kernel allows (READ/WRITE_FIXED),
-//! asked for or not: otherwise the kernel pins and unpins each request's pages on every I/O (fio's
-//! default, `fixedbufs=0`), which costs the submitting thread about a seventh of its time on 4 KiB
-//! reads and most of it on 1 MiB writes (a loop device on tmpfs; benchmarks/vs_fio.py W2, W4). The
-//! requests themselves (sizes, offsets, queue depth, batches) are unchanged, and the choice is
-//! recorded: FIXED_BUFFERS when registered; when not, FIXED_BUFFERS_REFUSED(why) if the group asked
-//! for them (`uring.fixed_buffers`, reported as a warning), else FIXED_BUFFERS_UNAVAILABLE(why) (for
-//! example the locked-memory limit of an unprivileged user), and the run uses the plain path.
+//! By default (`uring.fixed_buffers = auto`) the slot buffers are registered with the ring whenever
+//! the kernel allows (READ/WRITE_FIXED): otherwise the kernel pins and unpins each request's pages
+//! on every I/O (fio's default, `fixedbufs=0`), which costs the submitting thread about a seventh
+//! of its time on 4 KiB reads and most of it on 1 MiB writes (a loop device on tmpfs;
+//! benchmarks/vs_fio.py W2, W4). The requests themselves (sizes, offsets, queue depth, batches)
+//! are unchanged, and the choice is recorded: FIXED_BUFFERS when registered; when not,
+//! FIXED_BUFFERS_REFUSED(why) if the group required them (`on`, reported as a warning), else
+//! FIXED_BUFFERS_UNAVAILABLE(why) (for example the locked-memory limit of an unprivileged user),
+//! and the run uses the plain path. `off` never registers them (no io_uring_register call, plain
+//! READ/WRITE, as fio without fixedbufs), to compare the two or to match fio.
 
 use std::os::fd::RawFd;
 use std::time::Instant;
@@ -18,6 +20,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use super::{trim, Caps, Completion, Engine, EngineSetup, Queued, Request};
 use crate::error::{Error, Result};
+use crate::group::FixedBuffers;
 use crate::workload::Dir;
 
 type Ring = IoUring<squeue::Entry, cqueue::Entry>;
@@ -79,6 +82,32 @@ fn build_ring(entries: u32, flags: &[Flag]) -> std::io::Result<Ring> {
     b.build(entries)
 }
 
+/// Register the slot buffers as `mode` asks, recording the outcome in `flags`; true when registered.
+/// `off` never calls io_uring_register; `on` and `auto` try, and a refusal is FIXED_BUFFERS_REFUSED
+/// (`on`: reported as a warning) or FIXED_BUFFERS_UNAVAILABLE (`auto`: the plain path, silently).
+fn register_buffers(ring: &Ring, buffers: &[(*mut u8, usize)], mode: FixedBuffers, flags: &mut Vec<String>) -> bool {
+    if mode == FixedBuffers::Off {
+        return false;
+    }
+    let iovecs: Vec<libc::iovec> =
+        buffers.iter().map(|&(p, len)| libc::iovec { iov_base: p as *mut libc::c_void, iov_len: len }).collect();
+    // SAFETY: the buffers outlive the ring (the worker drops the engine before them).
+    match unsafe { ring.submitter().register_buffers(&iovecs) } {
+        Ok(()) => {
+            flags.push("FIXED_BUFFERS".into());
+            true
+        }
+        Err(e) if mode == FixedBuffers::On => {
+            flags.push(format!("FIXED_BUFFERS_REFUSED({e})"));
+            false
+        }
+        Err(e) => {
+            flags.push(format!("FIXED_BUFFERS_UNAVAILABLE({e})"));
+            false
+        }
+    }
+}
+
 impl Uring {
     pub fn new(setup: &EngineSetup) -> Result<Uring> {
         let g = setup.group;
@@ -105,26 +134,7 @@ impl Uring {
             flags.push("SQPOLL_REFUSED".into());
         }
 
-        let iovecs: Vec<libc::iovec> = setup
-            .buffers
-            .iter()
-            .map(|&(p, len)| libc::iovec { iov_base: p as *mut libc::c_void, iov_len: len })
-            .collect();
-        // SAFETY: the buffers outlive the ring (the worker drops the engine before them).
-        let fixed_buffers = match unsafe { ring.submitter().register_buffers(&iovecs) } {
-            Ok(()) => {
-                flags.push("FIXED_BUFFERS".into());
-                true
-            }
-            Err(e) if g.uring_fixed_buffers => {
-                flags.push(format!("FIXED_BUFFERS_REFUSED({e})"));
-                false
-            }
-            Err(e) => {
-                flags.push(format!("FIXED_BUFFERS_UNAVAILABLE({e})"));
-                false
-            }
-        };
+        let fixed_buffers = register_buffers(&ring, setup.buffers, g.uring_fixed_buffers, &mut flags);
         let mut fixed_files = false;
         if g.uring_fixed_files {
             match ring.submitter().register_files(&[setup.fd]) {
@@ -241,5 +251,39 @@ impl Engine for Uring {
 
     fn setup_flags(&self) -> Vec<String> {
         self.flags.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each mode against a real ring: `off` registers nothing and records nothing; `on` and `auto`
+    /// register (or record why not, as a refusal for `on` only).
+    #[test]
+    fn fixed_buffers_off_on_auto() {
+        let Ok(ring) = build_ring(4, &[]) else {
+            eprintln!("io_uring unavailable here");
+            return;
+        };
+        let mut bufs = [vec![0u8; 4096], vec![0u8; 4096]];
+        let slots: Vec<(*mut u8, usize)> = bufs.iter_mut().map(|b| (b.as_mut_ptr(), b.len())).collect();
+        let mut flags = Vec::new();
+        assert!(!register_buffers(&ring, &slots, FixedBuffers::Off, &mut flags));
+        assert!(flags.is_empty(), "{flags:?}");
+        // nothing was registered: registering now succeeds (a second registration would be EBUSY)
+        let registered = register_buffers(&ring, &slots, FixedBuffers::On, &mut flags);
+        assert_eq!(flags.len(), 1);
+        assert!(if registered { flags[0] == "FIXED_BUFFERS" } else { flags[0].starts_with("FIXED_BUFFERS_REFUSED(") }, "{flags:?}");
+        if registered {
+            // a second registration is refused (EBUSY): `auto` records it as unavailable, no warning
+            let mut again = Vec::new();
+            assert!(!register_buffers(&ring, &slots, FixedBuffers::Auto, &mut again));
+            assert!(again[0].starts_with("FIXED_BUFFERS_UNAVAILABLE("), "{again:?}");
+        }
+        let fresh = build_ring(4, &[]).expect("a second ring");
+        let mut flags = Vec::new();
+        let registered = register_buffers(&fresh, &slots, FixedBuffers::Auto, &mut flags);
+        assert!(if registered { flags == ["FIXED_BUFFERS"] } else { flags[0].starts_with("FIXED_BUFFERS_UNAVAILABLE(") }, "{flags:?}");
     }
 }
