@@ -133,10 +133,13 @@ FIGURES: tuple[Figure, ...] = (
     Figure("`uring.fixed_buffers` / `fixedbufs`",
            "register the I/O buffers with the ring; default off: the kernel pins each request's pages "
            "on every I/O",
-           "the buffers are registered whenever the kernel allows, asked for or not; "
-           "`uring.fixed_buffers` makes a refusal a warning",
-           "defaults differ (storlab spends less CPU per request; the requests are the same); recorded "
-           "as `FIXED_BUFFERS`, or `FIXED_BUFFERS_UNAVAILABLE(why)`, in `environment.io_uring.setup_flags`",
+           "`auto` (default): registered where the kernel allows; `on`: required, a refusal is a "
+           "warning; `off`: never registered, as fio's default",
+           "defaults differ (storlab spends less CPU per request; the requests are the same): "
+           "`storlab fio` translates fixedbufs=1 to `on`, fixedbufs=0 to `off`, and says in one line "
+           "when an io_uring job leaves it unset; recorded as `FIXED_BUFFERS`, or "
+           "`FIXED_BUFFERS_UNAVAILABLE(why)`, in `environment.io_uring.setup_flags`, the mode asked "
+           "for in `environment.io_uring.requested`",
            (COUNTS, LAT_ORDER), uses=("ioengine=io_uring",)),
     Figure("`invalidate` / `invalidate`",
            "drop the file's cached pages before the job (fadvise DONTNEED; BLKFLSBUF for devices)",

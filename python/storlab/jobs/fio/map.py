@@ -51,6 +51,17 @@ _RW = {"read": "read", "write": "write", "randread": "randread", "randwrite": "r
 _ONLY = {"lockfile": {"none"}, "io_submit_mode": {"inline"}, "continue_on_error": {"none", "0"},
          "unified_rw_reporting": {"none", "0"}}
 
+# A deliberate difference printed once (docs/fio.md): an io_uring job without fixedbufs. fio then
+# lets the kernel pin each request's pages on every I/O; storlab registers its buffers where the
+# kernel allows (uring.fixed_buffers = auto): the same requests, less CPU per request.
+FIXEDBUFS_NOTE = ("fixedbufs not set: storlab registers the I/O buffers with the ring (fixedbufs) where "
+                  "the kernel allows (uring.fixed_buffers = auto); fio does not unless fixedbufs=1; "
+                  "add fixedbufs=0 for fio's behaviour")
+# ... and a libaio or posixaio job, run on io_uring: fio's engine has no fixedbufs to set
+ASYNC_BUFFERS_NOTE = ("{engine} → io_uring registers the I/O buffers with the ring (fixedbufs) where the "
+                      "kernel allows (uring.fixed_buffers = auto); fio's {engine} does not; "
+                      "`storlab run --fio JOB --uring-fixed-buffers off` for fio's behaviour")
+
 
 
 # -- problems -------------------------------------------------------------------------------------
@@ -624,13 +635,22 @@ class _Job:
             batch = self.later("iodepth_batch", "iodepth_batch_submit")
             if batch is not None:
                 opts["uring.batch"] = self.size_of(batch)
-            for fio_key, key in (("sqthread_poll", "uring.sqpoll"),
-                                 ("registerfiles", "uring.fixed_files"), ("fixedbufs", "uring.fixed_buffers")):
+            for fio_key, key in (("sqthread_poll", "uring.sqpoll"), ("registerfiles", "uring.fixed_files")):
                 if self.has(fio_key):
                     opts[key] = self.flag(fio_key)
+            self.fixed_buffers(opts)
         if self.has("log_avg_msec") and self.size("log_avg_msec") > 0:
             opts["interval"] = self.size("log_avg_msec") / 1000
         self.pacing(opts)
+
+    def fixed_buffers(self, opts: dict[str, Any]) -> None:
+        """fixedbufs=1 → uring.fixed_buffers = on, fixedbufs=0 → off (fio's default, given); not
+        set, storlab's default (auto: registered where the kernel allows), a difference said once."""
+        if self.has("fixedbufs"):
+            opts["uring.fixed_buffers"] = "on" if self.flag("fixedbufs") else "off"
+            return
+        engine = (self.raw("ioengine") or "").strip().split(":")[0]
+        self.notes.append(FIXEDBUFS_NOTE if engine == "io_uring" else ASYNC_BUFFERS_NOTE.format(engine=engine))
 
     def verification(self, opts: dict[str, Any]) -> None:
         kind = (self.raw("verify") or "").strip().lower()

@@ -161,7 +161,8 @@ _ROWS: list[tuple[str, str, str]] = [
     ("sqthread_poll", _M, "uring.sqpoll"),
     ("sqthread_poll_cpu", _A, "the kernel places the SQPOLL thread"),
     ("registerfiles", _M, "uring.fixed_files"),
-    ("fixedbufs", _M, "uring.fixed_buffers"),
+    ("fixedbufs", _M, "uring.fixed_buffers (1: on; 0: off, fio's default; not set in an io_uring job: "
+                      "storlab's auto, registered where the kernel allows, said in one line)"),
     ("nonvectored", _A, "storlab issues non-vectored requests"),
     ("hipri", _R, "storlab does not do polled completions"),
     ("uncached", _R, "use direct=1 or buffered"),

@@ -58,7 +58,7 @@ def from_sections(sections: list[Section], source: str, sha256: str,
     plan = translate_sections(sections, source, only)
     kept = [sec for sec in sections if not only or sec.name in only or sec.name.lower() == "global"]
     return FioTranslation(format=FORMAT, source=source, sha256=sha256, job=job_of(plan),
-                          mapped=mapped_of(kept, source), notes=list(plan.notes), plan=plan)
+                          mapped=mapped_of(kept, source) + chosen_of(plan), notes=list(plan.notes), plan=plan)
 
 
 def job_of(plan: FioPlan) -> dict[str, Any]:
@@ -94,6 +94,21 @@ def mapped_of(sections: list[Section], source: str) -> list[Mapped]:
             else:
                 out.append(Mapped(st.raw_key, st.value, "", "accepted", st.where,
                                   "; ".join(x for x in (where, alias, row.text) if x)))
+    return out
+
+
+def chosen_of(plan: FioPlan) -> list[Mapped]:
+    """What storlab chose where a job leaves a setting to fio's default and storlab's differs (the
+    printed notes, docs/fio.md): an io_uring job without fixedbufs registers its buffers where the
+    kernel allows, as storlab's `uring.fixed_buffers = auto`; fio would not."""
+    out = []
+    for job in plan.jobs:
+        groups = [g for g in plan.phases[job.phase].get("groups") or [] if g["name"] in job.groups]
+        if any(g["options"].get("engine") == "io_uring" and "uring.fixed_buffers" not in g["options"]
+               for g in groups):
+            out.append(Mapped("fixedbufs", None, "uring.fixed_buffers = auto", "chosen", None,
+                              f"[{job.name}]: not set; storlab registers the I/O buffers where the kernel "
+                              f"allows, fio does not (fixedbufs=0 for fio's behaviour)"))
     return out
 
 
