@@ -231,3 +231,29 @@ def test_emit_carries_a_job_files_top_level_options_and_refuses_its_phases(workd
     assert main(["run", "phased.toml", "--fio", str(job), "--emit", "out2.toml"]) == 2
     assert "has [[phase]] tables and --fio" in capsys.readouterr().err
     assert not (workdir / "out2.toml").exists()
+
+
+def test_fixedbufs_difference_is_printed_once_and_the_modes_are_recorded(workdir, capsys):
+    """`storlab fio` says once, before the report, that an io_uring job without fixedbufs has its
+    buffers registered (fio's would not); fixedbufs=0 runs without registered buffers, recorded so."""
+    from storlab.jobs.fio.map import FIXEDBUFS_NOTE
+
+    text = "[global]\nioengine=io_uring\nsize=256k\niodepth=4\nfilename={dir}/f\n{fixedbufs}[a]\nrw=read\n[b]\nrw=randread\n"
+    (workdir / "unset.fio").write_text(text.format(dir=workdir, fixedbufs=""))
+    assert main(["fio", str(workdir / "unset.fio")]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines().count(f"storlab: {FIXEDBUFS_NOTE}") == 1      # two jobs, one line
+    for value, mode in (("0", "off"), ("1", "on"), (None, "auto")):
+        job = workdir / f"{mode}.fio"
+        job.write_text(text.format(dir=workdir, fixedbufs=f"fixedbufs={value}\n" if value else ""))
+        assert main(["fio", str(job)]) == 0
+        assert (FIXEDBUFS_NOTE in capsys.readouterr().out) == (value is None)
+        assert main(["run", "--fio", str(job), "--quiet", "--json", f"{mode}.json"]) == 0
+        doc = json.loads((workdir / f"{mode}.json").read_text())
+        io = doc["environment"]["io_uring"]
+        assert io["requested"]["uring.fixed_buffers"] == mode
+        flags = [f for f in io["setup_flags"] if f.startswith("FIXED_BUFFERS")]
+        assert (flags == []) == (mode == "off"), flags
+        hows = {(m["key"], m["how"]) for m in doc["translation"]["mapped"] if m["key"] == "fixedbufs"}
+        assert hows == ({("fixedbufs", "chosen")} if value is None else {("fixedbufs", "translated")})
+        assert (FIXEDBUFS_NOTE in doc["translation"]["notes"]) == (value is None)

@@ -268,3 +268,32 @@ def test_last_in_an_empty_store_says_so(tmp_path, capsys):
     store.Store(path).close()
     code, _, err = cli(capsys, "results", "show", "last", "--store", str(path))
     assert code == 2 and f"last: the store {path} holds no runs yet" in err
+
+
+def test_show_and_compare_read_fixed_buffers_of_either_release(tmp_path, db, capsys):
+    """`results show` says whether io_uring registered its buffers against the mode asked for; a
+    run of an earlier release recorded the switch as true/false (false: never registered) and
+    compares like for like with `on`/`off`, not as a difference."""
+    from storlab.output.compare import compare
+
+    def run(mode, registered, seed):
+        doc = rundoc.make_run(seed=seed, engine="io_uring", qd=8, extra_job={"uring.fixed_buffers": mode})
+        doc["environment"]["io_uring"].update(
+            setup_flags=["SINGLE_ISSUER", "DEFER_TASKRUN"] + (["FIXED_BUFFERS"] if registered else []),
+            fixed_buffers=registered, requested={"uring.fixed_buffers": mode})
+        return doc
+
+    new_off, old_off, new_auto = run("off", False, 1), run(False, False, 2), run("auto", True, 3)
+    for doc, line in ((new_off, "io_uring: buffers not registered (uring.fixed_buffers = off); "
+                                "set-up flags SINGLE_ISSUER DEFER_TASKRUN"),
+                      (old_off, "io_uring: buffers not registered (uring.fixed_buffers = off); "
+                                "set-up flags SINGLE_ISSUER DEFER_TASKRUN"),
+                      (new_auto, "io_uring: buffers registered (uring.fixed_buffers = auto); "
+                                 "set-up flags SINGLE_ISSUER DEFER_TASKRUN FIXED_BUFFERS")):
+        f = tmp_path / f"{doc['run_id']}.json"
+        f.write_text(json.dumps(doc))
+        code, out, _ = cli(capsys, "results", "show", str(f))
+        assert code == 0 and line in out.splitlines(), out
+    differences = lambda docs: [d["option"] for d in compare(docs)["job_differences"]]  # noqa: E731
+    assert "uring.fixed_buffers" not in differences([new_off, old_off])
+    assert "uring.fixed_buffers" in differences([old_off, new_auto])

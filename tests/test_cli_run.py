@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -173,6 +174,71 @@ def test_io_uring_registered_buffers_and_files_are_recorded(shm_dir):
     flags = r["doc"]["environment"]["io_uring"]["setup_flags"]
     assert "FIXED_BUFFERS" in flags and "FIXED_FILES" in flags
     assert r["doc"]["phases"][0]["read"]["ops"] == 256
+
+
+@pytest.mark.parametrize("given, mode", [
+    pytest.param([], "auto", id="default"),
+    pytest.param(["--uring-fixed-buffers", "off"], "off", id="off"),
+    pytest.param(["--uring-fixed-buffers", "on"], "on", id="on"),
+    pytest.param(["--uring-fixed-buffers"], "on", id="alone"),
+    pytest.param(["--uring-fixed-buffers", "false"], "off", id="false"),
+])
+def test_io_uring_fixed_buffers_mode_and_what_was_registered_are_recorded(shm_dir, given, mode):
+    """auto registers where the kernel allows, on requires it (a refusal is REFUSED and a warning),
+    off never registers: the setup flags then have no FIXED_BUFFERS of any kind. The same bytes
+    move through either path."""
+    r = run_cli("--target", f"{shm_dir}/u.dat", "--size", "1m", "--rw", "randrw", "--bs", "8k",
+                "--engine", "io_uring", "--qd", "4", *given)
+    assert r["rc"] == 0
+    doc = r["doc"]
+    io = doc["environment"]["io_uring"]
+    assert doc["job"]["uring.fixed_buffers"] == io["requested"]["uring.fixed_buffers"] == mode
+    buffer_flags = [f for f in io["setup_flags"] if f.startswith("FIXED_BUFFERS")]
+    if mode == "off":
+        assert buffer_flags == [] and io["fixed_buffers"] is False
+    else:
+        refusal = "FIXED_BUFFERS_REFUSED(" if mode == "on" else "FIXED_BUFFERS_UNAVAILABLE("
+        assert len(buffer_flags) == 1 and (buffer_flags[0] == "FIXED_BUFFERS" or buffer_flags[0].startswith(refusal))
+        assert io["fixed_buffers"] == (buffer_flags[0] == "FIXED_BUFFERS")
+        refused = [w for w in doc["warnings"] if w["code"] == "uring_option_refused"]
+        assert len(refused) == (buffer_flags[0] != "FIXED_BUFFERS" and mode == "on")
+    phase = doc["phases"][0]
+    assert phase["read"]["bytes"] + phase["write"]["bytes"] == 1 << 20
+
+
+def test_io_uring_fixed_buffers_bad_value_is_one_line(capsys):
+    rc = main(["run", "--no-store", "--engine", "io_uring", "--uring-fixed-buffers", "sometimes"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1
+    assert "uring.fixed_buffers: 'sometimes' is not allowed; use one of: auto, on, off" in err
+
+
+def _register_calls(shm_dir: str, mode: str) -> tuple[list[str], dict]:
+    """`storlab run --uring-fixed-buffers MODE` under strace: its io_uring_register calls that
+    register buffers, and the result's io_uring record."""
+    trace, out = os.path.join(shm_dir, f"{mode}.strace"), os.path.join(shm_dir, f"{mode}.json")
+    cmd = ["strace", "-f", "-qq", "-e", "trace=io_uring_register", "-o", trace, sys.executable, "-m", "storlab",
+           "run", "--target", f"{shm_dir}/t.dat", "--size", "256k", "--engine", "io_uring", "--qd", "4",
+           "--threads", "2", "--uring-fixed-buffers", mode, "--no-store", "-q", "--json", out]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0 and "ptrace" in proc.stderr.lower():
+        pytest.skip(f"strace cannot trace here: {proc.stderr.strip().splitlines()[0]}")
+    assert proc.returncode == 0, proc.stderr
+    with open(trace) as f:
+        calls = [line for line in f if "IORING_REGISTER_BUFFERS" in line]
+    with open(out) as f:
+        return calls, json.load(f)["environment"]["io_uring"]
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_fixed_buffers_off_never_calls_io_uring_register_buffers(shm_dir):
+    calls, io = _register_calls(shm_dir, "off")
+    assert calls == [] and not any(f.startswith("FIXED_BUFFERS") for f in io["setup_flags"])
+    # the control: strace sees the call when storlab makes it (auto tries on every worker's ring,
+    # registered or refused)
+    calls, io = _register_calls(shm_dir, "auto")
+    assert len(calls) == 2, calls
+    assert io["fixed_buffers"] == ("FIXED_BUFFERS" in io["setup_flags"])
 
 
 def test_direct_alignment_error_names_size(shm_dir, capsys):

@@ -487,3 +487,34 @@ def test_latency_target_options_map_to_the_run_in_fios_units():
     tr = translator.translate("[j]\nfilename=/x\nsize=1m\nrw=randread\niodepth=32\n"
                                            "latency_target=500\nlatency_window=2s\nlatency_percentile=99.9\n").plan
     assert (tr.run["latency_target"], tr.run["latency_window"], tr.run["latency_percentile"]) == (500e-6, 2.0, 99.9)
+
+
+def test_fixedbufs_is_on_or_off_and_unset_keeps_storlabs_auto_with_one_note():
+    """fio's fixedbufs is off unless set; storlab's default registers where the kernel allows. Given,
+    it is translated (1: on, 0: off); left unset in an io_uring job, storlab's auto stays, said once
+    however many jobs leave it so, and recorded as a chosen key per job."""
+    from storlab.jobs.fio.map import ASYNC_BUFFERS_NOTE, FIXEDBUFS_NOTE
+
+    tr = translator.translate("[global]\nioengine=io_uring\nfilename=/x\nsize=1m\niodepth=4\n"
+                              "[on]\nfixedbufs=1\n[off]\nfixedbufs=0\n[unset]\n[unset2]\nrw=randread\n"
+                              "[sync]\nioengine=psync\niodepth=1\n")
+    g = groups(tr.plan.phases)
+    assert (g["on"]["uring.fixed_buffers"], g["off"]["uring.fixed_buffers"]) == ("on", "off")
+    assert "uring.fixed_buffers" not in g["unset"] and "uring.fixed_buffers" not in g["sync"]
+    assert tr.notes.count(FIXEDBUFS_NOTE) == 1
+    assert "fio does not unless fixedbufs=1; add fixedbufs=0 for fio's behaviour" in FIXEDBUFS_NOTE
+    chosen = [m for m in tr.mapped if m.how == "chosen"]
+    assert [(m.key, m.value, m.storlab) for m in chosen] == [("fixedbufs", None, "uring.fixed_buffers = auto")] * 2
+    assert [m.note.split(":")[0] for m in chosen] == ["[unset]", "[unset2]"]
+    assert {(m.key, m.value, m.how) for m in tr.mapped if m.key == "fixedbufs" and m.how != "chosen"} == \
+        {("fixedbufs", "1", "translated"), ("fixedbufs", "0", "translated")}
+    job = tr.resolve()
+    assert [g.values["uring.fixed_buffers"] for g in job.phases[0].groups] == ["on", "off", "auto", "auto", "auto"]
+    assert "# note: " + FIXEDBUFS_NOTE in tr.to_toml()
+    # every io_uring job sets it: nothing to say
+    tr = translator.translate("[a]\nioengine=io_uring\nfilename=/x\nsize=1m\nfixedbufs=0\n")
+    assert FIXEDBUFS_NOTE not in tr.notes and not [m for m in tr.mapped if m.how == "chosen"]
+    # libaio runs on io_uring and has no fixedbufs in fio: the flag is the way to fio's behaviour
+    tr = translator.translate("[a]\nioengine=libaio\nfilename=/x\nsize=1m\n")
+    assert ASYNC_BUFFERS_NOTE.format(engine="libaio") in tr.notes
+    assert "--uring-fixed-buffers off" in ASYNC_BUFFERS_NOTE

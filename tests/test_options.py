@@ -113,6 +113,10 @@ def test_engine_scoped_options_are_namespaced():
     ("rwmix_read", "70%", 70), ("threads", "8", 8), ("direct", "yes", True), ("seed", "0x10", 16),
     ("target", "/a", ("/a",)), ("random_map", "off", False), ("random_distribution", "uniform", "random"),
     ("random_distribution", "zipf:1.20:0.5", "zipf:1.2:0.5"), ("random_distribution", "normal", "normal:0"),
+    ("uring.fixed_buffers", "auto", "auto"), ("uring.fixed_buffers", "off", "off"), ("uring.fixed_buffers", "on", "on"),
+    # the switch of earlier releases: true is on, false is off (never registered, as it did then)
+    ("uring.fixed_buffers", True, "on"), ("uring.fixed_buffers", False, "off"), ("uring.fixed_buffers", "yes", "on"),
+    ("uring.fixed_buffers", "0", "off"),
 ])
 def test_parse_value(name, raw, expected):
     assert parse_value(name, raw) == expected
@@ -130,6 +134,8 @@ def test_parse_value(name, raw, expected):
     ("random_distribution", "zipf:0", ["random_distribution", "theta", "must be > 0", "zoned:A/R"]),
     ("random_distribution", "zoned:50/50:40/50", ["random_distribution", "sum to 90 %", "both must be 100"]),
     ("random_distribution", "gamma:2", ["random_distribution", "unknown distribution", "pareto[:h[:center]]"]),
+    ("uring.fixed_buffers", "sometimes", ["uring.fixed_buffers", "'sometimes'", "auto, on, off"]),
+    ("uring.fixed_buffers", 2, ["uring.fixed_buffers", "auto, on, off"]),
 ])
 def test_bad_values_give_one_line_naming_field_and_allowed(name, raw, words):
     with pytest.raises(OptionError) as e:
@@ -168,3 +174,34 @@ def test_every_subcommand_help_renders():
             with contextlib.redirect_stdout(io.StringIO()) as out:
                 sub.choices[name].print_help()
             assert name in out.getvalue()
+
+
+def test_fixed_buffers_in_a_job_file_as_toml_writes_it(tmp_path):
+    """`uring.fixed_buffers` written as the reference names it: TOML reads the unquoted key as a
+    table `uring`, which is the option all the same; quoted, a `[uring]`-style table, or the old
+    boolean; a bad value is one line naming the option and the allowed values."""
+    from storlab.jobs.job import load_jobfile
+
+    f = tmp_path / "job.toml"
+    f.write_text('engine = "io_uring"\nuring.fixed_buffers = "off"\n'
+                 '[[phase]]\nname = "a"\n[[phase.group]]\n"uring.fixed_buffers" = true\n'
+                 '[[phase]]\nname = "b"\n[[phase.group]]\nuring = { fixed_buffers = "auto" }\n'
+                 '[[phase]]\nname = "c"\n')
+    job = resolve_job({}, load_jobfile(str(f)))
+    assert [p.groups[0].values["uring.fixed_buffers"] for p in job.phases] == ["on", "auto", "off"]
+    job = resolve_job({"uring.fixed_buffers": "auto"}, load_jobfile(str(f)))     # the flag over the file
+    assert {p.groups[0].values["uring.fixed_buffers"] for p in job.phases} == {"auto"}
+    f.write_text('engine = "io_uring"\nuring.fixed_buffers = "never"\n')
+    with pytest.raises(OptionError) as e:
+        resolve_job({}, load_jobfile(str(f)), jobfile_name=str(f))
+    assert str(e.value) == f"{f}: uring.fixed_buffers: 'never' is not allowed; use one of: auto, on, off"
+    f.write_text('engine = "io_uring"\nuring.fixed_bufers = "on"\n')
+    with pytest.raises(OptionError, match=r"unknown option 'uring.fixed_bufers' \(did you mean 'uring.fixed_buffers'\?\)"):
+        resolve_job({}, load_jobfile(str(f)), jobfile_name=str(f))
+
+
+def test_fixed_buffers_on_or_off_belongs_to_io_uring():
+    for mode in ("on", "off"):
+        with pytest.raises(OptionError, match="uring.fixed_buffers: belongs to engine io_uring, but engine is psync"):
+            resolve_job({"uring.fixed_buffers": mode}, None)
+    assert resolve_job({"uring.fixed_buffers": "auto"}, None).phases[0].groups[0].values["engine"] == "psync"

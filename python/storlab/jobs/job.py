@@ -79,12 +79,27 @@ def _unknown(key: str, where: str) -> OptionError:
     return OptionError(f"{where}: unknown option {key!r}{suggest(key)}")
 
 
+def _dotted(section: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The keys of a section with TOML's dotted keys put back together: `uring.fixed_buffers = "off"`
+    unquoted (or a `[uring]` table) is a table `uring` to TOML, and the option `uring.fixed_buffers`
+    here. A table that names no option stays as it is, for the unknown-option message."""
+    out: list[tuple[str, Any]] = []
+    for key, raw in section.items():
+        prefix = f"{key}."
+        if isinstance(raw, Mapping) and key not in BY_NAME and key not in JOB_ONLY_KEYS \
+                and any(name.startswith(prefix) for name in BY_NAME):
+            out += [(prefix + sub, value) for sub, value in raw.items()]
+        else:
+            out.append((key, raw))
+    return out
+
+
 def _parse_section(section: Mapping[str, Any], where: str, allow_run_level: bool,
                    flags: bool = False) -> dict[str, Any]:
     if not isinstance(section, Mapping):
         raise OptionError(f"{where}: expected a table of options, got {section!r}")
     out: dict[str, Any] = {}
-    for key, raw in section.items():
+    for key, raw in _dotted(section):
         if key in JOB_ONLY_KEYS:
             continue
         if key not in BY_NAME:
