@@ -249,6 +249,7 @@ def test_fixedbufs_difference_is_printed_once_and_the_modes_are_recorded(workdir
         assert main(["fio", str(job)]) == 0
         assert (FIXEDBUFS_NOTE in capsys.readouterr().out) == (value is None)
         assert main(["run", "--fio", str(job), "--quiet", "--json", f"{mode}.json"]) == 0
+        assert capsys.readouterr().err.splitlines().count(f"storlab: {FIXEDBUFS_NOTE}") == (value is None)
         doc = json.loads((workdir / f"{mode}.json").read_text())
         io = doc["environment"]["io_uring"]
         assert io["requested"]["uring.fixed_buffers"] == mode

@@ -252,6 +252,8 @@ def run(args: argparse.Namespace) -> int:
             progress.finish()
 
     ok = emit_result(doc, settings, "run")
+    for note in (doc.get("translation") or {}).get("notes") or []:   # --fio: what storlab does differently
+        print(f"storlab: {note}", file=sys.stderr)
     ok = _write_fio_json(doc, settings.get("fio_json")) and ok
     mismatches = _report_verification(doc)
     stopped = stop_exit_code("run", doc)
