@@ -412,6 +412,53 @@ def test_the_final_gather_matches_the_flat_one_and_goes_round_a_silent_rank(n, s
     assert doc["seconds"] < 15
 
 
+FAILURE_NOTICE_SCRIPT = """
+import json, os, time
+from mpi4py import MPI
+from storlab.measure.mpi.comm import Comm, Liveness, RankFailure
+
+live = Liveness(MPI.COMM_WORLD, 60.0)      # heartbeats a second apart: a notice must not wait for them
+comm = Comm(MPI.COMM_WORLD, live)
+r, n = comm.rank, comm.size
+comm.barrier()
+out = {"rank": r, "bell": live.bell is not None}
+if r == n - 1:
+    time.sleep(1.5)                        # the others are asleep in the barrier below by now
+    out["reported"] = time.time()
+    live.report("boom")
+else:
+    try:
+        comm.barrier()
+        out["raised"] = None
+    except RankFailure as e:
+        out["raised"], out["at"] = str(e), time.time()
+got = comm.gather_surviving(out, 10.0)
+if r == 0:
+    print(json.dumps([got[k] for k in sorted(got)]), flush=True)
+live.close()
+os._exit(0)
+"""
+
+
+def test_a_failure_notice_wakes_every_waiting_rank_at_once():
+    """A rank's failure reaches ranks asleep in a collective within a fraction of a heartbeat:
+    with more ranks than cores each liveness thread sleeps on its doorbell until its next
+    heartbeat (a second here), so the notice must ring its way down the tree (5 hops from rank 7
+    to rank 3), and each main thread must be woken by its liveness thread, not wait for a poll."""
+    n = 8
+    p = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-c", FAILURE_NOTICE_SCRIPT],
+                       capture_output=True, text=True, timeout=120)
+    line = next((x for x in p.stdout.splitlines() if x.startswith("[")), None)
+    assert line is not None, p.stdout + p.stderr
+    ranks = json.loads(line)
+    assert [x["rank"] for x in ranks] == list(range(n))
+    reported = ranks[-1]["reported"]
+    for x in ranks[:-1]:
+        assert x["raised"] and f"rank {n - 1} " in x["raised"] and "boom" in x["raised"], x
+    slowest = max(x["at"] for x in ranks[:-1]) - reported
+    assert 0 <= slowest < 0.5, f"the last rank heard of the failure {slowest:.2f} s after it"
+
+
 def test_the_gap_between_phases_is_measured_and_recorded(tmp_path, shm_dir):
     """benchmarks/mpi_overhead.py's rank side: one gap per phase boundary, from the merged document."""
     out = tmp_path / "gaps.json"
