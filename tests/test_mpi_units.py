@@ -134,6 +134,24 @@ def test_node_placeholder_shares_a_file_among_the_ranks_of_a_node():
     assert [v["participant_base"] for v in vals] == [0, 2, 0, 2]
 
 
+@pytest.mark.parametrize("templates", [("/d/f",), ("/d/f{rank}",), ("/d/{node}/f",), ("/d/{size}",),
+                                       ("/d/f{rank}", "/e/{node}"), ("/d/{node}", "/e/g"),
+                                       ("/d/{node}{rank}",), ("/x{rank}y{rank}",)])
+def test_the_ranks_sharing_a_target_are_those_whose_paths_are_equal(templates):
+    """Which ranks share a target, found from the placeholders, is what substituting every
+    rank's paths and comparing them gives, including a template where two ranks collide
+    ("{node}{rank}": node n1 with rank 23 and node n12 with rank 3 both give n123)."""
+    nodes = ["a" if r % 3 else "b" for r in range(30)]
+    nodes[3], nodes[23] = "n12", "n1"
+    for role in range(len(nodes)):
+        mine = rewrite._paths(templates, role, nodes)
+        expected = [r for r in range(len(nodes)) if rewrite._paths(templates, r, nodes) == mine]
+        assert list(rewrite._sharing(templates, role, nodes)) == expected
+    if templates == ("/d/{node}{rank}",):      # the collision is real, and found
+        assert rewrite._paths(templates, 3, nodes) == rewrite._paths(templates, 23, nodes) == ("/d/n123",)
+        assert list(rewrite._sharing(templates, 3, nodes)) == [3, 23]
+
+
 def test_io_total_is_split_over_the_ranks():
     job = resolve_job({"target": ["/d/f{rank}"], "size": "1m", "io_total": "4m"})
     assert rewrite.rewrite_job(job, 0, ["a"] * 4).phases[0].groups[0].values["io_total"] == 1 << 20

@@ -54,6 +54,24 @@ def _paths(templates: Sequence[str], role: int, nodes: Sequence[str]) -> tuple[s
     return tuple(substitute(t, role, nodes[role], len(nodes)) for t in templates)
 
 
+def _sharing(templates: Sequence[str], role: int, nodes: Sequence[str]) -> Sequence[int]:
+    """The roles whose paths equal `role`'s, in order, without substituting every rank's paths
+    where the placeholders decide it: a template naming {rank} (and not {node}) gives each rank a
+    path of its own (text around one number, so two numbers give two paths), one naming {node}
+    (and not {rank}) is shared by the ranks of a node, one naming neither by all. A template
+    naming both could collide across ranks ("{node}{rank}": n1 and 23, n12 and 3), so it is
+    compared rank by rank."""
+    named = [set(_FIELD.findall(t)) for t in templates]
+    if any("rank" in f and "node" not in f for f in named):
+        return [role]
+    if not any("rank" in f or "node" in f for f in named):
+        return range(len(nodes))
+    if not any("rank" in f for f in named):
+        return [r for r in range(len(nodes)) if nodes[r] == nodes[role]]
+    mine = _paths(templates, role, nodes)
+    return [r for r in range(len(nodes)) if _paths(templates, r, nodes) == mine]
+
+
 def rewrite_job(job: Job, rank: int, nodes: Sequence[str], reorder: int = 0) -> Job:
     """The job rank `rank` runs, of `len(nodes)` ranks (`nodes[r]` is rank r's node name)."""
     size = len(nodes)
@@ -64,9 +82,8 @@ def rewrite_job(job: Job, rank: int, nodes: Sequence[str], reorder: int = 0) -> 
             role = data_rank(rank, size, reorder, read_only(v))
             templates = tuple(v["target"])
             if templates:  # no target: each rank makes its own scratch file, nothing to share
-                mine = _paths(templates, role, nodes)
-                sharing = [r for r in range(size) if _paths(templates, r, nodes) == mine]
-                v["target"] = mine
+                v["target"] = _paths(templates, role, nodes)
+                sharing = _sharing(templates, role, nodes)
                 if len(sharing) > 1:
                     v["participants"] = len(sharing) * v["threads"]
                     v["participant_base"] = sharing.index(role) * v["threads"]
