@@ -10,7 +10,12 @@ Random offsets: both tools run with their defaults, which agree: every block of 
 pass in random order (fio's random map; storlab's full-period permutation). Latency: both report
 `lat` (slat + clat) as fio defines it; the ratio compares those means.
 
-    python3 benchmarks/vs_fio.py [--rounds 3] [--seconds 5] [--only 1,5] [--json OUT]
+    python3 benchmarks/vs_fio.py [--rounds 3] [--seconds 5] [--only 1,5] [--json OUT] [--busiest 3]
+
+--busiest N: in each run, the N threads of the whole host that used the most CPU over the middle
+of the run (from /proc, a window from 30 % to 70 % of it), as % of one CPU, so a workload bound
+by a kernel thread both tools wait on (a loop device's worker) shows as that thread near 100 % in
+both.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 
 
@@ -54,7 +60,46 @@ WORKLOADS = [
 FILE_SIZE = "1g"
 
 
-def run_storlab(w: Workload, target: str, seconds: float) -> dict:
+def thread_ticks() -> dict[tuple[str, str], tuple[str, int]]:
+    """(pid, tid) -> (thread name, user + system clock ticks) of every thread on the host."""
+    out = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    st = f.read()
+            except OSError:
+                continue
+            name = st[st.index("(") + 1:st.rindex(")")]
+            fields = st[st.rindex(")") + 2:].split()
+            out[(pid, tid)] = (name, int(fields[11]) + int(fields[12]))
+    return out
+
+
+def run_sampled(cmd: list[str], seconds: float, busiest: int) -> tuple[str, list[tuple[str, float]]]:
+    """Run `cmd` (a run of `seconds`); its stdout, and with `busiest` the threads that used the
+    most CPU from 30 % to 70 % of the run: (name, % of one CPU)."""
+    if not busiest:
+        return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout, []
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3 * seconds)
+    before, t0 = thread_ticks(), time.monotonic()
+    time.sleep(0.4 * seconds)
+    after, t1 = thread_ticks(), time.monotonic()
+    out, err = proc.communicate()
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, cmd, out, err)
+    hz = os.sysconf("SC_CLK_TCK")
+    used = [(name, 100.0 * (ticks - before[key][1]) / hz / (t1 - t0))
+            for key, (name, ticks) in after.items() if key in before]
+    return out, sorted(used, key=lambda x: -x[1])[:busiest]
+
+
+def run_storlab(w: Workload, target: str, seconds: float, busiest: int = 0) -> dict:
     cmd = ["storlab", "run", "--target", target, "--rw", w.rw, "--bs", w.bs, "--engine", w.engine,
            "--qd", str(w.qd), "--threads", str(w.threads), "--time", f"{seconds}s", "--thread-layout", "shared",
            "--json", "-", "-q", "--no-store", "--no-fsync-end"]
@@ -64,14 +109,14 @@ def run_storlab(w: Workload, target: str, seconds: float) -> dict:
         cmd += ["--allow-destroy", target]
     else:
         cmd += ["--size", FILE_SIZE]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    doc = json.loads(out.stdout)
+    out, threads = run_sampled(cmd, seconds, busiest)
+    doc = json.loads(out)
     d = doc["phases"][0]["read" if "read" in w.rw else "write"]
     return {"iops": d["iops"], "bw_bytes": d["bw_bytes"], "lat_mean_ns": d["lat_ns"]["mean"],
-            "lat_p99_ns": d["lat_ns"]["p99"]}
+            "lat_p99_ns": d["lat_ns"]["p99"], "busiest": threads}
 
 
-def run_fio(w: Workload, target: str, seconds: float) -> dict:
+def run_fio(w: Workload, target: str, seconds: float, busiest: int = 0) -> dict:
     engine = {"psync": "psync", "io_uring": "io_uring", "null": "null"}[w.engine]
     cmd = ["fio", "--name=bench", f"--filename={target}", f"--rw={w.rw}", f"--bs={w.bs}",
            f"--ioengine={engine}", f"--iodepth={w.qd}", f"--numjobs={w.threads}", "--group_reporting",
@@ -79,11 +124,11 @@ def run_fio(w: Workload, target: str, seconds: float) -> dict:
            f"--direct={1 if w.direct else 0}", "--output-format=json", "--thread", *w.extra_fio]
     if not w.on_loop:
         cmd.append(f"--size={FILE_SIZE}")
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    job = json.loads(out.stdout[out.stdout.index("{"):])["jobs"][0]
+    out, threads = run_sampled(cmd, seconds, busiest)
+    job = json.loads(out[out.index("{"):])["jobs"][0]
     d = job["read" if "read" in w.rw else "write"]
     return {"iops": d["iops"], "bw_bytes": d["bw_bytes"], "lat_mean_ns": d["lat_ns"]["mean"],
-            "lat_p99_ns": d["clat_ns"]["percentile"].get("99.000000", 0)}
+            "lat_p99_ns": d["clat_ns"]["percentile"].get("99.000000", 0), "busiest": threads}
 
 
 class LoopDevice:
@@ -114,6 +159,8 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--only", default="", help="comma-separated workload numbers")
     ap.add_argument("--json", help="write the medians and ratios as JSON to this file")
+    ap.add_argument("--busiest", type=int, default=0, metavar="N",
+                    help="print the N busiest threads on the host during each run (see above)")
     args = ap.parse_args()
     if not shutil.which("fio"):
         print("fio not found: install Debian's fio (apt-get install fio) to run this comparison", file=sys.stderr)
@@ -143,14 +190,18 @@ def main() -> int:
             try:
                 ratios, lat_ratios, s_vals, f_vals = [], [], [], []
                 for r in range(args.rounds):
-                    s = run_storlab(w, target, args.seconds)
-                    f = run_fio(w, target, args.seconds)
+                    s = run_storlab(w, target, args.seconds, args.busiest)
+                    f = run_fio(w, target, args.seconds, args.busiest)
                     s_vals.append(s[w.metric])
                     f_vals.append(f[w.metric])
                     ratios.append(s[w.metric] / f[w.metric])
                     lat_ratios.append(s["lat_mean_ns"] / f["lat_mean_ns"] if f["lat_mean_ns"] else float("nan"))
                     print(f"  [{w.number}] round {r + 1}: storlab {fmt_metric(w.metric, s[w.metric])}, "
                           f"fio {fmt_metric(w.metric, f[w.metric])}", file=sys.stderr)
+                    for tool, x in (("storlab", s), ("fio", f)):
+                        if x["busiest"]:
+                            print(f"      busiest threads during {tool}: " +
+                                  ", ".join(f"{name} {pct:.0f} %" for name, pct in x["busiest"]), file=sys.stderr)
                 rows.append((w, (statistics.median(s_vals), statistics.median(f_vals),
                                  statistics.median(ratios), min(ratios), max(ratios),
                                  statistics.median(lat_ratios)), ""))
