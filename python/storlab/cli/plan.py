@@ -287,7 +287,8 @@ MAX_PLAN_ACCELERATORS = 16384
 TRAINING_WORKLOAD = _row("workload", "str", "an AI-training or checkpoint workload, as `storlab workload` takes it: "
                          "a built-in name (unet3d_h100, resnet50_h100, llama3_8b, ...), a DLIO workload YAML or a "
                          "storlab workload TOML. perf: the accelerators the stack feeds at the workload's AU "
-                         "threshold (a checkpoint: its write and read seconds), STACK may be 'device' for one bare "
+                         "threshold, and the eval phase apart when the workload evaluates (a checkpoint: its write and "
+                         "read seconds), STACK may be 'device' for one bare "
                          "device; recommend: layouts feeding --accelerators", metavar="NAME|FILE", category="training")
 ACCELERATORS = _row("accelerators", "int", "with --workload: perf predicts AU and pass or fail at this many "
                     "accelerators (a checkpoint: its ranks); recommend keeps the layouts that feed them",
