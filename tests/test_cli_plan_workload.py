@@ -88,6 +88,22 @@ def test_perf_workload_predicts_the_eval_phase_apart(capsys, throttle_profile, e
     assert at8["accelerators"] == 8 and at8["au"] == pytest.approx(12.45 / 124.0, rel=1e-3)
 
 
+def test_perf_workload_eval_when_no_accelerator_is_fed(capsys, tmp_path, eval_workload):
+    # 1 MiB/s: training's AU at 1 is 0.1, below the threshold; the evaluation is shown at 1:
+    # Le = 2 s, Se = 2000: wall = 2000 x 2 + 0.05 = 4000.05 s, AU = 1999 x 0.05 / (4000.05 - 4.05)
+    slow = tmp_path / "slow.json"
+    save_profile(DeviceProfile("loop", MiB, MiB, 1e6, 1e6, 20e-6, 20e-6, 1, False), str(slow))
+    code, out, _ = run(capsys, "perf", "device", "--workload", eval_workload, "--profile", str(slow),
+                       "--dataset-size", "as-written")
+    assert code == 0 and "accelerators fed: 0" in out
+    assert "4,000 s per evaluation (2000 steps); 2 evaluation(s) per run: 8,000 s" in out
+    assert "no accelerator holds the training threshold: at_fed shows the evaluation at 1" in out
+    code, out, _ = run(capsys, "perf", "device", "--workload", eval_workload, "--profile", str(slow),
+                       "--dataset-size", "as-written", "--json")
+    fed = json.loads(out)["workload"]["evaluation"]["at_fed"]
+    assert fed["accelerators"] == 1 and fed["au"] == pytest.approx(99.95 / 3996.0, rel=1e-3)
+
+
 def test_perf_workload_without_evaluation_has_no_eval_block(capsys, throttle_profile, small_workload):
     code, out, _ = run(capsys, "perf", "device", "--workload", small_workload, "--profile", throttle_profile)
     assert code == 0 and "evaluation" not in out

@@ -730,6 +730,13 @@ def _evaluation_payload(fc: EvaluationForecast) -> dict[str, Any]:
             "seconds_per_run": fc.seconds_per_run, "note": fc.note or None}
 
 
+def _duration(seconds: float) -> str:
+    """A phase's length: ms or s as _ms gives them, whole seconds from 100 s on."""
+    if not math.isfinite(seconds):
+        return "unbounded"
+    return f"{seconds:,.0f} s" if seconds >= 100 else _ms(seconds)
+
+
 def _evaluation_lines(fc: EvaluationForecast) -> list[str]:
     p, ld = fc.point, fc.load
     if p.steps < 1:
@@ -738,9 +745,8 @@ def _evaluation_lines(fc: EvaluationForecast) -> list[str]:
            f"samples/s, {p.samples_per_s * ld.record_bytes / 2**20:,.2f} MiB/s; demand {_mib(p.demand_bytes_per_s)}, "
            f"delivered {_mib(p.delivered_bytes_per_s)} at {p.concurrency} outstanding reads; storage limited by "
            f"{p.limiting}",
-           f"    {_ms(p.epoch_s) if math.isfinite(p.epoch_s) else 'unbounded'} per evaluation ({p.steps} steps); "
-           f"{fc.evaluations} evaluation(s) per run: "
-           f"{_ms(fc.seconds_per_run) if math.isfinite(fc.seconds_per_run) else 'unbounded'}"]
+           f"    {_duration(p.epoch_s)} per evaluation ({p.steps} steps); {fc.evaluations} evaluation(s) per run: "
+           f"{_duration(fc.seconds_per_run)}"]
     if fc.note:
         out.append(f"    note: {fc.note}")
     return out
