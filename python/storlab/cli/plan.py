@@ -288,8 +288,8 @@ TRAINING_WORKLOAD = _row("workload", "str", "an AI-training or checkpoint worklo
                          "a built-in name (unet3d_h100, resnet50_h100, llama3_8b, ...), a DLIO workload YAML or a "
                          "storlab workload TOML. perf: the accelerators the stack feeds at the workload's AU "
                          "threshold, and the eval phase apart when the workload evaluates (a checkpoint: its write and "
-                         "read seconds), STACK may be 'device' for one bare "
-                         "device; recommend: layouts feeding --accelerators", metavar="NAME|FILE", category="training")
+                         "read seconds), STACK may be 'device' for one bare device; recommend: layouts feeding "
+                         "--accelerators", metavar="NAME|FILE", category="training")
 ACCELERATORS = _row("accelerators", "int", "with --workload: perf predicts AU and pass or fail at this many "
                     "accelerators (a checkpoint: its ranks); recommend keeps the layouts that feed them",
                     minimum=1, maximum=MAX_PLAN_ACCELERATORS, metavar="N", category="training")
@@ -671,7 +671,7 @@ def training_load(spec, dataset_size: str) -> TrainingLoad:
                         total_training_steps=t.total_training_steps, rule_sized=dataset_size == "rule")
 
 
-def eval_load(spec, training: TrainingLoad) -> tuple[TrainingLoad, int]:
+def workload_evaluation(spec, training: TrainingLoad) -> tuple[TrainingLoad, int]:
     """The workload's evaluation as the model's load (measure/training.py's _evaluate: the eval
     files, the eval batch and compute) and the evaluations in a run of its epochs."""
     ev = spec.evaluation
@@ -724,7 +724,8 @@ def _point_line(point: AcceleratorPoint, load: TrainingLoad) -> str:
 
 
 def _evaluation_payload(fc: EvaluationForecast) -> dict[str, Any]:
-    point = {k: v for k, v in (_accelerator_point(fc.point, fc.load) or {}).items() if k not in ("steps_per_epoch", "epoch_s")}
+    point = {k: v for k, v in (_accelerator_point(fc.point, fc.load) or {}).items()
+             if k not in ("steps_per_epoch", "epoch_s")}     # an evaluation's: seconds_per_evaluation, steps_per_evaluation
     return {**point, "seconds_per_evaluation": fc.point.epoch_s,
             "steps_per_evaluation": fc.point.steps, "evaluations_per_run": fc.evaluations,
             "seconds_per_run": fc.seconds_per_run, "note": fc.note or None}
@@ -817,7 +818,7 @@ def run_perf_workload(args: argparse.Namespace) -> int:
         out += [f"  assumption: {a}" for a in fc.assumptions]
     evaluation: list[str] = []
     if spec.train_enabled and spec.evaluation.enabled:
-        ev_load, count = eval_load(spec, load)
+        ev_load, count = workload_evaluation(spec, load)
         ev_wl: dict[str, Any] = {"load": {**_plain(ev_load), "request_bytes": ev_load.request_bytes},
                                  "definition": "DLIO's eval figures, apart from training's: the eval files read after "
                                                "the epochs named, AU with the training formulas on one evaluation"}
@@ -825,7 +826,7 @@ def run_perf_workload(args: argparse.Namespace) -> int:
                       f"{spec.evaluation.after_epoch} then every {spec.evaluation.epochs_between}",
                       f"  per accelerator and step: {ev_load.batch} x {format_size(ev_load.record_bytes)} samples, "
                       f"compute {ev_load.computation_s:g} s; {ev_load.samples} eval samples, no barrier between steps"]
-        at = {"at_fed": max(1, fc.fed), **({"at_accelerators": args.accelerators} if args.accelerators else {})}
+        at = {"at_fed": max(1, fc.fed), **({"at_accelerators": args.accelerators} if args.accelerators is not None else {})}
         forecasts: dict[int, EvaluationForecast] = {}
         for key, n in at.items():
             if n not in forecasts:

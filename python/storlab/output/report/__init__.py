@@ -2,10 +2,10 @@
 script, nothing fetched) built from stored or exported result documents.
 
 The report reads documents only, never the live engine. Charts are chosen from what the runs
-contain (report/charts.py); then training workloads (training's AU, samples/s and MiB/s, and
-evaluation's beside them when the run evaluated), predicted vs measured (runs with a stack model), metadata runs,
-the results table, the job, the environment, warnings, and what makes the runs incomparable when
-there are several.
+contain (report/charts.py); then come training workloads (training's AU, samples/s and MiB/s, and
+evaluation's beside them when the run evaluated), predicted vs measured (runs with a stack model),
+metadata runs, the results table, the job, the environment, warnings, and what makes the runs
+incomparable when there are several.
 """
 from __future__ import annotations
 
