@@ -50,6 +50,67 @@ total_training_steps = 500
     return str(path)
 
 
+@pytest.fixture
+def eval_workload(small_workload, tmp_path) -> str:
+    """The small workload with DLIO's evaluation after epochs 2 and 3: 4000 eval samples, batch 2,
+    0.05 s per batch (worked by hand in tests/test_model_training.py)."""
+    path = tmp_path / "eval.toml"
+    text = Path(small_workload).read_text().replace('name = "small"', 'name = "small_eval"')
+    path.write_text(text.replace("files = 100000", "files = 100000\neval_files = 4000")
+                    + "epochs = 3\n[evaluation]\nenabled = true\nbatch_size = 2\ncomputation_time = 0.05\nafter_epoch = 2\n")
+    return str(path)
+
+
+def test_perf_workload_predicts_the_eval_phase_apart(capsys, throttle_profile, eval_workload):
+    code, out, err = run(capsys, "perf", "device", "--workload", eval_workload, "--profile", throttle_profile,
+                         "--dataset-size", "as-written")
+    assert code == 0 and err == ""
+    train, _, block = out.partition("small_eval on one device: evaluation (DLIO's eval, apart from training)")
+    assert "accelerators fed: 4" in train and "at 4: AU 0.80" in train and "eval" not in train.split("at 4:")[1]
+    # Se = 500, Le = 0.25 s: 125.05 s per evaluation, AU 24.95 / 124.5, 31.99 samples/s of 1 MiB
+    assert "after epoch 2 then every 1" in block
+    assert "at 4: eval AU 0.200 (fail), 32.0 samples/s, 31.99 MiB/s; demand 160.0 MiB/s, delivered 32.0 MiB/s" in block
+    assert "125 s per evaluation (500 steps); 2 evaluation(s) per run: 250 s" in block
+    code, out, _ = run(capsys, "perf", "device", "--workload", eval_workload, "--profile", throttle_profile,
+                       "--dataset-size", "as-written", "--accelerators", "8", "--json")
+    assert code == 0
+    ev = json.loads(out)["workload"]["evaluation"]
+    assert ev["load"]["batch"] == 2 and ev["load"]["samples"] == 4000 and ev["load"]["rule_sized"] is False
+    fed = ev["at_fed"]
+    assert fed["accelerators"] == 4 and fed["steps_per_evaluation"] == 500 and fed["evaluations_per_run"] == 2
+    assert fed["au"] == pytest.approx(24.95 / 124.5, rel=1e-3) and fed["passed"] is False
+    assert fed["seconds_per_evaluation"] == pytest.approx(125.05, rel=1e-3)
+    assert fed["seconds_per_run"] == pytest.approx(250.1, rel=1e-3)
+    assert fed["mib_per_s"] == pytest.approx(4000 / 125.05, rel=1e-3)
+    assert fed["demand_bytes_per_s"] == pytest.approx(160 * MiB)
+    assert fed["delivered_bytes_per_s"] == pytest.approx(32 * MiB, rel=0.01)
+    at8 = ev["at_accelerators"]        # Se = 250, Le = 0.5 s: AU 249 x 0.05 / 124.0
+    assert at8["accelerators"] == 8 and at8["au"] == pytest.approx(12.45 / 124.0, rel=1e-3)
+
+
+def test_perf_workload_eval_when_no_accelerator_is_fed(capsys, tmp_path, eval_workload):
+    # 1 MiB/s: training's AU at 1 is 0.1, below the threshold; the evaluation is shown at 1:
+    # Le = 2 s, Se = 2000: wall = 2000 x 2 + 0.05 = 4000.05 s, AU = 1999 x 0.05 / (4000.05 - 4.05)
+    slow = tmp_path / "slow.json"
+    save_profile(DeviceProfile("loop", MiB, MiB, 1e6, 1e6, 20e-6, 20e-6, 1, False), str(slow))
+    code, out, _ = run(capsys, "perf", "device", "--workload", eval_workload, "--profile", str(slow),
+                       "--dataset-size", "as-written")
+    assert code == 0 and "accelerators fed: 0" in out
+    assert "4,000 s per evaluation (2000 steps); 2 evaluation(s) per run: 8,000 s" in out
+    assert "no accelerator holds the training threshold: at_fed shows the evaluation at 1" in out
+    code, out, _ = run(capsys, "perf", "device", "--workload", eval_workload, "--profile", str(slow),
+                       "--dataset-size", "as-written", "--json")
+    fed = json.loads(out)["workload"]["evaluation"]["at_fed"]
+    assert fed["accelerators"] == 1 and fed["au"] == pytest.approx(99.95 / 3996.0, rel=1e-3)
+
+
+def test_perf_workload_without_evaluation_has_no_eval_block(capsys, throttle_profile, small_workload):
+    code, out, _ = run(capsys, "perf", "device", "--workload", small_workload, "--profile", throttle_profile)
+    assert code == 0 and "evaluation" not in out
+    code, out, _ = run(capsys, "perf", "device", "--workload", small_workload, "--profile", throttle_profile, "--json")
+    assert code == 0 and "evaluation" not in json.loads(out)["workload"]
+
+
 def test_perf_workload_on_one_device(capsys, throttle_profile, small_workload):
     code, out, err = run(capsys, "perf", "device", "--workload", small_workload, "--profile", throttle_profile,
                          "--dataset-size", "as-written")

@@ -1,6 +1,7 @@
 """The training and checkpoint model (storlab.model.training): the epoch formulas against values
 worked by hand, the accelerator search (monotonic in the storage, exact at the threshold, bounded
-by the dataset), the first-step edge, and a checkpoint's seconds."""
+by the dataset), the first-step edge, the eval phase (DLIO's evaluation, apart from training) and a
+checkpoint's seconds."""
 from __future__ import annotations
 
 import dataclasses
@@ -17,7 +18,9 @@ from storlab.model.training import (
     checkpoint_shard_bytes,
     checkpoint_writers,
     epoch_figures,
+    evaluation_load,
     predict_checkpoint,
+    predict_evaluation,
     predict_training,
 )
 
@@ -168,3 +171,59 @@ def test_a_rate_limiter_pays_no_positioning_per_streamed_sample():
                        queues=False)
     point = predict_training(stack_from_notation("R0/2", 64 << 10), load(), 8, [slow_wait])
     assert point.delivered_bytes_per_s == pytest.approx(64 * MiB, rel=0.02)
+
+
+def eval_of(train: TrainingLoad, **kw) -> TrainingLoad:
+    base = dict(batch=2, computation_s=0.05, samples=4000)
+    base.update(kw)
+    return evaluation_load(train, **base)
+
+
+def test_evaluation_worked_by_hand():
+    # the training load of the search test (32 MiB/s, 1 MiB samples, 2 readers) evaluating 4000 eval
+    # samples in batches of 2 at 0.05 s per batch, at 4 accelerators: Se = 4000 // 2 // 4 = 500,
+    # Le = 4 x 2 x 1 MiB / 32 MiB/s = 0.25 s, k = 2: wall = max(500 x 0.25 + 0.05, 2 x 0.25 + 500 x 0.05)
+    # = 125.05 s, first step 0.5 + 0.05 = 0.55 s, AU = 499 x 0.05 / (125.05 - 0.55) = 24.95 / 124.5;
+    # samples/s = 4 x 2 x 500 / 125.05; demand 4 x 2 x 1 MiB / 0.05 s = 160 MiB/s
+    fc = predict_evaluation(None, eval_of(load()), 4, 2, [throttle(32 * MiB)])
+    p = fc.point
+    assert p.steps == 500 and p.epoch_s == pytest.approx(125.05, rel=1e-3)
+    assert p.au == pytest.approx(24.95 / 124.5, rel=1e-3) and not p.passed
+    assert p.samples_per_s == pytest.approx(4000 / 125.05, rel=1e-3)
+    assert p.demand_bytes_per_s == pytest.approx(160 * MiB)
+    assert p.delivered_bytes_per_s == pytest.approx(32 * MiB, rel=0.01) and p.concurrency == 8
+    assert fc.evaluations == 2 and fc.seconds_per_run == pytest.approx(2 * 125.05, rel=1e-3) and not fc.note
+    # at 8: Se = 250, Le = 0.5 s: wall = max(125.05, 13.5) = 125.05, first 1.05: AU = 249 x 0.05 / 124.0
+    assert predict_evaluation(None, eval_of(load()), 8, 1, [throttle(32 * MiB)]).point.au == \
+        pytest.approx(12.45 / 124.0, rel=1e-3)
+    # compute paces at 1 on 64 MiB/s (Le = 2/64 s < 0.05 s): the readers keep ahead, AU 1;
+    # wall = k Le + Se t = 2 x 2/64 + 2000 x 0.05
+    one = predict_evaluation(None, eval_of(load()), 1, 1, [throttle(64 * MiB)]).point
+    assert one.au == pytest.approx(1.0) and one.passed and one.epoch_s == pytest.approx(2 * (2 / 64) + 2000 * 0.05, rel=1e-5)
+
+
+def test_evaluation_uses_the_training_machinery_and_its_own_files():
+    train = load()                      # rule-sized, total_training_steps 500
+    ev = eval_of(train)
+    # the eval files as written: no size rule, no training-steps cap; the same reads as training's
+    assert not ev.rule_sized and ev.total_training_steps == 0 and ev.steps(1) == 2000
+    assert (ev.request_bytes, ev.pattern, ev.read_threads, ev.file_per_sample) == \
+        (train.request_bytes, train.pattern, train.read_threads, train.file_per_sample)
+    # the same concurrency reaches the same bandwidth, whatever the batch and compute
+    t4 = predict_training(None, train, 4, [throttle(32 * MiB)])
+    e4 = predict_evaluation(None, ev, 4, 1, [throttle(32 * MiB)]).point
+    assert e4.delivered_bytes_per_s == pytest.approx(t4.delivered_bytes_per_s) and e4.limiting == t4.limiting
+    # its AU is epoch_figures' on the eval load: first step left out, as measure/training.py's eval block
+    assert e4.au == pytest.approx(epoch_figures(ev, 4, e4.delivered_bytes_per_s)[0])
+
+
+def test_evaluation_with_nothing_to_count():
+    # 6 eval samples, batch 2, 4 accelerators: not one step each (DLIO evaluates nothing)
+    none = predict_evaluation(None, eval_of(load(), samples=6), 4, 3, [throttle(32 * MiB)])
+    assert none.point.steps == 0 and none.point.au == 0.0 and "no evaluation step" in none.note
+    assert none.seconds_per_run == 0.0
+    # one step each, or no compute: AU 0 (the first step is left out), time still spent
+    one = predict_evaluation(None, eval_of(load(), samples=8), 4, 1, [throttle(32 * MiB)])
+    assert one.point.steps == 1 and one.point.au == 0.0 and one.point.epoch_s > 0 and "first step" in one.note
+    idle = predict_evaluation(None, eval_of(load(), computation_s=0.0), 4, 1, [throttle(32 * MiB)])
+    assert idle.point.au == 0.0 and idle.point.epoch_s == pytest.approx(500 * 0.25, rel=1e-3)

@@ -47,3 +47,63 @@ def test_predicted_accelerators_match_the_measured_search_on_btrfs_raid0(tmp_pat
     fed = searches[-1]["search"]["max_accelerators"]
     assert predicted["accelerators_fed"] >= 1 and fed >= 1
     assert agree(predicted["accelerators_fed"], fed), (predicted["accelerators_fed"], fed)
+
+
+EVAL_JOB = """[workload]
+name = "eval_validation"
+au_threshold = 0.9
+accelerators = 2
+[dataset]
+folder = "{folder}"
+format = "npz"
+files = 32
+eval_files = 64
+record_length = 1048576
+[reader]
+batch_size = 1
+read_threads = 2
+prefetch = 2
+[train]
+epochs = 2
+computation_time = 0.1
+drop_cache = "always"
+[evaluation]
+enabled = true
+batch_size = 2
+computation_time = {te}
+after_epoch = 1
+"""
+
+
+def test_predicted_eval_phase_matches_the_measured_one_on_a_throttled_device(tmp_path):
+    """Two accelerators evaluate 64 eval files of 1 MiB in batches of 2 on one loop device capped
+    at 16 MiB/s (ext4), after each of 2 epochs: at 0.05 s per batch the storage paces it (eval AU
+    about 0.2, 4 s per evaluation), at 0.5 s the compute does (AU about 1, 8.5 s). The prediction of
+    plan perf --workload and the measurement of storlab workload agree within 15 % (AU within 0.05)."""
+    from storlab.jobs.workload import DatasetSpec
+    from storlab.measure.dataset import prepare
+    from testbed.training import predict_fed
+
+    why = testbed_unavailable()
+    if why:
+        pytest.skip(why)
+    profile = str(tmp_path / "member.json")
+    save_profile(DeviceProfile("throttled loop", X, X, 1e6, 1e6, LATENCY_S, LATENCY_S, 1, False), profile)
+    with Testbed(name=f"storlab-test-evalmodel-{os.getpid()}") as bed:
+        (dev,) = bed.add_devices(1, 512 * MiB, Limits(read_bps=X))
+        bed.mkfs_ext4(dev)
+        folder = os.path.join(bed.mount(dev, "ext4"), "data")
+        prepare(DatasetSpec(folder=folder, format="npz", files=32, eval_files=64, record_length=MiB))
+        for te in (0.05, 0.5):
+            job = tmp_path / f"eval-{te}.toml"
+            job.write_text(EVAL_JOB.format(folder=folder, te=te))
+            predicted = predict_fed(str(job), "device", profile, 8, "--accelerators", "2")["evaluation"]["at_accelerators"]
+            measured = bed.storlab_command(["workload", str(job)])["evaluation"]
+            seconds = [e["seconds"] for e in measured["evaluations"]]
+            print(f"eval at {te} s per batch: predicted AU {predicted['au']:.3f}, {predicted['samples_per_s']:.2f} "
+                  f"samples/s, {predicted['seconds_per_evaluation']:.2f} s; measured AU {measured['au']:.3f}, "
+                  f"{measured['samples_per_s']:.2f} samples/s, {seconds} s")
+            assert predicted["steps_per_evaluation"] == measured["steps_per_evaluation"] == 16
+            assert measured["au"] == pytest.approx(predicted["au"], abs=0.05)
+            assert measured["samples_per_s"] == pytest.approx(predicted["samples_per_s"], rel=0.15)
+            assert max(seconds) == pytest.approx(predicted["seconds_per_evaluation"], rel=0.15)

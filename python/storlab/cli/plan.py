@@ -39,11 +39,14 @@ from ..model.training import (
     AcceleratorPoint,
     CheckpointForecast,
     CheckpointLoad,
+    EvaluationForecast,
     TrainingLoad,
     accelerators_fed,
     checkpoint_shard_bytes,
     checkpoint_writers,
+    evaluation_load,
     predict_checkpoint,
+    predict_evaluation,
     predict_training,
 )
 from ..output.files import check_destination, write_output
@@ -284,8 +287,9 @@ MAX_PLAN_ACCELERATORS = 16384
 TRAINING_WORKLOAD = _row("workload", "str", "an AI-training or checkpoint workload, as `storlab workload` takes it: "
                          "a built-in name (unet3d_h100, resnet50_h100, llama3_8b, ...), a DLIO workload YAML or a "
                          "storlab workload TOML. perf: the accelerators the stack feeds at the workload's AU "
-                         "threshold (a checkpoint: its write and read seconds), STACK may be 'device' for one bare "
-                         "device; recommend: layouts feeding --accelerators", metavar="NAME|FILE", category="training")
+                         "threshold, and the eval phase apart when the workload evaluates (a checkpoint: its write and "
+                         "read seconds), STACK may be 'device' for one bare device; recommend: layouts feeding "
+                         "--accelerators", metavar="NAME|FILE", category="training")
 ACCELERATORS = _row("accelerators", "int", "with --workload: perf predicts AU and pass or fail at this many "
                     "accelerators (a checkpoint: its ranks); recommend keeps the layouts that feed them",
                     minimum=1, maximum=MAX_PLAN_ACCELERATORS, metavar="N", category="training")
@@ -667,6 +671,15 @@ def training_load(spec, dataset_size: str) -> TrainingLoad:
                         total_training_steps=t.total_training_steps, rule_sized=dataset_size == "rule")
 
 
+def workload_evaluation(spec, training: TrainingLoad) -> tuple[TrainingLoad, int]:
+    """The workload's evaluation as the model's load (measure/training.py's _evaluate: the eval
+    files, the eval batch and compute) and the evaluations in a run of its epochs."""
+    ev = spec.evaluation
+    load = evaluation_load(training, batch=ev.batch_size, computation_s=ev.computation_time,
+                           samples=spec.dataset.eval_files * spec.dataset.samples_per_file)
+    return load, sum(1 for e in range(1, spec.train.epochs + 1) if spec.evaluates_after(e))
+
+
 def checkpoint_load(spec, accelerators: int) -> CheckpointLoad:
     """One checkpoint of the workload over `accelerators` ranks, sharded as measure/checkpoint.py does."""
     ck = spec.checkpoint
@@ -708,6 +721,36 @@ def _point_line(point: AcceleratorPoint, load: TrainingLoad) -> str:
             f"{point.samples_per_s:,.1f} samples/s; demand {_mib(point.demand_bytes_per_s)}, delivered "
             f"{_mib(point.delivered_bytes_per_s)} at {point.concurrency} outstanding reads; storage limited by "
             f"{point.limiting}")
+
+
+def _evaluation_payload(fc: EvaluationForecast) -> dict[str, Any]:
+    point = {k: v for k, v in (_accelerator_point(fc.point, fc.load) or {}).items()
+             if k not in ("steps_per_epoch", "epoch_s")}     # an evaluation's: seconds_per_evaluation, steps_per_evaluation
+    return {**point, "seconds_per_evaluation": fc.point.epoch_s,
+            "steps_per_evaluation": fc.point.steps, "evaluations_per_run": fc.evaluations,
+            "seconds_per_run": fc.seconds_per_run, "note": fc.note or None}
+
+
+def _duration(seconds: float) -> str:
+    """A phase's length: ms or s as _ms gives them, whole seconds from 100 s on."""
+    if not math.isfinite(seconds):
+        return "unbounded"
+    return f"{seconds:,.0f} s" if seconds >= 100 else _ms(seconds)
+
+
+def _evaluation_lines(fc: EvaluationForecast) -> list[str]:
+    p, ld = fc.point, fc.load
+    if p.steps < 1:
+        return [f"  at {p.accelerators}: nothing evaluated; {fc.note}"]
+    out = [f"  at {p.accelerators}: eval AU {p.au:.3f} ({'pass' if p.passed else 'fail'}), {p.samples_per_s:,.1f} "
+           f"samples/s, {p.samples_per_s * ld.record_bytes / 2**20:,.2f} MiB/s; demand {_mib(p.demand_bytes_per_s)}, "
+           f"delivered {_mib(p.delivered_bytes_per_s)} at {p.concurrency} outstanding reads; storage limited by "
+           f"{p.limiting}",
+           f"    {_duration(p.epoch_s)} per evaluation ({p.steps} steps); {fc.evaluations} evaluation(s) per run: "
+           f"{_duration(fc.seconds_per_run)}"]
+    if fc.note:
+        out.append(f"    note: {fc.note}")
+    return out
 
 
 def _checkpoint_payload(fc: CheckpointForecast) -> dict[str, Any]:
@@ -773,6 +816,26 @@ def run_perf_workload(args: argparse.Namespace) -> int:
             if args.accelerators not in (fc.fed, fc.fed + 1):
                 out.append(_point_line(at, load))
         out += [f"  assumption: {a}" for a in fc.assumptions]
+    evaluation: list[str] = []
+    if spec.train_enabled and spec.evaluation.enabled:
+        ev_load, count = workload_evaluation(spec, load)
+        ev_wl: dict[str, Any] = {"load": {**_plain(ev_load), "request_bytes": ev_load.request_bytes},
+                                 "definition": "DLIO's eval figures, apart from training's: the eval files read after "
+                                               "the epochs named, AU with the training formulas on one evaluation"}
+        evaluation = [f"{spec.name} on {title}: evaluation (DLIO's eval, apart from training), after epoch "
+                      f"{spec.evaluation.after_epoch} then every {spec.evaluation.epochs_between}",
+                      f"  per accelerator and step: {ev_load.batch} x {format_size(ev_load.record_bytes)} samples, "
+                      f"compute {ev_load.computation_s:g} s; {ev_load.samples} eval samples, no barrier between steps"]
+        at = {"at_fed": max(1, fc.fed), **({"at_accelerators": args.accelerators} if args.accelerators is not None else {})}
+        forecasts: dict[int, EvaluationForecast] = {}
+        for key, n in at.items():
+            if n not in forecasts:
+                forecasts[n] = predict_evaluation(stack, ev_load, n, count, devices, **kw)
+                evaluation += _evaluation_lines(forecasts[n])
+            ev_wl[key] = _evaluation_payload(forecasts[n])
+        if not fc.fed:
+            evaluation.append("  (no accelerator holds the training threshold: at_fed shows the evaluation at 1)")
+        wl["evaluation"] = ev_wl
     if spec.checkpoint.enabled or not spec.train_enabled:
         ranks = args.accelerators or (fed_count if spec.train_enabled and fed_count else None) \
             or spec.checkpoint.ranks_total or spec.accelerators
@@ -781,6 +844,7 @@ def run_perf_workload(args: argparse.Namespace) -> int:
         if not spec.train_enabled:
             out.append(f"{spec.name} on {title}: checkpoint over {ranks} rank(s)")
         out += _checkpoint_lines(ck)
+    out += evaluation
     payload["workload"] = wl
     warnings = stack_warnings(stack) if stack is not None else []
     if args.json:

@@ -254,7 +254,7 @@ def _show(args: argparse.Namespace) -> int:
     for w in doc.get("warnings") or []:
         lines.append(f"warning [{w.get('code')}]: {w.get('message')}")
     lines += _imported_lines(doc)
-    if doc.get("phases") is not None:
+    if doc.get("phases") is not None or doc.get("kind") == "workload":   # a workload's AU, epochs, evaluations
         lines += ["", render_table(doc)]
     print("\n".join(lines))
     return 0

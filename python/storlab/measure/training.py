@@ -23,6 +23,9 @@ its share of the eval files (FOLDER/valid/) in batches of evaluation.batch_size 
 evaluation.computation_time per batch, with no barrier between steps (DLIO's _eval has none).
 Its AU and samples/s use the training formulas on the evaluation's one block, and are reported
 apart (`evaluation`), as DLIO reports eval AU apart: training figures leave evaluation out.
+Each evaluation is a row (phase "evaluation", its start and end since the run began) beside the
+training epochs (phase "training"), and the time series carries its steps in series of their own
+(`eval_au`, `eval_samples_per_s`, and `phase` per interval), never in training's `au`.
 
 Accelerators: `accelerators` per process (threads); under MPI every rank runs that many, the
 barrier spans all of them, and rank 0 merges the figures.
@@ -455,7 +458,9 @@ class Trainer:
                                   "step_end": [x for b in blocks for x in b.step_end],
                                   "compute": [x for b in blocks for x in b.compute]})
             evals = [{"epoch": epoch, "au": b.au(), "samples_per_s": b.throughput(self.spec.evaluation.batch_size),
-                      "steps": len(b.compute), "seconds": b.end - b.start, "load_s": b.load}
+                      "steps": len(b.compute), "seconds": b.end - b.start, "load_s": b.load,
+                      "start_s": b.start - self.t_origin, "end_s": b.end - self.t_origin,
+                      "step_end": b.step_end, "compute": b.compute}
                      for epoch, b in self._evals[i]]
             accels.append({"index": self.rank * self.local + i, "rank": self.rank, "epochs": per_epoch,
                            "evals": evals, "bytes_read": self.bytes_read[i]})
@@ -474,7 +479,7 @@ def merge(parts: list[dict[str, Any]], spec: WorkloadSpec, wall_s: float) -> dic
         au = [a["epochs"][e]["au"] for a in accels]
         thr = [a["epochs"][e]["samples_per_s"] for a in accels]
         loads = [x for a in accels for x in a["epochs"][e]["load_s"]]
-        epochs.append({"epoch": e + 1, "au": float(np.mean(au)), "samples_per_s": float(np.sum(thr)),
+        epochs.append({"epoch": e + 1, "phase": "training", "au": float(np.mean(au)), "samples_per_s": float(np.sum(thr)),
                        "steps": accels[0]["epochs"][e]["steps"],
                        "seconds": max(a["epochs"][e]["seconds"] for a in accels),
                        "au_per_accelerator": [round(x, 6) for x in au],
@@ -489,8 +494,8 @@ def merge(parts: list[dict[str, Any]], spec: WorkloadSpec, wall_s: float) -> dic
                           "samples_per_s": float(np.mean([x["samples_per_s"] for x in eps])) if eps else 0.0,
                           "bytes_read": a["bytes_read"]})
     all_loads = [x for a in accels for ep in a["epochs"][:done] for x in ep["load_s"]]
-    series = _timeseries(accels, done, n, batch, wall_s)
-    return {"evaluation": _merge_evals(accels, spec),"au": au, "au_std": float(np.std([e["au"] for e in epochs])) if epochs else 0.0,
+    series = _timeseries(accels, done, n, batch, wall_s, spec)
+    return {"evaluation": _merge_evals(accels, spec), "au": au, "au_std": float(np.std([e["au"] for e in epochs])) if epochs else 0.0,
             "samples_per_s": sps, "epochs": epochs, "per_accelerator": per_accel,
             "wait_s": percentiles(all_loads), "timeseries": series, "epochs_done": done,
             "bytes_read": sum(a["bytes_read"] for a in accels),
@@ -506,10 +511,13 @@ def _merge_evals(accels: list[dict[str, Any]], spec: WorkloadSpec) -> dict[str, 
     evals = []
     for k in range(done):
         per = [a["evals"][k] for a in accels]
-        evals.append({"epoch": per[0]["epoch"], "steps": per[0]["steps"],
+        sps = float(np.sum([x["samples_per_s"] for x in per]))
+        evals.append({"epoch": per[0]["epoch"], "phase": "evaluation", "steps": per[0]["steps"],
                       "seconds": max(x["seconds"] for x in per),
+                      "start_s": round(min(x.get("start_s", 0.0) for x in per), 6),
+                      "end_s": round(max(x.get("end_s", 0.0) for x in per), 6),
                       "au": float(np.mean([x["au"] for x in per])),
-                      "samples_per_s": float(np.sum([x["samples_per_s"] for x in per])),
+                      "samples_per_s": sps, "mib_per_s": sps * spec.dataset.record_length / 2**20,
                       "au_per_accelerator": [round(x["au"], 6) for x in per],
                       "wait_s": percentiles([w for x in per for w in x["load_s"]])})
     au = float(np.mean([e["au"] for e in evals])) if evals else 0.0
@@ -520,18 +528,34 @@ def _merge_evals(accels: list[dict[str, Any]], spec: WorkloadSpec) -> dict[str, 
             "batch_size": spec.evaluation.batch_size, "computation_time": spec.evaluation.computation_time}
 
 
-def _timeseries(accels: list[dict[str, Any]], done: int, n: int, batch: int, wall_s: float) -> dict[str, Any]:
+def _timeseries(accels: list[dict[str, Any]], done: int, n: int, batch: int, wall_s: float,
+                spec: WorkloadSpec) -> dict[str, Any]:
     """AU and samples/s per interval: compute time of the steps ending in it over interval x
-    accelerators (a step's compute is counted where it ends)."""
+    accelerators (a step's compute is counted where it ends). Training steps make `au` and
+    `samples_per_s`; with evaluation on, its steps make `eval_au` and `eval_samples_per_s` apart
+    (never added to training's), and `phase` names what ended in each interval: training,
+    evaluation, training+evaluation or idle."""
     interval = max(0.1, round(wall_s / 60, 1)) if wall_s > 0 else 1.0
     bins = max(1, math.ceil(wall_s / interval))
-    comp = np.zeros(bins)
-    samples = np.zeros(bins)
-    for a in accels:
-        for ep in a["epochs"][:done]:
-            idx = np.minimum((np.asarray(ep["step_end"]) / interval).astype(int), bins - 1)
-            np.add.at(comp, idx, ep["compute"])
-            np.add.at(samples, idx, batch)
-    return {"interval_s": interval, "t_s": [round((k + 1) * interval, 3) for k in range(bins)],
-            "au": [round(float(x), 4) for x in comp / (interval * max(1, n))],
-            "samples_per_s": [round(float(x), 2) for x in samples / interval]}
+
+    def binned(rows: list[dict[str, Any]], per_step: int) -> tuple[np.ndarray, np.ndarray]:
+        comp, samples = np.zeros(bins), np.zeros(bins)
+        for row in rows:
+            idx = np.minimum((np.asarray(row["step_end"], dtype=float) / interval).astype(int), bins - 1)
+            np.add.at(comp, idx, row["compute"])
+            np.add.at(samples, idx, per_step)
+        return comp, samples
+
+    comp, samples = binned([ep for a in accels for ep in a["epochs"][:done]], batch)
+    out: dict[str, Any] = {
+        "interval_s": interval, "t_s": [round((k + 1) * interval, 3) for k in range(bins)],
+        "au": [round(float(x), 4) for x in comp / (interval * max(1, n))],
+        "samples_per_s": [round(float(x), 2) for x in samples / interval]}
+    if spec.evaluation.enabled:
+        rows = [ev for a in accels for ev in a.get("evals", []) if "step_end" in ev]
+        e_comp, e_samples = binned(rows, spec.evaluation.batch_size)
+        out["eval_au"] = [round(float(x), 4) for x in e_comp / (interval * max(1, n))]
+        out["eval_samples_per_s"] = [round(float(x), 2) for x in e_samples / interval]
+        out["phase"] = [("training+evaluation" if s and e else "training" if s else "evaluation" if e else "idle")
+                        for s, e in zip(samples > 0, e_samples > 0)]
+    return out

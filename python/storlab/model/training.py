@@ -23,6 +23,16 @@ The first-step edge raises a short epoch's AU by (S - 1) / (S - k); at MLPerf's 
 it is at most 1.4 % (8 readers). Without reader threads an accelerator reads its batch, then computes:
 AU = t / (t + L). samples/s = n B S / wall. AU is 0 with no compute or one step (nothing counted).
 
+Evaluation (DLIO's eval, measure/training.py's _evaluate): after the training epochs it names,
+each accelerator reads its share of the eval files in batches of the eval batch size Be and
+computes te per batch, with the same reader threads and the same read calls, and no barrier
+between steps. The measurement computes its AU and samples/s with the training formulas on the
+evaluation's one block (the first step left out, the block opened before the readers start), so
+the model does too: the epoch formulas above with Se = eval samples // Be // n steps (not capped
+by total_training_steps, not grown by MLPerf's size rule: the eval files are as written),
+Le = n Be R / D(n), and D(n) from `predict` at the same n x read_threads outstanding calls. The
+seconds of one evaluation are its wall; a run evaluates after every epoch it names.
+
 The search: the most accelerators whose AU holds the threshold, doubling then bisecting as
 `storlab workload --search` does (measure/workload.py), so prediction and measurement look at the
 same points.
@@ -43,7 +53,8 @@ from .predict import ControllerCache, Device, Prediction, Workload, predict
 from .stack import Stack, StackError
 
 __all__ = ["TrainingLoad", "CheckpointLoad", "AcceleratorPoint", "TrainingForecast", "CheckpointForecast",
-           "epoch_figures", "predict_training", "accelerators_fed", "predict_checkpoint", "checkpoint_writers",
+           "EvaluationForecast", "evaluation_load", "predict_evaluation", "epoch_figures", "predict_training",
+           "accelerators_fed", "predict_checkpoint", "checkpoint_writers",
            "checkpoint_shard_bytes", "CHECKPOINT_CALL_BYTES", "RULE_STEPS", "SECTOR"]
 
 CHECKPOINT_CALL_BYTES = 16 << 20    # bytes per write or read call of a checkpoint (measure/checkpoint.py)
@@ -259,6 +270,44 @@ def predict_training(stack: Stack | None, load: TrainingLoad, accelerators: int,
 def _working_set(load: TrainingLoad, n: int) -> int:
     """Bytes an epoch reads (what a controller cache would have to hold)."""
     return load.steps(n) * n * load.batch * load.record_bytes
+
+
+@dataclass(frozen=True)
+class EvaluationForecast:
+    """The eval phase at the accelerators training was sized for: its AU (DLIO's eval AU),
+    samples/s, demand against delivery, and the seconds of one evaluation and of all of a run's."""
+    load: TrainingLoad              # the evaluation's reads (eval batch, eval compute, eval samples)
+    point: AcceleratorPoint         # epoch_s: the seconds of one evaluation
+    evaluations: int                # evaluations in a run of the workload's epochs
+    note: str = ""                  # why nothing is evaluated, when so
+
+    @property
+    def seconds_per_run(self) -> float:
+        return self.evaluations * self.point.epoch_s
+
+
+def evaluation_load(train: TrainingLoad, *, batch: int, computation_s: float, samples: int) -> TrainingLoad:
+    """The evaluation's reads as a load: the training's records, readers and read calls, with the
+    eval batch, the eval compute per batch and the eval files' samples (every one read once per
+    evaluation: no total_training_steps cap, no size rule)."""
+    return replace(train, name=f"{train.name} evaluation", batch=batch, computation_s=computation_s, samples=samples,
+                   total_training_steps=0, rule_sized=False)
+
+
+def predict_evaluation(stack: Stack | None, load: TrainingLoad, accelerators: int, evaluations: int,
+                       devices: list[Device] | None = None, *, cache: ControllerCache | None = None,
+                       mirror_read: str = "balanced", read_members=None) -> EvaluationForecast:
+    """One evaluation at `accelerators` (the load from evaluation_load): the training prediction's
+    machinery on the eval figures, AU with the same first-step edge the measurement uses."""
+    point = predict_training(stack, load, accelerators, devices, cache=cache, mirror_read=mirror_read,
+                             read_members=read_members)
+    note = ""
+    if point.steps < 1:
+        note = (f"no evaluation step: {load.samples} eval samples hold fewer than one batch of {load.batch} for each "
+                f"of {accelerators} accelerators (DLIO evaluates nothing then)")
+    elif point.steps == 1 or load.computation_s <= 0:
+        note = "AU 0: one step or no compute per batch, and AU leaves the first step out (as DLIO's does)"
+    return EvaluationForecast(load, point, evaluations, note)
 
 
 def accelerators_fed(stack: Stack | None, load: TrainingLoad, devices: list[Device] | None = None, *,

@@ -38,6 +38,13 @@ def render_workload(doc: dict[str, Any]) -> str:
                          f"({'PASS' if ev.get('passed') else 'FAIL'}); {ev['samples_per_s']:.2f} samples/s; "
                          f"{ev['mib_per_s']:.2f} MiB/s; {len(ev.get('evaluations', []))} evaluation(s) of "
                          f"{ev.get('steps_per_evaluation')} steps")
+            rows = [[str(e["epoch"]), str(e["steps"]), f"{e['seconds']:.2f}", _pct(e["au"]), f"{e['samples_per_s']:.2f}",
+                     f"{e.get('mib_per_s', 0.0):.2f}", _ms((e.get("wait_s") or {}).get("p50")),
+                     _ms((e.get("wait_s") or {}).get("p99")), _ms((e.get("wait_s") or {}).get("max"))]
+                    for e in ev.get("evaluations", [])]
+            if rows:
+                lines += align(["eval after epoch", "steps", "seconds", "AU", "samples/s", "MiB/s", "wait p50 ms",
+                                "wait p99 ms", "wait max ms"], rows, [True] * 9)
         cpu = doc.get("cpu") or {}
         if cpu.get("cores_per_accelerator") is not None:
             lines.append(f"client CPU: {cpu['cores']:.3f} cores, {cpu['cores_per_accelerator']:.4f} per accelerator")

@@ -2,9 +2,10 @@
 script, nothing fetched) built from stored or exported result documents.
 
 The report reads documents only, never the live engine. Charts are chosen from what the runs
-contain (report/charts.py); then come predicted vs measured (runs with a stack model), metadata runs,
-the results table, the job, the environment, warnings, and what makes the runs incomparable when
-there are several.
+contain (report/charts.py); then come training workloads (training's AU, samples/s and MiB/s, and
+evaluation's beside them when the run evaluated), predicted vs measured (runs with a stack model),
+metadata runs, the results table, the job, the environment, warnings, and what makes the runs
+incomparable when there are several.
 """
 from __future__ import annotations
 
@@ -204,6 +205,51 @@ def _meta_section(metas: list[dict[str, Any]]) -> str:
     return "".join(parts)
 
 
+def _mib(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.2f}"
+
+
+def _workload_section(docs: Sequence[dict[str, Any]]) -> str:
+    """One table per training run of `storlab workload`: training's AU, samples/s, MiB/s (DLIO's
+    'MB/s') and seconds per epoch, and beside them, only when the run evaluated, the same figures
+    of evaluation (apart from training's, as DLIO reports them) and a row per evaluation."""
+    parts = []
+    pct = lambda x: "-" if x is None else f"{100 * x:.2f} %"  # noqa: E731
+    verdict = lambda ok: "PASS" if ok else "FAIL"  # noqa: E731
+    for d in docs:
+        if d.get("au") is None:
+            continue
+        epochs = d.get("epochs") or []
+        mean_s = sum(e["seconds"] for e in epochs) / len(epochs) if epochs else None
+        rows = [["training", len(epochs), d.get("steps_per_epoch"), "-" if mean_s is None else f"{mean_s:,.3f}",
+                 pct(d.get("au")), f"{d.get('samples_per_s') or 0:,.2f}", _mib(d.get("mib_per_s")),
+                 verdict(d.get("passed"))]]
+        ev = d.get("evaluation") or {}
+        evals = ev.get("evaluations") or []
+        if evals:
+            mean_ev = sum(e["seconds"] for e in evals) / len(evals)
+            rows.append(["evaluation", len(evals), ev.get("steps_per_evaluation"), f"{mean_ev:,.3f}", pct(ev.get("au")),
+                         f"{ev.get('samples_per_s') or 0:,.2f}", _mib(ev.get("mib_per_s")), verdict(ev.get("passed"))])
+        name = (d.get("workload") or {}).get("name", "?")
+        parts.append(f"<h3>{_e(name)} x{_e(d.get('accelerators'))} accelerator(s) ({_e(short_id(d.get('run_id')))}), "
+                     f"AU threshold {_e(pct(d.get('au_threshold')))}</h3>")
+        parts.append(_table(["phase", "epochs / evaluations", "steps each", "seconds each (mean)", "AU", "samples/s",
+                             "MiB/s", "pass / fail"], rows, [False, True, True, True, True, True, True, False]))
+        if evals:
+            ms = lambda e: f"{1000 * ((e.get('wait_s') or {}).get('p99') or 0):,.2f}"  # noqa: E731
+            rows = [[e["epoch"], f"{e.get('start_s', 0):,.3f}", f"{e['seconds']:,.3f}", pct(e["au"]),
+                     f"{e['samples_per_s']:,.2f}", _mib(e.get("mib_per_s")), ms(e)] for e in evals]
+            parts.append("<p>Evaluations (DLIO's eval: the eval files read after the training epochs named, batch "
+                         f"{_e(ev.get('batch_size'))}, {_e(ev.get('computation_time'))} s of compute per batch; "
+                         "reported apart from training, whose figures leave them out):</p>")
+            parts.append(_table(["after epoch", "start s", "seconds", "AU", "samples/s", "MiB/s", "batch wait p99 ms"],
+                                rows, [True] * 7))
+    if not parts:
+        return ""
+    return "".join(parts) + ("<p class=\"meta\">AU: compute time over wall time, first step left out (DLIO's); "
+                             "MiB/s: samples/s x record length / 2<sup>20</sup> (DLIO's 'MB/s').</p>")
+
+
 def _imported_section(docs: Sequence[dict[str, Any]]) -> str:
     """Where each imported run came from (`storlab results import`) and what its file lacks: its
     figures are the other tool's, its percentiles not recomputed from storlab histograms."""
@@ -256,6 +302,9 @@ def build_report(docs: Sequence[dict[str, Any]], title: str | None = None,
             cap = _e(c.title) + (f" — {_e(c.note)}" if c.note else "")
             body.append(f'<figure><img src="data:image/png;base64,{data}" alt="{_e(c.title)}">'
                         f"<figcaption>{cap}</figcaption></figure>")
+    training = _workload_section(of_kind(docs, "workload"))
+    if training:
+        body += ["<h2>Training workloads</h2>", training]
     model = _model_section(runs)
     if model:
         body += ["<h2>Predicted (stack model) vs measured</h2>", model]

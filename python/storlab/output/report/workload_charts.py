@@ -1,5 +1,6 @@
 """Report charts of `storlab workload` results: accelerator utilization over time against the
-threshold, and AU against the number of accelerators (a search's trials, or several runs)."""
+threshold (training's, and evaluation's apart when the run evaluated), and AU against the number
+of accelerators (a search's trials, or several runs)."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -27,9 +28,17 @@ def workload_charts(docs: Sequence[dict[str, Any]]) -> list[Chart]:
     if not docs:
         return []
     fig, ax = _axes()
+    evaluated = False
     for d in docs:
         ts = d["timeseries"]
-        ax.plot(ts["t_s"], [100 * x for x in ts["au"]], label=_label(d))
+        line, = ax.plot(ts["t_s"], [100 * x for x in ts["au"]], label=_label(d) + " training")
+        if ts.get("eval_au") and any(ts["eval_au"]):
+            evaluated = True
+            ax.plot(ts["t_s"], [100 * x for x in ts["eval_au"]], color=line.get_color(), linestyle=":",
+                    marker=".", label=_label(d) + " evaluation")
+            for ev in (d.get("evaluation") or {}).get("evaluations") or []:
+                if "start_s" in ev:
+                    ax.axvspan(ev["start_s"], ev["start_s"] + ev["seconds"], color=line.get_color(), alpha=0.08)
     threshold = docs[0].get("au_threshold")
     if threshold:
         ax.axhline(100 * threshold, color="k", linestyle="--", linewidth=1, label=f"threshold {100 * threshold:.0f} %")
@@ -37,8 +46,11 @@ def workload_charts(docs: Sequence[dict[str, Any]]) -> list[Chart]:
     ax.set_ylabel("accelerator utilization (%)")
     ax.set_title("AU over time")
     ax.legend(fontsize="small")
-    charts = [Chart("workload-au-time", "AU over time", fig,
-                    "compute time of the steps ending in each interval over interval x accelerators")]
+    note = "compute time of the steps ending in each interval over interval x accelerators"
+    if evaluated:
+        note += ("; evaluation steps (dotted, shaded spans) apart from training's: training AU leaves them out, "
+                 "as DLIO's does")
+    charts = [Chart("workload-au-time", "AU over time", fig, note)]
     points: list[tuple[int, float]] = []
     for d in docs:
         trials = (d.get("search") or {}).get("trials")
