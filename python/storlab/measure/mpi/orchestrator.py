@@ -18,8 +18,9 @@ The kinds differ in what a rank runs and what the exchange carries, so each has 
 carried to the phase that reads them back, bytes counted in the window from the engine's progress
 logs) and `MetaRanks` (`storlab meta`: one working folder shared by the ranks, `storlab-meta-<id>`
 in the target, which may name {rank}/{node}/{size}, with rank-unique names (`--name-prefix`, by
-default `r{rank}.`) and, with `--dir shared`, one tree that rank 0 makes and removes; every phase
-result goes to rank 0 in the exchange, operations in the window are interpolated from samples
+default `r{rank}.`) and, with `--dir shared`, one tree that rank 0 makes and removes; a phase's
+exchange merges the few numbers its window needs up the tree, each rank keeps its results for the
+final gather, operations in the window are interpolated from samples
 taken at every tick, and before the clean-up rank 0 waits until the others have removed their
 files, then removes the shared tree and the working folder).
 
@@ -273,9 +274,7 @@ class MetaRankHooks(RankHooks):
 
     def __init__(self, comm: Comm, offset_s: float) -> None:
         super().__init__(comm, offset_s)
-        self.local: list[dict[str, Any]] = []      # this rank's phase results, in order
-        self.exchanged = 0                         # phases whose exchange this rank completed
-        self.results: dict[int, list[dict[str, Any]]] = {}       # rank 0: phase -> every rank's result
+        self.local: list[dict[str, Any]] = []      # this rank's phase results, in order (to rank 0 at the end)
         self.window_ops: dict[int, float | None] = {}   # per phase: this rank's operations in the window
         self.samples: list[tuple[float, int]] = []  # (seconds since the phase start, ops) this phase
         self.run = None
@@ -314,24 +313,21 @@ class MetaRankHooks(RankHooks):
             result.update(complete=False, stop_reason="error", error=self.failure.args[0])
 
     def _exchange(self, k: int, result: dict[str, Any]) -> None:
+        """The barrier after phase k: the few numbers the window needs, merged up the tree (as
+        an I/O phase's), and the window and the first rank that stopped brought down. Each rank
+        keeps its result (marked as that rank stopped) for the final gather."""
         comm = self.comm
-        reports = comm.gather(result)
+        summary = comm.reduce(window_summary(comm.rank, result), merge_window_summaries)
         info = None
         if comm.rank == 0:
-            _, shifts, window = deskew_window(reports)
-            stop = _first_stop(reports)
-            if stop is not None:   # every rank marks its copy the same way below
-                for x in reports:
-                    _mark_stopped(x, stop)
-            self.results[k] = reports
-            info = {"shifts": shifts, "window": window, "stop": stop}
+            t0, window = window_of_summary(summary)
+            info = {"t0": t0, "window": window, "stop": summary["stop"]}
         info = comm.bcast(info)   # also the barrier after the phase: rank 0 sent it after hearing all
         mine = None
         if info["window"] is not None:
-            shift = info["shifts"][comm.rank]
+            shift = result["start_unix_s"] + result["offset_s"] - info["t0"]
             mine = count_in_window(self.samples, info["window"][0] - shift, info["window"][1] - shift)
         self.window_ops[k] = mine   # goes to rank 0 in the final gather
-        self.exchanged = k + 1
         if info["stop"] is not None:
             _mark_stopped(result, info["stop"])
 
@@ -604,13 +600,12 @@ class MetaRanks(RankSide):
                 hooks.cleaned = comm.gather_surviving(None, float("inf"), tag=TAG_CLEANUP)
             if workdir is not None and not cleanup["error"]:
                 remove_workdir(workdir, keep)
-        return {"first": hooks.exchanged, "phases": hooks.local[hooks.exchanged:], "error": error,
+        return {"phases": hooks.local, "error": error,
                 "window": hooks.window_ops,
                 "cleanup": cleanup, "target": target, "workdir": workdir, "threads": values["threads"]}
 
     def per_rank_phases(self, got):
-        results = self.hooks.results
-        return {r: [results[k][r] for k in range(p["first"])] + p["phases"] for r, p in got.items()}
+        return {r: p["phases"] for r, p in got.items()}
 
     def windows(self, got, size):
         return _windows(got, 1 + len(self.values["phases"]), size)
