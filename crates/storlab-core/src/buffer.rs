@@ -70,7 +70,8 @@ impl AlignedBuf {
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len()) }
     }
 
-    /// Fill with pseudo-random bytes so compressing or deduplicating storage cannot shortcut writes.
+    /// Fill with pseudo-random bytes so compressing storage cannot shortcut writes (a
+    /// `Scrambler` keeps deduplicating storage from storing repeated writes of them once).
     pub fn fill_random(&mut self, seed: u64) {
         let mut rng = Rng::new(seed);
         for chunk in self.as_mut_slice().chunks_mut(8) {
