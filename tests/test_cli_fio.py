@@ -258,3 +258,21 @@ def test_fixedbufs_difference_is_printed_once_and_the_modes_are_recorded(workdir
         hows = {(m["key"], m["how"]) for m in doc["translation"]["mapped"] if m["key"] == "fixedbufs"}
         assert hows == ({("fixedbufs", "chosen")} if value is None else {("fixedbufs", "translated")})
         assert (FIXEDBUFS_NOTE in doc["translation"]["notes"]) == (value is None)
+
+
+def test_scramble_buffers_0_writes_the_slot_as_it_is_and_the_default_scrambles(workdir, capsys):
+    """`storlab fio` with fio's scramble_buffers: by default (on, in both tools) every 4 KiB block
+    written is unique; scramble_buffers=0 writes the one psync slot's bytes every time."""
+    import hashlib
+
+    def blocks(name):
+        data = (workdir / name).read_bytes()
+        return len({hashlib.sha256(data[i:i + 4096]).digest() for i in range(0, len(data), 4096)})
+
+    for value, expected in ((None, 256), ("1", 256), ("0", 1)):
+        name = f"f{value}"
+        args = ["fio", "--name=w", f"--filename={workdir}/{name}", "--size=1m", "--rw=randwrite", "--bs=4k",
+                "--loops=3"] + ([f"--scramble_buffers={value}"] if value else [])
+        assert main(args) == 0
+        capsys.readouterr()
+        assert blocks(name) == expected, value

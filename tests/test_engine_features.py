@@ -252,3 +252,45 @@ def test_sizes_per_direction_and_bad_splits(shm_dir):
     with pytest.raises(OptionError, match="bssplit: .*add up to 120"):
         parse_value("bssplit", "4k/60:8k/60")
     assert parse_value("bsrange", "1k:16k") == "1k-16k"
+
+
+def _distinct(path: str, unit: int) -> tuple[int, int]:
+    """(distinct pieces, pieces): the file cut into `unit`-byte pieces, compared by hash."""
+    import hashlib
+
+    with open(path, "rb") as f:
+        data = f.read()
+    hashes = {hashlib.blake2b(data[i:i + unit], digest_size=16).digest() for i in range(0, len(data), unit)}
+    return len(hashes), len(data) // unit
+
+
+@pytest.mark.parametrize("engine,qd", [("psync", 1), ("io_uring", 4)])
+def test_written_data_is_unique_per_sector_unless_scramble_is_off(shm_dir, engine, qd):
+    """Many passes over a 4 MiB file through qd request slots of 4 KiB: with the default (scramble,
+    fio's scramble_buffers) every 4 KiB block and every 512-byte sector of the file differs from
+    every other, so deduplicating storage would store the whole file; with scramble off the file
+    holds at most qd distinct blocks, the slots' contents."""
+    path = f"{shm_dir}/s.dat"
+    with open(path, "wb") as f:
+        f.truncate(4 * MiB)
+    base = ["--target", path, "--rw", "randwrite", "--bs", "4k", "--io-size", "16m", "--engine", engine,
+            "--qd", str(qd), "--no-fsync-end"]
+    r = run_cli(*base)
+    assert r["rc"] == 0, r
+    assert r["doc"]["phases"][0]["write"]["bytes"] == 16 * MiB
+    assert _distinct(path, 4096) == (1024, 1024)
+    assert _distinct(path, 512) == (8192, 8192)
+    r = run_cli(*base, "--no-scramble")
+    assert r["rc"] == 0, r
+    blocks, total = _distinct(path, 4096)
+    assert total == 1024 and blocks <= qd, blocks
+
+
+def test_a_laid_out_file_is_unique_per_sector_unless_scramble_is_off(shm_dir):
+    """A read of a file that does not exist yet lays it out first: scrambled, no two sectors of it
+    alike; with scramble off its 1 MiB chunks repeat."""
+    for flag, expected in (([], 3 * MiB // 512), (["--scramble", "off"], MiB // 512)):
+        path = f"{shm_dir}/layout-{len(flag)}.dat"
+        r = run_cli("--target", path, "--size", "3m", "--rw", "read", "--bs", "64k", *flag)
+        assert r["rc"] == 0, r
+        assert _distinct(path, 512) == (expected, 3 * MiB // 512)

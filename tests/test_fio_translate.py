@@ -518,3 +518,29 @@ def test_fixedbufs_is_on_or_off_and_unset_keeps_storlabs_auto_with_one_note():
     tr = translator.translate("[a]\nioengine=libaio\nfilename=/x\nsize=1m\n")
     assert ASYNC_BUFFERS_NOTE.format(engine="libaio") in tr.notes
     assert "--uring-fixed-buffers off" in ASYNC_BUFFERS_NOTE
+
+
+def test_scramble_buffers_maps_to_scramble_and_refill_buffers_runs_as_it_with_a_note():
+    """fio's scramble_buffers (on by default, as storlab's scramble): 1 → on, 0 → off, unset → the
+    default, nothing said. refill_buffers (fresh random data every write) runs as scramble, said
+    once however many jobs set it; under it scramble_buffers=0 is ignored, as in fio."""
+    from storlab.jobs.fio.map import REFILL_NOTE
+
+    tr = translator.translate("[global]\nfilename=/x\nsize=1m\nrw=randwrite\n"
+                              "[on]\nscramble_buffers=1\n[off]\nscramble_buffers=0\n[unset]\n"
+                              "[refill]\nrefill_buffers=1\nscramble_buffers=0\n[refill2]\nrefill_buffers\n"
+                              "[norefill]\nrefill_buffers=0\nscramble_buffers=0\n")
+    g = groups(tr.plan.phases)
+    assert (g["on"]["scramble"], g["off"]["scramble"]) == (True, False)
+    assert "scramble" not in g["unset"]
+    assert (g["refill"]["scramble"], g["refill2"]["scramble"], g["norefill"]["scramble"]) == (True, True, False)
+    assert tr.notes.count(REFILL_NOTE) == 1
+    assert {(m.key, m.value, m.how) for m in tr.mapped if m.key == "scramble_buffers"} == \
+        {("scramble_buffers", "1", "translated"), ("scramble_buffers", "0", "translated")}
+    job = tr.resolve()
+    assert [g.values["scramble"] for g in job.phases[0].groups] == [True, False, True, True, True, False]
+    toml = tr.to_toml()
+    assert "scramble = false" in toml and "# note: " + REFILL_NOTE in toml
+    # without either key: storlab's default, which is fio's, and no note
+    tr = translator.translate("[a]\nfilename=/x\nsize=1m\nrw=write\n")
+    assert REFILL_NOTE not in tr.notes and tr.resolve().phases[0].groups[0].values["scramble"] is True

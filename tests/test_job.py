@@ -89,3 +89,16 @@ def test_meta_phase_errors(tmp_path, text, words):
         resolve_job({}, load_jobfile(str(f)), jobfile_name=str(f))
     for w in words:
         assert w in str(e.value), str(e.value)
+
+
+def test_scramble_is_on_by_default_and_set_per_phase_from_a_job_file_or_the_flag(tmp_path):
+    f = tmp_path / "job.toml"
+    f.write_text('target = ["/x"]\nsize = "1m"\nrw = "write"\n[[phase]]\nname = "plain"\nscramble = false\n'
+                 '[[phase]]\nname = "default"\n')
+    job = resolve_job({}, load_jobfile(str(f)))
+    assert [core_spec(p)["groups"][0]["scramble"] for p in job.phases] == [False, True]
+    job = resolve_job({"scramble": "off"}, load_jobfile(str(f)))
+    assert [p.groups[0].values["scramble"] for p in job.phases] == [False, False]
+    f.write_text('scramble = "sometimes"\n')
+    with pytest.raises(OptionError, match="scramble"):
+        resolve_job({}, load_jobfile(str(f)), jobfile_name=str(f))

@@ -140,3 +140,17 @@ def test_too_little_free_space_is_refused_in_one_line(shm_dir, capsys, monkeypat
     err = capsys.readouterr().err
     assert rc == 2 and "16 MiB free" in err and "--target" in err
     assert os.listdir(shm_dir) == []
+
+
+def test_the_laid_out_scratch_file_has_no_two_sectors_alike(shm_dir):
+    """The main job's scratch file is one random chunk written over and over; each 512-byte sector
+    carries its offset, so deduplicating storage cannot hold it in a few shared blocks."""
+    import hashlib
+
+    path = f"{shm_dir}/scratch.dat"
+    mainjob._lay_out(path, 3 * mainjob._LAYOUT_CHUNK + 4096)
+    data = pathlib.Path(path).read_bytes()
+    assert len(data) == 3 * mainjob._LAYOUT_CHUNK + 4096
+    sectors = {hashlib.blake2b(data[i:i + 512], digest_size=16).digest() for i in range(0, len(data), 512)}
+    assert len(sectors) == len(data) // 512
+    assert int.from_bytes(data[2 * mainjob._LAYOUT_CHUNK + 512:][:8], "little") == 2 * mainjob._LAYOUT_CHUNK + 512

@@ -146,6 +146,16 @@ FIGURES: tuple[Figure, ...] = (
            "fsync, then drop the target's cached pages before each phase",
            "storlab flushes dirty pages first so they can be dropped; the flush is not counted as "
            "the job's fsync"),
+    Figure("`scramble` / `scramble_buffers`",
+           "before each write, every 512-byte sector of the buffer gets its file offset in one of its "
+           "first eight cache lines and the issue time (seconds, nanoseconds) at bytes 48..64; default "
+           "on; not with verify or refill_buffers",
+           "before each write, every 512-byte sector gets its offset in one of its first eight cache "
+           "lines and the writer's nonce and write number at bytes 48..64; default on; not with a "
+           "stamping verify (its blocks are unique already) or verify=fill; laid-out files too",
+           "same purpose and layout; a write number instead of the time, so no two sectors written "
+           "in a run are alike whatever the clock's resolution; refill_buffers runs as scramble "
+           "(said in one line); tested by hashing every sector written, not against fio"),
 )
 
 

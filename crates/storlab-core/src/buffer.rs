@@ -1,7 +1,27 @@
-//! Aligned I/O buffers, allocated once per worker (one per request slot). O_DIRECT needs the
-//! memory aligned to the device's DMA alignment; 4 KiB covers every common device.
+//! Aligned I/O buffers, allocated once per worker (one per request slot), and the scrambling that
+//! keeps the data written from them unique. O_DIRECT needs the memory aligned to the device's DMA
+//! alignment; 4 KiB covers every common device.
+//!
+//! Scrambling (fio's scramble_buffers, on by default there too). A slot's buffer is filled with
+//! pseudo-random bytes once and reused by every request the slot carries, so without it a run at
+//! queue depth 32 would write only 32 distinct blocks, and a deduplicating target (ZFS dedup, VDO,
+//! most all-flash arrays) would store almost nothing of what was "written". Before each write the
+//! slot's bytes are changed a little, per 512-byte sector (layout of one sector, little-endian):
+//!   bytes L..L+8   the sector's offset in the target, L = 64 x ((sequence ^ (offset / 512)) & 7),
+//!                  one of the sector's first eight cache lines, the same for every sector of the
+//!                  write (fio: the same rule from the issue time's nanoseconds);
+//!   bytes 48..56   the writer's nonce, drawn once per writer from its seed and the wall clock;
+//!   bytes 56..64   the writer's write sequence number, 1, 2, 3 ... (fio writes the issue time,
+//!                  seconds and nanoseconds, here).
+//! A counter and a nonce instead of fio's issue time: two writes of one writer can never carry the
+//! same value however coarse the clock (fio's two writes of one offset within one clock tick would
+//! be identical), no clock is read for it, and the nonce keeps writers, phases and runs apart. So
+//! within a run no two sectors written are byte-identical: the same writer's sectors differ in
+//! (sequence, offset), two writers' in their nonce. Cost: three 8-byte stores per 512 bytes. A
+//! sector shorter than 64 bytes (the tail of an odd-sized request) is left as it is.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::rng::Rng;
 
@@ -50,7 +70,8 @@ impl AlignedBuf {
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len()) }
     }
 
-    /// Fill with pseudo-random bytes so compressing or deduplicating storage cannot shortcut writes.
+    /// Fill with pseudo-random bytes so compressing storage cannot shortcut writes (a
+    /// `Scrambler` keeps deduplicating storage from storing repeated writes of them once).
     pub fn fill_random(&mut self, seed: u64) {
         let mut rng = Rng::new(seed);
         for chunk in self.as_mut_slice().chunks_mut(8) {
@@ -58,6 +79,59 @@ impl AlignedBuf {
             chunk.copy_from_slice(&v[..chunk.len()]);
         }
     }
+}
+
+/// The unit scrambling works in: every 512 bytes of a write carry their own offset.
+pub const SCRAMBLE_SECTOR: usize = 512;
+
+/// One writer's scrambling state: its nonce and its write sequence (see the module comment).
+pub struct Scrambler {
+    nonce: u64,
+    sequence: u64,
+}
+
+impl Scrambler {
+    /// A writer's scrambler: the nonce from its seed and the wall clock, so the same job run twice
+    /// (or the same participant in the next phase) writes other bytes.
+    pub fn new(seed: u64) -> Scrambler {
+        let clock = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        Scrambler::with_nonce(Rng::derive(seed, clock))
+    }
+
+    /// A scrambler with a given nonce (reproducible, for tests).
+    pub fn with_nonce(nonce: u64) -> Scrambler {
+        Scrambler { nonce, sequence: 0 }
+    }
+
+    /// Make `data`, about to be written at `offset`, unique: the next sequence number, and every
+    /// 512-byte sector stamped with its own offset, the nonce and that number.
+    #[inline]
+    pub fn scramble(&mut self, data: &mut [u8], offset: u64) {
+        self.sequence += 1;
+        let (nonce, sequence) = (self.nonce, self.sequence);
+        let line = ((sequence ^ (offset / SCRAMBLE_SECTOR as u64)) & 7) as usize * 64;
+        let mut sectors = data.chunks_exact_mut(SCRAMBLE_SECTOR);
+        let mut at = offset;
+        for sector in &mut sectors {
+            stamp_sector(sector, line, at, nonce, sequence);
+            at = at.wrapping_add(SCRAMBLE_SECTOR as u64);
+        }
+        let tail = sectors.into_remainder();
+        if tail.len() >= 64 {
+            // a short last sector: its offset where it fits, else at its start
+            let line = if line + 8 <= tail.len() { line } else { 0 };
+            stamp_sector(tail, line, at, nonce, sequence);
+        }
+    }
+}
+
+/// One sector (at least 64 bytes; `line` + 8 inside it): offset at `line`, nonce and sequence at
+/// bytes 48..64.
+#[inline(always)]
+fn stamp_sector(sector: &mut [u8], line: usize, offset: u64, nonce: u64, sequence: u64) {
+    sector[48..56].copy_from_slice(&nonce.to_le_bytes());
+    sector[56..64].copy_from_slice(&sequence.to_le_bytes());
+    sector[line..line + 8].copy_from_slice(&offset.to_le_bytes());
 }
 
 impl Drop for AlignedBuf {
@@ -77,5 +151,100 @@ mod tests {
         assert_eq!(b.as_mut_ptr() as usize % 4096, 0);
         b.fill_random(1);
         assert!(b.as_mut_slice().iter().filter(|&&x| x == 0).count() < 200);
+    }
+
+    fn sectors(data: &[u8]) -> std::collections::HashSet<&[u8]> {
+        data.chunks(SCRAMBLE_SECTOR).collect()
+    }
+
+    /// The same buffer written again at the same offset differs, and only in the stamped bytes.
+    #[test]
+    fn two_writes_of_one_slot_differ() {
+        let mut b = AlignedBuf::new(4096, 4096);
+        b.fill_random(3);
+        let mut s = Scrambler::with_nonce(0xABCD);
+        s.scramble(b.as_mut_slice(), 8192);
+        let first = b.as_mut_slice().to_vec();
+        s.scramble(b.as_mut_slice(), 8192);
+        let second = b.as_mut_slice().to_vec();
+        assert_ne!(first, second);
+        for (a, b) in first.chunks(SCRAMBLE_SECTOR).zip(second.chunks(SCRAMBLE_SECTOR)) {
+            assert_ne!(a, b, "every sector changes");
+            assert_eq!(a[56..64], 1u64.to_le_bytes());
+            assert_eq!(b[56..64], 2u64.to_le_bytes());
+            assert_eq!(a[48..56], 0xABCDu64.to_le_bytes());
+            let changed = a.iter().zip(b).filter(|(x, y)| x != y).count();
+            assert!(changed <= 24, "a few stores per sector, not a refill: {changed} bytes changed");
+        }
+    }
+
+    /// The layout of one sector: its offset in one of its first eight cache lines, the same line
+    /// for every sector of a write; nonce and sequence at bytes 48..64.
+    #[test]
+    fn each_sector_carries_its_offset_nonce_and_sequence() {
+        let mut data = vec![0u8; 8 * SCRAMBLE_SECTOR];
+        let mut s = Scrambler::with_nonce(7);
+        for write in 1..=16u64 {
+            let offset = 1 << 20;
+            s.scramble(&mut data, offset);
+            let line = ((write ^ (offset / 512)) & 7) as usize * 64;
+            for (i, sector) in data.chunks(SCRAMBLE_SECTOR).enumerate() {
+                assert_eq!(sector[line..line + 8], (offset + 512 * i as u64).to_le_bytes(), "write {write} sector {i}");
+                assert_eq!(sector[48..56], 7u64.to_le_bytes());
+                assert_eq!(sector[56..64], write.to_le_bytes());
+            }
+        }
+    }
+
+    /// Every 512-byte sector of a region written through few slots, many times over, is unique,
+    /// as are those of two writers with other nonces; without scrambling only the slots' worth is.
+    #[test]
+    fn every_sector_of_a_written_region_is_unique() {
+        let (slots, bs, region) = (4usize, 4096usize, 1usize << 20);
+        let write_all = |scramble: bool, nonce: u64| -> Vec<u8> {
+            let mut bufs: Vec<AlignedBuf> = (0..slots).map(|i| { let mut b = AlignedBuf::new(bs, 4096); b.fill_random(i as u64); b }).collect();
+            let mut s = Scrambler::with_nonce(nonce);
+            let mut image = Vec::with_capacity(2 * region);
+            for pass in 0..2 {
+                for (n, offset) in (0..region).step_by(bs).enumerate() {
+                    let b = &mut bufs[(n + pass) % slots];
+                    if scramble {
+                        s.scramble(b.as_mut_slice(), offset as u64);
+                    }
+                    image.extend_from_slice(b.as_mut_slice()); // both passes: every write kept
+                }
+            }
+            image
+        };
+        let image = write_all(true, 1);
+        assert_eq!(sectors(&image).len(), image.len() / SCRAMBLE_SECTOR);
+        let other = write_all(true, 2);
+        let both: Vec<u8> = image.iter().chain(&other).copied().collect();
+        assert_eq!(sectors(&both).len(), both.len() / SCRAMBLE_SECTOR, "two writers never collide");
+        let plain = write_all(false, 1);
+        assert_eq!(sectors(&plain).len(), slots * bs / SCRAMBLE_SECTOR, "unscrambled: only the slots' sectors");
+    }
+
+    /// Odd-sized requests: whole sectors as usual, a tail of 64 bytes or more stamped with its
+    /// offset where it fits, a shorter tail untouched.
+    #[test]
+    fn a_short_tail_is_stamped_when_it_can_be() {
+        let mut s = Scrambler::with_nonce(9);
+        let mut data = vec![0u8; 512 + 100];
+        s.scramble(&mut data, 4096); // sequence 1, sector 8: line 64 (1 ^ 8 = 9, & 7 = 1)
+        assert_eq!(data[64..72], 4096u64.to_le_bytes());
+        assert_eq!(data[512 + 48..512 + 56], 9u64.to_le_bytes());
+        assert_eq!(data[512 + 64..512 + 72], 4608u64.to_le_bytes(), "line 64 fits a tail of 100 bytes");
+        let mut data = vec![0u8; 512 + 70];
+        s.scramble(&mut data, 4096); // sequence 2: line 64 x ((2 ^ 8) & 7) = 128
+        assert_eq!(data[128..136], 4096u64.to_le_bytes());
+        assert_eq!(data[512 + 56..512 + 64], 2u64.to_le_bytes());
+        assert_eq!(data[512..520], 4608u64.to_le_bytes(), "line 128 does not fit 70 bytes: at the start");
+        let mut short = vec![0u8; 512 + 40];
+        s.scramble(&mut short, 0);
+        assert!(short[512..].iter().all(|&b| b == 0));
+        let mut tiny = vec![0u8; 63];
+        s.scramble(&mut tiny, 0);
+        assert!(tiny.iter().all(|&b| b == 0));
     }
 }

@@ -135,6 +135,10 @@ impl FixedBuffers {
     pub const ALL: [FixedBuffers; 3] = [FixedBuffers::Auto, FixedBuffers::On, FixedBuffers::Off];
 }
 
+fn scramble_default() -> bool {
+    true
+}
+
 /// One group of identical workers (fio: one job section with numjobs).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -187,6 +191,13 @@ pub struct GroupSpec {
     pub verify_report: u32,
     /// After writing with `verify`, read back and check every block written (fio's do_verify).
     pub verify_readback: bool,
+    /// Make every 512-byte sector written unique (offset, writer nonce, write sequence; see
+    /// buffer.rs), so deduplicating storage stores what was written (fio's scramble_buffers, on by
+    /// default). Writes stamped by verify are unique already and `verify = fill` keeps its fill:
+    /// neither is scrambled. Also applies to the data a layout writes. Absent from a spec written
+    /// before the option existed: on.
+    #[serde(default = "scramble_default")]
+    pub scramble: bool,
     pub time: Option<f64>,
     pub ramp: f64,
     /// A request outstanding this long is reported as stalled (the studies' dropped-I/O rule).
@@ -229,6 +240,14 @@ pub struct GroupSpec {
     pub replay_no_stall: bool,
 }
 
+impl GroupSpec {
+    /// Whether this group's writes are scrambled: asked for, and the data not already unique
+    /// (stamped by verify) or required as laid out (`verify = fill`).
+    pub fn scrambles_writes(&self) -> bool {
+        self.scramble && self.verify == VerifyKind::Off
+    }
+}
+
 impl Default for GroupSpec {
     fn default() -> Self {
         GroupSpec {
@@ -264,6 +283,7 @@ impl Default for GroupSpec {
             verify_pass: 0,
             verify_report: 10,
             verify_readback: true,
+            scramble: true,
             time: None,
             ramp: 0.0,
             stall_after: 60.0,

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::buffer::AlignedBuf;
+use crate::buffer::{AlignedBuf, Scrambler};
 use crate::error::{Error, Result};
 use crate::iolog::Replay;
 use crate::rbw::{Channel, Role};
@@ -196,7 +196,10 @@ fn open_file(path: &str, writes: bool, direct: bool, create: bool, gate: &mut Id
 }
 
 /// Write data over [from, to) so reads hit allocated blocks (not holes), then flush it. With
-/// verification on, every block of bs from `from` is stamped as a verified write would be.
+/// verification on, every block of bs from `from` is stamped as a verified write would be;
+/// `verify = fill` lays out the fill; otherwise, unless `scramble` is off, each chunk is scrambled
+/// before it is written (buffer.rs), so no two laid-out sectors are alike and a deduplicating
+/// target stores the whole file (reads from it are then not served from a few shared blocks).
 fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec, build: &mut Build) -> Result<()> {
     let f = OpenOptions::new().write(true).open(path).map_err(|e| Error::target(path, format!("cannot open to lay out: {e}")))?;
     build.gate.confirm(path, &f)?;
@@ -219,6 +222,8 @@ fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec, build: &mut Build) -> 
                 let at = off + (i as u64) * g.bs;
                 verify::stamp(block, pattern, g.verify, Expect { offset: at, seed: g.seed, pass: g.verify_pass }, 0);
             }
+        } else if g.scrambles_writes() {
+            build.scrambler.scramble(&mut buf.as_mut_slice()[..n], off);
         }
         // SAFETY: buf holds at least n bytes.
         let w = unsafe { libc::pwrite(f.as_raw_fd(), buf.as_mut_ptr() as *const libc::c_void, n, off as libc::off_t) };
@@ -299,6 +304,8 @@ struct Build<'a> {
     cancel: &'a AtomicBool,
     created: Vec<String>,
     gate: IdentityGate,
+    /// Scrambles laid-out chunks: one for the whole build, so chunks of every file differ.
+    scrambler: Scrambler,
 }
 
 /// Whether a group reads and whether it changes data (writes or trims): a replay as its log says.
@@ -569,7 +576,7 @@ impl Plan {
     /// error the files this build created are removed.
     pub fn build_cancellable(spec: PhaseSpec, cancel: &AtomicBool) -> Result<Plan> {
         let gate = IdentityGate::new(&spec.checked);
-        let mut build = Build { cancel, created: Vec::new(), gate };
+        let mut build = Build { cancel, created: Vec::new(), gate, scrambler: Scrambler::new(0xFEED) };
         let plan = Plan::build_in(spec, &mut build);
         if plan.is_err() {
             for path in &build.created {
@@ -779,6 +786,26 @@ mod tests {
         assert_eq!(m.blocks(), 0, "no block of a null engine's file is written");
         drop(plan);
         std::fs::remove_file(&path).unwrap();
+    }
+
+    /// A laid-out file (a read of a new file) has no two 512-byte sectors alike, scrambled; with
+    /// scramble off its 1 MiB chunks repeat.
+    #[test]
+    fn a_layout_is_scrambled_unless_asked_not_to() {
+        for scramble in [true, false] {
+            let path = scratch(&format!("layout-{scramble}"));
+            let g = GroupSpec { scramble, ..group(&path, 3 << 20, Rw::Read) };
+            let plan = Plan::build(PhaseSpec { name: "x".into(), groups: vec![g], checked: None }).expect("plan");
+            drop(plan);
+            let data = std::fs::read(&path).unwrap();
+            std::fs::remove_file(&path).unwrap();
+            let sectors: std::collections::HashSet<&[u8]> = data.chunks(512).collect();
+            if scramble {
+                assert_eq!(sectors.len(), data.len() / 512);
+            } else {
+                assert_eq!(sectors.len(), (1 << 20) / 512, "unscrambled: one chunk's sectors, repeated");
+            }
+        }
     }
 
     #[test]

@@ -373,6 +373,23 @@ mod tests {
         assert!(names.contains(&"rwmix_read".to_string()));
     }
 
+    /// scramble is on by default, off when asked, and on in a spec written before it existed;
+    /// writes stamped by verify and verify = fill are never scrambled.
+    #[test]
+    fn scramble_defaults_on_and_a_spec_without_it_reads_as_on() {
+        let g = |extra: &str| PhaseSpec::from_json(&phase_json(extra)).unwrap().groups[0].clone();
+        assert!(g("{}").scramble && g("{}").scrambles_writes());
+        assert!(!g(r#"{"scramble": false}"#).scrambles_writes());
+        for kind in ["crc32c", "xxh3", "fill"] {
+            let v = g(&format!(r#"{{"verify": "{kind}"}}"#));
+            assert!(v.scramble && !v.scrambles_writes(), "{kind}");
+        }
+        let mut v: serde_json::Value = serde_json::from_str(&phase_json("{}")).unwrap();
+        v["groups"][0].as_object_mut().unwrap().remove("scramble");
+        assert!(PhaseSpec::from_json(&v.to_string()).unwrap().groups[0].scramble);
+        assert!(PhaseSpec::from_json(&phase_json(r#"{"scramble": "yes"}"#)).is_err());
+    }
+
     #[test]
     fn sized_requests_are_validated_and_normalised() {
         let e = PhaseSpec::from_json(&phase_json(r#"{"bssplit": "4k/50:8k/60"}"#)).unwrap_err();

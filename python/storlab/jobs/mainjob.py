@@ -114,13 +114,23 @@ def _scratch_size(directory: str) -> tuple[int, str | None]:
 
 
 def _lay_out(path: str, size: int) -> None:
-    """Write `size` bytes of incompressible data and flush them (not measured)."""
-    chunk = os.urandom(_LAYOUT_CHUNK)
+    """Write `size` bytes of incompressible data and flush them (not measured). No two 512-byte
+    sectors of the file are alike: one random chunk is written over and over, each sector of it
+    carrying its file offset (bytes 0..8) and a nonce of this layout (48..56), as the engine's
+    scramble does (crates/storlab-core/src/buffer.rs), so deduplicating storage holds the whole
+    file and the main job's reads are not served from a few shared blocks."""
+    import numpy as np
+
+    chunk = bytearray(os.urandom(_LAYOUT_CHUNK))
+    words = np.frombuffer(chunk, dtype="<u8").reshape(-1, 64)     # one row per 512-byte sector
+    words[:, 6] = int.from_bytes(os.urandom(8), "little")
+    sector_offsets = np.arange(0, _LAYOUT_CHUNK, 512, dtype="<u8")
     fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
     try:
         done = 0
         while done < size:
-            done += os.pwrite(fd, chunk[:min(_LAYOUT_CHUNK, size - done)], done)
+            words[:, 0] = sector_offsets + done
+            done += os.pwrite(fd, memoryview(chunk)[:min(_LAYOUT_CHUNK, size - done)], done)
         os.fsync(fd)
     finally:
         os.close(fd)

@@ -233,6 +233,13 @@ ROWS: tuple[Option, ...] = (
     Option("verify_readback", "bool", "with verify, a phase that writes reads back and checks every "
            "block it wrote once it is done (outside the measured window)", negative="--no-verify-readback",
            fio_name="do_verify"),
+    Option("scramble", "bool", "make every 512-byte sector written unique: before each write its "
+           "sectors get their offset, the writer's nonce and a write number (a few bytes each, "
+           "fio's scramble_buffers, on by default there too), so deduplicating storage (ZFS dedup, "
+           "VDO, all-flash arrays) stores all that was written; also the data a layout writes. "
+           "Off: every write of a request slot carries the same bytes. Writes stamped by verify are "
+           "unique already; verify=fill keeps its fill", negative="--no-scramble",
+           fio_name="scramble_buffers"),
     # --- timing ---------------------------------------------------------------------------
     Option("time", "duration", "run for this long, wrapping around the range (time-based run)",
            category="timing", fio_name="runtime"),

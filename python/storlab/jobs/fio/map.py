@@ -62,6 +62,12 @@ ASYNC_BUFFERS_NOTE = ("{engine} → io_uring registers the I/O buffers with the 
                       "kernel allows (uring.fixed_buffers = auto); fio's {engine} does not; "
                       "`storlab run --fio JOB --uring-fixed-buffers off` for fio's behaviour")
 
+# refill_buffers (fio: new random data in every write) runs as scramble, said once (docs/fio.md)
+REFILL_NOTE = ("refill_buffers → scramble: storlab makes every 512-byte sector written unique (its offset "
+               "and a write number) instead of refilling the buffer with new random data: deduplication "
+               "finds no block twice either way, but a reduction comparing similar blocks could find "
+               "the rest of a slot's writes alike")
+
 
 
 # -- problems -------------------------------------------------------------------------------------
@@ -631,6 +637,7 @@ class _Job:
             self.problems.setting(self.s["fallocate"], f"not supported ({DOCS}): storlab preallocates new "
                                                        f"files, as fio's default", self.problems.UNSUPPORTED)
         self.verification(opts)
+        self.buffers(opts)
         if engine == "io_uring":
             batch = self.later("iodepth_batch", "iodepth_batch_submit")
             if batch is not None:
@@ -651,6 +658,17 @@ class _Job:
             return
         engine = (self.raw("ioengine") or "").strip().split(":")[0]
         self.notes.append(FIXEDBUFS_NOTE if engine == "io_uring" else ASYNC_BUFFERS_NOTE.format(engine=engine))
+
+    def buffers(self, opts: dict[str, Any]) -> None:
+        """scramble_buffers=1/0 → scramble = true/false (on by default in both tools, so a job
+        without it keeps it on); refill_buffers → scramble = true and a note: the sectors are made
+        unique, the buffer is not refilled. Under refill_buffers fio ignores scramble_buffers, and
+        so does this."""
+        if self.flag("refill_buffers"):
+            opts["scramble"] = True
+            self.notes.append(REFILL_NOTE)
+        elif self.has("scramble_buffers"):
+            opts["scramble"] = self.flag("scramble_buffers")
 
     def verification(self, opts: dict[str, Any]) -> None:
         kind = (self.raw("verify") or "").strip().lower()
