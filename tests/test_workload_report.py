@@ -22,6 +22,8 @@ def test_report_charts_au_over_time_and_against_accelerators(tmp_path):
     assert names == ["workload-au-time", "workload-au-accelerators"]
     html = build_report([doc])
     assert "AU over time" in html and "AU against accelerators" in html
+    # the title says what the report is on (it said "0 run(s)" for workload runs)
+    assert "<h1>storlab report: 1 workload run(s)</h1>" in html and "0 run(s)" not in html
     text = render_table(doc)
     assert text.startswith("workload workload: 1 accelerator(s)") and "accelerator search: 2" in text
 

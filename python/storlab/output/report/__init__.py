@@ -276,6 +276,15 @@ def charts_for(docs: Sequence[dict[str, Any]]) -> list[Chart]:
         workload_charts(of_kind(docs, "workload"))
 
 
+def _contents(runs: Sequence[dict[str, Any]], metas: Sequence[dict[str, Any]],
+              others: Sequence[dict[str, Any]]) -> str:
+    """What the report is on, by kind: "2 run(s), 1 workload run(s)"."""
+    workloads = sum(1 for d in others if d.get("kind") == "workload")
+    counts = [(len(runs), "run(s)"), (len(metas), "metadata run(s)"), (workloads, "workload run(s)"),
+              (len(others) - workloads, "other document(s)")]
+    return ", ".join(f"{n} {what}" for n, what in counts if n)
+
+
 def build_report(docs: Sequence[dict[str, Any]], title: str | None = None,
                  charts: Sequence[Chart] | None = None) -> str:
     """The HTML text of a report on these documents."""
@@ -285,13 +294,11 @@ def build_report(docs: Sequence[dict[str, Any]], title: str | None = None,
         raise ValueError("report: no documents to report on")
     charts = list(charts) if charts is not None else charts_for(docs)
     differ = varying_options(runs)
-    title = title or (f"storlab report: {len(runs)} run(s)" + (
-        f" varying {', '.join(differ)}" if differ else ""))
+    contents = _contents(runs, metas, others)
+    title = title or (f"storlab report: {contents}" + (f" varying {', '.join(differ)}" if differ else ""))
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     body = [f"<h1>{_e(title)}</h1>",
-            f'<p class="meta">Generated {now} by storlab {_e(__version__)} from {len(runs)} run(s)'
-            + (f", {len(metas)} metadata run(s)" if metas else "")
-            + (f" and {len(others)} other document(s)" if others else "") + "</p>"]
+            f'<p class="meta">Generated {now} by storlab {_e(__version__)} from {_e(contents)}</p>']
     notes = _notes_section(runs, metas)
     if notes:
         body += ["<h2>Warnings</h2>", notes]
