@@ -260,6 +260,23 @@ def test_fixedbufs_difference_is_printed_once_and_the_modes_are_recorded(workdir
         assert (FIXEDBUFS_NOTE in doc["translation"]["notes"]) == (value is None)
 
 
+def test_a_flag_beside_a_fio_job_replaces_storlabs_choice_in_the_record(workdir, capsys):
+    """`storlab run --fio JOB --uring-fixed-buffers off`: the flag wins in the run, and the record
+    and notes say so instead of storlab's choice (auto) for the unset fixedbufs."""
+    from storlab.jobs.fio.map import FIXEDBUFS_NOTE
+
+    job = workdir / "j.fio"
+    job.write_text(f"[a]\nioengine=io_uring\nsize=256k\niodepth=4\nfilename={workdir}/f\nrw=read\n")
+    assert main(["run", "--fio", str(job), "--uring-fixed-buffers", "off", "--quiet", "--json", "o.json"]) == 0
+    err = capsys.readouterr().err
+    doc = json.loads((workdir / "o.json").read_text())
+    assert doc["environment"]["io_uring"]["requested"]["uring.fixed_buffers"] == "off"
+    assert FIXEDBUFS_NOTE not in err and FIXEDBUFS_NOTE not in doc["translation"]["notes"]
+    assert "uring.fixed_buffers = off given as a flag" in err
+    [chosen] = [m for m in doc["translation"]["mapped"] if m["key"] == "fixedbufs"]
+    assert chosen["how"] == "chosen" and chosen["storlab"] == "uring.fixed_buffers = off (given as a flag)"
+
+
 def test_scramble_buffers_0_writes_the_slot_as_it_is_and_the_default_scrambles(workdir, capsys):
     """`storlab fio` with fio's scramble_buffers: by default (on, in both tools) every 4 KiB block
     written is unique; scramble_buffers=0 writes the one psync slot's bytes every time."""

@@ -87,6 +87,7 @@ def job_from_args(args: argparse.Namespace, main_job: bool = False):
     if cli.get("fio"):
         tr = fio_translation(cli, jobfile, args.jobfile)
         job = tr.resolve(cli)
+        tr.flags_given({k: v for k, v in cli.items() if k not in ("fio", "target")})
         job.translation = tr
         return job
     return resolve_job(cli, jobfile, jobfile_name=args.jobfile or "job file")

@@ -153,6 +153,19 @@ class Translation:
                 raise
             raise refusal from None
 
+    def flags_given(self, cli_values: Mapping[str, Any]) -> None:
+        """Flags given beside the source win over the translation: a choice storlab made for an
+        option a flag sets (a "chosen" record, a note naming "(OPTION = ...)") is no longer what
+        runs, so the note goes and the record says the flag's value."""
+        for option, value in cli_values.items():
+            before = len(self.notes)
+            self.notes = [n for n in self.notes if f"({option} = " not in n]
+            for m in self.mapped:
+                if m.how == "chosen" and m.storlab.startswith(f"{option} = "):
+                    m.storlab = f"{option} = {value} (given as a flag)"
+            if len(self.notes) != before:
+                self.notes.append(f"{option} = {value} given as a flag: storlab's choice for it does not apply")
+
     def refusal_for(self, message: str, given: Mapping[str, Any] | None = None) -> "Refusal | None":
         """The source key behind a storlab option's one-line error (`WHERE: OPTION: REASON`): the
         last Mapped entry that became that option. None when a flag given beside the source set
