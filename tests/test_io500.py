@@ -108,6 +108,9 @@ def test_a_whole_run_on_one_rank(shm_dir_path):
     by = {p["name"]: p for p in doc["phases"]}
     assert by["ior-easy-write"]["details"]["bytes"] == 16 << 20           # blockSize reached
     assert by["ior-hard-write"]["details"]["bytes"] == 200 * 47008        # segmentCount reached
+    for name in ("ior-easy-write", "ior-hard-write"):   # the one fsync per rank (IOR -e), timed inside the phase
+        [fsync_s] = by[name]["details"]["fsync_s"]
+        assert 0 <= fsync_s < by[name]["seconds"]
     assert by["mdtest-easy-write"]["details"]["items"] == 300
     assert by["mdtest-hard-read"]["details"]["items"] == by["mdtest-hard-delete"]["details"]["items"] == 200
     # read back verified as IOR -R does: every transfer compared with what was written

@@ -425,9 +425,11 @@ class Io500Run:
             extra_bytes = res2["workers"][0]["write_bytes"]
             if not res2["complete"]:
                 errors += 1
+        t_sync = time.monotonic()
         self._fsync(path)
+        fsync_s = time.monotonic() - t_sync
         written = mine * xfer + extra_bytes
-        totals = self.ranks.allgather((written, errors, extra))
+        totals = self.ranks.allgather((written, errors, extra, fsync_s))
         out.seconds = self._end(t0)
         if hard:
             self.hard_pairs = top
@@ -448,6 +450,7 @@ class Io500Run:
         out.pairs["throughput-stonewall"] = f"{stonewall_bytes / stonewall_time / GIB:.2f}"
         out.details = {"bytes": total_bytes, "transfer_bytes": xfer, "pairs_per_rank": top,
                        "pairs_at_stonewall": [c[0] for c in counts], "wearout_pairs": [t[2] for t in totals],
+                       "fsync_s": [t[3] for t in totals],   # each rank's IOR -e fsync (in the phase's time)
                        "stonewall_s": stonewall_time}
 
     def _read_phase(self, out: PhaseOutcome, t0: float, hard: bool) -> None:
