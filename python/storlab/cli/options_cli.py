@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
-from ..jobs.options import NUMERIC_KINDS, OPTIONS, PER_DIRECTION_KINDS, Option, allowed_values, parse_option
+from ..jobs.options import NUMERIC_KINDS, OPTIONS, PER_DIRECTION_KINDS, Option, alias_groups, allowed_values, parse_option
 
 # What a bool flag may be followed by (`--invalidate off`); alone it means on.
 BOOL_WORDS = ("on", "off", "true", "false", "yes", "no", "1", "0")
@@ -59,9 +59,7 @@ def _help(o: Option) -> str:
     if o.kind in NUMERIC_KINDS:
         text += f" (allowed: {allowed_values(o)})"
     if o.aliases:
-        text += " (also: " + ", ".join(
-            "/".join(a for a, v in o.aliases.items() if v == value) + f" = {value}"
-            for value in dict.fromkeys(o.aliases.values())) + ")"
+        text += " (also: " + ", ".join("/".join(names) + f" = {value}" for value, names in alias_groups(o)) + ")"
     if o.bare:
         text += f" (alone: {o.bare})"
     if o.engine:

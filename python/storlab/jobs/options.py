@@ -709,6 +709,15 @@ def render_reference() -> str:
     return "\n".join(lines)
 
 
+def alias_groups(o: Option) -> list[tuple[str, list[str]]]:
+    """A choice's other spellings by the value they stand for, in the table's order:
+    [("on", ["true", "yes", "1"]), ("off", [...])] (for help and docs)."""
+    groups: dict[str, list[str]] = {}
+    for alias, value in o.aliases.items():
+        groups.setdefault(value, []).append(alias)
+    return list(groups.items())
+
+
 def render_rows(opts: Iterable[Option], job_keys: bool = True) -> list[str]:
     """A Markdown table of options: flag, job-file key (with `job_keys`), value form, default and
     help with the allowed values; shared by every command's reference page."""
@@ -724,8 +733,7 @@ def render_rows(opts: Iterable[Option], job_keys: bool = True) -> list[str]:
             text += "<br>" + "<br>".join(f"`{k}`: {v}" for k, v in o.choices.items())
         if o.aliases:
             text += "<br>also accepted: " + "; ".join(
-                ", ".join(f"`{a}`" for a, v in o.aliases.items() if v == value) + f" = `{value}`"
-                for value in dict.fromkeys(o.aliases.values()))
+                ", ".join(f"`{a}`" for a in names) + f" = `{value}`" for value, names in alias_groups(o))
         if o.bare:
             text += f"<br>`{o.flag}` alone: `{o.bare}`"
         if o.engine:

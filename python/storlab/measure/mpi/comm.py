@@ -353,8 +353,9 @@ class Liveness:
             why = (f"died: mpiexec reported a process of the job ended, and it has been silent for "
                    f"{now - p.last_seen:.0f} s" if noticed and limit < self.timeout_s else
                    f"stopped responding: no sign of life for {self.timeout_s:g} s (killed, or its node is down)")
-            self._set_failure(RankFailure(r, f"{self.who(r)} {why}"))
-            self._flood(r, f"{self.who(r)} {why}", True, None)
+            message = f"{self.who(r)} {why}"
+            self._set_failure(RankFailure(r, message))
+            self._flood(r, message, True, None)
 
     def _flood(self, origin: int, message: str, gone: bool, src: int | None) -> None:
         """Pass a failure notice on to every living neighbour but the one it came from, once per

@@ -130,6 +130,21 @@ class RankHooks(PhaseHooks):
             self.fail(self.comm.failure)
             run.interrupt()
 
+    def window_barrier(self, report: dict[str, Any]) -> dict[str, Any]:
+        """A barrier carrying a phase's de-skew window: each rank's few numbers (`window_summary`
+        of its report) merged pairwise up the tree, and back down the window (seconds after the
+        common time base `t0`), the first rank that stopped, and this rank's `shift` (its own
+        time base after `t0`)."""
+        comm = self.comm
+        summary = comm.reduce(window_summary(comm.rank, report), merge_window_summaries)
+        info = None
+        if comm.rank == 0:
+            t0, window = window_of_summary(summary)
+            info = {"t0": t0, "window": window, "stop": summary["stop"]}
+        info = comm.bcast(info)   # also the barrier: rank 0 sent it after hearing all
+        info["shift"] = report["start_unix_s"] + report["offset_s"] - info["t0"]
+        return info
+
 
 class IoRankHooks(RankHooks):
     """The points at which a rank joins the others during an I/O run (see the module doc).
@@ -217,13 +232,7 @@ class IoRankHooks(RankHooks):
         if k in self.pairs.values():
             info = self._exchange_counts(k, phase, report)
         else:
-            # the window needs only a few numbers of each rank, merged pairwise up the tree
-            summary = comm.reduce(window_summary(comm.rank, report), merge_window_summaries)
-            if comm.rank == 0:
-                t0, window = window_of_summary(summary)
-                summary = {"t0": t0, "window": window, "stop": summary["stop"], "counts": None}
-            info = comm.bcast(summary)   # also the barrier: rank 0 sent it after hearing all
-            info["shift"] = report["start_unix_s"] + report["offset_s"] - info["t0"]
+            info = {**self.window_barrier(report), "counts": None}
         mine = None
         if info["window"] is not None:
             shift = info["shift"]
@@ -316,16 +325,10 @@ class MetaRankHooks(RankHooks):
         """The barrier after phase k: the few numbers the window needs, merged up the tree (as
         an I/O phase's), and the window and the first rank that stopped brought down. Each rank
         keeps its result (marked as that rank stopped) for the final gather."""
-        comm = self.comm
-        summary = comm.reduce(window_summary(comm.rank, result), merge_window_summaries)
-        info = None
-        if comm.rank == 0:
-            t0, window = window_of_summary(summary)
-            info = {"t0": t0, "window": window, "stop": summary["stop"]}
-        info = comm.bcast(info)   # also the barrier after the phase: rank 0 sent it after hearing all
+        info = self.window_barrier(result)
         mine = None
         if info["window"] is not None:
-            shift = result["start_unix_s"] + result["offset_s"] - info["t0"]
+            shift = info["shift"]
             mine = count_in_window(self.samples, info["window"][0] - shift, info["window"][1] - shift)
         self.window_ops[k] = mine   # goes to rank 0 in the final gather
         if info["stop"] is not None:
