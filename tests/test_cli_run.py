@@ -206,6 +206,36 @@ def test_io_uring_fixed_buffers_mode_and_what_was_registered_are_recorded(shm_di
     assert phase["read"]["bytes"] + phase["write"]["bytes"] == 1 << 20
 
 
+@pytest.mark.parametrize("given, threads, expect", [
+    pytest.param([], 1, "WAIT_SPIN(100us)", id="default"),
+    pytest.param(["--uring-wait-spin", "40us"], 1, "WAIT_SPIN(40us)", id="given"),
+    pytest.param(["--uring-wait-spin", "0"], 1, None, id="off"),
+    pytest.param([], (os.cpu_count() or 1) + 1, "WAIT_SPIN_OFF(", id="more-threads-than-cpus"),
+])
+def test_io_uring_wait_spin_is_recorded(shm_dir, given, threads, expect):
+    """The spin before sleeping for a completion is recorded with its budget; 0 turns it off, and
+    it is off (with the reason) where the phase's threads outnumber the CPUs. The I/O is the same."""
+    r = run_cli("--target", f"{shm_dir}/w.dat", "--size", "1m", "--engine", "io_uring", "--qd", "4",
+                "--threads", str(threads), *given)
+    assert r["rc"] == 0
+    io = r["doc"]["environment"]["io_uring"]
+    spin = [f for f in io["setup_flags"] if f.startswith("WAIT_SPIN")]
+    if expect is None:
+        assert spin == [] and io["requested"]["uring.wait_spin"] == 0
+    else:
+        assert len(spin) == 1 and spin[0].startswith(expect), spin
+    assert r["doc"]["phases"][0]["read"]["bytes"] == 1 << 20   # the threads split the file
+
+
+def test_io_uring_wait_spin_belongs_to_io_uring(capsys):
+    rc = main(["run", "--no-store", "--engine", "psync", "--uring-wait-spin", "50us"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "uring.wait_spin" in err and "io_uring" in err, err
+    rc = main(["run", "--no-store", "--engine", "io_uring", "--uring-wait-spin", "2s"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "uring.wait_spin" in err, err
+
+
 def test_io_uring_fixed_buffers_bad_value_is_one_line(capsys):
     rc = main(["run", "--no-store", "--engine", "io_uring", "--uring-fixed-buffers", "sometimes"])
     err = capsys.readouterr().err.strip()

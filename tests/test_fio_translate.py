@@ -520,6 +520,21 @@ def test_fixedbufs_is_on_or_off_and_unset_keeps_storlabs_auto_with_one_note():
     assert "--uring-fixed-buffers off" in ASYNC_BUFFERS_NOTE
 
 
+def test_io_uring_jobs_say_once_that_the_waiting_thread_spins():
+    """fio's io_uring thread sleeps as soon as it waits; storlab's spins up to uring.wait_spin
+    first: said once for the io_uring jobs (libaio runs on io_uring too), not for psync ones, and
+    a --uring-wait-spin flag beside --fio replaces the note."""
+    from storlab.jobs.fio.map import WAIT_SPIN_NOTE
+
+    tr = translator.translate("[a]\nioengine=io_uring\nfilename=/x\nsize=1m\n[b]\nioengine=libaio\n"
+                              "filename=/y\nsize=1m\n")
+    assert tr.notes.count(WAIT_SPIN_NOTE) == 1 and "--uring-wait-spin 0" in WAIT_SPIN_NOTE
+    assert WAIT_SPIN_NOTE not in translator.translate("[a]\nioengine=psync\nfilename=/x\nsize=1m\n").notes
+    tr.flags_given({"uring.wait_spin": 0})
+    assert WAIT_SPIN_NOTE not in tr.notes
+    assert "uring.wait_spin = 0 given as a flag: storlab's choice for it does not apply" in tr.notes
+
+
 def test_scramble_buffers_maps_to_scramble_and_refill_buffers_runs_as_it_with_a_note():
     """fio's scramble_buffers (on by default, as storlab's scramble): 1 → on, 0 → off, unset → the
     default, nothing said. refill_buffers (fresh random data every write) runs as scramble, said

@@ -218,6 +218,9 @@ pub struct GroupSpec {
     pub uring_sqpoll: bool,
     #[serde(rename = "uring.batch")]
     pub uring_batch: u32,
+    /// Seconds a worker spins for a completion before it sleeps on the ring (0: always sleep).
+    #[serde(rename = "uring.wait_spin")]
+    pub uring_wait_spin: f64,
     /// Bandwidth cap per worker in bytes/s, [read, write, trim] (fio's rate; 0 = unlimited).
     pub rate: PerDir,
     /// IOPS cap per worker, [read, write, trim] (fio's rate_iops).
@@ -297,6 +300,7 @@ impl Default for GroupSpec {
             uring_fixed_files: false,
             uring_sqpoll: false,
             uring_batch: 0,
+            uring_wait_spin: DEFAULT_WAIT_SPIN_S,
             rate: [0; 3],
             rate_iops: [0; 3],
             rate_min: [0; 3],
@@ -310,6 +314,11 @@ impl Default for GroupSpec {
         }
     }
 }
+
+/// How long an io_uring worker spins for a completion before it sleeps (`uring.wait_spin`): a
+/// wait expected to end within it is cheaper spun than slept, above all in a virtual machine, where
+/// waking a halted CPU costs tens of microseconds (engine/uring.rs).
+pub const DEFAULT_WAIT_SPIN_S: f64 = 100e-6;
 
 /// The longest duration any timing option may have (10 years): far beyond a real run, far below
 /// where converting to std::time::Duration or adding it to an Instant would overflow.

@@ -113,6 +113,8 @@ pub const BOUNDS: &[Bounds<GroupSpec>] = &[
     secs("start_delay", 0.0, |g| Some(Num::Real(g.start_delay))),
     secs("null_delay", 0.0, |g| Some(Num::Real(g.null_delay))),
     ints("uring.batch", Unit::Count, 0, 65536, |g| Some(Num::Int(g.uring_batch.into()))),
+    // a spin is a wait for a completion expected within microseconds: a second bounds it
+    Bounds { field: "uring.wait_spin", unit: Unit::Seconds, min: Num::Real(0.0), max: Num::Real(1.0), value: |g| Some(Num::Real(g.uring_wait_spin)) },
     // per direction [read, write, trim]: the largest of the three is checked
     ints("rate", Unit::BytesPerSecond, 0, MAX_BYTES, |g| Some(Num::Int(largest(g.rate)))),
     ints("rate_min", Unit::BytesPerSecond, 0, MAX_BYTES, |g| Some(Num::Int(largest(g.rate_min)))),

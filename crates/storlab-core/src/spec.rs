@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::blocksize::SizeLaw;
 use crate::error::{Error, Result};
-pub use crate::group::{EngineKind, FileLayout, FixedBuffers, GroupSpec, PerDir, RbwMode, Rw, ThreadLayout, MAX_BYTES, MAX_DURATION_S};
+pub use crate::group::{EngineKind, FileLayout, FixedBuffers, GroupSpec, PerDir, RbwMode, Rw, ThreadLayout, DEFAULT_WAIT_SPIN_S, MAX_BYTES, MAX_DURATION_S};
 use crate::verify::{VerifyKind, MIN_BLOCK};
 
 /// A phase: groups that run concurrently and are measured together.
@@ -192,7 +192,7 @@ impl GroupSpec {
         }
         let engine_scoped = [("uring.fixed_buffers", self.uring_fixed_buffers != FixedBuffers::Auto, EngineKind::IoUring),
             ("uring.fixed_files", self.uring_fixed_files, EngineKind::IoUring), ("uring.sqpoll", self.uring_sqpoll, EngineKind::IoUring),
-            ("uring.batch", self.uring_batch > 0, EngineKind::IoUring), ("null_delay", self.null_delay > 0.0, EngineKind::Null)];
+            ("uring.batch", self.uring_batch > 0, EngineKind::IoUring), ("uring.wait_spin", self.uring_wait_spin != DEFAULT_WAIT_SPIN_S, EngineKind::IoUring), ("null_delay", self.null_delay > 0.0, EngineKind::Null)];
         if let Some((field, _, engine)) = engine_scoped.iter().find(|(_, set, engine)| *set && *engine != self.engine) {
             return Err(bad(field, format!("belongs to engine {}, but engine is {}", engine.as_str(), self.engine.as_str())));
         }

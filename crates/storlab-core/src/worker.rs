@@ -242,7 +242,7 @@ impl<'a> Worker<'a> {
             .map(|i| Slot { buf: unsafe { region.as_mut_ptr().add(i * stride) }, queued_ns: 0, issued_ns: 0, dir: Dir::Read, offset: 0, len: bs as u32 })
             .collect();
         let buffers: Vec<(*mut u8, usize)> = slots.iter().map(|s| (s.buf, buf_len)).collect();
-        let backend = engine::create(&EngineSetup { fd, buffers: &buffers, qd: g.qd, group: g, block_device: target.kind == "block" });
+        let backend = engine::create(&EngineSetup { fd, buffers: &buffers, qd: g.qd, group: g, block_device: target.kind == "block", phase_threads: plan.workers.len() });
         let iolog_path = g.write_iolog.as_ref().map(|p| {
             // Under MPI other processes log to the same name: their threads are numbered on from
             // participant_base (rank x threads), so the names stay apart.

@@ -299,6 +299,11 @@ ROWS: tuple[Option, ...] = (
            category="engine", engine="io_uring"),
     Option("uring.batch", "int", "submit after this many queued requests (default: the queue depth)",
            category="engine", engine="io_uring"),
+    Option("uring.wait_spin", "duration", "how long a thread waiting for a completion spins before "
+           "it sleeps (e.g. 50us); a wait that outlasts it makes the next ones sleep at once until "
+           "waits are short again, and nobody spins where the phase's threads outnumber the CPUs; "
+           "0: always sleep, as fio's io_uring engine does; the outcome is in "
+           "environment.io_uring.setup_flags (WAIT_SPIN)", category="engine", engine="io_uring"),
     # --- I/O logs (fio's iolog) -----------------------------------------------------------
     Option("write_iolog", "str", "write fio's iolog (version 3: times in microseconds) of the "
            "requests issued to PATH; with several threads each writes PATH.N (N the thread's "

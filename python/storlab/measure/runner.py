@@ -386,7 +386,8 @@ class IoBenchmark(Benchmark):
             "fixed_buffers": "FIXED_BUFFERS" in engine.get("setup_flags", []),
             "fixed_files": "FIXED_FILES" in engine.get("setup_flags", []),
             "sqpoll": "SQPOLL" in engine.get("setup_flags", []),
-            "requested": {k: g[k] for k in ("uring.fixed_buffers", "uring.fixed_files", "uring.sqpoll", "uring.batch")},
+            "requested": {k: g[k] for k in ("uring.fixed_buffers", "uring.fixed_files", "uring.sqpoll", "uring.batch",
+                                                        "uring.wait_spin")},
         }
 
     def _run_phase(self, phase, hooks: PhaseHooks) -> dict[str, Any]:

@@ -87,6 +87,9 @@ pub struct EngineSetup<'a> {
     pub group: &'a GroupSpec,
     /// The target is a block device: trims are BLKDISCARD, not punched holes.
     pub block_device: bool,
+    /// Worker threads of this phase in this process: where they outnumber the CPUs it may use, an
+    /// engine does not spin (a spinning thread would only take a CPU from another).
+    pub phase_threads: usize,
 }
 
 const BLKDISCARD: libc::c_ulong = 0x1277;

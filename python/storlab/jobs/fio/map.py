@@ -61,6 +61,10 @@ FIXEDBUFS_NOTE = ("fixedbufs not set: storlab registers the I/O buffers with the
 ASYNC_BUFFERS_NOTE = ("{engine} → io_uring registers the I/O buffers with the ring (fixedbufs) where the "
                       "kernel allows (uring.fixed_buffers = auto); fio's {engine} does not; "
                       "`storlab run --fio JOB --uring-fixed-buffers off` for fio's behaviour")
+# ... and every job run on io_uring: storlab's waiting thread spins briefly before it sleeps
+WAIT_SPIN_NOTE = ("io_uring: a thread waiting for a completion spins up to 100 us before it sleeps "
+                  "(uring.wait_spin = 100us); fio's sleeps at once: the same requests, only the waiting "
+                  "thread's CPU differs; `--uring-wait-spin 0` for fio's behaviour")
 
 # refill_buffers (fio: new random data in every write) runs as scramble, said once (docs/fio.md)
 REFILL_NOTE = ("refill_buffers → scramble: storlab makes every 512-byte sector written unique (its offset "
@@ -646,6 +650,7 @@ class _Job:
                 if self.has(fio_key):
                     opts[key] = self.flag(fio_key)
             self.fixed_buffers(opts)
+            self.notes.append(WAIT_SPIN_NOTE)
         if self.has("log_avg_msec") and self.size("log_avg_msec") > 0:
             opts["interval"] = self.size("log_avg_msec") / 1000
         self.pacing(opts)
