@@ -294,3 +294,20 @@ def test_a_laid_out_file_is_unique_per_sector_unless_scramble_is_off(shm_dir):
         r = run_cli("--target", path, "--size", "3m", "--rw", "read", "--bs", "64k", *flag)
         assert r["rc"] == 0, r
         assert _distinct(path, 512) == (expected, 3 * MiB // 512)
+
+
+# --- an offset that is not a multiple of bs ---------------------------------------------------
+
+@pytest.mark.parametrize("rw", ["write", "randwrite"])
+def test_an_offset_off_the_bs_grid_moves_every_request_as_in_fio(shm_dir, rw):
+    """fio places requests at offset + k x bs whatever the offset (its cross-stripe example: bs=16k,
+    offset=120k); storlab does the same, sequential or random: the same offsets as fio's iolog."""
+    fio = need_fio()
+    ours, theirs = os.path.join(shm_dir, "ours.log"), os.path.join(shm_dir, "fio.log")
+    r = run_cli("--target", f"{shm_dir}/o.dat", "--rw", rw, "--bs", "16k", "--offset", "120k", "--size", "64k",
+                "--write-iolog", ours)
+    assert r["rc"] == 0
+    subprocess.run([fio, "--name=j", f"--filename={shm_dir}/f.dat", f"--rw={rw}", "--bs=16k", "--offset=120k",
+                    "--size=64k", f"--write_iolog={theirs}", "--output=/dev/null"], check=True, timeout=60)
+    want = [120 * 1024 + k * 16384 for k in range(4)]
+    assert sorted(off for _, off, _ in iolog_ios(ours)) == sorted(off for _, off, _ in iolog_ios(theirs)) == want

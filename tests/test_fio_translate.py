@@ -473,6 +473,13 @@ def test_sizes_per_direction_bsrange_and_blockalign_translate_to_the_engine():
     g = groups(translate("[j]\nfilename=/x\nsize=1g\nrw=randrw\nbssplit=4k/50:64k/30:1m/20\n"
                          "time_based\nruntime=10\n"))["j"]
     assert g["bssplit"] == "1m/20:64k/30:4k/50" and g["time"] == 10
+    # a range of one size (fio's tiobench example: bsrange=4k-4k) is a fixed size that resolves
+    # into a job; one size alone is not a range, and fio refuses it too
+    tr = translator.translate("[j]\nfilename=/x\nsize=1m\nrw=write\nbsrange=4k-4k\n")
+    assert groups(tr.plan.phases)["j"]["bsrange"] == "4k-4k"
+    assert tr.resolve().phases[0].groups[0].values["bsrange"] == "4k-4k"
+    with pytest.raises(Refusal, match=r"bsrange = 4k: '4k' is not MIN-MAX \(fio refuses"):
+        translate("[j]\nfilename=/x\nsize=1m\nbsrange=4k\n")
 
 
 def test_steady_state_options_map_to_the_runs_ss():

@@ -257,9 +257,13 @@ pub fn parse_bsrange(text: &str) -> Result<[Option<SizeLaw>; 3], String> {
 }
 
 /// The canonical text of a per-direction value: one law when all three agree, else R,W,T (an
-/// empty part where a direction keeps bs).
-pub fn canonical(laws: &[Option<SizeLaw>; 3]) -> String {
-    let text = |l: &Option<SizeLaw>| l.as_ref().map_or(String::new(), |l| l.to_string());
+/// empty part where a direction keeps bs). `range`: bsrange's form, a fixed size as SIZE-SIZE,
+/// so that the text parses again as a bsrange.
+pub fn canonical(laws: &[Option<SizeLaw>; 3], range: bool) -> String {
+    let text = |l: &Option<SizeLaw>| match (l, range) {
+        (Some(SizeLaw::Fixed(b)), true) => format!("{0}-{0}", size_text(*b)),
+        (l, _) => l.as_ref().map_or(String::new(), |l| l.to_string()),
+    };
     if laws[0] == laws[1] && laws[1] == laws[2] {
         return text(&laws[0]);
     }
@@ -315,8 +319,8 @@ mod tests {
         assert_eq!(t, w);
         let [r, w, _] = parse_bssplit(",8k/100").unwrap();
         assert_eq!((r, w), (None, Some(SizeLaw::Fixed(8192))));
-        assert_eq!(canonical(&parse_bssplit("4k/50:64k/30:1m/20").unwrap()), "1m/20:64k/30:4k/50");
-        assert_eq!(canonical(&parse_bssplit("4k/100,8k/100").unwrap()), "4k,8k,8k");
+        assert_eq!(canonical(&parse_bssplit("4k/50:64k/30:1m/20").unwrap(), false), "1m/20:64k/30:4k/50");
+        assert_eq!(canonical(&parse_bssplit("4k/100,8k/100").unwrap(), false), "4k,8k,8k");
         // fio reads a 0 % entry as an empty one: alone, it takes everything
         assert_eq!(parse_bssplit("4k/0").unwrap()[0], Some(SizeLaw::Fixed(4096)));
         for bad in ["4k/60:8k/60", "4k/50:8k/30", "4k/50,8k/50,1k/100,2k/1", "x/50:4k/50", "4k/a", ","] {
@@ -333,7 +337,12 @@ mod tests {
         assert_eq!(t, w);
         assert_eq!(parse_bsrange("4k-4k").unwrap()[0], Some(SizeLaw::Fixed(4096)));
         assert!(parse_bsrange("4k").unwrap_err().starts_with("bsrange: "));
-        assert_eq!(canonical(&parse_bsrange("16k-4k").unwrap()), "4k-16k");
+        assert_eq!(canonical(&parse_bsrange("16k-4k").unwrap(), true), "4k-16k");
+        // a range of one size is written back as one, and that text parses again
+        let one = canonical(&parse_bsrange("4k-4k").unwrap(), true);
+        assert_eq!(one, "4k-4k");
+        assert_eq!(parse_bsrange(&one).unwrap()[0], Some(SizeLaw::Fixed(4096)));
+        assert_eq!(canonical(&parse_bsrange("4k-4k,1k-8k").unwrap(), true), "4k-4k,1k-8k,1k-8k");
     }
 
     fn shares(law: &SizeLaw, room: u64, draws: u32) -> Vec<(u64, f64)> {

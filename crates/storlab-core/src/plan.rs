@@ -438,15 +438,11 @@ fn access_map(g: &GroupSpec, t: &OpenTarget, p: u64, participants: u64) -> Resul
             "size: the range of {} bytes on {path} is smaller than bs ({} bytes)", t.range_len, g.bs
         )));
     }
-    let first_block_of_range = t.range_start / g.bs;
-    if !t.range_start.is_multiple_of(g.bs) {
-        return Err(Error::alignment(format!("offset: {} is not a multiple of bs ({} bytes)", t.range_start, g.bs)));
-    }
     let per_participant = participants.max(1);
     Ok(match g.thread_layout {
         ThreadLayout::Shared => {
             check_sized_range(g, blocks * g.bs, path)?;
-            AccessMap::Contiguous { first_block: first_block_of_range, blocks }
+            AccessMap::Contiguous { base: t.range_start, blocks }
         }
         ThreadLayout::Region => {
             if blocks < per_participant {
@@ -457,7 +453,7 @@ fn access_map(g: &GroupSpec, t: &OpenTarget, p: u64, participants: u64) -> Resul
             }
             let lo = blocks * p / per_participant;
             let hi = blocks * (p + 1) / per_participant;
-            let map = AccessMap::Contiguous { first_block: first_block_of_range + lo, blocks: hi - lo };
+            let map = AccessMap::Contiguous { base: t.range_start + lo * g.bs, blocks: hi - lo };
             check_sized_range(g, (hi - lo) * g.bs, path)?;
             map
         }
@@ -823,10 +819,11 @@ mod tests {
         let (made, existing) = (scratch("made"), scratch("existing"));
         std::fs::write(&existing, vec![0u8; 8192]).unwrap();
         let mut bad = group(&existing, 8192, Rw::Read);
-        bad.offset = 512; // not a multiple of bs: fails after the first group's file was made
+        bad.bs = 16384; // larger than its range: fails after the first group's file was made
         let spec = PhaseSpec { name: "x".into(), groups: vec![group(&made, 1 << 20, Rw::Write), bad], checked: None };
-        let e = Plan::build(spec).err().expect("alignment error");
-        assert_eq!(e.kind, ErrorKind::Alignment, "{}", e.message);
+        let e = Plan::build(spec).err().expect("a range smaller than bs");
+        assert_eq!(e.kind, ErrorKind::Spec, "{}", e.message);
+        assert!(e.message.contains("smaller than bs"), "{}", e.message);
         assert!(!std::path::Path::new(&made).exists(), "the file this build made must go");
         assert!(std::path::Path::new(&existing).exists(), "a file the user had must stay");
         std::fs::remove_file(&existing).unwrap();

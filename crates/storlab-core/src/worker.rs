@@ -875,7 +875,7 @@ mod tests {
         file.read_exact_at(&mut byte, flipped).unwrap();
         file.write_all_at(&[byte[0] ^ 0x10], flipped).unwrap();
 
-        let map = AccessMap::Contiguous { first_block: 0, blocks };
+        let map = AccessMap::Contiguous { base: 0, blocks };
         let spec = crate::spec::GroupSpec { rw: Rw::Write, bs, ..Default::default() };
         let replay = OffsetGenerator::new(Rw::Write, &spec, map, seed);
         let stop = std::sync::atomic::AtomicBool::new(false);

@@ -63,8 +63,9 @@ enum TrimMode {
 /// Which byte offsets a worker may touch, as a numbered list of transfers: transfer k of n.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AccessMap {
-    /// Transfers of bs over blocks [first_block, first_block + blocks).
-    Contiguous { first_block: u64, blocks: u64 },
+    /// Transfers of bs from byte `base` on: transfer k at base + k x bs, k < blocks. The base
+    /// need not be a multiple of bs (fio's offset: requests at offset + k x bs).
+    Contiguous { base: u64, blocks: u64 },
     /// IOR's layout: `segments` segments of `participants` blocks of `block_bytes`; this worker owns
     /// block `participant` of each segment, read or written in transfers of bs.
     Segmented { base: u64, segments: u64, participants: u64, participant: u64, block_bytes: u64 },
@@ -83,7 +84,7 @@ impl AccessMap {
     #[inline(always)]
     pub fn offset(&self, k: u64, bs: u64) -> u64 {
         match *self {
-            AccessMap::Contiguous { first_block, .. } => (first_block + k) * bs,
+            AccessMap::Contiguous { base, .. } => base + k * bs,
             AccessMap::Segmented { base, participants, participant, block_bytes, .. } => {
                 let per_block = block_bytes / bs;
                 let (segment, within) = (k / per_block, k % per_block);
@@ -459,10 +460,9 @@ impl OffsetGenerator {
         }
         let (unit, n) = (self.bs, self.blocks);
         let range = n * unit;
-        let AccessMap::Contiguous { first_block, .. } = self.map else {
+        let AccessMap::Contiguous { base, .. } = self.map else {
             unreachable!("sized requests need a contiguous range (validated)");
         };
-        let base = first_block * unit;
         let rel_block = match &mut self.order {
             Order::Sequential { .. } => None,
             _ => Some(self.draw_block(dir == Dir::Read)),
@@ -544,8 +544,9 @@ impl OffsetGenerator {
 mod tests {
     use super::*;
 
+    /// `blocks` transfers of 4 KiB from block `first_block` of 4 KiB on.
     fn contiguous(first_block: u64, blocks: u64) -> AccessMap {
-        AccessMap::Contiguous { first_block, blocks }
+        AccessMap::Contiguous { base: first_block * 4096, blocks }
     }
 
     /// IOR's picture: 2 segments, 3 participants, blocks of 2 transfers; participant 1 owns the
@@ -677,7 +678,7 @@ mod tests {
     #[test]
     fn norandommap_draws_uniformly_with_repeats() {
         let blocks_n = 64;
-        let g = || OffsetGenerator::new(Rw::Randread, &group(0, 512, false, "random"), contiguous(100, blocks_n), 42);
+        let g = || OffsetGenerator::new(Rw::Randread, &group(0, 512, false, "random"), AccessMap::Contiguous { base: 100 * 512, blocks: blocks_n }, 42);
         let (mut g1, mut g2) = (g(), g());
         let mut hits = vec![0u32; blocks_n as usize];
         for _ in 0..64_000 {

@@ -280,13 +280,13 @@ fn random_distribution(text: &str) -> PyResult<String> {
 /// (one line naming the option and its forms) when it is not one. The rule lives in blocksize.rs.
 #[pyfunction]
 fn bssplit(text: &str) -> PyResult<String> {
-    blocksize::parse_bssplit(text).map(|l| blocksize::canonical(&l)).map_err(PyValueError::new_err)
+    blocksize::parse_bssplit(text).map(|l| blocksize::canonical(&l, false)).map_err(PyValueError::new_err)
 }
 
 /// The canonical text of a `bsrange` value (MIN-MAX per direction); ValueError when it is not one.
 #[pyfunction]
 fn bsrange(text: &str) -> PyResult<String> {
-    blocksize::parse_bsrange(text).map(|l| blocksize::canonical(&l)).map_err(PyValueError::new_err)
+    blocksize::parse_bsrange(text).map(|l| blocksize::canonical(&l, true)).map_err(PyValueError::new_err)
 }
 
 /// The names of every error kind CoreError can carry, for the test that storlab.errors maps each.

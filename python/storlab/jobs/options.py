@@ -142,7 +142,8 @@ ROWS: tuple[Option, ...] = (
     Option("size", "size", "length of the I/O range on each target; files are created this size; "
            "default: the whole device or existing file (the scratch file: 256 MiB, or 1 GiB for the main job)",
            category="target"),
-    Option("offset", "size", "start of the I/O range on each target", category="target"),
+    Option("offset", "size", "start of the I/O range on each target; requests go at offset + k x bs "
+           "(offset need not be a multiple of bs, as in fio)", category="target"),
     Option("thread_layout", "choice", "how the participants (threads; ranks x threads under MPI) "
            "share a target", category="target",
            choices=_choice(region="each participant owns an equal, bs-aligned slice of the range",

@@ -479,6 +479,9 @@ class _Job:
                 for part in self.raw(key).split(","):
                     items = []
                     pieces = part.split(":") if key == "bssplit" else re.split(r"[-:]", part)
+                    if key == "bsrange" and len(pieces) != 2:
+                        self.bad(key, f"{part.strip()!r} is not MIN-MAX (fio refuses a bsrange without both ends)")
+                        return False
                     for item in filter(None, (i.strip() for i in pieces)):
                         size_text, slash, pct = item.partition("/")
                         try:
