@@ -520,3 +520,20 @@ def test_ctrl_c_to_one_rank_lets_the_other_ranks_run_to_the_end(shm_dir, tmp_pat
     phase = doc["phases"][0]
     assert phase["read"]["ops"] > 100
     check_schema(doc)
+
+
+def test_io_uring_does_not_spin_where_the_hosts_ranks_outnumber_its_cpus(shm_dir, tmp_path):
+    """A thread spins for its completions only where the phase's threads on the host fit its CPUs:
+    2 ranks of `threads` threads each, `threads` fitting the CPUs alone but not twice over, record
+    WAIT_SPIN_OFF naming the ranks; one rank of the same threads spins."""
+    cpus = len(os.sched_getaffinity(0))
+    threads = cpus // 2 + 1
+    args = ["--target", f"{shm_dir}/spin.{{rank}}", "--size", "1m", "--engine", "io_uring", "--qd", "4",
+            "--threads", str(threads), "-q"]
+    p, doc, _ = mpirun(2, args, tmp_path / "two.json")
+    assert p.returncode == 0, p.stderr
+    spin = [f for f in doc["environment"]["io_uring"]["setup_flags"] if f.startswith("WAIT_SPIN")]
+    assert spin == [f"WAIT_SPIN_OFF({2 * threads} threads (2 ranks here) on {cpus} CPUs)"], spin
+    p, doc, _ = mpirun(1, args, tmp_path / "one.json")
+    assert p.returncode == 0, p.stderr
+    assert "WAIT_SPIN(100us)" in doc["environment"]["io_uring"]["setup_flags"]

@@ -302,7 +302,8 @@ ROWS: tuple[Option, ...] = (
            category="engine", engine="io_uring"),
     Option("uring.wait_spin", "duration", "how long a thread waiting for a completion spins before "
            "it sleeps (e.g. 50us); a wait that outlasts it makes the next ones sleep at once until "
-           "waits are short again, and nobody spins where the phase's threads outnumber the CPUs; "
+           "waits are short again, and nobody spins where the phase's threads on the host (times the "
+           "MPI ranks placed there) outnumber the CPUs; "
            "0: always sleep, as fio's io_uring engine does; the outcome is in "
            "environment.io_uring.setup_flags (WAIT_SPIN)", category="engine", engine="io_uring"),
     # --- I/O logs (fio's iolog) -----------------------------------------------------------

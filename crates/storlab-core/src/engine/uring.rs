@@ -22,7 +22,8 @@
 //! goes. fio's thread rarely sleeps there either: its own cost per request fills the wait. The
 //! spin adapts: a wait that outlasted it makes the next wait sleep at once, until a sleep again
 //! ends within the budget (or every 16th wait, to look again), so a slow device costs no CPU. It
-//! is off where the phase's threads outnumber the CPUs, recorded as WAIT_SPIN_OFF(why).
+//! is off where the phase's threads on the host (this process's, times the MPI ranks the launcher
+//! placed there) outnumber the CPUs, recorded as WAIT_SPIN_OFF(why).
 
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
@@ -262,19 +263,36 @@ impl Uring {
 }
 
 /// The spin budget of a worker: the group's `uring.wait_spin`, or none where the phase's threads
-/// outnumber the CPUs this process may use (recorded as WAIT_SPIN_OFF).
+/// on this host (this process's, times the MPI ranks the launcher placed here) outnumber the CPUs
+/// this process may use (recorded as WAIT_SPIN_OFF).
 fn spin_budget(setup: &EngineSetup, flags: &mut Vec<String>) -> Duration {
     let wanted = Duration::from_secs_f64(setup.group.uring_wait_spin);
     if wanted.is_zero() {
         return wanted;
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if setup.phase_threads > cpus {
-        flags.push(format!("WAIT_SPIN_OFF({} threads on {cpus} CPUs)", setup.phase_threads));
+    let ranks = ranks_on_host();
+    let threads = setup.phase_threads * ranks;
+    if threads > cpus {
+        let of_ranks = if ranks > 1 { format!(" ({ranks} ranks here)") } else { String::new() };
+        flags.push(format!("WAIT_SPIN_OFF({threads} threads{of_ranks} on {cpus} CPUs)"));
         return Duration::ZERO;
     }
     flags.push(format!("WAIT_SPIN({}us)", wanted.as_micros()));
     wanted
+}
+
+/// The processes of this MPI job on this host, as the launcher says: MPICH's hydra
+/// (MPI_LOCALNRANKS), Open MPI (OMPI_COMM_WORLD_LOCAL_SIZE), an srun step
+/// (SLURM_STEP_TASKS_PER_NODE, "2(x3)": this node's count comes first for a uniform step); 1
+/// outside MPI or where none says.
+fn ranks_on_host() -> usize {
+    let leading = |v: String| v.trim().split(|c: char| !c.is_ascii_digit()).next().and_then(|n| n.parse::<usize>().ok());
+    ["MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_STEP_TASKS_PER_NODE"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().and_then(leading))
+        .unwrap_or(1)
+        .max(1)
 }
 
 impl Engine for Uring {
