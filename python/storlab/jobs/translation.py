@@ -193,8 +193,9 @@ class Translation:
 
     def with_options(self, values: Mapping[str, Any]) -> "Translation":
         """The translation with options given beside it (command-line flags) written into its job
-        as they resolve: run-level options at the top, the others into every I/O group (flags
-        override the job file everywhere; a meta phase takes only its own keys). For `--emit`
+        as they resolve: run-level options at the top (taken out of the phases that set their own,
+        for the per-phase ones), the others into every I/O group (flags override the job file
+        everywhere; a meta phase takes only its own keys). For `--emit`
         with flags, so the emitted file runs what the command would have run."""
         from dataclasses import replace
 
@@ -208,6 +209,8 @@ class Translation:
                 continue
             if not opt.core:
                 job[key] = value
+                if opt.per_phase:   # a flag wins over a phase's own value too
+                    phases = [{k: v for k, v in p.items() if k != key} for p in phases]
                 continue
             for p in phases:
                 if p.get("type", "io") == "io":
