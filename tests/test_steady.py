@@ -165,6 +165,10 @@ def test_each_phase_stops_at_its_own_steady_state(tmp_path):
     assert len(w["steadystate"]["samples"]) == 2 and w["steadystate"]["attained_at_s"] >= 1.0
     assert (rd["steadystate"]["ss"], rd["steadystate"]["ramp_s"], rd["steadystate"]["interval_s"]) == ("bw_slope:60%", 0.25, 0.25)
     assert len(rd["steadystate"]["samples"]) == 4 and rd["steadystate"]["attained_at_s"] >= 1.25
+    # the job record says which phase set its own check
+    recorded = r["doc"]["job"]["phases"]
+    assert "ss" not in recorded[0] and (recorded[1]["ss"], recorded[1]["ss_interval"]) == ("bw_slope:60%", 0.25)
+    assert r["doc"]["job"]["ss"] == "iops:50%"
 
 
 def test_lat_stops_a_real_run_once_its_completion_latency_is_flat():

@@ -42,7 +42,8 @@ from .. import _core
 from .options import BY_NAME, OPTIONS, OptionError, parse_value, suggest
 from .tomlfile import TomlFileError, read_toml
 
-__all__ = ["GroupDef", "PhaseDef", "Job", "resolve_job", "load_jobfile", "core_spec", "JOB_ONLY_KEYS"]
+__all__ = ["GroupDef", "PhaseDef", "Job", "resolve_job", "load_jobfile", "core_spec", "phase_record",
+           "JOB_ONLY_KEYS"]
 
 # Options that make sense once per run, not per phase or group.
 RUN_LEVEL = frozenset(o.name for o in OPTIONS if not o.core)
@@ -247,3 +248,9 @@ def core_spec(phase: PhaseDef) -> dict[str, Any]:
         return {"name": phase.name, "type": "meta",
                 "options": {k: list(v) if isinstance(v, tuple) else v for k, v in phase.meta.items()}}
     return {"name": phase.name, "groups": [_group_spec(g.name, g.values) for g in phase.groups]}
+
+
+def phase_record(phase: PhaseDef) -> dict[str, Any]:
+    """A phase as the result's `job.phases` records it: its engine spec, and the run-level options
+    it sets for itself (its own steady-state check)."""
+    return {**core_spec(phase), **{k: list(v) if isinstance(v, tuple) else v for k, v in phase.own.items()}}

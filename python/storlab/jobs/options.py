@@ -355,7 +355,8 @@ ROWS: tuple[Option, ...] = (
            "iops_slope:L / bw_slope:L / lat_slope:L: the least-squares slope under L per ss_interval; "
            "L in the metric's units (IOPS, bytes/s, a latency such as 500us) or a percentage of the "
            "mean (iops_slope:0.3%); each phase's result says whether it was reached. Per phase: a "
-           "[[phase]] may set its own ss, ss_dur, ss_ramp, ss_interval (this is the default)",
+           "[[phase]] may set its own ss, ss_dur, ss_ramp, ss_interval; the top of the job file "
+           "(or a flag, which wins over every phase) gives the others'",
            default=None, category="method", core=False, metavar="METRIC:LIMIT", fio_name="steadystate",
            parse=lambda raw, label: _parse_steady(raw, label), per_phase=True),
     Option("ss_dur", "duration", "the window steady state is judged over (fio's ss_dur); needed with "

@@ -25,7 +25,7 @@ from ..devices.safety import check_opened_paths
 from ..document import DIRECTIONS, RUN_SCHEMA, header, now_iso
 from ..errors import StorlabError, UserError, from_core
 from ..jobs import mainjob
-from ..jobs.job import Job, PhaseDef, core_spec
+from ..jobs.job import Job, PhaseDef, core_spec, phase_record
 from ..signals import STOP
 from . import cache, passes, stats
 from .aggregate import merge_phase
@@ -362,7 +362,7 @@ class IoBenchmark(Benchmark):
 
     def _job_record(self) -> dict[str, Any]:
         """Flat options of the first group (for filtering) plus every phase in full."""
-        phases = [core_spec(p) for p in self.job.phases]
+        phases = [phase_record(p) for p in self.job.phases]
         io = [p for p in phases if p.get("type") != "meta"]
         first = dict(io[0]["groups"][0]) if io else self._meta_only_record(phases)
         first.pop("name", None)
