@@ -535,11 +535,14 @@ def test_stonewalled_jobs_judge_their_own_steady_state(tmp_path):
 def test_jobs_of_one_phase_must_agree_on_steady_state():
     base = "[global]\nfilename=/x\nsize=1m\nrw=randread\n"
     with pytest.raises(Refusal, match=r"^fio <text>:9: ss = bw:1%: jobs of one phase \(between stonewalls\) must "
-                                      r"agree: \[a\] has iops:1%; storlab judges steady state per phase$"):
+                                      r"agree on ss: \[a\] has iops:1%; \[b\] has bw:1%; storlab judges steady state per phase$"):
         translate(base + "[a]\nss=iops:1%\nss_dur=5\n[b]\nss=bw:1%\nss_dur=5\n")
     # a job that sets none: named at the other job's setting
-    with pytest.raises(Refusal, match=r":7: ss = iops:1%: jobs of one phase .*: \[b\] does not set it"):
+    with pytest.raises(Refusal, match=r":7: ss = iops:1%: jobs of one phase .* on ss: \[b\] does not set it; \[a\] has"):
         translate(base + "[b]\n[a]\nss=iops:1%\nss_dur=5\n")
+    # the setting that differs is named, here the interval only one job gives
+    with pytest.raises(Refusal, match=r":8: ss_interval = 2: .* agree on ss_interval: \[a\] has 2; \[b\] does not set it"):
+        translate(base + "[a]\nss=iops:1%\nss_dur=5\nss_interval=2\n[b]\nss=iops:1%\nss_dur=5\n")
     # the same values agree; a stonewall makes a phase of its own, free to differ
     assert len(job_phases(base + "[a]\nss=iops:1%\nss_dur=5\n[b]\nss=iops:1%\nss_dur=5s\n")) == 1
     phases = job_phases(base + "[a]\nss=iops:1%\nss_dur=5\n[b]\nstonewall\n")

@@ -313,16 +313,18 @@ def _agree_in_phase(out: FioPlan, phase_index: int, job: "_Job", steady: dict[st
 
 def _same_as_first(first_steady: dict[str, Any], first: "_Job", job: "_Job", steady: dict[str, Any],
                    problems: _Problems) -> None:
-    """A job's steady-state check is its phase's first job's, else one line naming the setting."""
+    """A job's steady-state check is its phase's first job's, else one line naming the setting
+    that differs (this job's, else the first job's) and what each job has."""
     for fio_key, key in STEADY_KEYS:
-        if first_steady.get(key) != steady.get(key):
-            st = job.s.get(fio_key) or next((job.s[f] for f, _ in STEADY_KEYS if f in job.s), None)
-            other = f"[{first.name}] has {first.raw(fio_key)}" if first.has(fio_key) else f"[{first.name}] does not set it"
-            if st is None:   # this job sets none of them: named at the other job's setting
-                st, other = first.s.get(fio_key) or first.s["steadystate_duration"], f"[{job.name}] does not set it"
-            problems.setting(st, f"jobs of one phase (between stonewalls) must agree: {other}; "
-                                 "storlab judges steady state per phase")
-            return
+        if first_steady.get(key) == steady.get(key):
+            continue
+        st = (job.s.get(fio_key) or first.s.get(fio_key)
+              or next((j.s[f] for j in (job, first) for f, _ in STEADY_KEYS if f in j.s)))
+        has = "; ".join(f"[{j.name}] " + (f"has {j.raw(fio_key)}" if j.has(fio_key) else "does not set it")
+                        for j in (first, job))
+        problems.setting(st, f"jobs of one phase (between stonewalls) must agree on {st.raw_key if st.key == fio_key else key}: "
+                             f"{has}; storlab judges steady state per phase")
+        return
 
 
 def _add_meta(out: FioPlan, phase: dict[str, Any], new_phase: bool) -> int:
