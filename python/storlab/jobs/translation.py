@@ -228,12 +228,20 @@ class Translation:
         return "\n".join(head) + "\n\n" + to_toml(self.job)
 
     def emit(self, path: str) -> None:
-        """--emit FILE: write the TOML job (atomically; `-` is stdout)."""
+        """--emit FILE: write the TOML job (atomically; `-` is stdout; a device node or FIFO such
+        as /dev/null in place: renaming a file over it would destroy it)."""
         text = self.to_toml()
         if path == "-":
             import sys
 
             sys.stdout.write(text)
+            return
+        if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
+            try:
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(text)
+            except OSError as e:
+                raise OutputError(f"--emit {path}: cannot be written: {e.strerror or e}") from None
             return
         tmp = f"{path}.tmp-{os.getpid()}"
         try:
