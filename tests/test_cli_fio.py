@@ -293,3 +293,20 @@ def test_scramble_buffers_0_writes_the_slot_as_it_is_and_the_default_scrambles(w
         assert main(args) == 0
         capsys.readouterr()
         assert blocks(name) == expected, value
+
+
+def test_each_stonewalled_job_reports_its_own_steady_state_line(workdir, capsys):
+    """fio's examples/steadystate.fio scaled down: two stonewalled jobs with their own criteria each
+    stop at steady state; fio's `steadystate  :` line says each job's criterion."""
+    job = workdir / "ss.fio"
+    job.write_text("[global]\nioengine=null\nsize=1m\ntime_based\nruntime=20\ngroup_reporting\n"
+                   "[w]\nrw=write\nss=iops:50%\nss_dur=1\nss_interval=500ms\n"
+                   "[r]\nstonewall\nrw=randread\nss=lat:50%\nss_dur=1\nss_ramp=250ms\nss_interval=250ms\n")
+    assert main(["fio", str(job)]) == 0
+    out = capsys.readouterr().out
+    lines = [ln for ln in out.splitlines() if ln.startswith("  steadystate  :")]
+    assert len(lines) == 2
+    assert lines[0].startswith("  steadystate  : attained=yes, bw=") and lines[0].count("iops mean dev=") == 1
+    assert lines[1].startswith("  steadystate  : attained=yes, bw=") and ", lat=" in lines[1] and " lat mean dev=" in lines[1]
+    runs = [int(ln.rpartition("run=")[2].partition("msec")[0]) for ln in out.splitlines() if "run=" in ln]
+    assert len(runs) == 2 and all(ms < 15000 for ms in runs), runs

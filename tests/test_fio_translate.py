@@ -482,12 +482,71 @@ def test_sizes_per_direction_bsrange_and_blockalign_translate_to_the_engine():
         translate("[j]\nfilename=/x\nsize=1m\nbsrange=4k\n")
 
 
-def test_steady_state_options_map_to_the_runs_ss():
+def job_phases(text):
+    """The translated job's `[[phase]]` tables (with a phase's own steady-state options)."""
+    return translator.translate(text).job["phase"]
+
+
+def test_steady_state_options_map_to_their_phases_ss():
     tr = translator.translate("[j]\nfilename=/x\nsize=1m\nrw=randread\ntime_based\nruntime=60\n"
-                                           "ss=iops_slope:0.3%\nss_dur=20\nss_ramp=5\n").plan
-    assert (tr.run["ss"], tr.run["ss_dur"], tr.run["ss_ramp"]) == ("iops_slope:0.3%", 20.0, 5.0)
-    with pytest.raises(Refusal, match=r"ss = lat:1%: .lat:1%. is not allowed"):
-        translate("[j]\nfilename=/x\nsize=1m\nss=lat:1%\nss_dur=10\n")
+                              "ss=iops_slope:0.3%\nss_dur=20\nss_ramp=5\nss_interval=2\n")
+    phase = tr.job["phase"][0]
+    assert (phase["ss"], phase["ss_dur"], phase["ss_ramp"], phase["ss_interval"]) == ("iops_slope:0.3%", 20.0, 5.0, 2.0)
+    assert "ss" not in tr.job   # nothing at the run level
+    assert tr.resolve().settings_of(tr.resolve().phases[0])["ss_interval"] == 2.0
+    # lat (fio's mean completion latency), its bare number in microseconds as fio parses it
+    assert job_phases("[j]\nfilename=/x\nsize=1m\nss=lat:500\nss_dur=10\n")[0]["ss"] == "lat:500us"
+    with pytest.raises(Refusal, match=r"ss = lat:x: .lat:x. is not allowed; use iops:L, bw:L, lat:L"):
+        translate("[j]\nfilename=/x\nsize=1m\nss=lat:x\nss_dur=10\n")
+    # fio's defaults: ss_dur 0 turns the check off; ss_dur alone judges iops_slope:0.01%
+    assert "ss" not in job_phases("[j]\nfilename=/x\nsize=1m\nss=iops:1%\n")[0]
+    assert job_phases("[j]\nfilename=/x\nsize=1m\nss_dur=10\n")[0]["ss"] == "iops_slope:0.01%"
+    # a window of fewer than two samples is named at its line
+    with pytest.raises(Refusal, match=r":5: steadystate_duration = 5: 5 s holds fewer than 2 samples"):
+        translate("[j]\nfilename=/x\nsize=1m\nss=iops:1%\nsteadystate_duration=5\nss_interval=10\n")
+
+
+def test_stonewalled_jobs_judge_their_own_steady_state(tmp_path):
+    """fio's examples/steadystate.fio: two jobs between stonewalls, each with its own criterion,
+    window and ramp, become two phases each with its own check."""
+    text = ("[global]\nthreads=1\ngroup_reporting\ntime_based\nsize=1m\nruntime=60\n"
+            "[w]\nfilename=/dev/null\nrw=write\nbs=128k\nnumjobs=4\nss=iops:10%\nss_dur=30s\nss_ramp=10s\n"
+            "[r]\nnew_group\nstonewall\nfilename=/dev/zero\nrw=randread\nbs=4k\nnumjobs=4\n"
+            "ss=bw_slope:1%\nss_dur=10s\nss_ramp=5s\n")
+    tr = translator.translate(text)
+    w, r = tr.job["phase"]
+    assert (w["name"], w["ss"], w["ss_dur"], w["ss_ramp"]) == ("w", "iops:10%", 30.0, 10.0)
+    assert (r["name"], r["ss"], r["ss_dur"], r["ss_ramp"]) == ("r", "bw_slope:1%", 10.0, 5.0)
+    job = tr.resolve()
+    assert [job.settings_of(p)["ss"] for p in job.phases] == ["iops:10%", "bw_slope:1%"]
+    # the emitted TOML runs the same
+    from storlab.jobs.job import load_jobfile, resolve_job
+
+    (tmp_path / "ss.toml").write_text(tr.to_toml())
+    again = resolve_job({}, load_jobfile(str(tmp_path / "ss.toml")))
+    assert [again.settings_of(p)["ss_dur"] for p in again.phases] == [30.0, 10.0]
+    # a flag given beside it applies to every phase, as on the command line
+    flagged = tr.with_options({"ss_dur": 4.0})
+    assert [p.get("ss_dur") for p in flagged.job["phase"]] == [None, None] and flagged.job["ss_dur"] == 4.0
+    flagged_job = tr.resolve({"ss_dur": "4"})
+    assert [flagged_job.settings_of(p)["ss_dur"] for p in flagged_job.phases] == [4.0, 4.0]
+
+
+def test_jobs_of_one_phase_must_agree_on_steady_state():
+    base = "[global]\nfilename=/x\nsize=1m\nrw=randread\n"
+    with pytest.raises(Refusal, match=r"^fio <text>:9: ss = bw:1%: jobs of one phase \(between stonewalls\) must "
+                                      r"agree on ss: \[a\] has iops:1%; \[b\] has bw:1%; storlab judges steady state per phase$"):
+        translate(base + "[a]\nss=iops:1%\nss_dur=5\n[b]\nss=bw:1%\nss_dur=5\n")
+    # a job that sets none: named at the other job's setting
+    with pytest.raises(Refusal, match=r":7: ss = iops:1%: jobs of one phase .* on ss: \[b\] does not set it; \[a\] has"):
+        translate(base + "[b]\n[a]\nss=iops:1%\nss_dur=5\n")
+    # the setting that differs is named, here the interval only one job gives
+    with pytest.raises(Refusal, match=r":8: ss_interval = 2: .* agree on ss_interval: \[a\] has 2; \[b\] does not set it"):
+        translate(base + "[a]\nss=iops:1%\nss_dur=5\nss_interval=2\n[b]\nss=iops:1%\nss_dur=5\n")
+    # the same values agree; a stonewall makes a phase of its own, free to differ
+    assert len(job_phases(base + "[a]\nss=iops:1%\nss_dur=5\n[b]\nss=iops:1%\nss_dur=5s\n")) == 1
+    phases = job_phases(base + "[a]\nss=iops:1%\nss_dur=5\n[b]\nstonewall\n")
+    assert phases[0]["ss"] == "iops:1%" and "ss" not in phases[1]
 
 
 def test_latency_target_options_map_to_the_run_in_fios_units():

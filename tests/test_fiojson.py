@@ -112,6 +112,24 @@ def test_steady_state_and_latency_target_are_fios_objects():
         (8, 500, 99.0, 2_000_000)
 
 
+def test_each_phase_has_its_own_steadystate_with_every_series():
+    """Each phase judged its own check (fio's examples/steadystate.fio: iops over one, bw_slope
+    over the other); a lat check also gives fio's lat_ns series and lat_mean."""
+    doc = rundoc.make_run(rw="randread", phases=["write", "read"])
+    series = {"iops": [100.0, 101.0], "bw_bytes": [409600.0, 413696.0], "clat_mean_ns": [9000.0, 9100.0]}
+    doc["phases"][0]["steadystate"] = {"ss": "iops:10%", "metric": "iops", "limit": 10.0, "limit_is_pct": True,
+                                       "duration_s": 2.0, "attained": True, "criterion": 0.5,
+                                       "samples": series["iops"], **series}
+    doc["phases"][1]["steadystate"] = {"ss": "lat:5%", "metric": "lat", "limit": 5.0, "limit_is_pct": True,
+                                       "duration_s": 20.0, "interval_s": 10.0, "attained": False,
+                                       "criterion": 0.55, "samples": series["clat_mean_ns"], **series}
+    w, r = (j["steadystate"] for j in fio_json(doc)["jobs"])
+    assert (w["ss"], w["duration"], w["attained"]) == ("iops:10.000000%", 2, 1)
+    assert w["data"] == {"bw_mean": 411648, "iops_mean": 100, "iops": [100, 101], "bw": [409600, 413696]}
+    assert (r["ss"], r["duration"], r["attained"], r["criterion"]) == ("lat:5.000000%", 20, 0, "0.550000%")
+    assert r["data"]["lat_ns"] == [9000, 9100] and r["data"]["lat_mean"] == 9050 and r["data"]["iops"] == [100, 101]
+
+
 def test_latency_buckets_follow_fios_ranges():
     """fio counts 750-999 ns under '1000' of latency_ns and 1-1.999 ms under '2' of latency_ms."""
     doc = rundoc.make_run(rw="read")

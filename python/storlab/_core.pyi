@@ -59,9 +59,9 @@ class PhaseRun:
     def interrupt(self) -> None:
         """Ask the workers to stop; the result then says complete=false, stop_reason interrupted."""
 
-    def progress(self) -> tuple[int, int, float, int]:
-        """(bytes done, operations done, seconds since the start, workers finished), the ramp
-        included."""
+    def progress(self) -> tuple[int, int, float, int, int]:
+        """(bytes done, operations done, seconds since the start, workers finished, sum of the
+        done operations' completion latencies in ns), the ramp included."""
 
     def snapshot_json(self) -> str:
         """The phase so far as JSON, for a checkpoint while it runs: elapsed_s, ramp_s and each

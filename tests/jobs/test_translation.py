@@ -59,3 +59,21 @@ def test_a_storlab_rule_refused_at_resolution_names_the_source_key():
     with pytest.raises(Exception) as e:      # without a record of where it came from: the rule's own line
         Translation("fio", "j.fio", "0" * 64, job).resolve()
     assert not isinstance(e.value, Refusal) and "rate_min" in str(e.value)
+
+
+def test_emit_writes_into_a_fifo_or_device_in_place(tmp_path):
+    """--emit /dev/null (or a FIFO) writes through it: renaming a file over it, as a regular file
+    is written, would replace the node with a file."""
+    import os
+    import stat
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
+    reader.start()
+    Translation("fio", "x.fio", "0" * 64, {"bs": 4096}).emit(str(fifo))
+    reader.join(5)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and "bs = 4096" in got[0]
+    assert not list(tmp_path.glob("pipe.tmp-*"))

@@ -91,10 +91,11 @@ impl Control {
         self.stop.store(true, Ordering::SeqCst);
     }
 
-    /// Sum of completed bytes and operations so far (including ramp).
-    pub fn progress_totals(&self) -> (u64, u64) {
-        self.progress.iter().fold((0, 0), |(b, o), p| {
-            (b + p.bytes.load(Ordering::Relaxed), o + p.ops.load(Ordering::Relaxed))
+    /// Sum of completed bytes, operations and their completion latencies (ns) so far (including
+    /// ramp).
+    pub fn progress_totals(&self) -> (u64, u64, u64) {
+        self.progress.iter().fold((0, 0, 0), |(b, o, l), p| {
+            (b + p.bytes.load(Ordering::Relaxed), o + p.ops.load(Ordering::Relaxed), l + p.clat_ns.load(Ordering::Relaxed))
         })
     }
 

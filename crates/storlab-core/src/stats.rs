@@ -188,6 +188,9 @@ impl ProgressLog {
 pub struct WorkerProgress {
     pub bytes: AtomicU64,
     pub ops: AtomicU64,
+    /// Sum of the completion latencies (ns) of the `ops` completed: a reader's difference of two
+    /// readings over the difference of `ops` is the mean clat between them (fio's steadystate lat).
+    pub clat_ns: AtomicU64,
     pub done: AtomicBool,
     /// One entry per request slot: what the stall monitor watches.
     pub slots: Box<[SlotWatch]>,
@@ -208,9 +211,10 @@ impl WorkerProgress {
     }
 
     #[inline(always)]
-    pub fn publish(&self, bytes: u64, ops: u64) {
+    pub fn publish(&self, bytes: u64, ops: u64, clat_ns: u64) {
         self.bytes.store(bytes, Ordering::Relaxed);
         self.ops.store(ops, Ordering::Relaxed);
+        self.clat_ns.store(clat_ns, Ordering::Relaxed);
     }
 
     #[inline(always)]

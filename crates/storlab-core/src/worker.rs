@@ -208,6 +208,7 @@ struct Worker<'a> {
     iolog_writer: Option<iolog::Writer>,
     done_bytes: u64,
     done_ops: u64,
+    done_clat_ns: u64, // sum of the completion latencies of done_ops (published for steady state)
     /// The slots' buffers. Declared after `backend`, so it is dropped after it; None once leaked.
     region: Option<AlignedBuf>,
 }
@@ -335,6 +336,7 @@ impl<'a> Worker<'a> {
             iolog_writer,
             done_bytes: 0,
             done_ops: 0,
+            done_clat_ns: 0,
             region: Some(region),
         })
     }
@@ -524,7 +526,7 @@ impl<'a> Worker<'a> {
             Queued::Completed(result) => {
                 self.now = Instant::now();
                 self.retire(slot_id, result, ns_between(self.phase_start, self.now), self.asynchronous)?;
-                self.progress.publish(self.done_bytes, self.done_ops);
+                self.progress.publish(self.done_bytes, self.done_ops, self.done_clat_ns);
             }
             Queued::Pending => {
                 self.inflight += 1;
@@ -601,7 +603,7 @@ impl<'a> Worker<'a> {
             let c = self.completions[i];
             self.retire(c.slot, c.result, now_ns, true)?;
         }
-        self.progress.publish(self.done_bytes, self.done_ops);
+        self.progress.publish(self.done_bytes, self.done_ops, self.done_clat_ns);
         Ok(())
     }
 
@@ -621,8 +623,10 @@ impl<'a> Worker<'a> {
         self.account(slot_id, t_ns, split);
         rbw_published(self.w, self.record_in_flight); // rbw runs at qd 1: this is the one
         self.free.push(slot_id);
-        self.done_bytes += self.slots[slot_id as usize].len as u64;
+        let slot = &self.slots[slot_id as usize];
+        self.done_bytes += slot.len as u64;
         self.done_ops += 1;
+        self.done_clat_ns += t_ns.saturating_sub(slot.issued_ns);
         Ok(())
     }
 
@@ -968,6 +972,29 @@ mod phase_tests {
         assert!(ios.windows(2).any(|w| w[1].0 - w[0].0 < 5_000));
         std::fs::remove_file(&target).unwrap();
         std::fs::remove_file(&log).unwrap();
+    }
+
+    /// The progress counters carry the sum of the completion latencies: over a phase measured
+    /// whole (no ramp, no deadline) it is the result's mean clat times its operations, so a reader
+    /// of two readings gets the mean clat between them (steady state's lat criterion).
+    #[test]
+    fn progress_publishes_the_completion_latency_sum() {
+        for (engine, qd, delay) in [(EngineKind::Null, 1, 0.0002), (EngineKind::Null, 4, 0.0001), (EngineKind::IoUring, 4, 0.0)] {
+            let target = scratch(&format!("clat-{qd}-{delay}"));
+            let g = GroupSpec { target: vec![target.clone()], size: Some(256 << 10), rw: Rw::Randread, engine, qd,
+                                null_delay: delay, fsync_end: false, ..Default::default() };
+            let plan = Plan::build(PhaseSpec { name: "t".into(), groups: vec![g], checked: None }).expect("plan");
+            let control = Control::for_plan(&plan);
+            let r = run_phase(&plan, &control).result;
+            assert!(r.error.is_none(), "{:?}", r.error);
+            let read = r.read.as_ref().unwrap();
+            let (bytes, ops, clat_ns) = control.progress_totals();
+            assert_eq!((bytes, ops), (read.bytes, read.ops));
+            let mean = clat_ns as f64 / ops as f64;
+            assert!((mean - read.clat_ns.mean).abs() <= 1e-6 * read.clat_ns.mean, "{engine:?} qd {qd}: {mean} vs {}", read.clat_ns.mean);
+            assert!(mean >= delay * 1e9, "{engine:?} qd {qd}: mean clat {mean} ns below the engine's delay");
+            let _ = std::fs::remove_file(&target);
+        }
     }
 
     #[test]

@@ -178,11 +178,12 @@ impl PhaseRun {
         self.control.interrupt();
     }
 
-    /// (bytes done, ops done, seconds since start, workers finished) — including the ramp.
-    fn progress(&self) -> (u64, u64, f64, usize) {
-        let (b, o) = self.control.progress_totals();
+    /// (bytes done, ops done, seconds since start, workers finished, sum of the done ops'
+    /// completion latencies in ns) — including the ramp.
+    fn progress(&self) -> (u64, u64, f64, usize, u64) {
+        let (b, o, clat_ns) = self.control.progress_totals();
         let done = self.control.progress.iter().filter(|p| p.done.load(std::sync::atomic::Ordering::Acquire)).count();
-        (b, o, self.control.elapsed_s(), done)
+        (b, o, self.control.elapsed_s(), done, clat_ns)
     }
 
     /// The phase so far, for a checkpoint while it runs: seconds since the start (ramp included),

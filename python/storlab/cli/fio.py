@@ -19,7 +19,7 @@ from ..jobs.fio.map import FioJob, FioPlan
 from ..jobs.fio.translator import translate_command
 from ..measure.stats import percentile
 from ..output.files import check_destination, write_output
-from ..output.fiojson import fio_json
+from ..output.fiojson import fio_json, steadystate_data
 from ..signals import STOP
 from .main import ExitCode
 
@@ -338,7 +338,24 @@ def _job_block(block: list[FioJob], gid: int, phases: list[dict[str, Any]], tr: 
     sync = phase.get("sync")
     if sync and sync.get("ops"):
         lines.append(f"  sync: {sync['ops']} calls")
+    if phase.get("steadystate"):
+        lines.append(_steadystate_line(phase["steadystate"]))
     return lines
+
+
+def _steadystate_line(ss: dict[str, Any]) -> str:
+    """fio's steadystate line (stat.c show_ss_normal) of the phase's own check: attained, the
+    window's mean bandwidth, IOPS (and clat for a lat criterion), and the criterion's last value."""
+    data = steadystate_data(ss)
+    lat = ""
+    if "lat_mean" in data:
+        unit, div = _lat_unit(data["lat_mean"])
+        lat = f", lat={_num2str(data['lat_mean'] / div, pow2=False, unit='')}{unit}"
+    base, _, slope = ss["metric"].partition("_")
+    pct = "%" if ss["limit_is_pct"] else ""
+    return (f"  steadystate  : attained={'yes' if ss['attained'] else 'no'}, bw={_num2str(data['bw_mean'])}/s "
+            f"({_num2str(data['bw_mean'], pow2=False)}/s), iops={_num2str(data['iops_mean'], pow2=False, unit='')}"
+            f"{lat}, {base}{' slope' if slope else ' mean dev'}={ss.get('criterion') or 0.0:.3f}{pct}")
 
 
 def _run_status(gid: int, jobs: list[FioJob], phases: list[dict[str, Any]], tr: FioPlan) -> list[str]:

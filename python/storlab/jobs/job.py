@@ -4,6 +4,9 @@ A job is a sequence of phases run one after the other (e.g. write, then read bac
 one or more groups of identical workers that run at the same time (fio's jobs between two
 stonewalls). Precedence, lowest first: option defaults, the job file's top level, its
 `[[phase]]`, its `[[phase.group]]`, then command-line flags (which apply to every group).
+Run-level options apply to the whole run, at the top of the file; those marked per phase in the
+option table (the steady-state check: ss, ss_dur, ss_ramp, ss_interval) may also be set in a
+`[[phase]]` for that phase alone, the top-level value being the default of the others.
 
 Job file (TOML), keys are option names from the option table:
 
@@ -39,10 +42,13 @@ from .. import _core
 from .options import BY_NAME, OPTIONS, OptionError, parse_value, suggest
 from .tomlfile import TomlFileError, read_toml
 
-__all__ = ["GroupDef", "PhaseDef", "Job", "resolve_job", "load_jobfile", "core_spec", "JOB_ONLY_KEYS"]
+__all__ = ["GroupDef", "PhaseDef", "Job", "resolve_job", "load_jobfile", "core_spec", "phase_record",
+           "JOB_ONLY_KEYS"]
 
 # Options that make sense once per run, not per phase or group.
 RUN_LEVEL = frozenset(o.name for o in OPTIONS if not o.core)
+# Run-level options a phase may set for itself (the run's value is the others' default).
+PER_PHASE = frozenset(o.name for o in OPTIONS if o.per_phase)
 JOB_ONLY_KEYS = frozenset({"phase", "group", "groups", "options", "name", "type"})
 PHASE_TYPES = ("io", "meta")
 
@@ -59,6 +65,8 @@ class PhaseDef:
     groups: list[GroupDef]
     kind: str = "io"                          # io: groups of I/O workers; meta: the metadata benchmark
     meta: dict[str, Any] | None = None        # resolved `storlab meta` options of a meta phase
+    own: dict[str, Any] = field(default_factory=dict)   # per-phase options (PER_PHASE) this phase
+                                              # sets for itself, over the run's values
 
 
 @dataclass
@@ -67,6 +75,10 @@ class Job:
     run: dict[str, Any] = field(default_factory=dict)   # run-level options (json, store, ...)
     main_job: bool = False                              # the default main job (mainjob.py)
     translation: Any = None    # the foreign-format Translation it came from (jobs/translation.py)
+
+    def settings_of(self, phase: PhaseDef) -> dict[str, Any]:
+        """The run-level options as `phase` has them: the run's, with the phase's own over them."""
+        return {**self.run, **phase.own}
 
     @property
     def uses_default_target(self) -> bool:
@@ -95,7 +107,7 @@ def _dotted(section: Mapping[str, Any]) -> list[tuple[str, Any]]:
 
 
 def _parse_section(section: Mapping[str, Any], where: str, allow_run_level: bool,
-                   flags: bool = False) -> dict[str, Any]:
+                   flags: bool = False, allow_per_phase: bool = False) -> dict[str, Any]:
     if not isinstance(section, Mapping):
         raise OptionError(f"{where}: expected a table of options, got {section!r}")
     out: dict[str, Any] = {}
@@ -106,7 +118,10 @@ def _parse_section(section: Mapping[str, Any], where: str, allow_run_level: bool
             raise _unknown(key, where)
         if not flags and not BY_NAME[key].job_key:
             raise OptionError(f"{where}: {key!r} is a command-line flag ({BY_NAME[key].flag}), not a job-file key")
-        if key in RUN_LEVEL and not allow_run_level:
+        if key in RUN_LEVEL and not allow_run_level and not (allow_per_phase and key in PER_PHASE):
+            if key in PER_PHASE:
+                raise OptionError(f"{where}: option {key!r} applies to a whole phase; put it in the "
+                                  f"[[phase]] table, or at the top of the job file for every phase")
             raise OptionError(f"{where}: option {key!r} applies to the whole run; put it at the top of the job file")
         try:
             out[key] = parse_value(key, raw)
@@ -168,7 +183,10 @@ def resolve_job(cli_values: Mapping[str, Any], jobfile: Mapping[str, Any] | None
             resolved.append(PhaseDef(name=p.get("name") or "meta", groups=[], kind="meta",
                                      meta=resolve_meta_options(None, section, where)))
             continue
-        phase_opts = _parse_section(p.get("options", p), where, allow_run_level=False)
+        phase_opts = _parse_section(p.get("options", p), where, allow_run_level=False, allow_per_phase=True)
+        own = {k: v for k, v in phase_opts.items() if k in PER_PHASE and k not in cli}
+        phase_opts = {k: v for k, v in phase_opts.items() if k not in PER_PHASE}
+        _check_steady({**run, **own}, where if own else "")
         raw_groups = p.get("group") or p.get("groups") or [{}]
         if not isinstance(raw_groups, list) or not all(isinstance(g, dict) for g in raw_groups):
             raise OptionError(f"{where}: 'group' must be a list of tables ([[phase.group]]), "
@@ -184,8 +202,19 @@ def resolve_job(cli_values: Mapping[str, Any], jobfile: Mapping[str, Any] | None
             _check_with_engine([GroupDef(name="", values=values)], gwhere)
             groups.append(GroupDef(name=name, values=values))
         _check_with_engine(groups, where)
-        resolved.append(PhaseDef(name=_phase_name(p.get("name"), groups, pi), groups=groups))
+        resolved.append(PhaseDef(name=_phase_name(p.get("name"), groups, pi), groups=groups, own=own))
     return Job(phases=resolved, run=run)
+
+
+def _check_steady(settings: Mapping[str, Any], where: str) -> None:
+    """A phase's steady-state options hold together (loaded only where `ss` is set); `where`
+    names the phase that set some of them itself ("" when all are the run's)."""
+    if settings.get("ss"):
+        from .steadystate import check
+
+        problem = check(settings)
+        if problem:
+            raise OptionError(f"{where}: {problem}" if where else problem)
 
 
 def _check_name(table: Mapping[str, Any], where: str) -> None:
@@ -219,3 +248,9 @@ def core_spec(phase: PhaseDef) -> dict[str, Any]:
         return {"name": phase.name, "type": "meta",
                 "options": {k: list(v) if isinstance(v, tuple) else v for k, v in phase.meta.items()}}
     return {"name": phase.name, "groups": [_group_spec(g.name, g.values) for g in phase.groups]}
+
+
+def phase_record(phase: PhaseDef) -> dict[str, Any]:
+    """A phase as the result's `job.phases` records it: its engine spec, and the run-level options
+    it sets for itself (its own steady-state check)."""
+    return {**core_spec(phase), **{k: list(v) if isinstance(v, tuple) else v for k, v in phase.own.items()}}

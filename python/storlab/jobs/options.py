@@ -76,6 +76,8 @@ class Option:
     cli_name: str | None = None    # the flag's name where it differs from the job-file key
     job_key: bool = True           # `name` is a job-file key; False: a command-line-only option,
                                    # whose messages name the flag instead
+    per_phase: bool = False        # a run-level option a [[phase]] may also set for itself (the
+                                   # run's value is the default of the phases that do not)
 
     @property
     def flag(self) -> str:
@@ -348,17 +350,26 @@ ROWS: tuple[Option, ...] = (
     Option("pass_spread", "float", "warn when passes differ in bandwidth by more than this "
            "(max - min, in % of the mean)", default=10.0, category="method", core=False, unit="%",
            minimum=0, maximum=100000),
-    Option("ss", "str", "steady state (fio's ss, SNIA PTS): stop each I/O phase once its IOPS or "
-           "bandwidth, sampled every second after ss_ramp, has been flat for ss_dur; "
-           "iops:L / bw:L: no sample further than L from the window's mean; iops_slope:L / "
-           "bw_slope:L: the least-squares slope under L per second; L in the metric's units or "
-           "a percentage of the mean (iops_slope:0.3%); the result says whether it was reached",
+    Option("ss", "str", "steady state (fio's ss, SNIA PTS): stop an I/O phase once its IOPS, "
+           "bandwidth or mean completion latency, sampled every ss_interval after ss_ramp, has been "
+           "flat for ss_dur; iops:L / bw:L / lat:L: no sample further than L from the window's mean; "
+           "iops_slope:L / bw_slope:L / lat_slope:L: the least-squares slope under L per ss_interval; "
+           "L in the metric's units (IOPS, bytes/s, a latency such as 500us) or a percentage of the "
+           "mean (iops_slope:0.3%); each phase's result says whether it was reached. Per phase: a "
+           "[[phase]] may set its own ss, ss_dur, ss_ramp, ss_interval; the top of the job file "
+           "(or a flag, which wins over every phase) gives the others'",
            default=None, category="method", core=False, metavar="METRIC:LIMIT", fio_name="steadystate",
-           parse=lambda raw, label: _parse_steady(raw, label)),
-    Option("ss_dur", "duration", "the window steady state is judged over (fio's ss_dur); needed with ss",
-           default=0.0, category="method", core=False, unit="s", minimum=0, fio_name="steadystate_duration"),
-    Option("ss_ramp", "duration", "time before steady-state samples are taken (fio's ss_ramp)",
-           default=0.0, category="method", core=False, unit="s", minimum=0, fio_name="steadystate_ramp_time"),
+           parse=lambda raw, label: _parse_steady(raw, label), per_phase=True),
+    Option("ss_dur", "duration", "the window steady state is judged over (fio's ss_dur); needed with "
+           "ss; per phase as ss", default=0.0, category="method", core=False, unit="s", minimum=0,
+           fio_name="steadystate_duration", per_phase=True),
+    Option("ss_ramp", "duration", "time from the phase's start before steady-state samples are "
+           "taken (fio's ss_ramp); per phase as ss", default=0.0, category="method", core=False,
+           unit="s", minimum=0, fio_name="steadystate_ramp_time", per_phase=True),
+    Option("ss_interval", "duration", "steady-state sampling period (fio's ss_interval): each "
+           "sample is the mean rate (or completion latency) over one interval, the window holds "
+           "ss_dur / ss_interval of them; per phase as ss", default=1.0, category="method",
+           core=False, unit="s", minimum=0.01, fio_name="steadystate_check_interval", per_phase=True),
     Option("latency_target", "duration", "find the highest queue depth whose latency percentile "
            "stays at or below this (fio's latency_target): each I/O phase is run for latency_window "
            "at qd 1, 2, 4 ... up to its qd, then bisected between the last depth that held and the "

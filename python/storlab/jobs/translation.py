@@ -193,8 +193,9 @@ class Translation:
 
     def with_options(self, values: Mapping[str, Any]) -> "Translation":
         """The translation with options given beside it (command-line flags) written into its job
-        as they resolve: run-level options at the top, the others into every I/O group (flags
-        override the job file everywhere; a meta phase takes only its own keys). For `--emit`
+        as they resolve: run-level options at the top (taken out of the phases that set their own,
+        for the per-phase ones), the others into every I/O group (flags override the job file
+        everywhere; a meta phase takes only its own keys). For `--emit`
         with flags, so the emitted file runs what the command would have run."""
         from dataclasses import replace
 
@@ -208,6 +209,8 @@ class Translation:
                 continue
             if not opt.core:
                 job[key] = value
+                if opt.per_phase:   # a flag wins over a phase's own value too
+                    phases = [{k: v for k, v in p.items() if k != key} for p in phases]
                 continue
             for p in phases:
                 if p.get("type", "io") == "io":
@@ -225,12 +228,20 @@ class Translation:
         return "\n".join(head) + "\n\n" + to_toml(self.job)
 
     def emit(self, path: str) -> None:
-        """--emit FILE: write the TOML job (atomically; `-` is stdout)."""
+        """--emit FILE: write the TOML job (atomically; `-` is stdout; a device node or FIFO such
+        as /dev/null in place: renaming a file over it would destroy it)."""
         text = self.to_toml()
         if path == "-":
             import sys
 
             sys.stdout.write(text)
+            return
+        if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
+            try:
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(text)
+            except OSError as e:
+                raise OutputError(f"--emit {path}: cannot be written: {e.strerror or e}") from None
             return
         tmp = f"{path}.tmp-{os.getpid()}"
         try:

@@ -25,7 +25,7 @@ from ..devices.safety import check_opened_paths
 from ..document import DIRECTIONS, RUN_SCHEMA, header, now_iso
 from ..errors import StorlabError, UserError, from_core
 from ..jobs import mainjob
-from ..jobs.job import Job, PhaseDef, core_spec
+from ..jobs.job import Job, PhaseDef, core_spec, phase_record
 from ..signals import STOP
 from . import cache, passes, stats
 from .aggregate import merge_phase
@@ -362,7 +362,7 @@ class IoBenchmark(Benchmark):
 
     def _job_record(self) -> dict[str, Any]:
         """Flat options of the first group (for filtering) plus every phase in full."""
-        phases = [core_spec(p) for p in self.job.phases]
+        phases = [phase_record(p) for p in self.job.phases]
         io = [p for p in phases if p.get("type") != "meta"]
         first = dict(io[0]["groups"][0]) if io else self._meta_only_record(phases)
         first.pop("name", None)
@@ -401,10 +401,11 @@ class IoBenchmark(Benchmark):
         # After the plan laid the files out, before the clock: the layout's pages are dropped too.
         invalidated = cache.invalidate(*cache.invalidation_targets(phase, self.job.run))
         steady = None
-        if self.job.run.get("ss"):   # the steady-state check loads only where one is asked for
+        settings = self.job.settings_of(phase)   # the phase's own steady-state check, else the run's
+        if settings.get("ss"):   # the steady-state check loads only where one is asked for
             from .steady import SteadyState
 
-            steady = SteadyState.of(self.job.run)
+            steady = SteadyState.of(settings)
         hooks.before_start(phase, run)
         cpu_before = CpuSample.now()
         run.start()
@@ -419,8 +420,8 @@ class IoBenchmark(Benchmark):
                 self._checkpoint_mid_phase(phase, run)
                 next_checkpoint = time.monotonic() + every
             if steady is not None and not stopping and not steady.attained:
-                b, o, elapsed, _done = run.progress()
-                if steady.feed(elapsed, o, b):
+                b, o, elapsed, _done, clat_ns = run.progress()
+                if steady.feed(elapsed, o, b, clat_ns):
                     run.interrupt()   # steady: the phase ends here, complete (below)
 
         tick = self.progress_interval_s if steady is None else min(self.progress_interval_s, 0.1)
@@ -515,7 +516,7 @@ class IoBenchmark(Benchmark):
 
     def _report(self, name: str, run) -> None:
         if self.progress is not None:
-            b, o, elapsed, _done = run.progress()
+            b, o, elapsed, _done, _clat_ns = run.progress()
             self.progress(name, b, o, elapsed)
 
 

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Sequence
 from .. import __version__
 from ..measure import stats
 
-__all__ = ["fio_json", "FIO_PERCENTILES", "FIO_VERSION"]
+__all__ = ["fio_json", "steadystate_data", "FIO_PERCENTILES", "FIO_VERSION"]
 
 FIO_VERSION = f"storlab-{__version__}"
 # fio's default percentile_list (stat.c: fio_def_percentile_list)
@@ -117,18 +117,34 @@ def _job(phase: dict[str, Any], spec: dict[str, Any], doc: dict[str, Any], group
 
 
 def _steadystate(ss: dict[str, Any]) -> dict[str, Any]:
-    """fio's steadystate object: its criterion text, and the window's samples of the metric
-    judged (storlab samples one metric: the other's list stays empty)."""
+    """fio's steadystate object of the phase's own check: its criterion text, and the window's
+    samples (steadystate_data)."""
     pct = "%" if ss["limit_is_pct"] else ""
-    samples = [int(round(v)) for v in ss["samples"]]
-    iops = ss["metric"].startswith("iops")
-    mean = int(round(sum(samples) / len(samples))) if samples else 0
     return {"ss": f"{ss['metric']}:{ss['limit']:f}{pct}", "duration": int(round(ss["duration_s"])),
             "attained": int(bool(ss["attained"])),
             "criterion": f"{(ss.get('criterion') or 0.0):f}{pct}",
             "max_deviation": float(ss.get("max_deviation") or 0.0), "slope": float(ss.get("slope") or 0.0),
-            "data": {"bw_mean": 0 if iops else mean, "iops_mean": mean if iops else 0,
-                     "iops": samples if iops else [], "bw": [] if iops else samples}}
+            "data": steadystate_data(ss)}
+
+
+def steadystate_data(ss: dict[str, Any]) -> dict[str, Any]:
+    """fio's steadystate `data` of a phase's `steadystate` record: the window's samples of each
+    metric (bytes/s, IOPS and, for a lat criterion, mean clat in ns) with their integer means; a
+    document from before storlab kept every metric has only the judged one, the others empty."""
+    base = ss["metric"].partition("_")[0]
+    judged = [int(round(v)) for v in ss["samples"]]
+    series = {m: [int(round(v)) for v in ss[key]] if key in ss else (judged if base == m else [])
+              for m, key in (("iops", "iops"), ("bw", "bw_bytes"), ("lat", "clat_mean_ns"))}
+    data: dict[str, Any] = {"bw_mean": _mean(series["bw"]), "iops_mean": _mean(series["iops"])}
+    if base == "lat":
+        data.update(lat_mean=_mean(series["lat"]), lat_ns=series["lat"])
+    data.update(iops=series["iops"], bw=series["bw"])
+    return data
+
+
+def _mean(values: list[int]) -> int:
+    """fio's steadystate_data_mean: the integer mean of a window's samples (0 for none)."""
+    return sum(values) // len(values) if values else 0
 
 
 def _job_options(phase: dict[str, Any], groups: Sequence[dict[str, Any]]) -> dict[str, str]:

@@ -61,7 +61,8 @@ def _phase_notes(phase: dict[str, Any]) -> list[str]:
     if ss:
         state = (f"reached at {ss['attained_at_s']:.0f} s" if ss["attained"] else "not reached")
         crit = f", criterion {ss['criterion']:.3g}" if ss.get("criterion") is not None else ""
-        out.append(f"{label}: steady state {ss['ss']} over {ss['duration_s']:g} s: {state}{crit}")
+        every = f" sampled every {ss['interval_s']:g} s" if ss.get("interval_s", 1.0) != 1.0 else ""
+        out.append(f"{label}: steady state {ss['ss']} over {ss['duration_s']:g} s{every}: {state}{crit}")
     lt = phase.get("latency_target")
     if lt:
         found = (f"qd {lt['qd']} holds p{lt['percentile']:g} <= {lt['target_s'] * 1e6:,.0f} us at "

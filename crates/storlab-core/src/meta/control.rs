@@ -44,7 +44,7 @@ impl MetaControl {
 
     /// (bytes, operations, seconds since the start, workers finished) so far.
     pub fn progress(&self) -> (u64, u64, f64, usize) {
-        let (bytes, ops) = self.base.progress_totals();
+        let (bytes, ops, _clat_ns) = self.base.progress_totals();
         let done = self.base.progress.iter().filter(|p| p.done.load(Ordering::Acquire)).count();
         (bytes, ops, self.elapsed_s(), done)
     }

@@ -238,7 +238,7 @@ pub fn run(ctx: &PhaseCtx<'_>, w: usize, st: &mut WorkerState) -> (WorkerPhase, 
         },
     };
     let progress = &control.base.progress[w];
-    progress.publish(0, 0);
+    progress.publish(0, 0, 0); // no completion latencies: steady state judges I/O phases
 
     control.base.ready.wait();
     let start = control.start();
@@ -274,7 +274,7 @@ pub fn run(ctx: &PhaseCtx<'_>, w: usize, st: &mut WorkerState) -> (WorkerPhase, 
             out.lat.record(ns(t0, t1));
             out.ops += 1;
             $done;
-            progress.publish(out.bytes, out.ops);
+            progress.publish(out.bytes, out.ops, 0);
             if stop.load(Ordering::Relaxed) {
                 break;
             }
@@ -357,7 +357,7 @@ pub fn run(ctx: &PhaseCtx<'_>, w: usize, st: &mut WorkerState) -> (WorkerPhase, 
         failure = fsync_changed_dirs(ctx, w, owner, &root, &mut name, &mut out).err();
     }
     out.end = Instant::now();
-    progress.publish(out.bytes, out.ops);
+    progress.publish(out.bytes, out.ops, 0);
     (out, failure)
 }
 

@@ -175,6 +175,7 @@ def translate_sections(sections: list[Section], source: str = "<text>",
     report_group = 0
     names_seen: dict[str, int] = {}
     layout: list[dict[str, Any]] = []     # overwrite=1: files written once before any job
+    steady_jobs: dict[int, list[_Job]] = {}   # phase -> its jobs so far, for their steady state
     for sec, settings in jobs:
         try:
             job = _Job(sec, settings, problems)
@@ -211,13 +212,14 @@ def translate_sections(sections: list[Section], source: str = "<text>",
                     g["name"] = f"{base}#{count}"
                 out.phases[-1]["groups"].append(g)
                 groups.append(g["name"])
-        for fio_key, key in (("steadystate", "ss"), ("steadystate_duration", "ss_dur"),
-                             ("steadystate_ramp_time", "ss_ramp"), ("latency_target", "latency_target"),
-                             ("latency_window", "latency_window"), ("latency_percentile", "latency_percentile")):
+        steady = _steady_of(job, problems)
+        if steady is not None:
+            _agree_in_phase(out, phase_index, job, steady, steady_jobs, problems)
+        for fio_key, key in (("latency_target", "latency_target"), ("latency_window", "latency_window"),
+                             ("latency_percentile", "latency_percentile")):
             if job.has(fio_key):
                 try:
-                    raw = job.raw(fio_key) if key in ("ss", "latency_percentile") else \
-                        job.time(fio_key, 1e-6 if key.startswith("latency") else 1.0)   # fio: bare = us
+                    raw = job.raw(fio_key) if key == "latency_percentile" else job.time(fio_key, 1e-6)  # fio: bare = us
                     value = parse_value(key, raw)
                 except (OptionError, ValueError) as e:
                     problems.setting(job.s[fio_key], str(e).partition(": ")[2] or str(e))
@@ -226,8 +228,6 @@ def translate_sections(sections: list[Section], source: str = "<text>",
                     problems.setting(job.s[fio_key], f"storlab applies {key} to the whole run; give every "
                                                      "job the same value")
                 out.run[key] = value
-        if job.has("steadystate_check_interval") and job.time("steadystate_check_interval") != 1.0:
-            problems.setting(job.s["steadystate_check_interval"], "storlab samples every second; only 1s")
         inv = job.invalidate()
         if inv is not None:
             if out.run.get("invalidate", inv) != inv:
@@ -250,6 +250,81 @@ def translate_sections(sections: list[Section], source: str = "<text>",
             p["name"] = "+".join(dict.fromkeys(j.name for j in out.jobs
                                                if j.phase == out.phases.index(p)))
     return out
+
+
+# fio's steady-state options and storlab's names for them (per phase: jobs/steadystate.py)
+STEADY_KEYS = (("steadystate", "ss"), ("steadystate_duration", "ss_dur"), ("steadystate_ramp_time", "ss_ramp"),
+               ("steadystate_check_interval", "ss_interval"))
+FIO_DEFAULT_SS = "iops_slope:0.01%"   # fio's steadystate default, judged once ss_dur is set
+
+
+def _steady_of(job: "_Job", problems: _Problems) -> dict[str, Any] | None:
+    """A job's steady-state check as storlab's per-phase options ({} for none, as fio does without
+    ss_dur: its default 0 turns the check off); None when a value is refused."""
+    given = [(fio_key, key) for fio_key, key in STEADY_KEYS if job.has(fio_key)]
+    if not given:
+        return {}
+    out: dict[str, Any] = {}
+    for fio_key, key in given:
+        try:
+            value = parse_value(key, job.raw(fio_key) if key == "ss" else job.time(fio_key, 1.0))
+        except (OptionError, ValueError, _Bad) as e:
+            st = e.setting if isinstance(e, _Bad) else job.s[fio_key]
+            problems.setting(st, e.reason if isinstance(e, _Bad) else (str(e).partition(": ")[2] or str(e)))
+            return None
+        out[key] = value
+    if not out.get("ss_dur"):
+        return {}
+    out.setdefault("ss", FIO_DEFAULT_SS)
+    from ..steadystate import check
+
+    problem = check(out)
+    if problem:
+        key, _, reason = problem.partition(": ")
+        fio_key = dict((k, f) for f, k in STEADY_KEYS)[key]
+        problems.setting(job.s.get(fio_key) or job.s["steadystate_duration"], reason)
+        return None
+    return out
+
+
+def _agree_in_phase(out: FioPlan, phase_index: int, job: "_Job", steady: dict[str, Any],
+                    seen: dict[int, list["_Job"]], problems: _Problems) -> None:
+    """storlab judges steady state per phase (a stonewall group, as fio per reporting group with
+    group_reporting): the jobs of one phase must ask for the same check, as fio requires. The
+    phase's check becomes its own options (`own`: the phase table's ss, ss_dur ...)."""
+    phase = out.phases[phase_index]
+    if phase.get("type") == "meta":
+        if steady:
+            problems.setting(job.s["steadystate_duration"], "steady state is judged on I/O; a "
+                             "metadata phase (file engines) has none")
+        return
+    jobs = seen.setdefault(phase_index, [])
+    jobs.append(job)
+    if len(jobs) == 1:
+        phase["own"] = steady
+    else:
+        _same_as_first(phase["own"], jobs[0], job, steady, problems)
+    if steady and (job.numjobs > 1 or len(jobs) > 1) and not job.flag("group_reporting"):
+        note = ("steady state: fio judges each job (each numjobs clone) on its own without "
+                "group_reporting; storlab judges each phase's total, as fio with group_reporting")
+        if note not in out.notes:
+            out.notes.append(note)
+
+
+def _same_as_first(first_steady: dict[str, Any], first: "_Job", job: "_Job", steady: dict[str, Any],
+                   problems: _Problems) -> None:
+    """A job's steady-state check is its phase's first job's, else one line naming the setting
+    that differs (this job's, else the first job's) and what each job has."""
+    for fio_key, key in STEADY_KEYS:
+        if first_steady.get(key) == steady.get(key):
+            continue
+        st = (job.s.get(fio_key) or first.s.get(fio_key)
+              or next((j.s[f] for j in (job, first) for f, _ in STEADY_KEYS if f in j.s)))
+        has = "; ".join(f"[{j.name}] " + (f"has {j.raw(fio_key)}" if j.has(fio_key) else "does not set it")
+                        for j in (first, job))
+        problems.setting(st, f"jobs of one phase (between stonewalls) must agree on {st.raw_key if st.key == fio_key else key}: "
+                             f"{has}; storlab judges steady state per phase")
+        return
 
 
 def _add_meta(out: FioPlan, phase: dict[str, Any], new_phase: bool) -> int:

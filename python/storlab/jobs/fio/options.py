@@ -297,10 +297,11 @@ _ROWS: list[tuple[str, str, str]] = [
     ("unified_rw_reporting", _A, "only none/0: storlab reports per direction"),
     ("stats", _A, "storlab always keeps statistics"),
     ("disk_util", _A, "storlab's JSON has no disk utilisation yet"),
-    ("steadystate", _M, "ss (iops, iops_slope, bw, bw_slope with fio's criteria; for the whole run)"),
-    ("steadystate_duration", _M, "ss_dur"),
-    ("steadystate_ramp_time", _M, "ss_ramp"),
-    ("steadystate_check_interval", _A, "only 1s: storlab samples every second"),
+    ("steadystate", _M, "ss of the job's phase (iops, bw, lat and their _slope, with fio's criteria; "
+                        "the jobs between two stonewalls must agree, as fio's reporting group)"),
+    ("steadystate_duration", _M, "ss_dur of the job's phase (without ss: fio's default iops_slope:0.01%)"),
+    ("steadystate_ramp_time", _M, "ss_ramp of the job's phase"),
+    ("steadystate_check_interval", _M, "ss_interval of the job's phase"),
     # --- process placement and control ---
     ("numjobs", _M, "one worker per clone (shared file: threads; generated names: one file each)"),
     ("cpus_allowed", _R, "storlab does not pin CPUs; run it under taskset"),

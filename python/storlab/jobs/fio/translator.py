@@ -62,14 +62,15 @@ def from_sections(sections: list[Section], source: str, sha256: str,
 
 
 def job_of(plan: FioPlan) -> dict[str, Any]:
-    """The plan as a storlab TOML job: run options at the top, `phase` tables of `group` tables."""
+    """The plan as a storlab TOML job: run options at the top, `phase` tables (with a phase's own
+    steady-state check) of `group` tables."""
     job: dict[str, Any] = dict(plan.run)
     phases = []
     for p in plan.phases:
         if p.get("type") == "meta":
             phases.append(dict(p))
             continue
-        phases.append({"name": p["name"], "group": [
+        phases.append({"name": p["name"], **(p.get("own") or {}), "group": [
             {"name": g["name"], **{k: list(v) if isinstance(v, tuple) else v for k, v in g["options"].items()}}
             for g in p["groups"]]})
     job["phase"] = phases

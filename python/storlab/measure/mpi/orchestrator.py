@@ -54,7 +54,7 @@ from mpi4py import MPI
 from ...devices.safety import describe_path
 from ...document import header, now_iso
 from ...errors import SpecError, TargetError
-from ...jobs.job import Job, core_spec
+from ...jobs.job import Job, phase_record
 from ...signals import STOP
 from ..aggregate import count_in_window, deskew_window, merge_window_summaries, window_of_summary, window_summary
 from ..benchmark import Benchmark, PhaseHooks, run_benchmark
@@ -90,7 +90,7 @@ def _describe(e: BaseException) -> str:
 def job_record(job: Job) -> dict[str, Any]:
     """The `job` section of a result for the job as the user wrote it (target templates, not one
     rank's paths): the first group's options flat, the run-level ones, and every phase in full."""
-    phases = [core_spec(p) for p in job.phases]
+    phases = [phase_record(p) for p in job.phases]
     first = dict(phases[0]["groups"][0])
     first.pop("name", None)
     run_level = {k: (list(v) if isinstance(v, tuple) else v) for k, v in job.run.items()}
