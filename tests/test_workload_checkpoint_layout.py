@@ -213,6 +213,9 @@ def test_scaled_checkpoint_run_writes_dlio_bytes_times_the_scale(tmp_path):
     assert ck["subset"] and ck["transformer"]["world"] == 8 and ck["transformer"]["data"] == 4
     assert ck["fraction_written"] == pytest.approx(expected / (ck["transformer"]["total_bytes"] * 1e-5))
     assert list((tmp_path / "ck").iterdir()) == []
+    from storlab.schemas import validate
+
+    validate(doc)
 
 
 DATAGEN_YAML = """model:
