@@ -216,6 +216,11 @@ def test_scaled_checkpoint_run_writes_dlio_bytes_times_the_scale(tmp_path):
     from storlab.schemas import validate
 
     validate(doc)
+    # ranks_total 0: the world is the run's writers (DLIO's default mode), whole TP groups only
+    table["checkpoint"]["ranks_total"] = 0
+    with pytest.raises(WorkloadError, match="checkpoint.ranks_total: 0 makes the world this run's 3 writer"):
+        run_workload(spec_from_table(table), argv=["test"])
+    assert list((tmp_path / "ck").iterdir()) == []
 
 
 DATAGEN_YAML = """model:

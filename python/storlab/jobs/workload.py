@@ -132,8 +132,15 @@ class CheckpointSpec:
         return self.transformer.num_layers > 0
 
     def world(self, writers: int) -> int:
-        """The ranks the checkpoint is laid out over: ranks_total, or the writers of this run."""
-        return self.ranks_total or writers
+        """The ranks the checkpoint is laid out over: ranks_total, or the writers of this run (a
+        transformer's world must hold whole TP x PP groups, as DLIO requires of its processes)."""
+        world = self.ranks_total or writers
+        mp = self.transformer.model_parallelism
+        if self.is_transformer and world % mp:
+            raise WorkloadError(f"checkpoint.ranks_total: 0 makes the world this run's {writers} writer(s), not a "
+                                f"multiple of tensor x pipeline parallelism = {mp}; set checkpoint.ranks_total to a "
+                                f"multiple of {mp} (or run a multiple of {mp} accelerators)")
+        return world
 
     def rank_file_bytes(self, rank: int, writers: int) -> list[int]:
         """Bytes of each file rank `rank` writes: a transformer's DLIO files (scaled), or its

@@ -102,7 +102,13 @@ def run_workload(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str],
     doc.update({"accelerators": total, "accelerators_per_process": spec.accelerators, "ranks": mpi.size,
                 "hosts": hosts, "au_threshold": spec.au_threshold, "warnings": [],
                 "environment": {"host": socket.gethostname(), "cpus": os.cpu_count(), "client_memory_bytes": memory}})
+    if spec.checkpoint.enabled:       # a transformer's world is checked before any byte is written
+        spec.checkpoint.world(ckpt.writer_count(spec.checkpoint, total))
     if spec.mode == "checkpoint":
+        if spec.generate:             # DLIO generates the dataset first when generate_data is on
+            t_gen = time.monotonic()
+            dataset = ds.prepare(spec.dataset, comm=mpi if mpi.size > 1 else None, notify=notify)
+            _generation(doc, dataset, dataset_size_rule(spec, total, memory), time.monotonic() - t_gen)
         return _checkpoint_run(spec, doc, mpi, notify)
     stop_flag = None
     t_gen = time.monotonic()
@@ -182,6 +188,17 @@ def _generate_run(spec: WorkloadSpec, doc: dict[str, Any], dataset: ds.Dataset, 
                   seconds: float) -> dict[str, Any]:
     """A generate-only workload (DLIO's generate_data without train or checkpoint, `mlpstorage
     training datagen`): the dataset written (or found complete and reused), and how fast."""
+    _generation(doc, dataset, rule, seconds)
+    doc["compliant"] = bool(rule["compliant"]) and not spec.scaled
+    doc["noncompliant_reasons"] = ([f"dataset of {spec.dataset.files} files is below MLPerf's minimum of "
+                                    f"{rule['min_files']}"] if not rule["compliant"] else []) + \
+        (["sizes scaled down"] if spec.scaled else [])
+    doc["finished_at"] = now_iso()
+    return doc
+
+
+def _generation(doc: dict[str, Any], dataset: ds.Dataset, rule: dict[str, Any], seconds: float) -> None:
+    """The dataset record and what this run generated of it (files, bytes, seconds, bandwidth)."""
     written = dataset.generated
     doc["dataset"] = {**dataset.record(), "seconds_to_prepare": round(seconds, 3), "size_rule": rule,
                       "cache_dropped_each_epoch": False}
@@ -192,12 +209,6 @@ def _generate_run(spec: WorkloadSpec, doc: dict[str, Any], dataset: ds.Dataset, 
         "mib_per_s": dataset.bytes / dataset.seconds / 2**20 if written and dataset.seconds > 0 else None,
         "definition": "files and bytes this run wrote (0 when a complete dataset of the same parameters was "
                       "reused); seconds from the first file started to the manifest written"}
-    doc["compliant"] = bool(rule["compliant"]) and not spec.scaled
-    doc["noncompliant_reasons"] = ([f"dataset of {spec.dataset.files} files is below MLPerf's minimum of "
-                                    f"{rule['min_files']}"] if not rule["compliant"] else []) + \
-        (["sizes scaled down"] if spec.scaled else [])
-    doc["finished_at"] = now_iso()
-    return doc
 
 
 def _first_step_warnings(spec: WorkloadSpec, epochs: list[dict[str, Any]], steps: int) -> list[dict[str, str]]:
