@@ -25,6 +25,8 @@ EXAMPLES = """examples:
   storlab workload dlio_benchmark/configs/workload/unet3d_h100.yaml --set ++workload.dataset.format=npz
   storlab workload my.yaml --emit my.toml        # translate only; `storlab workload my.toml` runs it
   mpiexec -n 8 storlab workload llama3_8b --scale 0.01
+  storlab workload storage/configs/dlio/workload/llama3_70b.yaml --set checkpoint.ranks_total=64 --emit -
+  storlab workload storage/configs/dlio/workload/unet3d_datagen.yaml --folder /mnt/fs/unet3d   # generate only
 """
 
 WORKLOAD_OPTIONS: tuple[Option, ...] = (
