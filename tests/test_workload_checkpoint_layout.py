@@ -181,6 +181,10 @@ def test_default_world_and_its_override(tmp_path, capsys):
     spec = spec_from_table({**translate_text(LLAMA_YAML, "x.yaml").job})
     spec.checkpoint.ranks_total = 16
     assert spec.checkpoint.rank_file_bytes(0, 1) == [16_060_522_496 // 16, 3 * (8_030_261_248 // 16 + 5 * 4096) * 4]
+    # mlpstorage's subset mode: ++workload.model.parallelism.data=D makes the world D x TP x PP
+    t = translate_text(LLAMA_YAML.replace("tensor: 1", "tensor: 2"), "x.yaml",
+                       overrides=["++workload.model.parallelism.data=4", "++workload.checkpoint.mode=subset"])
+    assert t.job["checkpoint"]["ranks_total"] == 8 and "over 8 ranks (TP 2 x PP 1 x DP 4" in t.notes[0]
     path.write_text(LLAMA_YAML.replace("tensor: 1", "tensor: 2"))
     assert main(["workload", str(path), "--set", "checkpoint.ranks_total=7", "--emit", "-"]) == 2
     assert "checkpoint.ranks_total: 7 is not allowed; use a multiple of tensor x pipeline parallelism = 2" \
