@@ -298,7 +298,7 @@ def _checkpoint_run(spec: WorkloadSpec, doc: dict[str, Any], mpi: Mpi, notify) -
         return None
     writes = [r for r in results if r["kind"] == "write"]
     reads = [r for r in results if r["kind"] == "read"]
-    per_checkpoint = writes[0]["bytes"] if writes else sum(sum(s) for s in sizes.values())
+    per_checkpoint = sum(sum(ckpt.file_bytes(ck, g, writers)) for g in range(writers))   # every rank's files
     doc["checkpoint"] = {
         "writers": writers, "bytes_per_writer": per if per is not None else per_checkpoint // max(1, writers),
         "bytes_per_checkpoint": per * writers if per is not None else per_checkpoint,
