@@ -97,7 +97,10 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any] | None, str, str]] = {
     "model": ("workload.name", None, "translated", ""),
     "model.name": ("workload.name", _str, "translated", ""),
     "model.type": ("", None, ACCEPT, "a label; no I/O depends on it"),
-    "model.model_size": ("checkpoint.model_size", _int, "translated", "MLPerf v2.0 places model_size under model:"),
+    "model.model_size": ("checkpoint.model_size", _int, "translated",
+                         "MLPerf v2.0's unet3d key; DLIO (2.0 and the mlperf_storage_v2.0 branch) reads "
+                         "model.model_size_bytes and ignores this one, writing its default 10240 B: storlab writes "
+                         "the size the file states (a deliberate difference)"),
     "model.model_size_bytes": ("checkpoint.model_size", _int, "translated", "DLIO's key for the model tensor's bytes"),
     "model.num_layers": ("checkpoint.transformer.num_layers", _int, "transformer", ""),
     "model.model_datatype": ("checkpoint.transformer.model_datatype", _str, "transformer", ""),
