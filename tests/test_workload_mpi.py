@@ -130,9 +130,11 @@ def test_sigint_of_a_checkpoint_workload_keeps_the_checkpoints_done(tmp_path):
            "--set", "checkpoint.count_read=1", "--json", str(out), "--no-store", "--quiet"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
     deadline = time.monotonic() + 60
+    # each of the 2 writers writes 2 files per checkpoint (llama3_8b's ZeRO-3 model and optimizer
+    # shards), and the next checkpoint's files appear only once every rank ended the last one
     while time.monotonic() < deadline and p.poll() is None and \
-            not ((tmp_path / "ck").is_dir() and len(os.listdir(tmp_path / "ck")) >= 4):
-        time.sleep(0.05)            # a few checkpoints are written
+            not ((tmp_path / "ck").is_dir() and len(os.listdir(tmp_path / "ck")) >= 8):
+        time.sleep(0.05)            # a checkpoint or more is written
     assert p.poll() is None, p.communicate()
     p.send_signal(signal.SIGINT)
     try:

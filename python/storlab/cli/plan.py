@@ -684,6 +684,10 @@ def checkpoint_load(spec, accelerators: int) -> CheckpointLoad:
     """One checkpoint of the workload over `accelerators` ranks, sharded as measure/checkpoint.py does."""
     ck = spec.checkpoint
     writers = checkpoint_writers(ck.ranks, ck.ranks_total, accelerators)
+    if ck.is_transformer:       # DLIO's ranks write unequal shares: the model takes their mean
+        files = [ck.rank_file_bytes(g, writers) for g in range(writers)]
+        return CheckpointLoad(spec.name, writers, max(1, sum(map(sum, files)) // writers),
+                              max(1, round(sum(map(len, files)) / writers)), ck.fsync, ck.ranks_total)
     return CheckpointLoad(spec.name, writers, checkpoint_shard_bytes(ck.model_size + ck.optimizer_size, ck.ranks_total),
                           ck.files_per_rank, ck.fsync, ck.ranks_total)
 
@@ -779,6 +783,9 @@ def run_perf_workload(args: argparse.Namespace) -> int:
             raise UsageError(f"{flag} draws the curve and is not used with --workload (the workload sets its requests, "
                              "concurrency and data set)")
     spec, source = workload_spec(args.workload)
+    if spec.mode == "generate":
+        raise UsageError(f"--workload: {spec.name} only generates its dataset (no training, no checkpoint); "
+                         "use a training or checkpoint workload")
     stack, devices, title = _workload_target(args)
     kw = dict(mirror_read=args.mirror_read or "balanced")
     payload: dict[str, Any] = {"stack_name": stack.name if stack else BARE_DEVICE,
@@ -836,7 +843,7 @@ def run_perf_workload(args: argparse.Namespace) -> int:
         if not fc.fed:
             evaluation.append("  (no accelerator holds the training threshold: at_fed shows the evaluation at 1)")
         wl["evaluation"] = ev_wl
-    if spec.checkpoint.enabled or not spec.train_enabled:
+    if spec.checkpoint.enabled:
         ranks = args.accelerators or (fed_count if spec.train_enabled and fed_count else None) \
             or spec.checkpoint.ranks_total or spec.accelerators
         ck = predict_checkpoint(stack, checkpoint_load(spec, ranks), devices, **kw)
@@ -998,7 +1005,7 @@ def _training_need(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError("--workload needs --accelerators N (the accelerators the layouts must feed)")
     spec, _ = workload_spec(args.workload)
     if not spec.train_enabled:
-        raise UsageError(f"--workload: {spec.name} is a checkpoint workload; recommend sizes layouts for training "
+        raise UsageError(f"--workload: {spec.name} is a {spec.mode} workload; recommend sizes layouts for training "
                          "workloads (plan perf --workload times a checkpoint on a stack)")
     return {"training": training_load(spec, args.dataset_size), "accelerators": args.accelerators}
 

@@ -5,6 +5,7 @@ FILE a DLIO workload YAML (run as written, or refused in one line) or a storlab 
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import os
 import sys
@@ -24,6 +25,8 @@ EXAMPLES = """examples:
   storlab workload dlio_benchmark/configs/workload/unet3d_h100.yaml --set ++workload.dataset.format=npz
   storlab workload my.yaml --emit my.toml        # translate only; `storlab workload my.toml` runs it
   mpiexec -n 8 storlab workload llama3_8b --scale 0.01
+  storlab workload storage/configs/dlio/workload/llama3_70b.yaml --set checkpoint.ranks_total=64 --emit -
+  storlab workload storage/configs/dlio/workload/unet3d_datagen.yaml --folder /mnt/fs/unet3d   # generate only
 """
 
 WORKLOAD_OPTIONS: tuple[Option, ...] = (
@@ -130,10 +133,15 @@ def load_spec(args: argparse.Namespace):
     else:
         raise UserError(f"workload: {target!r} is not a built-in workload or a .yaml/.toml file; "
                         f"built-ins: {', '.join(builtins())}")
-    table = {k: dict(v) for k, v in table.items()}
+    table = copy.deepcopy({k: dict(v) for k, v in table.items()})
     for key, value in own.items():
-        section, name = key.split(".", 1)
-        table.setdefault(section, {})[name] = _toml_value(value)
+        *path, name = key.split(".")
+        where = table
+        for part in path:           # checkpoint.transformer.zero_stage=1: a sub-table's key
+            where = where.setdefault(part, {})
+            if not isinstance(where, dict):
+                raise UserError(f"--set: {key} is not allowed; {part} is not a table")
+        where[name] = _toml_value(value)
     if args.accelerators is not None:
         table.setdefault("workload", {})["accelerators"] = _number("accelerators", args.accelerators, int, 1)
     if args.epochs is not None:
@@ -141,6 +149,11 @@ def load_spec(args: argparse.Namespace):
     if args.folder is not None:
         table.setdefault("dataset", {})["folder"] = args.folder
     spec = spec_from_table(table, source=os.path.basename(source))
+    if translation is not None and spec.checkpoint.is_transformer and \
+            spec.checkpoint.ranks_total != translation.job["checkpoint"].get("ranks_total"):
+        from ..jobs.dlio.translator import world_given
+
+        world_given(translation, spec.checkpoint.ranks_total)
     if args.scale is not None:
         spec = scale(spec, _number("scale", args.scale, float))
     return spec, translation, source
@@ -158,16 +171,21 @@ def scale(spec, fraction: float):
                             eval_files=max(1, round(spec.dataset.eval_files * fraction)) if spec.dataset.eval_files else 0)
     if spec.dataset.files * fraction < 1:       # one file already: fewer samples in it (DLRM's one huge file)
         d.samples_per_file = max(1, round(spec.dataset.samples_per_file * spec.dataset.files * fraction))
-        if d.samples_per_file != spec.dataset.samples_per_file and spec.train_enabled:
+        if d.samples_per_file != spec.dataset.samples_per_file and spec.mode != "checkpoint":
             scaled["dataset.samples_per_file"] = {"from": spec.dataset.samples_per_file, "to": d.samples_per_file,
                                                   "fraction": fraction}
     c = dataclasses.replace(spec.checkpoint, model_size=round(spec.checkpoint.model_size * fraction),
                             optimizer_size=round(spec.checkpoint.optimizer_size * fraction))
-    if d.files != spec.dataset.files and spec.train_enabled:
+    if spec.checkpoint.is_transformer:        # its sizes come from its shape: every file x the fraction
+        c = dataclasses.replace(spec.checkpoint, scale=spec.checkpoint.scale * fraction)
+    if d.files != spec.dataset.files and spec.mode != "checkpoint":
         scaled["dataset.files"] = {"from": spec.dataset.files, "to": d.files, "fraction": fraction}
-    if spec.checkpoint.enabled or not spec.train_enabled:
-        scaled["checkpoint.size"] = {"from": spec.checkpoint.model_size + spec.checkpoint.optimizer_size,
-                                     "to": c.model_size + c.optimizer_size, "fraction": fraction}
+    if spec.checkpoint.enabled:
+        if c.is_transformer:
+            scaled["checkpoint.scale"] = {"from": spec.checkpoint.scale, "to": c.scale, "fraction": fraction}
+        else:
+            scaled["checkpoint.size"] = {"from": spec.checkpoint.model_size + spec.checkpoint.optimizer_size,
+                                         "to": c.model_size + c.optimizer_size, "fraction": fraction}
     return validate(dataclasses.replace(spec, dataset=d, checkpoint=c, scaled=scaled))
 
 
@@ -233,8 +251,9 @@ def run(args: argparse.Namespace) -> int:
         if doc is None:
             return 0
     ok = emit_result(doc, settings, "workload")
-    stopped = stop_exit_code("workload", doc, "epochs done so far kept" if spec.train_enabled
-                             else "checkpoints done so far kept")
+    stopped = stop_exit_code("workload", doc, {"training": "epochs done so far kept", "checkpoint":
+                                               "checkpoints done so far kept", "generate": "files generated so far kept"}
+                             [spec.mode])
     if stopped is not None:
         return stopped
     return 0 if ok else 1

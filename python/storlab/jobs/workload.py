@@ -5,7 +5,9 @@ A training workload does not fit the I/O job's `[[phase]]` shape (it has a datas
 pipeline, a compute time per batch and checkpoints), so it has its own tables, which
 `storlab workload FILE.toml` reads and which a DLIO YAML translates into (jobs/dlio/):
 
-    [workload]    name, au_threshold, accelerators (per process), seed
+    [workload]    name, au_threshold, accelerators (per process), seed, train (run the epochs),
+                  generate (DLIO's generate_data: with train and checkpoint off, only generate
+                  the dataset, as `mlpstorage training datagen`)
     [dataset]     folder, format, files, samples_per_file, record_length, record_length_stdev,
                   record_length_resize, file_size, subfolders, file_prefix, eval_files, eval_subfolders
     [reader]      batch_size, read_threads, prefetch, file_shuffle, sample_shuffle, transfer_size
@@ -14,6 +16,9 @@ pipeline, a compute time per batch and checkpoints), so it has its own tables, w
     [evaluation]  enabled, batch_size, computation_time, computation_time_stdev, after_epoch,
                   epochs_between (DLIO's evaluation: the eval files read after training epochs)
     [checkpoint]  enabled, folder, model_size, optimizer_size, ranks ("all" | "zero"), ...
+    [checkpoint.transformer]  a transformer's shape and parallelism (DLIO's `model:` section):
+                  the checkpoint's files and bytes per rank follow DLIO's rules
+                  (jobs/checkpoint_layout.py) instead of model_size + optimizer_size
 
 Every value is checked here; a bad one is a `WorkloadError` naming the field (`dataset.files`)
 and what is allowed. Nothing here touches the disk.
@@ -25,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from ..errors import UserError
+from .checkpoint_layout import TransformerSpec, check_transformer, rank_files
 
 __all__ = ["WorkloadError", "DatasetSpec", "ReaderSpec", "TrainSpec", "EvalSpec", "CheckpointSpec", "WorkloadSpec",
            "FORMATS", "SHUFFLES", "spec_from_table", "dataset_size_rule", "TABLES"]
@@ -118,6 +124,33 @@ class CheckpointSpec:
     count_read: int = 1                  # and read-backs (after a cache drop)
     files_per_rank: int = 1
     fsync: bool = True
+    scale: float = 1.0                   # a transformer checkpoint's bytes x this (--scale, a trial)
+    transformer: TransformerSpec = field(default_factory=TransformerSpec)   # num_layers 0: none
+
+    @property
+    def is_transformer(self) -> bool:
+        return self.transformer.num_layers > 0
+
+    def world(self, writers: int) -> int:
+        """The ranks the checkpoint is laid out over: ranks_total, or the writers of this run (a
+        transformer's world must hold whole TP x PP groups, as DLIO requires of its processes)."""
+        world = self.ranks_total or writers
+        mp = self.transformer.model_parallelism
+        if self.is_transformer and world % mp:
+            raise WorkloadError(f"checkpoint.ranks_total: 0 makes the world this run's {writers} writer(s), not a "
+                                f"multiple of tensor x pipeline parallelism = {mp}; set checkpoint.ranks_total to a "
+                                f"multiple of {mp} (or run a multiple of {mp} accelerators)")
+        return world
+
+    def rank_file_bytes(self, rank: int, writers: int) -> list[int]:
+        """Bytes of each file rank `rank` writes: a transformer's DLIO files (scaled), or its
+        even share of model_size + optimizer_size in files_per_rank files."""
+        if self.is_transformer:
+            return [max(1, round(b * self.scale)) for _, b in rank_files(self.transformer, rank, self.world(writers))]
+        total = self.model_size + self.optimizer_size
+        share = total // self.ranks_total if self.ranks_total else total
+        base, extra = divmod(share, self.files_per_rank)
+        return [base + (1 if j < extra else 0) for j in range(self.files_per_rank)]
 
 
 @dataclass
@@ -132,6 +165,7 @@ class WorkloadSpec:
     evaluation: EvalSpec = field(default_factory=EvalSpec)
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
     train_enabled: bool = True
+    generate: bool = False               # DLIO's workflow.generate_data (alone: a datagen run)
     scaled: dict[str, Any] = field(default_factory=dict)  # what --scale changed, from what
 
     def to_table(self) -> dict[str, Any]:
@@ -139,8 +173,20 @@ class WorkloadSpec:
         d = asdict(self)
         top = {k: d[k] for k in ("name", "au_threshold", "accelerators", "seed")}
         top["train"] = self.train_enabled
+        if self.generate:
+            top["generate"] = True
+        if not self.checkpoint.is_transformer:
+            del d["checkpoint"]["transformer"]
         return {"workload": top, "dataset": d["dataset"], "reader": d["reader"], "train": d["train"],
                 "evaluation": d["evaluation"], "checkpoint": d["checkpoint"]}
+
+    @property
+    def mode(self) -> str:
+        """What a run does: training (epochs, checkpoints among them), checkpoint (writes and
+        read-backs only), or generate (the dataset only)."""
+        if self.train_enabled:
+            return "training"
+        return "checkpoint" if self.checkpoint.enabled else "generate"
 
     def steps_per_epoch(self, accelerators_total: int) -> int:
         """DLIO's steps per epoch: floor(samples / batch / accelerators), capped by
@@ -164,7 +210,7 @@ class WorkloadSpec:
 
 _SECTIONS = {"dataset": DatasetSpec, "reader": ReaderSpec, "train": TrainSpec, "evaluation": EvalSpec,
              "checkpoint": CheckpointSpec}
-_TOP = {"name": str, "au_threshold": float, "accelerators": int, "seed": int, "train": bool}
+_TOP = {"name": str, "au_threshold": float, "accelerators": int, "seed": int, "train": bool, "generate": bool}
 
 
 def _typed(where: str, value: Any, want: type) -> Any:
@@ -205,6 +251,9 @@ def spec_from_table(table: Mapping[str, Any], source: str = "workload") -> Workl
         for key, value in (table.get(section) or {}).items():
             if key not in fields:
                 raise WorkloadError(f"{source}: {section}.{key} is not a key; allowed: {', '.join(fields)}")
+            if section == "checkpoint" and key == "transformer":
+                target.transformer = _transformer(value, source)
+                continue
             want = {"int": int, "float": float, "str": str, "bool": bool}[str(fields[key].type)]
             setattr(target, key, _typed(f"{section}.{key}", value, want))
     d = spec.dataset
@@ -212,6 +261,21 @@ def spec_from_table(table: Mapping[str, Any], source: str = "workload") -> Workl
         d.samples_per_file = d.file_size // d.record_length
     validate(spec)
     return spec
+
+
+def _transformer(table: Any, source: str) -> TransformerSpec:
+    """[checkpoint.transformer] as a TransformerSpec (keys typed; checked in validate)."""
+    if not isinstance(table, Mapping):
+        raise WorkloadError(f"checkpoint.transformer: {table!r} is not allowed; use a table of "
+                            f"{', '.join(TransformerSpec.__dataclass_fields__)}")
+    t = TransformerSpec()
+    fields = TransformerSpec.__dataclass_fields__
+    for key, value in table.items():
+        if key not in fields:
+            raise WorkloadError(f"{source}: checkpoint.transformer.{key} is not a key; allowed: {', '.join(fields)}")
+        want = {"int": int, "str": str}[str(fields[key].type)]
+        setattr(t, key, _typed(f"checkpoint.transformer.{key}", value, want))
+    return t
 
 
 def _positive(where: str, value: float, allow_zero: bool = False) -> None:
@@ -270,8 +334,13 @@ def validate(spec: WorkloadSpec) -> WorkloadSpec:
                 "dataset.samples_per_file); not one evaluation step")
     if t.drop_cache not in ("auto", "always", "never"):
         raise WorkloadError(f"train.drop_cache: {t.drop_cache!r} is not allowed; use one of: auto, always, never")
-    if c.enabled or not spec.train_enabled:
-        if c.model_size + c.optimizer_size <= 0:
+    if not spec.train_enabled and not c.enabled and not spec.generate:
+        raise WorkloadError("workload.train: false runs nothing with checkpoint and generate off; use true, "
+                            "or checkpoint.enabled or workload.generate")
+    if c.enabled:
+        if c.is_transformer:
+            _check_transformer_checkpoint(c)
+        elif c.model_size + c.optimizer_size <= 0:
             raise WorkloadError("checkpoint.model_size: 0 is not allowed with checkpointing on; use a size in bytes > 0")
         _positive("checkpoint.model_size", c.model_size, allow_zero=True)
         _positive("checkpoint.optimizer_size", c.optimizer_size, allow_zero=True)
@@ -290,6 +359,28 @@ def validate(spec: WorkloadSpec) -> WorkloadSpec:
             f"reader.batch_size: {r.batch_size} x {spec.accelerators} accelerator(s) needs more samples than the "
             f"dataset's {d.samples} (dataset.files x dataset.samples_per_file); not one step per epoch")
     return spec
+
+
+def _check_transformer_checkpoint(c: CheckpointSpec) -> None:
+    """A transformer's checkpoint: its shape as DLIO accepts it, sizes from the shape only, and a
+    world of whole model-parallel groups (DLIO: processes a multiple of TP x PP)."""
+    check_transformer(c.transformer, WorkloadError)
+    for key in ("model_size", "optimizer_size"):
+        if getattr(c, key):
+            raise WorkloadError(f"checkpoint.{key}: {getattr(c, key)} is not allowed with [checkpoint.transformer]; "
+                                "use 0 (the transformer's shape gives the sizes)")
+    if c.ranks != "all":
+        raise WorkloadError(f"checkpoint.ranks: {c.ranks!r} is not allowed with [checkpoint.transformer]; use all "
+                            "(DLIO's ZeRO rules decide which ranks write)")
+    if c.files_per_rank != 1:
+        raise WorkloadError(f"checkpoint.files_per_rank: {c.files_per_rank} is not allowed with [checkpoint.transformer]; "
+                            "use 1 (DLIO's layout decides each rank's files)")
+    if not 0 < c.scale <= 1:
+        raise WorkloadError(f"checkpoint.scale: {c.scale!r} is not allowed; use a fraction in (0, 1]")
+    mp = c.transformer.model_parallelism
+    if c.ranks_total % mp:
+        raise WorkloadError(f"checkpoint.ranks_total: {c.ranks_total} is not allowed; use a multiple of tensor x "
+                            f"pipeline parallelism = {mp} (DP = ranks_total / {mp})")
 
 
 def _fits_file(d: DatasetSpec) -> None:

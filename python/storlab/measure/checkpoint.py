@@ -2,11 +2,13 @@
 model checkpoint into its own files with fsync, and reads them back after the page cache is
 dropped, as DLIO's checkpointing and MLPerf Storage v2.0's llama3 workloads do.
 
-Shard size per writer: with checkpoint.ranks_total = 0, model_size + optimizer_size bytes (DLIO
-2.0: every writing rank saves its whole tensors); with ranks_total = R, (model + optimizer) / R
-(the checkpoint is sharded over R ranks; fewer writers than R write only their share: MLPerf's
-subset mode). Files: FOLDER/ckpt-TAG-rRANK-fJ.bin, removed at the end of the run (they are
-storlab's, named by it); a folder holding other files is refused.
+Shard per writer (CheckpointSpec.rank_file_bytes): with checkpoint.ranks_total = 0,
+model_size + optimizer_size bytes (DLIO 2.0: every writing rank saves its whole tensors); with
+ranks_total = R, (model + optimizer) / R (the checkpoint is sharded over R ranks); with a
+[checkpoint.transformer], the files DLIO's rank writes in a world of R ranks (or of the writers
+when R is 0), jobs/checkpoint_layout.py. Fewer writers than R write as the world's first ranks
+(MLPerf's subset mode). Files: FOLDER/ckpt-TAG-rRANK-fJ.bin, removed at the end of the run (they
+are storlab's, named by it); a folder holding other files is refused.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from ..errors import UserError
 from ..jobs.workload import CheckpointSpec
 from ..model.training import CHECKPOINT_CALL_BYTES, checkpoint_shard_bytes, checkpoint_writers
 
-__all__ = ["shard_bytes", "check_folder", "write_shard", "read_shard", "remove", "CHUNK"]
+__all__ = ["shard_bytes", "file_bytes", "check_folder", "write_shard", "read_shard", "remove", "CHUNK"]
 
 CHUNK = CHECKPOINT_CALL_BYTES   # bytes per write or read call (16 MiB; the model times checkpoints with it)
 _OURS = re.compile(r"^ckpt-[A-Za-z0-9_.-]+-r\d+-f\d+\.bin$")
@@ -27,8 +29,13 @@ _BUF: dict[str, bytearray] = {}
 
 
 def shard_bytes(spec: CheckpointSpec, writers: int) -> int:
-    """Bytes one writer writes (the model's rule, which plan perf --workload predicts with)."""
+    """Bytes an even shard's writer writes (the model's rule, which plan perf --workload predicts with)."""
     return checkpoint_shard_bytes(spec.model_size + spec.optimizer_size, spec.ranks_total)
+
+
+def file_bytes(spec: CheckpointSpec, rank: int, writers: int) -> list[int]:
+    """Bytes of each file writer `rank` writes in one checkpoint ([] when it writes none)."""
+    return spec.rank_file_bytes(rank, writers)
 
 
 def writer_count(spec: CheckpointSpec, accelerators: int) -> int:
@@ -52,19 +59,15 @@ def _paths(folder: str, tag: str, rank: int, files: int) -> list[str]:
     return [os.path.join(folder, f"ckpt-{tag}-r{rank}-f{j}.bin") for j in range(files)]
 
 
-def _split(total: int, parts: int) -> list[int]:
-    base, extra = divmod(total, parts)
-    return [base + (1 if j < extra else 0) for j in range(parts)]
-
-
-def write_shard(folder: str, tag: str, rank: int, nbytes: int, files: int, fsync: bool) -> dict[str, Any]:
-    """Write one writer's shard; returns its bytes and seconds (open to fsync and close)."""
+def write_shard(folder: str, tag: str, rank: int, sizes: list[int], fsync: bool) -> dict[str, Any]:
+    """Write one writer's files (`sizes` bytes each); returns its bytes and seconds (open to
+    fsync and close)."""
     buf = _BUF.get("w")
     if buf is None:
         buf = _BUF.setdefault("w", bytearray(os.urandom(CHUNK)))
     view = memoryview(buf)
     t0 = time.monotonic()
-    for path, size in zip(_paths(folder, tag, rank, files), _split(nbytes, files)):
+    for path, size in zip(_paths(folder, tag, rank, len(sizes)), sizes):
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:
             left = size
@@ -74,7 +77,7 @@ def write_shard(folder: str, tag: str, rank: int, nbytes: int, files: int, fsync
                 os.fsync(fd)
         finally:
             os.close(fd)
-    return {"rank": rank, "bytes": nbytes, "seconds": time.monotonic() - t0}
+    return {"rank": rank, "bytes": sum(sizes), "files": len(sizes), "seconds": time.monotonic() - t0}
 
 
 def read_shard(folder: str, tag: str, rank: int, files: int) -> dict[str, Any]:
@@ -92,12 +95,13 @@ def read_shard(folder: str, tag: str, rank: int, files: int) -> dict[str, Any]:
                 total += n
         finally:
             os.close(fd)
-    return {"rank": rank, "bytes": total, "seconds": time.monotonic() - t0}
+    return {"rank": rank, "bytes": total, "files": files, "seconds": time.monotonic() - t0}
 
 
-def drop(folder: str, tag: str, ranks: list[int], files: int) -> None:
+def drop(folder: str, tag: str, ranks: list[int], files: int | dict[int, int]) -> None:
+    """Drop the cached pages of these ranks' files (`files` per rank, or {rank: files})."""
     for rank in ranks:
-        for path in _paths(folder, tag, rank, files):
+        for path in _paths(folder, tag, rank, files[rank] if isinstance(files, dict) else files):
             try:
                 fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
@@ -108,9 +112,9 @@ def drop(folder: str, tag: str, ranks: list[int], files: int) -> None:
                 os.close(fd)
 
 
-def remove(folder: str, tag: str, ranks: list[int], files: int) -> None:
+def remove(folder: str, tag: str, ranks: list[int], files: int | dict[int, int]) -> None:
     for rank in ranks:
-        for path in _paths(folder, tag, rank, files):
+        for path in _paths(folder, tag, rank, files[rank] if isinstance(files, dict) else files):
             try:
                 os.unlink(path)
             except FileNotFoundError:

@@ -420,9 +420,9 @@ class Trainer:
         writers = ckpt.writer_count(ck, self.total)
         self._wait_barrier()
         t0 = time.monotonic()
-        if g < writers:
-            shard = ckpt.write_shard(self.checkpoint_folder, tag, g, ckpt.shard_bytes(ck, writers),
-                                     ck.files_per_rank, ck.fsync)
+        sizes = ckpt.file_bytes(ck, g, writers) if g < writers else []
+        if sizes:
+            shard = ckpt.write_shard(self.checkpoint_folder, tag, g, sizes, ck.fsync)
             with self._ckpt_lock:
                 self._ckpt_shards.append(shard)
         self._wait_barrier()
@@ -434,8 +434,9 @@ class Trainer:
                 rec = ckpt.summarize("write", len(self.checkpoints), shards, wall)
                 rec["tag"] = tag
                 self.checkpoints.append(rec)
-            ckpt.remove(self.checkpoint_folder, tag, list(range(self.rank * self.local, (self.rank + 1) * self.local)),
-                        ck.files_per_rank)
+            mine = range(self.rank * self.local, (self.rank + 1) * self.local)
+            ckpt.remove(self.checkpoint_folder, tag, list(mine),
+                        {r: len(ckpt.file_bytes(ck, r, writers)) if r < writers else 0 for r in mine})
         self._wait_barrier()
 
     # -- figures --------------------------------------------------------------------------------------

@@ -5,7 +5,9 @@ Order of a training run: the dataset (reused or generated, measure/dataset.py), 
 dataset-size rule (checked, recorded; a dataset below it is a trial: the page cache of its files
 is dropped before each epoch and the result says `compliant: false`), the epochs
 (measure/training.py), then the figures. A checkpoint workload (`[workload] train = false`)
-writes `count_write` checkpoints, drops their cached pages and reads `count_read` back.
+writes `count_write` checkpoints, drops their cached pages and reads `count_read` back; a
+generate-only workload (`generate = true`, train and checkpoint off) writes the dataset and
+reports it (files, bytes, seconds, bandwidth).
 Under mpiexec or srun every rank runs its accelerators and rank 0 writes the document.
 """
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 from typing import Any, Callable
 
 from ..document import header, now_iso
+from ..jobs.checkpoint_layout import checkpoint_sizes
 from ..jobs.workload import WorkloadSpec, dataset_size_rule
 from ..signals import STOP
 from . import checkpoint as ckpt
@@ -99,12 +102,20 @@ def run_workload(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str],
     doc.update({"accelerators": total, "accelerators_per_process": spec.accelerators, "ranks": mpi.size,
                 "hosts": hosts, "au_threshold": spec.au_threshold, "warnings": [],
                 "environment": {"host": socket.gethostname(), "cpus": os.cpu_count(), "client_memory_bytes": memory}})
-    if not spec.train_enabled:
+    if spec.checkpoint.enabled:       # a transformer's world is checked before any byte is written
+        spec.checkpoint.world(ckpt.writer_count(spec.checkpoint, total))
+    if spec.mode == "checkpoint":
+        if spec.generate:             # DLIO generates the dataset first when generate_data is on
+            t_gen = time.monotonic()
+            dataset = ds.prepare(spec.dataset, comm=mpi if mpi.size > 1 else None, notify=notify)
+            _generation(doc, dataset, dataset_size_rule(spec, total, memory), time.monotonic() - t_gen)
         return _checkpoint_run(spec, doc, mpi, notify)
     stop_flag = None
     t_gen = time.monotonic()
     dataset = ds.prepare(spec.dataset, comm=mpi if mpi.size > 1 else None, notify=notify, stop=stop_flag)
     rule = dataset_size_rule(spec, total, memory)
+    if spec.mode == "generate":
+        return _generate_run(spec, doc, dataset, rule, time.monotonic() - t_gen) if mpi.rank == 0 else None
     mode = drop_cache or spec.train.drop_cache
     drop = mode == "always" or (mode == "auto" and not rule["compliant"])
     doc["dataset"] = {**dataset.record(), "seconds_to_prepare": round(time.monotonic() - t_gen, 3),
@@ -173,6 +184,33 @@ def run_workload(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str],
     return doc
 
 
+def _generate_run(spec: WorkloadSpec, doc: dict[str, Any], dataset: ds.Dataset, rule: dict[str, Any],
+                  seconds: float) -> dict[str, Any]:
+    """A generate-only workload (DLIO's generate_data without train or checkpoint, `mlpstorage
+    training datagen`): the dataset written (or found complete and reused), and how fast."""
+    _generation(doc, dataset, rule, seconds)
+    doc["compliant"] = bool(rule["compliant"]) and not spec.scaled
+    doc["noncompliant_reasons"] = ([f"dataset of {spec.dataset.files} files is below MLPerf's minimum of "
+                                    f"{rule['min_files']}"] if not rule["compliant"] else []) + \
+        (["sizes scaled down"] if spec.scaled else [])
+    doc["finished_at"] = now_iso()
+    return doc
+
+
+def _generation(doc: dict[str, Any], dataset: ds.Dataset, rule: dict[str, Any], seconds: float) -> None:
+    """The dataset record and what this run generated of it (files, bytes, seconds, bandwidth)."""
+    written = dataset.generated
+    doc["dataset"] = {**dataset.record(), "seconds_to_prepare": round(seconds, 3), "size_rule": rule,
+                      "cache_dropped_each_epoch": False}
+    doc["generation"] = {
+        "generated": written, "files": (dataset.spec.files + dataset.spec.eval_files) if written else 0,
+        "bytes": dataset.bytes if written else 0, "seconds": round(dataset.seconds, 6) if written else 0.0,
+        "bytes_per_s": dataset.bytes / dataset.seconds if written and dataset.seconds > 0 else None,
+        "mib_per_s": dataset.bytes / dataset.seconds / 2**20 if written and dataset.seconds > 0 else None,
+        "definition": "files and bytes this run wrote (0 when a complete dataset of the same parameters was "
+                      "reused); seconds from the first file started to the manifest written"}
+
+
 def _first_step_warnings(spec: WorkloadSpec, epochs: list[dict[str, Any]], steps: int) -> list[dict[str, str]]:
     """DLIO leaves the first step out of AU; when the readers can fetch most of an epoch during
     that step (few steps, deep prefetch), AU says little about the storage: say so."""
@@ -196,7 +234,9 @@ def _checkpoint_run(spec: WorkloadSpec, doc: dict[str, Any], mpi: Mpi, notify) -
     total = spec.accelerators * mpi.size
     writers = ckpt.writer_count(ck, total)
     mine = [g for g in range(mpi.rank * spec.accelerators, (mpi.rank + 1) * spec.accelerators) if g < writers]
-    per = ckpt.shard_bytes(ck, writers)
+    sizes = {g: ckpt.file_bytes(ck, g, writers) for g in mine}
+    files = {g: len(s) for g, s in sizes.items()}
+    per = ckpt.shard_bytes(ck, writers) if not ck.is_transformer else None
     folder = ckpt.check_folder(ck.folder) if mpi.rank == 0 else os.path.abspath(ck.folder)
     mpi.barrier()
     results: list[dict[str, Any]] = []
@@ -238,35 +278,40 @@ def _checkpoint_run(spec: WorkloadSpec, doc: dict[str, Any], mpi: Mpi, notify) -
     with STOP.held():                  # a signal is acted on at a phase's end (see phase)
         try:
             for i in range(ck.count_write):
-                out = phase(ckpt.write_shard, lambda g, i=i: (f"{tag}-{i}", g, per, ck.files_per_rank, ck.fsync))
+                out = phase(ckpt.write_shard, lambda g, i=i: (f"{tag}-{i}", g, sizes[g], ck.fsync))
                 if out:
                     results.append(ckpt.summarize("write", i, out["shards"], out["wall"]))
             if ck.count_read and ck.count_write:
-                ckpt.drop(folder, tag, mine, ck.files_per_rank)
                 for i in range(ck.count_write):
-                    ckpt.drop(folder, f"{tag}-{i}", mine, ck.files_per_rank)
+                    ckpt.drop(folder, f"{tag}-{i}", mine, files)
                 for i in range(ck.count_read):
                     j = i % ck.count_write
-                    out = phase(ckpt.read_shard, lambda g, j=j: (f"{tag}-{j}", g, ck.files_per_rank))
+                    out = phase(ckpt.read_shard, lambda g, j=j: (f"{tag}-{j}", g, files[g]))
                     if out:
                         results.append(ckpt.summarize("read", i, out["shards"], out["wall"]))
         except KeyboardInterrupt as e:
             stopped = e
         finally:
             for i in range(ck.count_write):
-                ckpt.remove(folder, f"{tag}-{i}", mine, ck.files_per_rank)
+                ckpt.remove(folder, f"{tag}-{i}", mine, files)
     if mpi.rank != 0:
         return None
     writes = [r for r in results if r["kind"] == "write"]
     reads = [r for r in results if r["kind"] == "read"]
+    per_checkpoint = sum(sum(ckpt.file_bytes(ck, g, writers)) for g in range(writers))   # every rank's files
     doc["checkpoint"] = {
-        "writers": writers, "bytes_per_writer": per, "bytes_per_checkpoint": per * writers,
+        "writers": writers, "bytes_per_writer": per if per is not None else per_checkpoint // max(1, writers),
+        "bytes_per_checkpoint": per * writers if per is not None else per_checkpoint,
         "ranks_total": ck.ranks_total or writers,
         "subset": bool(ck.ranks_total and writers < ck.ranks_total),
         "fraction_written": (writers / ck.ranks_total) if ck.ranks_total else 1.0,
         "write_gb_per_s": _mean([r["gb_per_s"] for r in writes]), "read_gb_per_s": _mean([r["gb_per_s"] for r in reads]),
         "write_seconds": _mean([r["seconds"] for r in writes]), "read_seconds": _mean([r["seconds"] for r in reads]),
     }
+    if ck.is_transformer:
+        layout = checkpoint_sizes(ck.transformer, ck.world(writers))
+        doc["checkpoint"]["transformer"] = {**layout, "scale": ck.scale}
+        doc["checkpoint"]["fraction_written"] = per_checkpoint / max(1.0, layout["total_bytes"] * ck.scale)
     doc["checkpoints"] = results
     doc["compliant"] = not spec.scaled and not doc["checkpoint"]["subset"]
     doc["noncompliant_reasons"] = (["sizes scaled down"] if spec.scaled else []) + \

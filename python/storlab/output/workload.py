@@ -50,8 +50,18 @@ def render_workload(doc: dict[str, Any]) -> str:
             lines.append(f"client CPU: {cpu['cores']:.3f} cores, {cpu['cores_per_accelerator']:.4f} per accelerator")
     ck = doc.get("checkpoint")
     if ck:
-        lines.append(f"checkpoint: {ck['writers']} writer(s) x {ck['bytes_per_writer']} B"
-                     + (f" (subset: {ck['fraction_written']:.3f} of {ck['ranks_total']} ranks)" if ck.get("subset") else ""))
+        tf = ck.get("transformer")
+        if tf:
+            lines.append(f"checkpoint: {ck['writers']} writer(s), {ck['bytes_per_checkpoint']} B per checkpoint"
+                         + (f" (subset: ranks 0-{ck['writers'] - 1} of {ck['ranks_total']}, {ck['fraction_written']:.3f} "
+                            "of the bytes)" if ck.get("subset") else ""))
+            lines.append(f"  transformer of {tf['parameters']} parameters over {tf['world']} ranks (TP {tf['tensor']} x "
+                         f"PP {tf['pipeline']} x DP {tf['data']}, ZeRO {tf['zero_stage']}): model {tf['model_bytes']} B, "
+                         f"optimizer {tf['optimizer_bytes']} B (DLIO: {tf['model_gib']:.2f} + {tf['optimizer_gib']:.2f} = "
+                         f"{tf['total_gib']:.2f} GB of 2^30 B)" + (f", written x {tf['scale']:g}" if tf["scale"] != 1 else ""))
+        else:
+            lines.append(f"checkpoint: {ck['writers']} writer(s) x {ck['bytes_per_writer']} B"
+                         + (f" (subset: {ck['fraction_written']:.3f} of {ck['ranks_total']} ranks)" if ck.get("subset") else ""))
     for c in doc.get("checkpoints", []):
         lines.append(f"  {c['kind']} #{c['index']}: {c['bytes']} B in {c['seconds']:.3f} s = {c['gb_per_s']:.3f} GB/s; "
                      f"slowest rank {c['slowest_rank']} ({c['slowest_rank_seconds']:.3f} s)")
@@ -61,6 +71,11 @@ def render_workload(doc: dict[str, Any]) -> str:
         evals = f" (+{data['eval_files']} eval)" if data.get("eval_files") else ""
         lines.append(f"dataset {data['folder']}: {data['files']}{evals} {data['format']} files, {data['bytes']} B, "
                      f"{'generated' if data['generated'] else 'reused'}; MLPerf size rule: >= {rule['min_files']} files")
+    gen = doc.get("generation")
+    if gen:
+        lines.append(f"generated {gen['files']} files, {gen['bytes']} B in {gen['seconds']:.3f} s"
+                     + (f" = {gen['mib_per_s']:.1f} MiB/s" if gen.get("mib_per_s") is not None else "")
+                     if gen["generated"] else "generation: the dataset was complete and reused; nothing written")
     if doc.get("search"):
         s = doc["search"]
         lines.append(f"accelerator search: {s['max_accelerators']} accelerators hold the threshold; trials: "

@@ -20,7 +20,7 @@ from ..workload import FORMATS, WorkloadError, spec_from_table
 FORMAT = "dlio"
 MAX_YAML_BYTES = 1 << 20
 
-__all__ = ["FORMAT", "translate", "translate_text", "KEYS", "WorkloadTranslation"]
+__all__ = ["FORMAT", "translate", "translate_text", "KEYS", "WorkloadTranslation", "transformer_note", "world_given"]
 
 
 class WorkloadTranslation(Translation):
@@ -97,10 +97,32 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any] | None, str, str]] = {
     "model": ("workload.name", None, "translated", ""),
     "model.name": ("workload.name", _str, "translated", ""),
     "model.type": ("", None, ACCEPT, "a label; no I/O depends on it"),
-    "model.model_size": ("checkpoint.model_size", _int, "translated", "MLPerf v2.0 places model_size under model:"),
+    "model.model_size": ("checkpoint.model_size", _int, "translated",
+                         "MLPerf v2.0's unet3d key; DLIO (2.0 and the mlperf_storage_v2.0 branch) reads "
+                         "model.model_size_bytes and ignores this one, writing its default 10240 B: storlab writes "
+                         "the size the file states (a deliberate difference)"),
+    "model.model_size_bytes": ("checkpoint.model_size", _int, "translated", "DLIO's key for the model tensor's bytes"),
+    "model.num_layers": ("checkpoint.transformer.num_layers", _int, "transformer", ""),
+    "model.model_datatype": ("checkpoint.transformer.model_datatype", _str, "transformer", ""),
+    "model.optimizer_datatype": ("checkpoint.transformer.optimizer_datatype", _str, "transformer", ""),
+    "model.parallelism.tensor": ("checkpoint.transformer.tensor_parallelism", _int, "transformer", ""),
+    "model.parallelism.pipeline": ("checkpoint.transformer.pipeline_parallelism", _int, "transformer", ""),
+    "model.parallelism.zero_stage": ("checkpoint.transformer.zero_stage", _int, "transformer", ""),
+    "model.parallelism.data": ("checkpoint.ranks_total", _int, "transformer",
+                               "DLIO's subset mode: the world is data x tensor x pipeline ranks"),
+    "model.transformer.vocab_size": ("checkpoint.transformer.vocab_size", _int, "transformer", ""),
+    "model.transformer.hidden_size": ("checkpoint.transformer.hidden_size", _int, "transformer", ""),
+    "model.transformer.ffn_hidden_size": ("checkpoint.transformer.ffn_hidden_size", _int, "transformer", ""),
+    "model.transformer.num_attention_heads": ("checkpoint.transformer.num_attention_heads", _int, "transformer", ""),
+    "model.transformer.num_kv_heads": ("checkpoint.transformer.num_kv_heads", _int, "transformer", ""),
+    "model.optimization_groups": ("", None, "refuse", "predefined optimizer groups (DLIO's older int8 form) are not "
+                                  "emulated; describe the model with model.num_layers and model.transformer"),
+    "model.layer_parameters": ("", None, "refuse", "predefined layer sizes (DLIO's older int8 form) are not "
+                               "emulated; describe the model with model.num_layers and model.transformer"),
     "framework": ("", None, ACCEPT, "storlab reads the bytes itself; the framework's decoding is not emulated "
                   "(DLIO's compute is a sleep either way)"),
-    "workflow.generate_data": ("", None, ACCEPT, "storlab generates the dataset when it is missing or incomplete"),
+    "workflow.generate_data": ("workload.generate", _bool, "translated", "storlab generates the dataset when it is "
+                               "missing or incomplete; with train and checkpoint off, a run only generates it"),
     "workflow.train": ("workload.train", _bool, "translated", ""),
     "workflow.checkpoint": ("checkpoint.enabled", _bool, "translated", ""),
     "workflow.debug": ("", None, ACCEPT, "logging only"),
@@ -176,6 +198,13 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any] | None, str, str]] = {
     "checkpoint.fsync": ("checkpoint.fsync", _bool, "translated", ""),
     "checkpoint.num_checkpoints_write": ("checkpoint.count_write", _int, "translated", ""),
     "checkpoint.num_checkpoints_read": ("checkpoint.count_read", _int, "translated", ""),
+    "checkpoint.time_between_checkpoints": ("", None, ACCEPT, "DLIO's compute sleep before each checkpoint write or "
+                                            "read is not slept; each checkpoint is timed alone, as DLIO times it"),
+    "checkpoint.mode": ("", None, ACCEPT, "default or subset: storlab writes as the world's first ranks when it "
+                        "runs fewer writers than checkpoint.ranks_total (subset)"),
+    "checkpoint.randomize_tensor": ("", None, ACCEPT, "storlab writes random bytes"),
+    "checkpoint.rank_sync": ("", None, ACCEPT, "every writer of a checkpoint starts together and the checkpoint "
+                             "ends when the last one has"),
     "metric.au": ("workload.au_threshold", _float, "translated", ""),
     "output.folder": ("", None, ACCEPT, "storlab keeps results in its store and --json"),
     "output.log_file": ("", None, ACCEPT, "storlab keeps results in its store and --json"),
@@ -218,6 +247,10 @@ def _load(text: str, source: str):
             if not isinstance(value_node, yaml.MappingNode):
                 raise Refusal(FORMAT, source, line, key, value_of(value_node), "must be a mapping of keys")
             for k2, v2 in value_node.value:
+                if key == "model" and isinstance(v2, yaml.MappingNode):   # model.parallelism, model.transformer
+                    for k3, v3 in v2.value:
+                        flat[f"{key}.{value_of(k2)}.{value_of(k3)}"] = (value_of(v3), k3.start_mark.line + 1)
+                    continue
                 flat[f"{key}.{value_of(k2)}"] = (value_of(v2), k2.start_mark.line + 1)
         else:
             flat[key] = (value_of(value_node), line)
@@ -266,6 +299,7 @@ def translate_text(text: str, source: str = "<text>", sha: str | None = None,
     root = ""
     ckpt: dict[str, Any] = {}
     ckpt_lines: dict[str, int] = {}
+    model: dict[str, tuple[str, Any, Any, int]] = {}
     for key, (value, line) in flat.items():
         entry = KEYS.get(key)
         if entry is None:
@@ -296,6 +330,12 @@ def translate_text(text: str, source: str = "<text>", sha: str | None = None,
             ckpt[key.split(".", 1)[1]] = value
             ckpt_lines[key] = line
             continue
+        if how == "transformer":
+            try:
+                model[key] = (target, convert(value), value, line)
+            except ValueError as e:
+                refused.append((key, value, line, f"is not allowed; use {e}"))
+            continue
         section, name = target.split(".", 1)
         try:
             if key == "model":
@@ -320,7 +360,14 @@ def translate_text(text: str, source: str = "<text>", sha: str | None = None,
         key, value, line, reason = refused[0]
         raise Refusal(FORMAT, source, line or None, key, value, reason,
                       more=[f"{k} (line {ln})" if ln else k for k, _, ln, _ in refused[1:]])
+    if flat.get("workflow.train", (True,))[0] is False and flat.get("workflow.checkpoint", (False,))[0] is not True \
+            and flat.get("workflow.generate_data", (False,))[0] is not True:
+        value, line = flat["workflow.train"]
+        raise Refusal(FORMAT, source, line or None, "workflow.train", value,
+                      "with workflow.checkpoint and workflow.generate_data off nothing runs; set one of the three True")
     _checkpoint_sizes(ckpt, ckpt_lines, table, mapped, notes)
+    if model:
+        _transformer(model, flat, table, mapped, notes, source)
     if root:
         for section, name in (("dataset", "folder"), ("checkpoint", "folder")):
             folder = table[section].get(name, {"dataset": "./data/", "checkpoint": "./checkpoints/"}[section])
@@ -330,7 +377,8 @@ def translate_text(text: str, source: str = "<text>", sha: str | None = None,
     table["checkpoint"].setdefault("after_epoch", 1)
     table["dataset"].setdefault("folder", "./data/")
     table["checkpoint"].setdefault("folder", "./checkpoints/")
-    if table["checkpoint"].get("enabled") and "model_size" not in table["checkpoint"]:
+    if table["checkpoint"].get("enabled") and "model_size" not in table["checkpoint"] and \
+            "transformer" not in table["checkpoint"]:
         table["checkpoint"]["model_size"] = 10240   # DLIO's default model_size
     if not table["workload"].get("name"):
         table["workload"]["name"] = "default"
@@ -348,7 +396,8 @@ def translate_text(text: str, source: str = "<text>", sha: str | None = None,
 
 
 # a field refused for being unset is refused at the key that made it needed
-_ENABLED_BY = {"dataset.eval_files": "evaluation.enabled", "checkpoint.model_size": "checkpoint.enabled"}
+_ENABLED_BY = {"dataset.eval_files": "evaluation.enabled", "checkpoint.model_size": "checkpoint.enabled",
+               "workload.train": "workflow.train"}
 
 
 def _refusal_of(error: WorkloadError, mapped: list[Mapped], source: str) -> Refusal | WorkloadError:
@@ -391,3 +440,104 @@ def _checkpoint_sizes(ckpt: dict[str, Any], lines: dict[str, int], table: dict[s
                                  "sum(layer_parameters) bytes, added to the model"))
     notes.append(f"checkpoint per writer: model {table['checkpoint']['model_size']} B (layers {layer_bytes} B), "
                  f"optimizer {optimizer} B, as DLIO 2.0 sizes its int8 tensors")
+
+
+def _transformer(model: dict[str, tuple[str, Any, Any, int]], flat: dict[str, tuple[Any, int]],
+                 table: dict[str, dict[str, Any]], mapped: list[Mapped], notes: list[str], source: str) -> None:
+    """DLIO's `model:` shape (num_layers, transformer sizes, parallelism, datatypes) as
+    [checkpoint.transformer]: each rank's files and bytes follow DLIO's rules
+    (jobs/checkpoint_layout.py). The world is data x tensor x pipeline when model.parallelism.data
+    is given (DLIO's subset mode); otherwise DLIO takes it from its process count, which a file
+    does not carry: storlab's default is the smallest multiple of TP x PP of at least MLPerf's 8
+    processes; --set checkpoint.ranks_total=N changes it (the sizes follow)."""
+    from ..checkpoint_layout import TransformerSpec, check_transformer, default_world
+
+    kind = flat.get("model.type", ("", 0))[0]
+    if "model.num_layers" not in model or kind != "transformer":
+        key = "model.num_layers" if "model.num_layers" in model else next(iter(model))
+        value, line = flat[key]
+        raise Refusal(FORMAT, source, line or None, key, value,
+                      "a model's shape is emulated for model.type: transformer with model.num_layers > 0 only "
+                      "(DLIO sizes other models' layers from predefined lists)")
+    fields: dict[str, Any] = {}
+    data = None
+    for key, (target, v, value, line) in model.items():
+        if target == "checkpoint.ranks_total":
+            data = (v, value, line)
+            continue
+        fields[target.rsplit(".", 1)[1]] = v
+        mapped.append(Mapped(key, value, f"{target} = {v!r}", "translated", line or None, ""))
+    t = TransformerSpec(**fields)
+    from ..workload import WorkloadError
+
+    try:
+        check_transformer(t, WorkloadError)
+    except WorkloadError as e:
+        field = str(e).split(":", 1)[0].rsplit(".", 1)[1]
+        key = next((k for k, (tg, *_rest) in model.items() if tg.endswith("." + field)), "model.num_layers")
+        value, line = flat[key]
+        raise Refusal(FORMAT, source, line or None, key, value, str(e)) from None
+    mp = t.model_parallelism
+    if data is not None:
+        world = data[0] * mp
+        mapped.append(Mapped("model.parallelism.data", data[1], f"checkpoint.ranks_total = {world}", "derived",
+                             data[2] or None, f"DLIO's subset mode: the world is data x tensor x pipeline = "
+                                              f"{data[0]} x {mp}"))
+    else:
+        world = default_world(t)
+        line = min((ln for k, (_, _, _, ln) in model.items() if k.startswith("model.parallelism.") and ln),
+                   default=model["model.num_layers"][3]) or None
+        mapped.append(Mapped("model.parallelism", None, f"checkpoint.ranks_total = {world}", "chosen", line,
+                             f"DLIO's world is its process count (DP = processes / (TP x PP)); the file has none: the "
+                             f"smallest multiple of TP x PP = {mp} of at least 8 processes (MLPerf's fewest); "
+                             f"--set checkpoint.ranks_total=N changes it (MLPerf CLOSED: 8, 64, 512, 1024 ranks for "
+                             f"llama3 8b, 70b, 405b, 1t)"))
+    table["checkpoint"]["transformer"] = {k: v for k, v in fields.items()}
+    table["checkpoint"]["ranks_total"] = world
+    table["checkpoint"]["ranks"] = "all"
+    table["checkpoint"].pop("model_size", None)
+    notes.append(transformer_note(t, world))
+    for m in mapped:
+        if m.key == "model.num_layers":
+            m.note = _sizes_line(t, world)
+    if t.zero_stage == 2:
+        notes.append("ZeRO 2: DLIO prints a model size counting every data-parallel rank's copy, but only "
+                     "data-parallel rank 0 writes it; storlab writes (and reports) what DLIO writes")
+
+
+def transformer_note(t, world: int) -> str:
+    """The translation's note on a transformer checkpoint: its parameters and bytes over `world`
+    ranks, with the figures DLIO prints."""
+    from ..checkpoint_layout import checkpoint_sizes
+
+    sizes = checkpoint_sizes(t, world)
+    return (f"checkpoint of a {sizes['parameters']:,}-parameter transformer over {world} ranks "
+            f"(TP {t.tensor_parallelism} x PP {t.pipeline_parallelism} x DP {sizes['data']}, ZeRO {t.zero_stage}): "
+            f"Model size {sizes['model_gib']:.6f} GB, Optimizer state size {sizes['optimizer_gib']:.6f} GB, "
+            f"Total checkpoint size {sizes['total_gib']:.6f} GB as DLIO prints them (GB = 1024^3 bytes): "
+            f"{sizes['model_bytes']:,} + {sizes['optimizer_bytes']:,} = {sizes['total_bytes']:,} bytes in "
+            f"{sizes['files']} files of {sizes['writers']} writing ranks")
+
+
+def _sizes_line(t, world: int) -> str:
+    from ..checkpoint_layout import checkpoint_sizes
+
+    sizes = checkpoint_sizes(t, world)
+    return (f"DLIO's sizes over {world} ranks: {sizes['parameters']} parameters; model {sizes['model_bytes']} B, "
+            f"optimizer {sizes['optimizer_bytes']} B, total {sizes['total_bytes']} B")
+
+
+def world_given(translation: Translation, world: int) -> None:
+    """checkpoint.ranks_total set beside the file (--set): the note and record say the world run."""
+    from ..checkpoint_layout import TransformerSpec
+
+    t = TransformerSpec(**translation.job["checkpoint"]["transformer"])
+    note = transformer_note(t, world) if world else ("checkpoint.ranks_total = 0 given with --set: the world is the "
+                                                     "run's writers (DLIO's default mode); its sizes are in the "
+                                                     "result's checkpoint.transformer")
+    translation.notes = [note if n.startswith("checkpoint of a ") else n for n in translation.notes]
+    for m in translation.mapped:
+        if m.storlab.startswith("checkpoint.ranks_total = "):
+            m.storlab = f"checkpoint.ranks_total = {world} (given with --set)"
+        if m.key == "model.num_layers" and world:
+            m.note = _sizes_line(t, world)
