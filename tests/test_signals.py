@@ -217,7 +217,8 @@ rw = "read"
 
 def test_an_alignment_error_leaves_the_target_file(tmp_path):
     target = tmp_path / "odd.dat"
-    p = run_cli(["run", "--target", str(target), "--size", "1m", "--offset", "512", "--bs", "4096",
+    # the engine checks O_DIRECT's alignment once the plan has created the file
+    p = run_cli(["run", "--target", str(target), "--size", "1m", "--bs", "1000", "--direct",
                  "--rw", "write", "--time", "1s", "--no-store", "-q"])
-    assert p.returncode == 2 and "not a multiple of bs" in p.stderr, p.stderr
+    assert p.returncode == 2 and "is not a multiple of" in p.stderr and "O_DIRECT" in p.stderr, p.stderr
     assert not target.exists(), "the file this run created must be removed"

@@ -141,6 +141,18 @@ FIGURES: tuple[Figure, ...] = (
            "`FIXED_BUFFERS_UNAVAILABLE(why)`, in `environment.io_uring.setup_flags`, the mode asked "
            "for in `environment.io_uring.requested`",
            (COUNTS, LAT_ORDER), uses=("ioengine=io_uring",)),
+    Figure("`uring.wait_spin` / (none)",
+           "a thread that must wait for a completion sleeps in io_uring_enter at once",
+           "spins up to 100 µs first (default), polling the ring (and entering the kernel only when "
+           "it flags pending completion work), then sleeps; after a wait that outlasted the spin the "
+           "next ones sleep at once until one ends within it (every 16th spins again to look); off "
+           "where the phase's threads on the host (times the MPI ranks there) outnumber the CPUs",
+           "deliberate (the requests are the same; the waiting thread's CPU differs): a sleeping "
+           "thread leaves its CPU idle, and on a virtual machine waking it costs the hypervisor's "
+           "round trip on every wait, so a fast device waits on the tool; `storlab fio` says so once "
+           "for io_uring jobs, `--uring-wait-spin 0` is fio's behaviour; recorded as "
+           "`WAIT_SPIN(100us)` or `WAIT_SPIN_OFF(why)` in `environment.io_uring.setup_flags`",
+           (COUNTS, LAT_ORDER), uses=("ioengine=io_uring",)),
     Figure("`invalidate` / `invalidate`",
            "drop the file's cached pages before the job (fadvise DONTNEED; BLKFLSBUF for devices)",
            "fsync, then drop the target's cached pages before each phase",
