@@ -438,23 +438,24 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, replay: Option<&
 /// /dev/null's reads end at once (fio fails them with EIO), nothing can be discarded on it (no
 /// trims), and the kernel refuses O_DIRECT on it (EINVAL at open, as fio reports).
 fn check_memory_device(path: &str, name: &str, g: &GroupSpec, size: Option<u64>, replay: Option<&Replay>) -> Result<()> {
-    let why = |field: &str, what: String| Err(Error::spec(format!("{field}: {path} is {name}, {what}")));
+    let what = if path == name { path.to_string() } else { format!("{path} ({name})") };
+    let refuse = |message: String| Err(Error::spec(message));
     let (reads, _) = reads_writes(g, replay);
     let trims = replay.map_or(g.rw.trims(), |r| r.directions()[2]);
     if size.is_none() {
-        return why("size", "a character device with no size of its own; give size (fio needs size= for it too)".into());
+        return refuse(format!("size: {what} is a character device with no size of its own; give size (fio needs size= for it too)"));
     }
     if g.verify != VerifyKind::Off {
-        return why("verify", "whose reads cannot return what was written; use verify = off, or a file or block device".into());
+        return refuse(format!("verify: reads from {what} cannot return what was written; use verify = off, or a file or block device"));
     }
     if g.direct {
-        return why("direct", "a character device the kernel cannot open with O_DIRECT (EINVAL, as fio reports); use --buffered (direct = false)".into());
+        return refuse(format!("direct: the kernel refuses O_DIRECT on {what}, a character device (EINVAL, as fio reports); use --buffered (direct = false)"));
     }
     if trims {
-        return why("rw", "which has no blocks to discard; allowed on it: read, write and their random and mixed forms".into());
+        return refuse(format!("rw: {what} has no blocks to discard; on it use read, write, randread, randwrite, rw or randrw"));
     }
     if (reads || g.rbw != RbwMode::Off) && name == "/dev/null" {
-        return why("rw", "whose reads return end of file at once (fio fails them with EIO); read from /dev/zero".into());
+        return refuse(format!("rw: reads from {what} return end of file at once (fio fails them with EIO); read from /dev/zero"));
     }
     Ok(())
 }
@@ -854,12 +855,12 @@ mod tests {
     #[test]
     fn what_a_memory_device_cannot_do_is_refused_in_one_line() {
         let cases = [
-            (GroupSpec { size: None, ..mem_group("/dev/null", Rw::Write) }, "size: /dev/null is /dev/null, a character device with no size of its own"),
-            (GroupSpec { verify: VerifyKind::Crc32c, ..mem_group("/dev/zero", Rw::Randread) }, "verify: /dev/zero is /dev/zero, whose reads cannot return what was written"),
+            (GroupSpec { size: None, ..mem_group("/dev/null", Rw::Write) }, "size: /dev/null is a character device with no size of its own"),
+            (GroupSpec { verify: VerifyKind::Crc32c, ..mem_group("/dev/zero", Rw::Randread) }, "verify: reads from /dev/zero cannot return what was written"),
             (GroupSpec { verify: VerifyKind::Crc32c, ..mem_group("/dev/zero", Rw::Write) }, "verify: "),
-            (GroupSpec { direct: true, ..mem_group("/dev/zero", Rw::Read) }, "direct: /dev/zero is /dev/zero, a character device the kernel cannot open with O_DIRECT"),
-            (mem_group("/dev/null", Rw::Read), "rw: /dev/null is /dev/null, whose reads return end of file"),
-            (mem_group("/dev/zero", Rw::Trim), "rw: /dev/zero is /dev/zero, which has no blocks to discard"),
+            (GroupSpec { direct: true, ..mem_group("/dev/zero", Rw::Read) }, "direct: the kernel refuses O_DIRECT on /dev/zero, a character device"),
+            (mem_group("/dev/null", Rw::Read), "rw: reads from /dev/null return end of file"),
+            (mem_group("/dev/zero", Rw::Trim), "rw: /dev/zero has no blocks to discard"),
         ];
         for (g, want) in cases {
             let m = refusal(g, None);
