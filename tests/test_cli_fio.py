@@ -347,10 +347,15 @@ def test_memory_devices_do_fios_request_counts(workdir, capsys, job):
 @pytest.mark.skipif(not shutil.which("fio"), reason="fio is not installed")
 def test_a_write_to_dev_full_fails_with_enospc_as_fios(workdir, capsys):
     args = ["--name=f", "--bs=4k", "--size=1m", "--filename=/dev/full", "--rw=write"]
-    assert _fio_json(args)["jobs"][0]["error"] == 28                 # ENOSPC
-    assert main(["fio", *args]) == 1
+    fio = _fio_json(args)["jobs"][0]
+    out = workdir / "f.json"
+    assert main(["fio", "--output-format=json", f"--output={out}", *args]) == 1
+    ours = json.loads(out.read_text())["jobs"][0]
+    assert ours["error"] == fio["error"] == 28                          # ENOSPC
     err = capsys.readouterr().err
     assert "write of 4096 bytes at offset 0 on /dev/full failed: No space left on device" in err
+    assert main(["fio", *args]) == 1
+    assert capsys.readouterr().out.startswith("f: (groupid=0, jobs=1): err=28")
 
 
 @pytest.mark.parametrize("extra, message", [
