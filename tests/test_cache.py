@@ -197,3 +197,10 @@ def test_a_read_rate_no_memory_copy_reaches_is_judged_without_the_memory_copy_pr
     assert "memory-copy rate" in cache.likely_cached(3e9, 1, None, 20_000)
     monkeypatch.setattr(cache, "memcpy_rate_bytes", lambda: 10e9)
     assert cache.likely_cached(3e9, 1, None, 20_000) is None
+
+
+def test_a_memory_device_is_not_invalidated_and_says_why():
+    record = cache.invalidate_target("/dev/zero")
+    assert record == {"path": "/dev/zero", "method": "none",
+                      "reason": "a character device (/dev/null, /dev/zero, /dev/full): no page cache to drop",
+                      "resident_before_bytes": None, "resident_after_bytes": None}

@@ -70,3 +70,10 @@ def test_bad_stack_file_is_one_line(tmp_path, capsys):
 def test_missing_target_is_a_usage_error(capsys, tmp_path):
     assert main(["doctor", str(tmp_path / "nope")]) == 2
     assert "give a block device, mount point or path" in capsys.readouterr().err
+
+
+def test_a_character_device_target_is_a_usage_error(capsys):
+    assert main(["doctor", "/dev/null"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("storlab doctor: error: target '/dev/null': a character device has no storage below it; "
+                   "give a block device, mount point or path")

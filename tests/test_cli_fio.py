@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 
 import pytest
 from storlab.cli.main import main
@@ -310,3 +312,74 @@ def test_each_stonewalled_job_reports_its_own_steady_state_line(workdir, capsys)
     assert lines[1].startswith("  steadystate  : attained=yes, bw=") and ", lat=" in lines[1] and " lat mean dev=" in lines[1]
     runs = [int(ln.rpartition("run=")[2].partition("msec")[0]) for ln in out.splitlines() if "run=" in ln]
     assert len(runs) == 2 and all(ms < 15000 for ms in runs), runs
+
+
+# --- fio's memory-device targets ------------------------------------------------------------------
+
+def _fio_json(args: list[str]) -> dict:
+    """fio's own JSON for a job given as arguments (fio's errors go to its stderr)."""
+    out = subprocess.run(["fio", "--output-format=json", *args], capture_output=True, text=True).stdout
+    return json.loads(out[out.index("{"):])
+
+
+MEMORY_JOBS = [
+    ["--filename=/dev/zero", "--rw=read"],
+    ["--filename=/dev/zero", "--rw=randread", "--ioengine=io_uring", "--iodepth=4"],
+    ["--filename=/dev/null", "--rw=write"],
+    ["--filename=/dev/null", "--rw=randwrite", "--ioengine=io_uring", "--iodepth=4"],
+]
+
+
+@pytest.mark.skipif(not shutil.which("fio"), reason="fio is not installed")
+@pytest.mark.parametrize("job", MEMORY_JOBS, ids=lambda j: " ".join(j))
+def test_memory_devices_do_fios_request_counts(workdir, capsys, job):
+    args = ["--name=m", "--bs=4k", "--size=1m", *job]
+    fio = _fio_json(args)["jobs"][0]
+    out = workdir / "m.json"
+    assert main(["fio", "--output-format=json", f"--output={out}", *args]) == 0
+    ours = json.loads(out.read_text())["jobs"][0]
+    assert fio["error"] == 0 and ours["error"] == 0
+    assert [ours[d]["total_ios"] for d in ("read", "write")] == [fio[d]["total_ios"] for d in ("read", "write")]
+    assert sum(fio[d]["total_ios"] for d in ("read", "write")) == 256
+    assert "memory device" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not shutil.which("fio"), reason="fio is not installed")
+def test_a_write_to_dev_full_fails_with_enospc_as_fios(workdir, capsys):
+    args = ["--name=f", "--bs=4k", "--size=1m", "--filename=/dev/full", "--rw=write"]
+    fio = _fio_json(args)["jobs"][0]
+    out = workdir / "f.json"
+    assert main(["fio", "--output-format=json", f"--output={out}", *args]) == 1
+    ours = json.loads(out.read_text())["jobs"][0]
+    assert ours["error"] == fio["error"] == 28                          # ENOSPC
+    err = capsys.readouterr().err
+    assert "write of 4096 bytes at offset 0 on /dev/full failed: No space left on device" in err
+    assert main(["fio", *args]) == 1
+    assert capsys.readouterr().out.startswith("f: (groupid=0, jobs=1): err=28")
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--filename=/dev/zero", "--rw=randread", "--verify=crc32c"],
+     "verify: reads from /dev/zero cannot return what was written"),
+    (["--filename=/dev/zero", "--rw=read", "--direct=1"], "direct: the kernel refuses O_DIRECT on /dev/zero"),
+    (["--filename=/dev/null", "--rw=read"], "rw: reads from /dev/null return end of file"),
+])
+def test_what_a_memory_device_cannot_do_is_refused_in_one_line(workdir, capsys, extra, message):
+    assert main(["fio", "--name=r", "--bs=4k", "--size=1m", *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith(f"storlab fio: error: {message}"), err
+
+
+def test_fios_steadystate_example_runs_both_phases_on_dev_null_and_dev_zero(workdir, capsys):
+    """fio's examples/steadystate.fio as shipped, its runtimes and windows shortened."""
+    (workdir / "ss.fio").write_text(
+        "[global]\nthreads=1\ngroup_reporting\ntime_based\nsize=128m\n\n"
+        "[ss-write]\nfilename=/dev/null\nrw=write\nbs=128k\nnumjobs=4\nruntime=1s\n"
+        "ss=iops:10%\nss_dur=2s\nss_ramp=0\n\n"
+        "[ss-read]\nnew_group\nstonewall\nfilename=/dev/zero\nrw=randread\nbs=4k\nnumjobs=4\n"
+        "runtime=1s\nss=bw_slope:1%\nss_dur=2s\nss_ramp=0\n")
+    out = workdir / "ss.json"
+    assert main(["fio", "--output-format=json", f"--output={out}", "ss.fio"]) == 0
+    jobs = {j["jobname"]: j for j in json.loads(out.read_text())["jobs"]}
+    assert jobs["ss-write"]["write"]["total_ios"] > 0 and jobs["ss-write"]["read"]["total_ios"] == 0
+    assert jobs["ss-read"]["read"]["total_ios"] > 0 and jobs["ss-read"]["write"]["total_ios"] == 0

@@ -440,3 +440,47 @@ def test_a_bad_bool_value_names_the_option(shm_dir, capsys):
                "--no-store"])
     err = capsys.readouterr().err
     assert rc == 2 and "invalidate: expected on or off (true/false, yes/no, 1/0), got 'sometimes'" in err
+
+
+# --- the kernel's memory devices as targets --------------------------------------------------------
+
+@pytest.mark.parametrize("engine", ["psync", "io_uring"])
+def test_writes_to_dev_null_skip_the_fsync_and_record_a_char_target(engine):
+    res = run_cli("--target", "/dev/null", "--rw", "write", "--size", "1m", "--bs", "4k",
+                  "--engine", engine, "--fsync-end", "on", "--fsync-every", "64")
+    doc = res["doc"]
+    assert res["rc"] == 0, doc and doc.get("error")
+    import jsonschema
+
+    jsonschema.validate(doc, schema())
+    (target,) = doc["environment"]["targets"]
+    assert (target["type"], target["size_bytes"], target["fsync_skipped"]) == ("char", 0, True)
+    (phase,) = doc["phases"]
+    assert phase["write"]["ops"] == 256
+    assert "sync" not in phase or not phase["sync"].get("ops")
+    assert {w["code"] for w in doc["warnings"]} >= {"memory_device_target", "fsync_skipped"}
+    assert "small_buffered_read" not in {w["code"] for w in doc["warnings"]}
+    (inv,) = phase["invalidate"]["targets"]
+    assert inv["method"] == "none" and "character device" in inv["reason"]
+
+
+def test_reads_from_dev_zero_give_no_cache_warning():
+    res = run_cli("--target", "/dev/zero", "--rw", "randread", "--size", "1m", "--bs", "4k")
+    doc = res["doc"]
+    assert res["rc"] == 0 and doc["phases"][0]["read"]["ops"] == 256
+    assert "fsync_skipped" not in doc["environment"]["targets"][0]
+    codes = {w["code"] for w in doc["warnings"]}
+    assert "memory_device_target" in codes and not codes & {"small_buffered_read", "likely_cached"}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--target", "/dev/null", "--rw", "write"], "size: /dev/null is a character device with no size of its own"),
+    (["--target", "/dev/zero", "--rw", "read", "--size", "1m", "--verify", "crc32c"],
+     "verify: reads from /dev/zero cannot return what was written"),
+    (["--target", "/dev/random", "--rw", "write", "--size", "1m"],
+     "refusing /dev/random: it is character device 1:8; the only character devices storlab uses are"),
+])
+def test_memory_device_refusals_are_one_line(capsys, args, message):
+    assert main(["run", *args, "-q", "--no-store"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith(f"storlab run: error: {message}"), err

@@ -192,3 +192,43 @@ def test_describe_file_on_btrfs_names_the_device(loops):
     mnt = loops.mount(dev, "mnt")
     d = describe_path(mnt)
     assert (d["fs_type"], d["device"]) == ("btrfs", os.path.basename(dev))
+
+
+# --- the kernel's memory devices -----------------------------------------------------------------
+
+def test_memory_devices_pass_the_gate_by_device_number_without_allow_destroy():
+    from storlab.devices.safety import check_opened_paths
+
+    for path in ("/dev/null", "/dev/zero", "/dev/full"):
+        check_write_allowed(path)
+        (checked,) = check_opened_paths([{"path": path, "writes": True}])
+        assert checked == {"path": path, "kind": "char", "rdev": os.stat(path).st_rdev}
+        assert describe_path(path)["type"] == "char"
+
+
+def test_a_link_to_dev_null_passes_as_dev_null(tmp_path):
+    from storlab.devices.safety import check_opened_paths
+
+    link = tmp_path / "sink"
+    link.symlink_to("/dev/null")
+    (checked,) = check_opened_paths([{"path": str(link), "writes": True}])
+    assert checked["kind"] == "char" and (os.major(checked["rdev"]), os.minor(checked["rdev"])) == (1, 3)
+
+
+@pytest.mark.parametrize("writes", [True, False])
+def test_another_character_device_is_refused_by_number_before_it_is_opened(tmp_path, monkeypatch, writes):
+    """A link named `null` to /dev/random is /dev/random (1:8): refused in one line naming what is
+    allowed, read or write, without the gate ever opening it."""
+    from storlab.devices import safety
+
+    fake = tmp_path / "null"
+    fake.symlink_to("/dev/random")
+    opened = []
+    real_open = os.open
+    monkeypatch.setattr(safety.os, "open", lambda p, *a, **k: opened.append(p) or real_open(p, *a, **k))
+    for path in (str(fake), "/dev/random"):
+        with pytest.raises(TargetRefused) as e:
+            safety.check_opened_paths([{"path": path, "writes": writes}])
+        assert str(e.value) == (f"refusing {path}: it is character device 1:8; the only character devices "
+                                "storlab uses are /dev/null (1:3), /dev/zero (1:5) and /dev/full (1:7)")
+    assert opened == []

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "results"))
 import rundoc  # noqa: E402
 from storlab.cli.main import main
 from storlab.measure import stats
-from storlab.output.fiojson import FIO_PERCENTILES, FIO_VERSION, fio_json
+from storlab.output.fiojson import FIO_PERCENTILES, FIO_VERSION, fio_error_number, fio_json
 
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 
@@ -160,3 +160,10 @@ def test_run_writes_fio_json_beside_the_document(shm_dir, tmp_path):
 def test_fio_json_to_standard_output_is_refused_before_the_run(capsys):
     assert main(["run", "--engine", "null", "--size", "1m", "--time", "0.1s", "--fio-json", "-"]) == 2
     assert "fio-json: standard output ('-') is not possible here" in capsys.readouterr().err
+
+
+def test_a_jobs_error_is_the_errno_its_failure_carries_as_fios():
+    assert fio_error_number(None) == 0 and fio_error_number("") == 0
+    assert fio_error_number("write of 4096 bytes at offset 0 on /dev/full failed: "
+                            "No space left on device (os error 28)") == 28
+    assert fio_error_number("stopped: stall") == 1

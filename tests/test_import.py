@@ -50,6 +50,16 @@ def cli(capsys, *argv):
 
 # -- fio ----------------------------------------------------------------------------------------
 @needs_fio
+def test_a_fio_result_on_dev_null_has_a_char_target(tmp_path):
+    cmd = ["fio", "--name=sink", "--filename=/dev/null", "--size=1M", "--bs=4k", "--rw=write",
+           "--output-format=json"]
+    text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    doc = read_file(write(tmp_path, "sink.json", text))
+    assert doc["environment"]["targets"][0]["type"] == "char"
+    assert doc["phases"][0]["write"]["ops"] == 256
+
+
+@needs_fio
 def test_fio_json_figures_are_fios(shm_dir, tmp_path):
     text = fio_output(shm_dir, "--name=mix", "--rw=randrw", "--ioengine=psync")
     fio = json.loads(text)

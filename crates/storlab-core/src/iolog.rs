@@ -141,6 +141,11 @@ impl Replay {
         }
         seen
     }
+
+    /// Whether the log asks for an fsync (a sync or datasync entry).
+    pub fn syncs(&self) -> bool {
+        self.entries.iter().any(|e| e.action == Action::Sync)
+    }
 }
 
 /// The file one worker writes its log to: PATH itself, or PATH.N when several workers log to PATH

@@ -38,6 +38,10 @@ pub struct TargetInfo {
     pub laid_out_bytes: u64,
     /// Alignment O_DIRECT needs for offsets and sizes on this target.
     pub direct_align_bytes: u64,
+    /// The fsyncs the group asks for were not issued: the target is a character device, which
+    /// has nothing to flush (fsync returns EINVAL there, which fails fio's job).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub fsync_skipped: bool,
 }
 
 /// The work of one worker thread.
@@ -103,6 +107,26 @@ fn file_direct_align(path: &str) -> u64 {
     512
 }
 
+/// The kernel's memory character devices (major 1), the only character devices a run may use:
+/// /dev/null (1:3) discards writes and reads end of file, /dev/zero (1:5) discards writes and
+/// reads zeros, /dev/full (1:7) fails writes with ENOSPC and reads zeros. Identified by device
+/// number, never by name.
+pub const MEMORY_DEVICES: [(u32, u32, &str); 3] = [(1, 3, "/dev/null"), (1, 5, "/dev/zero"), (1, 7, "/dev/full")];
+
+/// The name of the memory device with device number `rdev`, or None for any other device.
+pub fn memory_device(rdev: u64) -> Option<&'static str> {
+    let (major, minor) = (libc::major(rdev as libc::dev_t), libc::minor(rdev as libc::dev_t));
+    MEMORY_DEVICES.iter().find(|&&(ma, mi, _)| ma == major && mi == minor).map(|&(_, _, name)| name)
+}
+
+/// The one-line refusal of a character device that is not a memory device.
+fn other_char_device(rdev: u64) -> String {
+    format!(
+        "is character device {}:{}; the only character devices storlab uses are /dev/null (1:3), /dev/zero (1:5) and /dev/full (1:7)",
+        libc::major(rdev as libc::dev_t), libc::minor(rdev as libc::dev_t)
+    )
+}
+
 /// The identities the write-safety gate checked, by path. Each descriptor the plan opens is
 /// fstat'ed and compared: a symlink re-pointed, or a device node replaced, between the check and
 /// the open is refused before anything is written. A path checked as absent may become a regular
@@ -115,6 +139,8 @@ fn identity_of(m: &std::fs::Metadata) -> Option<Identity> {
     let t = m.file_type();
     if t.is_block_device() {
         Some(Identity::Block { rdev: m.rdev() })
+    } else if t.is_char_device() && memory_device(m.rdev()).is_some() {
+        Some(Identity::Char { rdev: m.rdev() })
     } else if t.is_file() {
         Some(Identity::File { dev: m.dev(), ino: m.ino() })
     } else {
@@ -127,9 +153,13 @@ fn describe_identity(id: Option<Identity>) -> String {
         Some(Identity::Block { rdev }) => {
             format!("block device {}:{}", libc::major(rdev as libc::dev_t), libc::minor(rdev as libc::dev_t))
         }
+        Some(Identity::Char { rdev }) => format!(
+            "character device {}:{} ({})",
+            libc::major(rdev as libc::dev_t), libc::minor(rdev as libc::dev_t), memory_device(rdev).unwrap_or("?")
+        ),
         Some(Identity::File { dev, ino }) => format!("regular file (device {dev}, inode {ino})"),
         Some(Identity::Absent) => "nothing (a file to create)".into(),
-        None => "neither a regular file nor a block device".into(),
+        None => "neither a regular file, a block device nor /dev/null, /dev/zero or /dev/full".into(),
     }
 }
 
@@ -334,7 +364,14 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, replay: Option<&
             ("block", size, block_logical_sector(&f))
         }
         Ok(m) if m.is_file() => ("file", m.len(), 0),
-        Ok(_) => return Err(Error::target(path, "is neither a regular file nor a block device")),
+        Ok(m) if m.file_type().is_char_device() => match memory_device(m.rdev()) {
+            Some(name) => {
+                check_memory_device(path, name, g, size, replay)?;
+                ("char", 0, 0)
+            }
+            None => return Err(Error::target(path, other_char_device(m.rdev()))),
+        },
+        Ok(_) => return Err(Error::target(path, "is neither a regular file, a block device nor /dev/null, /dev/zero or /dev/full")),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if size.is_none() {
                 return Err(Error::spec(format!("size: needed to create {path}, which does not exist")));
@@ -387,12 +424,40 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, replay: Option<&
     };
     let align = if kind == "file" { file_direct_align(path) } else { align };
     let size_bytes = if kind == "file" { existing_size.max(end) } else { existing_size };
+    let fsync_skipped = kind == "char" && writes && (g.fsync_end || g.fsync_every > 0 || replay.is_some_and(|r| r.syncs()));
     Ok(OpenTarget {
-        info: TargetInfo { path: path.to_string(), kind, size_bytes, created, laid_out_bytes, direct_align_bytes: align },
+        info: TargetInfo { path: path.to_string(), kind, size_bytes, created, laid_out_bytes, direct_align_bytes: align, fsync_skipped },
         writes,
         range_start: g.offset,
         range_len,
     })
+}
+
+/// What a memory device cannot do, refused in one line before it is opened: it has no size of its
+/// own (fio wants `size` for it too), its reads cannot return what was written (no verify),
+/// /dev/null's reads end at once (fio fails them with EIO), nothing can be discarded on it (no
+/// trims), and the kernel refuses O_DIRECT on it (EINVAL at open, as fio reports).
+fn check_memory_device(path: &str, name: &str, g: &GroupSpec, size: Option<u64>, replay: Option<&Replay>) -> Result<()> {
+    let what = if path == name { path.to_string() } else { format!("{path} ({name})") };
+    let refuse = |message: String| Err(Error::spec(message));
+    let (reads, _) = reads_writes(g, replay);
+    let trims = replay.map_or(g.rw.trims(), |r| r.directions()[2]);
+    if size.is_none() {
+        return refuse(format!("size: {what} is a character device with no size of its own; give size (fio needs size= for it too)"));
+    }
+    if g.verify != VerifyKind::Off {
+        return refuse(format!("verify: reads from {what} cannot return what was written; use verify = off, or a file or block device"));
+    }
+    if g.direct {
+        return refuse(format!("direct: the kernel refuses O_DIRECT on {what}, a character device (EINVAL, as fio reports); use --buffered (direct = false)"));
+    }
+    if trims {
+        return refuse(format!("rw: {what} has no blocks to discard; on it use read, write, randread, randwrite, rw or randrw"));
+    }
+    if (reads || g.rbw != RbwMode::Off) && name == "/dev/null" {
+        return refuse(format!("rw: reads from {what} return end of file at once (fio fails them with EIO); read from /dev/zero"));
+    }
+    Ok(())
 }
 
 /// The range length a group needs on a target it must create: its size, or for the segmented
@@ -760,6 +825,61 @@ mod tests {
         let spec: PhaseSpec = serde_json::from_str(text).unwrap();
         assert_eq!(spec.checked.unwrap().iter().map(|c| c.identity).collect::<Vec<_>>(),
                    vec![Identity::Block { rdev: 1793 }, Identity::File { dev: 2049, ino: 12 }, Identity::Absent]);
+    }
+
+    fn mem_group(path: &str, rw: Rw) -> GroupSpec {
+        GroupSpec { size: Some(1 << 20), ..group(path, 1 << 20, rw) }
+    }
+
+    fn refusal(g: GroupSpec, checked: Option<Vec<CheckedPath>>) -> String {
+        Plan::build(PhaseSpec { name: "x".into(), groups: vec![g], checked }).err().expect("refused").message
+    }
+
+    /// /dev/null, /dev/zero and /dev/full are targets, known by device number: a link to
+    /// /dev/null passes, a link named `null` to /dev/random does not, nor /dev/random itself
+    /// (refused from stat alone: nothing is opened).
+    #[test]
+    fn only_the_memory_devices_pass_and_by_device_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let (to_null, fake) = (dir.path().join("to-null"), dir.path().join("null"));
+        std::os::unix::fs::symlink("/dev/null", &to_null).unwrap();
+        std::os::unix::fs::symlink("/dev/random", &fake).unwrap();
+        let plan = Plan::build(PhaseSpec { name: "x".into(), groups: vec![mem_group(to_null.to_str().unwrap(), Rw::Write)], checked: None }).expect("a link to /dev/null");
+        assert_eq!((plan.targets[0].kind, plan.targets[0].size_bytes, plan.targets[0].laid_out_bytes), ("char", 0, 0));
+        for path in [fake.to_str().unwrap(), "/dev/random"] {
+            let m = refusal(mem_group(path, Rw::Write), None);
+            assert_eq!(m, format!("{path}: is character device 1:8; the only character devices storlab uses are /dev/null (1:3), /dev/zero (1:5) and /dev/full (1:7)"));
+        }
+    }
+
+    #[test]
+    fn what_a_memory_device_cannot_do_is_refused_in_one_line() {
+        let cases = [
+            (GroupSpec { size: None, ..mem_group("/dev/null", Rw::Write) }, "size: /dev/null is a character device with no size of its own"),
+            (GroupSpec { verify: VerifyKind::Crc32c, ..mem_group("/dev/zero", Rw::Randread) }, "verify: reads from /dev/zero cannot return what was written"),
+            (GroupSpec { verify: VerifyKind::Crc32c, ..mem_group("/dev/zero", Rw::Write) }, "verify: "),
+            (GroupSpec { direct: true, ..mem_group("/dev/zero", Rw::Read) }, "direct: the kernel refuses O_DIRECT on /dev/zero, a character device"),
+            (mem_group("/dev/null", Rw::Read), "rw: reads from /dev/null return end of file"),
+            (mem_group("/dev/zero", Rw::Trim), "rw: /dev/zero has no blocks to discard"),
+        ];
+        for (g, want) in cases {
+            let m = refusal(g, None);
+            assert!(m.starts_with(want) && !m.contains('\n'), "{m}");
+        }
+    }
+
+    /// The gate's identity of a memory device is its device number: the JSON Python sends parses,
+    /// and a path checked as /dev/zero that opens /dev/null is refused.
+    #[test]
+    fn a_memory_device_is_confirmed_by_device_number() {
+        let spec: PhaseSpec = serde_json::from_str(r#"{"groups": [], "checked": [{"path": "/dev/null", "kind": "char", "rdev": 259}]}"#).unwrap();
+        assert_eq!(spec.checked.unwrap()[0].identity, Identity::Char { rdev: 259 });
+        let zero = std::fs::metadata("/dev/zero").unwrap().rdev();
+        let checked = |rdev| Some(vec![CheckedPath { path: "/dev/null".into(), identity: Identity::Char { rdev } }]);
+        let m = refusal(mem_group("/dev/null", Rw::Write), checked(zero));
+        assert!(m.contains("the safety check saw character device 1:5 (/dev/zero) but the open found character device 1:3 (/dev/null)"), "{m}");
+        let null = std::fs::metadata("/dev/null").unwrap().rdev();
+        Plan::build(PhaseSpec { name: "x".into(), groups: vec![mem_group("/dev/null", Rw::Write)], checked: checked(null) }).expect("checked as itself");
     }
 
     fn scratch(name: &str) -> String {

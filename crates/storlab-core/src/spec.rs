@@ -33,6 +33,9 @@ pub struct PhaseSpec {
 pub enum Identity {
     /// A block device: its device number (st_rdev), so any link to it is the same device.
     Block { rdev: u64 },
+    /// One of the kernel's memory character devices (/dev/null, /dev/zero, /dev/full): its
+    /// device number, so a link named like one of them but pointing elsewhere does not pass.
+    Char { rdev: u64 },
     /// A regular file: the file system's device number and the inode.
     File { dev: u64, ino: u64 },
     /// Nothing there yet: the plan may create a regular file, never open a device.

@@ -19,7 +19,7 @@ from ..jobs.fio.map import FioJob, FioPlan
 from ..jobs.fio.translator import translate_command
 from ..measure.stats import percentile
 from ..output.files import check_destination, write_output
-from ..output.fiojson import fio_json, steadystate_data
+from ..output.fiojson import fio_error_number, fio_json, steadystate_data
 from ..signals import STOP
 from .main import ExitCode
 
@@ -305,7 +305,8 @@ def _phase_of(job: FioJob, phases: list[dict[str, Any]], tr: FioPlan) -> list[di
 def _job_block(block: list[FioJob], gid: int, phases: list[dict[str, Any]], tr: FioPlan) -> list[str]:
     first = block[0]
     entries = _phase_of(first, phases, tr)
-    head = f"{first.name}: (groupid={gid}, jobs={sum(j.clones for j in block)}): err= 0"
+    err = max((fio_error_number(e.get("error")) for e in entries), default=0)
+    head = f"{first.name}: (groupid={gid}, jobs={sum(j.clones for j in block)}): err={err:2d}"
     if not entries:
         return [head, "  (not run)"]
     lines = [head]

@@ -11,6 +11,11 @@ device, backing a loop device, or busy for an exclusive open), which nothing lif
 carries any signature libblkid (or storlab's own prober) finds, unless the user named that very
 device in `--allow-destroy`. Regular files outside /dev and reads are never refused; no regular
 file is created or written on /dev's file system (a mistyped device name).
+The kernel's memory character devices /dev/null (1:3), /dev/zero (1:5) and /dev/full (1:7) are
+allowed, known by device number (a link to them passes, a link named `null` to another device
+does not): writing to them destroys nothing, so no --allow-destroy is needed. Every other
+character device is refused from stat alone, read or write, before it is ever opened (opening a
+tape or terminal can act on it).
 `describe_path` is the cheap, never-raising summary of a target for a run's `environment`.
 """
 from __future__ import annotations
@@ -35,7 +40,11 @@ from .sysfs import (
 )
 
 __all__ = ["TargetRefused", "check_write_allowed", "check_opened_paths", "describe_path",
-           "same_block_device"]
+           "same_block_device", "MEMORY_DEVICES", "memory_device"]
+
+# The character devices a run may use, by (major, minor): the same list as the engine's
+# (crates/storlab-core/src/plan.rs MEMORY_DEVICES).
+MEMORY_DEVICES = {(1, 3): "/dev/null", (1, 5): "/dev/zero", (1, 7): "/dev/full"}
 
 
 class TargetRefused(TargetError):
@@ -53,6 +62,19 @@ def same_block_device(a: str, b: str) -> bool:
     except OSError:
         return False
     return stat.S_ISBLK(sa.st_mode) and stat.S_ISBLK(sb.st_mode) and sa.st_rdev == sb.st_rdev
+
+
+def memory_device(rdev: int) -> str | None:
+    """The name of the memory device with device number `rdev` (/dev/null, /dev/zero,
+    /dev/full), or None for any other device."""
+    return MEMORY_DEVICES.get((os.major(rdev), os.minor(rdev)))
+
+
+def _char_device_refusal(path: str, rdev: int) -> TargetRefused:
+    named = [f"{name} ({ma}:{mi})" for (ma, mi), name in MEMORY_DEVICES.items()]
+    allowed = f"{', '.join(named[:-1])} and {named[-1]}"
+    return TargetRefused(f"refusing {path}: it is character device {os.major(rdev)}:{os.minor(rdev)}; "
+                         f"the only character devices storlab uses are {allowed}")
 
 
 def _in_use_reason(fd: int, dev: BlockDevice | None, sysfs_root: str, proc_root: str) -> str | None:
@@ -122,6 +144,13 @@ def _check_path(path: str, writes: bool, allow_destroy: Iterable[str], sysfs_roo
                 proc_root: str) -> dict:
     """Check `path` once, through one descriptor, and return the identity of what was checked."""
     try:
+        st = os.stat(path)
+    except OSError:
+        pass
+    else:
+        if stat.S_ISCHR(st.st_mode) and memory_device(st.st_rdev) is None:
+            raise _char_device_refusal(path, st.st_rdev)   # never opened
+    try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         if _on_dev_filesystem(path):
@@ -141,7 +170,11 @@ def _check_path(path: str, writes: bool, allow_destroy: Iterable[str], sysfs_roo
             if writes and _on_dev_filesystem(path):
                 raise TargetRefused(_dev_refusal(path, "is a regular file"))
             return {"path": path, "kind": "file", "dev": st.st_dev, "ino": st.st_ino}
-        return {}  # directories, FIFOs, character devices: the engine rejects them with its own message
+        if stat.S_ISCHR(st.st_mode):
+            if memory_device(st.st_rdev) is None:   # swapped in after the stat above
+                raise _char_device_refusal(path, st.st_rdev)
+            return {"path": path, "kind": "char", "rdev": st.st_rdev}
+        return {}  # directories, FIFOs, sockets: the engine rejects them with its own message
     finally:
         os.close(fd)
 
@@ -245,10 +278,13 @@ def describe_path(path: str | os.PathLike, *, sysfs_root: str = "/sys",
         out["path"] = path
         try:
             st = os.stat(path)
-            out["type"] = "block" if stat.S_ISBLK(st.st_mode) else "file"
+            out["type"] = ("block" if stat.S_ISBLK(st.st_mode)
+                           else "char" if stat.S_ISCHR(st.st_mode) else "file")
         except FileNotFoundError:
             out["type"] = "missing"
             st = None
+        if out["type"] == "char":
+            return out   # a memory device: no size, file system or device beneath it
         mounts = read_mountinfo(proc_root)
         if out["type"] == "block":
             dev = device_by_devnum(os.major(st.st_rdev), os.minor(st.st_rdev), sysfs_root)

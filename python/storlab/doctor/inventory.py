@@ -370,6 +370,9 @@ def _resolve_target(inv: Inventory, target: str) -> list[str]:
             if (d.major, d.minor) == (os.major(st.st_rdev), os.minor(st.st_rdev)):
                 return [d.name]
         raise TargetError(f"target {target!r}: block device not found in sysfs")
+    if stat.S_ISCHR(st.st_mode):
+        raise TargetError(f"target {target!r}: a character device has no storage below it; "
+                          "give a block device, mount point or path")
     m = _mount_of_path(os.path.realpath(target), inv.mounts)
     name = _device_of_mount(inv, m) if m else None
     if name is None:

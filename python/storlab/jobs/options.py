@@ -138,7 +138,8 @@ ENGINE_RULES: dict[str, dict[str, Any]] = json.loads(_core.option_rules())
 # The rows as written; OPTIONS is them with each engine option completed by the engine's rule.
 ROWS: tuple[Option, ...] = (
     # --- targets ---------------------------------------------------------------------------
-    Option("target", "paths", "file or block device to do I/O on (repeatable); default: a scratch "
+    Option("target", "paths", "file or block device to do I/O on (repeatable), or /dev/null, /dev/zero "
+           "or /dev/full to measure without storage (size required); default: a scratch "
            "file in a temporary folder under the current directory, removed afterwards",
            category="target", metavar="PATH", fio_name="filename"),
     Option("size", "size", "length of the I/O range on each target; files are created this size; "

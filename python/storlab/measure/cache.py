@@ -128,6 +128,8 @@ def invalidate_target(path: str) -> dict[str, Any]:
     else:
         if stat.S_ISBLK(mode):
             record.update(_drop(path, "blkflsbuf", lambda fd: fcntl.ioctl(fd, BLKFLSBUF, 0)))
+        elif stat.S_ISCHR(mode):
+            record["reason"] = "a character device (/dev/null, /dev/zero, /dev/full): no page cache to drop"
         elif not stat.S_ISREG(mode):
             record["reason"] = "not a regular file or block device"
         elif (fs := _NOT_DROPPABLE_FS.get(_fs_type_magic(path) or 0)) is not None:

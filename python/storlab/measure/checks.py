@@ -31,6 +31,9 @@ def check_phase(phase, result: dict[str, Any], env: dict[str, Any],
     out: list[Finding] = []
     ram = env.get("memory_bytes") or 0
     sizes = {t["path"]: t.get("size_bytes", 0) for t in result.get("targets", [])}
+    # Groups on /dev/null, /dev/zero or /dev/full: no storage and no page cache behind them.
+    memory = {t["path"] for t in result.get("targets", []) if t.get("type") == "char"}
+    on_memory = [g for g in phase.groups if g.values["target"] and set(g.values["target"]) <= memory]
     read_bytes = (result.get("read") or {}).get("bytes", 0)
     phase_span = 0
     for g in phase.groups:
@@ -42,7 +45,7 @@ def check_phase(phase, result: dict[str, Any], env: dict[str, Any],
     for g in phase.groups:
         v = g.values
         reads = v["rw"] in ("read", "randread") or (v["rw"] in ("rw", "randrw") and v["rwmix_read"] > 0)
-        if reads and not v["direct"] and v["engine"] != "null" and ram:
+        if reads and not v["direct"] and v["engine"] != "null" and ram and g not in on_memory:
             span = sum(v["size"] or sizes.get(path, 0) for path in v["target"])
             if cold_single_pass:
                 continue
@@ -53,7 +56,8 @@ def check_phase(phase, result: dict[str, Any], env: dict[str, Any],
                     f"({format_size(ram)}): reads may come from the page cache; use --direct or a "
                     f"size larger than RAM"))
     read = result.get("read")
-    buffered_readers = [g for g in phase.groups if not g.values["direct"] and g.values["engine"] != "null"]
+    buffered_readers = [g for g in phase.groups if not g.values["direct"] and g.values["engine"] != "null"
+                        and g not in on_memory]
     if read and read.get("ops") and buffered_readers and not cold_single_pass:
         threads = sum(g.values["threads"] * len(g.values["target"]) for g in buffered_readers)
         why = likely_cached(read["bw_bytes"], threads, settings.get("bw_ceiling"), read["lat_ns"]["p50"])
@@ -72,8 +76,26 @@ def check_phase(phase, result: dict[str, Any], env: dict[str, Any],
             out.append(Finding(
                 "nothing_measured",
                 f"{phase.name}: no I/O completed after the ramp; shorten --ramp or run longer"))
+    out += _memory_device_findings(phase.name, result.get("targets", []), on_memory)
     refused = [f for f in result.get("engine", {}).get("setup_flags", []) if "REFUSED" in f]
     for f in refused:
         out.append(Finding("uring_option_refused", f"{phase.name}: io_uring refused {f.split('_REFUSED')[0]}; "
                                                   "the run used the plain path instead"))
+    return out
+
+
+def _memory_device_findings(name: str, targets: list[dict[str, Any]], on_memory: list) -> list[Finding]:
+    """A phase on the kernel's memory devices measures storlab itself, not storage; the fsyncs
+    asked for there were skipped (a character device has nothing to flush)."""
+    out = []
+    if on_memory:
+        paths = ", ".join(sorted({p for g in on_memory for p in g.values["target"]}))
+        out.append(Finding("memory_device_target",
+                           f"{name}: the target {paths} is a memory device: no storage is involved, "
+                           f"the figures are the cost of storlab and the kernel's system calls"))
+    skipped = sorted({t["path"] for t in targets if t.get("fsync_skipped")})
+    if skipped:
+        out.append(Finding("fsync_skipped",
+                           f"{name}: fsync skipped on {', '.join(skipped)}: a character device has "
+                           f"nothing to flush (fsync there fails with EINVAL, which fails fio's job)"))
     return out

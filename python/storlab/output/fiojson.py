@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import re
 import time
 from typing import Any, Iterable, Sequence
 
 from .. import __version__
 from ..measure import stats
 
-__all__ = ["fio_json", "steadystate_data", "FIO_PERCENTILES", "FIO_VERSION"]
+__all__ = ["fio_json", "fio_error_number", "steadystate_data", "FIO_PERCENTILES", "FIO_VERSION"]
 
 FIO_VERSION = f"storlab-{__version__}"
 # fio's default percentile_list (stat.c: fio_def_percentile_list)
@@ -75,6 +76,15 @@ def _unix_time(iso: str | None) -> float:
     return _dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
+def fio_error_number(error: str | None) -> int:
+    """fio's `error` of a job: 0 when it ran clean, else the errno its failure carries (the
+    engine's "(os error N)", e.g. 28 for ENOSPC on /dev/full, as fio reports), else 1."""
+    if not error:
+        return 0
+    found = re.search(r"\(os error (\d+)\)", error)
+    return int(found.group(1)) if found else 1
+
+
 def _job(phase: dict[str, Any], spec: dict[str, Any], doc: dict[str, Any], groupid: int) -> dict[str, Any]:
     groups = spec.get("groups") or [doc.get("job") or {}]
     first = groups[0]
@@ -83,7 +93,7 @@ def _job(phase: dict[str, Any], spec: dict[str, Any], doc: dict[str, Any], group
     job: dict[str, Any] = {
         "jobname": name,
         "groupid": groupid,
-        "error": 0 if not phase.get("error") else 1,
+        "error": fio_error_number(phase.get("error")),
         "eta": 0,
         "elapsed": int(round(seconds + float(phase.get("ramp_s") or 0.0))),
         "job options": _job_options(phase, groups),

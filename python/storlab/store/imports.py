@@ -118,7 +118,11 @@ def _iso(t: _dt.datetime) -> str:
 
 
 def _target_type(path: str) -> str:
-    """block for device nodes, else file (from the name: the device is not here to look at)."""
+    """char for the memory devices fio's jobs use without storage (/dev/null, /dev/zero,
+    /dev/full), block for other device nodes, else file (from the name: the device is not here
+    to look at)."""
+    if path in ("/dev/null", "/dev/zero", "/dev/full"):
+        return "char"
     return "block" if path.startswith("/dev/") and not path.startswith(("/dev/shm/", "/dev/mqueue/")) else "file"
 
 

@@ -117,8 +117,10 @@ def _environment_section(runs: list[dict[str, Any]]) -> str:
         for t in (r.get("environment") or {}).get("targets") or []:
             targets.setdefault(str(t.get("path")), t)
     if targets:
-        rows = [[p, t.get("type"), format_size(t["size_bytes"]) if t.get("size_bytes") is not None
-                 else "-", t.get("fs_type") or "-", t.get("device") or "-", t.get("model") or "-",
+        sized = {p: t.get("size_bytes") is not None and t.get("type") != "char"   # char: no size
+                 for p, t in targets.items()}
+        rows = [[p, t.get("type"), format_size(t["size_bytes"]) if sized[p] else "-",
+                 t.get("fs_type") or "-", t.get("device") or "-", t.get("model") or "-",
                  {True: "yes", False: "no"}.get(t.get("rotational"), "-"), t.get("scheduler") or "-"]
                 for p, t in targets.items()]
         parts.append("<h3>Targets</h3>" + _table(
