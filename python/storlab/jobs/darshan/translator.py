@@ -378,16 +378,16 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
                f"{len({r.path for r in records})} files under {target}",
                "derived", note=f"{n_shared} shared (rank -1), {n_per} per-rank, {n_rank0} rank-0-only; "
                                "each path mapped to the same name under the target folder"),
-        Mapped("POSIX_F_*_START_TIMESTAMP" + (", STDIO_F_*_START_TIMESTAMP" if stdio_files else ""),
-               "first open/read/write", "order of a rank's files (steps)" if not timed
-               else "start_delay of each file's worker", "chosen",
-               note="files of one rank one after another, in the order first opened; ranks side by side"
-               if not timed else "each file's first request at its recorded time"),
     ]
     if posix_like:
         mapped.append(Mapped("POSIX_READS, POSIX_WRITES, POSIX_BYTES_*", _totals(posix_like, ("POSIX_READS", "POSIX_WRITES")),
                              "iolog read/write lines", "translated" if scale == 1 else "derived",
                              note="" if scale == 1 else f"scaled by {scale}: counts and bytes, sizes kept"))
+    mapped.append(Mapped("POSIX_F_*_START_TIMESTAMP" + (", STDIO_F_*_START_TIMESTAMP" if stdio_files else ""),
+                         "first open/read/write", "order of a rank's files (steps)" if not timed
+                         else "start_delay of each file's worker", "chosen",
+                         note="files of one rank one after another, in the order first opened; ranks side by side"
+                         if not timed else "each file's first request at its recorded time"))
     if posix_counters:
         mapped += [
             Mapped("POSIX_SIZE_READ_*, POSIX_SIZE_WRITE_*, POSIX_ACCESS1..4", "size bins", "request lengths", "derived",
