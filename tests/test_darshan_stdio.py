@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from storlab.jobs.darshan.counters import READ, WRITE, count_ops
-from storlab.jobs.darshan.stdio import stdio_requests, stdio_scaled, stream_name
+from storlab.jobs.darshan.stdio import buffered, stdio_requests, stdio_scaled, stream_name
 from storlab.jobs.darshan.synth import MAX_REQUEST
 
 
@@ -75,3 +75,28 @@ def test_standard_streams_are_known_also_by_their_obfuscated_names(name, stream)
     """darshan-convert --obfuscate (before 3.4) named every record by lookup3's hashlittle of its name
     with key 0: PyDarshan's noposix.darshan names its <STDOUT> 3710437467."""
     assert stream_name(name) == stream
+
+
+# -- --stdio-buffer: glibc's fully buffered stream (libio's xsputn/xsgetn) --------------------------
+def test_small_writes_gather_into_buffer_sized_system_calls():
+    calls = [(WRITE, k * 100, 100) for k in range(100)]                  # 10,000 bytes
+    assert [n for _, _, n in buffered(calls, 4096)] == [4096, 4096, 1808]
+    # an fflush in the middle writes out what the buffer holds there
+    assert [n for _, _, n in buffered(calls, 4096, flushes=2)] == [4096, 904, 4096, 904]
+
+
+def test_a_large_write_fills_the_buffer_then_goes_straight_through_in_whole_buffers():
+    assert [(o, n) for _, o, n in buffered([(WRITE, 0, 100), (WRITE, 100, 10000)], 4096)] == \
+        [(0, 4096), (4096, 4096), (8192, 1908)]
+
+
+def test_reads_refill_the_buffer_and_large_reads_go_straight_through():
+    calls = [(READ, k * 400, 400) for k in range(25)]                     # 10,000 bytes of a 10,000-byte file
+    assert [(o, n) for _, o, n in buffered(calls, 4096, end=10000)] == [(0, 4096), (4096, 4096), (8192, 1808)]
+    assert [(o, n) for _, o, n in buffered([(READ, 0, 10000), (READ, 10000, 5)], 4096, end=20000)] == \
+        [(0, 8192), (8192, 4096)]
+
+
+def test_a_seek_drops_the_read_buffer():
+    calls = [(READ, 0, 100), (READ, 100, 100), (READ, 0, 100)]
+    assert [(o, n) for _, o, n in buffered(calls, 4096, end=8192)] == [(0, 4096), (0, 4096)]

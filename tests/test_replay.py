@@ -191,10 +191,10 @@ def _record(tmp_path: Path, argv: list[str], program: str, nonmpi: bool = False)
     return str(made[0])
 
 
-def _emitted_ops(tmp_path: Path, log: str, target: Path) -> dict[str, list[list[tuple]]]:
+def _emitted_ops(tmp_path: Path, log: str, target: Path, *extra: str) -> dict[str, list[list[tuple]]]:
     """The requests the replay will issue: --emit's iologs, by file (one list per worker)."""
     job = tmp_path / "emitted.toml"
-    assert replay(log, "--target", str(target), "--emit", str(job), "-q") == 0
+    assert replay(log, "--target", str(target), "--emit", str(job), "-q", *extra) == 0
     out: dict[str, list[list[tuple]]] = {}
     for path in sorted(glob.glob(str(tmp_path / "emitted.toml.iologs" / "logs" / "*.iolog"))):
         ops = []
@@ -327,7 +327,8 @@ int main(int argc, char **argv) {
 
 
 def _stdio_app_log(tmp_path: Path) -> str:
-    """A C program doing its I/O through stdio, compiled and recorded here (non-MPI)."""
+    """A C program doing its I/O through stdio, compiled and recorded here (non-MPI); the program
+    is tmp_path/stdio_app, its folder tmp_path/app."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if not cc:
         pytest.skip("no C compiler (cc) to build the stdio program")
@@ -393,3 +394,60 @@ def test_a_log_without_records_is_refused_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "modules = none: no POSIX, MPI-IO or STDIO records to replay" in err
     assert not (tmp_path / "t").exists()
+
+
+def _syscalls_by_file(trace: str) -> dict[str, dict[str, list[int]]]:
+    """strace -e read,write,openat,close output: per file name, the byte counts of its read and
+    write system calls."""
+    import re
+
+    names: dict[int, str] = {}
+    out: dict[str, dict[str, list[int]]] = {}
+    for line in trace.splitlines():
+        m = re.match(r"\d*\s*openat\(AT_FDCWD, \"([^\"]+)\".*= (\d+)$", line)
+        if m:
+            names[int(m.group(2))] = os.path.basename(m.group(1))
+            continue
+        m = re.match(r"\d*\s*(read|write)\((\d+),.*= (\d+)$", line)
+        if m and int(m.group(2)) in names:
+            out.setdefault(names[int(m.group(2))], {"read": [], "write": []})[m.group(1)].append(int(m.group(3)))
+        m = re.match(r"\d*\s*close\((\d+)\)", line)
+        if m:
+            names.pop(int(m.group(1)), None)
+    return out
+
+
+def test_stdio_buffer_replays_the_system_calls_glibc_made(tmp_path):
+    """--stdio-buffer 4k: the same program's stream calls become the system calls of a 4 KiB glibc
+    stream buffer; where strace is here, they are the very calls the program made (counted on it)."""
+    log = _stdio_app_log(tmp_path)
+    ops = _emitted_ops(tmp_path, log, tmp_path / "t", "--stdio-buffer", "4k")
+    (stream,) = ops["stream.dat"]
+    writes = [n for d, _, n in stream if d == "write"]
+    reads = [n for d, _, n in stream if d == "read"]
+    assert writes == [4096] * 24 + [1696] and len(reads) == 26 and sum(reads) == 104096
+    stdio_mixed = min(ops["mixed.dat"], key=len)          # the fdopen'ed stream's worker (the write()s: 10)
+    assert [n for _, _, n in stdio_mixed] == [4096, 4096, 1808]
+    strace = shutil.which("strace")
+    if strace:
+        trace = tmp_path / "strace.txt"
+        app = tmp_path / "again"
+        app.mkdir()
+        subprocess.run([strace, "-f", "-e", "trace=read,write,openat,close", "-o", str(trace),
+                        str(tmp_path / "stdio_app"), str(app)], check=True, capture_output=True, timeout=60)
+        calls = _syscalls_by_file(trace.read_text())
+        assert calls["stream.dat"]["write"] == writes                 # what glibc did, call for call
+        assert len(calls["stream.dat"]["read"]) == len(reads)
+        assert sorted(calls["mixed.dat"]["write"]) == sorted([4096] * 10 + [4096, 4096, 1808])
+    out = tmp_path / "r.json"
+    assert replay(log, "--target", str(tmp_path / "t"), "--stdio-buffer", "4k", "--json", str(out), "-q") == 0
+    doc = _doc(out)
+    rows = {r["counter"]: r for r in doc["replay"]["fidelity"]["rows"]}
+    assert rows["STDIO_WRITES"]["status"] == "buffered" and rows["STDIO_WRITES"]["log"] == 1020   # the application's
+    assert rows["STDIO_WRITES"]["replay"] == 28 and "1,020 write calls replayed as 28 system calls" in \
+        rows["STDIO_WRITES"]["reason"]
+    planned = rows["write system calls, 4096-byte buffer (planned from STDIO_WRITES)"]
+    assert (planned["log"], planned["replay"], planned["status"]) == (28, 28, "ok")
+    assert rows["STDIO_BYTES_WRITTEN"]["status"] == "ok" and rows["STDIO_FLUSHES"]["status"] == "buffered"
+    assert not [r for r in _determined(doc) if r["status"] != "ok"]
+    assert doc["replay"]["stdio_buffer"] == 4096

@@ -44,6 +44,10 @@ REPLAY_OPTIONS: tuple[Option, ...] = (
            default=False, category="replay", core=False, job_key=False),
     Option("timed", "bool", "keep the recorded start time of every DXT-traced request (think time kept); "
            "default: as fast as possible", default=False, category="replay", core=False, job_key=False),
+    Option("stdio_buffer", "size", "replay STDIO calls (fread/fwrite...) through a fully buffered stream of this "
+           "size, as glibc's (the system calls the C library made: e.g. 4k, the st_blksize of most local file "
+           "systems); default 0: one request per call, the application's calls", default=0, minimum=0,
+           category="replay", core=False, job_key=False),
     Option("keep_files", "bool", "keep the replay's data files under the target (default: removed afterwards)",
            default=False, category="replay", core=False, job_key=False),
     Option("seed", "int", "seed of the choices the counters leave open (sizes' order, positions)",
@@ -83,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     if args.emit and args.emit != "-":
         check_destination(args.emit, "emit", allow_stdout=True)
     tr = translate(args.log, target=args.target, ranks=args.ranks, scale=args.scale,
-                   dxt=not args.no_dxt, timed=args.timed, seed=args.seed)
+                   dxt=not args.no_dxt, timed=args.timed, seed=args.seed, stdio_buffer=int(args.stdio_buffer or 0))
     folded = tr.details["replay"].get("folded")
     if folded and args.ranks is None and not settings.get("quiet"):
         print(f"storlab replay: {folded}", file=sys.stderr)   # stderr: --emit - and --json - keep stdout

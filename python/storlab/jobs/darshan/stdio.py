@@ -34,7 +34,8 @@ from __future__ import annotations
 from .counters import READ, WRITE
 from .synth import MAX_REQUEST, split_evenly
 
-__all__ = ["stdio_as_posix", "stdio_requests", "stream_name", "STDIO_CHOICES", "STDIO_BUFFERING", "STDIO_COUNTS", "stdio_scaled"]
+__all__ = ["stdio_as_posix", "stdio_requests", "buffered", "stream_name", "STDIO_CHOICES", "STDIO_BUFFERING",
+           "STDIO_COUNTS", "stdio_scaled"]
 
 # darshan-convert --obfuscate (before 3.4) named every record by hashlittle(name, len, 0) in decimal
 OBFUSCATED_STREAMS = {"3126844023": "<STDIN>", "3710437467": "<STDOUT>", "3599639208": "<STDERR>"}
@@ -78,9 +79,10 @@ def stdio_as_posix(s: dict[str, int]) -> dict[str, int]:
             "POSIX_BYTES_READ": s["STDIO_BYTES_READ"], "POSIX_BYTES_WRITTEN": s["STDIO_BYTES_WRITTEN"]}
 
 
-def stdio_requests(s: dict[str, int], f: dict[str, float], parts: int) -> list[list[tuple]]:
+def stdio_requests(s: dict[str, int], f: dict[str, float], parts: int, buffer: int = 0) -> list[list[tuple]]:
     """Per replay rank sharing the record (`parts`), its requests (direction, offset, length) with
-    the choices of the module's docstring."""
+    the choices of the module's docstring: one per stream call, or with `buffer` (bytes) the
+    system calls a fully buffered glibc stream of that buffer makes for them (`buffered`)."""
     read_first = 0 < f.get("STDIO_F_READ_START_TIMESTAMP", 0.0) < f.get("STDIO_F_WRITE_START_TIMESTAMP", float("inf"))
     order = (READ, WRITE) if read_first else (WRITE, READ)
     calls = {READ: s.get("STDIO_READS", 0), WRITE: s.get("STDIO_WRITES", 0)}
@@ -96,8 +98,69 @@ def stdio_requests(s: dict[str, int], f: dict[str, float], parts: int) -> list[l
         sizes = [small + 1 if i < extra else small for i in range(n)]
         j_parts = split_evenly(seeks[d], parts)
         slice_len = max(1, extent[d] // parts)
+        f_parts = split_evenly(s.get("STDIO_FLUSHES", 0) if d == WRITE else 0, parts)
         for p in range(parts):                       # the calls dealt round-robin: the bytes add up
-            out[p] += _stream(d, sizes[p::parts], p * slice_len, slice_len, j_parts[p])
+            calls_p = _stream(d, sizes[p::parts], p * slice_len, slice_len, j_parts[p])
+            out[p] += buffered(calls_p, buffer, f_parts[p], p * slice_len + slice_len) if buffer > 0 else calls_p
+    return out
+
+
+def buffered(calls: list[tuple], size: int, flushes: int = 0, end: int | None = None) -> list[tuple]:
+    """The read/write system calls glibc makes for stream `calls` of one direction through a fully
+    buffered stream of `size` bytes (libio's _IO_new_file_xsputn and _IO_file_xsgetn):
+    - a write that fits the buffer's free space is copied; one that does not fills the buffer,
+      which is written (`size` bytes), then the largest multiple of `size` left goes straight to
+      the file, the rest into the buffer; a seek (a call not where the last ended) and the end
+      write out what the buffer holds; `flushes` fflush calls spread evenly over the writes do too;
+    - a read is served from the buffer; when it is empty, a read of `size` bytes or more takes the
+      largest multiple of `size` straight from the file, a smaller one refills the buffer with one
+      read of `size` bytes (not past `end`, the file's end)."""
+    out: list[tuple] = []
+
+    def emit(d: str, off: int, n: int) -> None:
+        if n > 0:
+            out.extend((d, off + k, min(MAX_REQUEST, n - k)) for k in range(0, n, MAX_REQUEST))
+
+    flush_after = {((k + 1) * len(calls)) // flushes - 1 for k in range(flushes)} if flushes and calls else set()
+    start = fill = 0          # the buffer: file bytes [start, start + fill)
+    pos = None                # where the stream is
+    for i, (d, off, n) in enumerate(calls):
+        if d == WRITE:
+            if fill and off != start + fill:
+                emit(WRITE, start, fill)
+                fill = 0
+            if not fill:
+                start = off
+            if n < size - fill:
+                fill += n
+            else:
+                rest = n - (size - fill)
+                emit(WRITE, start, size)
+                direct = rest - rest % size
+                emit(WRITE, start + size, direct)
+                start, fill = start + size + direct, rest % size
+            if i in flush_after and fill:
+                emit(WRITE, start, fill)
+                start, fill = start + fill, 0
+            continue
+        if pos != off:                           # a seek: the buffer is dropped
+            fill, pos = 0, off
+        take = min(n, start + fill - pos) if fill else 0
+        want = n - take
+        pos += take
+        if want >= size:
+            direct = want - want % size
+            emit(READ, pos, direct)
+            pos += direct
+            want -= direct
+            fill = 0
+        if want:
+            limit = max(pos + want, min(pos + size, end if end is not None else pos + size))
+            emit(READ, pos, limit - pos)
+            start, fill = pos, limit - pos
+            pos += want
+    if fill and calls and calls[-1][0] == WRITE:
+        emit(WRITE, start, fill)
     return out
 
 

@@ -186,11 +186,15 @@ def map_paths(paths: list[str], target: str) -> dict[str, str]:
 
 def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | None = None, ranks: int | None = None,
               scale: float = 1.0, dxt: bool = True, timed: bool = False, seed: int = 1,
-              log: DarshanLog | None = None) -> DarshanTranslation:
+              log: DarshanLog | None = None, stdio_buffer: int = 0) -> DarshanTranslation:
     """The log at `path` as a storlab job replaying it under `target` (see the module's docstring).
     The workers' iologs go to IOLOG_DIR/logs, the replay's own to IOLOG_DIR/replayed (IOLOG_DIR:
-    `iolog_dir`, default TARGET/.storlab-replay)."""
+    `iolog_dir`, default TARGET/.storlab-replay). `stdio_buffer` > 0: STDIO calls go through a
+    fully buffered stream of that many bytes, as glibc's (stdio.py's `buffered`); 0: one request
+    per call."""
     log = log or load(path)
+    if stdio_buffer < 0:
+        raise UserError(f"stdio_buffer: {stdio_buffer} is not allowed; use 0 (one request per call) or a size in bytes")
     if not 0 < scale <= 1:
         raise UserError(f"scale: {scale} is not allowed; use a fraction in (0, 1] of the log's requests")
     n_ranks = default_ranks(log.nprocs) if ranks is None else ranks
@@ -260,7 +264,10 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
         notes.append(f"{len(both)} files have POSIX and STDIO records: both replayed (the POSIX module does not "
                      "see the system calls the C library makes beneath a stream: nothing is counted twice)")
     if stdio_files:
-        notes.append(f"STDIO: {STDIO_BUFFERING}")
+        notes.append(f"STDIO: {STDIO_BUFFERING}" if not stdio_buffer else
+                     f"STDIO: the calls go through a fully buffered stream of {stdio_buffer} bytes, as glibc's "
+                     "(--stdio-buffer): the replay issues the system calls the C library would make; the "
+                     "fidelity table keeps the application's calls beside them")
     if not records:
         raise UserError(f"darshan {os.path.basename(path)}: no POSIX, MPI-IO or STDIO record reads or writes any "
                         "byte of a file"
@@ -301,7 +308,7 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
             continue
         parts = min(n_ranks, log.nprocs) if rec.rank == -1 else 1
         if rec.module == "STDIO":
-            per_part = stdio_requests(rec.counters, rec.fcounters, parts)
+            per_part = stdio_requests(rec.counters, rec.fcounters, parts, stdio_buffer)
         else:
             syn = synthesize(rec.counters, rec.fcounters, parts, seed + (rec.id % 100003), log_ranks=log.nprocs)
             notes += [f"{os.path.basename(rec.path)}: {n}" for n in syn.notes]
@@ -401,8 +408,12 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
         mapped += [
             Mapped("STDIO_READS, STDIO_WRITES, STDIO_BYTES_*",
                    _totals(stdio_files, ("STDIO_READS", "STDIO_WRITES", "STDIO_BYTES_READ", "STDIO_BYTES_WRITTEN")),
-                   "iolog read/write lines: one request per fread/fwrite call", "translated" if scale == 1 else "derived",
-                   note=STDIO_BUFFERING + ("" if scale == 1 else f"; scaled by {scale}: calls and bytes")),
+                   "iolog read/write lines: one request per fread/fwrite call" if not stdio_buffer else
+                   f"iolog read/write lines: the system calls of a {stdio_buffer}-byte stream buffer",
+                   "translated" if scale == 1 and not stdio_buffer else "derived",
+                   note=(STDIO_BUFFERING if not stdio_buffer else "glibc's fully buffered stream: small calls "
+                         "gathered into buffer-sized system calls, large ones straight through, reads ahead a "
+                         "buffer at a time") + ("" if scale == 1 else f"; scaled by {scale}: calls and bytes")),
             Mapped("STDIO request size (STDIO_BYTES_* / STDIO_READS, STDIO_WRITES)", "bytes / calls", "request lengths",
                    "derived", note=STDIO_CHOICES[0]),
             Mapped("STDIO_MAX_BYTE_*, STDIO_SEEKS", _totals(stdio_files, ("STDIO_SEEKS",)), "request offsets",
@@ -447,7 +458,7 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
                                      for name, rs in streams.items()})
     tr.details = {"log": {"version": log.version, "nprocs": log.nprocs, "jobid": log.jobid, "exe": log.exe[:200],
                           "run_time_s": log.run_time_s, "modules": sorted(log.modules)},
-                  "replay": {"ranks": n_ranks, "scale": scale,
+                  "replay": {"ranks": n_ranks, "scale": scale, "stdio_buffer": stdio_buffer,
                              **({"folded": fold_line(log.nprocs, n_ranks, ranks is not None)}
                                 if n_ranks != log.nprocs else {}), "timed": timed, "workers": len(workers),
                              "phases": len(phases), "from_dxt": sources["dxt"], "from_counters": sources["counters"],
