@@ -86,8 +86,11 @@ def test_small_writes_gather_into_buffer_sized_system_calls():
 
 
 def test_a_large_write_fills_the_buffer_then_goes_straight_through_in_whole_buffers():
+    """As glibc does (seen under strace): fwrite 100 then 10,000 bytes writes 4096, 4096, 1908;
+    a first fwrite of 10,000 (no buffer allocated yet), then 5, writes 8192, 1813."""
     assert [(o, n) for _, o, n in buffered([(WRITE, 0, 100), (WRITE, 100, 10000)], 4096)] == \
         [(0, 4096), (4096, 4096), (8192, 1908)]
+    assert [(o, n) for _, o, n in buffered([(WRITE, 0, 10000), (WRITE, 10000, 5)], 4096)] == [(0, 8192), (8192, 1813)]
 
 
 def test_reads_refill_the_buffer_and_large_reads_go_straight_through():

@@ -110,7 +110,8 @@ def buffered(calls: list[tuple], size: int, flushes: int = 0, end: int | None = 
     buffered stream of `size` bytes (libio's _IO_new_file_xsputn and _IO_file_xsgetn):
     - a write that fits the buffer's free space is copied; one that does not fills the buffer,
       which is written (`size` bytes), then the largest multiple of `size` left goes straight to
-      the file, the rest into the buffer; a seek (a call not where the last ended) and the end
+      the file, the rest into the buffer (the stream's first write, before glibc has allocated the
+      buffer, sends its whole multiples of `size` straight to the file); a seek (a call not where the last ended) and the end
       write out what the buffer holds; `flushes` fflush calls spread evenly over the writes do too;
     - a read is served from the buffer; when it is empty, a read of `size` bytes or more takes the
       largest multiple of `size` straight from the file, a smaller one refills the buffer with one
@@ -123,6 +124,7 @@ def buffered(calls: list[tuple], size: int, flushes: int = 0, end: int | None = 
 
     flush_after = {((k + 1) * len(calls)) // flushes - 1 for k in range(flushes)} if flushes and calls else set()
     start = fill = 0          # the buffer: file bytes [start, start + fill)
+    allocated = False         # glibc allocates a stream's buffer at its first write
     pos = None                # where the stream is
     for i, (d, off, n) in enumerate(calls):
         if d == WRITE:
@@ -131,7 +133,11 @@ def buffered(calls: list[tuple], size: int, flushes: int = 0, end: int | None = 
                 fill = 0
             if not fill:
                 start = off
-            if n < size - fill:
+            if not allocated:                    # no buffer yet: whole buffers straight through, the rest kept
+                direct = n - n % size
+                emit(WRITE, start, direct)
+                start, fill, allocated = start + direct, n % size, True
+            elif n < size - fill:
                 fill += n
             else:
                 rest = n - (size - fill)
