@@ -184,6 +184,8 @@ def fidelity(tr: DarshanTranslation) -> dict[str, Any]:
     if stdio_files and buffer:
         # the application's calls, then the system calls a glibc stream buffer makes of them
         for k, tag in (("STDIO_READS", "read"), ("STDIO_WRITES", "write")):
+            if not (stdio_log[k] or stdio_rep[k]):
+                continue
             row(k, stdio_log[k], stdio_rep[k], status="buffered",
                 reason=f"{stdio_log[k]:,} {tag} calls replayed as {stdio_rep[k]:,} system calls "
                        f"through a {buffer}-byte stream buffer (--stdio-buffer)")

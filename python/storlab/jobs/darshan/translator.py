@@ -4,6 +4,8 @@ sequence (fio iolog v3) on a file of the same name under the target folder.
 Where the log has a DXT trace of a file on a rank (DXT_POSIX), the worker replays its exact
 offsets and lengths; elsewhere the sequence is made from the record's counters (synth.py), so it
 has the record's request counts, bytes, size bins, SEQ and CONSEC counts, switches and fsyncs.
+A STDIO record (fopen/fread/fwrite... on a file) replays its stream calls, one request each, or
+through a glibc stream buffer (stdio.py); the standard streams are not files and are left out.
 The log's ranks become replay ranks (one engine worker each, in one process; `ranks` folds
 rank r onto r mod ranks); a file shared by all ranks (a rank -1 record) is dealt to every rank.
 Each rank does its files one after another, in the order the log first opened them: the job's
