@@ -256,7 +256,7 @@ def _fidelity_result(tr: DarshanTranslation, rows: list[dict[str, Any]], classes
     log = tr.log
     not_reproduced: list[dict[str, str]] = []
     if any(r.module == "STDIO" for r in tr.records) and not tr.details["replay"].get("stdio_buffer"):
-        not_reproduced.append({"what": "STDIO buffering", "reason": STDIO_BUFFERING + " (give --stdio-buffer to)"})
+        not_reproduced.append({"what": "STDIO buffering", "reason": STDIO_BUFFERING + " (--stdio-buffer SIZE reproduces it)"})
     for name, counts in tr.streams.items():
         not_reproduced.append({"what": f"STDIO {name}", "reason": "a standard stream (or pipe), not a file: "
                                f"{counts['STDIO_WRITES']:,} writes of {counts['STDIO_BYTES_WRITTEN']:,} bytes, "
