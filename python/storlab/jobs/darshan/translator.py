@@ -240,6 +240,7 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
     # STDIO records: the stream calls the application made. Darshan's POSIX module does not see the
     # read/write system calls the C library makes beneath a stream (glibc calls them internally, not
     # through the symbols Darshan intercepts), so a file with both records had both kinds of calls.
+    # (Before Darshan 3.1.0 the POSIX module itself wrapped fopen/fread/fwrite: no STDIO records then.)
     streams: dict[str, list[Record]] = defaultdict(list)
     stdio_files: list[Record] = []
     for r in log.module_records("STDIO"):
