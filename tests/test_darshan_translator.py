@@ -15,11 +15,12 @@ import pytest
 
 darshan = pytest.importorskip("darshan", reason="PyDarshan (pip install darshan, the replay extra) is not installed")
 
+from storlab.errors import UserError  # noqa: E402
 from storlab.jobs.darshan import log as darshan_log  # noqa: E402
 from storlab.jobs.darshan.counters import BINS, COUNT_KEYS, READ, WRITE, bin_bounds, bin_index, count_ops  # noqa: E402
 from storlab.jobs.darshan.log import LogError  # noqa: E402
 from storlab.jobs.darshan.synth import synthesize  # noqa: E402
-from storlab.jobs.darshan.translator import FORMAT, translate  # noqa: E402
+from storlab.jobs.darshan.translator import FORMAT, default_ranks, translate  # noqa: E402
 from storlab.jobs.job import load_jobfile  # noqa: E402
 from storlab.jobs.translation import HOW, TRANSLATORS, Refusal, Translation, translator  # noqa: E402
 
@@ -178,10 +179,31 @@ def test_ranks_fold_and_scale(tmp_path):
     assert any("strides scaled" in n for n in tr.notes)
 
 
-def test_too_many_ranks_in_one_process_is_one_line(tmp_path):
-    with pytest.raises(Exception) as e:
-        translate(example("example.darshan"), target=str(tmp_path), log=load(example("example.darshan")))
-    assert "--ranks" in str(e.value) and "\n" not in str(e.value)
+def test_more_ranks_than_one_process_holds_fold_by_default(tmp_path):
+    path = example("example.darshan")                      # 2048 ranks
+    tr = translate(path, target=str(tmp_path), scale=0.001, log=load(path))
+    assert tr.details["replay"]["ranks"] == 256 and {w.rank for w in tr.workers} <= set(range(256))
+    line = tr.details["replay"]["folded"]
+    assert line.startswith("folded the log's 2048 ranks onto 256 replay ranks (8 log ranks each") and "--ranks N" in line
+    assert tr.notes[0] == line and "\n" not in line
+    nprocs = next(m for m in tr.record()["mapped"] if m["key"] == "job.nprocs")
+    assert nprocs["how"] == "chosen" and "folded by default" in nprocs["note"]
+
+
+@pytest.mark.parametrize("nprocs, ranks", [(1, 1), (256, 256), (257, 129), (512, 256), (1000, 250), (2048, 256),
+                                           (100000, 256)])
+def test_default_ranks_are_balanced_and_at_most_256(nprocs, ranks):
+    assert default_ranks(nprocs) == ranks
+    per = -(-nprocs // ranks)
+    assert per == -(-nprocs // 256)     # the busiest rank carries no more log ranks than with 256
+
+
+def test_ranks_given_beyond_one_process_are_refused_in_one_line(tmp_path):
+    path = example("example.darshan")
+    with pytest.raises(UserError) as e:
+        translate(path, target=str(tmp_path), ranks=300, log=load(path))
+    msg = str(e.value)
+    assert msg.startswith("ranks: 300 is more than 256") and "--ranks N (1 <= N <= 256)" in msg and "\n" not in msg
 
 
 # -- bad input: one line naming the file ------------------------------------------------------------
@@ -195,7 +217,6 @@ def _bad_logs(tmp_path) -> dict[str, tuple[str, str]]:
             "truncated": (str(tmp_path / "half.darshan"), "truncated or corrupt"),
             "header only": (str(tmp_path / "head.darshan"), "truncated or corrupt"),
             "old version": (str(tmp_path / "v2.darshan"), "format version 2.06 is not supported"),
-            "no POSIX": (example("noposix.darshan"), "no POSIX or MPI-IO records"),
             "a folder": (str(tmp_path), "is a directory")}
 
 

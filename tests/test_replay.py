@@ -56,7 +56,9 @@ def test_replay_agrees_with_the_log(tmp_path, mode):
     assert rows["POSIX_OPENS"]["status"] == "not reproduced" and rows["POSIX_OPENS"]["reason"]
     shared = doc["replay"]["fidelity"]["classes"]["shared"]   # the one file all 4 ranks opened (rank -1)
     assert shared["records"] == 1 and shared["log"] == shared["replay"]
-    assert any(n["what"] == "STDIO" for n in doc["replay"]["fidelity"]["not_reproduced"])
+    # its only STDIO record is <STDOUT>: a standard stream, not a file, named with its counts
+    assert any(n["what"] == "STDIO <STDOUT>" and "128 writes" in n["reason"]
+               for n in doc["replay"]["fidelity"]["not_reproduced"])
     wi = doc["replay"]["what_if"]
     assert wi["log_io_s"] > 0 and wi["replay_io_s"] > 0 and wi["ratio"] == pytest.approx(wi["replay_io_s"] / wi["log_io_s"])
     assert doc["replay"]["from_dxt" if not mode else "from_counters"] == 4
@@ -103,13 +105,11 @@ def test_emit_writes_the_job_and_its_logs_only(tmp_path, capsys):
     assert (target / "test123.h5").stat().st_size >= 4196352
 
 
-@pytest.mark.parametrize("make", ["not-a-log", "noposix", "truncated"])
+@pytest.mark.parametrize("make", ["not-a-log", "truncated"])
 def test_bad_logs_exit_2_in_one_line_with_nothing_written(tmp_path, capsys, make):
     if make == "not-a-log":
         log = tmp_path / "x.darshan"
         log.write_text("not a log\n")
-    elif make == "noposix":
-        log = EXAMPLES / "noposix.darshan"
     else:
         log = tmp_path / "cut.darshan"
         data = (EXAMPLES / "example.darshan").read_bytes()
@@ -128,6 +128,34 @@ def test_a_target_holding_other_files_is_refused(tmp_path, capsys):
     assert replay(IOR_HDF5, "--target", str(target)) == 2
     assert "is not empty" in capsys.readouterr().err
     assert _files_under(target) == ["mine.dat"] and (target / "mine.dat").read_text() == "keep me"
+
+
+def test_stdio_only_log_replays_its_stream_calls_folded_by_default(tmp_path, capsys):
+    """PyDarshan's noposix.darshan: 512 ranks, modules LUSTRE and STDIO only. Its one file is read
+    in 199,687 freads (1.8 GB); its 2,190,437 fwrites went to <STDOUT> (named by darshan-convert's
+    hash of it), which is no file. At --scale 0.001, folded onto 256 ranks without being asked."""
+    log = EXAMPLES / "noposix.darshan"
+    if not log.exists():
+        pytest.skip(f"noposix.darshan is not in this PyDarshan wheel ({EXAMPLES})")
+    out = tmp_path / "r.json"
+    assert replay(str(log), "--target", str(tmp_path / "t"), "--scale", "0.001", "--json", str(out)) == 0
+    err = capsys.readouterr().err
+    assert "folded the log's 512 ranks onto 256 replay ranks (2 log ranks each" in err and "--ranks N" in err
+    doc = _doc(out)
+    assert doc["replay"]["ranks"] == 256 and doc["replay"]["files"] == 1
+    rows = {r["counter"]: r for r in doc["replay"]["fidelity"]["rows"]}
+    assert rows["STDIO_READS"]["log"] == round(199687 * 0.001) == rows["STDIO_READS"]["replay"]
+    assert rows["STDIO_BYTES_READ"]["log"] == round(1812408359 * 0.001) == rows["STDIO_BYTES_READ"]["replay"]
+    assert rows["STDIO mean read size (bytes / calls)"]["status"] == "ok"
+    assert rows["STDIO_SEEKS"]["status"] == "not reproduced"
+    assert "POSIX_READS" not in rows          # no POSIX record: no POSIX rows
+    assert not [r for r in _determined(doc) if r["status"] != "ok"]
+    not_rep = {n["what"]: n["reason"] for n in doc["replay"]["fidelity"]["not_reproduced"]}
+    assert "2,190,437 writes of 29,562,779 bytes" in not_rep["STDIO <STDOUT>"]
+    assert "buffering" in not_rep["STDIO buffering"]
+    wi = doc["replay"]["what_if"]
+    assert wi["log_io_s"] > 0 and "STDIO_F_" in wi["log_basis"]
+    assert _files_under(tmp_path / "t") == []
 
 
 # -- logs recorded here with darshan-runtime around known workloads -----------------------------------
@@ -163,10 +191,10 @@ def _record(tmp_path: Path, argv: list[str], program: str, nonmpi: bool = False)
     return str(made[0])
 
 
-def _emitted_ops(tmp_path: Path, log: str, target: Path) -> dict[str, list[list[tuple]]]:
+def _emitted_ops(tmp_path: Path, log: str, target: Path, *extra: str) -> dict[str, list[list[tuple]]]:
     """The requests the replay will issue: --emit's iologs, by file (one list per worker)."""
     job = tmp_path / "emitted.toml"
-    assert replay(log, "--target", str(target), "--emit", str(job), "-q") == 0
+    assert replay(log, "--target", str(target), "--emit", str(job), "-q", *extra) == 0
     out: dict[str, list[list[tuple]]] = {}
     for path in sorted(glob.glob(str(tmp_path / "emitted.toml.iologs" / "logs" / "*.iolog"))):
         ops = []
@@ -265,3 +293,161 @@ def test_a_random_storlab_job_replays_aligned_over_its_range(tmp_path):
 
     got = count_ops(reads)
     assert abs(got["POSIX_SEQ_READS"] - rec.c("POSIX_SEQ_READS")) <= 0.05 * rec.c("POSIX_SEQ_READS")
+
+
+STDIO_APP = r"""
+/* fopen/fwrite/fread/fseek on a file; a second one written with write() and then through fdopen */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+    char path[4096], buf[4096];
+    memset(buf, 'x', sizeof buf);
+    snprintf(path, sizeof path, "%s/stream.dat", argv[1]);
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 1000; i++) fwrite(buf, 1, 100, f);
+    fflush(f);
+    fclose(f);
+    f = fopen(path, "r");
+    for (int i = 0; i < 250; i++) fread(buf, 1, 400, f);
+    fseek(f, 0, SEEK_SET);
+    for (int i = 0; i < 10; i++) fread(buf, 1, 400, f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/mixed.dat", argv[1]);
+    int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    for (int i = 0; i < 10; i++) write(fd, buf, 4096);
+    f = fdopen(fd, "a");
+    for (int i = 0; i < 20; i++) fwrite(buf, 1, 500, f);
+    fclose(f);
+    return 0;
+}
+"""
+
+
+def _stdio_app_log(tmp_path: Path) -> str:
+    """A C program doing its I/O through stdio, compiled and recorded here (non-MPI); the program
+    is tmp_path/stdio_app, its folder tmp_path/app."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler (cc) to build the stdio program")
+    prefix = _darshan_prefix()
+    (tmp_path / "stdio_app.c").write_text(STDIO_APP)
+    subprocess.run([cc, "-O1", "-o", str(tmp_path / "stdio_app"), str(tmp_path / "stdio_app.c")], check=True,
+                   capture_output=True, timeout=60)
+    app = tmp_path / "app"
+    app.mkdir()
+    assert prefix
+    return _record(tmp_path, [str(tmp_path / "stdio_app"), str(app)], "stdio_app", nonmpi=True)
+
+
+def test_a_stdio_program_replays_its_calls(tmp_path):
+    """fwrite 1000 x 100 B, fflush, fread 250 x 400 B, fseek to 0, fread 10 x 400 B on stream.dat;
+    write() 10 x 4 KiB then fdopen and fwrite 20 x 500 B on mixed.dat. Darshan's POSIX module sees
+    only the write() calls (no double counting); the replay does each stream call as one request."""
+    log = _stdio_app_log(tmp_path)
+    loaded = load(log)
+    stdio = {os.path.basename(r.path): r for r in loaded.module_records("STDIO")}
+    posix = {os.path.basename(r.path): r for r in loaded.module_records("POSIX")}
+    assert stdio["stream.dat"].c("STDIO_WRITES") == 1000 and stdio["stream.dat"].c("STDIO_READS") == 260
+    assert "stream.dat" not in posix or not posix["stream.dat"].c("POSIX_WRITES")
+    assert posix["mixed.dat"].c("POSIX_BYTES_WRITTEN") == 10 * 4096          # stdio's 10,000 bytes not in it
+    assert stdio["mixed.dat"].c("STDIO_BYTES_WRITTEN") == 20 * 500
+    ops = _emitted_ops(tmp_path, log, tmp_path / "t")
+    (stream,) = ops["stream.dat"]
+    writes = [op for op in stream if op[0] == "write"]
+    reads = [op for op in stream if op[0] == "read"]
+    assert writes == [("write", k * 100, 100) for k in range(1000)]
+    # the stream read the file once, then (after its seek to 0) 10 requests more from the start
+    assert reads == [("read", k * 400, 400) for k in range(250)] + [("read", k * 400, 400) for k in range(10)]
+    assert stream.index(reads[0]) > stream.index(writes[-1])                 # written first, then read
+    mixed = sorted(ops["mixed.dat"], key=len)
+    assert [op[2] for op in mixed[0]] == [4096] * 10 and [op[2] for op in mixed[1]] == [500] * 20
+    out = tmp_path / "r.json"
+    assert replay(log, "--target", str(tmp_path / "t"), "--json", str(out), "-q") == 0
+    doc = _doc(out)
+    rows = {r["counter"]: r for r in doc["replay"]["fidelity"]["rows"]}
+    assert (rows["STDIO_READS"]["log"], rows["STDIO_READS"]["replay"]) == (260, 260)
+    assert (rows["STDIO_WRITES"]["log"], rows["STDIO_WRITES"]["replay"]) == (1020, 1020)
+    assert rows["STDIO_BYTES_WRITTEN"]["replay"] == 110000 and rows["POSIX_BYTES_WRITTEN"]["replay"] == 40960
+    assert rows["STDIO mean read size (bytes / calls)"]["replay"] == 400
+    assert rows["STDIO_MAX_BYTE_READ (extent, summed over files)"]["replay"] == 100000
+    assert rows["STDIO_FLUSHES"]["status"] == "not reproduced"
+    assert not [r for r in _determined(doc) if r["status"] != "ok"]
+    assert doc["replay"]["fidelity"]["records_within_tolerance"] == 3
+    assert any(m["key"].startswith("STDIO_READS") for m in doc["translation"]["mapped"])
+    wi = doc["replay"]["what_if"]
+    assert wi["log_io_s"] > 0 and wi["ratio"] is not None
+    # --timed: each file's worker starts at its recorded time; the what-if still compares
+    out = tmp_path / "timed.json"
+    assert replay(log, "--target", str(tmp_path / "t"), "--timed", "--json", str(out), "-q") == 0
+    doc = _doc(out)
+    assert doc["replay"]["timed"] and doc["replay"]["what_if"]["ratio"] is not None
+    assert not [r for r in _determined(doc) if r["status"] != "ok"]
+
+
+def test_a_log_without_records_is_refused_in_one_line(tmp_path, capsys):
+    """A program doing no file I/O (true) leaves a log with no module at all."""
+    log = _record(tmp_path, ["true"], "true", nonmpi=True)
+    assert replay(log, "--target", str(tmp_path / "t")) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "modules = none: no POSIX, MPI-IO or STDIO records to replay" in err
+    assert not (tmp_path / "t").exists()
+
+
+def _syscalls_by_file(trace: str) -> dict[str, dict[str, list[int]]]:
+    """strace -e read,write,openat,close output: per file name, the byte counts of its read and
+    write system calls."""
+    import re
+
+    names: dict[int, str] = {}
+    out: dict[str, dict[str, list[int]]] = {}
+    for line in trace.splitlines():
+        m = re.match(r"\d*\s*openat\(AT_FDCWD, \"([^\"]+)\".*= (\d+)$", line)
+        if m:
+            names[int(m.group(2))] = os.path.basename(m.group(1))
+            continue
+        m = re.match(r"\d*\s*(read|write)\((\d+),.*= (\d+)$", line)
+        if m and int(m.group(2)) in names:
+            out.setdefault(names[int(m.group(2))], {"read": [], "write": []})[m.group(1)].append(int(m.group(3)))
+        m = re.match(r"\d*\s*close\((\d+)\)", line)
+        if m:
+            names.pop(int(m.group(1)), None)
+    return out
+
+
+def test_stdio_buffer_replays_the_system_calls_glibc_made(tmp_path):
+    """--stdio-buffer 4k: the same program's stream calls become the system calls of a 4 KiB glibc
+    stream buffer; where strace is here, they are the very calls the program made (counted on it)."""
+    log = _stdio_app_log(tmp_path)
+    ops = _emitted_ops(tmp_path, log, tmp_path / "t", "--stdio-buffer", "4k")
+    (stream,) = ops["stream.dat"]
+    writes = [n for d, _, n in stream if d == "write"]
+    reads = [n for d, _, n in stream if d == "read"]
+    assert writes == [4096] * 24 + [1696] and len(reads) == 26 and sum(reads) == 104096
+    stdio_mixed = min(ops["mixed.dat"], key=len)          # the fdopen'ed stream's worker (the write()s: 10)
+    assert [n for _, _, n in stdio_mixed] == [4096, 4096, 1808]
+    strace = shutil.which("strace")
+    if strace:
+        trace = tmp_path / "strace.txt"
+        app = tmp_path / "again"
+        app.mkdir()
+        subprocess.run([strace, "-f", "-e", "trace=read,write,openat,close", "-o", str(trace),
+                        str(tmp_path / "stdio_app"), str(app)], check=True, capture_output=True, timeout=60)
+        calls = _syscalls_by_file(trace.read_text())
+        assert calls["stream.dat"]["write"] == writes                 # what glibc did, call for call
+        assert len(calls["stream.dat"]["read"]) == len(reads)
+        assert sorted(calls["mixed.dat"]["write"]) == sorted([4096] * 10 + [4096, 4096, 1808])
+    out = tmp_path / "r.json"
+    assert replay(log, "--target", str(tmp_path / "t"), "--stdio-buffer", "4k", "--json", str(out), "-q") == 0
+    doc = _doc(out)
+    rows = {r["counter"]: r for r in doc["replay"]["fidelity"]["rows"]}
+    assert rows["STDIO_WRITES"]["status"] == "buffered" and rows["STDIO_WRITES"]["log"] == 1020   # the application's
+    assert rows["STDIO_WRITES"]["replay"] == 28 and "1,020 write calls replayed as 28 system calls" in \
+        rows["STDIO_WRITES"]["reason"]
+    planned = rows["write system calls, 4096-byte buffer (planned from STDIO_WRITES)"]
+    assert (planned["log"], planned["replay"], planned["status"]) == (28, 28, "ok")
+    assert rows["STDIO_BYTES_WRITTEN"]["status"] == "ok" and rows["STDIO_FLUSHES"]["status"] == "buffered"
+    assert not [r for r in _determined(doc) if r["status"] != "ok"]
+    assert doc["replay"]["stdio_buffer"] == 4096

@@ -77,7 +77,7 @@ def darshan_inputs(kind: str) -> list[Path]:
         return []
     names = {"good": ["ior_hdf5_example.darshan", "shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan",
                       "dxt.darshan"],
-             "bad": ["noposix.darshan"]}[kind]
+             "bad": []}[kind]
     return [logs / n for n in names if (logs / n).exists()]
 
 

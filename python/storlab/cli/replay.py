@@ -34,7 +34,8 @@ REPLAY_OPTIONS: tuple[Option, ...] = (
            core=False, job_key=False),
     BY_NAME["emit"],      # one meaning for every translator (the target gets the empty folders too)
     Option("ranks", "int", "replay ranks (one worker each, in one process); the log's rank r replays as "
-           "r mod N (default: the log's rank count, at most 256)", minimum=1, maximum=256,
+           "r mod N (default: the log's rank count; beyond 256, the fewest ranks up to 256 that give each "
+           "ceil(ranks/256) log ranks at most, e.g. 2048 -> 256, 1000 -> 250, 257 -> 129, said in one line)", minimum=1, maximum=256,
            category="replay", core=False, job_key=False),
     Option("scale", "float", "replay this fraction of each file's requests and bytes (sizes kept); the "
            "fidelity table compares with the log scaled alike", default=1.0, minimum=1e-9, maximum=1.0,
@@ -43,6 +44,10 @@ REPLAY_OPTIONS: tuple[Option, ...] = (
            default=False, category="replay", core=False, job_key=False),
     Option("timed", "bool", "keep the recorded start time of every DXT-traced request (think time kept); "
            "default: as fast as possible", default=False, category="replay", core=False, job_key=False),
+    Option("stdio_buffer", "size", "replay STDIO calls (fread/fwrite...) through a fully buffered stream of this "
+           "size, as glibc's (the system calls the C library made: e.g. 4k, the st_blksize of most local file "
+           "systems); default 0: one request per call, the application's calls", default=0, minimum=0,
+           category="replay", core=False, job_key=False),
     Option("keep_files", "bool", "keep the replay's data files under the target (default: removed afterwards)",
            default=False, category="replay", core=False, job_key=False),
     Option("seed", "int", "seed of the choices the counters leave open (sizes' order, positions)",
@@ -82,7 +87,10 @@ def run(args: argparse.Namespace) -> int:
     if args.emit and args.emit != "-":
         check_destination(args.emit, "emit", allow_stdout=True)
     tr = translate(args.log, target=args.target, ranks=args.ranks, scale=args.scale,
-                   dxt=not args.no_dxt, timed=args.timed, seed=args.seed)
+                   dxt=not args.no_dxt, timed=args.timed, seed=args.seed, stdio_buffer=int(args.stdio_buffer or 0))
+    folded = tr.details["replay"].get("folded")
+    if folded and args.ranks is None and not settings.get("quiet"):
+        print(f"storlab replay: {folded}", file=sys.stderr)   # stderr: --emit - and --json - keep stdout
     if args.emit:
         tr.emit(args.emit)   # the job, its request logs in FILE.iologs/, the target's folders
         if args.emit != "-" and not settings.get("quiet"):

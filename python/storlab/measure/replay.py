@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import TargetError
 from ..jobs.darshan.counters import BINS, COUNT_KEYS, READ, SYNC, WRITE, count_ops
+from ..jobs.darshan.stdio import STDIO_BUFFERING
 from ..jobs.darshan.translator import IOLOG_DIR, DarshanTranslation, write_iologs
 
 __all__ = ["check_target_folder", "prepare", "fidelity", "what_if", "read_replayed", "TOLERANCE",
@@ -21,6 +22,16 @@ __all__ = ["check_target_folder", "prepare", "fidelity", "what_if", "read_replay
 
 TOLERANCE = 0.05     # the log determines a value: the replay agrees within 5 %
 MARKER = "MARKER"    # TARGET/.storlab-replay/MARKER: the folder holds a replay's files
+
+# STDIO counters against the requests replayed (each stream call one request), counted as POSIX's
+STDIO_ROWS = {"STDIO_READS": "POSIX_READS", "STDIO_WRITES": "POSIX_WRITES", "STDIO_BYTES_READ": "POSIX_BYTES_READ",
+              "STDIO_BYTES_WRITTEN": "POSIX_BYTES_WRITTEN", "STDIO_MAX_BYTE_READ": "POSIX_MAX_BYTE_READ",
+              "STDIO_MAX_BYTE_WRITTEN": "POSIX_MAX_BYTE_WRITTEN"}
+STDIO_NOT_REPRODUCED = {
+    "STDIO_OPENS": "the engine opens each file once per worker; the log's further fopens are not replayed",
+    "STDIO_SEEKS": "the engine uses pread/pwrite: a seek shows only as the next request's offset",
+    "STDIO_FLUSHES": "fflush moves the C library's buffer to the kernel; the replay has no such buffer",
+}
 
 NOT_REPRODUCED = {
     "POSIX_OPENS": "the engine opens each file once per worker; the log's further opens are not replayed",
@@ -93,25 +104,30 @@ def _status(log_v: float, rep_v: float) -> str:
 
 def fidelity(tr: DarshanTranslation) -> dict[str, Any]:
     """Each counter, the log against the replay; per record and in total."""
-    by_record: dict[tuple[int, int], list] = defaultdict(list)
+    by_record: dict[tuple[str, int, int], list] = defaultdict(list)
     for w in tr.workers:
-        by_record[(w.record_id, w.log_rank if w.source == "counters" else _record_rank(tr, w))].append(w)
+        by_record[(w.module, w.record_id, w.log_rank if w.source == "counters" else _record_rank(tr, w))].append(w)
     totals_log: dict[str, int] = defaultdict(int)
     totals_rep: dict[str, int] = defaultdict(int)
     records_ok = 0
     differing: list[dict[str, Any]] = []
     files_done: set[str] = set()
-    workers_done = 0
+    workers_done: dict[str, int] = defaultdict(int)   # by module: the workers that did requests
     class_keys = ("POSIX_READS", "POSIX_WRITES", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN")
     classes: dict[str, dict[str, Any]] = {}
+    stdio_log: dict[str, int] = defaultdict(int)
+    stdio_rep: dict[str, int] = defaultdict(int)
+    stdio_plan: dict[str, int] = defaultdict(int)     # the requests planned (with --stdio-buffer: system calls)
+    stdio_files: set[str] = set()
+    buffer = tr.details["replay"].get("stdio_buffer", 0)
     for rec in tr.records:
-        ws = by_record.get((rec.id, rec.rank), [])
+        ws = by_record.get((rec.module, rec.id, rec.rank), [])
         rep: dict[str, int] = defaultdict(int)
         for w in ws:
             ops = [op[:3] for op in read_replayed(w.replayed_iolog)]
             if ops:
                 files_done.add(w.target)
-                workers_done += 1
+                workers_done[w.module] += 1
             for k, v in count_ops(ops).items():
                 if k in COUNT_KEYS:
                     rep[k] = max(rep[k], v) if k.startswith("POSIX_MAX_BYTE") else rep[k] + v
@@ -123,6 +139,27 @@ def fidelity(tr: DarshanTranslation) -> dict[str, Any]:
         for k in class_keys:
             cls["log"][k] += log[k]
             cls["replay"][k] += rep[k]
+        if rec.module == "STDIO":     # the stream calls: the log's STDIO counters against the requests replayed
+            stdio_files.add(rec.path)
+            for k, posix in STDIO_ROWS.items():
+                stdio_log[k] += rec.c(k) + (1 if k.startswith("STDIO_MAX_BYTE") and rec.c(k) else 0)
+                stdio_rep[k] += rep[posix] + (1 if posix.startswith("POSIX_MAX_BYTE") and rep[posix] else 0)
+            plan: dict[str, int] = defaultdict(int)
+            for w in ws:
+                for k, v in count_ops([op[:3] for op in w.ops]).items():
+                    if k in ("POSIX_READS", "POSIX_WRITES", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN"):
+                        plan[k] += v
+                        stdio_plan[k] += v
+            # one request per call: against the log's calls; buffered: against the system calls planned
+            want = {k: rec.c(k) if not buffer else plan[STDIO_ROWS[k]] for k in STDIO_ROWS}
+            bad = [k for k in STDIO_ROWS if not k.startswith("STDIO_MAX_BYTE")
+                   and _status(want[k], rep[STDIO_ROWS[k]]) != "ok"]
+            if bad:
+                differing.append({"file": rec.path, "rank": rec.rank, "module": "STDIO",
+                                  "counters": {k: [want[k], rep[STDIO_ROWS[k]]] for k in bad}})
+            else:
+                records_ok += 1
+            continue
         bad = [k for k in COUNT_KEYS if not k.startswith("POSIX_MAX_BYTE") and _status(log[k], rep[k]) != "ok"]
         if bad:
             differing.append({"file": rec.path, "rank": rec.rank, "counters": {k: [log[k], rep[k]] for k in bad}})
@@ -137,12 +174,49 @@ def fidelity(tr: DarshanTranslation) -> dict[str, Any]:
                 totals_rep[k] += rep[k]
     rows: list[dict[str, Any]] = []
 
-    def row(name: str, log_v: float, rep_v: float, determined: bool = True, reason: str = "") -> None:
-        status = _status(log_v, rep_v) if determined else ("not reproduced" if reason else "approximate")
+    def row(name: str, log_v: float, rep_v: float, determined: bool = True, reason: str = "",
+            status: str = "") -> None:
+        status = status or (_status(log_v, rep_v) if determined else ("not reproduced" if reason else "approximate"))
         rows.append({"counter": name, "log": log_v, "replay": rep_v, "status": status,
                      **({"reason": reason} if reason else {})})
 
     row("files", len({r.path for r in tr.records}), len(files_done))
+    if stdio_files and buffer:
+        # the application's calls, then the system calls a glibc stream buffer makes of them
+        for k, tag in (("STDIO_READS", "read"), ("STDIO_WRITES", "write")):
+            if not (stdio_log[k] or stdio_rep[k]):
+                continue
+            row(k, stdio_log[k], stdio_rep[k], status="buffered",
+                reason=f"{stdio_log[k]:,} {tag} calls replayed as {stdio_rep[k]:,} system calls "
+                       f"through a {buffer}-byte stream buffer (--stdio-buffer)")
+            plan_key = STDIO_ROWS[k]
+            row(f"{tag} system calls, {buffer}-byte buffer (planned from {k})", stdio_plan[plan_key], stdio_rep[k])
+        row("STDIO_BYTES_WRITTEN", stdio_log["STDIO_BYTES_WRITTEN"], stdio_rep["STDIO_BYTES_WRITTEN"])
+        row("STDIO_BYTES_READ", stdio_log["STDIO_BYTES_READ"], stdio_rep["STDIO_BYTES_READ"],
+            determined=stdio_log["STDIO_BYTES_READ"] == stdio_rep["STDIO_BYTES_READ"])
+    elif stdio_files:
+        for k in ("STDIO_READS", "STDIO_WRITES", "STDIO_BYTES_READ", "STDIO_BYTES_WRITTEN"):
+            row(k, stdio_log[k], stdio_rep[k])
+    if stdio_files:
+        for tag, calls, size in (("read", "STDIO_READS", "STDIO_BYTES_READ"),
+                                 ("write", "STDIO_WRITES", "STDIO_BYTES_WRITTEN")):
+            if (stdio_log[calls] or stdio_rep[calls]) and not buffer:
+                row(f"STDIO mean {tag} size (bytes / calls)",
+                    round(stdio_log[size] / stdio_log[calls], 1) if stdio_log[calls] else 0.0,
+                    round(stdio_rep[size] / stdio_rep[calls], 1) if stdio_rep[calls] else 0.0)
+        for k in ("STDIO_MAX_BYTE_READ", "STDIO_MAX_BYTE_WRITTEN"):
+            if stdio_log[k] or stdio_rep[k]:
+                row(f"{k} (extent, summed over files)", stdio_log[k], stdio_rep[k], determined=False)
+        stdio_meta = {k: sum(max(0, r.c(k)) for r in tr.records if r.module == "STDIO") for k in STDIO_NOT_REPRODUCED}
+        for k, why in STDIO_NOT_REPRODUCED.items():
+            if k == "STDIO_FLUSHES" and buffer and stdio_meta[k]:
+                row(k, stdio_meta[k], 0, status="buffered", reason="spread evenly over the writes, each writing out "
+                    "what the buffer holds (in the system calls above)")
+            elif stdio_meta[k] or k == "STDIO_OPENS":
+                row(k, stdio_meta[k], workers_done["STDIO"] if k == "STDIO_OPENS" else 0,
+                    determined=False, reason=why)
+    if not any(r.module != "STDIO" for r in tr.records):
+        return _fidelity_result(tr, rows, classes, records_ok, differing)
     for k in ("POSIX_READS", "POSIX_WRITES", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN"):
         row(k, totals_log[k], totals_rep[k])
     for tag in ("READ", "WRITE"):
@@ -167,17 +241,28 @@ def fidelity(tr: DarshanTranslation) -> dict[str, Any]:
             row(f"{k} (extent, summed over files)", totals_log[k], totals_rep[k], determined=from_dxt,
                 reason="" if from_dxt else "")
     # Darshan writes -1 where it did not track a counter (e.g. POSIX_MMAPS on some builds)
-    meta = {k: sum(max(0, r.c(k)) for r in tr.records) for k in NOT_REPRODUCED}
-    row("POSIX_OPENS", meta["POSIX_OPENS"], workers_done, determined=False, reason=NOT_REPRODUCED["POSIX_OPENS"])
+    meta = {k: sum(max(0, r.c(k)) for r in tr.records if r.module != "STDIO") for k in NOT_REPRODUCED}
+    row("POSIX_OPENS", meta["POSIX_OPENS"], workers_done["POSIX"] + workers_done["MPI-IO"],
+        determined=False, reason=NOT_REPRODUCED["POSIX_OPENS"])
     for k in ("POSIX_STATS", "POSIX_SEEKS", "POSIX_MMAPS"):
         if meta[k]:
             row(k, meta[k], 0, determined=False, reason=NOT_REPRODUCED[k])
+    return _fidelity_result(tr, rows, classes, records_ok, differing)
+
+
+def _fidelity_result(tr: DarshanTranslation, rows: list[dict[str, Any]], classes: dict[str, Any], records_ok: int,
+                     differing: list[dict[str, Any]]) -> dict[str, Any]:
+    """The fidelity table's document: its rows, and what the replay cannot reproduce, with why."""
     log = tr.log
     not_reproduced: list[dict[str, str]] = []
+    if any(r.module == "STDIO" for r in tr.records) and not tr.details["replay"].get("stdio_buffer"):
+        not_reproduced.append({"what": "STDIO buffering", "reason": STDIO_BUFFERING + " (--stdio-buffer SIZE reproduces it)"})
+    for name, counts in tr.streams.items():
+        not_reproduced.append({"what": f"STDIO {name}", "reason": "a standard stream (or pipe), not a file: "
+                               f"{counts['STDIO_WRITES']:,} writes of {counts['STDIO_BYTES_WRITTEN']:,} bytes, "
+                               f"{counts['STDIO_READS']:,} reads of {counts['STDIO_BYTES_READ']:,} bytes not replayed"})
     if log is not None:
-        for module, reason in (("STDIO", "buffered by the C library; the sizes and offsets that reached the file "
-                                         "system are not recorded"),
-                               ("H5F", "HDF5 library calls: the requests HDF5 made beneath them are replayed"),
+        for module, reason in (("H5F", "HDF5 library calls: the requests HDF5 made beneath them are replayed"),
                                ("H5D", "HDF5 library calls: the requests HDF5 made beneath them are replayed"),
                                ("LUSTRE", "the file striping of the logged system; the replay uses the target's")):
             if module in log.modules:
@@ -210,12 +295,13 @@ def what_if(tr: DarshanTranslation, doc: dict[str, Any]) -> dict[str, Any]:
     """The log's I/O time against the replay's, and their ratio (replay / log)."""
     log = tr.log
     scale = tr.details["replay"]["scale"]
-    whole_log = _slowest_rank_s(log.module_records("POSIX") if log else [], log.nprocs if log else 1)
-    replayed = {(r.id, r.rank) for r in tr.records}
-    slowest = _slowest_rank_s([r for r in (log.module_records("POSIX") if log else []) if (r.id, r.rank) in replayed],
-                              log.nprocs if log else 1)
-    data_s = _slowest_rank_s([r for r in (log.module_records("POSIX") if log else []) if (r.id, r.rank) in replayed],
-                             log.nprocs if log else 1, meta=False) * scale
+    timed_records = (log.module_records("POSIX") + log.module_records("STDIO")) if log else []
+    nprocs = log.nprocs if log else 1
+    whole_log = _slowest_rank_s(timed_records, nprocs)
+    replayed = {(r.module, r.id, r.rank) for r in tr.records}
+    mine = [r for r in timed_records if (r.module, r.id, r.rank) in replayed]
+    slowest = _slowest_rank_s(mine, nprocs)
+    data_s = _slowest_rank_s(mine, nprocs, meta=False) * scale
     dxt_span = None
     if tr.details["replay"]["from_dxt"]:
         starts = [op[3] for w in tr.workers if w.source == "dxt" for op in w.ops]
@@ -230,7 +316,8 @@ def what_if(tr: DarshanTranslation, doc: dict[str, Any]) -> dict[str, Any]:
     log_s = (dxt_span if timed and dxt_span else slowest) * scale
     basis = ("DXT span: first request's start to last request's end" if timed and dxt_span else
              "slowest rank's POSIX_F_READ_TIME + POSIX_F_WRITE_TIME + POSIX_F_META_TIME (shared files: "
-             "POSIX_F_SLOWEST_RANK_TIME), as darshan-parser --perf, over the files replayed")
+             "POSIX_F_SLOWEST_RANK_TIME), as darshan-parser --perf, over the files replayed"
+             + (" (their STDIO_F_* timers alike for stdio streams)" if any(r.module == "STDIO" for r in mine) else ""))
     if scale != 1:
         basis += f", times {scale} (the replay's scale)"
     ratio = replay_s / log_s if log_s > 0 else None
@@ -261,14 +348,15 @@ def _slowest_replay_rank_s(tr: DarshanTranslation, phases: list[dict[str, Any]])
 
 def _slowest_rank_s(records, nprocs: int, meta: bool = True) -> float:
     """darshan-parser --perf's slowest rank: per rank, the read, write and metadata time of its own
-    files, plus each shared file's POSIX_F_SLOWEST_RANK_TIME (`meta` False: reads and writes only,
+    files (POSIX and STDIO records), plus each shared file's POSIX_F_SLOWEST_RANK_TIME (`meta` False: reads and writes only,
     a shared file's share of them per rank)."""
     per_rank: dict[int, float] = defaultdict(float)
     shared = 0.0
     for r in records:
-        t = r.f("POSIX_F_READ_TIME") + r.f("POSIX_F_WRITE_TIME") + (r.f("POSIX_F_META_TIME") if meta else 0.0)
+        m = "STDIO" if r.module == "STDIO" else "POSIX"     # STDIO names its timers as POSIX does
+        t = r.f(f"{m}_F_READ_TIME") + r.f(f"{m}_F_WRITE_TIME") + (r.f(f"{m}_F_META_TIME") if meta else 0.0)
         if r.rank == -1:
-            shared += (r.f("POSIX_F_SLOWEST_RANK_TIME") if meta else 0.0) or t / max(1, nprocs)
+            shared += (r.f(f"{m}_F_SLOWEST_RANK_TIME") if meta else 0.0) or t / max(1, nprocs)
         else:
             per_rank[r.rank] += t
     return (max(per_rank.values()) if per_rank else 0.0) + shared

@@ -2,7 +2,7 @@
 
 Every way a log can be unusable is refused here in one line naming the file: not a Darshan log,
 an unsupported format version, a truncated or corrupt log (darshan-util's own error, or records
-missing that the header announces), no POSIX or MPI-IO records. Nothing is written.
+missing that the header announces), no POSIX, MPI-IO or STDIO records. Nothing is written.
 """
 from __future__ import annotations
 
@@ -178,7 +178,7 @@ def _from_raw(path: str, version: str, raw: dict[str, Any]) -> DarshanLog:
     nameless = [r for rs in log.records.values() for r in rs if not r.path]
     if nameless:
         raise LogError(path, f"truncated or corrupt log ({len(nameless)} records have no file name)")
-    if not log.records.get("POSIX") and not log.records.get("MPI-IO"):
+    if not any(log.records.get(m) for m in ("POSIX", "MPI-IO", "STDIO")):
         present = ", ".join(sorted(log.modules)) or "none"
-        raise LogError(path, "no POSIX or MPI-IO records to replay", key="modules", value=present)
+        raise LogError(path, "no POSIX, MPI-IO or STDIO records to replay", key="modules", value=present)
     return log

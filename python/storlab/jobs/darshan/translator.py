@@ -4,6 +4,8 @@ sequence (fio iolog v3) on a file of the same name under the target folder.
 Where the log has a DXT trace of a file on a rank (DXT_POSIX), the worker replays its exact
 offsets and lengths; elsewhere the sequence is made from the record's counters (synth.py), so it
 has the record's request counts, bytes, size bins, SEQ and CONSEC counts, switches and fsyncs.
+A STDIO record (fopen/fread/fwrite... on a file) replays its stream calls, one request each, or
+through a glibc stream buffer (stdio.py); the standard streams are not files and are left out.
 The log's ranks become replay ranks (one engine worker each, in one process; `ranks` folds
 rank r onto r mod ranks); a file shared by all ranks (a rank -1 record) is dealt to every rank.
 Each rank does its files one after another, in the order the log first opened them: the job's
@@ -24,10 +26,11 @@ from ...errors import UserError
 from ..translation import Mapped, Translation, sha256_of
 from .counters import BINS, READ, SYNC, WRITE
 from .log import DarshanLog, Record, load
+from .stdio import STDIO_BUFFERING, STDIO_CHOICES, stdio_as_posix, stdio_requests, stdio_scaled, stream_name
 from .synth import MAX_REQUEST, STATED_CHOICES, synthesize
 
 __all__ = ["FORMAT", "translate", "DarshanTranslation", "Worker", "MAX_RANKS", "MAX_WORKERS_PER_PHASE",
-           "file_classes", "scaled_counters"]
+           "file_classes", "scaled_counters", "default_ranks", "fold_line"]
 
 FORMAT = "darshan"
 MAX_RANKS = 256                 # replay ranks in one process (threads); --ranks folds more onto fewer
@@ -57,6 +60,7 @@ class Worker:
     sync_end: bool = False   # an fsync after its last request (the group's fsync_end)
     iolog: str = ""          # the generated log it replays
     replayed_iolog: str = ""  # the log the engine writes of what it did
+    module: str = "POSIX"    # the record's module: POSIX, MPI-IO (no POSIX beneath) or STDIO
 
 
 @dataclass
@@ -67,6 +71,7 @@ class DarshanTranslation(Translation):
     records: list[Record] = field(default_factory=list)   # the POSIX records replayed (scaled)
     file_classes: dict[int, str] = field(default_factory=dict)
     group_workers: list[list[int]] = field(default_factory=list)   # per phase, per group: its worker
+    streams: dict[str, dict[str, int]] = field(default_factory=dict)  # standard streams left out: their counts
 
     def emit(self, path: str) -> None:
         """--emit FILE: the job, and the request logs it replays in FILE.iologs/ (the job names
@@ -104,7 +109,7 @@ def file_classes(log: DarshanLog) -> dict[int, str]:
     """record id -> "shared" (one rank -1 record: every rank opened it), "rank0-only" (only rank 0
     of several), or "per-rank" (each rank its own record)."""
     ranks: dict[int, set[int]] = defaultdict(set)
-    for r in log.module_records("POSIX"):
+    for r in log.module_records("POSIX") + log.module_records("STDIO"):
         ranks[r.id].add(r.rank)
     out = {}
     for rid, rs in ranks.items():
@@ -133,9 +138,31 @@ def _mpiio_as_posix(r: Record) -> dict[str, int]:
 
 
 def _first_time(r: Record) -> float:
-    times = [r.f(k) for k in ("POSIX_F_OPEN_START_TIMESTAMP", "POSIX_F_READ_START_TIMESTAMP",
-                              "POSIX_F_WRITE_START_TIMESTAMP") if r.f(k) > 0]
+    """The record's first open, read or write (STDIO names its timestamps as POSIX does)."""
+    prefix = "STDIO" if r.module == "STDIO" else "POSIX"
+    times = [r.f(f"{prefix}_F_{k}_START_TIMESTAMP") for k in ("OPEN", "READ", "WRITE")]
+    times = [t for t in times if t > 0]
     return min(times) if times else 0.0
+
+
+def fold_line(nprocs: int, n_ranks: int, chosen: bool) -> str:
+    """One line saying what was folded onto what (printed by `storlab replay`, kept in the notes)."""
+    per = -(-nprocs // n_ranks)
+    each = f"{per} log ranks each" if nprocs % n_ranks == 0 else f"{per - 1} or {per} log ranks each"
+    how = f"--ranks {n_ranks}" if chosen else f"default: at most {MAX_RANKS} ranks in one process"
+    return (f"folded the log's {nprocs} ranks onto {n_ranks} replay ranks ({each}: log rank r replays as rank "
+            f"r mod {n_ranks}; {how})" + ("" if chosen else f"; choose another count with --ranks N (1..{MAX_RANKS})"))
+
+
+def default_ranks(nprocs: int) -> int:
+    """Replay ranks for a log of `nprocs` ranks when --ranks is not given: all of them up to
+    MAX_RANKS; beyond, the fewest ranks that still give each at most ceil(nprocs / MAX_RANKS) log
+    ranks (2048 -> 256 of 8 each, 1000 -> 250 of 4, 257 -> 129 of 2 or 1): the slowest replay rank
+    carries no more than with MAX_RANKS, and the ranks' loads differ by one log rank at most."""
+    if nprocs <= MAX_RANKS:
+        return max(1, nprocs)
+    per = -(-nprocs // MAX_RANKS)
+    return -(-nprocs // per)
 
 
 def _does_io(c: dict[str, int]) -> bool:
@@ -161,19 +188,23 @@ def map_paths(paths: list[str], target: str) -> dict[str, str]:
 
 def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | None = None, ranks: int | None = None,
               scale: float = 1.0, dxt: bool = True, timed: bool = False, seed: int = 1,
-              log: DarshanLog | None = None) -> DarshanTranslation:
+              log: DarshanLog | None = None, stdio_buffer: int = 0) -> DarshanTranslation:
     """The log at `path` as a storlab job replaying it under `target` (see the module's docstring).
     The workers' iologs go to IOLOG_DIR/logs, the replay's own to IOLOG_DIR/replayed (IOLOG_DIR:
-    `iolog_dir`, default TARGET/.storlab-replay)."""
+    `iolog_dir`, default TARGET/.storlab-replay). `stdio_buffer` > 0: STDIO calls go through a
+    fully buffered stream of that many bytes, as glibc's (stdio.py's `buffered`); 0: one request
+    per call."""
     log = log or load(path)
+    if stdio_buffer < 0:
+        raise UserError(f"stdio_buffer: {stdio_buffer} is not allowed; use 0 (one request per call) or a size in bytes")
     if not 0 < scale <= 1:
         raise UserError(f"scale: {scale} is not allowed; use a fraction in (0, 1] of the log's requests")
-    n_ranks = ranks or log.nprocs
+    n_ranks = default_ranks(log.nprocs) if ranks is None else ranks
     if n_ranks < 1:
-        raise UserError(f"ranks: {n_ranks} is not allowed; use 1 or more")
+        raise UserError(f"ranks: {n_ranks} is not allowed; use 1 to {MAX_RANKS}")
     if n_ranks > MAX_RANKS:
-        raise UserError(f"darshan {os.path.basename(path)}: {n_ranks} ranks is more than {MAX_RANKS} workers in one "
-                        f"process; give --ranks N (N <= {MAX_RANKS}) to fold the log's ranks onto N")
+        raise UserError(f"ranks: {n_ranks} is more than {MAX_RANKS} workers in one process; give --ranks N "
+                        f"(1 <= N <= {MAX_RANKS}) to fold the log's {log.nprocs} ranks onto N")
     target = os.path.abspath(target)
     iolog_dir = os.path.abspath(iolog_dir or os.path.join(target, IOLOG_DIR))
     classes = file_classes(log)
@@ -206,8 +237,43 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
     if mpiio_only:
         notes.append(f"{len(mpiio_only)} MPI-IO files have no POSIX record beneath: replayed from their MPI-IO "
                      "counters (aggregate sizes), consecutive requests (MPI-IO keeps no SEQ/CONSEC counters)")
+    # STDIO records: the stream calls the application made. Darshan's POSIX module does not see the
+    # read/write system calls the C library makes beneath a stream (glibc calls them internally, not
+    # through the symbols Darshan intercepts), so a file with both records had both kinds of calls.
+    # (Before Darshan 3.1.0 the POSIX module itself wrapped fopen/fread/fwrite: no STDIO records then.)
+    streams: dict[str, list[Record]] = defaultdict(list)
+    stdio_files: list[Record] = []
+    for r in log.module_records("STDIO"):
+        s = stdio_scaled(r.counters, scale)
+        if not (s["STDIO_READS"] or s["STDIO_WRITES"]) or not (s["STDIO_BYTES_READ"] or s["STDIO_BYTES_WRITTEN"]):
+            continue
+        stream = stream_name(r.path)
+        if stream or not r.path.startswith("/"):
+            streams[stream or r.path].append(r)
+            continue
+        stdio_files.append(Record("STDIO", r.id, r.rank, r.path, stdio_as_posix(s), dict(r.fcounters)))
+        classes.setdefault(r.id, "shared" if r.rank == -1 else "per-rank")
+    records += stdio_files
+    if streams:
+        shown = ", ".join(name + (f" ({rs[0].path})" if rs[0].path != name else "")
+                          for name, rs in sorted(streams.items()))
+        notes.append(f"STDIO: {shown} not replayed: standard streams (or pipes), not files; "
+                     f"{sum(r.c('STDIO_WRITES') for rs in streams.values() for r in rs):,} writes of "
+                     f"{sum(r.c('STDIO_BYTES_WRITTEN') for rs in streams.values() for r in rs):,} bytes, "
+                     f"{sum(r.c('STDIO_READS') for rs in streams.values() for r in rs):,} reads of "
+                     f"{sum(r.c('STDIO_BYTES_READ') for rs in streams.values() for r in rs):,} bytes")
+    both = {r.path for r in stdio_files} & {r.path for r in records if r.module == "POSIX"}
+    if both:
+        notes.append(f"{len(both)} files have POSIX and STDIO records: both replayed (the POSIX module does not "
+                     "see the system calls the C library makes beneath a stream: nothing is counted twice)")
+    if stdio_files:
+        notes.append(f"STDIO: {STDIO_BUFFERING}" if not stdio_buffer else
+                     f"STDIO: the calls go through a fully buffered stream of {stdio_buffer} bytes, as glibc's "
+                     "(--stdio-buffer): the replay issues the system calls the C library would make; the "
+                     "fidelity table keeps the application's calls beside them")
     if not records:
-        raise UserError(f"darshan {os.path.basename(path)}: no POSIX or MPI-IO record reads or writes any byte"
+        raise UserError(f"darshan {os.path.basename(path)}: no POSIX, MPI-IO or STDIO record reads or writes any "
+                        "byte of a file"
                         + (f" at scale {scale}" if scale != 1 else "") + "; nothing to replay")
 
     paths = map_paths(sorted({r.path for r in records}), target)
@@ -244,14 +310,18 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
                 sources["dxt"] += 1
             continue
         parts = min(n_ranks, log.nprocs) if rec.rank == -1 else 1
-        syn = synthesize(rec.counters, rec.fcounters, parts, seed + (rec.id % 100003), log_ranks=log.nprocs)
-        notes += [f"{os.path.basename(rec.path)}: {n}" for n in syn.notes]
-        for p, ops in enumerate(syn.parts):
+        if rec.module == "STDIO":
+            per_part = stdio_requests(rec.counters, rec.fcounters, parts, stdio_buffer)
+        else:
+            syn = synthesize(rec.counters, rec.fcounters, parts, seed + (rec.id % 100003), log_ranks=log.nprocs)
+            notes += [f"{os.path.basename(rec.path)}: {n}" for n in syn.notes]
+            per_part = syn.parts
+        for p, ops in enumerate(per_part):
             if not any(op[0] != SYNC for op in ops):
                 continue
             rank = p if rec.rank == -1 else rec.rank % n_ranks
             workers.append(Worker(len(workers), rank, rec.rank, rec.id, rec.path, paths[rec.path], "counters",
-                                  ops, _first_time(rec)))
+                                  ops, _first_time(rec), module=rec.module))
             sources["counters"] += 1
 
     # The engine's replay drops an fsync that ends a log (it syncs only before a next request):
@@ -305,30 +375,58 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
     n_shared = sum(1 for r in records if classes.get(r.id) == "shared")
     n_rank0 = sum(1 for r in records if classes.get(r.id) == "rank0-only")
     n_per = len(records) - n_shared - n_rank0
+    posix_like = [r for r in records if r.module != "STDIO"]
+    posix_counters = any(w.source == "counters" for w in workers if w.module != "STDIO")
+    modules_replayed = " and ".join(m for m in ("POSIX", "MPI-IO", "STDIO") if any(r.module == m for r in records))
+    folded = f"log rank r replays as rank r mod {n_ranks}"
     mapped += [
         Mapped("job.nprocs", log.nprocs, f"{n_ranks} replay ranks (one worker each, in one process)",
                "translated" if n_ranks == log.nprocs else "chosen",
-               note="" if n_ranks == log.nprocs else f"--ranks {n_ranks}: log rank r replays as rank r mod {n_ranks}"),
-        Mapped("POSIX records (file classes)", len(records), f"{len({r.path for r in records})} files under {target}",
+               note="" if n_ranks == log.nprocs else f"--ranks {n_ranks}: {folded}" if ranks is not None
+               else f"folded by default (at most {MAX_RANKS} in one process): {folded}"),
+        Mapped(f"{modules_replayed} records (file classes)", len(records),
+               f"{len({r.path for r in records})} files under {target}",
                "derived", note=f"{n_shared} shared (rank -1), {n_per} per-rank, {n_rank0} rank-0-only; "
                                "each path mapped to the same name under the target folder"),
-        Mapped("POSIX_READS, POSIX_WRITES, POSIX_BYTES_*", _totals(records, ("POSIX_READS", "POSIX_WRITES")),
-               "iolog read/write lines", "translated" if scale == 1 else "derived",
-               note="" if scale == 1 else f"scaled by {scale}: counts and bytes, sizes kept"),
-        Mapped("POSIX_F_*_START_TIMESTAMP", "first open/read/write", "order of a rank's files (steps)" if not timed
-               else "start_delay of each file's worker", "chosen",
-               note="files of one rank one after another, in the order first opened; ranks side by side"
-               if not timed else "each file's first request at its recorded time"),
     ]
-    if sources["counters"]:
+    if posix_like:
+        mapped.append(Mapped("POSIX_READS, POSIX_WRITES, POSIX_BYTES_*", _totals(posix_like, ("POSIX_READS", "POSIX_WRITES")),
+                             "iolog read/write lines", "translated" if scale == 1 else "derived",
+                             note="" if scale == 1 else f"scaled by {scale}: counts and bytes, sizes kept"))
+    mapped.append(Mapped("POSIX_F_*_START_TIMESTAMP" + (", STDIO_F_*_START_TIMESTAMP" if stdio_files else ""),
+                         "first open/read/write", "order of a rank's files (steps)" if not timed
+                         else "start_delay of each file's worker", "chosen",
+                         note="files of one rank one after another, in the order first opened; ranks side by side"
+                         if not timed else "each file's first request at its recorded time"))
+    if posix_counters:
         mapped += [
             Mapped("POSIX_SIZE_READ_*, POSIX_SIZE_WRITE_*, POSIX_ACCESS1..4", "size bins", "request lengths", "derived",
                    note=STATED_CHOICES[0]),
             Mapped("POSIX_SEQ_*, POSIX_CONSEC_*, POSIX_STRIDE1..4, POSIX_MAX_BYTE_*", "offsets", "request offsets",
                    "derived", note=STATED_CHOICES[1]),
             Mapped("POSIX_RW_SWITCHES, POSIX_FSYNCS, POSIX_FDSYNCS",
-                   _totals(records, ("POSIX_RW_SWITCHES", "POSIX_FSYNCS")),
+                   _totals(posix_like, ("POSIX_RW_SWITCHES", "POSIX_FSYNCS")),
                    "order of reads and writes; iolog sync lines", "derived", note=STATED_CHOICES[2])]
+    if stdio_files:
+        mapped += [
+            Mapped("STDIO_READS, STDIO_WRITES, STDIO_BYTES_*",
+                   _totals(stdio_files, ("STDIO_READS", "STDIO_WRITES", "STDIO_BYTES_READ", "STDIO_BYTES_WRITTEN")),
+                   "iolog read/write lines: one request per fread/fwrite call" if not stdio_buffer else
+                   f"iolog read/write lines: the system calls of a {stdio_buffer}-byte stream buffer",
+                   "translated" if scale == 1 and not stdio_buffer else "derived",
+                   note=(STDIO_BUFFERING if not stdio_buffer else "glibc's fully buffered stream: small calls "
+                         "gathered into buffer-sized system calls, large ones straight through, reads ahead a "
+                         "buffer at a time") + ("" if scale == 1 else f"; scaled by {scale}: calls and bytes")),
+            Mapped("STDIO request size (STDIO_BYTES_* / STDIO_READS, STDIO_WRITES)", "bytes / calls", "request lengths",
+                   "derived", note=STDIO_CHOICES[0]),
+            Mapped("STDIO_MAX_BYTE_*, STDIO_SEEKS", _totals(stdio_files, ("STDIO_SEEKS",)), "request offsets",
+                   "derived", note=STDIO_CHOICES[1]),
+            Mapped("STDIO_OPENS, STDIO_FLUSHES", _totals(stdio_files, ("STDIO_OPENS", "STDIO_FLUSHES")), "", "accepted",
+                   note="not replayed: one open per worker; fflush hands the C library's buffer to the kernel "
+                        "(not an fsync), and each call here is already a system call")]
+    if streams:
+        mapped.append(Mapped("STDIO standard streams", sorted(streams), "", "accepted",
+                             note="not replayed: <STDIN>, <STDOUT>, <STDERR> (or pipes) are not files"))
     if sources["dxt"]:
         mapped.append(Mapped("DXT_POSIX segments", sum(len(w.ops) for w in workers if w.source == "dxt"),
                              "exact offsets and lengths" + (" at their recorded start times" if timed else ""),
@@ -341,7 +439,11 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
                              "the POSIX requests beneath them" if not mpiio_only else "requests from MPI-IO counters",
                              "derived", note="replayed at the POSIX layer, where the MPI-IO library's requests "
                                              "(collective buffering included) reached the file system"))
-    notes += [f"chosen: {c}" for c in STATED_CHOICES if sources["counters"]]
+    # the first three choices are about POSIX's own counters (size bins, SEQ/CONSEC, switches)
+    notes += [f"chosen: {c}" for i, c in enumerate(STATED_CHOICES) if (posix_counters if i < 3 else sources["counters"])]
+    notes += [f"chosen: {c}" for c in STDIO_CHOICES if stdio_files]
+    if n_ranks != log.nprocs:
+        notes.insert(0, fold_line(log.nprocs, n_ranks, chosen=ranks is not None))
     notes.append(f"ranks run as {n_ranks} workers in one process (not under MPI)")
     notes += [f"{module}: {why}" for module, why in log.skipped.items()]
     for module in log.modules:      # every other module of the log is named in the record, with why
@@ -352,10 +454,16 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
 
     tr = DarshanTranslation(format=FORMAT, source=path, sha256=sha256_of(path), job=job, mapped=mapped,
                             notes=_dedupe(notes), workers=workers, log=log, records=records, file_classes=classes,
-                            group_workers=worker_of_group)
+                            group_workers=worker_of_group,
+                            streams={name: {k: sum(max(0, r.c(k)) for r in rs) for k in ("STDIO_READS", "STDIO_WRITES",
+                                                                                         "STDIO_BYTES_READ",
+                                                                                         "STDIO_BYTES_WRITTEN")}
+                                     for name, rs in streams.items()})
     tr.details = {"log": {"version": log.version, "nprocs": log.nprocs, "jobid": log.jobid, "exe": log.exe[:200],
                           "run_time_s": log.run_time_s, "modules": sorted(log.modules)},
-                  "replay": {"ranks": n_ranks, "scale": scale, "timed": timed, "workers": len(workers),
+                  "replay": {"ranks": n_ranks, "scale": scale, "stdio_buffer": stdio_buffer,
+                             **({"folded": fold_line(log.nprocs, n_ranks, ranks is not None)}
+                                if n_ranks != log.nprocs else {}), "timed": timed, "workers": len(workers),
                              "phases": len(phases), "from_dxt": sources["dxt"], "from_counters": sources["counters"],
                              "files": len({w.target for w in workers}), "target": target,
                              "in_process": True}}
