@@ -6,6 +6,8 @@ tests/jobs/test_translators.py."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import re
 from pathlib import Path
 
@@ -199,9 +201,27 @@ def test_comments_aliases_and_accepted_no_effect_options():
     assert opts["target"] == ("/x",)
 
 
-def test_directory_prefixes_a_relative_filename_only():
-    g = groups(translate("[a]\ndirectory=/d\nfilename=f\n[b]\ndirectory=/d\nfilename=/abs\n"))
-    assert g["a"]["target"] == ("/d/f",) and g["b"]["target"] == ("/abs",)
+def test_directory_prefixes_every_filename_as_fio_joins_them():
+    """fio's add_file puts `directory` + "/" in front of any filename, an absolute one too: a job
+    with directory=/scratch and filename=/data/f writes /scratch/data/f, never /data/f. A `:` list
+    of directories is dealt to the clones."""
+    g = groups(translate("[a]\ndirectory=/d\nfilename=f\n[b]\ndirectory=/d\nfilename=/abs\n"
+                         "[c]\ndirectory=/d1:/d2\nfilename=x\nnumjobs=2\n"))
+    assert g["a"]["target"] == ("/d/f",) and g["b"]["target"] == ("/d/abs",)
+    assert sorted(t for name, v in g.items() if name.startswith("c") for t in v["target"]) == ["/d1/x", "/d2/x"]
+
+
+def test_directory_and_an_absolute_filename_name_the_file_fio_writes(tmp_path):
+    fio = shutil.which("fio")
+    if fio is None:
+        pytest.skip("fio is not installed")
+    folder, name = tmp_path / "dir", str(tmp_path / "abs.dat")
+    folder.mkdir()
+    subprocess.run([fio, "--name=j", f"--directory={folder}", f"--filename={name}", "--size=4k", "--rw=write",
+                    "--output=/dev/null"], check=True, timeout=60)
+    written = [str(p) for p in folder.rglob("*") if p.is_file()]
+    g = groups(translate(f"[j]\ndirectory={folder}\nfilename={name}\nsize=4k\nrw=write\n"))
+    assert list(g["j"]["target"]) == written == [f"{folder}{name}"]
 
 
 def test_structural_errors():

@@ -621,10 +621,14 @@ class _Job:
                 self.bad("filename", "standard input/output is not a storlab target")
                 return None
             names = split_list(self.raw("filename"))
-            base = dirs[0] if dirs else ""
-            files = [n if not base or os.path.isabs(n) else os.path.join(base, n) for n in names]
-            self.all_files = files
-            clones = [(k, files) for k in range(self.numjobs)]
+            # as fio's add_file: directory (clone k takes the k-th of a `:` list, cycling) + "/" +
+            # filename, an absolute filename too (directory=/scratch filename=/data/f is
+            # /scratch/data/f in fio, never /data/f)
+            clones = []
+            for k in range(self.numjobs):
+                folder = dirs[k % len(dirs)] if dirs else ""
+                clones.append((k, [os.path.normpath(f"{folder}/{n}") if folder else n for n in names]))
+            self.all_files = list(dict.fromkeys(f for _, fs in clones for f in fs))
         else:
             nr = self.size("nrfiles") if self.has("nrfiles") else 1
             if nr < 1:
@@ -834,7 +838,7 @@ class _Job:
 
         if self.raw("ioengine") == "null" or not workers[0][1]:
             plans = [(self.name, base_options([], self.numjobs, None, offset))]
-        elif self.has("filename") and not incr:
+        elif self.has("filename") and not incr and all(fs == workers[0][1] for _, fs, _ in workers):
             plans = [(self.name, base_options(workers[0][1], self.numjobs, "shared", offset))]
         elif incr:
             plans = [(self.name if k == 0 else f"{self.name}.{k}",
