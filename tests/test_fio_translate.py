@@ -6,9 +6,9 @@ tests/jobs/test_translators.py."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
-import re
 from pathlib import Path
 
 import pytest

@@ -72,7 +72,8 @@ _ROWS: list[tuple[str, str, str]] = [
     ("new_group", _M, "starts a new reporting group in the output"),
     ("group_reporting", _M, "the output sums the group's jobs"),
     ("filename", _M, "target (a `:` list: one worker per file; `/dev/null` with the null engine: no file)"),
-    ("directory", _M, "prefixes every file name, generated or given (an absolute filename too, as fio joins them); a `:` list is dealt to clones round-robin"),
+    ("directory", _M, "prefixes every file name, generated or given (an absolute filename too, as "
+                      "fio joins them); a `:` list is dealt to clones round-robin"),
     ("filename_format", _M, "generated file names ($jobname, $jobnum, $filenum)"),
     ("unique_filename", _A, "storlab names files per job as fio does"),
     ("nrfiles", _M, "one target per file, one worker each (fio: one job cycling through its files)"),
