@@ -20,7 +20,8 @@
 //! (2 CPUs, benchmarks/vs_fio.py W2) the host sat idle a quarter of the time while the worker slept
 //! and the kernel's stages waited on each other; spun, the requests are the same and the idle time
 //! goes. fio's thread rarely sleeps there either: its own cost per request fills the wait. The
-//! spin adapts: a wait that outlasted it makes the next wait sleep at once, until a sleep again
+//! spinning thread yields its CPU to any other runnable thread between looks (sched_yield), so the
+//! kernel threads completing its requests are not held up by it. The spin adapts: a wait that outlasted it makes the next wait sleep at once, until a sleep again
 //! ends within the budget (or every 16th wait, to look again), so a slow device costs no CPU. It
 //! is off where the phase's threads on the host (this process's, times the MPI ranks the launcher
 //! placed there) outnumber the CPUs, recorded as WAIT_SPIN_OFF(why).
@@ -215,7 +216,10 @@ impl Uring {
                 // An error (EINTR) leaves the ring as it was; the loop looks again.
                 let _ = unsafe { self.ring.submitter().enter::<libc::sigset_t>(0, 0, ENTER_GETEVENTS, None) };
             } else {
-                std::hint::spin_loop();
+                // Give the CPU to whatever else is runnable on it (the softirq or loop worker that
+                // completes these very requests); with nothing else, the call returns at once.
+                // SAFETY: plain syscall without arguments.
+                unsafe { libc::sched_yield() };
             }
             if Instant::now() >= until {
                 return self.ring.completion().len() >= min;
