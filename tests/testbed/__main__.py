@@ -14,6 +14,7 @@ import argparse
 import os
 import signal
 import sys
+import time
 
 if __package__ in (None, ""):                      # run as a file: make `tests.testbed` importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -92,8 +93,11 @@ def main(argv: list[str] | None = None) -> int:
                                 shared_bps=args.shared)
             print(f"testbed: members {' '.join(stack.members)}; target {stack.target}; cgroup {bed.throttle.path}")
             if args.hold:
-                signal.pause()
-                return 0
+                # not signal.pause(): a signal landing between the print and the pause would be
+                # handled before the pause began, which then waits forever; a short sleep wakes
+                # to run the handler within its length
+                while True:
+                    time.sleep(0.5)
             run_args = list(storlab_args)
             if "--target" not in run_args:
                 run_args += ["--target", stack.target] + stack.run_args
