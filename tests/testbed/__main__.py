@@ -83,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"testbed: {why}", file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, _terminate)
+    # Ctrl-C tears down too, also when started with SIGINT ignored (a background job of a
+    # non-interactive shell inherits SIG_IGN, and Python then installs no handler of its own)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     per = Limits.both(bps=args.bps, iops=args.iops)
     limits = [per] * args.devices
     if args.slow_bps:
