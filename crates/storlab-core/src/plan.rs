@@ -119,6 +119,9 @@ pub fn memory_device(rdev: u64) -> Option<&'static str> {
     MEMORY_DEVICES.iter().find(|&&(ma, mi, _)| ma == major && mi == minor).map(|&(_, _, name)| name)
 }
 
+/// What a target of any other kind is not (the gate's description and the open's refusal).
+const NOT_A_TARGET: &str = "neither a regular file, a block device nor /dev/null, /dev/zero or /dev/full";
+
 /// The one-line refusal of a character device that is not a memory device.
 fn other_char_device(rdev: u64) -> String {
     format!(
@@ -159,7 +162,7 @@ fn describe_identity(id: Option<Identity>) -> String {
         ),
         Some(Identity::File { dev, ino }) => format!("regular file (device {dev}, inode {ino})"),
         Some(Identity::Absent) => "nothing (a file to create)".into(),
-        None => "neither a regular file, a block device nor /dev/null, /dev/zero or /dev/full".into(),
+        None => NOT_A_TARGET.into(),
     }
 }
 
@@ -371,7 +374,7 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, replay: Option<&
             }
             None => return Err(Error::target(path, other_char_device(m.rdev()))),
         },
-        Ok(_) => return Err(Error::target(path, "is neither a regular file, a block device nor /dev/null, /dev/zero or /dev/full")),
+        Ok(_) => return Err(Error::target(path, format!("is {NOT_A_TARGET}"))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if size.is_none() {
                 return Err(Error::spec(format!("size: needed to create {path}, which does not exist")));
