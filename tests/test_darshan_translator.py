@@ -126,6 +126,25 @@ def test_synthesis_has_the_records_counters(name):
             assert abs(got[k] - rec.c(k)) <= max(1, 0.05 * rec.c(k)), (rec.path, k, got[k], rec.c(k), syn.notes)
 
 
+def test_a_random_records_synthesis_stays_within_its_extent():
+    """256 aligned 4 KiB reads over 1 MiB, about half of them sequential, with recorded strides (a
+    random read as fio or `storlab run` makes it): for every seed, every request ends within the
+    recorded extent (POSIX_MAX_BYTE_READ + 1), is aligned, and SEQ_READS is the record's within 5 %.
+    A jump or a step back placed too near the end once left no room for the forward requests after
+    it, which then ran past the extent."""
+    base = {"POSIX_READS": 256, "POSIX_BYTES_READ": 256 * 4096, "POSIX_SIZE_READ_1K_10K": 256,
+            "POSIX_ACCESS1_ACCESS": 4096, "POSIX_ACCESS1_COUNT": 256, "POSIX_MAX_BYTE_READ": (1 << 20) - 1,
+            "POSIX_FILE_ALIGNMENT": 4096, "POSIX_FILE_NOT_ALIGNED": 0}
+    for seed in range(150):
+        c = dict(base, POSIX_SEQ_READS=110 + seed % 50, POSIX_CONSEC_READS=seed % 4)
+        for i in range(1, 5):
+            c[f"POSIX_STRIDE{i}_STRIDE"], c[f"POSIX_STRIDE{i}_COUNT"] = 4096 * (1 + (seed * i) % 37), 1 + i % 3
+        reads = [op for op in synthesize(c, {}, 1, seed=seed).parts[0] if op[0] == "read"]
+        assert max(o + n for _, o, n in reads) <= 1 << 20, seed
+        assert all(o % 4096 == 0 for _, o, _ in reads), seed
+        assert abs(count_ops(reads)["POSIX_SEQ_READS"] - c["POSIX_SEQ_READS"]) <= 0.05 * c["POSIX_SEQ_READS"], seed
+
+
 def test_synthesis_is_seeded():
     log, records = _records("dxt.darshan", 5)
     a = [synthesize(r.counters, r.fcounters, 1, seed=3).parts for r in records]

@@ -152,6 +152,12 @@ def _offsets(sizes: list[int], types: list[str], base: int, extent: int, strides
     random_walk = types.count("N") * 10 >= len(types) > 0
     pool = strides   # shared by both directions of a rank: what one uses, the other does not
     up = (lambda x: -(-x // align) * align) if align > 1 else (lambda x: x)
+    # ahead[i]: the least room the requests after i need before the next one that goes back (N):
+    # each follows on (C) or jumps at least one aligned gap (J)
+    ahead = [0] * len(sizes)
+    for k in range(len(sizes) - 2, -1, -1):
+        nxt = types[k + 1]
+        ahead[k] = 0 if nxt == "N" else sizes[k + 1] + (max(align, 1) if nxt == "J" else 0) + ahead[k + 1]
     out = []
     last = 0
     for i, (size, t) in enumerate(zip(sizes, types)):
@@ -161,9 +167,7 @@ def _offsets(sizes: list[int], types: list[str], base: int, extent: int, strides
             off = last + 1
         elif t == "J":
             lo = up(last + 2)                    # beyond last + 1: sequential, not consecutive
-            # the last start that leaves room in the extent for the consecutive requests after it
-            following = next((k for k in range(i + 1, len(types)) if types[k] != "C"), len(types))
-            hi = extent - size - sum(sizes[i + 1:following])
+            hi = extent - size - ahead[i]        # the last start that leaves room for the forward requests after it
             hi -= hi % align if align > 1 else 0
             if pool:
                 off = up(last + 1 + max(1, pool.pop(0)))
@@ -175,9 +179,13 @@ def _offsets(sizes: list[int], types: list[str], base: int, extent: int, strides
                 off = hi
         else:
             lo = base if base <= last else 0
-            slots = max(1, (last - lo + 1) // max(align, 1))
-            off = min(lo + rng.randrange(slots) * align, last) if align > 1 else \
-                min(lo + rng.randrange(max(1, (last - lo + 1) // max(1, size))) * max(1, size), last)
+            # back to a covered byte, low enough that the forward requests after it still fit
+            cap = extent - size - ahead[i]
+            cap -= cap % align if align > 1 else 0
+            top = min(last, cap) if cap >= lo else last
+            slots = max(1, (top - lo + 1) // max(align, 1))
+            off = min(lo + rng.randrange(slots) * align, top) if align > 1 else \
+                min(lo + rng.randrange(max(1, (top - lo + 1) // max(1, size))) * max(1, size), top)
             if align > 1 and off % align:
                 off -= off % align
         out.append(off)
