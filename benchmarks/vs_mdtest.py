@@ -15,6 +15,13 @@ storlab and the peer run alternately (A B, then B A ...) for --rounds rounds; th
 the medians of create, stat and remove rates (files/s, summed over threads), the median of the
 per-round ratios storlab/peer, and the mean per-operation latencies where the peer reports them.
 
+Against mdtest a third contestant runs in the same rotation: the floor, meta_floor.c (built here
+with cc), which makes the same system calls per file and nothing else (no timing, names or
+statistics per call), from forked processes in one shared directory as mdtest's ranks. Its
+columns say how close storlab is to what the kernel allows (storlab/floor) and the highest ratio
+any tool making those calls could reach over mdtest (floor/mdtest): a goal above that is a goal
+on the kernel, not on the tool. --no-floor leaves it out.
+
 Fairness notes:
 - create makes empty files in both (fio's filecreate never writes; mdtest runs without -w).
 - fio's filestat job first lays out every file to its `filesize` (4 KiB) and fsyncs it
@@ -30,7 +37,7 @@ Fairness notes:
   includes the close, so its mean create latency is expected to be a little higher.
 
     python3 benchmarks/vs_mdtest.py [--rounds 3] [--files 20000] [--threads 1,2,4] [--dirs /dev/shm,/tmp]
-                                    [--file-size 0] [--json OUT]
+                                    [--file-size 0] [--json OUT] [--no-floor]
 """
 from __future__ import annotations
 
@@ -160,6 +167,39 @@ def run_mdtest(directory: str, threads: int, files: int, file_size: int = 0) -> 
         shutil.rmtree(work, ignore_errors=True)
 
 
+# -- the floor: the same system calls and nothing else ---------------------------------------------
+FLOOR_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "meta_floor.c")
+
+
+def build_floor(workdir: str) -> str | None:
+    """meta_floor.c compiled into `workdir` (cc -O2), or None (with the reason on stderr) where no
+    C compiler is on PATH or the build fails."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        print("no C compiler on PATH: the floor column is left out", file=sys.stderr)
+        return None
+    binary = os.path.join(workdir, "meta_floor")
+    out = subprocess.run([cc, "-O2", "-o", binary, FLOOR_SOURCE], capture_output=True, text=True)
+    if out.returncode != 0:
+        print(f"meta_floor.c did not build, the floor column is left out: {out.stderr.strip()}", file=sys.stderr)
+        return None
+    return binary
+
+
+def run_floor(binary: str, directory: str, threads: int, files: int, file_size: int = 0) -> dict[str, dict[str, float]]:
+    """The bare system calls of each phase from `threads` forked processes in one shared directory:
+    the rates no tool making the same calls can beat (meta_floor.c)."""
+    work = os.path.join(directory, f"meta-floor-{uuid.uuid4().hex[:8]}")
+    try:
+        out = subprocess.run([binary, work, str(files), str(threads), str(file_size)], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"meta_floor failed: {out.stderr.strip()}")
+        rates = json.loads(out.stdout)
+        return {op: {"ops_per_s": rates[op], "lat_mean_ns": float("nan")} for op in OPS}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 # -- the comparison -------------------------------------------------------------------------------
 def fs_type(path: str) -> str:
     best, kind = "", "?"
@@ -188,6 +228,7 @@ def main() -> int:
     ap.add_argument("--json", help="write the medians and ratios as JSON to this file")
     ap.add_argument("--dirs", default="/dev/shm,/tmp", help="comma-separated directories to work in")
     ap.add_argument("--peer", choices=("auto", "mdtest", "fio"), default="auto")
+    ap.add_argument("--no-floor", action="store_true", help="leave out the bare system calls (meta_floor.c)")
     args = ap.parse_args()
 
     peer = args.peer
@@ -198,23 +239,29 @@ def main() -> int:
         return 2
     run_peer = run_mdtest if peer == "mdtest" else run_fio
     ops = OPS if peer == "mdtest" else FIO_OPS
+    # the floor makes mdtest's calls on mdtest's files (fio's stat and delete see 4 KiB fsynced files)
+    build_dir = tempfile.mkdtemp(prefix="vs-mdtest-")
+    floor = None if args.no_floor or peer != "mdtest" else build_floor(build_dir)
     print(f"peer: {peer}; {args.rounds} rounds, {args.files} files per thread, shared directory; "
           f"create: files of {args.file_size} bytes, stat/remove: "
           f"{'4 KiB fsynced' if peer == 'fio' else f'{args.file_size}-byte'} files; "
           f"rates in files/s summed over threads, latency in us (mean)\n")
 
-    header = ("| directory (fs) | threads | op | storlab files/s | " + peer + " files/s | "
-              "median ratio | storlab lat us | " + peer + " lat us |")
-    rows = [header, "|" + "---|" * 8]
+    header = ("| directory (fs) | threads | op | storlab files/s | " + peer + " files/s | median ratio | "
+              + ("floor files/s | storlab/floor | floor/" + peer + " | " if floor else "")
+              + "storlab lat us | " + peer + " lat us |")
+    rows = [header, "|" + "---|" * (11 if floor else 8)]
     figures: list[dict] = []
     for directory in args.dirs.split(","):
         for threads in (int(t) for t in args.threads.split(",")):
-            results: dict[str, list] = {"storlab": [], peer: []}
+            results: dict[str, list] = {"storlab": [], peer: [], "floor": []}
+            contestants = [("storlab", lambda *a: run_storlab(*a, peer, args.file_size)),
+                           (peer, lambda *a: run_peer(*a, args.file_size))]
+            if floor:
+                contestants.append(("floor", lambda *a: run_floor(floor, *a, args.file_size)))
             for r in range(args.rounds):
-                order = [("storlab", lambda *a: run_storlab(*a, peer, args.file_size)),
-                         (peer, lambda *a: run_peer(*a, args.file_size))]
-                if r % 2:
-                    order.reverse()  # alternate who goes first: neither always gets a warm cache
+                # each round starts with the next contestant: none always gets a warm cache
+                order = contestants[r % len(contestants):] + contestants[:r % len(contestants)]
                 for name, fn in order:
                     results[name].append(fn(directory, threads, args.files))
             for op in ops:
@@ -223,18 +270,31 @@ def main() -> int:
                 ratio = statistics.median(a / b for a, b in zip(ours, theirs))
                 lat_ours = statistics.median(x[op]["lat_mean_ns"] for x in results["storlab"])
                 lat_theirs = statistics.median(x[op]["lat_mean_ns"] for x in results[peer])
-                figures.append({"dir": directory, "fs": fs_type(directory), "threads": threads, "op": op,
-                                "storlab_ops_per_s": statistics.median(ours), "peer_ops_per_s": statistics.median(theirs),
-                                "ratio": ratio})
+                figure = {"dir": directory, "fs": fs_type(directory), "threads": threads, "op": op,
+                          "storlab_ops_per_s": statistics.median(ours), "peer_ops_per_s": statistics.median(theirs),
+                          "ratio": ratio}
+                floor_cells = ""
+                if floor:
+                    bare = [x[op]["ops_per_s"] for x in results["floor"]]
+                    figure.update(floor_ops_per_s=statistics.median(bare),
+                                  storlab_to_floor=statistics.median(a / b for a, b in zip(ours, bare)),
+                                  floor_to_peer=statistics.median(b / t for b, t in zip(bare, theirs)))
+                    floor_cells = (f"{fmt_rate(figure['floor_ops_per_s'])} | {figure['storlab_to_floor']:.2f} | "
+                                   f"{figure['floor_to_peer']:.2f} | ")
+                figures.append(figure)
                 rows.append(f"| {directory} ({fs_type(directory)}) | {threads} | {op} | "
                             f"{fmt_rate(statistics.median(ours))} | {fmt_rate(statistics.median(theirs))} | "
-                            f"{ratio:.2f} | {fmt_lat(lat_ours)} | {fmt_lat(lat_theirs)} |")
+                            f"{ratio:.2f} | {floor_cells}{fmt_lat(lat_ours)} | {fmt_lat(lat_theirs)} |")
             print("\n".join(rows[-len(ops):]), flush=True)
     print("\n" + "\n".join(rows))
+    shutil.rmtree(build_dir, ignore_errors=True)
+    if floor:
+        print(f"\nfloor: the same system calls per file and nothing else, from {peer}'s ranks as processes "
+              f"(meta_floor.c); floor/{peer} is the highest ratio any tool making those calls reaches over {peer}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"peer": peer, "files_per_thread": args.files, "file_size": args.file_size,
-                       "rounds": args.rounds, "figures": figures}, f, indent=1)
+                       "rounds": args.rounds, "floor": bool(floor), "figures": figures}, f, indent=1)
     return 0
 
 
