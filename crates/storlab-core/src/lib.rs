@@ -19,6 +19,8 @@ pub(crate) mod pace;
 pub mod plan;
 pub(crate) mod rbw;
 pub(crate) mod rng;
+#[cfg(test)]
+pub(crate) mod scratch;
 pub mod rules;
 pub mod run;
 pub mod spec;

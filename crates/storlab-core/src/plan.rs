@@ -885,9 +885,8 @@ mod tests {
         Plan::build(PhaseSpec { name: "x".into(), groups: vec![mem_group("/dev/null", Rw::Write)], checked: checked(null) }).expect("checked as itself");
     }
 
-    fn scratch(name: &str) -> String {
-        let dir = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
-        format!("{dir}/storlab-plan-{}-{name}", std::process::id())
+    fn scratch(name: &str) -> crate::scratch::Scratch {
+        crate::scratch::Scratch::new("plan", name)
     }
 
     fn group(path: &str, size: u64, rw: Rw) -> GroupSpec {

@@ -868,8 +868,7 @@ mod tests {
     #[test]
     fn read_back_checks_each_written_block_once() {
         let (bs, blocks, seed) = (4096u64, 64u64, 99u64);
-        let dir = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
-        let path = format!("{dir}/storlab-readback-{}", std::process::id());
+        let path = crate::scratch::Scratch::new("worker", "readback");
         let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
         let pattern = verify::Pattern::new(seed, bs as usize);
         let mut block = vec![0u8; bs as usize];
@@ -912,9 +911,8 @@ mod phase_tests {
     use crate::workload::Dir;
     use crate::{run_phase, Control, Plan, PhaseResult};
 
-    fn scratch(name: &str) -> String {
-        let dir = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
-        format!("{dir}/storlab-worker-{}-{name}", std::process::id())
+    fn scratch(name: &str) -> crate::scratch::Scratch {
+        crate::scratch::Scratch::new("worker", name)
     }
 
     fn run(g: GroupSpec) -> PhaseResult {
