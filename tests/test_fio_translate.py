@@ -417,6 +417,39 @@ def test_log_options_stand_alone_or_take_a_prefix():
     assert tr.phases[0]["groups"][0]["options"]["interval"] == 0.5
 
 
+def test_set_only_flags_never_take_the_next_word_and_value_options_always_do():
+    """fio's getopt: FIO_OPT_STR_SET options (time_based, zero_buffers, bs_unaligned, exitall ...)
+    take a value only as `--opt=val`; every other option takes the next word, so `-direct 1` is
+    direct=1 and `--time_based job.fio` a flag and a job file. A boolean that may stand alone,
+    followed by another option, stands alone."""
+    cmd = parse_command_line(["--name=j", "--bs_unaligned", "--size=64m", "--zero_buffers", "--bs=1m",
+                              "--exitall", "--stonewall", "--time_based", "--runtime=1"], environ={})
+    keys = {st.key: st.value for st in cmd.sections[0].settings}
+    assert keys["size"] == "64m" and keys["bs"] == "1m" and keys["runtime"] == "1"
+    assert keys["blocksize_unaligned"] is None and keys["zero_buffers"] is None and keys["exitall"] is None
+    tr, _ = _cmd("-name=j", "-filename=/x", "-direct", "1", "-rw", "randread", "-thread", "-group_reporting",
+                 "-end_fsync", "--size=1m")
+    assert groups(tr.phases)["j"]["direct"] is True and groups(tr.phases)["j"]["size"] == MiB
+    cmd = parse_command_line(["--name=j", "--time_based", str(FIO / "stonewall-phases.fio")], environ={})
+    assert cmd.files == [str(FIO / "stonewall-phases.fio")]
+    with pytest.raises(FioJobError, match="--iodepth needs a value"):
+        parse_command_line(["--name=j", "--iodepth"], environ={})
+
+
+@pytest.mark.parametrize("setting", ["--hipri=0", "--sync=none", "--sync=0", "--zero_buffers=0", "--exitall=false",
+                                     "--percentage_random=100", "--nice=0", "--zonemode=none"])
+def test_a_refused_option_at_fios_default_runs(setting):
+    tr, _ = _cmd("--name=j", "--filename=/x", "--rw=randread", "--size=1m", setting)
+    assert groups(tr.phases)["j"]["rw"] == "randread"
+
+
+@pytest.mark.parametrize("setting", ["--hipri", "--hipri=1", "--sync=1", "--zero_buffers", "--percentage_random=50",
+                                     "--zonemode=zbd"])
+def test_the_same_options_asking_for_something_are_refused(setting):
+    with pytest.raises(Refusal, match=setting.lstrip("-").split("=")[0]):
+        _cmd("--name=j", "--filename=/x", "--rw=randread", "--size=1m", setting)
+
+
 def test_engine_refusal_comes_before_an_unset_variable():
     with pytest.raises(Refusal, match=r"ioengine = rdma: not supported \(docs/fio.md\): storlab does local file"):
         translate("[j]\nioengine=rdma\nhostname=${HOST_UNSET}\n", environ={})

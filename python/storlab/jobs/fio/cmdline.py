@@ -11,7 +11,18 @@ from typing import Mapping
 
 from ..translation import Refusal
 from .options import status_of
-from .parse import BARE_OPTIONS, COMMAND_LINE, FORMAT, FioJobError, Section, Setting, canonical_name, expand_value, read_sections
+from .parse import (
+    BARE_OPTIONS,
+    COMMAND_LINE,
+    FORMAT,
+    SET_OPTIONS,
+    FioJobError,
+    Section,
+    Setting,
+    canonical_name,
+    expand_value,
+    read_sections,
+)
 
 __all__ = ["FioCommand", "parse_command_line", "COMMAND_OPTIONS"]
 
@@ -52,9 +63,14 @@ class FioCommand:
     emit: str | None = None          # --emit FILE: write the storlab job, run nothing
 
 
-def _is_flag(key: str) -> bool:
-    """fio's boolean options (and log prefixes) take a value only as `--opt=val`; alone they mean 1."""
-    return key in BARE_OPTIONS
+def _takes_next_word(key: str, following: str | None) -> bool:
+    """Whether `--key following` gives `following` to key, as fio's getopt does: never for fio's
+    set-only options (`--time_based job.fio` is a flag and a job file); always for options that
+    need a value (`-iodepth 16`, `-direct 1`); for the other booleans and the log prefixes, which
+    may stand alone, unless the next word is an option (fio itself would take it and fail)."""
+    if key in SET_OPTIONS or following is None:
+        return False
+    return key not in BARE_OPTIONS or not following.startswith("-")
 
 
 def parse_command_line(argv: list[str], environ: Mapping[str, str] | None = None) -> FioCommand:
@@ -89,11 +105,11 @@ def parse_command_line(argv: list[str], environ: Mapping[str, str] | None = None
         canon = canonical_name(key)
         if status_of(canon) is None:
             raise Refusal(FORMAT, COMMAND_LINE, None, key, value, "not a fio option")
-        if not sep and not _is_flag(canon):
-            if i >= len(argv):
-                raise FioJobError(f"fio command line: {arg} needs a value")
+        if not sep and _takes_next_word(canon, argv[i] if i < len(argv) else None):
             value, i = argv[i], i + 1
             sep = "="
+        elif not sep and canon not in BARE_OPTIONS:
+            raise FioJobError(f"fio command line: {arg} needs a value")
         val = value if sep else None
         if val is not None:
             try:

@@ -50,6 +50,16 @@ _RW = {"read": "read", "write": "write", "randread": "randread", "randwrite": "r
 # accepted options that change nothing only with these values
 _ONLY = {"lockfile": {"none"}, "io_submit_mode": {"inline"}, "continue_on_error": {"none", "0"},
          "unified_rw_reporting": {"none", "0"}}
+# refused options given fio's default value: they ask for nothing storlab does not do, so they run
+# (`hipri=0`, `sync=none` ...); a boolean's off is any of fio's spellings of false
+_OFF = {"0", "false", "no", "off"}
+DEFAULT_VALUES = {
+    **{key: _OFF for key in ("hipri", "blocksize_unaligned", "zero_buffers", "exitall", "exitall_on_error",
+                             "verify_only", "pre_read", "allow_mounted_write", "atomic", "fdp", "write_barrier",
+                             "end_syncfs", "create_only", "unlink_each_loop", "file_append")},
+    "sync": _OFF | {"none"}, "dedupe_percentage": {"0"}, "buffer_compress_percentage": {"0"},
+    "percentage_random": {"100"}, "nice": {"0"}, "zonemode": {"none"},
+}
 
 # A deliberate difference printed once (docs/fio.md): an io_uring job without fixedbufs. fio then
 # lets the kernel pin each request's pages on every I/O; storlab registers its buffers where the
@@ -346,7 +356,7 @@ def _check_known(st: Setting, problems: _Problems) -> bool:
     if row is None:
         problems.setting(st, "not a fio option (fio ignores it, storlab refuses it)")
         return False
-    if row.status == "refused":
+    if row.status == "refused" and (st.value or "").strip().lower() not in DEFAULT_VALUES.get(st.key, ()):
         problems.setting(st, f"not supported ({DOCS}): {row.text}", problems.UNSUPPORTED)
         return False
     if st.error:

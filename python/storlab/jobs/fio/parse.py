@@ -20,7 +20,7 @@ from .options import ALIASES
 
 __all__ = ["FioJobError", "Section", "Setting", "read_sections", "read_source", "expand_value",
            "canonical_name", "parse_fio_size", "parse_fio_time", "parse_bool", "split_list",
-           "BOOLEAN_OPTIONS", "BARE_OPTIONS", "FORMAT", "COMMAND_LINE"]
+           "BOOLEAN_OPTIONS", "SET_OPTIONS", "BARE_OPTIONS", "FORMAT", "COMMAND_LINE"]
 
 FORMAT = "fio"
 COMMAND_LINE = "command line"    # the source of settings given as fio's arguments (no line numbers)
@@ -39,9 +39,14 @@ BOOLEAN_OPTIONS = {"time_based", "stonewall", "group_reporting", "thread", "new_
           "create_fsync", "allow_file_create", "refill_buffers", "scramble_buffers", "stats",
           "disk_util", "nonvectored",
           "verify_fatal", "verify_dump", "softrandommap", "error_dump"}
+# fio's FIO_OPT_STR_SET options (options.c, the engines' options): on fio's command line they take
+# a value only as `--opt=val` (getopt's optional_argument), so in `--opt word` the word is not
+# theirs; every other option takes the next word as its value (required_argument)
+SET_OPTIONS = {"blocksize_unaligned", "norandommap", "time_based", "verify_only", "exitall",
+               "exitall_on_error", "stonewall", "new_group", "thread", "group_reporting",
+               "zero_buffers", "refill_buffers", "hipri", "fixedbufs", "registerfiles", "sqthread_poll"}
 # options that may stand alone without being booleans (a log prefix defaults to the job name)
-BARE_OPTIONS = BOOLEAN_OPTIONS | {"write_bw_log", "write_iops_log", "write_lat_log"}
-# accepted options that change nothing only with these values
+BARE_OPTIONS = BOOLEAN_OPTIONS | SET_OPTIONS | {"write_bw_log", "write_iops_log", "write_lat_log"}
 
 
 # -- value parsing with fio's rules --------------------------------------------------------------
