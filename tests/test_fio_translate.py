@@ -436,18 +436,31 @@ def test_set_only_flags_never_take_the_next_word_and_value_options_always_do():
         parse_command_line(["--name=j", "--iodepth"], environ={})
 
 
-@pytest.mark.parametrize("setting", ["--hipri=0", "--sync=none", "--sync=0", "--zero_buffers=0", "--exitall=false",
+@pytest.mark.parametrize("setting", ["--hipri=0", "--zero_buffers=0", "--exitall=false",
                                      "--percentage_random=100", "--nice=0", "--zonemode=none"])
 def test_a_refused_option_at_fios_default_runs(setting):
     tr, _ = _cmd("--name=j", "--filename=/x", "--rw=randread", "--size=1m", setting)
     assert groups(tr.phases)["j"]["rw"] == "randread"
 
 
-@pytest.mark.parametrize("setting", ["--hipri", "--hipri=1", "--sync=1", "--zero_buffers", "--percentage_random=50",
+@pytest.mark.parametrize("setting", ["--hipri", "--hipri=1", "--zero_buffers", "--percentage_random=50",
                                      "--zonemode=zbd"])
 def test_the_same_options_asking_for_something_are_refused(setting):
     with pytest.raises(Refusal, match=setting.lstrip("-").split("=")[0]):
         _cmd("--name=j", "--filename=/x", "--rw=randread", "--size=1m", setting)
+
+
+@pytest.mark.parametrize("value,mode", [("1", "sync"), ("sync", "sync"), ("true", "sync"), ("dsync", "dsync"),
+                                        ("0", None), ("none", None)])
+def test_sync_opens_the_files_with_o_sync_or_o_dsync(value, mode):
+    """fio's sync: a boolean before fio 3.36 (1: O_SYNC), then none|sync|dsync."""
+    tr, _ = _cmd("--name=j", "--filename=/x", "--rw=write", "--size=1m", f"--sync={value}")
+    assert groups(tr.phases)["j"].get("open_sync") == mode
+
+
+def test_a_bad_sync_value_is_refused_naming_the_allowed_ones():
+    with pytest.raises(Refusal, match=r"sync = fsync: .*none, sync, dsync, 0 or 1"):
+        _cmd("--name=j", "--filename=/x", "--rw=write", "--size=1m", "--sync=fsync")
 
 
 def test_engine_refusal_comes_before_an_unset_variable():

@@ -119,6 +119,33 @@ impl FileLayout {
     pub const ALL: [FileLayout; 2] = [FileLayout::Shared, FileLayout::PerThread];
 }
 
+/// How the targets are opened for synchronous writes (fio's sync): every write returns only once
+/// its data (O_DSYNC), or its data and metadata (O_SYNC), are on stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpenSync {
+    /// Writes land in the page cache or the device's cache (fio's default).
+    #[default]
+    None,
+    /// O_SYNC: data and the metadata to find it (fio's sync=1 or sync=sync).
+    Sync,
+    /// O_DSYNC: data and only the metadata needed to read it back (fio's sync=dsync).
+    Dsync,
+}
+
+impl OpenSync {
+    pub const ALL: [OpenSync; 3] = [OpenSync::None, OpenSync::Sync, OpenSync::Dsync];
+
+    /// The open(2) flag.
+    pub fn flag(self) -> i32 {
+        match self {
+            OpenSync::None => 0,
+            OpenSync::Sync => libc::O_SYNC,
+            OpenSync::Dsync => libc::O_DSYNC,
+        }
+    }
+}
+
 /// Whether io_uring registers the slot buffers with the ring (READ/WRITE_FIXED; fio's fixedbufs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -209,6 +236,9 @@ pub struct GroupSpec {
     pub start_delay: f64,
     pub engine: EngineKind,
     pub direct: bool,
+    /// Open the targets with O_SYNC or O_DSYNC (fio's sync). Absent from older specs: none.
+    #[serde(default)]
+    pub open_sync: OpenSync,
     pub null_delay: f64,
     #[serde(rename = "uring.fixed_buffers")]
     pub uring_fixed_buffers: FixedBuffers,
@@ -295,6 +325,7 @@ impl Default for GroupSpec {
             start_delay: 0.0,
             engine: EngineKind::Psync,
             direct: false,
+            open_sync: OpenSync::None,
             null_delay: 0.0,
             uring_fixed_buffers: FixedBuffers::Auto,
             uring_fixed_files: false,

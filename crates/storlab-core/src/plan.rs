@@ -21,7 +21,7 @@ use crate::buffer::{AlignedBuf, Scrambler};
 use crate::error::{Error, Result};
 use crate::iolog::Replay;
 use crate::rbw::{Channel, Role};
-use crate::spec::{CheckedPath, EngineKind, GroupSpec, Identity, PhaseSpec, RbwMode, ThreadLayout};
+use crate::spec::{CheckedPath, EngineKind, GroupSpec, Identity, OpenSync, PhaseSpec, RbwMode, ThreadLayout};
 use crate::verify::{self, Expect, VerifyKind};
 use crate::rng::Rng;
 use crate::workload::{AccessMap, Dir};
@@ -211,12 +211,10 @@ struct OpenTarget {
     range_len: u64,
 }
 
-fn open_file(path: &str, writes: bool, direct: bool, create: bool, gate: &mut IdentityGate) -> Result<File> {
+fn open_file(path: &str, writes: bool, direct: bool, sync: OpenSync, create: bool, gate: &mut IdentityGate) -> Result<File> {
     let mut o = OpenOptions::new();
     o.read(true).write(writes).create(create && writes);
-    if direct {
-        o.custom_flags(libc::O_DIRECT);
-    }
+    o.custom_flags(if direct { libc::O_DIRECT } else { 0 } | sync.flag());
     let f = o.open(path).map_err(|e| {
         if direct && e.raw_os_error() == Some(libc::EINVAL) {
             Error::target(path, "cannot open with O_DIRECT: the file system does not support it (use --buffered)")
@@ -403,7 +401,7 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, replay: Option<&
         // Create and size the file; a read needs real data, not holes. First: does it fit?
         let allocated = meta.as_ref().map(|m| m.blocks() * 512).unwrap_or(0);
         check_free_space(path, end.saturating_sub(allocated))?;
-        let f = open_file(path, true, false, true, &mut build.gate)?;
+        let f = open_file(path, true, false, OpenSync::None, true, &mut build.gate)?;
         if created {
             build.created.push(path.to_string());
         }
@@ -695,7 +693,7 @@ impl Plan {
                         }
                     };
                     let io_limit = io_limit(g, map.transfers(g.bs), group_workers);
-                    let file = open_file(&t.info.path, t.writes, g.direct, false, &mut build.gate)?;
+                    let file = open_file(&t.info.path, t.writes, g.direct, g.open_sync, false, &mut build.gate)?;
                     // Stable across processes: the same participant draws the same offsets.
                     let seed = Rng::derive(g.seed, ((gi as u64) << 48) | ((target_no as u64) << 32) | p);
                     let rbw = (g.rbw != RbwMode::Off).then(|| Arc::new(Channel::default()));
@@ -716,7 +714,7 @@ impl Plan {
                             id: workers.len(),
                             group: gi,
                             target: ti,
-                            file: open_file(&t.info.path, false, g.direct, false, &mut build.gate)?,
+                            file: open_file(&t.info.path, false, g.direct, g.open_sync, false, &mut build.gate)?,
                             map,
                             participant: p,
                             rbw: Some((Role::Reader, ch.clone())),
@@ -904,6 +902,25 @@ mod tests {
         assert_eq!(m.blocks(), 0, "no block of a null engine's file is written");
         drop(plan);
         std::fs::remove_file(&path).unwrap();
+    }
+
+    /// open_sync opens every worker's target with its flag (fio's sync), reads and writes alike.
+    #[test]
+    fn open_sync_opens_the_targets_with_o_sync_or_o_dsync() {
+        use std::os::fd::AsRawFd;
+        for (mode, flag) in [(OpenSync::None, 0), (OpenSync::Sync, libc::O_SYNC), (OpenSync::Dsync, libc::O_DSYNC)] {
+            for rw in [Rw::Write, Rw::Read] {
+                let path = scratch(&format!("sync-{mode:?}-{rw:?}"));
+                let g = GroupSpec { open_sync: mode, threads: 2, ..group(&path, 1 << 20, rw) };
+                let plan = Plan::build(PhaseSpec { name: "s".into(), groups: vec![g], checked: None }).expect("plan");
+                for w in &plan.workers {
+                    // SAFETY: F_GETFL only reads the status flags of a descriptor the plan owns.
+                    let got = unsafe { libc::fcntl(w.file.as_raw_fd(), libc::F_GETFL) };
+                    // O_SYNC includes the O_DSYNC bit: compare the whole of both
+                    assert_eq!(got & (libc::O_SYNC | libc::O_DSYNC), flag, "{mode:?} {rw:?}");
+                }
+            }
+        }
     }
 
     /// A laid-out file (a read of a new file) has no two 512-byte sectors alike, scrambled; with

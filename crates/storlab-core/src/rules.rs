@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
-use crate::group::{EngineKind, FileLayout, FixedBuffers, GroupSpec, PerDir, RbwMode, Rw, ThreadLayout, MAX_BYTES, MAX_DURATION_S};
+use crate::group::{EngineKind, FileLayout, FixedBuffers, GroupSpec, OpenSync, PerDir, RbwMode, Rw, ThreadLayout, MAX_BYTES, MAX_DURATION_S};
 use crate::verify::VerifyKind;
 
 /// The unit of a numeric option's value.
@@ -221,6 +221,7 @@ pub fn choices(field: &str) -> Option<Vec<String>> {
         "verify" => names(&VerifyKind::ALL),
         "engine" => names(&EngineKind::ALL),
         "uring.fixed_buffers" => names(&FixedBuffers::ALL),
+        "open_sync" => names(&OpenSync::ALL),
         _ => return None,
     })
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::blocksize::SizeLaw;
 use crate::error::{Error, Result};
-pub use crate::group::{EngineKind, FileLayout, FixedBuffers, GroupSpec, PerDir, RbwMode, Rw, ThreadLayout, DEFAULT_WAIT_SPIN_S, MAX_BYTES, MAX_DURATION_S};
+pub use crate::group::{EngineKind, FileLayout, FixedBuffers, GroupSpec, OpenSync, PerDir, RbwMode, Rw, ThreadLayout, DEFAULT_WAIT_SPIN_S, MAX_BYTES, MAX_DURATION_S};
 use crate::verify::{VerifyKind, MIN_BLOCK};
 
 /// A phase: groups that run concurrently and are measured together.

@@ -285,6 +285,12 @@ ROWS: tuple[Option, ...] = (
                            null="no kernel I/O: completes at once; measures storlab itself"), fio_name="ioengine"),
     Option("direct", "bool", "O_DIRECT: bypass the page cache (buffers and offsets aligned)",
            category="engine", negative="--buffered"),
+    Option("open_sync", "choice", "open the targets for synchronous writes: each write returns once "
+           "it is on stable storage (fio's sync)",
+           choices=_choice(none="writes may land in a cache (the default)",
+                           sync="O_SYNC: the data and the metadata to find it (fio's sync=1)",
+                           dsync="O_DSYNC: the data and only the metadata to read it back (fio's sync=dsync)"),
+           category="engine", fio_name="sync"),
     Option("null_delay", "duration", "synthetic completion delay of the null backend",
            category="engine", engine="null"),
     Option("uring.fixed_buffers", "choice", "register the I/O buffers with the ring (READ/WRITE_FIXED, "

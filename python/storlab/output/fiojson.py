@@ -187,6 +187,8 @@ def _job_options(phase: dict[str, Any], groups: Sequence[dict[str, Any]]) -> dic
         opts["ramp_time"] = _seconds_text(g["ramp"])
     if g.get("fsync_every"):
         opts["fsync"] = str(g["fsync_every"])
+    if g.get("open_sync") in ("sync", "dsync"):
+        opts["sync"] = g["open_sync"]
     return opts
 
 

@@ -57,7 +57,7 @@ DEFAULT_VALUES = {
     **{key: _OFF for key in ("hipri", "blocksize_unaligned", "zero_buffers", "exitall", "exitall_on_error",
                              "verify_only", "pre_read", "allow_mounted_write", "atomic", "fdp", "write_barrier",
                              "end_syncfs", "create_only", "unlink_each_loop", "file_append")},
-    "sync": _OFF | {"none"}, "dedupe_percentage": {"0"}, "buffer_compress_percentage": {"0"},
+    "dedupe_percentage": {"0"}, "buffer_compress_percentage": {"0"},
     "percentage_random": {"100"}, "nice": {"0"}, "zonemode": {"none"},
 }
 
@@ -704,6 +704,17 @@ class _Job:
         if sync is not None:
             opts["fsync_every"] = self.size_of(sync)
         opts["fsync_end"] = self.flag("end_fsync") or self.flag("fsync_on_close")
+        if self.has("sync"):
+            # fio's sync: a boolean in fio before 3.36, then none|sync|dsync (1 = sync, 0 = none)
+            word = (self.raw("sync") or "1").strip().lower()
+            mode = {"sync": "sync", "dsync": "dsync", "none": "none"}.get(word)
+            if mode is None:
+                try:
+                    mode = "sync" if parse_bool(word) else "none"
+                except ValueError:
+                    self.bad("sync", f"{word!r} is not allowed; use none, sync, dsync, 0 or 1")
+            if mode and mode != "none":
+                opts["open_sync"] = mode
         if self.flag("norandommap"):
             opts["random_map"] = False
         if self.has("random_distribution"):

@@ -172,7 +172,7 @@ _ROWS: list[tuple[str, str, str]] = [
     ("direct", _M, "direct"),
     ("buffered", _M, "direct = not buffered"),
     ("atomic", _R, "storlab does not issue atomic writes"),
-    ("sync", _R, "storlab does not open with O_SYNC/O_DSYNC; use fsync=1"),
+    ("sync", _M, "open_sync (1 or sync: O_SYNC; dsync: O_DSYNC; 0 or none: none)"),
     ("write_barrier", _R, "use fsync=N"),
     ("sync_file_range", _R, "use fsync=N"),
     ("mem", _A, "storlab allocates its own aligned buffers"),
