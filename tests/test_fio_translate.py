@@ -476,10 +476,11 @@ def test_overwrite_lays_the_files_out_in_a_phase_before_every_job():
     assert lay["options"]["size"] == MiB and lay["options"]["fsync_end"] is True
 
 
-def test_fallocate_none_is_refused_for_writing_jobs_only():
-    with pytest.raises(Refusal, match="^fio <text>:5: fallocate = none: not supported"):
-        translate("[j]\nfilename=/x\nsize=1m\nrw=write\nfallocate=none\n")
-    assert translate("[j]\nfilename=/x\nsize=1m\nrw=read\nfallocate=none\n")
+@pytest.mark.parametrize("value,preallocate", [("none", False), ("0", False), ("posix", None), ("native", None),
+                                               ("keep", None), ("1", None)])
+def test_fallocate_none_turns_preallocation_off(value, preallocate):
+    tr = translate(f"[j]\nfilename=/x\nsize=1m\nrw=write\nfallocate={value}\n")
+    assert groups(tr)["j"].get("preallocate") == preallocate
 
 
 def test_what_only_storlab_fio_does_is_refused_by_translate_not_dropped():

@@ -166,6 +166,10 @@ fn scramble_default() -> bool {
     true
 }
 
+fn preallocate_default() -> bool {
+    true
+}
+
 /// One group of identical workers (fio: one job section with numjobs).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -236,6 +240,10 @@ pub struct GroupSpec {
     pub start_delay: f64,
     pub engine: EngineKind,
     pub direct: bool,
+    /// Allocate the new part of a file a writing group makes before the run (posix_fallocate,
+    /// fio's default fallocate); off: only sized, sparse (fio's fallocate=none). Absent: on.
+    #[serde(default = "preallocate_default")]
+    pub preallocate: bool,
     /// Open the targets with O_SYNC or O_DSYNC (fio's sync). Absent from older specs: none.
     #[serde(default)]
     pub open_sync: OpenSync,
@@ -325,6 +333,7 @@ impl Default for GroupSpec {
             start_delay: 0.0,
             engine: EngineKind::Psync,
             direct: false,
+            preallocate: true,
             open_sync: OpenSync::None,
             null_delay: 0.0,
             uring_fixed_buffers: FixedBuffers::Auto,

@@ -405,8 +405,9 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, replay: Option<&
         if created {
             build.created.push(path.to_string());
         }
-        if g.engine == EngineKind::Null {
-            // The null engine transfers nothing: the file is only sized (sparse), never written.
+        if g.engine == EngineKind::Null || (!reads && !g.preallocate) {
+            // The null engine transfers nothing: the file is only sized (sparse), never written;
+            // without preallocate a writing group's file is sized too (fio's fallocate=none).
             f.set_len(end)
                 .map_err(|e| Error::target(path, format!("cannot size to {end} bytes: {e}")))?;
         } else if reads {
@@ -902,6 +903,21 @@ mod tests {
         assert_eq!(m.blocks(), 0, "no block of a null engine's file is written");
         drop(plan);
         std::fs::remove_file(&path).unwrap();
+    }
+
+    /// A writing group's new file is allocated before the run unless preallocate is off, when it
+    /// is only sized (sparse, fio's fallocate=none); a reading group's is laid out either way.
+    #[test]
+    fn preallocate_off_leaves_a_writing_groups_new_file_sparse() {
+        for (pre, rw, allocated) in [(true, Rw::Write, true), (false, Rw::Write, false), (false, Rw::Read, true)] {
+            let path = scratch(&format!("prealloc-{pre}-{rw:?}"));
+            let g = GroupSpec { preallocate: pre, ..group(&path, 4 << 20, rw) };
+            let plan = Plan::build(PhaseSpec { name: "p".into(), groups: vec![g], checked: None }).expect("plan");
+            let m = std::fs::metadata(&path).unwrap();
+            assert_eq!(m.len(), 4 << 20);
+            assert_eq!(m.blocks() * 512 >= 4 << 20, allocated, "preallocate {pre} {rw:?}: {} blocks", m.blocks());
+            drop(plan);
+        }
     }
 
     /// open_sync opens every worker's target with its flag (fio's sync), reads and writes alike.

@@ -145,6 +145,10 @@ ROWS: tuple[Option, ...] = (
     Option("size", "size", "length of the I/O range on each target; files are created this size; "
            "default: the whole device or existing file (the scratch file: 256 MiB, or 1 GiB for the main job)",
            category="target"),
+    Option("preallocate", "bool", "allocate the new part of a file a writing job makes before the run "
+           "(posix_fallocate, fio's default fallocate), so the run's writes find their blocks there; "
+           "off: the file is only sized and the writes allocate (fio's fallocate=none)",
+           negative="--no-preallocate", category="target", fio_name="fallocate"),
     Option("offset", "size", "start of the I/O range on each target; requests go at offset + k x bs "
            "(offset need not be a multiple of bs, as in fio)", category="target"),
     Option("thread_layout", "choice", "how the participants (threads; ranks x threads under MPI) "

@@ -739,10 +739,8 @@ class _Job:
                 self.bad("startdelay", "storlab starts every worker after one delay; give one time")
             else:
                 opts["start_delay"] = self.time("startdelay")
-        _, writes, _ = self._directions()
-        if writes and (self.raw("fallocate") or "").strip().lower() in ("none", "0"):
-            self.problems.setting(self.s["fallocate"], f"not supported ({DOCS}): storlab preallocates new "
-                                                       f"files, as fio's default", self.problems.UNSUPPORTED)
+        if (self.raw("fallocate") or "").strip().lower() in ("none", "0"):
+            opts["preallocate"] = False   # native, posix, keep, 1: allocated, storlab's default
         self.verification(opts)
         self.buffers(opts)
         if engine == "io_uring":

@@ -91,7 +91,7 @@ _ROWS: list[tuple[str, str, str]] = [
     ("allow_mounted_write", _R, "storlab never writes a mounted device"),
     ("unlink", _M, "`storlab fio` removes the job's files after the run"),
     ("unlink_each_loop", _R, "storlab removes files at the end only"),
-    ("fallocate", _A, "storlab preallocates new files it writes (fio's default, native); `none` refused for writing jobs"),
+    ("fallocate", _M, "preallocate (native, posix, keep, 1: on, as fio's default; none, 0: off, the file only sized)"),
     ("fadvise_hint", _A, "storlab gives no access-pattern hints"),
     ("overwrite", _M, "a `layout` phase writes the job's files once before the jobs, as fio lays them out"),
     ("file_append", _R, "storlab writes inside the range [offset, offset+size)"),
