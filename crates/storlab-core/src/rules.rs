@@ -303,7 +303,7 @@ mod tests {
                 seen += 1;
             }
         }
-        assert_eq!(seen, 7);
+        assert_eq!(seen, 8);
         assert_eq!(names(&EngineKind::ALL), EngineKind::ALL.map(|e| e.as_str().to_string()));
     }
 
