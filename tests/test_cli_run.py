@@ -484,3 +484,35 @@ def test_memory_device_refusals_are_one_line(capsys, args, message):
     assert main(["run", *args, "-q", "--no-store"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and err.startswith(f"storlab run: error: {message}"), err
+
+
+def test_cpus_pin_each_worker_thread_while_it_runs(shm_dir):
+    """--cpus LIST --cpus-policy split: worker thread i runs on the list's CPU i alone, seen in
+    /proc while the run goes on; shared gives every worker the whole list; a CPU this process
+    may not use is refused in one line before anything runs."""
+    allowed = sorted(os.sched_getaffinity(0))
+    cpus = ",".join(map(str, allowed[:2]))
+    for policy, want in (("split", [{allowed[0]}, {allowed[1 % len(allowed)]}]), ("shared", [set(allowed[:2])] * 2)):
+        proc = subprocess.Popen([sys.executable, "-m", "storlab", "run", "--target", os.path.join(shm_dir, "pin"),
+                                 "--size", "8m", "--threads", "2", "--time", "3", "--cpus", cpus, "--cpus-policy", policy,
+                                 "-q", "--no-store"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        seen: dict[str, set[int]] = {}
+        deadline = time.monotonic() + 10
+        while len(seen) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            for task in os.listdir(f"/proc/{proc.pid}/task"):
+                try:
+                    with open(f"/proc/{proc.pid}/task/{task}/comm") as f:
+                        name = f.read().strip()
+                    if name.startswith("storlab-w"):
+                        seen[name] = os.sched_getaffinity(int(task))
+                except (FileNotFoundError, ProcessLookupError):
+                    pass
+            time.sleep(0.05)
+        proc.wait(timeout=30)
+        assert proc.returncode == 0, proc.stderr.read()
+        assert [seen.get(f"storlab-w{i}") for i in range(2)] == want, (policy, seen)
+    beyond = allowed[-1] + 1
+    out = subprocess.run([sys.executable, "-m", "storlab", "run", "--target", os.path.join(shm_dir, "pin"), "--size", "1m",
+                          "--cpus", str(beyond), "-q", "--no-store"], capture_output=True, text=True)
+    assert out.returncode != 0 and f"CPU {beyond} not available to this process" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr

@@ -113,9 +113,9 @@ def test_unsupported_options_are_listed_together_with_their_lines():
     assert len(msg) <= 200
     # the first in full (file, line, key, why, where to read more), each other option once
     assert msg.startswith("fio unsupported.fio:3: zero_buffers: not supported (docs/fio.md): ")
-    assert msg.endswith("; also: cpus_allowed")
+    assert msg.endswith("; also: numa_cpu_nodes")
     assert msg.count("zero_buffers") == 1
-    assert (e.value.key, e.value.line, e.value.more) == ("zero_buffers", 3, ["cpus_allowed"])
+    assert (e.value.key, e.value.line, e.value.more) == ("zero_buffers", 3, ["numa_cpu_nodes"])
 
 
 def test_runtime_without_time_based_needs_a_size():
@@ -317,14 +317,14 @@ def test_showcmd_echoes_the_jobs_as_one_command_line():
 
 
 def test_refusal_is_one_line_of_at_most_200_characters_naming_each_option_once():
-    text = "[global]\nfilename=/x\n" + "".join(f"[j{i}]\ncpus_allowed=1\nnice=1\nprio=2\n"
+    text = "[global]\nfilename=/x\n" + "".join(f"[j{i}]\nnuma_cpu_nodes=1\nnice=1\nprio=2\n"
                                               f"zonemode=zbd\nexitall\ncgroup=x\nuid=1\n" for i in range(20))
     with pytest.raises(Refusal) as e:
         translate(text)
     msg = str(e.value)
     assert len(msg) <= 200 and "\n" not in msg and "(docs/fio.md)" in msg
-    assert msg.startswith("fio <text>:4: cpus_allowed = 1: not supported (docs/fio.md)")
-    for name in ("cpus_allowed", "nice", "prio", "zonemode", "exitall", "cgroup", "uid"):
+    assert msg.startswith("fio <text>:4: numa_cpu_nodes = 1: not supported (docs/fio.md)")
+    for name in ("numa_cpu_nodes", "nice", "prio", "zonemode", "exitall", "cgroup", "uid"):
         assert len(re.findall(rf"\b{name}\b", msg)) == 1, (name, msg)
 
 
@@ -461,6 +461,16 @@ def test_sync_opens_the_files_with_o_sync_or_o_dsync(value, mode):
 def test_a_bad_sync_value_is_refused_naming_the_allowed_ones():
     with pytest.raises(Refusal, match=r"sync = fsync: .*none, sync, dsync, 0 or 1"):
         _cmd("--name=j", "--filename=/x", "--rw=write", "--size=1m", "--sync=fsync")
+
+
+def test_cpus_allowed_cpumask_and_policy_pin_the_threads():
+    g = groups(_cmd("--name=j", "--filename=/x", "--size=1m", "--cpus_allowed=0-1", "--cpus_allowed_policy=split")[0].phases)
+    assert g["j"]["cpus"] == "0-1" and g["j"]["cpus_policy"] == "split"
+    assert groups(_cmd("--name=j", "--filename=/x", "--size=1m", "--cpumask=0x5")[0].phases)["j"]["cpus"] == "0,2"
+    with pytest.raises(Refusal, match="cpus_allowed_policy = spread: 'spread' is not allowed; use shared or split"):
+        _cmd("--name=j", "--filename=/x", "--size=1m", "--cpus_allowed_policy=spread")
+    with pytest.raises(Refusal, match="cpumask = zz: 'zz' is not a CPU bit mask"):
+        _cmd("--name=j", "--filename=/x", "--size=1m", "--cpumask=zz")
 
 
 def test_engine_refusal_comes_before_an_unset_variable():

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::cpus::CpusPolicy;
 use crate::distribution::RandomDistribution;
 use crate::verify::VerifyKind;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -244,6 +245,12 @@ pub struct GroupSpec {
     /// fio's default fallocate); off: only sized, sparse (fio's fallocate=none). Absent: on.
     #[serde(default = "preallocate_default")]
     pub preallocate: bool,
+    /// Pin the group's worker threads to these CPUs (`0-3,6`; fio's cpus_allowed). None: not pinned.
+    #[serde(default)]
+    pub cpus: Option<String>,
+    /// How the threads share `cpus` (fio's cpus_allowed_policy).
+    #[serde(default)]
+    pub cpus_policy: CpusPolicy,
     /// Open the targets with O_SYNC or O_DSYNC (fio's sync). Absent from older specs: none.
     #[serde(default)]
     pub open_sync: OpenSync,
@@ -334,6 +341,8 @@ impl Default for GroupSpec {
             engine: EngineKind::Psync,
             direct: false,
             preallocate: true,
+            cpus: None,
+            cpus_policy: CpusPolicy::Shared,
             open_sync: OpenSync::None,
             null_delay: 0.0,
             uring_fixed_buffers: FixedBuffers::Auto,

@@ -8,6 +8,7 @@
 pub mod blocksize;
 pub(crate) mod buffer;
 pub mod control;
+pub mod cpus;
 pub mod distribution;
 pub(crate) mod engine;
 pub mod error;

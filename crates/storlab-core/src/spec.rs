@@ -145,6 +145,9 @@ impl GroupSpec {
         }
         // Bounds of every numeric option (rules.rs, exported to the Python option table).
         crate::rules::check_group(self).map_err(|e| Error::spec(format!("{who}{}", e.message)))?;
+        if let Some(text) = &self.cpus {
+            crate::cpus::check(text).map_err(|m| bad("cpus", m))?;
+        }
         if self.verify.stamps() && self.bs < MIN_BLOCK {
             return Err(bad("bs", format!("{} bytes is too small to carry a verification header; verify needs bs >= {MIN_BLOCK}", self.bs)));
         }

@@ -219,6 +219,12 @@ impl<'a> Worker<'a> {
     /// waits forever.
     fn start(plan: &'a Plan, w: &'a WorkerPlan, control: &'a Control) -> Result<Worker<'a>> {
         let g = plan.group(w);
+        if let Some(text) = &g.cpus {
+            // the thread's place among its group's workers picks its CPU under the split policy
+            let index = plan.workers.iter().filter(|x| x.group == w.group && x.id < w.id).count();
+            let cpus = crate::cpus::parse_cpu_list(text).map_err(|m| Error::spec(format!("cpus: {m}")))?;
+            crate::cpus::pin_thread(&cpus, g.cpus_policy, index)?;
+        }
         let target = &plan.targets[w.target];
         let qd = g.qd as usize;
         let bs = g.bs as usize;

@@ -289,6 +289,13 @@ ROWS: tuple[Option, ...] = (
                            null="no kernel I/O: completes at once; measures storlab itself"), fio_name="ioengine"),
     Option("direct", "bool", "O_DIRECT: bypass the page cache (buffers and offsets aligned)",
            category="engine", negative="--buffered"),
+    Option("cpus", "str", "pin the worker threads to these CPUs: numbers and ranges separated by "
+           "commas (0-3,6; fio's cpus_allowed); a CPU this process may not use is refused. Default: "
+           "not pinned", category="engine", fio_name="cpus_allowed"),
+    Option("cpus_policy", "choice", "how the threads share `cpus` (fio's cpus_allowed_policy)",
+           choices=_choice(shared="every thread may run on every CPU of the list (fio's default)",
+                           split="thread i runs on the list's CPU i alone (modulo its length)"),
+           category="engine", fio_name="cpus_allowed_policy"),
     Option("open_sync", "choice", "open the targets for synchronous writes: each write returns once "
            "it is on stable storage (fio's sync)",
            choices=_choice(none="writes may land in a cache (the default)",

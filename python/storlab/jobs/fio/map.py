@@ -704,6 +704,7 @@ class _Job:
         if sync is not None:
             opts["fsync_every"] = self.size_of(sync)
         opts["fsync_end"] = self.flag("end_fsync") or self.flag("fsync_on_close")
+        self.cpus(opts)
         if self.has("sync"):
             # fio's sync: a boolean in fio before 3.36, then none|sync|dsync (1 = sync, 0 = none)
             word = (self.raw("sync") or "1").strip().lower()
@@ -755,6 +756,27 @@ class _Job:
         if self.has("log_avg_msec") and self.size("log_avg_msec") > 0:
             opts["interval"] = self.size("log_avg_msec") / 1000
         self.pacing(opts)
+
+    def cpus(self, opts: dict[str, Any]) -> None:
+        """cpus_allowed (a list) or cpumask (a bit mask) and cpus_allowed_policy: the threads' CPUs."""
+        if self.has("cpus_allowed"):
+            opts["cpus"] = (self.raw("cpus_allowed") or "").strip()
+        elif self.has("cpumask"):
+            text = (self.raw("cpumask") or "").strip()
+            try:
+                mask = int(text, 0)
+            except ValueError:
+                mask = 0
+            if mask <= 0:
+                self.bad("cpumask", f"{text!r} is not a CPU bit mask; use e.g. 0x3 (CPUs 0 and 1)")
+            else:
+                opts["cpus"] = ",".join(str(c) for c in range(mask.bit_length()) if mask >> c & 1)
+        if self.has("cpus_allowed_policy"):
+            policy = (self.raw("cpus_allowed_policy") or "").strip().lower()
+            if policy not in ("shared", "split"):
+                self.bad("cpus_allowed_policy", f"{policy!r} is not allowed; use shared or split")
+            else:
+                opts["cpus_policy"] = policy
 
     def fixed_buffers(self, opts: dict[str, Any]) -> None:
         """fixedbufs=1 → uring.fixed_buffers = on, fixedbufs=0 → off (fio's default, given); not

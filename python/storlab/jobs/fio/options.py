@@ -29,7 +29,7 @@ ALIASES = {"readwrite": "rw", "blocksize": "bs", "io_limit": "io_size", "timeout
            "nr_files": "nrfiles", "fileoffset": "offset", "ratemin": "rate_min",
            "ratecycle": "rate_cycle", "bs_unaligned": "blocksize_unaligned", "ss": "steadystate",
            "ss_dur": "steadystate_duration", "ss_ramp": "steadystate_ramp_time",
-           "ss_interval": "steadystate_check_interval", "cpumask": "cpus_allowed",
+           "ss_interval": "steadystate_check_interval",
            "disable_bw": "disable_bw_measurement", "fixedbufs": "fixedbufs"}
 
 # fio engine -> (storlab engine, the line `storlab fio` prints when the name differs)
@@ -305,8 +305,9 @@ _ROWS: list[tuple[str, str, str]] = [
     ("steadystate_check_interval", _M, "ss_interval of the job's phase"),
     # --- process placement and control ---
     ("numjobs", _M, "one worker per clone (shared file: threads; generated names: one file each)"),
-    ("cpus_allowed", _R, "storlab does not pin CPUs; run it under taskset"),
-    ("cpus_allowed_policy", _R, "storlab does not pin CPUs; run it under taskset"),
+    ("cpus_allowed", _M, "cpus (the worker threads pinned to the list's CPUs)"),
+    ("cpumask", _M, "cpus (the mask's bits as a CPU list)"),
+    ("cpus_allowed_policy", _M, "cpus_policy (shared or split)"),
     ("numa_cpu_nodes", _R, "storlab does not bind NUMA nodes; run it under numactl"),
     ("numa_mem_policy", _R, "storlab does not bind NUMA nodes; run it under numactl"),
     ("nice", _R, "run storlab under nice"),
