@@ -516,3 +516,22 @@ def test_cpus_pin_each_worker_thread_while_it_runs(shm_dir):
                           "--cpus", str(beyond), "-q", "--no-store"], capture_output=True, text=True)
     assert out.returncode != 0 and f"CPU {beyond} not available to this process" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_rate_process_poisson_spaces_requests_as_a_poisson_process(shm_dir):
+    """--rate-iops with --rate-process poisson: the issue times in the worker's iolog keep the
+    cap's mean rate, with gaps as spread as an exponential law's (standard deviation about the
+    mean; the even schedule's gaps barely vary). Without a cap, poisson is refused in one line."""
+    log = os.path.join(shm_dir, "poisson.log")
+    assert main(["run", "--target", os.path.join(shm_dir, "p"), "--size", "8m", "--rw", "randread", "--engine", "null",
+                 "--rate-iops", "2000", "--rate-process", "poisson", "--time", "1.5", "--write-iolog", log,
+                 "-q", "--no-store"]) == 0
+    with open(log) as f:
+        times = [int(p[0]) for p in (line.split() for line in f) if len(p) >= 4 and p[2] == "read"]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    mean = sum(gaps) / len(gaps)
+    sd = (sum((g - mean) ** 2 for g in gaps) / len(gaps)) ** 0.5
+    assert 0.8 * 500 <= mean <= 1.25 * 500, mean          # 2000 IOPS: 500 us apart on average
+    assert sd / mean > 0.7, (sd, mean)
+    assert main(["run", "--target", os.path.join(shm_dir, "p"), "--size", "1m", "--rate-process", "poisson",
+                 "-q", "--no-store"]) != 0

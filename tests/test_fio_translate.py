@@ -473,6 +473,15 @@ def test_cpus_allowed_cpumask_and_policy_pin_the_threads():
         _cmd("--name=j", "--filename=/x", "--size=1m", "--cpumask=zz")
 
 
+def test_rate_process_poisson_spaces_the_cap_as_a_poisson_process():
+    g = groups(_cmd("--name=j", "--filename=/x", "--size=1m", "--rate_iops=500", "--rate_process=poisson")[0].phases)
+    assert g["j"]["rate_process"] == "poisson" and g["j"]["rate_iops"] == (500, 500, 500)
+    assert "rate_process" not in groups(_cmd("--name=j", "--filename=/x", "--size=1m", "--rate_iops=500",
+                                             "--rate_process=linear")[0].phases)["j"]
+    with pytest.raises(Refusal, match="rate_process = burst"):
+        _cmd("--name=j", "--filename=/x", "--size=1m", "--rate_iops=500", "--rate_process=burst")
+
+
 def test_engine_refusal_comes_before_an_unset_variable():
     with pytest.raises(Refusal, match=r"ioengine = rdma: not supported \(docs/fio.md\): storlab does local file"):
         translate("[j]\nioengine=rdma\nhostname=${HOST_UNSET}\n", environ={})

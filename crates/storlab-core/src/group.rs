@@ -147,6 +147,21 @@ impl OpenSync {
     }
 }
 
+/// How the rate limiter spaces a direction's requests (fio's rate_process).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RateProcess {
+    /// Evenly: request n at n / rate (fio's default).
+    #[default]
+    Linear,
+    /// Exponentially distributed gaps of the same mean: a Poisson process's arrivals.
+    Poisson,
+}
+
+impl RateProcess {
+    pub const ALL: [RateProcess; 2] = [RateProcess::Linear, RateProcess::Poisson];
+}
+
 /// Whether io_uring registers the slot buffers with the ring (READ/WRITE_FIXED; fio's fixedbufs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -270,6 +285,9 @@ pub struct GroupSpec {
     pub rate: PerDir,
     /// IOPS cap per worker, [read, write, trim] (fio's rate_iops).
     pub rate_iops: PerDir,
+    /// How the caps space the requests: evenly or as a Poisson process (fio's rate_process).
+    #[serde(default)]
+    pub rate_process: RateProcess,
     /// Bandwidth floor per worker over the phase; below it the phase fails (fio's rate_min).
     pub rate_min: PerDir,
     /// IOPS floor per worker over the phase (fio's rate_iops_min).
@@ -352,6 +370,7 @@ impl Default for GroupSpec {
             uring_wait_spin: DEFAULT_WAIT_SPIN_S,
             rate: [0; 3],
             rate_iops: [0; 3],
+            rate_process: RateProcess::Linear,
             rate_min: [0; 3],
             rate_iops_min: [0; 3],
             thinktime: 0.0,

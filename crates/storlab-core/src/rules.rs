@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
-use crate::group::{CpusPolicy, EngineKind, FileLayout, FixedBuffers, GroupSpec, OpenSync, PerDir, RbwMode, Rw, ThreadLayout, MAX_BYTES, MAX_DURATION_S};
+use crate::group::{CpusPolicy, EngineKind, FileLayout, FixedBuffers, GroupSpec, OpenSync, PerDir, RateProcess, RbwMode, Rw, ThreadLayout, MAX_BYTES, MAX_DURATION_S};
 use crate::verify::VerifyKind;
 
 /// The unit of a numeric option's value.
@@ -223,6 +223,7 @@ pub fn choices(field: &str) -> Option<Vec<String>> {
         "uring.fixed_buffers" => names(&FixedBuffers::ALL),
         "open_sync" => names(&OpenSync::ALL),
         "cpus_policy" => names(&CpusPolicy::ALL),
+        "rate_process" => names(&RateProcess::ALL),
         _ => return None,
     })
 }
@@ -304,7 +305,7 @@ mod tests {
                 seen += 1;
             }
         }
-        assert_eq!(seen, 9);
+        assert_eq!(seen, 10);
         assert_eq!(names(&EngineKind::ALL), EngineKind::ALL.map(|e| e.as_str().to_string()));
     }
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::blocksize::SizeLaw;
 use crate::error::{Error, Result};
-pub use crate::group::{EngineKind, FileLayout, FixedBuffers, GroupSpec, OpenSync, PerDir, RbwMode, Rw, ThreadLayout, DEFAULT_WAIT_SPIN_S, MAX_BYTES, MAX_DURATION_S};
+pub use crate::group::{EngineKind, FileLayout, FixedBuffers, GroupSpec, OpenSync, PerDir, RateProcess, RbwMode, Rw, ThreadLayout, DEFAULT_WAIT_SPIN_S, MAX_BYTES, MAX_DURATION_S};
 use crate::verify::{VerifyKind, MIN_BLOCK};
 
 /// A phase: groups that run concurrently and are measured together.
@@ -316,6 +316,9 @@ impl GroupSpec {
                 let what = if cap_bw { "rate_min" } else { "rate_iops_min" };
                 return Err(bad(what, format!("the floor of the {} direction is above its cap", ["read", "write", "trim"][d])));
             }
+        }
+        if self.rate_process == RateProcess::Poisson && self.rate.iter().chain(self.rate_iops.iter()).all(|&r| r == 0) {
+            return Err(bad("rate_process", "poisson spaces the requests of a rate or rate_iops cap: give one".into()));
         }
         if self.thinktime_spin > self.thinktime {
             return Err(bad("thinktime_spin", format!("{} s is longer than thinktime ({} s), of which it is a part", self.thinktime_spin, self.thinktime)));

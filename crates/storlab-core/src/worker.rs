@@ -322,7 +322,7 @@ impl<'a> Worker<'a> {
             inflight: 0,
             gen,
             // Pacing: the rate schedule and think time run from this worker's own start.
-            pacer: Pacer::new(g, start_instant),
+            pacer: Pacer::new(g, start_instant, w.seed),
             think: Think::new(g),
             next_dir: None,
             replay_pos: 0,

@@ -268,6 +268,11 @@ ROWS: tuple[Option, ...] = (
     Option("rate_iops", "dir_iops", "request-rate cap per thread, as rate but in IOPS (fio's "
            "rate_iops); with both, the tighter one holds", category="timing", metavar="IOPS",
            fio_name="rate_iops"),
+    Option("rate_process", "choice", "how the rate caps space the requests (fio's rate_process)",
+           choices=_choice(linear="evenly: request n at n / rate (the default)",
+                           poisson="exponential gaps of the same mean: the arrivals of a Poisson "
+                                   "process, as many independent clients make them"),
+           category="timing", fio_name="rate_process"),
     Option("rate_min", "dir_rate", "bandwidth floor per thread over its measured window: below it "
            "the phase fails with one line naming the direction (fio's rate_min, which fio checks "
            "every second instead); same forms as rate", category="timing", metavar="RATE",

@@ -830,6 +830,8 @@ class _Job:
                 given[key] = self.raw(key)
         if self.has("replay_no_stall"):
             given["replay_no_stall"] = self.flag("replay_no_stall")
+        if self.has("rate_process") and (self.raw("rate_process") or "").strip().lower() != "linear":
+            given["rate_process"] = (self.raw("rate_process") or "").strip().lower()
         for key, value in given.items():
             try:
                 opts[key] = parse_value(key, value)

@@ -194,7 +194,7 @@ _ROWS: list[tuple[str, str, str]] = [
     ("rate_min", _M, "rate_min"),
     ("rate_iops", _M, "rate_iops"),
     ("rate_iops_min", _M, "rate_iops_min"),
-    ("rate_process", _R, "storlab paces evenly (linear)"),
+    ("rate_process", _M, "rate_process (linear or poisson)"),
     ("rate_cycle", _R, "storlab checks rate_min over its own interval"),
     ("rate_ignore_thinktime", _R, "storlab counts think time in the rate"),
     ("thinktime", _M, "thinktime"),
