@@ -535,3 +535,21 @@ def test_rate_process_poisson_spaces_requests_as_a_poisson_process(shm_dir):
     assert sd / mean > 0.7, (sd, mean)
     assert main(["run", "--target", os.path.join(shm_dir, "p"), "--size", "1m", "--rate-process", "poisson",
                  "-q", "--no-store"]) != 0
+
+
+def test_buffer_pattern_is_what_the_writes_and_the_layout_leave(shm_dir):
+    """--buffer-pattern 0xdeadbeef --no-scramble: every byte a write job writes, and every byte a
+    read job lays out, is the pattern, repeated from the start of each block."""
+    for rw, path in (("write", "pw"), ("read", "pr")):
+        target = os.path.join(shm_dir, path)
+        assert main(["run", "--target", target, "--size", "1m", "--bs", "4k", "--rw", rw,
+                     "--buffer-pattern", "0xdeadbeef", "--no-scramble", "-q", "--no-store"]) == 0
+        with open(target, "rb") as f:
+            assert f.read() == bytes.fromhex("deadbeef") * (1 << 18), rw
+    # scrambled (the default), each 512-byte sector still starts from the pattern's bytes mostly
+    target = os.path.join(shm_dir, "ps")
+    assert main(["run", "--target", target, "--size", "64k", "--rw", "write", "--buffer-pattern", "0x00",
+                 "-q", "--no-store"]) == 0
+    with open(target, "rb") as f:
+        data = f.read()
+    assert data != bytes(len(data)) and data.count(0) > 0.9 * len(data)

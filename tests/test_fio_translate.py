@@ -112,10 +112,10 @@ def test_unsupported_options_are_listed_together_with_their_lines():
     assert "\n" not in msg
     assert len(msg) <= 200
     # the first in full (file, line, key, why, where to read more), each other option once
-    assert msg.startswith("fio unsupported.fio:3: zero_buffers: not supported (docs/fio.md): ")
+    assert msg.startswith("fio unsupported.fio:3: exitall: not supported (docs/fio.md): ")
     assert msg.endswith("; also: numa_cpu_nodes")
-    assert msg.count("zero_buffers") == 1
-    assert (e.value.key, e.value.line, e.value.more) == ("zero_buffers", 3, ["numa_cpu_nodes"])
+    assert msg.count("exitall") == 1
+    assert (e.value.key, e.value.line, e.value.more) == ("exitall", 3, ["numa_cpu_nodes"])
 
 
 def test_runtime_without_time_based_needs_a_size():
@@ -443,7 +443,7 @@ def test_a_refused_option_at_fios_default_runs(setting):
     assert groups(tr.phases)["j"]["rw"] == "randread"
 
 
-@pytest.mark.parametrize("setting", ["--hipri", "--hipri=1", "--zero_buffers", "--percentage_random=50",
+@pytest.mark.parametrize("setting", ["--hipri", "--hipri=1", "--exitall", "--percentage_random=50",
                                      "--zonemode=zbd"])
 def test_the_same_options_asking_for_something_are_refused(setting):
     with pytest.raises(Refusal, match=setting.lstrip("-").split("=")[0]):
@@ -480,6 +480,21 @@ def test_rate_process_poisson_spaces_the_cap_as_a_poisson_process():
                                              "--rate_process=linear")[0].phases)["j"]
     with pytest.raises(Refusal, match="rate_process = burst"):
         _cmd("--name=j", "--filename=/x", "--size=1m", "--rate_iops=500", "--rate_process=burst")
+
+
+def test_zero_buffers_and_buffer_pattern_set_the_written_bytes():
+    """zero_buffers: 0x00 and, as in fio, no scrambling unless scramble_buffers is given;
+    buffer_pattern: fio's hex, quoted and decimal parts joined with |, scrambled by default."""
+    g = groups(_cmd("--name=j", "--filename=/x", "--size=1m", "--rw=write", "--zero_buffers")[0].phases)["j"]
+    assert g["buffer_pattern"] == "0x00" and g["scramble"] is False
+    g = groups(_cmd("--name=j", "--filename=/x", "--size=1m", "--rw=write", "--zero_buffers",
+                    "--scramble_buffers=1")[0].phases)["j"]
+    assert g["buffer_pattern"] == "0x00" and g["scramble"] is True
+    g = groups(_cmd("--name=j", "--filename=/x", "--size=1m", "--rw=write",
+                    "--buffer_pattern=0xdeadbeef|'ab'")[0].phases)["j"]
+    assert g["buffer_pattern"] == "0xdeadbeef6162" and g.get("scramble", True) is True
+    with pytest.raises(Refusal, match="buffer_pattern = 0xzz: '0xzz' is not a hex number"):
+        _cmd("--name=j", "--filename=/x", "--size=1m", "--rw=write", "--buffer_pattern=0xzz")
 
 
 def test_engine_refusal_comes_before_an_unset_variable():

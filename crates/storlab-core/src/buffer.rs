@@ -81,6 +81,28 @@ impl AlignedBuf {
     }
 }
 
+/// The bytes of a pattern written as `0x` and hex digits (an odd count gets a leading 0, as fio
+/// reads 0xABC); at most 4 KiB of them.
+pub fn parse_hex_pattern(text: &str) -> Result<Vec<u8>, String> {
+    let digits = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"))
+        .ok_or_else(|| format!("'{text}' is not hex bytes; use 0x and hex digits, e.g. 0xdeadbeef or 0x00"))?;
+    if digits.is_empty() || digits.len() > 8192 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("'{text}' is not hex bytes; use 0x and 1 to 8192 hex digits, e.g. 0xdeadbeef or 0x00"));
+    }
+    let padded = if digits.len() % 2 == 1 { format!("0{digits}") } else { digits.to_string() };
+    Ok((0..padded.len()).step_by(2).map(|i| u8::from_str_radix(&padded[i..i + 2], 16).expect("hex digits")).collect())
+}
+
+/// `pattern` repeated over `buf`, starting again every `period` bytes (each request slot, each
+/// laid-out block), as fio fills an I/O buffer from its start.
+pub fn fill_pattern(buf: &mut [u8], pattern: &[u8], period: usize) {
+    for block in buf.chunks_mut(period.max(1)) {
+        for (b, p) in block.iter_mut().zip(pattern.iter().cycle()) {
+            *b = *p;
+        }
+    }
+}
+
 /// The unit scrambling works in: every 512 bytes of a write carry their own offset.
 pub const SCRAMBLE_SECTOR: usize = 512;
 
@@ -144,6 +166,19 @@ impl Drop for AlignedBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn patterns_are_hex_bytes_repeated_from_each_block_start() {
+        assert_eq!(parse_hex_pattern("0xdeadbeef").unwrap(), vec![0xde, 0xad, 0xbe, 0xef]);
+        assert_eq!(parse_hex_pattern("0xABC").unwrap(), vec![0x0a, 0xbc]);
+        assert_eq!(parse_hex_pattern("0x00").unwrap(), vec![0]);
+        for bad in ["deadbeef", "0x", "0xzz"] {
+            assert!(parse_hex_pattern(bad).unwrap_err().contains("is not hex bytes"), "{bad}");
+        }
+        let mut buf = vec![0xffu8; 10];
+        fill_pattern(&mut buf, &[1, 2, 3], 5);
+        assert_eq!(buf, vec![1, 2, 3, 1, 2, 1, 2, 3, 1, 2]);
+    }
 
     #[test]
     fn aligned_and_filled() {

@@ -245,6 +245,11 @@ pub struct GroupSpec {
     /// before the option existed: on.
     #[serde(default = "scramble_default")]
     pub scramble: bool,
+    /// Written data: these bytes (`0x` and hex digits) repeated from the start of every request
+    /// and of every laid-out block, instead of random data (fio's buffer_pattern; zero_buffers is
+    /// `0x00`). Scrambling still applies unless turned off. None: random data.
+    #[serde(default)]
+    pub buffer_pattern: Option<String>,
     pub time: Option<f64>,
     pub ramp: f64,
     /// A request outstanding this long is reported as stalled (the studies' dropped-I/O rule).
@@ -312,6 +317,11 @@ impl GroupSpec {
     pub fn scrambles_writes(&self) -> bool {
         self.scramble && self.verify == VerifyKind::Off
     }
+
+    /// The bytes of `buffer_pattern` (validated: `0x` and an even count of hex digits).
+    pub fn pattern_bytes(&self) -> Option<Vec<u8>> {
+        self.buffer_pattern.as_deref().and_then(|p| crate::buffer::parse_hex_pattern(p).ok())
+    }
 }
 
 impl Default for GroupSpec {
@@ -350,6 +360,7 @@ impl Default for GroupSpec {
             verify_report: 10,
             verify_readback: true,
             scramble: true,
+            buffer_pattern: None,
             time: None,
             ramp: 0.0,
             stall_after: 60.0,

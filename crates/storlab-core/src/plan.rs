@@ -240,6 +240,8 @@ fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec, build: &mut Build) -> 
         // every block holds the fill, as a verify = fill write leaves it
         let data = verify::fill_data(g.seed, g.bs as usize);
         buf.as_mut_slice()[..chunk].chunks_mut(g.bs as usize).for_each(|b| b.copy_from_slice(&data[..b.len()]));
+    } else if let Some(bytes) = g.pattern_bytes() {
+        crate::buffer::fill_pattern(buf.as_mut_slice(), &bytes, g.bs as usize);
     } else {
         buf.fill_random(Rng::derive(g.seed, 0xFEED));
     }

@@ -145,6 +145,12 @@ impl GroupSpec {
         }
         // Bounds of every numeric option (rules.rs, exported to the Python option table).
         crate::rules::check_group(self).map_err(|e| Error::spec(format!("{who}{}", e.message)))?;
+        if let Some(text) = &self.buffer_pattern {
+            crate::buffer::parse_hex_pattern(text).map_err(|m| bad("buffer_pattern", m))?;
+            if self.verify != VerifyKind::Off {
+                return Err(bad("buffer_pattern", "verify writes its own data: use one or the other".into()));
+            }
+        }
         if let Some(text) = &self.cpus {
             crate::cpus::check(text).map_err(|m| bad("cpus", m))?;
         }

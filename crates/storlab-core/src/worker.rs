@@ -239,9 +239,10 @@ impl<'a> Worker<'a> {
         let mut region = AlignedBuf::new(stride * qd, plan.buffer_align);
         // verify = fill: every slot carries the group's fill, which every reader of the seed knows
         let fill = (g.verify == VerifyKind::Fill).then(|| verify::fill_data(g.seed, buf_len));
-        match &fill {
-            Some(data) => region.as_mut_slice().chunks_mut(stride).for_each(|s| s[..buf_len].copy_from_slice(data)),
-            None => region.fill_random(w.seed),
+        match (&fill, g.pattern_bytes()) {
+            (Some(data), _) => region.as_mut_slice().chunks_mut(stride).for_each(|s| s[..buf_len].copy_from_slice(data)),
+            (None, Some(pattern)) => crate::buffer::fill_pattern(region.as_mut_slice(), &pattern, stride),
+            (None, None) => region.fill_random(w.seed),
         }
         let now = Instant::now();
         let slots: Vec<Slot> = (0..qd)

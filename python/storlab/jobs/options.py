@@ -248,6 +248,11 @@ ROWS: tuple[Option, ...] = (
            "Off: every write of a request slot carries the same bytes. Writes stamped by verify are "
            "unique already; verify=fill keeps its fill", negative="--no-scramble",
            fio_name="scramble_buffers"),
+    Option("buffer_pattern", "str", "write these bytes (0x and hex digits, e.g. 0xdeadbeef; 0x00 for "
+           "zeros) repeated from the start of every request and laid-out block, instead of random "
+           "data (fio's buffer_pattern; zero_buffers is 0x00): compressible data for testing "
+           "compressing or deduplicating storage. scramble still applies unless --no-scramble",
+           fio_name="buffer_pattern"),
     # --- timing ---------------------------------------------------------------------------
     Option("time", "duration", "run for this long, wrapping around the range (time-based run)",
            category="timing", fio_name="runtime"),

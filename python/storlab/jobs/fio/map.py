@@ -51,10 +51,10 @@ _RW = {"read": "read", "write": "write", "randread": "randread", "randwrite": "r
 _ONLY = {"lockfile": {"none"}, "io_submit_mode": {"inline"}, "continue_on_error": {"none", "0"},
          "unified_rw_reporting": {"none", "0"}}
 # refused options given fio's default value: they ask for nothing storlab does not do, so they run
-# (`hipri=0`, `sync=none` ...); a boolean's off is any of fio's spellings of false
+# (`hipri=0`, `nice=0` ...); a boolean's off is any of fio's spellings of false
 _OFF = {"0", "false", "no", "off"}
 DEFAULT_VALUES = {
-    **{key: _OFF for key in ("hipri", "blocksize_unaligned", "zero_buffers", "exitall", "exitall_on_error",
+    **{key: _OFF for key in ("hipri", "blocksize_unaligned", "exitall", "exitall_on_error",
                              "verify_only", "pre_read", "allow_mounted_write", "atomic", "fdp", "write_barrier",
                              "end_syncfs", "create_only", "unlink_each_loop", "file_append")},
     "dedupe_percentage": {"0"}, "buffer_compress_percentage": {"0"},
@@ -371,6 +371,29 @@ def _check_known(st: Setting, problems: _Problems) -> bool:
         return False
     return True
 
+
+
+def fio_pattern_hex(text: str) -> str:
+    """fio's buffer_pattern as `0x` and hex digits: parts joined with `|`, each a hex number
+    (0xdeadbeef), a quoted string ('abc' or "abc") or a decimal number (its bytes, smallest first,
+    as fio stores an integer).
+
+    >>> fio_pattern_hex("0xdeadbeef|'ab'|1")
+    '0xdeadbeef616201'
+    """
+    out = ""
+    for part in (p.strip() for p in text.split("|")):
+        if part[:2].lower() == "0x" and len(part) > 2 and all(c in "0123456789abcdefABCDEF" for c in part[2:]):
+            digits = part[2:]
+            out += ("0" + digits) if len(digits) % 2 else digits
+        elif len(part) >= 2 and part[0] == part[-1] and part[0] in "'\"":
+            out += part[1:-1].encode().hex()
+        elif part.isdigit():
+            n = int(part)
+            out += n.to_bytes(max(1, (n.bit_length() + 7) // 8), "little").hex()
+        else:
+            raise ValueError(f"{part!r} is not a hex number (0x...), a quoted string or a decimal number")
+    return "0x" + out
 
 
 def _fill_zoned(text: str) -> str:
@@ -797,6 +820,15 @@ class _Job:
             self.notes.append(REFILL_NOTE)
         elif self.has("scramble_buffers"):
             opts["scramble"] = self.flag("scramble_buffers")
+        if self.has("buffer_pattern"):
+            try:
+                opts["buffer_pattern"] = fio_pattern_hex(self.raw("buffer_pattern") or "")
+            except ValueError as e:
+                self.bad("buffer_pattern", str(e))
+        elif self.flag("zero_buffers"):
+            opts["buffer_pattern"] = "0x00"
+            if not self.has("scramble_buffers") and not self.flag("refill_buffers"):
+                opts["scramble"] = False     # fio scrambles zeroed buffers only when asked to
 
     def verification(self, opts: dict[str, Any]) -> None:
         kind = (self.raw("verify") or "").strip().lower()

@@ -236,12 +236,12 @@ _ROWS: list[tuple[str, str, str]] = [
     ("trim_backlog", _R, "use rw=trimwrite"),
     ("trim_backlog_batch", _R, "use rw=trimwrite"),
     # --- data in buffers ---
-    ("zero_buffers", _R, "storlab writes incompressible data"),
+    ("zero_buffers", _M, "buffer_pattern = 0x00 (and scramble off unless scramble_buffers is given, as fio)"),
     ("refill_buffers", _M, "scramble = true (every 512-byte sector written made unique, the buffer not "
                            "refilled with new random data: said in one line)"),
     ("scramble_buffers", _M, "scramble (1: on, the default of both; 0: off, every write of a request slot "
                              "carries the same bytes; under refill_buffers ignored, as in fio)"),
-    ("buffer_pattern", _R, "storlab writes incompressible data"),
+    ("buffer_pattern", _M, "buffer_pattern (hex, quoted strings and decimal bytes joined with |, as hex bytes)"),
     ("buffer_compress_percentage", _R, "storlab writes incompressible data"),
     ("buffer_compress_chunk", _R, "storlab writes incompressible data"),
     ("dedupe_percentage", _R, "storlab writes incompressible data"),
