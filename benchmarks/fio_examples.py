@@ -4,7 +4,8 @@
 prepared file too and the table gives both tools' requests per direction.
 
 Each file runs as shipped except: every `filename=` and `directory=` points into a scratch folder
-(a `[global]` with `directory=SCRATCH` is put first, so files that name none land there too);
+(a `[global]` with `directory=SCRATCH` is put first, so files that name none land there too, and
+every `filename=` becomes a name relative to it, since fio puts `directory` before absolute names too);
 sizes are capped so the whole set takes minutes: size/filesize/io_size at most 16 MiB (16 MiB
 added where the file gives no size, since scratch files do not exist yet), runtime at most 1 s,
 ramp_time and startdelay at most 0.2 s, nrfiles at most 64, numjobs at most 4, loops at most 2
@@ -62,9 +63,10 @@ def prepare(text: str, scratch: str) -> str:
         key, eq, value = body.partition("=")
         k = key.strip().lower()
         if eq and k == "filename":
+            # a name relative to the scratch folder: fio puts `directory` before every file name,
+            # an absolute one too (filesetup.c add_file), so an absolute name would be doubled
             names = [n for n in re.split(r"(?<!\\):", value.strip()) if n]
-            value = ":".join(os.path.join(scratch, re.sub(r"[^A-Za-z0-9._-]", "_", n.strip("/")) or "f")
-                             for n in names)
+            value = ":".join(re.sub(r"[^A-Za-z0-9._-]", "_", n.strip("/")) or "f" for n in names)
             body = f"{key}={value}"
         elif eq and k == "directory":
             body = f"{key}={scratch}"
