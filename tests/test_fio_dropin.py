@@ -13,6 +13,7 @@ from storlab.cli.main import main
 from storlab.jobs.fio.cmdline import parse_command_line
 from storlab.jobs.fio.map import translate_sections
 from storlab.jobs.fio.translator import translate as fio_translate
+from storlab.jobs.translation import Refusal
 
 DROPIN = Path(__file__).parent / "fixtures" / "fio_dropin"
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed "
@@ -178,3 +179,42 @@ def test_rw_with_a_hole_skips_it_after_each_request_as_fio_does(rw, want, tmp_pa
         logs[side] = _logged_requests(work / "iolog")
     assert logs["fio"] == want
     assert logs["storlab"] == want
+
+
+@needs_fio
+@pytest.mark.parametrize("mode,keys,terse_fields", [("mixed", ["mixed"], 80),
+                                                   ("both", ["read", "write", "trim", "sync", "mixed"], 162)])
+def test_unified_rw_reporting_reports_the_mixed_direction_as_fio_does(mode, keys, terse_fields, tmp_path, monkeypatch):
+    """unified_rw_reporting: the JSON job holds the directions fio's holds (mixed alone, or beside
+    read, write, trim and sync), the mixed requests are all of them, and fio's terse line has as
+    many fields as fio's own."""
+    args = ["--name=u", "--rw=randrw", "--bs=4k", "--size=4m", f"--unified_rw_reporting={mode}"]
+    docs = {}
+    for tool in ("fio", "storlab"):
+        out = tmp_path / f"{tool}.json"
+        target = f"--filename={tmp_path / tool}.dat"
+        if tool == "fio":
+            subprocess.run(["fio", *args, target, "--output-format=json", f"--output={out}"], check=True,
+                           capture_output=True, timeout=120)
+        else:
+            monkeypatch.setenv("STORLAB_STORE", str(tmp_path / "store.db"))
+            assert main(["fio", *args, target, "--output-format=json", f"--output={out}"]) == 0
+        text = out.read_text()
+        docs[tool] = json.loads(text[text.index("{"):])["jobs"][0]
+    for tool, job in docs.items():
+        assert [k for k in ("read", "write", "trim", "sync", "mixed") if k in job] == keys, tool
+        assert job["mixed"]["total_ios"] == 1024 and job["mixed"]["io_bytes"] == 4 << 20, tool
+        assert job["mixed"]["clat_ns"]["N"] == 1024, tool
+    monkeypatch.chdir(tmp_path)
+    terse = tmp_path / "storlab.terse"
+    assert main(["fio", *args, f"--filename={tmp_path / 'storlab'}.dat", "--output-format=terse", f"--output={terse}"]) == 0
+    assert len(terse.read_text().strip().split(";")) == terse_fields
+
+
+def test_unified_rw_reporting_values_and_a_bad_one():
+    for value, mode in (("0", "none"), ("none", "none"), ("1", "mixed"), ("mixed", "mixed"), ("2", "both"), ("both", "both")):
+        cmd = parse_command_line(["--name=j", "--filename=/x", "--size=1m", f"--unified_rw_reporting={value}"])
+        assert translate_sections(cmd.sections, cmd.source).jobs[0].unified == mode
+    cmd = parse_command_line(["--name=j", "--filename=/x", "--size=1m", "--unified_rw_reporting=all"])
+    with pytest.raises(Refusal, match="unified_rw_reporting = all: 'all' is not allowed; use none, mixed, both"):
+        translate_sections(cmd.sections, cmd.source)

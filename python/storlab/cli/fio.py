@@ -19,7 +19,7 @@ from ..jobs.fio.map import FioJob, FioPlan
 from ..jobs.fio.translator import translate_command
 from ..measure.stats import percentile
 from ..output.files import check_destination, write_output
-from ..output.fiojson import fio_error_number, fio_json, steadystate_data
+from ..output.fiojson import fio_error_number, fio_json, fio_mixed, mixed_direction, steadystate_data
 from ..signals import STOP
 from .main import ExitCode
 
@@ -161,6 +161,17 @@ def _fio_layout(doc: dict[str, Any], tr: FioPlan) -> dict[str, Any]:
     fio_doc = fio_json(doc)
     job_phases = {tr.phases[j.phase]["name"] for j in tr.jobs}
     fio_doc["jobs"] = [j for j in fio_doc["jobs"] if j["jobname"].split(".pass")[0] in job_phases]
+    # unified_rw_reporting: the phase's directions as fio's `mixed` one, instead of them or beside them
+    unified = {tr.phases[j.phase]["name"]: j.unified for j in tr.jobs if j.unified != "none"}
+    results = {p["name"]: p for p in doc["phases"]}
+    for job in fio_doc["jobs"]:
+        mode = unified.get(job["jobname"].split(".pass")[0])
+        phase = results.get(job["jobname"])
+        if mode and phase:
+            if mode == "mixed":     # fio then writes no other direction, sync included
+                for d in ("read", "write", "trim", "sync"):
+                    job.pop(d, None)
+            job["mixed"] = fio_mixed(phase)
     return fio_doc
 
 
@@ -210,7 +221,10 @@ def render_terse(doc: dict[str, Any], tr: FioPlan) -> str:
     lines = []
     for j in fio_doc["jobs"]:
         line = f"3;{fio_doc['fio version']};{j['jobname']};{j['groupid']};{j['error']}"
-        line += _terse_direction(j["read"]) + _terse_direction(j["write"])
+        if "read" in j:     # fio's terse: read and write, then mixed with unified_rw_reporting=both
+            line += _terse_direction(j["read"]) + _terse_direction(j["write"])
+        if "mixed" in j:    # ... or mixed alone, in read's place, with mixed
+            line += _terse_direction(j["mixed"])
         line += f";{j['usr_cpu']:f}%;{j['sys_cpu']:f}%;{j['ctx']};{j['majf']};{j['minf']}"
         line += "".join(f";{j['iodepth_level'].get(k, 0):3.1f}%" for k in _DEPTHS)
         below_us = sum((j.get("latency_ns") or {}).values())
@@ -324,6 +338,7 @@ def _job_block(block: list[FioJob], gid: int, phases: list[dict[str, Any]], tr: 
     seconds = phase.get("seconds") or 0.0
     if others and mine:     # the job's own window, as fio's per-job runtime
         seconds = max(w["end_s"] for w in mine) - min(w["start_s"] for w in mine)
+    mine_dirs: dict[str, dict[str, Any]] = {}
     for direction in ("read", "write", "trim"):
         d = phase.get(direction)
         if not d or not d.get("ops"):
@@ -333,9 +348,16 @@ def _job_block(block: list[FioJob], gid: int, phases: list[dict[str, Any]], tr: 
         d["ops"] = sum(w.get(f"{direction}_ops", 0) for w in mine)
         if not d["ops"]:
             continue
-        # the phase's latency of a direction is this job's when no other job did that direction
-        own = not any(w.get(f"{direction}_ops") for w in others)
-        lines += _direction_block(direction, d, seconds, first.percentiles or FIO_DEFAULT_PERCENTILES, own)
+        mine_dirs[direction] = d
+    percentiles = first.percentiles or FIO_DEFAULT_PERCENTILES
+    if first.unified != "mixed":
+        for direction, d in mine_dirs.items():
+            # the phase's latency of a direction is this job's when no other job did that direction
+            own = not any(w.get(f"{direction}_ops") for w in others)
+            lines += _direction_block(direction, d, seconds, percentiles, own)
+    if first.unified != "none" and mine_dirs:
+        own = not any(w.get(f"{d}_ops") for w in others for d in mine_dirs)
+        lines += _direction_block("mixed", mixed_direction(mine_dirs.values()), seconds, percentiles, own)
     sync = phase.get("sync")
     if sync and sync.get("ops"):
         lines.append(f"  sync: {sync['ops']} calls")

@@ -22,7 +22,8 @@ from typing import Any, Iterable, Sequence
 from .. import __version__
 from ..measure import stats
 
-__all__ = ["fio_json", "fio_error_number", "steadystate_data", "FIO_PERCENTILES", "FIO_VERSION"]
+__all__ = ["fio_json", "fio_error_number", "steadystate_data", "mixed_direction", "fio_mixed", "FIO_PERCENTILES",
+           "FIO_VERSION"]
 
 FIO_VERSION = f"storlab-{__version__}"
 # fio's default percentile_list (stat.c: fio_def_percentile_list)
@@ -253,6 +254,51 @@ def _direction(d: dict[str, Any] | None) -> dict[str, Any]:
     out.update({"iops_min": int(i_min), "iops_max": int(i_max), "iops_mean": i_mean,
                 "iops_stddev": i_dev, "iops_samples": len(iops)})
     return out
+
+
+def mixed_direction(directions: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
+    """Reads, writes and trims as one direction, in the result's shape (fio's unified_rw_reporting,
+    sum_thread_stats with UNIFIED_MIXED): requests and bytes summed, the longest runtime, each
+    latency's histograms merged and its summary pooled (count-weighted mean and variance, the
+    extreme min and max), time series summed sample by sample."""
+    parts = [d for d in directions if d and d.get("ops")]
+    out: dict[str, Any] = {"bytes": sum(int(d.get("bytes") or 0) for d in parts),
+                           "ops": sum(int(d.get("ops") or 0) for d in parts),
+                           "seconds": max((float(d.get("seconds") or 0.0) for d in parts), default=0.0)}
+    secs = out["seconds"]
+    out["bw_bytes"] = out["bytes"] / secs if secs > 0 else 0.0
+    out["iops"] = out["ops"] / secs if secs > 0 else 0.0
+    for kind in ("slat", "clat", "lat"):
+        pieces = []
+        for d in parts:
+            summary = d.get(f"{kind}_ns") or (d.get("lat_ns") if kind == "clat" else None)
+            buckets = _hist(d, kind)
+            if summary and buckets and summary.get("max"):
+                pieces.append((summary, buckets, stats.count(buckets)))
+        n = sum(k for _, _, k in pieces)
+        if not n:
+            continue
+        mean = sum(float(sm.get("mean") or 0.0) * k for sm, _, k in pieces) / n
+        square = sum((float(sm.get("stddev") or 0.0) ** 2 + float(sm.get("mean") or 0.0) ** 2) * k for sm, _, k in pieces) / n
+        out[f"{kind}_ns"] = {"min": min(int(sm["min"]) for sm, _, _ in pieces), "max": max(int(sm["max"]) for sm, _, _ in pieces),
+                             "mean": mean, "stddev": math.sqrt(max(0.0, square - mean * mean))}
+        out[f"{kind}_hist"] = {"buckets": stats.merge(*(b for _, b, _ in pieces))}
+    series: dict[str, list[float]] = {}
+    for d in parts:
+        for key in ("bw_bytes", "iops"):
+            values = (d.get("timeseries") or {}).get(key) or []
+            acc = series.setdefault(key, [])
+            acc.extend([0.0] * (len(values) - len(acc)))
+            for i, v in enumerate(values):
+                acc[i] += float(v)
+    if series:
+        out["timeseries"] = series
+    return out
+
+
+def fio_mixed(phase: dict[str, Any]) -> dict[str, Any]:
+    """A phase's reads, writes and trims as fio's `mixed` direction object."""
+    return _direction(mixed_direction(phase.get(d) for d in DIRECTIONS))
 
 
 def _series_stats(values: Sequence[float]) -> tuple[float, float, float, float]:

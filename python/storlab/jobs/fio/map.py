@@ -48,8 +48,9 @@ _RW = {"read": "read", "write": "write", "randread": "randread", "randwrite": "r
        "rw": "rw", "readwrite": "rw", "randrw": "randrw", "trim": "trim", "randtrim": "randtrim",
        "trimwrite": "trimwrite"}
 # accepted options that change nothing only with these values
-_ONLY = {"lockfile": {"none"}, "io_submit_mode": {"inline"}, "continue_on_error": {"none", "0"},
-         "unified_rw_reporting": {"none", "0"}}
+_ONLY = {"lockfile": {"none"}, "io_submit_mode": {"inline"}, "continue_on_error": {"none", "0"}}
+# fio's unified_rw_reporting values -> the report's mode
+UNIFIED = {"none": "none", "0": "none", "mixed": "mixed", "1": "mixed", "both": "both", "2": "both"}
 # refused options given fio's default value: they ask for nothing storlab does not do, so they run
 # (`hipri=0`, `nice=0` ...); a boolean's off is any of fio's spellings of false
 _OFF = {"0", "false", "no", "off"}
@@ -147,6 +148,7 @@ class FioJob:
     logs: dict[str, str] = field(default_factory=dict)   # bw|lat|iops -> file prefix
     log_interval_s: float | None = None
     percentiles: tuple[float, ...] = ()
+    unified: str = "none"                   # unified_rw_reporting: none, mixed or both
 
 
 
@@ -248,7 +250,8 @@ def translate_sections(sections: list[Section], source: str = "<text>",
             name=job.name, report_group=report_group, phase=phase_index, groups=groups,
             rw=job.rw, clones=job.numjobs, files=job.all_files,
             group_reporting=job.flag("group_reporting"), unlink=job.unlink_paths(),
-            logs=job.logs(), log_interval_s=job.log_interval(), percentiles=job.percentiles()))
+            logs=job.logs(), log_interval_s=job.log_interval(), percentiles=job.percentiles(),
+            unified=job.unified()))
     if problems:
         raise problems.refusal()
     if layout:   # fio lays the files of overwrite=1 jobs out before it starts any job
@@ -978,6 +981,16 @@ class _Job:
 
     def log_interval(self) -> float | None:
         return self.size("log_avg_msec") / 1000 if self.has("log_avg_msec") else None
+
+    def unified(self) -> str:
+        """unified_rw_reporting: none (0), mixed (1: reads, writes and trims reported as one
+        direction) or both (2: each direction and the mixed one)."""
+        if not self.has("unified_rw_reporting"):
+            return "none"
+        word = (self.raw("unified_rw_reporting") or "").strip().lower()
+        if word not in UNIFIED:
+            self.bad("unified_rw_reporting", f"{word!r} is not allowed; use none, mixed, both, 0, 1 or 2")
+        return UNIFIED.get(word, "none")
 
     def percentiles(self) -> tuple[float, ...]:
         if not self.has("percentile_list"):

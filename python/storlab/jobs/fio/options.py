@@ -295,7 +295,8 @@ _ROWS: list[tuple[str, str, str]] = [
     ("disable_slat", _A, "storlab always measures latency"),
     ("disable_bw_measurement", _A, "storlab always measures bandwidth"),
     ("block_error_percentiles", _R, "storlab does not track trim errors per block"),
-    ("unified_rw_reporting", _A, "only none/0: storlab reports per direction"),
+    ("unified_rw_reporting", _M, "the fio report's `mixed` direction (none/0; mixed/1: instead of read, "
+                              "write, trim; both/2: beside them): requests and bytes summed, latencies pooled"),
     ("stats", _A, "storlab always keeps statistics"),
     ("disk_util", _A, "storlab's JSON has no disk utilisation yet"),
     ("steadystate", _M, "ss of the job's phase (iops, bw, lat and their _slope, with fio's criteria; "
