@@ -50,6 +50,7 @@ META_ENGINES: dict[str, tuple[str, ...]] = {
 }
 _NETWORK = "storlab does local file and block-device I/O (psync, io_uring), not network or remote storage"
 _DEVICE = "storlab does file and block-device I/O (psync, io_uring), not this device interface"
+_DATA = "storlab writes random data or buffer_pattern's bytes, not a share of compressible or duplicate data"
 REFUSED_ENGINES: dict[str, str] = {
     **{e: _NETWORK for e in ("net", "netsplice", "rdma", "http", "rbd", "rados", "nfs", "gfapi",
                              "gfapi_async", "libhdfs", "dfs", "nbd", "libiscsi", "ime_psync",
@@ -242,12 +243,12 @@ _ROWS: list[tuple[str, str, str]] = [
     ("scramble_buffers", _M, "scramble (1: on, the default of both; 0: off, every write of a request slot "
                              "carries the same bytes; under refill_buffers ignored, as in fio)"),
     ("buffer_pattern", _M, "buffer_pattern (hex, quoted strings and decimal bytes joined with |, as hex bytes)"),
-    ("buffer_compress_percentage", _R, "storlab writes incompressible data"),
-    ("buffer_compress_chunk", _R, "storlab writes incompressible data"),
-    ("dedupe_percentage", _R, "storlab writes incompressible data"),
-    ("dedupe_global", _R, "storlab writes incompressible data"),
-    ("dedupe_mode", _R, "storlab writes incompressible data"),
-    ("dedupe_working_set_percentage", _R, "storlab writes incompressible data"),
+    ("buffer_compress_percentage", _R, _DATA),
+    ("buffer_compress_chunk", _R, _DATA),
+    ("dedupe_percentage", _R, _DATA),
+    ("dedupe_global", _R, _DATA),
+    ("dedupe_mode", _R, _DATA),
+    ("dedupe_working_set_percentage", _R, _DATA),
     # --- I/O logs ---
     ("write_iolog", _M, "write_iolog"),
     ("read_iolog", _M, "read_iolog"),
