@@ -65,6 +65,41 @@ def documents_match_their_schemas(monkeypatch):
         pytest.fail(f"{len(broken)} document(s) break their schema; first: {broken[0]}", pytrace=False)
 
 
+def _mpich_segments() -> set[str]:
+    try:
+        return {n for n in os.listdir("/dev/shm") if n.startswith("mpich_shm_")}
+    except OSError:
+        return set()
+
+
+def _mapped_anywhere(path: str) -> bool:
+    """Whether any process maps `path` (an MPICH job still running, the test's or another's)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/maps") as f:
+                if path in f.read():
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+@pytest.fixture(autouse=True)
+def no_orphaned_mpich_segments():
+    """MPICH unlinks its shared-memory segment once the ranks of a node have mapped it; ranks a
+    test kills before that leave it in /dev/shm. A segment the test made that no process maps
+    once it is over is such an orphan, and goes."""
+    before = _mpich_segments()
+    yield
+    for name in sorted(_mpich_segments() - before):
+        path = f"/dev/shm/{name}"
+        if not _mapped_anywhere(path):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
 @pytest.fixture
 def shm_dir():
     """A scratch folder in /dev/shm (tmpfs: fast, supports O_DIRECT on Linux >= 6.6)."""
