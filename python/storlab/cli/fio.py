@@ -19,7 +19,7 @@ from ..jobs.fio.map import FioJob, FioPlan
 from ..jobs.fio.translator import translate_command
 from ..measure.stats import percentile
 from ..output.files import check_destination, write_output
-from ..output.fiojson import fio_error_number, fio_json, fio_mixed, mixed_direction, steadystate_data
+from ..output.fiojson import fio_error_number, fio_json, fio_mixed, job_name, mixed_direction, steadystate_data
 from ..signals import STOP
 from .main import ExitCode
 
@@ -163,7 +163,7 @@ def _fio_layout(doc: dict[str, Any], tr: FioPlan) -> dict[str, Any]:
     fio_doc["jobs"] = [j for j in fio_doc["jobs"] if j["jobname"].split(".pass")[0] in job_phases]
     # unified_rw_reporting: the phase's directions as fio's `mixed` one, instead of them or beside them
     unified = {tr.phases[j.phase]["name"]: j.unified for j in tr.jobs if j.unified != "none"}
-    results = {p["name"]: p for p in doc["phases"]}
+    results = {job_name(p): p for p in doc["phases"]}     # a repeated phase's passes apart
     for job in fio_doc["jobs"]:
         mode = unified.get(job["jobname"].split(".pass")[0])
         phase = results.get(job["jobname"])

@@ -22,8 +22,8 @@ from typing import Any, Iterable, Sequence
 from .. import __version__
 from ..measure import stats
 
-__all__ = ["fio_json", "fio_error_number", "steadystate_data", "mixed_direction", "fio_mixed", "FIO_PERCENTILES",
-           "FIO_VERSION"]
+__all__ = ["fio_json", "fio_error_number", "steadystate_data", "mixed_direction", "fio_mixed", "job_name",
+           "FIO_PERCENTILES", "FIO_VERSION"]
 
 FIO_VERSION = f"storlab-{__version__}"
 # fio's default percentile_list (stat.c: fio_def_percentile_list)
@@ -86,11 +86,16 @@ def fio_error_number(error: str | None) -> int:
     return int(found.group(1)) if found else 1
 
 
+def job_name(phase: dict[str, Any]) -> str:
+    """The fio job name of a result phase: its name, with `.passN` for a pass of a repeated phase."""
+    return phase["name"] if phase.get("pass") is None else f"{phase['name']}.pass{phase['pass']}"
+
+
 def _job(phase: dict[str, Any], spec: dict[str, Any], doc: dict[str, Any], groupid: int) -> dict[str, Any]:
     groups = spec.get("groups") or [doc.get("job") or {}]
     first = groups[0]
     seconds = float(phase.get("seconds") or 0.0)
-    name = phase["name"] if phase.get("pass") is None else f"{phase['name']}.pass{phase['pass']}"
+    name = job_name(phase)
     job: dict[str, Any] = {
         "jobname": name,
         "groupid": groupid,
