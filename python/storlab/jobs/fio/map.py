@@ -458,6 +458,10 @@ class _Job:
         st = self.s.get(key)
         return st.value if st else None
 
+    def word(self, key: str) -> str:
+        """The value of a keyword option, trimmed and lower-cased ('' when not given)."""
+        return (self.raw(key) or "").strip().lower()
+
     def has(self, key: str) -> bool:
         return key in self.s
 
@@ -731,17 +735,7 @@ class _Job:
             opts["fsync_every"] = self.size_of(sync)
         opts["fsync_end"] = self.flag("end_fsync") or self.flag("fsync_on_close")
         self.cpus(opts)
-        if self.has("sync"):
-            # fio's sync: a boolean in fio before 3.36, then none|sync|dsync (1 = sync, 0 = none)
-            word = (self.raw("sync") or "1").strip().lower()
-            mode = {"sync": "sync", "dsync": "dsync", "none": "none"}.get(word)
-            if mode is None:
-                try:
-                    mode = "sync" if parse_bool(word) else "none"
-                except ValueError:
-                    self.bad("sync", f"{word!r} is not allowed; use none, sync, dsync, 0 or 1")
-            if mode and mode != "none":
-                opts["open_sync"] = mode
+        self.open_sync(opts)
         if self.flag("norandommap"):
             opts["random_map"] = False
         if self.has("random_distribution"):
@@ -766,7 +760,7 @@ class _Job:
                 self.bad("startdelay", "storlab starts every worker after one delay; give one time")
             else:
                 opts["start_delay"] = self.time("startdelay")
-        if (self.raw("fallocate") or "").strip().lower() in ("none", "0"):
+        if self.word("fallocate") in ("none", "0"):
             opts["preallocate"] = False   # native, posix, keep, 1: allocated, storlab's default
         self.verification(opts)
         self.buffers(opts)
@@ -783,6 +777,20 @@ class _Job:
             opts["interval"] = self.size("log_avg_msec") / 1000
         self.pacing(opts)
 
+    def open_sync(self, opts: dict[str, Any]) -> None:
+        """fio's sync: a boolean before fio 3.36 (alone: 1), then none|sync|dsync; 1 is sync."""
+        if not self.has("sync"):
+            return
+        word = self.word("sync") or "1"
+        mode = word if word in ("none", "sync", "dsync") else None
+        if mode is None:
+            try:
+                mode = "sync" if parse_bool(word) else "none"
+            except ValueError:
+                self.bad("sync", f"{word!r} is not allowed; use none, sync, dsync, 0 or 1")
+        if mode and mode != "none":
+            opts["open_sync"] = mode
+
     def cpus(self, opts: dict[str, Any]) -> None:
         """cpus_allowed (a list) or cpumask (a bit mask) and cpus_allowed_policy: the threads' CPUs."""
         if self.has("cpus_allowed"):
@@ -798,7 +806,7 @@ class _Job:
             else:
                 opts["cpus"] = ",".join(str(c) for c in range(mask.bit_length()) if mask >> c & 1)
         if self.has("cpus_allowed_policy"):
-            policy = (self.raw("cpus_allowed_policy") or "").strip().lower()
+            policy = self.word("cpus_allowed_policy")
             if policy not in ("shared", "split"):
                 self.bad("cpus_allowed_policy", f"{policy!r} is not allowed; use shared or split")
             else:
@@ -834,7 +842,7 @@ class _Job:
                 opts["scramble"] = False     # fio scrambles zeroed buffers only when asked to
 
     def verification(self, opts: dict[str, Any]) -> None:
-        kind = (self.raw("verify") or "").strip().lower()
+        kind = self.word("verify")
         pattern = self.has("verify_pattern")
         if kind in ("", "0", "null", "none") and not pattern:
             if self.has("do_verify"):
@@ -865,8 +873,8 @@ class _Job:
                 given[key] = self.raw(key)
         if self.has("replay_no_stall"):
             given["replay_no_stall"] = self.flag("replay_no_stall")
-        if self.has("rate_process") and (self.raw("rate_process") or "").strip().lower() != "linear":
-            given["rate_process"] = (self.raw("rate_process") or "").strip().lower()
+        if self.has("rate_process") and self.word("rate_process") != "linear":
+            given["rate_process"] = self.word("rate_process")
         for key, value in given.items():
             try:
                 opts[key] = parse_value(key, value)
@@ -987,7 +995,7 @@ class _Job:
         direction) or both (2: each direction and the mixed one)."""
         if not self.has("unified_rw_reporting"):
             return "none"
-        word = (self.raw("unified_rw_reporting") or "").strip().lower()
+        word = self.word("unified_rw_reporting")
         if word not in UNIFIED:
             self.bad("unified_rw_reporting", f"{word!r} is not allowed; use none, mixed, both, 0, 1 or 2")
         return UNIFIED.get(word, "none")
