@@ -553,3 +553,15 @@ def test_buffer_pattern_is_what_the_writes_and_the_layout_leave(shm_dir):
     with open(target, "rb") as f:
         data = f.read()
     assert data != bytes(len(data)) and data.count(0) > 0.9 * len(data)
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--buffer-pattern", "zz"], "buffer_pattern: 'zz' is not hex bytes; use 0x and hex digits"),
+    (["--buffer-pattern", "0xab", "--verify", "crc32c"], "buffer_pattern: verify writes its own data"),
+])
+def test_a_bad_buffer_pattern_is_refused_in_one_line(shm_dir, extra, message):
+    out = subprocess.run([sys.executable, "-m", "storlab", "run", "--target", os.path.join(shm_dir, "bp"), "--size", "1m",
+                          "--rw", "write", *extra, "-q", "--no-store"], capture_output=True, text=True)
+    assert out.returncode != 0 and message in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+    assert not os.path.exists(os.path.join(shm_dir, "bp"))
