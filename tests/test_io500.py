@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from storlab.errors import TargetError
 from storlab.jobs.io500.translator import PHASES, translate
-from storlab.measure.io500 import (
-    LocalRanks,
+from storlab.measure.ranks import LocalRanks
+from storlab.output.io500_files import render_result, render_summary, score_hash
+from storlab.suites.io500.run import (
     calc_score,
     check_datadir,
     find_files,
@@ -26,7 +27,6 @@ from storlab.measure.io500 import (
     run_io500,
     score_groups,
 )
-from storlab.output.io500_files import render_result, render_summary, score_hash
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "io500")
 GROUP = dict(PHASES)

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 from storlab.jobs.io500.translator import PHASES, config_from_ini, io500_command, translate
-from storlab.measure.io500 import LocalRanks, run_io500
+from storlab.measure.ranks import LocalRanks
 from storlab.output.io500_files import render_result
+from storlab.suites.io500.run import run_io500
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "io500")
 

@@ -25,6 +25,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"model"}),                       # the stack model
     frozenset({"measure", "planner", "doctor"}),  # measurement; layouts; the host's stack
     frozenset({"measure.mpi"}),                 # the MPI orchestrator over measure's benchmarks
+    frozenset({"suites"}),                      # io500, training, replay: workloads over the benchmarks
     frozenset({"diagnose"}),                    # layer-by-layer probes: measure + doctor + model
     frozenset({"store"}),                       # the results store (keeps documents)
     frozenset({"output"}),                      # exporters, renderers, reports (read documents)
@@ -36,12 +37,12 @@ RANK = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}
 # Modules inside measure/, lowest first: the benchmark protocol below both kinds, the kinds below
 # what drives them. (measure/mpi/ is a layer of its own above.)
 MEASURE_ORDER = (
-    {"launch", "stats", "cpu", "cache", "checks", "passes", "environment", "aggregate", "prediction", "replay",
-     "steady",      "formats", "checkpoint"},
-    {"benchmark", "dataset"},
-    {"meta", "training"},
-    {"runner", "workload"},
-    {"sweep", "io500"},          # io500: its phases on the engine and the metadata benchmark
+    {"launch", "stats", "cpu", "cache", "checks", "passes", "environment", "aggregate", "prediction",
+     "steady", "ranks"},
+    {"benchmark"},
+    {"meta"},
+    {"runner"},
+    {"sweep"},
 )
 
 # Private names still imported across modules, each with the change that removes it; the test

@@ -16,7 +16,7 @@ from storlab.jobs.checkpoint_layout import (
 from storlab.jobs.dlio.translator import translate_text
 from storlab.jobs.translation import Refusal
 from storlab.jobs.workload import WorkloadError, spec_from_table
-from storlab.measure.workload import run_workload
+from storlab.suites.training.workload import run_workload
 
 GIB = 1 << 30
 

@@ -9,8 +9,8 @@ import os
 import numpy as np
 import pytest
 from storlab.jobs.workload import DatasetSpec
-from storlab.measure import dataset as ds
-from storlab.measure.formats import crc32c, read_tfrecords
+from storlab.suites.training import dataset as ds
+from storlab.suites.training.formats import crc32c, read_tfrecords
 
 
 def spec(tmp_path, **kw) -> DatasetSpec:
@@ -29,7 +29,7 @@ def sample_bytes(data: ds.Dataset, f: int, s: int) -> bytes:
 def test_crc32c_known_value():
     assert crc32c(b"123456789") == 0xE3069283          # the CRC-32C check value
     long = bytes(range(256)) * 50                        # longer than one numpy lane
-    from storlab.measure.formats import _raw_scalar
+    from storlab.suites.training.formats import _raw_scalar
     assert crc32c(long) == _raw_scalar(0xFFFFFFFF, long) ^ 0xFFFFFFFF
 
 
@@ -80,7 +80,7 @@ def test_indexed_binary_is_dlios_layout_data_then_int64_offsets_and_sizes(tmp_pa
 
 def test_indexed_binary_is_written_piecewise_not_held_in_memory(tmp_path, monkeypatch):
     monkeypatch.setattr(ds, "_memory_available", lambda: 1 << 20)
-    monkeypatch.setattr("storlab.measure.formats._PIECE_BYTES", 64 << 10)
+    monkeypatch.setattr("storlab.suites.training.formats._PIECE_BYTES", 64 << 10)
     data = ds.prepare(spec(tmp_path, format="indexed_binary", files=1, samples_per_file=1000, record_length=4096))
     assert data.layouts[0].size == 1000 * 4096
 

@@ -13,7 +13,7 @@ import pytest
 from storlab.jobs.dlio.translator import translate, translate_text
 from storlab.jobs.translation import MAX_REFUSAL, Refusal, translator
 from storlab.jobs.workload import spec_from_table
-from storlab.measure.workload import run_workload
+from storlab.suites.training.workload import run_workload
 
 
 def dlio_configs() -> str | None:

@@ -81,7 +81,7 @@ def test_predicted_eval_phase_matches_the_measured_one_on_a_throttled_device(tmp
     about 0.2, 4 s per evaluation), at 0.5 s the compute does (AU about 1, 8.5 s). The prediction of
     plan perf --workload and the measurement of storlab workload agree within 15 % (AU within 0.05)."""
     from storlab.jobs.workload import DatasetSpec
-    from storlab.measure.dataset import prepare
+    from storlab.suites.training.dataset import prepare
     from testbed.training import predict_fed
 
     why = testbed_unavailable()

@@ -68,7 +68,7 @@ def test_throttled_device_gives_the_expected_au_and_doubling_halves_it():
                 f.write(workload_toml(folder, n))
             if n == 1:      # generate outside the throttle's clock: a first short run
                 from storlab.jobs.workload import DatasetSpec
-                from storlab.measure.dataset import prepare
+                from storlab.suites.training.dataset import prepare
 
                 prepare(DatasetSpec(folder=folder, format="npz", files=FILES, record_length=R))
             figures[n] = run(bed, src)

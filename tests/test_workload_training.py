@@ -11,8 +11,8 @@ import time
 
 import pytest
 from storlab.jobs.workload import WorkloadError, dataset_size_rule, spec_from_table
-from storlab.measure.training import au_of_block
-from storlab.measure.workload import run_workload
+from storlab.suites.training.training import au_of_block
+from storlab.suites.training.workload import run_workload
 
 SHM = "/dev/shm"
 
@@ -84,7 +84,7 @@ def test_accelerators_split_the_dataset_and_the_step_count(shm_folder):
 
 
 def test_indexed_binary_reads_its_index_then_each_sample_where_it_says(shm_folder, monkeypatch):
-    import storlab.measure.training as training
+    import storlab.suites.training.training as training
 
     loads, reads = [], []
     real_index, real_preadv = training.read_index, os.preadv
@@ -191,7 +191,7 @@ def test_bad_values_name_the_field(tmp_path, over, field):
 
 
 def test_file_size_sets_the_samples_per_file_and_bounds_every_record(tmp_path):
-    from storlab.measure.dataset import record_lengths
+    from storlab.suites.training.dataset import record_lengths
 
     def without_samples_per_file(**over):
         t = table(tmp_path, dataset__file_size=1 << 20, **over)
@@ -238,7 +238,7 @@ def test_sigint_keeps_completed_epochs(shm_folder, tmp_path):
 
 def test_sigint_during_generation_leaves_a_dataset_that_is_redone(shm_folder, tmp_path):
     from storlab.jobs.translation import to_toml
-    from storlab.measure import dataset as ds
+    from storlab.suites.training import dataset as ds
 
     src = tmp_path / "w.toml"
     src.write_text(to_toml(table(shm_folder, dataset__files=200, dataset__record_length=256 << 10,

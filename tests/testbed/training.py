@@ -60,7 +60,7 @@ drop_cache = "always"
 def prepare_dataset(work: SmallTraining, folder: str) -> None:
     """Generate the dataset from this (unthrottled) process, so no trial pays for it."""
     from storlab.jobs.workload import DatasetSpec
-    from storlab.measure.dataset import prepare
+    from storlab.suites.training.dataset import prepare
 
     prepare(DatasetSpec(folder=folder, format="npz", files=work.files, record_length=work.record_bytes))
 

@@ -87,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("io500: give the .ini file to run (storlab io500 CONFIG.ini); --list shows every key")
 
     from ..jobs.io500.translator import config_from_ini, extended_refusal
-    from ..measure.io500 import LocalRanks, run_io500
+    from ..measure.ranks import LocalRanks
+    from ..suites.io500.run import run_io500
 
     if args.mode == "extended":      # refused in one line before any rank starts
         with open(args.config, encoding="utf-8", errors="replace") as f:
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
     launch = detect_mpi_launch()
     if launch is not None:
-        from ..measure.mpi.io500 import start_ranks
+        from ..measure.mpi.ranks import start_ranks
 
         ranks = start_ranks(args.rank_timeout, launch)
     else:

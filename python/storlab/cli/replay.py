@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _replay(tr, args: argparse.Namespace, settings: dict[str, Any]) -> int:
-    from ..measure.replay import finish_replay, prepare, remove_replay_files
+    from ..suites.replay import finish_replay, prepare, remove_replay_files
     from ..measure.runner import run_job
     from ..output.json import write_json
     from ..output.replay_table import render_replay

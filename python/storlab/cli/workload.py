@@ -212,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     settings = {k: getattr(args, k, None) for k in COMMON}
     check_destination(settings.get("json"), "json")
-    from ..measure.workload import Mpi, run_workload, search_accelerators
+    from ..suites.training.workload import Mpi, run_workload, search_accelerators
 
     mpi = Mpi()
     argv = ["storlab", "workload", *sys.argv[2:]]

@@ -27,8 +27,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import UserError
-from ..jobs.workload import DatasetSpec
+from ...errors import UserError
+from ...jobs.workload import DatasetSpec
 from .formats import EXTENSIONS, STREAMED, FileLayout, index_paths, write_file, write_indexed_binary
 
 __all__ = ["Dataset", "DatasetError", "prepare", "file_names", "drop_cached", "MANIFEST", "PARTIAL"]

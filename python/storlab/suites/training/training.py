@@ -41,7 +41,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..jobs.workload import WorkloadSpec
+from ...jobs.workload import WorkloadSpec
 from . import checkpoint as ckpt
 from .dataset import Dataset, drop_cached
 from .formats import read_index

@@ -17,9 +17,9 @@ import re
 import time
 from typing import Any
 
-from ..errors import UserError
-from ..jobs.workload import CheckpointSpec
-from ..model.training import CHECKPOINT_CALL_BYTES, checkpoint_shard_bytes, checkpoint_writers
+from ...errors import UserError
+from ...jobs.workload import CheckpointSpec
+from ...model.training import CHECKPOINT_CALL_BYTES, checkpoint_shard_bytes, checkpoint_writers
 
 __all__ = ["shard_bytes", "file_bytes", "check_folder", "write_shard", "read_shard", "remove", "CHUNK"]
 

@@ -18,10 +18,10 @@ import socket
 import time
 from typing import Any, Callable
 
-from ..document import header, now_iso
-from ..jobs.checkpoint_layout import checkpoint_sizes
-from ..jobs.workload import WorkloadSpec, dataset_size_rule
-from ..signals import STOP
+from ...document import header, now_iso
+from ...jobs.checkpoint_layout import checkpoint_sizes
+from ...jobs.workload import WorkloadSpec, dataset_size_rule
+from ...signals import STOP
 from . import checkpoint as ckpt
 from . import dataset as ds
 from .training import Trainer, TrainingStopped, merge
@@ -33,7 +33,7 @@ class Mpi:
     """The ranks of this run: a one-process stand-in, or mpi4py's COMM_WORLD under a launcher."""
 
     def __init__(self) -> None:
-        from .launch import detect
+        from ...measure.launch import detect
 
         self.comm = None
         self.rank, self.size = 0, 1
@@ -41,7 +41,7 @@ class Mpi:
             try:
                 from mpi4py import MPI
             except ImportError:
-                from ..errors import UserError
+                from ...errors import UserError
 
                 raise UserError("storlab workload under mpiexec or srun needs mpi4py (pip install 'storlab[mpi]')") from None
 

@@ -18,7 +18,7 @@ metadata phases through the metadata benchmark (`_core.MetaRun`):
   second MetaRun for the extra files) and syncs (mdtest -Y); later phases visit every file, of
   another rank as mdtest -N 1 shifts them (stat r+1, read r+2, remove r+3): the creating rank's
   state is adopted by the visiting rank's run and handed back after the phase.
-- Under MPI the ranks meet through `Ranks` (measure/mpi/io500.py: the session's communicator,
+- Under MPI the ranks meet through `Ranks` (measure/ranks.py; under MPI measure/mpi/ranks.py: the session's communicator,
   which names a failed or vanished rank instead of waiting for it).
 - find: the data folder walked level by level, each level's folders spread over the ranks; a
   file is found when its name holds "01", its size is 3901 bytes and it is newer than the
@@ -40,7 +40,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..errors import StorlabError, TargetError, UserError
+from ...errors import StorlabError, TargetError, UserError
+from ...measure.ranks import LocalRanks, Ranks
 
 __all__ = ["GIB", "calc_score", "score_groups", "Ranks", "LocalRanks", "PhaseOutcome",
            "Io500Run", "check_datadir", "find_files", "node_layout", "ior_rank_offset", "mdtest_stride"]
@@ -68,32 +69,6 @@ def calc_score(phases: Sequence[dict[str, Any]], extended: bool = False) -> tupl
     g = score_groups([p for p in phases if extended or not p.get("optional")])
     bw, md = g["BW"]["score"], g["MD"]["score"]
     return bw, md, math.sqrt(bw * md)
-
-
-# -- the ranks --------------------------------------------------------------------------------------
-class Ranks:
-    """What the phases need of the other processes: barriers, gathers, a broadcast."""
-    rank = 0
-    size = 1
-
-    def barrier(self) -> None:
-        pass
-
-    def allgather(self, value: Any) -> list[Any]:
-        return [value]
-
-    def bcast(self, value: Any) -> Any:
-        return value
-
-    def fail(self, message: str) -> None:
-        """This rank failed: tell the others (their next collective raises)."""
-
-    def settle(self, step: int) -> None:
-        """A meeting point of the clean-up that also works after a rank failed."""
-
-
-class LocalRanks(Ranks):
-    """One process, no MPI."""
 
 
 # -- the data folder ---------------------------------------------------------------------------------
@@ -295,7 +270,7 @@ class Io500Run:
 
     # -- the phase driver -------------------------------------------------------------------------
     def run_phase(self, name: str, group: str) -> PhaseOutcome:
-        from ..jobs.io500.translator import OPTIONAL, io500_command
+        from ...jobs.io500.translator import OPTIONAL, io500_command
 
         out = PhaseOutcome(name, group, exe=io500_command(self.cfg, name, self.datadir, self.resultdir, self.timestamp),
                            optional=name in OPTIONAL)
@@ -334,8 +309,8 @@ class Io500Run:
 
     # -- IOR-like phases ------------------------------------------------------------------------
     def _io(self, phase: dict[str, Any]):
-        from .. import _core
-        from ..jobs.job import core_spec, resolve_job
+        from ... import _core
+        from ...jobs.job import core_spec, resolve_job
 
         job = resolve_job({}, {"phase": [{"threads": 1, "engine": "psync", **phase}]}, jobfile_name="io500")
         spec = core_spec(job.phases[0])
@@ -380,7 +355,7 @@ class Io500Run:
 
     def _write_phase(self, out: PhaseOutcome, t0: float, hard: bool) -> None:
         cfg = self.cfg
-        from ..jobs.io500.translator import HARD_XFER
+        from ...jobs.io500.translator import HARD_XFER
 
         sw = cfg.stonewall_s
         # the file is sized (sparse) to what the phase can write at most: blockSize or the
@@ -454,7 +429,7 @@ class Io500Run:
                        "stonewall_s": stonewall_time}
 
     def _read_phase(self, out: PhaseOutcome, t0: float, hard: bool) -> None:
-        from ..jobs.io500.translator import HARD_XFER
+        from ...jobs.io500.translator import HARD_XFER
 
         offset = ior_rank_offset(self.hosts, 1)         # IOR -C -Q 1
         neighbour = (self.rank + offset) % self.size
@@ -531,10 +506,10 @@ class Io500Run:
         return run
 
     def _meta_build(self, kind: str, files: int, prefix: str, stonewall: bool, owner: bool) -> Any:
-        from .. import _core
-        from ..jobs.io500.translator import HARD_FILE_SIZE
-        from ..jobs.meta_options import resolve_meta_options
-        from .meta import meta_spec
+        from ... import _core
+        from ...jobs.io500.translator import HARD_FILE_SIZE
+        from ...jobs.meta_options import resolve_meta_options
+        from ...measure.meta import meta_spec
 
         section = {"threads": 1, "files": files, "dir": "unique" if kind == "easy" else "shared",
                    "phases": "create,stat,remove,rmdir" if kind == "easy" else "create,stat,read,remove,rmdir",
@@ -564,7 +539,7 @@ class Io500Run:
                 if run.next_phase != step:      # a step in between was switched off (run = FALSE)
                     run.adopt(run.states_json(), step)
             return src, self.meta[kind]
-        from .. import _core
+        from ... import _core
         visitors = []
         for made in everyone[src]:
             run = self._meta_build(kind, made["files"], made["prefix"], made["stonewall"], owner=False)
@@ -582,7 +557,7 @@ class Io500Run:
         visitor = next(r for r, (s, _) in enumerate(back) if s == self.rank)
         if visitor == self.rank:
             return
-        from .. import _core
+        from ... import _core
         for run, states in zip(self.meta[kind], back[visitor][1]):
             phases = run.phases
             after = phases[phases.index(step) + 1]
@@ -605,7 +580,7 @@ class Io500Run:
         return run
 
     def _meta_step(self, run, expect: str) -> dict[str, Any]:
-        from .. import _core
+        from ... import _core
 
         if run.next_phase != expect:
             raise UserError(f"mdtest phase {expect}: the metadata run is at {run.next_phase!r}")
@@ -715,7 +690,7 @@ class Io500Run:
 
     def _find_in(self, out: PhaseOutcome, t0: float, section: str, root: str, hard: bool) -> None:
         """pfind ROOT [-newer timestampfile -size 3901c] -name *01*, spread over the ranks."""
-        from ..jobs.io500.translator import HARD_FILE_SIZE
+        from ...jobs.io500.translator import HARD_FILE_SIZE
 
         nproc = min(self.cfg.ini.get(section, "nproc") or self.size, self.size)
         newer = (self.timestamp_mtime if self.timestamp_mtime is not None else 0.0) if hard else None
@@ -801,7 +776,7 @@ def _removed(remove, path: str, errors: list[str]) -> bool:
 # -- the whole run -------------------------------------------------------------------------------------
 def judge(out: PhaseOutcome, cfg, dry: bool = False) -> None:
     """io500's main-loop checks after a phase (src/main.c), in its words and order."""
-    from ..jobs.io500.translator import WRITE_PHASES
+    from ...jobs.io500.translator import WRITE_PHASES
 
     if out.name == "timestamp":
         return
@@ -824,11 +799,11 @@ def run_io500(translation, ranks: Ranks, argv: Sequence[str], timestamp: str | N
     Refuses an unusable data folder before writing anything; a signal stops the run between or
     inside a phase: the phases done are kept, the run is scored as incomplete and what it made is
     removed."""
-    from .. import __version__
-    from ..document import header, now_iso
-    from ..jobs.io500.translator import MODES, OPTIONAL, config_from_ini, extended_refusal, phases_of
-    from ..signals import STOP
-    from .environment import host_environment
+    from ... import __version__
+    from ...document import header, now_iso
+    from ...jobs.io500.translator import MODES, OPTIONAL, config_from_ini, extended_refusal, phases_of
+    from ...signals import STOP
+    from ...measure.environment import host_environment
 
     with open(translation.source, encoding="utf-8", errors="replace") as f:
         text = ranks.bcast(f.read() if ranks.rank == 0 else None)

@@ -1,5 +1,4 @@
-"""The ranks of `storlab io500` under MPI: io500's phases (measure/io500.py) talk to the other
-ranks through the session's communicator (comm.py), whose collectives never wait for a dead rank:
+"""The rank interface (measure/ranks.py) under MPI: a suite's phases talk to the other ranks through the session's communicator (comm.py), whose collectives never wait for a dead rank:
 a rank that raised, was signalled or vanished ends every rank's next barrier or gather with a
 RankFailure naming it, within the rank timeout, and the run is kept and scored as far as it got.
 """
@@ -7,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..io500 import Ranks
+from ..ranks import Ranks
 from .comm import TAG_CLEANUP, TAG_FINAL
 from .orchestrator import Session
 
@@ -24,6 +23,9 @@ class CommRanks(Ranks):
 
     def barrier(self) -> None:
         self.comm.barrier()
+
+    def gather(self, value: Any) -> list[Any] | None:
+        return self.comm.gather(value)
 
     def allgather(self, value: Any) -> list[Any]:
         return self.comm.allgather(value)
