@@ -104,10 +104,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _replay(tr, args: argparse.Namespace, settings: dict[str, Any]) -> int:
-    from ..suites.replay import finish_replay, prepare, remove_replay_files
     from ..measure.runner import run_job
     from ..output.json import write_json
     from ..output.replay_table import render_replay
+    from ..suites.replay import finish_replay, prepare, remove_replay_files
     from .run import ProgressLine, stop_exit_code, store_result, wants_progress
 
     prepare(tr)

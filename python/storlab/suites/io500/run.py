@@ -802,8 +802,8 @@ def run_io500(translation, ranks: Ranks, argv: Sequence[str], timestamp: str | N
     from ... import __version__
     from ...document import header, now_iso
     from ...jobs.io500.translator import MODES, OPTIONAL, config_from_ini, extended_refusal, phases_of
-    from ...signals import STOP
     from ...measure.environment import host_environment
+    from ...signals import STOP
 
     with open(translation.source, encoding="utf-8", errors="replace") as f:
         text = ranks.bcast(f.read() if ranks.rank == 0 else None)
