@@ -1,4 +1,5 @@
-"""The rank interface (measure/ranks.py) under MPI: a suite's phases talk to the other ranks through the session's communicator (comm.py), whose collectives never wait for a dead rank:
+"""The rank interface (measure/ranks.py) under MPI: a suite's phases talk to the other ranks
+through the session's communicator (comm.py), whose collectives never wait for a dead rank:
 a rank that raised, was signalled or vanished ends every rank's next barrier or gather with a
 RankFailure naming it, within the rank timeout, and the run is kept and scored as far as it got.
 """
