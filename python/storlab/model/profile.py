@@ -175,15 +175,29 @@ def save_profile(profile: DeviceProfile, path: str) -> None:
         fh.write("\n")
 
 
+MAX_PROFILE_BYTES = 16 << 20   # a profile of thousands of points is a few hundred KiB
+
+
 def load_profile(path: str) -> DeviceProfile:
     """Read a profile written by `storlab plan profile`; errors name the file and the field."""
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise ProfileError(f"{path}: no such profile file")
+    if not os.path.isfile(path):
+        raise ProfileError(f"{path}: not a regular file; a profile is the JSON file `storlab plan profile -o` writes")
     try:
-        with open(path) as fh:
-            data = json.load(fh)
-    except (OSError, ValueError) as e:
-        raise ProfileError(f"{path}: not a profile ({e})") from None
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_PROFILE_BYTES + 1)
+    except OSError as e:
+        raise ProfileError(f"{path}: cannot be read: {e.strerror or e}") from None
+    if len(raw) > MAX_PROFILE_BYTES:
+        raise ProfileError(f"{path}: larger than {MAX_PROFILE_BYTES} bytes; not a profile from storlab plan profile")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ProfileError(f"{path}: not a profile: not UTF-8 text (byte {e.start})") from None
+    except ValueError as e:
+        where = f" at line {e.lineno}, column {e.colno}" if isinstance(e, json.JSONDecodeError) else ""
+        raise ProfileError(f"{path}: not a profile: not JSON{where}") from None
     if not isinstance(data, dict) or data.get("schema") != PROFILE_SCHEMA:
         raise ProfileError(f"{path}: not a profile (schema {PROFILE_SCHEMA!r} expected, from storlab plan profile)")
     try:

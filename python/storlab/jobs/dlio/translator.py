@@ -291,6 +291,9 @@ def translate_text(text: str, source: str = "<text>", sha: str | None = None,
                    overrides: list[str] | None = None) -> Translation:
     flat = _load(text, source)
     apply_overrides(flat, overrides or [], source)
+    if not flat:   # DLIO itself has no workload without a model, a dataset and a workflow
+        raise Refusal(FORMAT, source, None, "(file)", "", "holds no workload keys (empty, or comments only); "
+                      "a DLIO workload sets at least its model, dataset and workflow")
     table: dict[str, dict[str, Any]] = {"workload": {}, "dataset": {}, "reader": {}, "train": {}, "evaluation": {},
                                         "checkpoint": {}}
     mapped: list[Mapped] = []

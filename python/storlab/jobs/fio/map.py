@@ -511,6 +511,11 @@ class _Job:
         if self.numjobs < 1:
             self.bad("numjobs", "must be at least 1")
             return None
+        try:   # the clones are storlab's threads: their bound is checked before any clone is made
+            parse_value("threads", self.numjobs)
+        except OptionError as e:
+            self.bad("numjobs", str(e).split(": ", 1)[-1])
+            return None
         engine = (self.raw("ioengine") or "psync").strip()
         engine_base = engine.split(":")[0]
         if engine_base in REFUSED_ENGINES:
@@ -724,7 +729,8 @@ class _Job:
         """Options every worker of the job has alike."""
         if _RW[self.rw] in ("rw", "randrw") or self.has("rwmixread") or self.has("rwmixwrite"):
             opts["rwmix_read"] = self.rwmix_read()
-        opts["qd"] = (self.size("iodepth") if self.has("iodepth") else 1) if engine != "psync" else 1
+        depth = self.size("iodepth") if self.has("iodepth") else 1   # read (and refused when bad) for every engine, as fio does
+        opts["qd"] = depth if engine != "psync" else 1
         last = self.later("direct", "buffered")
         direct = False
         if last is not None:

@@ -142,6 +142,9 @@ class IniFile:
     text: str
     values: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)
     sections: dict[str, int] = field(default_factory=dict)   # section -> line of its header
+    # a key set more than once in its section: io500 keeps the value written last (ini-parse.c
+    # assigns each line's value over the one before); (section, key, lines that set it)
+    repeated: list[tuple[str, str, list[int]]] = field(default_factory=list)
 
     def get(self, section: str, key: str) -> Any:
         """The key's typed value: set in the file, else io500's default; None when unset."""
@@ -156,6 +159,18 @@ class IniFile:
         if spec.type == "float":
             return float(raw)
         return raw
+
+    def note_repeat(self, section: str, key: str, earlier: int, line: int) -> None:
+        for sec, k, lines in self.repeated:
+            if (sec, k) == (section, key):
+                lines.append(line)
+                return
+        self.repeated.append((section, key, [earlier, line]))
+
+    def repeat_notes(self) -> list[str]:
+        """One line per key set more than once: which lines set it and which value io500 keeps."""
+        return [f"[{sec}] {k} is set on lines {', '.join(map(str, lines))}: io500 keeps the last, "
+                f"{self.values[(sec, k)][0]!r} (line {lines[-1]})" for sec, k, lines in self.repeated]
 
     def line(self, section: str, key: str) -> int | None:
         hit = self.values.get((section, _key(section, key).name))
@@ -212,6 +227,8 @@ def parse_ini(text: str) -> IniFile:
                 allowed = ", ".join(k.name for k in SECTIONS[section]) or "no keys"
                 raise IniError(number, f"{section}.{name}", value, f"unknown key; [{section}] has {allowed}")
             value = _check_type(number, section, spec, value)
+            if (section, spec.name) in ini.values:
+                ini.note_repeat(section, spec.name, ini.values[(section, spec.name)][1], number)
             ini.values[(section, spec.name)] = (value, number)
             continue
         if not _EMPTY.match(line):
