@@ -23,6 +23,9 @@ command -v mdadm      >/dev/null || need_pkgs+=(mdadm)    # md 1.2 itself is cra
 # tests/slurm: a one-node Slurm (slurmctld, slurmd, srun) with munge authentication
 { command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v srun >/dev/null; } || need_pkgs+=(slurm-wlm)
 command -v munged     >/dev/null || need_pkgs+=(munge)
+# tests/test_cluster.py: the cluster in a box (network namespaces, veth, tc htb, nsenter/unshare)
+command -v ip         >/dev/null || need_pkgs+=(iproute2)
+command -v nsenter    >/dev/null || need_pkgs+=(util-linux)
 if [ "${#need_pkgs[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "== installing Debian packages: ${need_pkgs[*]}"
     apt-get update -qq
