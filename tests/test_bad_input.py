@@ -80,9 +80,9 @@ def test_read_only_json_destination_is_refused_before_the_run(tmp_path, capsys):
 
 def test_json_write_failing_after_the_run_still_stores_the_result(tmp_path, capsys, private_store, monkeypatch):
     """The check before the run is skipped here, as if the folder vanished during the run."""
-    import storlab.cli.run as run_cli
+    import storlab.output.emit as emit
 
-    monkeypatch.setattr(run_cli, "check_destination", lambda *a, **k: None)
+    monkeypatch.setattr(emit, "check_destination", lambda *a, **k: None)
     rc, err = run(capsys, *tiny(tmp_path, "--json", str(tmp_path / "gone" / "r.json")))
     assert rc == ExitCode.FAILURE
     assert "gone" in one_error_line(err)

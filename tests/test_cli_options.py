@@ -49,18 +49,18 @@ def _parsers(parser, path=()):
 
 
 def _table_names() -> set[str]:
-    from storlab.cli import diagnose, doctor, plan, report, results
-    from storlab.cli.io500 import IO500_OPTIONS
-    from storlab.cli.replay import REPLAY_OPTIONS
-    from storlab.cli.scale import SCALE_OPTIONS
-    from storlab.cli.workload import WORKLOAD_OPTIONS
+    """Every row name of every command's table module (jobs/tables/*.py), and the run and meta tables."""
+    import importlib
+    import pkgutil
+
+    import storlab.jobs.tables as tables
     from storlab.jobs.meta_options import META_OPTIONS
     from storlab.jobs.options import OPTIONS
-    from storlab.measure.sweep import SWEEP_OPTIONS
 
-    names = {o.name for o in (*OPTIONS, *META_OPTIONS, *SWEEP_OPTIONS, *SCALE_OPTIONS, *REPLAY_OPTIONS, *IO500_OPTIONS, *WORKLOAD_OPTIONS)}
-    for module in (plan, doctor, results, report, diagnose):
-        names |= {o.name for table in module.COMMANDS for o in table.options}
+    names = {o.name for o in (*OPTIONS, *META_OPTIONS)}
+    for info in pkgutil.iter_modules(tables.__path__):
+        module = importlib.import_module(f"storlab.jobs.tables.{info.name}")
+        names |= {o.name for table in getattr(module, "COMMANDS", ()) for o in table.options}
     return names
 
 
@@ -83,11 +83,19 @@ def test_every_argument_of_every_command_is_a_table_row():
 # trial (a replay's requests, a workload's dataset); --list: what the command knows, printed (io500's
 # sections and keys, the built-in workloads).
 # plan perf and plan profile take lists of what run (and plan geometry, --request) take one at a
-# time, to draw a curve or sweep a profile: the same meaning per point, their own help.
+# time, to draw a curve or sweep a profile: a list row (options.list_row) means what its base row
+# means, so --rw, --qd and --request have one meaning (--threads keeps meta's own help).
 # --accelerators: the accelerators workload emulates (per process), and those plan perf / recommend
-# --workload predict for: the same count, said for each
-SAME_NAME_OWN_HELP = {"--seed", "--threads", "--target", "--ranks", "--scale", "--list", "--rw", "--qd", "--request",
-                      "--accelerators", "--mode"}
+# --workload predict for: the same count, said for each. --time: how long the work runs, a phase
+# in run, each stream in net (as iperf3 -t)
+SAME_NAME_OWN_HELP = {"--seed", "--threads", "--target", "--ranks", "--scale", "--list",
+                      "--accelerators", "--mode", "--time"}
+
+
+def _meaning(action: argparse.Action) -> tuple[str, str]:
+    """What a flag means: its destination and help; a list row's is its base row's (a list of what
+    that flag takes)."""
+    return getattr(action, "list_of", None) or (action.dest, action.help)
 
 
 def test_one_flag_name_has_one_meaning_across_commands():
@@ -97,9 +105,127 @@ def test_one_flag_name_has_one_meaning_across_commands():
             if action.help == argparse.SUPPRESS:      # deprecated old spellings
                 continue
             for flag in action.option_strings:
-                seen.setdefault(flag, set()).add((action.dest, action.help))
+                seen.setdefault(flag, set()).add(_meaning(action))
     differing = {flag for flag, meanings in seen.items() if len(meanings) > 1}
     assert differing == SAME_NAME_OWN_HELP
+
+
+# Flags whose value form still differs between commands, each with why; shrink this, never grow it.
+# --target: run, sweep and scale take files or devices (repeatable paths), meta and replay one folder.
+# --ranks: scale and diagnose take a list of rank counts, replay one count (its ranks, at most 256).
+ONE_NAME_TWO_FORMS = {"--target", "--ranks"}
+
+
+def test_one_flag_name_has_one_value_form_across_commands():
+    """A flag takes the same kind of value everywhere; a list row takes a list of its base's kind
+    (plan perf's --qd is a list of the int `run --qd` takes), which counts as the base's form."""
+    forms: dict[str, set[str]] = {}
+    for _, parser in _parsers(build_parser()):
+        for action in parser._actions:
+            if action.help == argparse.SUPPRESS or not action.option_strings:
+                continue
+            for flag in action.option_strings:
+                forms.setdefault(flag, set()).add(getattr(action, "value_form", "internal"))
+    assert {flag for flag, kinds in forms.items() if len(kinds) > 1} == ONE_NAME_TWO_FORMS
+
+
+def test_a_list_flag_means_a_list_of_what_its_base_flag_takes():
+    """plan perf's --qd, --rw, --threads and --request take several of what `run --qd` (and plan
+    geometry's --request) take one of: the base's parser reads each value, under the list's flag."""
+    from storlab.jobs.options import BY_NAME, OptionError, parse_option, value_form
+    from storlab.jobs.tables.plan import COMMANDS, REQUEST
+
+    perf = {o.name: o for t in COMMANDS if t.command == "plan perf" for o in t.options}
+    assert perf["qd"].list_of is BY_NAME["qd"] and perf["threads"].list_of is BY_NAME["threads"]
+    assert perf["rw"].list_of is BY_NAME["rw"] and perf["request"].list_of is REQUEST
+    assert value_form(perf["request"]) == "list of size" and perf["qd"].help.startswith(BY_NAME["qd"].help)
+    assert parse_option(perf["qd"], "1,4,32") == (1, 4, 32)
+    assert parse_option(perf["request"], "4k,1m") == (4096, 1 << 20)
+    assert parse_option(perf["rw"], "read,randread") == ("read", "randread")
+    for row, raw, words in [(perf["qd"], "70000", "--qd: '70000' is out of range; allowed: >= 1 and <= 65536"),
+                            (perf["qd"], "two", "--qd: expected a whole number, got 'two'"),
+                            (perf["rw"], "trim", "--rw: 'trim' is not allowed; use one of: read, write, randread, "
+                                                 "randwrite"),
+                            (perf["request"], "1000", "--request: 1000 bytes is out of range; allowed: multiples "
+                                                      "of 512 bytes up to 1 GiB"),
+                            (perf["threads"], ",".join(["1"] * 33), "--threads: give 1 to 32 comma-separated "
+                                                                    "values, got 33"),
+                            # issue 39: a value twice or an empty item is refused, never dropped silently
+                            (perf["rw"], "read,randread,read", "--rw: 'read' is given twice (as 'read'); each value once"),
+                            (perf["threads"], "1,,2", "--threads: '1,,2' has an empty item; give values separated "
+                                                      "by single commas")]:
+        with pytest.raises(OptionError) as e:
+            parse_option(row, raw)
+        assert str(e.value) == words
+    # the docs name the value form: a list of the base's kind
+    page = PAGES["options-plan.md"]()
+    assert "| `--qd` | list of int |" in page and "| `--request` | size (bytes) |" in page
+
+
+def test_no_cli_module_defines_an_option_row():
+    """cli/ only wires commands together: every row and table is made in jobs/ (jobs/options.py,
+    jobs/meta_options.py, jobs/tables/), so no cli module calls Option, CommandTable, list_row or
+    command_row (nor replaces a row's fields)."""
+    import ast
+
+    makers = {"Option", "CommandTable", "list_row", "command_row"}
+    cli = Path(__file__).resolve().parent.parent / "python" / "storlab" / "cli"
+    made = []
+    for path in sorted(cli.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        rows = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                for a in node.names if a.name in makers}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            if name in makers | rows:
+                made.append(f"{path.name}:{node.lineno} calls {name}")
+            # dataclasses.replace(ROW, ...) makes a row too
+            if name == "replace" and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id.isupper():
+                made.append(f"{path.name}:{node.lineno} replaces {node.args[0].id}")
+    assert made == []
+
+
+def test_every_command_has_its_table_module_and_takes_only_its_rows():
+    """jobs/tables/<command>.py holds each command's rows (`storlab fio` reads fio's own command line);
+    sweep and scale also take every run option, as documented on their pages."""
+    import importlib
+
+    from storlab.jobs.options import OPTIONS
+
+    internal = {"help", "jobfile", "command", "plan_command", "results_command"}
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name in (n for n in cli_main.SUBCOMMANDS if n != "fio"):
+        tables = importlib.import_module(f"storlab.jobs.tables.{name}").COMMANDS
+        assert tables and all(t.command.split()[0] == name for t in tables), name
+        names = {o.name for t in tables for o in t.options}
+        if name in ("sweep", "scale"):
+            names |= {o.name for o in OPTIONS}
+        for path, sub in _parsers(commands[name], (name,)):
+            for action in sub._actions:
+                if isinstance(action, argparse._SubParsersAction) or action.dest in internal:
+                    continue
+                assert action.dest in names, f"storlab {' '.join(path)}: {action.option_strings or action.dest}"
+
+
+def test_plan_table_values_are_the_models():
+    """The plan table writes the model's value lists with their help; they must stay the model's."""
+    from storlab.diagnose.run import DEFAULT_BUDGET_S
+    from storlab.jobs.tables import diagnose, plan
+    from storlab.model.notation import MAX_DRIVES
+    from storlab.model.performance import SHARING_MODES
+    from storlab.model.predict import MIRROR_READ_POLICIES, WORKLOAD_PATTERNS
+    from storlab.model.stack import AGGREGATIONS, FILESYSTEMS, RAID_ENGINES
+    from storlab.planner.recommend import DEFAULT_LEVELS
+
+    assert tuple(plan.AGGREGATIONS) == AGGREGATIONS and tuple(plan.RAID_ENGINES) == RAID_ENGINES
+    assert tuple(plan.FILESYSTEMS) == FILESYSTEMS and tuple(plan.SHARING_MODES) == SHARING_MODES
+    assert tuple(plan.MIRROR_READ_POLICIES) == MIRROR_READ_POLICIES
+    assert plan.MODELLED_PATTERNS == WORKLOAD_PATTERNS and tuple(plan.CURVE_RW.choices) == WORKLOAD_PATTERNS
+    assert plan.MAX_DRIVES == MAX_DRIVES and plan.DEFAULT_LEVELS == DEFAULT_LEVELS
+    assert diagnose.DEFAULT_BUDGET_S == DEFAULT_BUDGET_S
 
 
 @pytest.mark.parametrize("argv, flag", [

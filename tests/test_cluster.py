@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -13,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from testbed.cluster import Cluster, ClusterError, Fabric, cluster_unavailable, leftovers
+from testbed.cluster import Cluster, ClusterError, Fabric, cluster_unavailable, leftovers, mpi_unavailable
 
 REPO = Path(__file__).resolve().parents[1]
 WHY = cluster_unavailable()
@@ -44,11 +43,6 @@ c.close()
 # TCP over Ethernet at MTU 1500 with timestamps: 1448 payload bytes in 1514 on the wire (htb counts
 # the Ethernet frame): the goodput a link shaped to R carries is about 0.956 R
 TCP_PAYLOAD_EFFICIENCY = 1448 / 1514
-
-
-def _mpiexec() -> str | None:
-    here = Path(sys.executable).parent / "mpiexec"
-    return str(here) if here.exists() else shutil.which("mpiexec")
 
 
 def goodput_bps(c: Cluster, src: str, dst: str, port: int = 5201, seconds: float = 2.0) -> float:
@@ -111,17 +105,17 @@ def test_bad_cluster_definitions_are_refused_in_one_line():
 
 
 @pytest.mark.mpi
-@pytest.mark.skipif(_mpiexec() is None, reason="no mpiexec (pip install mpich)")
+@pytest.mark.skipif(mpi_unavailable() is not None, reason=f"ranks on nodes: {mpi_unavailable()}")
 def test_mpiexec_places_ranks_on_nodes_and_storlab_names_them(tmp_path):
     out = tmp_path / "r.json"
     with Cluster(["n1", "n2"]) as c:
-        placed = subprocess.run(c.mpiexec(["n1", "n2"], 4, _mpiexec()) + [
+        placed = subprocess.run(c.mpiexec(["n1", "n2"], 4) + [
             sys.executable, "-c", "import socket; from mpi4py import MPI; "
             "hosts = MPI.COMM_WORLD.gather(socket.gethostname()); print(hosts if hosts else '', end='')"],
             capture_output=True, text=True, timeout=120)
         assert placed.returncode == 0, placed.stderr
         assert placed.stdout == "['n1', 'n2', 'n1', 'n2']"
-        run = subprocess.run(c.mpiexec(["n1", "n2"], 4, _mpiexec()) + [
+        run = subprocess.run(c.mpiexec(["n1", "n2"], 4) + [
             sys.executable, "-m", "storlab", "run", "--engine", "null", "--target", str(tmp_path / "f"),
             "--size", "1m", "--bs", "4k", "--time", "0.5s", "--json", str(out), "--no-store", "-q"],
             capture_output=True, text=True, timeout=180, cwd=REPO)

@@ -1,4 +1,4 @@
-"""`storlab io500` (measure/io500.py, output/io500_files.py, cli/io500.py): io500's score and
+"""`storlab io500` (suites/io500/, output/io500_files.py, cli/io500.py): io500's score and
 score hash checked against a real io500 run's result.txt, and whole runs with one rank on
 /dev/shm: every phase in io500's order, result files io500's tooling reads, nothing left behind,
 refusals before anything is written, and a SIGTERM that keeps the phases done."""
@@ -15,18 +15,16 @@ from pathlib import Path
 
 import pytest
 from storlab.errors import TargetError
-from storlab.jobs.io500.translator import PHASES, translate
+from storlab.jobs.io500.phases import PHASES
+from storlab.jobs.io500.translator import translate
 from storlab.measure.ranks import LocalRanks
 from storlab.output.io500_files import render_result, render_summary, score_hash
-from storlab.suites.io500.run import (
-    calc_score,
-    check_datadir,
-    find_files,
-    ior_rank_offset,
-    mdtest_stride,
-    run_io500,
-    score_groups,
-)
+from storlab.suites.io500.find import find_files
+from storlab.suites.io500.folders import check_datadir
+from storlab.suites.io500.ior import ior_rank_offset
+from storlab.suites.io500.mdtest import mdtest_stride
+from storlab.suites.io500.run import run as run_io500
+from storlab.suites.io500.score import calc_score, score_groups
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "io500")
 GROUP = dict(PHASES)
@@ -103,7 +101,7 @@ def _config(tmp: str, stonewall: int = 1, extra: str = "") -> str:
 def test_a_whole_run_on_one_rank(shm_dir_path):
     shm_dir = shm_dir_path
     cfg = _config(str(shm_dir))
-    doc = run_io500(translate(cfg), LocalRanks(), ["storlab", "io500"], timestamp="T1")
+    doc = run_io500(translate(cfg), LocalRanks(), argv=["storlab", "io500"], timestamp="T1")
     assert [p["name"] for p in doc["phases"]] == [n for n, _ in PHASES]
     by = {p["name"]: p for p in doc["phases"]}
     assert by["ior-easy-write"]["details"]["bytes"] == 16 << 20           # blockSize reached
@@ -138,14 +136,14 @@ def test_refused_before_anything_is_written(shm_dir_path):
     missing = _config(str(shm_dir))
     os.rmdir(shm_dir / "data")
     with pytest.raises(TargetError, match="does not exist"):
-        run_io500(translate(missing), LocalRanks(), [], timestamp="T")
+        run_io500(translate(missing), LocalRanks(), argv=[], timestamp="T")
     assert not os.path.exists(shm_dir / "res")
     cfg = _config(str(shm_dir), extra="")
     with open(cfg, "a") as f:
         f.write("[global]\ntimestamp-datadir = FALSE\n")
     (shm_dir / "data" / "precious.dat").write_text("mine")
     with pytest.raises(TargetError, match="holds files storlab did not make"):
-        run_io500(translate(cfg), LocalRanks(), [], timestamp="T")
+        run_io500(translate(cfg), LocalRanks(), argv=[], timestamp="T")
     assert os.listdir(shm_dir / "data") == ["precious.dat"]
     assert check_datadir("/proc/1", False) is not None
 
@@ -228,7 +226,7 @@ def test_neighbour_shifts_are_iors_and_mdtests():
 
 def test_extended_mode_runs_find_easy_and_find_hard_and_refuses_md_workbench(shm_dir_path, capsys):
     from storlab.cli.main import main
-    from storlab.jobs.io500.translator import PHASES_EXTENDED
+    from storlab.jobs.io500.phases import PHASES_EXTENDED
     from storlab.output.io500_files import extended_hash, render_result
 
     d = shm_dir_path
@@ -239,7 +237,7 @@ def test_extended_mode_runs_find_easy_and_find_hard_and_refuses_md_workbench(shm
     assert "mdworkbench-create, mdworkbench-bench, mdworkbench-delete: md-workbench is not built in" in err
     assert os.listdir(d / "data") == []
     cfg = _config(str(d), extra="[mdworkbench]\nrun = FALSE\n")
-    doc = run_io500(translate(cfg), LocalRanks(), ["storlab", "io500"], timestamp="X", mode="extended")
+    doc = run_io500(translate(cfg), LocalRanks(), argv=["storlab", "io500"], timestamp="X", mode="extended")
     assert [p["name"] for p in doc["phases"]] == [n for n, _ in PHASES_EXTENDED]
     by = {p["name"]: p for p in doc["phases"]}
     # find-easy: every mdtest-easy file looked at, names with 01 found; find-hard: mdtest-hard only
@@ -262,8 +260,69 @@ def test_phases_switched_off_between_create_and_delete_leave_delete_working(shm_
     # mdtest-hard-stat and -read off: delete still removes every file mdtest-hard-write made
     cfg = _config(str(shm_dir_path), extra="[mdtest-hard-stat]\nrun = FALSE\n[mdtest-hard-read]\nrun = FALSE\n"
                   "[mdtest-easy-stat]\nrun = FALSE\n")
-    doc = run_io500(translate(cfg), LocalRanks(), ["storlab", "io500"], timestamp="T")
+    doc = run_io500(translate(cfg), LocalRanks(), argv=["storlab", "io500"], timestamp="T")
     by = {p["name"]: p for p in doc["phases"]}
     assert not by["mdtest-hard-read"]["ran"] and by["mdtest-hard-delete"]["complete"]
     assert by["mdtest-hard-delete"]["details"]["items"] == 200 and by["mdtest-easy-delete"]["details"]["items"] == 300
     assert os.listdir(shm_dir_path / "data") == []
+
+
+def test_every_phase_storlab_runs_has_its_code_and_no_other_phase_has():
+    # io500's table (jobs/io500/phases.py) and the code the suite attaches to each record
+    from storlab.jobs.io500.phases import TABLE
+    from storlab.suites.io500.phases import CODE, suite_phases
+
+    assert set(CODE) == {p.name for p in TABLE if p.built_in}
+    steps = suite_phases("extended")
+    assert [s.phase for s in steps] == list(TABLE)
+    assert [s.phase.name for s in steps if s.code is None] == ["mdworkbench-create", "mdworkbench-bench",
+                                                               "mdworkbench-delete"]
+    assert [s.phase.name for s in suite_phases("standard")] == [n for n, _ in PHASES]
+
+
+class _EngineRun:
+    """An engine run that goes on until it is interrupted, or ends by itself after 50 waits."""
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self.waits = 0
+
+    def wait(self, timeout_s: float) -> bool:
+        self.waits += 1
+        return self.interrupted or self.waits > 50
+
+    def interrupt(self) -> None:
+        self.interrupted = True
+
+
+def test_another_ranks_failure_interrupts_an_engine_wait():
+    from storlab.measure.ranks import RankFailure
+    from storlab.suites.io500.engine import RankWatch, wait
+
+    class OneFailed(LocalRanks):
+        failure = RankFailure(1, "rank 1 (node n1) died")
+
+    run = _EngineRun()
+    wait(run, "ior-easy-write", RankWatch(OneFailed()))      # returns: the phase ended, no signal
+    assert run.interrupted
+
+
+def test_a_signal_recorded_during_an_engine_wait_stops_the_phase_and_the_run(monkeypatch):
+    from storlab.signals import STOP
+    from storlab.suites.io500.engine import RankWatch, wait
+
+    monkeypatch.setattr(STOP, "received", [signal.SIGTERM])
+    run = _EngineRun()
+    with pytest.raises(KeyboardInterrupt):
+        wait(run, "mdtest-easy-write", RankWatch(LocalRanks()))
+    assert run.interrupted
+
+
+def test_engine_errors_map_as_every_benchmarks_do():
+    from storlab import _core
+    from storlab.errors import SpecError, TargetError
+    from storlab.suites.io500.engine import core_failure
+
+    e = core_failure(_core.CoreError("spec", "bs: 0 is below 1"), "ior-easy-write")
+    assert type(e) is SpecError and str(e) == "ior-easy-write: bs: 0 is below 1"
+    assert type(core_failure(_core.CoreError("target", "gone"), "mdtest-hard")) is TargetError

@@ -13,10 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from storlab.jobs.io500.translator import PHASES, config_from_ini, io500_command, translate
+from storlab.jobs.io500.phases import PHASES
+from storlab.jobs.io500.translator import config_from_ini, io500_command, translate
 from storlab.measure.ranks import LocalRanks
 from storlab.output.io500_files import render_result
-from storlab.suites.io500.run import run_io500
+from storlab.suites.io500.run import run as run_io500
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "io500")
 
@@ -82,7 +83,7 @@ def test_result_txt_is_laid_out_line_by_line_as_io500s(shm_dir_path):
     ini.write_text(f"[global]\ndatadir = {d}/data\nresultdir = {d}/res\n[debug]\nstonewall-time = 1\n"
                    "[ior-easy]\ntransferSize = 1m\nblockSize = 8m\n[mdtest-easy]\nn = 200\n"
                    "[ior-hard]\nsegmentCount = 100\n[mdtest-hard]\nn = 100\n")
-    doc = run_io500(translate(str(ini)), LocalRanks(), ["storlab", "io500"], timestamp="T")
+    doc = run_io500(translate(str(ini)), LocalRanks(), argv=["storlab", "io500"], timestamp="T")
     ours = render_result(doc)
     with open(os.path.join(FIXTURES, "io500-result.txt")) as f:
         real = f.read()
@@ -119,7 +120,7 @@ def test_result_txt_matches_a_fresh_io500_run_and_io500_verifies_it(shm_dir_path
     p = subprocess.run([mpiexec, "-n", "1", "./io500", str(d / "io500.ini"), "--timestamp", "T", f"--mode={mode}"], cwd=build,
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-    doc = run_io500(translate(str(d / "storlab.ini")), LocalRanks(), ["storlab", "io500"], timestamp="T", mode=mode)
+    doc = run_io500(translate(str(d / "storlab.ini")), LocalRanks(), argv=["storlab", "io500"], timestamp="T", mode=mode)
     from storlab.output.io500_files import write_result_files
 
     write_result_files(doc, (d / "storlab.ini").read_text())

@@ -7,7 +7,8 @@ import os
 
 import pytest
 from storlab.jobs.io500.ini import IniError, config_hash, parse_ini
-from storlab.jobs.io500.translator import PHASES, SCORED, ior_size, translate, translate_text
+from storlab.jobs.io500.phases import PHASES, SCORED
+from storlab.jobs.io500.translator import ior_size, translate, translate_text
 from storlab.jobs.job import load_jobfile, resolve_job
 from storlab.jobs.translation import MAX_REFUSAL, TRANSLATORS, Refusal, translator
 

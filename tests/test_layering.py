@@ -38,8 +38,8 @@ RANK = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}
 # what drives them. (measure/mpi/ is a layer of its own above.)
 MEASURE_ORDER = (
     {"launch", "stats", "cpu", "cache", "checks", "passes", "environment", "aggregate", "prediction",
-     "steady", "ranks"},
-    {"benchmark"},
+     "steady", "ranks", "scratch"},
+    {"benchmark", "net"},          # net: the fabric probe (storlab net), on the rank interface
     {"meta"},
     {"runner"},
     {"sweep"},
@@ -202,6 +202,46 @@ def test_the_private_name_check_sees_both_forms(tmp_path, monkeypatch):
     (pkg / "a" / "y.py").write_text("from .x import _helper\nfrom . import x\nx._other()\n")
     monkeypatch.setattr(__import__(__name__), "ROOT", pkg)
     assert _private_uses() == {("storlab.a.y", "storlab.a.x._helper"), ("storlab.a.y", "storlab.a.x._other")}
+
+
+# -- MPI: one rank interface (issue 33) ----------------------------------------------------------
+# The only modules that load mpi4py: the rank interface's MPI side. Everything else reaches the
+# other ranks through measure/ranks.py's `Ranks`, or the session built on these two.
+MPI4PY_MODULES = frozenset({"storlab.measure.mpi.comm", "storlab.measure.mpi.ranks"})
+
+
+def _mpi4py_imports() -> list[str]:
+    """module:line of every `import mpi4py...` and `from mpi4py... import`, function-level ones too."""
+    found = []
+    for path in ROOT.rglob("*.py"):
+        mod = _module_name(path)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            if any(n == "mpi4py" or n.startswith("mpi4py.") for n in names):
+                found.append(f"{mod}:{node.lineno}")
+    return sorted(found)
+
+
+def test_no_module_outside_the_rank_interface_imports_mpi4py():
+    outside = [m for m in _mpi4py_imports() if m.rsplit(":", 1)[0] not in MPI4PY_MODULES]
+    assert outside == [], "reach MPI through measure/ranks.py (Ranks) or measure/mpi/comm.py"
+
+
+def test_the_mpi4py_check_sees_every_form(tmp_path, monkeypatch):
+    # a check that finds nothing would pass every tree
+    pkg = tmp_path / "storlab"
+    (pkg / "a").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a" / "__init__.py").write_text("import mpi4py\n")
+    (pkg / "a" / "x.py").write_text("def f():\n    from mpi4py import MPI\n    import mpi4py.futures as fu\n"
+                                    "from .mpi4py_notes import y\n")
+    monkeypatch.setattr(__import__(__name__), "ROOT", pkg)
+    assert set(_mpi4py_imports()) == {"storlab.a:1", "storlab.a.x:2", "storlab.a.x:3"}
 
 
 # -- Rust: no cycle between the modules (files) of a crate ---------------------------------------

@@ -10,6 +10,7 @@ import pathlib
 import pytest
 from storlab.cli.main import main
 from storlab.jobs import mainjob
+from storlab.measure import scratch
 
 # Long enough that no phase is under checks.MIN_RELIABLE_SECONDS (a 1 s phase can measure 0.9999 s).
 PHASE_TIME = "1.2s"
@@ -68,8 +69,8 @@ def test_a_flag_that_shapes_the_io_gives_the_ordinary_single_phase_job(shm_dir, 
 
 
 def test_on_tmpfs_with_o_direct_accepted(shm_dir, capsys, monkeypatch):
-    if mainjob.direct_io_refusal(shm_dir) is not None:
-        pytest.skip(f"this kernel's tmpfs refuses O_DIRECT ({mainjob.direct_io_refusal(shm_dir)}); "
+    if scratch.direct_io_refusal(shm_dir) is not None:
+        pytest.skip(f"this kernel's tmpfs refuses O_DIRECT ({scratch.direct_io_refusal(shm_dir)}); "
                     "the fallback test covers it")
     rc, doc, out, err = run_main_job(shm_dir, capsys, monkeypatch)
     assert rc == 0
@@ -81,7 +82,7 @@ def test_on_tmpfs_with_o_direct_accepted(shm_dir, capsys, monkeypatch):
 
 def test_on_tmpfs_where_o_direct_is_refused_falls_back_and_says_so(shm_dir, capsys, monkeypatch):
     # tmpfs accepts O_DIRECT since Linux 6.6: the refusal older kernels give is injected here
-    monkeypatch.setattr(mainjob, "direct_io_refusal", lambda d: "the file system refused O_DIRECT (Invalid argument)")
+    monkeypatch.setattr(scratch, "direct_io_refusal", lambda d: "the file system refused O_DIRECT (Invalid argument)")
     rc, doc, out, err = run_main_job(shm_dir, capsys, monkeypatch)
     assert rc == 0
     record = doc["main_job"]
@@ -93,9 +94,9 @@ def test_on_tmpfs_where_o_direct_is_refused_falls_back_and_says_so(shm_dir, caps
 
 
 def test_on_a_disk_file_system_where_o_direct_is_refused_reads_out_of_cache(tmp_path, capsys, monkeypatch):
-    if mainjob.fs_type(str(tmp_path)) in mainjob.MEMORY_FS:
+    if scratch.fs_type(str(tmp_path)) in scratch.MEMORY_FS:
         pytest.skip(f"{tmp_path} is memory-backed; this test needs a disk file system")
-    monkeypatch.setattr(mainjob, "direct_io_refusal", lambda d: "the file system refused O_DIRECT (Invalid argument)")
+    monkeypatch.setattr(scratch, "direct_io_refusal", lambda d: "the file system refused O_DIRECT (Invalid argument)")
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     rc, doc, out, err = run_main_job(cwd, capsys, monkeypatch, "--size", "32m")
@@ -126,7 +127,7 @@ def test_on_ext4_uses_o_direct_and_shrinks_to_the_free_space(ext4_mount, tmp_pat
     assert record["method"] == "direct" and record["fs_type"] == "ext4" and not record["memory_backed"]
     assert all(g["direct"] for p in doc["job"]["phases"] for g in p["groups"])
     # under 800 MiB free: half the free space, whole MiB, and the line says it was shrunk
-    assert record["size_bytes"] < mainjob.WANTED_BYTES and record["size_bytes"] % (1 << 20) == 0
+    assert record["size_bytes"] < scratch.WANTED_BYTES and record["size_bytes"] % (1 << 20) == 0
     assert "main job: O_DIRECT on ext4" in out and "shrunk from 1 GiB" in out
     assert_one_clean_table(doc, out, err, mnt)
 
@@ -134,7 +135,7 @@ def test_on_ext4_uses_o_direct_and_shrinks_to_the_free_space(ext4_mount, tmp_pat
 def test_too_little_free_space_is_refused_in_one_line(shm_dir, capsys, monkeypatch):
     class Tiny:
         f_bavail, f_frsize = 16, 1 << 20           # 16 MiB free
-    monkeypatch.setattr(mainjob.os, "statvfs", lambda d: Tiny())
+    monkeypatch.setattr(scratch.os, "statvfs", lambda d: Tiny())
     monkeypatch.chdir(shm_dir)
     rc = main(["run", "--no-store", "-q"])
     err = capsys.readouterr().err
@@ -148,9 +149,9 @@ def test_the_laid_out_scratch_file_has_no_two_sectors_alike(shm_dir):
     import hashlib
 
     path = f"{shm_dir}/scratch.dat"
-    mainjob._lay_out(path, 3 * mainjob._LAYOUT_CHUNK + 4096)
+    scratch._lay_out(path, 3 * scratch._LAYOUT_CHUNK + 4096)
     data = pathlib.Path(path).read_bytes()
-    assert len(data) == 3 * mainjob._LAYOUT_CHUNK + 4096
+    assert len(data) == 3 * scratch._LAYOUT_CHUNK + 4096
     sectors = {hashlib.blake2b(data[i:i + 512], digest_size=16).digest() for i in range(0, len(data), 512)}
     assert len(sectors) == len(data) // 512
-    assert int.from_bytes(data[2 * mainjob._LAYOUT_CHUNK + 512:][:8], "little") == 2 * mainjob._LAYOUT_CHUNK + 512
+    assert int.from_bytes(data[2 * scratch._LAYOUT_CHUNK + 512:][:8], "little") == 2 * scratch._LAYOUT_CHUNK + 512

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from storlab.jobs.io500.translator import PHASES
+from storlab.jobs.io500.phases import PHASES
 from test_mpi_runs import MPIEXEC, _have_mpi4py
 
 pytestmark = [

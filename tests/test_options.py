@@ -205,3 +205,26 @@ def test_fixed_buffers_on_or_off_belongs_to_io_uring():
         with pytest.raises(OptionError, match="uring.fixed_buffers: belongs to engine io_uring, but engine is psync"):
             resolve_job({"uring.fixed_buffers": mode}, None)
     assert resolve_job({"uring.fixed_buffers": "auto"}, None).phases[0].groups[0].values["engine"] == "psync"
+
+
+def test_a_list_row_is_a_list_of_what_its_base_row_takes():
+    """options.list_row: the base's name, flag and help with the list said; each value parsed by the
+    base's parser within the list row's own tighter bounds; the docs name the form `list of KIND`."""
+    bs = BY_NAME["bs"]
+    row = options.list_row(bs, "the sizes to try", minimum=4096)
+    assert (row.name, row.flag, row.kind, row.list_of) == ("bs", "--bs", "list", bs)
+    assert row.help.startswith(bs.help) and row.help.endswith("the sizes to try") and not row.job_key
+    assert options.value_form(row) == "list of size"
+    assert options.parse_option(row, "4k, 64k,1m") == (4096, 65536, 1 << 20)
+    assert options.parse_option(row, ["8k"]) == (8192,)
+    for raw, words in [("512", "--bs: '512' is out of range; allowed: >= 4 KiB and <= 1 GiB"),
+                       ("4k,2g", "--bs: '2g' is out of range; allowed: >= 4 KiB and <= 1 GiB"),
+                       (",", "--bs: ',' has an empty item; give values separated by single commas"),
+                       ("4k,,8k", "--bs: '4k,,8k' has an empty item; give values separated by single commas"),
+                       ("4k,4096", "--bs: '4096' is given twice (as 4096); each value once"),
+                       (",".join(["4k"] * 33), "--bs: give 1 to 32 comma-separated values, got 33")]:
+        with pytest.raises(OptionError) as e:
+            options.parse_option(row, raw)
+        assert str(e.value) == words
+    assert "| `--bs` | list of size (bytes) |" in "\n".join(options.render_rows([row], job_keys=False))
+    assert "each >= 4 KiB and <= 1 GiB" in options.allowed_values(row)

@@ -5,7 +5,6 @@ formulas, which ranks write which files under each ZeRO stage, a world-size chan
 from __future__ import annotations
 
 import pytest
-from storlab.cli.workload import _builtin_table
 from storlab.jobs.checkpoint_layout import (
     TransformerSpec,
     checkpoint_sizes,
@@ -16,6 +15,7 @@ from storlab.jobs.checkpoint_layout import (
 from storlab.jobs.dlio.translator import translate_text
 from storlab.jobs.translation import Refusal
 from storlab.jobs.workload import WorkloadError, spec_from_table
+from storlab.jobs.workload_job import builtin_table as _builtin_table
 from storlab.suites.training.workload import run_workload
 
 GIB = 1 << 30

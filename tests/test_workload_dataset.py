@@ -8,8 +8,10 @@ import os
 
 import numpy as np
 import pytest
+from storlab.jobs import workload
 from storlab.jobs.workload import DatasetSpec
 from storlab.suites.training import dataset as ds
+from storlab.suites.training import formats
 from storlab.suites.training.formats import crc32c, read_tfrecords
 
 
@@ -167,9 +169,30 @@ def test_symlink_escape_is_refused(tmp_path):
 
 
 def test_hdf5_without_h5py_is_one_line_naming_the_install(tmp_path, monkeypatch):
-    real = ds.importlib.util.find_spec
-    monkeypatch.setattr(ds.importlib.util, "find_spec", lambda name, *a: None if name == "h5py" else real(name, *a))
+    real = formats.importlib.util.find_spec
+    monkeypatch.setattr(formats.importlib.util, "find_spec", lambda name, *a: None if name == "h5py" else real(name, *a))
     with pytest.raises(ds.DatasetError, match=r"^dataset.format: hdf5 files are written with h5py, which is not "
                                               r"installed; pip install 'storlab\[workload\]'"):
         ds.prepare(spec(tmp_path, format="hdf5"))
     assert not (tmp_path / "data").exists()          # refused before anything is written
+
+
+def test_every_format_the_workload_job_allows_is_one_record():
+    """jobs/workload.py's allowed formats (the option's choices, below suites/) and the records
+    of suites/training/formats.py are the same list, in the same order."""
+    assert tuple(formats.FORMATS) == workload.FORMATS
+    assert [f.name for f in formats.FORMATS.values() if f.side_suffixes] == ["indexed_binary"]
+    assert [f.name for f in formats.FORMATS.values() if f.requires] == ["hdf5"]
+
+
+@pytest.mark.parametrize("fmt", ["npz", "npy", "tfrecord", "indexed_binary"])
+def test_a_files_side_files_and_its_data_are_the_records(tmp_path, fmt):
+    record = formats.FORMATS[fmt]
+    data = ds.prepare(spec(tmp_path, format=fmt, files=2, samples_per_file=4, record_length=3000))
+    on_disk = [p for path in data.paths for p in (path, *record.side_paths(path))]
+    assert data.files_on_disk() == on_disk
+    assert sorted(os.listdir(tmp_path / "data" / "train")) == sorted(os.path.basename(p) for p in on_disk)
+    for path in data.paths:
+        assert path.endswith("." + record.extension)
+        for side in record.side_paths(path):
+            assert os.path.getsize(side) == record.side_bytes(4)

@@ -7,8 +7,8 @@ import pytest
 from browser import needs_chromium
 from storlab.jobs.tomlfile import tomllib
 from storlab.jobs.workload import spec_from_table
+from storlab.output import render_table
 from storlab.output.report import build_report, charts_for, write_report
-from storlab.output.table import render_table
 from storlab.suites.training.workload import run_workload
 
 

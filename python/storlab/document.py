@@ -15,11 +15,12 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, TypedDict
 
 __all__ = [
-    "DIRECTIONS", "RUN_SCHEMA", "IO500_SCHEMA", "SWEEP_SCHEMA", "DOCTOR_SCHEMA", "DIAGNOSE_SCHEMA", "PLAN_SCHEMA_VERSION", "MEASURED_KINDS",
+    "DIRECTIONS", "RUN_SCHEMA", "IO500_SCHEMA", "NET_SCHEMA",
+    "SWEEP_SCHEMA", "DOCTOR_SCHEMA", "DIAGNOSE_SCHEMA", "PLAN_SCHEMA_VERSION", "MEASURED_KINDS",
     "KINDS",
     "plan_schema", "now_iso", "header",
     "Header", "RunHeader", "RunDocument", "MetaDocument", "ScaleDocument", "SweepDocument",
-    "DoctorDocument", "PlanDocument", "DiagnoseDocument",
+    "DoctorDocument", "PlanDocument", "DiagnoseDocument", "NetDocument",
 ]
 
 # The directions a phase result can have, in fio's order; trim only where the phase trimmed.
@@ -31,14 +32,15 @@ SWEEP_SCHEMA = "storlab.sweep/1"
 DOCTOR_SCHEMA = "storlab.doctor/1"
 DIAGNOSE_SCHEMA = "storlab.diagnose/1"
 WORKLOAD_SCHEMA = "storlab.workload/1"
+NET_SCHEMA = "storlab.net/1"          # `storlab net`: the fabric between client and server nodes
 PLAN_SCHEMA_VERSION = 1               # storlab.plan.<command>/1, one per plan command
 
 # The schema of each kind; plan's depends on the plan command (plan_schema).
 _SCHEMA_OF_KIND = {"run": RUN_SCHEMA, "meta": RUN_SCHEMA, "scale": RUN_SCHEMA, "sweep": SWEEP_SCHEMA,
                    "doctor": DOCTOR_SCHEMA, "diagnose": DIAGNOSE_SCHEMA, "io500": IO500_SCHEMA,
-                   "workload": WORKLOAD_SCHEMA}
+                   "workload": WORKLOAD_SCHEMA, "net": NET_SCHEMA}
 # Kinds whose documents record one measurement: they carry a run_id, times and an outcome.
-MEASURED_KINDS = frozenset({"run", "meta", "scale", "sweep", "diagnose", "io500", "workload"})
+MEASURED_KINDS = frozenset({"run", "meta", "scale", "sweep", "diagnose", "io500", "workload", "net"})
 KINDS = frozenset({*MEASURED_KINDS, "doctor", "plan"})
 PLAN_COMMANDS = ("geometry", "reliability", "perf", "recommend", "script", "profile")
 
@@ -221,3 +223,27 @@ class DiagnoseDocument(RunHeader, total=False):
     layers: List[DiagnoseLayer]
     findings: List[DiagnoseFinding]
     doctor: List[Dict[str, Any]]
+
+
+class NetPair(TypedDict):
+    """One client node and one server node measured alone (`storlab net`)."""
+    client: str
+    server: str
+    address: str                # the server address the client used
+    rtt_s: float                # median round trip of a one-byte exchange over TCP
+    bw_bytes: float             # received rate of the pair's streams together
+    stream_bw_bytes: List[float]
+
+
+class NetDocument(RunHeader, total=False):
+    """`storlab net --json` (storlab.net/1): each client-server pair alone, then every client at
+    once, and the shared links that shows."""
+    servers: List[str]
+    clients: List[str]
+    streams: int
+    seconds: float
+    pairs: List[NetPair]
+    aggregate: List[Dict[str, Any]]     # {client, server, bw_bytes}, all clients at once
+    aggregate_bw_bytes: Optional[float]
+    findings: List[str]
+    mpi: Dict[str, Any]

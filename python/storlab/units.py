@@ -17,7 +17,7 @@ from .errors import UserError
 __all__ = [
     "UnitError", "parse_size", "parse_duration", "parse_rate", "parse_count",
     "format_size", "format_rate", "format_duration", "format_si_bytes", "MAX_BYTES", "MAX_DURATION_S",
-    "MAX_COUNT",
+    "MAX_COUNT", "finite_value",
 ]
 
 # The largest byte count any size may name (1 EiB) and the longest duration any timing option may
@@ -93,7 +93,7 @@ def parse_duration(text: str | int | float, what: str = "duration") -> float:
     if isinstance(text, bool):
         raise UnitError(f"{what}: expected a duration, got {text!r}")
     if isinstance(text, (int, float)):
-        return _finite(float(text), text, what, "duration")
+        return finite_value(float(text), text, what, "duration")
     if not isinstance(text, str):
         raise UnitError(f"{what}: expected a duration, got {text!r}")
     m = _DURATION_RE.match(text)
@@ -102,10 +102,10 @@ def parse_duration(text: str | int | float, what: str = "duration") -> float:
     unit = m.group(2).lower()
     if unit not in _DURATION_UNITS:
         raise UnitError(f"{what}: unknown duration unit {m.group(2)!r} in {text!r}; use {DURATION_FORMS}")
-    return _finite(float(m.group(1)) * _DURATION_UNITS[unit], text, what, "duration")
+    return finite_value(float(m.group(1)) * _DURATION_UNITS[unit], text, what, "duration")
 
 
-def _finite(value: float, shown: object, what: str, kind: str) -> float:
+def finite_value(value: float, shown: object, what: str, kind: str) -> float:
     """A parsed number that is neither NaN nor infinite nor negative (a 400-digit number parses to inf)."""
     if not math.isfinite(value):
         raise UnitError(f"{what}: {shown!r} is not a finite {kind}")
@@ -117,7 +117,7 @@ def _finite(value: float, shown: object, what: str, kind: str) -> float:
 def parse_rate(text: str | int | float, what: str = "rate") -> float:
     """Parse a bandwidth such as '50MB/s', '1.2GiB/s' or '500m' into bytes per second."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return _finite(float(text), text, what, "rate")
+        return finite_value(float(text), text, what, "rate")
     if not isinstance(text, str):
         raise UnitError(f"{what}: expected a rate such as 50MB/s, got {text!r}")
     s = text.strip()

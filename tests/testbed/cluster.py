@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Cluster", "Fabric", "ClusterError", "cluster_unavailable", "SUBNET"]
+__all__ = ["Cluster", "Fabric", "ClusterError", "cluster_unavailable", "mpi_unavailable", "find_mpiexec", "SUBNET"]
 
 SUBNET = "10.213"                 # 10.213.F.N: private addresses used only inside the cluster's namespaces
 SWITCH_HOST = 254                 # the switch namespace's address on every fabric (mpiexec's side)
@@ -54,6 +54,23 @@ def cluster_unavailable() -> str | None:
 
 
 cluster_unavailable.__test__ = False       # not a pytest test despite the name
+
+
+def find_mpiexec() -> str | None:
+    """The mpiexec beside this Python (the mpich wheel's), else the first on PATH."""
+    here = Path(sys.executable).parent / "mpiexec"
+    return str(here) if here.exists() else shutil.which("mpiexec")
+
+
+def mpi_unavailable() -> str | None:
+    """Why ranks cannot be placed on the nodes (None when they can): mpiexec and mpi4py."""
+    if find_mpiexec() is None:
+        return "no mpiexec (pip install mpich, or a site MPI on PATH)"
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return "mpi4py not installed (pip install 'storlab[mpi]')"
+    return None
 
 
 def _run(cmd: list[str], check: bool = True) -> str:
@@ -233,7 +250,7 @@ exec nsenter --net=/run/netns/{self.tag}-$node --uts={self.run_dir}/uts-$node --
     def mpiexec(self, hosts: list[str], ranks: int, mpiexec: str | None = None, fabric: str | None = None) -> list[str]:
         """The mpiexec command line (run from the switch namespace) that places `ranks` ranks
         round-robin on `hosts`; append the program and its arguments."""
-        exe = mpiexec or shutil.which("mpiexec") or os.path.join(os.path.dirname(sys.executable), "mpiexec")
+        exe = mpiexec or find_mpiexec() or "mpiexec"
         return ["ip", "netns", "exec", self.switch, exe, "-bootstrap", "ssh", "-bootstrap-exec", str(self.helper),
                 "-iface", self.bridge(fabric or self.fabrics[0].name), "-hosts", ",".join(hosts), "-n", str(ranks)]
 

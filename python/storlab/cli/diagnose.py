@@ -1,7 +1,7 @@
 """`storlab diagnose TARGET`: measure the stack below a mount point, file or block device layer by
 layer against what the layer below predicts, and name where it loses (storlab/diagnose/).
 
-Flags come from the option table below (its own rows plus the shared rows of the run table, so
+Flags come from the option table jobs/tables/diagnose.py (its own rows plus the shared rows of the run table, so
 --json, --store, --tag and --allow-destroy mean here what they mean in `storlab run`; reference:
 docs/options-diagnose.md).
 """
@@ -9,40 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
-from ..diagnose.run import DEFAULT_BUDGET_S, Settings, diagnose
-from ..jobs.options import BY_NAME, Option
-from ..output.diagnose import build_html, render_table
-from ..output.files import check_destination, write_output
-from ..output.json import write_json
-from ..signals import STOP
-from .main import ExitCode
-from .options_cli import OUTPUT, CommandTable, add_table_arguments, parse_table_args, takes_json_name
-from .run import stop_exit_code, store_result
-from .scale import parse_rank_counts
+from ..diagnose.run import Settings, diagnose
+from ..jobs.tables.diagnose import COMMANDS, DIAGNOSE_OPTIONS
+from ..output.emit import Emitter
+from .options_cli import add_table_arguments, parse_table_args, takes_json_name
 
 __all__ = ["COMMANDS", "DIAGNOSE_OPTIONS", "register", "run"]
-
-def _row(name: str, kind: str, help: str, **kw: Any) -> Option:
-    return Option(name, kind, help, core=False, job_key=False, **kw)
-
-
-COMMANDS: tuple[CommandTable, ...] = (
-    CommandTable("diagnose", "measure a storage stack layer by layer against the model and name where it "
-                 "loses (docs/diagnose.md)", (
-        _row("target", "str", "mount point (or any folder in a file system), file or block device",
-             positional="1", metavar="TARGET"),
-        BY_NAME["stack"],
-        _row("budget", "duration", "time for all probes together; each probe gets an equal share (2 to 10 s)",
-             default=DEFAULT_BUDGET_S, category="timing", minimum=5, maximum=86400, unit="s"),
-        _row("ranks", "list", "rank counts at which to measure the file system again, as MPI ranks on "
-             "this host (mpiexec), comma-separated (default: none)", parse=parse_rank_counts, metavar="LIST",
-             category="scale"),
-        BY_NAME["allow_destroy"], BY_NAME["json"], OUTPUT,
-        BY_NAME["quiet"], BY_NAME["store"], BY_NAME["no_store"], BY_NAME["tag"], BY_NAME["note"])),
-)
-DIAGNOSE_OPTIONS = COMMANDS[0].options
 
 EXAMPLES = """examples:
   storlab diagnose /mnt/scratch
@@ -67,29 +40,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     parse_table_args(args, DIAGNOSE_OPTIONS)
     v = {o.name: getattr(args, o.name) for o in DIAGNOSE_OPTIONS}
-    check_destination(v.get("json"), "json")
-    check_destination(v.get("output"), "output")
+    emit = Emitter("diagnose", v, view="diagnose")      # --json and -o (the HTML report) checked now
     quiet = bool(v.get("quiet"))
     say = None if quiet else (lambda line: print(line, file=sys.stderr))
     settings = Settings(budget_s=float(v["budget"]), allow_destroy=tuple(v.get("allow_destroy") or ()),
                         argv=["storlab", "diagnose", *sys.argv[2:]], stack_file=v.get("stack"), say=say,
                         ranks=tuple(c for c in v.get("ranks") or () if c > 1))
-    try:
+    with emit.running():
         doc, probe_docs = diagnose(v["target"], settings)
-    finally:
-        STOP.saving()
+    # the store keeps each probe's run, tagged with the diagnosis; the diagnosis is in --json
     tag = f"diagnose:{doc['run_id'][:8]}"
-    store_settings = {**v, "tag": [*(v.get("tag") or ()), tag]}
-    stored = all(store_result(d, store_settings, "diagnose") for d in probe_docs)
-    if v.get("json"):
-        write_json(doc, v["json"])
-    if v.get("output"):
-        write_output(build_html(doc), v["output"], "output")
-    if not quiet and v.get("json") != "-":
-        print(render_table(doc))
-        if probe_docs and not v.get("no_store"):
-            print(f"probes stored as {len(probe_docs)} run(s) tagged {tag}")
-    stopped = stop_exit_code("diagnose", doc, kept="the layers measured so far are kept")
-    if stopped is not None:
-        return stopped
-    return ExitCode.OK if stored else ExitCode.FAILURE
+    note = f"probes stored as {len(probe_docs)} run(s) tagged {tag}" if probe_docs else None
+    return emit.finish(doc, store=probe_docs, tags=[tag], note=note)

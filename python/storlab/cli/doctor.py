@@ -1,7 +1,7 @@
 """`storlab doctor [DEVICE|MOUNTPOINT|PATH ...]`: inspect this host's storage stack for misalignment
 and mistuning; `--stack stack.toml` also lists every difference from a planned stack.
 
-Flags come from the option table below (reference: docs/options-doctor.md).
+Flags come from the option table jobs/tables/doctor.py (reference: docs/options-doctor.md).
 
 Exit codes: 0 when done (findings do not change it unless --fail-on is given), 1 when --fail-on
 finds a finding of that severity or worse, 2 for a bad option, target or stack file.
@@ -10,40 +10,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
-from ..jobs.options import BY_NAME, Option
+from ..jobs.tables.doctor import COMMANDS
 from ..output.files import check_destination
 from ..output.json import write_json
 from .main import ExitCode, UsageError
-from .options_cli import CommandTable, add_table_arguments, parse_table_args, takes_json_name
+from .options_cli import add_table_arguments, parse_table_args, takes_json_name
 
 __all__ = ["register", "run", "COMMANDS"]
-
-FAIL_ON = ("never", "warning", "error")
-
-
-def _row(name: str, kind: str, help: str, **kw: Any) -> Option:
-    return Option(name, kind, help, core=False, job_key=False, **kw)
-
-
-COMMANDS: tuple[CommandTable, ...] = (
-    CommandTable("doctor", "check the host's block devices, RAID, LVM and file systems for misalignment "
-                 "and mistuning", (
-        _row("targets", "str", "block device, mount point or path to check (default: every device on "
-             "the host)", positional="*", default=(), metavar="TARGET"),
-        BY_NAME["json"], BY_NAME["stack"],
-        _row("fail_on", "choice", "exit 1 when a finding of this severity or worse is found",
-             default="never", category="checks",
-             choices={"never": "findings never change the exit code",
-                      "warning": "a warning or an error exits 1", "error": "an error exits 1"}),
-        _row("sysfs_root", "str", "sysfs mount (inspect a recorded tree instead of this host)",
-             default="/sys", metavar="DIR", category="recorded trees"),
-        _row("proc_root", "str", "procfs mount (inspect a recorded tree instead of this host)",
-             default="/proc", metavar="DIR", category="recorded trees"),
-        _row("dev_root", "str", "device nodes (inspect a recorded tree instead of this host)",
-             default="/dev", metavar="DIR", category="recorded trees"))),
-)
 
 
 def register(subparsers) -> None:

@@ -6,12 +6,12 @@ result_summary.txt in io500's layout in the result folder, and a storlab documen
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from ..errors import UserError
-from ..jobs.meta_options import META_BY_NAME
-from ..jobs.options import BY_NAME, OPTIONS, Option, parse_value
+from ..jobs.options import BY_NAME, OPTIONS, parse_value
+from ..jobs.tables.io500 import IO500_OPTIONS, SHARED
+from ..output.emit import Emitter
 from ..signals import STOP
 from .main import ExitCode
 from .options_cli import add_option_arguments, add_table_arguments, parse_table_args
@@ -22,24 +22,6 @@ EXAMPLES = """examples:
   storlab io500 config.ini --emit job.toml     # the translated storlab job, not run
   storlab io500 --list                         # every section and key io500 knows, with defaults
 """
-
-
-# The command's own options (the output ones and rank_timeout are the run table's, shared).
-IO500_OPTIONS: tuple[Option, ...] = (
-    Option("config", "str", "io500 .ini file, run as written (`--list` shows every section and key)",
-           positional="?", metavar="CONFIG.ini", category="io500", core=False, job_key=False),
-    BY_NAME["emit"],           # one meaning for every translator
-    Option("list", "bool", "print every section and key io500 knows, with its default, and stop",
-           category="io500", core=False, job_key=False),
-    Option("timestamp", "str", "name of the timestamp folders (io500 --timestamp; default: the start "
-           "time as YYYY.MM.DD-HH.MM.SS)", metavar="TEXT", category="io500", core=False, job_key=False),
-    META_BY_NAME["keep"],      # the same meaning as `storlab meta --keep`
-    Option("mode", "choice", "io500 --mode: standard, or extended (adds find-easy and find-hard, scored in "
-           "[SCOREX]; md-workbench is not built in and must be switched off in [mdworkbench])",
-           choices={"standard": "io500's scored phases", "extended": "also the optional phases"},
-           default="standard", category="io500", core=False, job_key=False),
-)
-SHARED = ("json", "quiet", "store", "no_store", "tag", "note", "rank_timeout")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -74,7 +56,6 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         return _list()
     from ..jobs.io500.translator import translate, translate_text
-    from ..measure.launch import detect as detect_mpi_launch
 
     if args.config:
         translation = translate(args.config)
@@ -87,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("io500: give the .ini file to run (storlab io500 CONFIG.ini); --list shows every key")
 
     from ..jobs.io500.translator import config_from_ini, extended_refusal
-    from ..measure.ranks import LocalRanks
-    from ..suites.io500.run import run_io500
+    from ..measure.mpi.ranks import open_ranks
+    from ..suites.io500.run import run as run_io500
 
     if args.mode == "extended":      # refused in one line before any rank starts
         with open(args.config, encoding="utf-8", errors="replace") as f:
@@ -96,57 +77,15 @@ def run(args: argparse.Namespace) -> int:
         if why:
             raise UserError(why)
 
-    launch = detect_mpi_launch()
-    if launch is not None:
-        from ..measure.mpi.ranks import start_ranks
-
-        ranks = start_ranks(args.rank_timeout, launch)
-    else:
-        ranks = LocalRanks()
+    emit = Emitter("io500", {name: getattr(args, name) for name in SHARED}, view="io500")
+    ranks = open_ranks(args.rank_timeout, "io500")     # one process, or MPI's under a launcher
     quiet = args.quiet or ranks.rank != 0
     progress = None if quiet else (lambda name: print(f"storlab io500: {name} ...", file=sys.stderr, flush=True))
     argv = ["storlab", "io500", *sys.argv[2:]]
-    doc = run_io500(translation, ranks, argv, timestamp=args.timestamp, progress=progress, keep=args.keep,
+    doc = run_io500(translation, ranks, progress, argv=argv, timestamp=args.timestamp, keep=args.keep,
                     mode=args.mode)
     STOP.saving()
-    if doc is None:     # not rank 0: rank 0 reports the run
-        return STOP.exit_code or ExitCode.OK
-    return _emit(doc, translation, args)
+    if doc is None:     # not rank 0: rank 0 reports the run (a rank that failed sets the code)
+        return STOP.exit_code or (ExitCode.FAILURE if ranks.failure is not None else ExitCode.OK)
+    return emit.finish(doc)   # io500's result files, the store, --json, the summary
 
-
-def _emit(doc: dict, translation, args: argparse.Namespace) -> int:
-    from ..output.io500_files import render_summary, write_result_files
-    from ..output.json import write_json
-    from .run import store_result
-
-    with open(translation.source, encoding="utf-8", errors="replace") as f:
-        ini_text = f.read()
-    code = ExitCode.OK
-    try:
-        write_result_files(doc, ini_text)
-        write_json(doc, os.path.join(doc["io500"]["resultdir"], "storlab-io500.json"))
-    except OSError as e:
-        print(f"storlab io500: error: result files not written: {e}", file=sys.stderr)
-        code = ExitCode.FAILURE
-    settings = {"store": args.store, "no_store": args.no_store, "tag": tuple(args.tag or ()), "note": args.note}
-    if not store_result(doc, settings, "io500"):
-        code = ExitCode.FAILURE
-    if args.json:
-        write_json(doc, args.json)
-    if not args.quiet:
-        out = sys.stderr if args.json == "-" else sys.stdout
-        out.write(render_summary(doc))
-        out.write(f"\nThe result files are stored in the directory: {doc['io500']['resultdir']}\n")
-    for w in doc["warnings"]:
-        print(f"warning: {w['message']}", file=sys.stderr)
-    cleanup = doc.get("cleanup") or {}
-    if cleanup.get("errors"):
-        print(f"storlab io500: error: clean-up incomplete: {'; '.join(cleanup['errors'])}", file=sys.stderr)
-        code = ExitCode.FAILURE
-    if doc["stop_reason"] == "interrupted":
-        print(f"storlab io500: {doc['error']}; the phases done are scored and kept", file=sys.stderr)
-        return STOP.exit_code or ExitCode.INTERRUPTED
-    if doc["stop_reason"] == "error":
-        print(f"storlab io500: error: {doc['error']}", file=sys.stderr)
-        return ExitCode.FAILURE
-    return code

@@ -27,7 +27,8 @@ from ..signals import STOP, exit_code_for
 from .options_cli import CommandParser
 
 # Order shown in `storlab --help`.
-SUBCOMMANDS = ("run", "fio", "sweep", "meta", "scale", "replay", "io500", "workload", "diagnose", "plan", "doctor", "results", "report")
+SUBCOMMANDS = ("run", "fio", "sweep", "meta", "scale", "replay", "io500", "workload", "net", "diagnose", "plan", "doctor",
+               "results", "report")
 
 
 class ExitCode(IntEnum):

@@ -8,15 +8,13 @@ import sys
 from typing import Any
 
 from ..jobs.job import load_jobfile
-from ..jobs.meta_options import META_OPTIONS, SHARED_RUN_OPTIONS, resolve_meta_options
+from ..jobs.meta_options import META_OPTIONS, MPI_RUN_OPTIONS, SHARED_RUN_OPTIONS, resolve_meta_options
 from ..jobs.options import BY_NAME, OPTIONS, Option, parse_value
 from ..measure.launch import detect as detect_mpi_launch
 from ..measure.meta import run_meta
-from ..output.files import check_destination
-from ..signals import STOP
-from .main import ExitCode
+from ..output.emit import Emitter
+from ..output.progress import progress_line
 from .options_cli import add_option_arguments, add_table_arguments, reclaim_jobfile
-from .run import ProgressLine, emit_result, stop_exit_code, wants_progress
 
 EXAMPLES = """examples:
   storlab meta                                      # 10000 files, one thread, under ./
@@ -26,8 +24,6 @@ EXAMPLES = """examples:
   storlab meta --keep --phases create,stat          # leave the files for inspection
   mpiexec -n 4 storlab meta --target /scratch --dir shared   # one rank per process (docs/mpi.md)
 """
-# Options of `storlab run` that only an MPI launch of `storlab meta` reads (command line only).
-MPI_RUN_OPTIONS = ("rank_timeout",)
 
 
 def _add_meta_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,12 +53,12 @@ def run(args: argparse.Namespace) -> int:
     reclaim_jobfile(args, (*META_OPTIONS, *OPTIONS))
     jobfile = load_jobfile(args.jobfile) if args.jobfile else None
     values = resolve_meta_options(_given(args, META_OPTIONS), jobfile, args.jobfile or "job file")
-    check_destination(values.get("json"), "json")
-    line = ProgressLine(sys.stderr) if wants_progress(bool(values.get("quiet"))) else None
+    emit = Emitter("meta", values, view="meta")
+    line = progress_line(bool(values.get("quiet")))
     progress = (lambda phase, ops, elapsed: line(phase, 0, ops, elapsed)) if line else None
     argv = ["storlab", "meta", *sys.argv[2:]]
     launch = detect_mpi_launch()
-    try:
+    with emit.running(line):
         if launch is None:
             doc = run_meta(values, argv=argv, progress=progress)
         else:  # one rank of an MPI job: rank 0 gets the merged document, the others an exit code
@@ -72,16 +68,4 @@ def run(args: argparse.Namespace) -> int:
             doc, code = run_cli(values, argv, launch, rank_timeout or BY_NAME["rank_timeout"].default, progress)
             if doc is None:
                 return code
-    finally:
-        STOP.saving()  # from here a signal no longer aborts anything: the result is being saved
-        if line:
-            line.finish()
-
-    ok = emit_result(doc, values, "meta")
-    stopped = stop_exit_code("meta", doc)
-    if stopped is not None:
-        return stopped
-    if (doc.get("cleanup") or {}).get("error"):
-        print(f"storlab meta: error: clean-up incomplete: {doc['cleanup']['error']}", file=sys.stderr)
-        return ExitCode.FAILURE
-    return ExitCode.OK if ok else ExitCode.FAILURE
+    return emit.finish(doc)

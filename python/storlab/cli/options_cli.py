@@ -1,5 +1,5 @@
 """Command-line flags generated from option tables: the run table (python/storlab/jobs/options.py)
-and every command's own table (plan, doctor, results, report, meta, sweep, scale).
+and every command's own table (jobs/meta_options.py, jobs/tables/). Only wiring: no row is defined here.
 
 Flags are collected as raw text and validated by the table's parsers, so a bad value gets the
 same one-line message whether it came from a flag or a job file, and names the option and what
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from ..jobs.options import NUMERIC_KINDS, OPTIONS, PER_DIRECTION_KINDS, Option, alias_groups, allowed_values, parse_option
@@ -36,15 +35,6 @@ def takes_json_name(word: str) -> bool:
     return word == "-" or word.lower().endswith(".json")
 
 
-@dataclass(frozen=True)
-class CommandTable:
-    """The options of one command (or subcommand), for its parser and its reference page."""
-    command: str                  # as typed: "run", "plan geometry"
-    summary: str                  # one line
-    options: tuple[Option, ...]
-    job_keys: bool = False        # the options are also job-file keys
-
-
 def _help(o: Option) -> str:
     text = o.help
     if o.choices:
@@ -56,7 +46,7 @@ def _help(o: Option) -> str:
 
             shown = format_size(shown).replace(" ", "")
         text += f" (default: {shown}{' ' + o.unit if o.unit and o.unit not in ('%', 'bytes') else ''})"
-    if o.kind in NUMERIC_KINDS:
+    if o.kind in NUMERIC_KINDS or o.list_of is not None:
         text += f" (allowed: {allowed_values(o)})"
     if o.aliases:
         text += " (also: " + ", ".join("/".join(names) + f" = {value}" for value, names in alias_groups(o)) + ")"
@@ -128,21 +118,27 @@ def add_table_arguments(parser: argparse.ArgumentParser, table: Iterable[Option]
             _add_old_names(group, o, command)
         if o.kind == "bool" and not o.job_key:
             common.setdefault("action", "store_const")
-            group.add_argument(*flags, const=True, **common)
+            action = group.add_argument(*flags, const=True, **common)
         elif o.kind == "bool":
-            group.add_argument(*flags, nargs="?", const=True, metavar="on|off", **common)
+            action = group.add_argument(*flags, nargs="?", const=True, metavar="on|off", **common)
             if o.negative:
                 group.add_argument(o.negative, dest=o.name, action="store_const", const=False,
-                                   help=f"the opposite of {o.flag}")
+                                   help=f"the opposite of {o.flag}").value_form = "bool"
         elif _repeatable(o):
             common.setdefault("action", "append")
-            group.add_argument(*flags, metavar=o.metavar or "VALUE", **common)
+            action = group.add_argument(*flags, metavar=o.metavar or "VALUE", **common)
         else:
             metavar = o.metavar or ("{" + ",".join(o.choices) + "}" if o.choices else o.kind.upper())
             alone = {"nargs": "?", "const": o.bare} if o.bare else {}
             action = group.add_argument(*flags, metavar=metavar, **alone, **common)
             if o.name == "json":
                 action.json_takes = json_takes   # read by CommandParser.parse_known_args
+        # What the flag means and takes, for the tests that one flag name has one meaning and one
+        # value form: a list row's are its base's (it takes a list of what the base takes).
+        base = o.list_of or o
+        action.value_form = base.kind
+        if o.list_of is not None:
+            action.list_of = (base.name, _help(base))
 
 
 def add_option_arguments(parser: argparse.ArgumentParser, skip: Iterable[str] = ()) -> None:
@@ -219,11 +215,3 @@ def parse_table_args(args: argparse.Namespace, table: Iterable[Option]) -> argpa
             value = parse_option(o, raw)
         setattr(args, o.name, value)
     return args
-
-
-# Rows shared by commands beyond `storlab run` (the run table's rows json, store, note, stack
-# are shared as they are: one meaning everywhere).
-OUTPUT = Option("output", "str", "write the command's artifact to FILE: the build script (plan script; "
-                "'-': standard output), the exported runs (results export; default: standard output) "
-                "or the HTML report (report)", category="output", core=False, job_key=False, short="o",
-                metavar="FILE")

@@ -1,5 +1,6 @@
 """The option reference pages of every command, generated from the option tables: docs/options.md
-(`storlab run`, rendered by jobs/options.py) and docs/options-<command>.md for the others.
+(`storlab run`, rendered by jobs/options.py) and docs/options-<command>.md for the others (their
+tables: jobs/meta_options.py and jobs/tables/).
 
 Regenerate them all with `python -m storlab.cli.reference` (from the repository root, or give the
 docs folder); `--check` only reports stale pages. tests/test_cli_options.py keeps them current.
@@ -11,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from ..jobs.options import BY_NAME, render_reference, render_rows
-from .options_cli import CommandTable
+from ..jobs.options import render_reference, render_rows
+from ..jobs.tables.shared import CommandTable
 
 EXIT_CODES = ("Exit codes: 0 done; 1 the work failed (an I/O error, a failed run, --fail-on findings, an "
               "output that could not be written after the run); 2 a bad option, value, job or stack "
@@ -38,95 +39,94 @@ def _page(command: str, source: str, intro: list[str], tables: tuple[CommandTabl
 
 
 def plan_page() -> str:
-    from .plan import COMMANDS
+    from ..jobs.tables.plan import COMMANDS
 
-    return _page("plan", "python/storlab/cli/plan.py",
+    return _page("plan", "python/storlab/jobs/tables/plan.py",
                  ["Sizes take k, m, g (binary) or KB, MB (decimal); rates are sizes per second; periods "
                   "take y, d, h, m, s. " + JSON_RULE.format(rule=JSON_NAME_RULE)], COMMANDS)
 
 
 def doctor_page() -> str:
-    from .doctor import COMMANDS
+    from ..jobs.tables.doctor import COMMANDS
 
-    return _page("doctor", "python/storlab/cli/doctor.py", [JSON_RULE.format(rule=JSON_NAME_RULE)], COMMANDS)
+    return _page("doctor", "python/storlab/jobs/tables/doctor.py", [JSON_RULE.format(rule=JSON_NAME_RULE)], COMMANDS)
 
 
 def results_page() -> str:
-    from .results import COMMANDS
+    from ..jobs.tables.results import COMMANDS
 
-    return _page("results", "python/storlab/cli/results.py",
+    return _page("results", "python/storlab/jobs/tables/results.py",
                  ["Runs are named by run id, a unique prefix of one, `last` (the most recent stored run), "
                   "`last~N` (N runs before it, as git's HEAD~N) or a JSON result file. "
                   + JSON_RULE.format(rule=JSON_NAME_RULE)], COMMANDS)
 
 
 def report_page() -> str:
-    from .report import COMMANDS
+    from ..jobs.tables.report import COMMANDS
 
-    return _page("report", "python/storlab/cli/report.py",
+    return _page("report", "python/storlab/jobs/tables/report.py",
                  ["With no run named (and no `--with-tag`), the report is of the most recent stored run; "
                   "runs are named as in `storlab results` (id, prefix, `last`, `last~N`, JSON file)."],
                  COMMANDS)
 
 
 def meta_page() -> str:
-    from ..jobs.meta_options import META_OPTIONS, SHARED_RUN_OPTIONS
-    from .meta import MPI_RUN_OPTIONS
+    from ..jobs.tables.meta import COMMANDS
 
-    table = CommandTable("meta", "the metadata benchmark (docs/meta.md); the options are also job-file keys",
-                         (*(o for o in META_OPTIONS if o.name not in SHARED_RUN_OPTIONS),
-                          *(BY_NAME[n] for n in SHARED_RUN_OPTIONS + MPI_RUN_OPTIONS)), job_keys=True)
-    return _page("meta", "python/storlab/measure/meta.py", [JSON_RULE.format(rule=JSON_JOBFILE_RULE)], (table,))
+    return _page("meta", "python/storlab/jobs/meta_options.py", [JSON_RULE.format(rule=JSON_JOBFILE_RULE)], COMMANDS)
 
 
 def sweep_page() -> str:
-    from ..measure.sweep import SWEEP_OPTIONS
+    from ..jobs.tables.sweep import COMMANDS, SWEPT_BY_LIST
 
-    table = CommandTable("sweep", "the sweep's own options (docs/sweep.md)", SWEEP_OPTIONS)
-    return _page("sweep", "python/storlab/measure/sweep.py",
+    return _page("sweep", "python/storlab/jobs/tables/sweep.py",
                  ["`storlab sweep` takes every option of `storlab run` (docs/options.md); a "
-                  "comma-separated list of values sweeps it. " + JSON_RULE.format(rule=JSON_JOBFILE_RULE)],
-                 (table,))
+                  "comma-separated list of values sweeps it. " + JSON_RULE.format(rule=JSON_JOBFILE_RULE), "",
+                  "Given a comma-separated list, each of these flags takes a list of what it takes in `storlab "
+                  "run` (each value once): " + ", ".join(f"`{o.flag}`" for o in SWEPT_BY_LIST) + ". On/off "
+                  "options, targets and texts are swept with `--sweep OPTION=V1,V2,...`."],
+                 COMMANDS)
 
 
 def scale_page() -> str:
-    from .scale import SCALE_OPTIONS
+    from ..jobs.tables.scale import COMMANDS
 
-    table = CommandTable("scale", "the scaling run's own options (docs/mpi.md)", SCALE_OPTIONS)
-    return _page("scale", "python/storlab/cli/scale.py",
+    return _page("scale", "python/storlab/jobs/tables/scale.py",
                  ["`storlab scale` takes every option of `storlab run` (docs/options.md). "
-                  + JSON_RULE.format(rule=JSON_JOBFILE_RULE)], (table,))
+                  + JSON_RULE.format(rule=JSON_JOBFILE_RULE)], COMMANDS)
 
 
 def io500_page() -> str:
-    from .io500 import IO500_OPTIONS, SHARED
+    from ..jobs.tables.io500 import COMMANDS
 
-    table = CommandTable("io500", "the IO500 benchmark (docs/io500.md); the .ini file holds the benchmark's own settings",
-                         (*IO500_OPTIONS, *(BY_NAME[n] for n in SHARED)))
-    return _page("io500", "python/storlab/cli/io500.py", [], (table,))
+    return _page("io500", "python/storlab/jobs/tables/io500.py", [], COMMANDS)
 
 
 def diagnose_page() -> str:
-    from .diagnose import COMMANDS
+    from ..jobs.tables.diagnose import COMMANDS
 
-    return _page("diagnose", "python/storlab/cli/diagnose.py", [JSON_RULE.format(rule=JSON_NAME_RULE)], COMMANDS)
+    return _page("diagnose", "python/storlab/jobs/tables/diagnose.py", [JSON_RULE.format(rule=JSON_NAME_RULE)], COMMANDS)
 
 
 def replay_page() -> str:
-    from .replay import REPLAY_OPTIONS, SHARED_OUTPUT
+    from ..jobs.tables.replay import COMMANDS
 
-    table = CommandTable("replay", "a Darshan log replayed under a target folder (docs/replay.md)",
-                         (*REPLAY_OPTIONS, *(BY_NAME[n] for n in SHARED_OUTPUT)))
-    return _page("replay", "python/storlab/cli/replay.py", [JSON_RULE.format(rule=JSON_NAME_RULE)], (table,))
+    return _page("replay", "python/storlab/jobs/tables/replay.py", [JSON_RULE.format(rule=JSON_NAME_RULE)], COMMANDS)
+
+
+def net_page() -> str:
+    from ..jobs.tables.net import COMMANDS
+
+    return _page("net", "python/storlab/jobs/tables/net.py",
+                 ["Run it under mpiexec or srun with a rank on every client node and every server node. "
+                  + JSON_RULE.format(rule=JSON_NAME_RULE)], COMMANDS)
 
 
 def workload_page() -> str:
-    from .workload import COMMON, WORKLOAD_OPTIONS
+    from ..jobs.tables.workload import COMMANDS
 
-    table = CommandTable("workload", "AI training and checkpoint I/O as MLPerf Storage / DLIO define it "
-                         "(docs/workloads.md); the workload file holds the workload's own settings",
-                         (*WORKLOAD_OPTIONS, *(BY_NAME[n] for n in COMMON)))
-    return _page("workload", "python/storlab/cli/workload.py", [JSON_RULE.format(rule=JSON_NAME_RULE)], (table,))
+    return _page("workload", "python/storlab/jobs/tables/workload.py", [JSON_RULE.format(rule=JSON_NAME_RULE)],
+                 COMMANDS)
 
 
 def run_page() -> str:
@@ -147,6 +147,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "options-replay.md": replay_page,
     "options-io500.md": io500_page,
     "options-workload.md": workload_page,
+    "options-net.md": net_page,
 }
 
 

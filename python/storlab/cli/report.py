@@ -5,31 +5,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 
 from .. import store
-from ..jobs.options import BY_NAME, Option
+from ..jobs.tables.report import COMMANDS
 from ..output.files import check_destination, check_folder
 from .main import UsageError
-from .options_cli import OUTPUT, CommandTable, add_table_arguments, parse_table_args
-from .results import WITH_TAG, load_docs
+from .options_cli import add_table_arguments, parse_table_args
+from .results import load_docs
 
 __all__ = ["register", "run", "COMMANDS"]
-
-
-COMMANDS: tuple[CommandTable, ...] = (
-    CommandTable("report", "HTML report with charts of stored or exported runs", (
-        Option("runs", "str", "run id, unique prefix, last, last~N (N runs before the last) or JSON result "
-               "file; several are compared; none (and no --with-tag): the most recent stored run",
-               positional="*", default=(), metavar="RUN", core=False, job_key=False),
-        WITH_TAG,
-        replace(OUTPUT, required=True),
-        Option("png", "str", "also write each chart as a PNG file into DIR", metavar="DIR",
-               category="output", core=False, job_key=False),
-        Option("title", "str", "title of the report (default: the runs and what varies)", metavar="TEXT",
-               category="output", core=False, job_key=False),
-        BY_NAME["store"])),
-)
 
 
 def register(subparsers) -> None:

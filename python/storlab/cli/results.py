@@ -6,7 +6,7 @@ run) or `last~N` (N runs before it, as git's HEAD~N); `show`, `compare` and `exp
 path to a JSON result file written with `storlab run --json`. Reading actions open the
 store read-only and never create it; `delete` and `tag` need it to exist. A store that cannot be
 used is one line naming it and what is wrong (store.StoreUnusable), exit code 2. Flags come from
-the option tables below (reference: docs/options-results.md).
+the option tables in jobs/tables/results.py (reference: docs/options-results.md).
 """
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import store
-from ..jobs.options import BY_NAME, Option
+from ..jobs.options import BY_NAME
+from ..jobs.tables.results import COMMANDS, RUN_NAMES, STORE, WITH_TAG
 from ..output import export, render_table
 from ..output.base import align, fmt_number, short_id
 from ..output.compare import compare, render_compare
@@ -26,83 +27,16 @@ from ..output.files import check_destination, write_output
 from ..output.json import write_json
 from ..units import format_size
 from .main import UsageError
-from .options_cli import OUTPUT, CommandTable, add_table_arguments, parse_table_args, takes_json_name
+from .options_cli import add_table_arguments, parse_table_args, takes_json_name
 
 __all__ = ["register", "run", "load_docs", "COMMANDS", "WITH_TAG", "RUN_NAMES"]
 
 MiB = 1 << 20
 
 
-def _row(name: str, kind: str, help: str, **kw: Any) -> Option:
-    return Option(name, kind, help, core=False, job_key=False, **kw)
-
-
-STORE, JSON, NOTE = BY_NAME["store"], BY_NAME["json"], BY_NAME["note"]
-# How a run is named wherever one is taken (the store resolves the selectors: store.parse_last).
-RUN_NAMES = "run id, unique prefix of one, last (the most recent run), last~N (N runs before it), or JSON result file"
-RUN = _row("run", "str", RUN_NAMES, positional="1", metavar="RUN")
-STORED_RUN = _row("run", "str", "run id, unique prefix of one, last (the most recent run) or last~N (N runs "
-                  "before it)", positional="1", metavar="RUN")
-# Selecting stored runs: shared by `results list`, `results export` and (--with-tag) `report`.
-WITH_TAG = _row("with_tag", "str", "only runs with this tag", deprecated=("--tag",), metavar="TAG",
-                category="selection")
-FILTERS: tuple[Option, ...] = (
-    WITH_TAG,
-    _row("target_glob", "str", "only runs on a target path matching this (exactly, or as a glob with "
-         "*, ?, [...])", deprecated=("--target",), metavar="GLOB", category="selection"),
-    _row("since", "str", "only runs started at or after this time (2026-11-21, 2026-11-21T15:00, or an "
-         "age such as 2h, 7d)", metavar="TIME", category="selection"),
-    _row("until", "str", "only runs started before this time (same forms as --since)", metavar="TIME",
-         category="selection"),
-    _row("kind", "str", "only documents of this kind (run, sweep, meta, scale, plan)", metavar="KIND",
-         category="selection"),
-    _row("host", "str", "only runs on this host", metavar="HOST", category="selection"),
-)
 # Filter option -> the store's keyword for it.
 FILTER_KEYS = {"with_tag": "tag", "target_glob": "target", "since": "since", "until": "until",
                "kind": "kind", "host": "host"}
-
-COMMANDS: tuple[CommandTable, ...] = (
-    CommandTable("results", "list, show, compare, export, delete, tag and import stored runs (--store is also "
-                 "accepted before the action)", (STORE,)),
-    CommandTable("results list", "list stored runs, oldest first", (
-        STORE, *FILTERS,
-        _row("limit", "int", "only the newest N runs", minimum=1, maximum=2**31, metavar="N",
-             category="selection"),
-        JSON)),
-    CommandTable("results show", "show one run: job, environment, results table", (STORE, RUN, JSON)),
-    CommandTable("results compare", "runs side by side with ratios to the first; flags differences that "
-                 "make them incomparable", (
-        STORE, _row("runs", "str", "two or more runs (ids, prefixes, last, last~N, JSON files); the first "
-                    "is the baseline",
-                    positional="+", metavar="RUN"),
-        JSON)),
-    CommandTable("results export", "export runs as JSON, CSV or Markdown", (
-        STORE, _row("runs", "str", "runs to export (ids, prefixes, last, last~N, JSON files; or select them "
-                    "with the filters)", positional="*",
-                    default=(), metavar="RUN"),
-        *FILTERS,
-        _row("format", "choice", "output format", default="json", short="f", category="output",
-             choices={"json": "the stored documents (one object, or a list)",
-                      "csv": "one row per phase (and pass)", "md": "Markdown tables"}),
-        OUTPUT)),
-    CommandTable("results delete", "delete runs from the store", (
-        STORE, _row("runs", "str", "runs to delete (ids, prefixes, last, last~N)", positional="+",
-                    metavar="RUN"))),
-    CommandTable("results tag", "add (or remove) tags and set the note of a run", (
-        STORE, STORED_RUN,
-        _row("tags", "str", "tags to add (or remove)", positional="*", default=(), metavar="TAG"),
-        _row("remove", "bool", "remove the given tags instead of adding them", default=False,
-             category="tags"),
-        NOTE)),
-    CommandTable("results import", "store fio JSON (--output-format=json or json+), IOR JSON (-O "
-                 "summaryFormat=JSON) and mdtest text results as runs beside storlab's own, for `results "
-                 "compare` and `report`; the format is told from the content, and importing a file again "
-                 "replaces its run (docs/store.md, Import)", (
-        STORE, _row("files", "str", "result files to import", positional="+", metavar="FILE"),
-        BY_NAME["tag"], NOTE)),
-)
-
 
 def register(subparsers) -> None:
     top, *actions = COMMANDS

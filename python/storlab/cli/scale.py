@@ -12,11 +12,10 @@ import sys
 from typing import Any
 
 from ..document import header
-from ..jobs.options import Option, OptionError
-from ..output.files import OutputError, check_destination
+from ..jobs.tables.scale import SCALE_OPTIONS
+from ..output.emit import Emitter
 from .main import ExitCode, UsageError
-from .options_cli import add_option_arguments, add_table_arguments, parse_table_args
-from .run import job_from_args
+from .options_cli import add_option_arguments, add_table_arguments, given_options, parse_table_args
 
 EXAMPLES = """examples:
   mpiexec -n 8 storlab scale --target '/scratch/f{rank}' --size 1g --rw write --bs 1m
@@ -36,48 +35,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def parse_rank_counts(raw: str, label: str) -> list[int]:
-    """Comma-separated rank counts, each a whole number from 1 (checked against the launch's size
-    once it is known)."""
-    items = [x.strip() for x in str(raw).split(",") if x.strip()]
-    if not items or not all(x.isdigit() and len(x) <= 9 for x in items):
-        raise OptionError(f"{label}: expected comma-separated whole numbers (rank counts), got {raw!r}")
-    counts = [int(x) for x in items]
-    if min(counts) < 1:
-        raise OptionError(f"{label}: 0 is out of range; allowed: rank counts from 1 to the launch's ranks")
-    return counts
-
-
-# The options of `storlab scale` beyond the run table's.
-SCALE_OPTIONS: tuple[Option, ...] = (
-    Option("ranks", "list", "rank counts to run, comma-separated (default: 1, 2, 4 ... and all ranks)",
-           parse=parse_rank_counts, metavar="LIST", category="scale", core=False, job_key=False),
-)
-
-
 def run(args: argparse.Namespace) -> int:
+    from ..jobs.runjob import job_from_options  # job files load when a job is built, not for --help
     from ..measure.launch import detect
 
     parse_table_args(args, SCALE_OPTIONS)
-    job = job_from_args(args)
-    check_destination(job.run.get("json"), "json")
+    job = job_from_options(given_options(args), args.jobfile)
+    emit = Emitter("scale", job.run, view="scale")
     wanted = args.ranks
     try:
         from ..measure.mpi.orchestrator import Session
     except ImportError:
         raise UsageError("needs mpi4py and an MPI: pip install 'storlab[mpi]', then "
                          "mpiexec -n N storlab scale ... (see docs/mpi.md)") from None
-    from ..measure.mpi.comm import RankFailure
+    from ..measure.mpi.comm import world_size
     from ..measure.mpi.scaling import rank_counts
+    from ..measure.ranks import RankFailure
 
     launch = detect()
     settings = job.run
     # Every rank checks the counts against the same size, so they all fail alike on a bad list.
-    from mpi4py import MPI
-
-    counts = rank_counts(MPI.COMM_WORLD.Get_size(), wanted)
+    size = world_size()
+    counts = rank_counts(size, wanted)
     session = Session.start(float(settings.get("rank_timeout") or 30.0), launch,
-                            sub_sizes=tuple(n for n in counts if n != MPI.COMM_WORLD.Get_size()))
+                            sub_sizes=tuple(n for n in counts if n != size))
     argv = ["storlab", "scale", *sys.argv[2:]]
     runs: list[dict[str, Any]] = []
     for n in counts:
@@ -99,8 +80,7 @@ def run(args: argparse.Namespace) -> int:
     if not runs:
         print("storlab scale: error: no rank count finished a run", file=sys.stderr)
         return ExitCode.FAILURE
-    doc = scale_document(runs, counts, argv)
-    return _output(doc, settings)
+    return emit.finish(scale_document(runs, counts, argv))
 
 
 def scale_document(runs: list[dict[str, Any]], counts: list[int], argv: list[str]) -> dict[str, Any]:
@@ -127,27 +107,3 @@ def scale_document(runs: list[dict[str, Any]], counts: list[int], argv: list[str
     }
     return doc
 
-
-def _output(doc: dict[str, Any], settings: dict[str, Any]) -> int:
-    from ..output.json import write_json
-    from ..output.mpi_summary import render_scale
-    from .run import store_result
-
-    stored = store_result(doc, settings, "scale")
-    json_target = settings.get("json")
-    written = True
-    if json_target:
-        try:
-            write_json(doc, json_target)
-        except OutputError as e:
-            print(f"storlab scale: error: {e}", file=sys.stderr)
-            written = False
-    if not settings.get("quiet"):
-        out = sys.stderr if json_target == "-" else sys.stdout
-        out.write(render_scale(doc) + "\n")
-    for w in doc["warnings"]:
-        print(f"warning: {w['message']}", file=sys.stderr)
-    if not doc["complete"]:
-        print(f"storlab scale: error: {doc['error']}", file=sys.stderr)
-        return ExitCode.FAILURE
-    return ExitCode.OK if stored and written else ExitCode.FAILURE

@@ -4,20 +4,16 @@ flags to it and prints."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import os
 import sys
 import uuid
 from typing import Any
 
 from ..jobs.job import load_jobfile
-from ..output import sweep_table
-from ..output.files import OutputError, check_destination, write_output
-from ..output.json import write_json
+from ..output.emit import Emitter
+from ..output.progress import ProgressLine, wants_progress
 from ..units import format_rate
-from .main import ExitCode, UsageError
+from .main import UsageError
 from .options_cli import add_option_arguments, add_table_arguments, given_options
-from .run import ProgressLine, stop_exit_code
 
 EXAMPLES = """examples:
   storlab sweep --target /dev/shm/a.dat --size 1g --rw read --bs 4k,16k,64k,256k,1m,4m --threads 1,2,4,8
@@ -50,8 +46,8 @@ def _recording(base: type) -> type:
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of the sweep settings table (storlab.measure.sweep.SWEEP_OPTIONS)."""
-    from ..measure.sweep import SWEEP_OPTIONS
+    """The flags of the sweep settings table (jobs/tables/sweep.py: SWEEP_OPTIONS)."""
+    from ..jobs.tables.sweep import SWEEP_OPTIONS
 
     add_table_arguments(parser, SWEEP_OPTIONS, title="sweep options")
 
@@ -92,7 +88,7 @@ class Console:
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
-        self.live = (sys.stderr.isatty() and not quiet and not os.environ.get("NO_COLOR"))
+        self.live = wants_progress(quiet)
         self.line: ProgressLine | None = None
 
     def before(self, i: int, n: int, params: dict) -> Any:
@@ -126,20 +122,6 @@ class Console:
             print(f"point {point_label(params)}: skipped ({reason.replace('_', ' ')})", file=sys.stderr)
 
 
-def _store_enabled(settings: dict[str, Any]) -> bool:
-    return not settings.get("no_store") and importlib.util.find_spec("storlab.store") is not None
-
-
-def _save(doc: dict[str, Any], settings: dict[str, Any], tags: list[str]) -> None:
-    from .. import store
-
-    try:
-        store.save(doc, path=settings.get("store"), tags=tags, note=settings.get("note"))
-    except Exception as e:  # the measurement is worth more than the store: report, don't fail
-        print(f"storlab sweep: warning: {doc.get('kind')} {doc.get('run_id', '')[:8]} not stored: {e}",
-              file=sys.stderr)
-
-
 def run(args: argparse.Namespace) -> int:
     from ..measure import sweep as sw
 
@@ -160,25 +142,18 @@ def run(args: argparse.Namespace) -> int:
     for job in matrix.jobs:      # each point's run document records the fio file it came from
         job.translation = translation
     run_settings = matrix.run_options
-    json_target = run_settings.get("json")
-    csv_target = args.csv
-    if json_target == "-" and csv_target == "-":
+    if run_settings.get("json") == "-" and args.csv == "-":
         raise UsageError("csv: standard output is already taken by --json -; give --csv a file")
-    check_destination(json_target, "json")
-    check_destination(csv_target, "csv")
-    quiet = bool(run_settings.get("quiet"))
-    console = Console(quiet)
+    emit = Emitter("sweep", {**run_settings, "csv": args.csv}, view="sweep")
+    console = Console(bool(run_settings.get("quiet")))
     sweep_id = uuid.uuid4().hex
     # every point's run is stored as soon as it exists, tagged with the sweep, so an interrupted
     # or killed sweep loses no measured point. The user's tags go on the sweep document only:
     # it holds the runs, and `storlab report --tag T` would otherwise show every run twice.
     sweep_tag = f"sweep-{sweep_id[:12]}"
-    user_tags = list(run_settings.get("tag") or ())
-    store_on = _store_enabled(run_settings)
 
     def after(i, n, params, point, run_doc):
-        if store_on:
-            _save(run_doc, run_settings, [sweep_tag])
+        emit.store(run_doc, tags=[sweep_tag])
         console.after(i, n, params, point, run_doc)
 
     hooks = sw.SweepHooks(before=console.before, after=after, skipped=console.skipped)
@@ -187,34 +162,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if console.line is not None:
             console.line.finish()
-    if store_on:
-        _save(doc, run_settings, user_tags)
-    written = True
-    for target, write in ((json_target, lambda: write_json(doc, json_target)),
-                          (csv_target, lambda: write_output(sweep_table.to_csv(doc), csv_target, "csv"))):
-        if not target:
-            continue
-        try:
-            write()
-        except OutputError as e:   # the sweep is stored already; say so in one line
-            print(f"storlab sweep: error: {e}", file=sys.stderr)
-            written = False
-    if not quiet:
-        out = sys.stderr if "-" in (json_target, csv_target) else sys.stdout
-        out.write(sweep_table.render_table(doc) + "\n")
-    n_points = sum(1 for p in doc["points"] if p.get("run_id"))
-    for w in doc["warnings"]:
-        where = "every point" if len(w["points"]) == n_points else \
-            f"{len(w['points'])} of {n_points} points"
-        first = next((p for p in doc["points"] if p["index"] == w["points"][0]), None)
-        at = f"; first at {sw.point_label(first['params'])}" if first and len(w["points"]) > 1 else ""
-        print(f"warning ({where}{at}): {w['message']}", file=sys.stderr)
-    if store_on and not quiet:
-        print(f"stored sweep {doc['run_id'][:12]}; its runs are tagged {sweep_tag}", file=sys.stderr)
-    stopped = stop_exit_code("sweep", doc, kept="the points done are kept")
-    if stopped is not None:
-        return stopped
-    return ExitCode.OK if written else ExitCode.FAILURE
+    return emit.finish(doc, note=f"stored sweep {doc['run_id'][:12]}; its runs are tagged {sweep_tag}")
 
 
 __all__ = ["register", "run", "add_sweep_arguments"]

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 from .options import BY_NAME, Option, OptionError, parse_option
 
 __all__ = [
-    "META_OPTIONS", "META_BY_NAME", "FILE_PHASES", "SHARED_RUN_OPTIONS", "META_RUN_LEVEL",
+    "META_OPTIONS", "META_BY_NAME", "FILE_PHASES", "SHARED_RUN_OPTIONS", "MPI_RUN_OPTIONS", "META_RUN_LEVEL",
     "parse_meta_value", "resolve_meta_options", "render_reference",
 ]
 
@@ -17,6 +17,8 @@ __all__ = [
 FILE_PHASES = ("create", "stat", "read", "rename", "remove", "rmdir")
 # Options of `storlab run` that mean the same here (output and store); shared, not copied.
 SHARED_RUN_OPTIONS = ("json", "quiet", "store", "no_store", "tag", "note")
+# Options of `storlab run` that only an MPI launch of `storlab meta` reads (command line only).
+MPI_RUN_OPTIONS = ("rank_timeout",)
 
 
 def _choices(**values: str) -> dict[str, str]:

@@ -35,7 +35,7 @@ from ..units import (
 )
 
 __all__ = ["Option", "OptionError", "ROWS", "ENGINE_RULES", "OPTIONS", "BY_NAME", "NUMERIC_KINDS",
-           "PER_DIRECTION_KINDS", "parse_option", "parse_value",
+           "PER_DIRECTION_KINDS", "MAX_LIST_VALUES", "list_row", "value_form", "parse_option", "parse_value",
            "defaults", "render_reference", "render_rows"]
 
 
@@ -48,7 +48,9 @@ class Option:
     name: str                      # canonical snake_case name; TOML key; --name-with-dashes on the CLI
     kind: str                      # size | duration | rate | int | float | percent | count | choice | bool |
                                    # str | text | paths | dir_rate | dir_iops (one value per direction:
-                                   # read, write, trim); or the value form of a row with its own `parse`
+                                   # read, write, trim); list (comma-separated values: of `list_of`'s
+                                   # kind, or read by the row's own `parse`); or the value form of a
+                                   # row with its own `parse`
     help: str                      # one line
     default: Any = None            # in canonical units (bytes, seconds) or None for "not set";
                                    # default, minimum, maximum and unit of an engine option: the engine's
@@ -78,6 +80,10 @@ class Option:
                                    # whose messages name the flag instead
     per_phase: bool = False        # a run-level option a [[phase]] may also set for itself (the
                                    # run's value is the default of the phases that do not)
+    list_of: Option | None = None  # kind list: the row whose values this one takes several of (plan
+                                   # perf's --qd is a list of what `run --qd` takes); made by list_row,
+                                   # which derives name, help and value form from it; `parse` is then
+                                   # a further check of each value, `choices` the base's values allowed
 
     @property
     def flag(self) -> str:
@@ -490,6 +496,9 @@ def allowed_values(opt: Option) -> str:
 
 
 def _allowed(opt: Option) -> str:
+    if opt.list_of is not None:
+        return f"1 to {MAX_LIST_VALUES} values, each " + (
+            "one of " + ", ".join(opt.choices) if opt.choices else _allowed(_item_row(opt)))
     engine = _engine_rule(opt)
     if engine is not None and "allowed" in engine:
         return engine["allowed"]
@@ -593,6 +602,9 @@ def _per_direction_parser(parse: Callable[[Any, str], Any]) -> Callable[[Option,
         if not 1 <= len(parts) <= 3:
             raise OptionError(f"{opt.label}: {raw!r} has {len(parts)} values; use one for every "
                               "direction or R,W[,T] (read, write, trim)")
+        if all(isinstance(p, str) and not p.strip() for p in parts):   # '' or ',': no value at all
+            raise OptionError(f"{opt.label}: {raw!r} gives no value; use one for every direction or "
+                              "R,W[,T] (an empty part: none for that direction)")
         values = []
         for part in parts:
             if isinstance(part, str) and not part.strip():
@@ -612,10 +624,18 @@ def _per_direction_parser(parse: Callable[[Any, str], Any]) -> Callable[[Option,
 _PARSERS.update(dir_rate=_per_direction_parser(parse_rate), dir_iops=_per_direction_parser(parse_count))
 
 
+def _ascii_digits(opt: Option, raw: Any) -> None:
+    """One rule for every number parser: digits are ASCII. Python's int() and float() also read
+    other scripts' digits ('٣' as 3), which the unit parsers (sizes, durations) never did."""
+    if isinstance(raw, str) and not raw.isascii():
+        raise OptionError(f"{opt.label}: {raw!r} is not a number written with the digits 0-9")
+
+
 @_parser("float")
 def _parse_float(opt: Option, raw: Any) -> float:
     if isinstance(raw, bool):
         raise OptionError(f"{opt.label}: expected a number, got {raw!r}")
+    _ascii_digits(opt, raw)
     try:
         v = float(raw)
     except (TypeError, ValueError):
@@ -628,6 +648,7 @@ def _parse_float(opt: Option, raw: Any) -> float:
 def _parse_int(opt: Option, raw: Any) -> int:
     if isinstance(raw, bool):
         raise OptionError(f"{opt.label}: expected a whole number, got {raw!r}")
+    _ascii_digits(opt, raw)
     if isinstance(raw, float) and not math.isfinite(raw):
         _check_bounds(opt, raw, raw)                     # refused, with the engine's words if its option
     if isinstance(raw, str) and len(raw.strip()) > 40:   # longer than any allowed value; int() of
@@ -653,6 +674,9 @@ def _parse_choice(opt: Option, raw: Any) -> str:
     if opt.aliases and isinstance(raw, (bool, str)):
         key = str(raw).lower()
         raw = opt.aliases.get(key, raw)
+    if isinstance(raw, str) and not raw.isprintable():
+        # no choice holds a line break or a control character; the engine's words would print it raw
+        raise OptionError(f"{opt.label}: {raw!r} is not allowed; use one of: {', '.join(opt.choices)}")
     if isinstance(raw, str) and "choices" in (_engine_rule(opt) or {}):
         _engine_check(opt, raw)
     if not isinstance(raw, str) or raw not in opt.choices:
@@ -702,9 +726,64 @@ def _parse_paths(opt: Option, raw: Any) -> tuple[str, ...]:
     return tuple(items)
 
 
+# The most values a list row takes (a curve's points are the product of its lists).
+MAX_LIST_VALUES = 32
+
+
+def list_row(base: Option, help: str = "", **kw: Any) -> Option:
+    """A row taking a comma-separated list of what `base` takes, under the same name: one flag, one
+    meaning, several values (the points of plan perf's curve). Its help is the base's with the list
+    said, then `help` (what the command does with the list); `kw` may narrow it: `choices` (a subset
+    of the base's), `minimum` and `maximum` (tighter bounds of each value), `parse` (a further check
+    of each parsed value: (value, label) -> value)."""
+    said = f"{base.help}; a comma-separated list of values, each as {base.flag} takes it"
+    return Option(base.name, "list", f"{said}. {help}" if help else said, list_of=base,
+                  category=kw.pop("category", base.category), unit=kw.pop("unit", base.unit),
+                  metavar=kw.pop("metavar", "LIST"), core=False, job_key=False,
+                  cli_name=kw.pop("cli_name", base.cli_name), fio_name=None, **kw)
+
+
+def value_form(opt: Option) -> str:
+    """The value form of a row as the docs name it: its kind, `list of size` for a list row."""
+    return f"list of {opt.list_of.kind}" if opt.list_of is not None else opt.kind
+
+
+def _item_row(opt: Option) -> Option:
+    """The row each value of a list row is parsed by: its base, named by the list's flag, within the
+    list row's own bounds where it sets tighter ones."""
+    base = opt.list_of
+    return dataclasses.replace(base, job_key=False, cli_name=opt.cli_name,
+                               minimum=base.minimum if opt.minimum is None else opt.minimum,
+                               maximum=base.maximum if opt.maximum is None else opt.maximum)
+
+
+def _parse_list(opt: Option, raw: Any) -> tuple[Any, ...]:
+    """A list row's value: 1 to MAX_LIST_VALUES values, each parsed as its base row parses one (and
+    named by the list's flag in an error), then kept to the row's choices and its own check."""
+    base = _item_row(opt)
+    items = [x.strip() for x in (raw.split(",") if isinstance(raw, str) else map(str, raw))] \
+        if isinstance(raw, (str, list, tuple)) else [raw]
+    if "" in items:     # '1,,2' or a trailing comma: refused, never dropped without a word
+        raise OptionError(f"{opt.label}: {raw!r} has an empty item; give values separated by single commas")
+    if not 1 <= len(items) <= MAX_LIST_VALUES:
+        raise OptionError(f"{opt.label}: give 1 to {MAX_LIST_VALUES} comma-separated values, got {len(items)}")
+    values = []
+    for item in items:
+        if opt.choices and item not in opt.choices:
+            raise OptionError(f"{opt.label}: {item!r} is not allowed; use one of: {', '.join(opt.choices)}")
+        value = parse_option(base, item)
+        value = opt.parse(value, opt.label) if opt.parse is not None else value
+        if value in values:   # the same point twice ('read,read', '4k,4096') is refused, not kept
+            raise OptionError(f"{opt.label}: {item!r} is given twice (as {value!r}); each value once")
+        values.append(value)
+    return tuple(values)
+
+
 def parse_option(opt: Option, raw: Any) -> Any:
     """Validate a value for any option of any table by its kind and bounds (or the row's own
     parser), then by the engine's rule for it when it has one."""
+    if opt.list_of is not None:
+        return _parse_list(opt, raw)
     if opt.parse is not None:
         value = opt.parse(raw, opt.label)
         if opt.kind in NUMERIC_KINDS:
@@ -784,7 +863,7 @@ def render_rows(opts: Iterable[Option], job_keys: bool = True) -> list[str]:
             text += f"<br>`{o.flag}` alone: `{o.bare}`"
         if o.engine:
             text += f" (only with engine {o.engine})"
-        if o.kind in NUMERIC_KINDS:
+        if o.kind in NUMERIC_KINDS or o.list_of is not None:
             text += f"<br>allowed: {_allowed(o)}"
         if o.positional:
             text += " (positional" + {"?": ", optional", "*": ", any number", "+": ", one or more"}.get(o.positional, "") + ")"
@@ -794,7 +873,7 @@ def render_rows(opts: Iterable[Option], job_keys: bool = True) -> list[str]:
             text += "<br>formerly " + ", ".join(f"`{d}`" for d in o.deprecated) + " (still accepted, with a notice)"
         unit = f" ({o.unit})" if o.unit else ""
         key = (f" `{o.name}` |" if o.job_key else " — |") if job_keys else ""
-        lines.append(f"| `{flag}` |{key} {o.kind}{unit} | {default} | {text} |")
+        lines.append(f"| `{flag}` |{key} {value_form(o)}{unit} | {default} | {text} |")
     return lines
 
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -24,7 +22,6 @@ from typing import Any, Callable, Iterator
 from ..devices.safety import check_opened_paths
 from ..document import DIRECTIONS, RUN_SCHEMA, header, now_iso
 from ..errors import StorlabError, UserError, from_core
-from ..jobs import mainjob
 from ..jobs.job import Job, PhaseDef, core_spec, phase_record
 from ..signals import STOP
 from . import cache, passes, stats
@@ -33,27 +30,11 @@ from .benchmark import Benchmark, PhaseHooks, run_benchmark, wait_for_phase
 from .checks import check_phase
 from .cpu import CpuSample, cpu_usage
 from .environment import describe_target, host_environment
+from .scratch import SCRATCH_SIZE_BYTES, Scratch, finish_main_job, prepare_main_job
 
 SCHEMA = RUN_SCHEMA
-SCRATCH_SIZE_BYTES = 256 << 20
 
 ProgressFn = Callable[[str, int, int, float], None]
-
-
-@dataclass
-class Scratch:
-    """The default target: a file in a temporary folder under the current directory."""
-    directory: str | None = None
-
-    def path(self) -> str:
-        if self.directory is None:
-            self.directory = tempfile.mkdtemp(prefix="storlab-scratch-", dir=os.getcwd())
-        return os.path.join(self.directory, "scratch.dat")
-
-    def remove(self) -> None:
-        if self.directory:
-            shutil.rmtree(self.directory, ignore_errors=True)
-            self.directory = None
 
 
 def checked_spec(phase, allow_destroy) -> dict[str, Any]:
@@ -151,7 +132,7 @@ class IoBenchmark(Benchmark):
     def prepare(self, doc: dict[str, Any]) -> None:
         settings = self.job.run
         if self.job.main_job:
-            doc["main_job"] = mainjob.prepare(self.job, self.scratch.path())
+            doc["main_job"] = prepare_main_job(self.job, self.scratch.path())
         apply_replay_logs(self.job)
         self._use_scratch_where_no_target(self.scratch)
         check_targets_safe(self.job)
@@ -195,7 +176,7 @@ class IoBenchmark(Benchmark):
             self._add_warnings(doc, spread)
         doc["environment"]["targets"] = list(self._targets.values())
         if self.job.main_job:
-            mainjob.finish(doc)
+            finish_main_job(doc)
 
     def stopped(self, doc: dict[str, Any]) -> None:
         """Mark the document interrupted by the signal received."""
@@ -536,5 +517,5 @@ def run_job(job: Job, argv: list[str] | None = None, progress: ProgressFn | None
     return run_benchmark(IoBenchmark(job, progress, notify=notify, checkpoint=checkpoint), argv or [], hooks)
 
 
-__all__ = ["IoBenchmark", "Scratch", "SCRATCH_SIZE_BYTES", "run_job", "check_targets_safe", "apply_replay_logs",
+__all__ = ["IoBenchmark", "run_job", "check_targets_safe", "apply_replay_logs",
            "checked_spec", "SCHEMA", "StorlabError"]

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from dataclasses import dataclass
 from typing import Iterable
 
 from ..errors import UserError
-from ..units import format_size, parse_size
+from ..jobs.model_values import parse_pattern
+from ..units import format_size
 from .notation import RaidNotation, parse_raid
 from .stack import Stack
 
@@ -195,25 +195,6 @@ def capacity_of(stack: Stack) -> Capacity:
 
 # ----------------------------------------------------------------------------------------------
 # Alignment: what a request size and offset pattern cost on the drives
-
-_PATTERN_RE = re.compile(r"^(sequential|seq|aligned|random)(?::(.+))?$", re.IGNORECASE)
-
-
-def parse_pattern(text: str) -> tuple[str, int | None]:
-    """'sequential[:start]', 'aligned' (random, aligned to the request) or 'random[:alignment]'."""
-    m = _PATTERN_RE.match(str(text).strip())
-    if not m:
-        raise UserError(f"pattern: cannot read {text!r}; use sequential[:start], aligned or random[:alignment]")
-    kind = m.group(1).lower()
-    kind = "sequential" if kind == "seq" else kind
-    argument = m.group(2)
-    if kind == "aligned" and argument:
-        raise UserError("pattern: aligned takes no argument (it aligns to the request size)")
-    value = None if argument is None else parse_size(argument, "pattern")
-    if kind == "random" and value == 0:
-        raise UserError("pattern: random alignment must be positive")
-    return kind, value
-
 
 @dataclass(frozen=True)
 class AlignmentReport:

@@ -1,7 +1,8 @@
 """Exporters: one module per format, all rendering the same rows (export/base.py).
 
-`render_table(doc)` is the human table printed after a run; `EXPORTERS` maps a format name to a
-function `docs -> str` for `storlab results export`.
+`render_table(doc)` is the human table of any result document, the one printed after its run
+(its kind's view: output/views.py); `EXPORTERS` maps a format name to a function `docs -> str` for
+`storlab results export`.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, Callable, Sequence
 from .csv import to_csv
 from .json import to_json
 from .markdown import to_markdown
-from .table import render_table
+from .views import render as render_table
 
 __all__ = ["render_table", "to_json", "to_csv", "to_markdown", "EXPORTERS", "export"]
 

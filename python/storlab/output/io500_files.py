@@ -14,7 +14,8 @@ from typing import Any
 
 from ..jobs.io500.ini import hash_key_value, parse_ini
 
-__all__ = ["score_hash", "extended_hash", "render_result", "render_summary", "write_result_files", "result_lines"]
+__all__ = ["score_hash", "extended_hash", "render_result", "render_summary", "result_files", "write_result_files",
+           "result_lines"]
 
 
 def _pair(key: str, value: str) -> str:
@@ -119,15 +120,20 @@ def _effective_ini(text: str) -> str:
     return "\n".join(lines)
 
 
-def write_result_files(doc: dict[str, Any], ini_text: str) -> list[str]:
-    """Write result.txt, result_summary.txt, config-orig.ini and config.ini into the document's
-    result folder; returns the paths written."""
+def result_files(doc: dict[str, Any], ini_text: str) -> dict[str, str]:
+    """result.txt, result_summary.txt, config-orig.ini and config.ini: each file's path in the
+    document's result folder and its text."""
     folder = doc["io500"]["resultdir"]
     files = {"result.txt": render_result(doc), "result_summary.txt": render_summary(doc),
              "config-orig.ini": ini_text, "config.ini": _effective_ini(ini_text)}
+    return {os.path.join(folder, name): text for name, text in files.items()}
+
+
+def write_result_files(doc: dict[str, Any], ini_text: str) -> list[str]:
+    """Write result.txt, result_summary.txt, config-orig.ini and config.ini into the document's
+    result folder; returns the paths written."""
     written = []
-    for name, text in files.items():
-        path = os.path.join(folder, name)
+    for path, text in result_files(doc, ini_text).items():
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
         written.append(path)

@@ -1,5 +1,6 @@
-"""The human table of one result: one row per phase x direction, units in the column headers.
-`storlab run` prints it after a run and `storlab results show` prints it for a stored one."""
+"""The human table of one run: one row per phase x direction, units in the column headers.
+`storlab run` prints it after a run and `storlab results show` prints it for a stored one (each
+other kind has its own table: the registry in output/views.py)."""
 from __future__ import annotations
 
 from typing import Any
@@ -119,19 +120,8 @@ def translation_line(tr: dict[str, Any]) -> str:
 
 
 def render_table(doc: dict[str, Any]) -> str:
-    """Compact plain-text table of a result document (no colour, no trailing newline)."""
-    if doc.get("kind") == "meta":  # metadata phases are operations per second, not bytes
-        from .meta_table import render_table as render_meta_table
-
-        return render_meta_table(doc)
-    if doc.get("kind") == "io500":  # io500's own summary lines: scores, times, validity
-        from .io500_files import render_summary
-
-        return render_summary(doc).rstrip("\n")
-    if doc.get("kind") == "workload":  # accelerator utilization and samples/s (output/workload.py)
-        from .workload import render_workload
-
-        return render_workload(doc)
+    """Compact plain-text table of a run document (no colour, no trailing newline); the table of
+    any kind of document is output/views.py's `render`."""
     rows = result_rows([doc], with_run=False)
     phases = doc.get("phases") or []
     if any("pass" in p for p in phases):

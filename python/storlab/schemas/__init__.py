@@ -24,6 +24,7 @@ SCHEMA_FILES = {
     ("storlab.diagnose/1", "diagnose"): "diagnose-1.schema.json",
     ("storlab.io500/1", "io500"): "io500-1.schema.json",
     ("storlab.workload/1", "workload"): "workload-1.schema.json",
+    ("storlab.net/1", "net"): "net-1.schema.json",
     **{(f"storlab.plan.{c}/1", "plan"): "plan-1.schema.json"
        for c in ("geometry", "reliability", "perf", "recommend", "script", "profile")},
 }

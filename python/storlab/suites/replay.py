@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TargetError
@@ -102,131 +103,176 @@ def _status(log_v: float, rep_v: float) -> str:
     return "differs"
 
 
+CLASS_KEYS = ("POSIX_READS", "POSIX_WRITES", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN")
+
+
+@dataclass
+class _Tally:
+    """What the fidelity table sums over the records: the log's counters beside the replay's."""
+    totals_log: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    totals_rep: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    classes: dict[str, dict[str, Any]] = field(default_factory=dict)     # by file class (shared, per-rank ...)
+    records_ok: int = 0
+    differing: list[dict[str, Any]] = field(default_factory=list)
+    files_done: set[str] = field(default_factory=set)
+    workers_done: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # by module: workers that did requests
+    stdio_log: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    stdio_rep: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    stdio_plan: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # planned (--stdio-buffer: system calls)
+    stdio_files: set[str] = field(default_factory=set)
+
+
+class _Rows(list):
+    """The fidelity table's rows: a counter, the log's value, the replay's, and their status."""
+
+    def add(self, name: str, log_v: float, rep_v: float, determined: bool = True, reason: str = "",
+            status: str = "") -> None:
+        status = status or (_status(log_v, rep_v) if determined else ("not reproduced" if reason else "approximate"))
+        self.append({"counter": name, "log": log_v, "replay": rep_v, "status": status,
+                     **({"reason": reason} if reason else {})})
+
+
 def fidelity(tr: DarshanTranslation) -> dict[str, Any]:
-    """Each counter, the log against the replay; per record and in total."""
+    """Each counter, the log against the replay; per record and in total. The steps: each record's
+    workers' replayed requests counted (`_replayed`) and compared with the record (`_compare_posix`,
+    `_compare_stdio`), then the table's rows (`_stdio_rows`, `_posix_rows`) and what the replay
+    cannot reproduce (`_fidelity_result`)."""
+    buffer = tr.details["replay"].get("stdio_buffer", 0)
     by_record: dict[tuple[str, int, int], list] = defaultdict(list)
     for w in tr.workers:
         by_record[(w.module, w.record_id, w.log_rank if w.source == "counters" else _record_rank(tr, w))].append(w)
-    totals_log: dict[str, int] = defaultdict(int)
-    totals_rep: dict[str, int] = defaultdict(int)
-    records_ok = 0
-    differing: list[dict[str, Any]] = []
-    files_done: set[str] = set()
-    workers_done: dict[str, int] = defaultdict(int)   # by module: the workers that did requests
-    class_keys = ("POSIX_READS", "POSIX_WRITES", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN")
-    classes: dict[str, dict[str, Any]] = {}
-    stdio_log: dict[str, int] = defaultdict(int)
-    stdio_rep: dict[str, int] = defaultdict(int)
-    stdio_plan: dict[str, int] = defaultdict(int)     # the requests planned (with --stdio-buffer: system calls)
-    stdio_files: set[str] = set()
-    buffer = tr.details["replay"].get("stdio_buffer", 0)
+    tally = _Tally()
     for rec in tr.records:
         ws = by_record.get((rec.module, rec.id, rec.rank), [])
-        rep: dict[str, int] = defaultdict(int)
-        for w in ws:
-            ops = [op[:3] for op in read_replayed(w.replayed_iolog)]
-            if ops:
-                files_done.add(w.target)
-                workers_done[w.module] += 1
-            for k, v in count_ops(ops).items():
-                if k in COUNT_KEYS:
-                    rep[k] = max(rep[k], v) if k.startswith("POSIX_MAX_BYTE") else rep[k] + v
+        rep = _replayed(ws, tally)
         log = {k: rec.c(k) for k in COUNT_KEYS}
         log["POSIX_FSYNCS"] = rec.c("POSIX_FSYNCS") + rec.c("POSIX_FDSYNCS")
-        cls = classes.setdefault(tr.file_classes.get(rec.id, "per-rank"),
-                                 {"records": 0, "log": dict.fromkeys(class_keys, 0), "replay": dict.fromkeys(class_keys, 0)})
+        cls = tally.classes.setdefault(tr.file_classes.get(rec.id, "per-rank"),
+                                       {"records": 0, "log": dict.fromkeys(CLASS_KEYS, 0),
+                                        "replay": dict.fromkeys(CLASS_KEYS, 0)})
         cls["records"] += 1
-        for k in class_keys:
+        for k in CLASS_KEYS:
             cls["log"][k] += log[k]
             cls["replay"][k] += rep[k]
-        if rec.module == "STDIO":     # the stream calls: the log's STDIO counters against the requests replayed
-            stdio_files.add(rec.path)
-            for k, posix in STDIO_ROWS.items():
-                stdio_log[k] += rec.c(k) + (1 if k.startswith("STDIO_MAX_BYTE") and rec.c(k) else 0)
-                stdio_rep[k] += rep[posix] + (1 if posix.startswith("POSIX_MAX_BYTE") and rep[posix] else 0)
-            plan: dict[str, int] = defaultdict(int)
-            for w in ws:
-                for k, v in count_ops([op[:3] for op in w.ops]).items():
-                    if k in ("POSIX_READS", "POSIX_WRITES", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN"):
-                        plan[k] += v
-                        stdio_plan[k] += v
-            # one request per call: against the log's calls; buffered: against the system calls planned
-            want = {k: rec.c(k) if not buffer else plan[STDIO_ROWS[k]] for k in STDIO_ROWS}
-            bad = [k for k in STDIO_ROWS if not k.startswith("STDIO_MAX_BYTE")
-                   and _status(want[k], rep[STDIO_ROWS[k]]) != "ok"]
-            if bad:
-                differing.append({"file": rec.path, "rank": rec.rank, "module": "STDIO",
-                                  "counters": {k: [want[k], rep[STDIO_ROWS[k]]] for k in bad}})
-            else:
-                records_ok += 1
-            continue
-        bad = [k for k in COUNT_KEYS if not k.startswith("POSIX_MAX_BYTE") and _status(log[k], rep[k]) != "ok"]
-        if bad:
-            differing.append({"file": rec.path, "rank": rec.rank, "counters": {k: [log[k], rep[k]] for k in bad}})
+        if rec.module == "STDIO":
+            _compare_stdio(tally, rec, ws, rep, buffer)
         else:
-            records_ok += 1
-        for k in COUNT_KEYS:
-            if k.startswith("POSIX_MAX_BYTE"):
-                totals_log[k] += log[k] + 1 if log[k] else 0
-                totals_rep[k] += rep[k] + 1 if rep[k] else 0
-            else:
-                totals_log[k] += log[k]
-                totals_rep[k] += rep[k]
-    rows: list[dict[str, Any]] = []
+            _compare_posix(tally, rec, log, rep)
+    rows = _Rows()
+    rows.add("files", len({r.path for r in tr.records}), len(tally.files_done))
+    if tally.stdio_files:
+        _stdio_rows(rows, tally, tr, buffer)
+    if any(r.module != "STDIO" for r in tr.records):
+        _posix_rows(rows, tally, tr)
+    return _fidelity_result(tr, list(rows), tally.classes, tally.records_ok, tally.differing)
 
-    def row(name: str, log_v: float, rep_v: float, determined: bool = True, reason: str = "",
-            status: str = "") -> None:
-        status = status or (_status(log_v, rep_v) if determined else ("not reproduced" if reason else "approximate"))
-        rows.append({"counter": name, "log": log_v, "replay": rep_v, "status": status,
-                     **({"reason": reason} if reason else {})})
 
-    row("files", len({r.path for r in tr.records}), len(files_done))
-    if stdio_files and buffer:
-        # the application's calls, then the system calls a glibc stream buffer makes of them
+def _replayed(ws: list, tally: _Tally) -> dict[str, int]:
+    """A record's counters as its workers' replayed requests give them (read back from the
+    engine's iologs, counted as Darshan counts); the files and workers that did requests tallied."""
+    rep: dict[str, int] = defaultdict(int)
+    for w in ws:
+        ops = [op[:3] for op in read_replayed(w.replayed_iolog)]
+        if ops:
+            tally.files_done.add(w.target)
+            tally.workers_done[w.module] += 1
+        for k, v in count_ops(ops).items():
+            if k in COUNT_KEYS:
+                rep[k] = max(rep[k], v) if k.startswith("POSIX_MAX_BYTE") else rep[k] + v
+    return rep
+
+
+def _compare_posix(tally: _Tally, rec, log: dict[str, int], rep: dict[str, int]) -> None:
+    """A POSIX (or MPI-IO) record: within tolerance or differing, and its counters into the totals
+    (an extent counts as its bytes: MAX_BYTE + 1)."""
+    bad = [k for k in COUNT_KEYS if not k.startswith("POSIX_MAX_BYTE") and _status(log[k], rep[k]) != "ok"]
+    if bad:
+        tally.differing.append({"file": rec.path, "rank": rec.rank, "counters": {k: [log[k], rep[k]] for k in bad}})
+    else:
+        tally.records_ok += 1
+    for k in COUNT_KEYS:
+        if k.startswith("POSIX_MAX_BYTE"):
+            tally.totals_log[k] += log[k] + 1 if log[k] else 0
+            tally.totals_rep[k] += rep[k] + 1 if rep[k] else 0
+        else:
+            tally.totals_log[k] += log[k]
+            tally.totals_rep[k] += rep[k]
+
+
+def _compare_stdio(tally: _Tally, rec, ws: list, rep: dict[str, int], buffer: int) -> None:
+    """A STDIO record: the log's stream calls against the requests replayed. One request per call:
+    against the log's calls; through a stream buffer: against the system calls planned."""
+    tally.stdio_files.add(rec.path)
+    for k, posix in STDIO_ROWS.items():
+        tally.stdio_log[k] += rec.c(k) + (1 if k.startswith("STDIO_MAX_BYTE") and rec.c(k) else 0)
+        tally.stdio_rep[k] += rep[posix] + (1 if posix.startswith("POSIX_MAX_BYTE") and rep[posix] else 0)
+    plan: dict[str, int] = defaultdict(int)
+    for w in ws:
+        for k, v in count_ops([op[:3] for op in w.ops]).items():
+            if k in CLASS_KEYS:
+                plan[k] += v
+                tally.stdio_plan[k] += v
+    want = {k: rec.c(k) if not buffer else plan[STDIO_ROWS[k]] for k in STDIO_ROWS}
+    bad = [k for k in STDIO_ROWS if not k.startswith("STDIO_MAX_BYTE") and _status(want[k], rep[STDIO_ROWS[k]]) != "ok"]
+    if bad:
+        tally.differing.append({"file": rec.path, "rank": rec.rank, "module": "STDIO",
+                                "counters": {k: [want[k], rep[STDIO_ROWS[k]]] for k in bad}})
+    else:
+        tally.records_ok += 1
+
+
+def _stdio_rows(rows: _Rows, tally: _Tally, tr: DarshanTranslation, buffer: int) -> None:
+    """The STDIO rows: calls and bytes (through a stream buffer: the application's calls, then
+    the system calls the buffer makes of them), mean sizes, extents, and what is not replayed."""
+    stdio_log, stdio_rep = tally.stdio_log, tally.stdio_rep
+    if buffer:
         for k, tag in (("STDIO_READS", "read"), ("STDIO_WRITES", "write")):
             if not (stdio_log[k] or stdio_rep[k]):
                 continue
-            row(k, stdio_log[k], stdio_rep[k], status="buffered",
-                reason=f"{stdio_log[k]:,} {tag} calls replayed as {stdio_rep[k]:,} system calls "
-                       f"through a {buffer}-byte stream buffer (--stdio-buffer)")
-            plan_key = STDIO_ROWS[k]
-            row(f"{tag} system calls, {buffer}-byte buffer (planned from {k})", stdio_plan[plan_key], stdio_rep[k])
-        row("STDIO_BYTES_WRITTEN", stdio_log["STDIO_BYTES_WRITTEN"], stdio_rep["STDIO_BYTES_WRITTEN"])
-        row("STDIO_BYTES_READ", stdio_log["STDIO_BYTES_READ"], stdio_rep["STDIO_BYTES_READ"],
-            determined=stdio_log["STDIO_BYTES_READ"] == stdio_rep["STDIO_BYTES_READ"])
-    elif stdio_files:
+            rows.add(k, stdio_log[k], stdio_rep[k], status="buffered",
+                     reason=f"{stdio_log[k]:,} {tag} calls replayed as {stdio_rep[k]:,} system calls "
+                            f"through a {buffer}-byte stream buffer (--stdio-buffer)")
+            rows.add(f"{tag} system calls, {buffer}-byte buffer (planned from {k})", tally.stdio_plan[STDIO_ROWS[k]],
+                     stdio_rep[k])
+        rows.add("STDIO_BYTES_WRITTEN", stdio_log["STDIO_BYTES_WRITTEN"], stdio_rep["STDIO_BYTES_WRITTEN"])
+        rows.add("STDIO_BYTES_READ", stdio_log["STDIO_BYTES_READ"], stdio_rep["STDIO_BYTES_READ"],
+                 determined=stdio_log["STDIO_BYTES_READ"] == stdio_rep["STDIO_BYTES_READ"])
+    else:
         for k in ("STDIO_READS", "STDIO_WRITES", "STDIO_BYTES_READ", "STDIO_BYTES_WRITTEN"):
-            row(k, stdio_log[k], stdio_rep[k])
-    if stdio_files:
-        for tag, calls, size in (("read", "STDIO_READS", "STDIO_BYTES_READ"),
-                                 ("write", "STDIO_WRITES", "STDIO_BYTES_WRITTEN")):
-            if (stdio_log[calls] or stdio_rep[calls]) and not buffer:
-                row(f"STDIO mean {tag} size (bytes / calls)",
-                    round(stdio_log[size] / stdio_log[calls], 1) if stdio_log[calls] else 0.0,
-                    round(stdio_rep[size] / stdio_rep[calls], 1) if stdio_rep[calls] else 0.0)
-        for k in ("STDIO_MAX_BYTE_READ", "STDIO_MAX_BYTE_WRITTEN"):
-            if stdio_log[k] or stdio_rep[k]:
-                row(f"{k} (extent, summed over files)", stdio_log[k], stdio_rep[k], determined=False)
-        stdio_meta = {k: sum(max(0, r.c(k)) for r in tr.records if r.module == "STDIO") for k in STDIO_NOT_REPRODUCED}
-        for k, why in STDIO_NOT_REPRODUCED.items():
-            if k == "STDIO_FLUSHES" and buffer and stdio_meta[k]:
-                row(k, stdio_meta[k], 0, status="buffered", reason="spread evenly over the writes, each writing out "
-                    "what the buffer holds (in the system calls above)")
-            elif stdio_meta[k] or k == "STDIO_OPENS":
-                row(k, stdio_meta[k], workers_done["STDIO"] if k == "STDIO_OPENS" else 0,
-                    determined=False, reason=why)
-    if not any(r.module != "STDIO" for r in tr.records):
-        return _fidelity_result(tr, rows, classes, records_ok, differing)
+            rows.add(k, stdio_log[k], stdio_rep[k])
+    for tag, calls, size in (("read", "STDIO_READS", "STDIO_BYTES_READ"),
+                             ("write", "STDIO_WRITES", "STDIO_BYTES_WRITTEN")):
+        if (stdio_log[calls] or stdio_rep[calls]) and not buffer:
+            rows.add(f"STDIO mean {tag} size (bytes / calls)",
+                     round(stdio_log[size] / stdio_log[calls], 1) if stdio_log[calls] else 0.0,
+                     round(stdio_rep[size] / stdio_rep[calls], 1) if stdio_rep[calls] else 0.0)
+    for k in ("STDIO_MAX_BYTE_READ", "STDIO_MAX_BYTE_WRITTEN"):
+        if stdio_log[k] or stdio_rep[k]:
+            rows.add(f"{k} (extent, summed over files)", stdio_log[k], stdio_rep[k], determined=False)
+    stdio_meta = {k: sum(max(0, r.c(k)) for r in tr.records if r.module == "STDIO") for k in STDIO_NOT_REPRODUCED}
+    for k, why in STDIO_NOT_REPRODUCED.items():
+        if k == "STDIO_FLUSHES" and buffer and stdio_meta[k]:
+            rows.add(k, stdio_meta[k], 0, status="buffered", reason="spread evenly over the writes, each writing out "
+                     "what the buffer holds (in the system calls above)")
+        elif stdio_meta[k] or k == "STDIO_OPENS":
+            rows.add(k, stdio_meta[k], tally.workers_done["STDIO"] if k == "STDIO_OPENS" else 0,
+                     determined=False, reason=why)
+
+
+def _posix_rows(rows: _Rows, tally: _Tally, tr: DarshanTranslation) -> None:
+    """The POSIX rows: counts and bytes, size bins, order (SEQ, CONSEC, switches, fsyncs) and its
+    fractions, extents, and the metadata calls not replayed."""
+    totals_log, totals_rep = tally.totals_log, tally.totals_rep
     for k in ("POSIX_READS", "POSIX_WRITES", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN"):
-        row(k, totals_log[k], totals_rep[k])
+        rows.add(k, totals_log[k], totals_rep[k])
     for tag in ("READ", "WRITE"):
         for b in BINS:
             k = f"POSIX_SIZE_{tag}_{b}"
             if totals_log[k] or totals_rep[k]:
-                row(k, totals_log[k], totals_rep[k])
+                rows.add(k, totals_log[k], totals_rep[k])
     for k in ("POSIX_SEQ_READS", "POSIX_CONSEC_READS", "POSIX_SEQ_WRITES", "POSIX_CONSEC_WRITES",
               "POSIX_RW_SWITCHES", "POSIX_FSYNCS"):
-        row(k, totals_log[k], totals_rep[k])
+        rows.add(k, totals_log[k], totals_rep[k])
     for k, d in (("seq fraction of reads", ("POSIX_SEQ_READS", "POSIX_READS")),
                  ("consec fraction of reads", ("POSIX_CONSEC_READS", "POSIX_READS")),
                  ("seq fraction of writes", ("POSIX_SEQ_WRITES", "POSIX_WRITES")),
@@ -234,20 +280,18 @@ def fidelity(tr: DarshanTranslation) -> dict[str, Any]:
         lf = totals_log[d[0]] / totals_log[d[1]] if totals_log[d[1]] else 0.0
         rf = totals_rep[d[0]] / totals_rep[d[1]] if totals_rep[d[1]] else 0.0
         if totals_log[d[1]] or totals_rep[d[1]]:
-            row(k, round(lf, 4), round(rf, 4))
+            rows.add(k, round(lf, 4), round(rf, 4))
     from_dxt = tr.details["replay"]["from_dxt"] and not tr.details["replay"]["from_counters"]
     for k in ("POSIX_MAX_BYTE_READ", "POSIX_MAX_BYTE_WRITTEN"):
         if totals_log[k] or totals_rep[k]:
-            row(f"{k} (extent, summed over files)", totals_log[k], totals_rep[k], determined=from_dxt,
-                reason="" if from_dxt else "")
+            rows.add(f"{k} (extent, summed over files)", totals_log[k], totals_rep[k], determined=from_dxt)
     # Darshan writes -1 where it did not track a counter (e.g. POSIX_MMAPS on some builds)
     meta = {k: sum(max(0, r.c(k)) for r in tr.records if r.module != "STDIO") for k in NOT_REPRODUCED}
-    row("POSIX_OPENS", meta["POSIX_OPENS"], workers_done["POSIX"] + workers_done["MPI-IO"],
-        determined=False, reason=NOT_REPRODUCED["POSIX_OPENS"])
+    rows.add("POSIX_OPENS", meta["POSIX_OPENS"], tally.workers_done["POSIX"] + tally.workers_done["MPI-IO"],
+             determined=False, reason=NOT_REPRODUCED["POSIX_OPENS"])
     for k in ("POSIX_STATS", "POSIX_SEEKS", "POSIX_MMAPS"):
         if meta[k]:
-            row(k, meta[k], 0, determined=False, reason=NOT_REPRODUCED[k])
-    return _fidelity_result(tr, rows, classes, records_ok, differing)
+            rows.add(k, meta[k], 0, determined=False, reason=NOT_REPRODUCED[k])
 
 
 def _fidelity_result(tr: DarshanTranslation, rows: list[dict[str, Any]], classes: dict[str, Any], records_ok: int,

@@ -30,7 +30,8 @@ from .stdio import STDIO_BUFFERING, STDIO_CHOICES, stdio_as_posix, stdio_request
 from .synth import MAX_REQUEST, STATED_CHOICES, synthesize
 
 __all__ = ["FORMAT", "translate", "DarshanTranslation", "Worker", "MAX_RANKS", "MAX_WORKERS_PER_PHASE",
-           "file_classes", "scaled_counters", "default_ranks", "fold_line"]
+           "file_classes", "scaled_counters", "default_ranks", "fold_line", "replay_ranks", "fold", "choose_records",
+           "choose_stdio", "sequences", "trailing_syncs", "job_phases", "mapping"]
 
 FORMAT = "darshan"
 MAX_RANKS = 256                 # replay ranks in one process (threads); --ranks folds more onto fewer
@@ -43,6 +44,7 @@ COUNT_COUNTERS = ("POSIX_READS", "POSIX_WRITES", "POSIX_SEQ_READS", "POSIX_SEQ_W
                   *(f"POSIX_SIZE_WRITE_{b}" for b in BINS), *(f"POSIX_ACCESS{i}_COUNT" for i in range(1, 5)),
                   *(f"POSIX_STRIDE{i}_COUNT" for i in range(1, 5)))
 BYTE_COUNTERS = ("POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_MAX_BYTE_READ", "POSIX_MAX_BYTE_WRITTEN")
+STREAM_COUNTERS = ("STDIO_READS", "STDIO_WRITES", "STDIO_BYTES_READ", "STDIO_BYTES_WRITTEN")  # of streams left out
 
 
 @dataclass
@@ -186,6 +188,15 @@ def map_paths(paths: list[str], target: str) -> dict[str, str]:
     return out
 
 
+@dataclass
+class _Chosen:
+    """The records a replay does (record choice and STDIO), and what was left out of it."""
+    records: list[Record]                    # POSIX, then MPI-IO-only, then STDIO: counters scaled
+    stdio_files: list[Record]                # the STDIO records among them (as POSIX counters)
+    mpiio_only: list[Record]                 # MPI-IO records with no POSIX record beneath
+    streams: dict[str, list[Record]]         # standard streams (or pipes) left out, by name
+
+
 def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | None = None, ranks: int | None = None,
               scale: float = 1.0, dxt: bool = True, timed: bool = False, seed: int = 1,
               log: DarshanLog | None = None, stdio_buffer: int = 0) -> DarshanTranslation:
@@ -193,26 +204,76 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
     The workers' iologs go to IOLOG_DIR/logs, the replay's own to IOLOG_DIR/replayed (IOLOG_DIR:
     `iolog_dir`, default TARGET/.storlab-replay). `stdio_buffer` > 0: STDIO calls go through a
     fully buffered stream of that many bytes, as glibc's (stdio.py's `buffered`); 0: one request
-    per call."""
+    per call.
+
+    The steps: the records chosen (`choose_records`, `choose_stdio`), the log's ranks folded onto
+    the replay's (`replay_ranks`), each record's request sequences (`sequences`), the job's phases
+    (`job_phases`), and the record of what became of each counter (`mapping`)."""
     log = log or load(path)
     if stdio_buffer < 0:
         raise UserError(f"stdio_buffer: {stdio_buffer} is not allowed; use 0 (one request per call) or a size in bytes")
     if not 0 < scale <= 1:
         raise UserError(f"scale: {scale} is not allowed; use a fraction in (0, 1] of the log's requests")
-    n_ranks = default_ranks(log.nprocs) if ranks is None else ranks
-    if n_ranks < 1:
-        raise UserError(f"ranks: {n_ranks} is not allowed; use 1 to {MAX_RANKS}")
-    if n_ranks > MAX_RANKS:
-        raise UserError(f"ranks: {n_ranks} is more than {MAX_RANKS} workers in one process; give --ranks N "
-                        f"(1 <= N <= {MAX_RANKS}) to fold the log's {log.nprocs} ranks onto N")
+    n_ranks = replay_ranks(log.nprocs, ranks)
     target = os.path.abspath(target)
     iolog_dir = os.path.abspath(iolog_dir or os.path.join(target, IOLOG_DIR))
     classes = file_classes(log)
     notes: list[str] = []
-    mapped: list[Mapped] = []
 
-    # The POSIX records to replay; MPI-IO records with no POSIX record beneath stand in for them.
-    posix = [r for r in log.module_records("POSIX")]
+    chosen = choose_records(log, scale, classes, notes)
+    choose_stdio(log, scale, stdio_buffer, classes, chosen, notes)
+    if not chosen.records:
+        raise UserError(f"darshan {os.path.basename(path)}: no POSIX, MPI-IO or STDIO record reads or writes any "
+                        "byte of a file"
+                        + (f" at scale {scale}" if scale != 1 else "") + "; nothing to replay")
+    workers, sources = sequences(log, chosen.records, map_paths(sorted({r.path for r in chosen.records}), target),
+                                 n_ranks, scale=scale, dxt=dxt, seed=seed, stdio_buffer=stdio_buffer, notes=notes)
+    trailing_syncs(workers, notes)
+    phases, group_workers = job_phases(workers, timed, iolog_dir)
+    job: dict[str, Any] = {"engine": "psync", "direct": False, "fsync_end": False, "invalidate": False,
+                           "replay_no_stall": not timed, "phase": phases}
+    mapped = mapping(log, chosen, workers, sources, classes, notes, target=target, n_ranks=n_ranks,
+                     ranks_chosen=ranks is not None, scale=scale, timed=timed, stdio_buffer=stdio_buffer)
+
+    tr = DarshanTranslation(format=FORMAT, source=path, sha256=sha256_of(path), job=job, mapped=mapped,
+                            notes=_dedupe(notes), workers=workers, log=log, records=chosen.records,
+                            file_classes=classes, group_workers=group_workers,
+                            streams={name: _totals(rs, STREAM_COUNTERS, at_least=0)
+                                     for name, rs in chosen.streams.items()})
+    tr.details = {"log": {"version": log.version, "nprocs": log.nprocs, "jobid": log.jobid, "exe": log.exe[:200],
+                          "run_time_s": log.run_time_s, "modules": sorted(log.modules)},
+                  "replay": {"ranks": n_ranks, "scale": scale, "stdio_buffer": stdio_buffer,
+                             **({"folded": fold_line(log.nprocs, n_ranks, ranks is not None)}
+                                if n_ranks != log.nprocs else {}), "timed": timed, "workers": len(workers),
+                             "phases": len(phases), "from_dxt": sources["dxt"], "from_counters": sources["counters"],
+                             "files": len({w.target for w in workers}), "target": target,
+                             "in_process": True}}
+    return tr
+
+
+# -- rank folding ----------------------------------------------------------------------------------
+def replay_ranks(nprocs: int, ranks: int | None) -> int:
+    """The replay's ranks: `ranks` (--ranks) when given, checked, else `default_ranks`. Log rank r
+    replays as rank r mod the result (`fold`)."""
+    n_ranks = default_ranks(nprocs) if ranks is None else ranks
+    if n_ranks < 1:
+        raise UserError(f"ranks: {n_ranks} is not allowed; use 1 to {MAX_RANKS}")
+    if n_ranks > MAX_RANKS:
+        raise UserError(f"ranks: {n_ranks} is more than {MAX_RANKS} workers in one process; give --ranks N "
+                        f"(1 <= N <= {MAX_RANKS}) to fold the log's {nprocs} ranks onto N")
+    return n_ranks
+
+
+def fold(log_rank: int, n_ranks: int) -> int:
+    """The replay rank of a log rank."""
+    return log_rank % n_ranks
+
+
+# -- record choice ---------------------------------------------------------------------------------
+def choose_records(log: DarshanLog, scale: float, classes: dict[int, str], notes: list[str]) -> _Chosen:
+    """The POSIX records to replay (files that were read or written, counters scaled); MPI-IO
+    records with no POSIX record beneath stand in for them (their counters as POSIX's)."""
+    posix = log.module_records("POSIX")
     posix_ids = {r.id for r in posix}
     records: list[Record] = []
     not_files: set[str] = set()
@@ -237,46 +298,55 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
     if mpiio_only:
         notes.append(f"{len(mpiio_only)} MPI-IO files have no POSIX record beneath: replayed from their MPI-IO "
                      "counters (aggregate sizes), consecutive requests (MPI-IO keeps no SEQ/CONSEC counters)")
-    # STDIO records: the stream calls the application made. Darshan's POSIX module does not see the
-    # read/write system calls the C library makes beneath a stream (glibc calls them internally, not
-    # through the symbols Darshan intercepts), so a file with both records had both kinds of calls.
-    # (Before Darshan 3.1.0 the POSIX module itself wrapped fopen/fread/fwrite: no STDIO records then.)
-    streams: dict[str, list[Record]] = defaultdict(list)
-    stdio_files: list[Record] = []
+    return _Chosen(records, [], mpiio_only, {})
+
+
+# -- STDIO -----------------------------------------------------------------------------------------
+def choose_stdio(log: DarshanLog, scale: float, stdio_buffer: int, classes: dict[int, str], chosen: _Chosen,
+                 notes: list[str]) -> None:
+    """The STDIO records of files, added to `chosen`: the stream calls the application made.
+    Darshan's POSIX module does not see the read/write system calls the C library makes beneath a
+    stream (glibc calls them internally, not through the symbols Darshan intercepts), so a file with
+    both records had both kinds of calls. (Before Darshan 3.1.0 the POSIX module itself wrapped
+    fopen/fread/fwrite: no STDIO records then.) Standard streams and pipes are left out, counted."""
     for r in log.module_records("STDIO"):
         s = stdio_scaled(r.counters, scale)
         if not (s["STDIO_READS"] or s["STDIO_WRITES"]) or not (s["STDIO_BYTES_READ"] or s["STDIO_BYTES_WRITTEN"]):
             continue
         stream = stream_name(r.path)
         if stream or not r.path.startswith("/"):
-            streams[stream or r.path].append(r)
+            chosen.streams.setdefault(stream or r.path, []).append(r)
             continue
-        stdio_files.append(Record("STDIO", r.id, r.rank, r.path, stdio_as_posix(s), dict(r.fcounters)))
+        chosen.stdio_files.append(Record("STDIO", r.id, r.rank, r.path, stdio_as_posix(s), dict(r.fcounters)))
         classes.setdefault(r.id, "shared" if r.rank == -1 else "per-rank")
-    records += stdio_files
+    chosen.records += chosen.stdio_files
+    streams = chosen.streams
     if streams:
         shown = ", ".join(name + (f" ({rs[0].path})" if rs[0].path != name else "")
                           for name, rs in sorted(streams.items()))
+        left_out = [r for rs in streams.values() for r in rs]
         notes.append(f"STDIO: {shown} not replayed: standard streams (or pipes), not files; "
-                     f"{sum(r.c('STDIO_WRITES') for rs in streams.values() for r in rs):,} writes of "
-                     f"{sum(r.c('STDIO_BYTES_WRITTEN') for rs in streams.values() for r in rs):,} bytes, "
-                     f"{sum(r.c('STDIO_READS') for rs in streams.values() for r in rs):,} reads of "
-                     f"{sum(r.c('STDIO_BYTES_READ') for rs in streams.values() for r in rs):,} bytes")
-    both = {r.path for r in stdio_files} & {r.path for r in records if r.module == "POSIX"}
+                     f"{sum(r.c('STDIO_WRITES') for r in left_out):,} writes of "
+                     f"{sum(r.c('STDIO_BYTES_WRITTEN') for r in left_out):,} bytes, "
+                     f"{sum(r.c('STDIO_READS') for r in left_out):,} reads of "
+                     f"{sum(r.c('STDIO_BYTES_READ') for r in left_out):,} bytes")
+    both = {r.path for r in chosen.stdio_files} & {r.path for r in chosen.records if r.module == "POSIX"}
     if both:
         notes.append(f"{len(both)} files have POSIX and STDIO records: both replayed (the POSIX module does not "
                      "see the system calls the C library makes beneath a stream: nothing is counted twice)")
-    if stdio_files:
+    if chosen.stdio_files:
         notes.append(f"STDIO: {STDIO_BUFFERING}" if not stdio_buffer else
                      f"STDIO: the calls go through a fully buffered stream of {stdio_buffer} bytes, as glibc's "
                      "(--stdio-buffer): the replay issues the system calls the C library would make; the "
                      "fidelity table keeps the application's calls beside them")
-    if not records:
-        raise UserError(f"darshan {os.path.basename(path)}: no POSIX, MPI-IO or STDIO record reads or writes any "
-                        "byte of a file"
-                        + (f" at scale {scale}" if scale != 1 else "") + "; nothing to replay")
 
-    paths = map_paths(sorted({r.path for r in records}), target)
+
+# -- sequences -------------------------------------------------------------------------------------
+def sequences(log: DarshanLog, records: list[Record], paths: dict[str, str], n_ranks: int, *, scale: float,
+              dxt: bool, seed: int, stdio_buffer: int, notes: list[str]) -> tuple[list[Worker], dict[str, int]]:
+    """The workers: each record's request sequences, from its DXT trace where every rank of it has
+    one (and the log is not scaled), else made from its counters (synth.py; STDIO: stdio.py);
+    and how many came from each source."""
     dxt_by_key: dict[tuple[int, int], Any] = {}
     if dxt:
         for d in log.dxt.get("DXT_POSIX", []):
@@ -289,43 +359,65 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
         log_ranks = [rec.rank] if rec.rank >= 0 else list(range(log.nprocs))
         traced = [dxt_by_key.get((rec.id, lr)) for lr in log_ranks]
         if dxt and scale == 1.0 and all(traced) and rec.module == "POSIX":
-            segments = sum(len(d.reads) + len(d.writes) for d in traced)
-            if segments < rec.c("POSIX_READS") + rec.c("POSIX_WRITES"):
-                notes.append(f"{os.path.basename(rec.path)}: the DXT trace holds {segments} of "
-                             f"{rec.c('POSIX_READS') + rec.c('POSIX_WRITES')} requests (DXT's trace buffer filled up); "
-                             "the traced ones are replayed")
-            for lr, d in zip(log_ranks, traced):
-                ops = [(READ, int(o), int(n), float(t), float(e)) for o, n, t, e in d.reads] + \
-                      [(WRITE, int(o), int(n), float(t), float(e)) for o, n, t, e in d.writes]
-                ops.sort(key=lambda op: op[3])
-                dropped = sum(1 for op in ops if op[2] <= 0)
-                ops = [p for op in ops if op[2] > 0 for p in _split_timed(op)]
-                if dropped:
-                    notes.append(f"{os.path.basename(rec.path)} rank {lr}: {dropped} zero-length requests "
-                                 "(reads at end of file) cannot be replayed")
-                if not ops:
-                    continue
-                workers.append(Worker(len(workers), lr % n_ranks, lr, rec.id, rec.path, paths[rec.path], "dxt",
-                                      ops, ops[0][3]))
-                sources["dxt"] += 1
-            continue
-        parts = min(n_ranks, log.nprocs) if rec.rank == -1 else 1
-        if rec.module == "STDIO":
-            per_part = stdio_requests(rec.counters, rec.fcounters, parts, stdio_buffer)
+            made = _traced_workers(rec, log_ranks, traced, paths[rec.path], n_ranks, len(workers), notes)
+            sources["dxt"] += len(made)
         else:
-            syn = synthesize(rec.counters, rec.fcounters, parts, seed + (rec.id % 100003), log_ranks=log.nprocs)
-            notes += [f"{os.path.basename(rec.path)}: {n}" for n in syn.notes]
-            per_part = syn.parts
-        for p, ops in enumerate(per_part):
-            if not any(op[0] != SYNC for op in ops):
-                continue
-            rank = p if rec.rank == -1 else rec.rank % n_ranks
-            workers.append(Worker(len(workers), rank, rec.rank, rec.id, rec.path, paths[rec.path], "counters",
-                                  ops, _first_time(rec), module=rec.module))
-            sources["counters"] += 1
+            made = _counted_workers(rec, log.nprocs, paths[rec.path], n_ranks, len(workers), seed=seed,
+                                    stdio_buffer=stdio_buffer, notes=notes)
+            sources["counters"] += len(made)
+        workers += made
+    return workers, sources
 
-    # The engine's replay drops an fsync that ends a log (it syncs only before a next request):
-    # a trailing fsync is the group's fsync_end instead, which the engine does and logs.
+
+def _traced_workers(rec: Record, log_ranks: list[int], traced: list[Any], target: str, n_ranks: int, first: int,
+                    notes: list[str]) -> list[Worker]:
+    """One worker per log rank of a record, replaying its DXT segments (exact offsets and lengths,
+    in the order they started; requests above MAX_REQUEST split)."""
+    segments = sum(len(d.reads) + len(d.writes) for d in traced)
+    if segments < rec.c("POSIX_READS") + rec.c("POSIX_WRITES"):
+        notes.append(f"{os.path.basename(rec.path)}: the DXT trace holds {segments} of "
+                     f"{rec.c('POSIX_READS') + rec.c('POSIX_WRITES')} requests (DXT's trace buffer filled up); "
+                     "the traced ones are replayed")
+    out: list[Worker] = []
+    for lr, d in zip(log_ranks, traced):
+        ops = [(READ, int(o), int(n), float(t), float(e)) for o, n, t, e in d.reads] + \
+              [(WRITE, int(o), int(n), float(t), float(e)) for o, n, t, e in d.writes]
+        ops.sort(key=lambda op: op[3])
+        dropped = sum(1 for op in ops if op[2] <= 0)
+        ops = [p for op in ops if op[2] > 0 for p in _split_timed(op)]
+        if dropped:
+            notes.append(f"{os.path.basename(rec.path)} rank {lr}: {dropped} zero-length requests "
+                         "(reads at end of file) cannot be replayed")
+        if not ops:
+            continue
+        out.append(Worker(first + len(out), fold(lr, n_ranks), lr, rec.id, rec.path, target, "dxt", ops, ops[0][3]))
+    return out
+
+
+def _counted_workers(rec: Record, nprocs: int, target: str, n_ranks: int, first: int, *, seed: int,
+                     stdio_buffer: int, notes: list[str]) -> list[Worker]:
+    """The workers of a record replayed from its counters: one, or for a shared record (rank -1)
+    one per replay rank (at most the log's ranks), each a part of the record's requests."""
+    parts = min(n_ranks, nprocs) if rec.rank == -1 else 1
+    if rec.module == "STDIO":
+        per_part = stdio_requests(rec.counters, rec.fcounters, parts, stdio_buffer)
+    else:
+        syn = synthesize(rec.counters, rec.fcounters, parts, seed + (rec.id % 100003), log_ranks=nprocs)
+        notes += [f"{os.path.basename(rec.path)}: {n}" for n in syn.notes]
+        per_part = syn.parts
+    out: list[Worker] = []
+    for p, ops in enumerate(per_part):
+        if not any(op[0] != SYNC for op in ops):
+            continue
+        rank = p if rec.rank == -1 else fold(rec.rank, n_ranks)
+        out.append(Worker(first + len(out), rank, rec.rank, rec.id, rec.path, target, "counters", ops,
+                          _first_time(rec), module=rec.module))
+    return out
+
+
+def trailing_syncs(workers: list[Worker], notes: list[str]) -> None:
+    """The engine's replay drops an fsync that ends a log (it syncs only before a next request):
+    a trailing fsync is the group's fsync_end instead, which the engine does and logs."""
     for w in workers:
         trailing = 0
         while w.ops and w.ops[-1][0] == SYNC:
@@ -336,7 +428,12 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
             notes.append(f"{os.path.basename(w.log_path)}: {trailing} fsyncs in a row after the last write "
                          "replay as one")
 
-    # The job: steps (each rank's files in the order first opened), or one timed phase.
+
+# -- the job ---------------------------------------------------------------------------------------
+def job_phases(workers: list[Worker], timed: bool, iolog_dir: str) -> tuple[list[dict[str, Any]], list[list[int]]]:
+    """The job's phases: steps (each rank's files in the order first opened, step k holding every
+    rank's k-th file), or one timed phase; and per phase, per group, its worker. Each worker's
+    iologs are named under `iolog_dir` and set on its group."""
     extents: dict[str, int] = defaultdict(int)
     for w in workers:
         for op in w.ops:
@@ -368,10 +465,16 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
         worker_of_group.append([g.pop("_worker") for g in phase["group"]])
         for g, wi in zip(phase["group"], worker_of_group[-1]):
             g["read_iolog"], g["write_iolog"] = workers[wi].iolog, workers[wi].replayed_iolog
-    job: dict[str, Any] = {"engine": "psync", "direct": False, "fsync_end": False, "invalidate": False,
-                           "replay_no_stall": not timed, "phase": phases}
+    return phases, worker_of_group
 
-    # The mapping record: one entry per counter group used.
+
+# -- the record ------------------------------------------------------------------------------------
+def mapping(log: DarshanLog, chosen: _Chosen, workers: list[Worker], sources: dict[str, int],
+            classes: dict[int, str], notes: list[str], *, target: str, n_ranks: int, ranks_chosen: bool,
+            scale: float, timed: bool, stdio_buffer: int) -> list[Mapped]:
+    """What became of each counter group of the log (one Mapped each), the choices made, and every
+    module not replayed with why; the notes follow the same order."""
+    records, stdio_files = chosen.records, chosen.stdio_files
     n_shared = sum(1 for r in records if classes.get(r.id) == "shared")
     n_rank0 = sum(1 for r in records if classes.get(r.id) == "rank0-only")
     n_per = len(records) - n_shared - n_rank0
@@ -379,10 +482,10 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
     posix_counters = any(w.source == "counters" for w in workers if w.module != "STDIO")
     modules_replayed = " and ".join(m for m in ("POSIX", "MPI-IO", "STDIO") if any(r.module == m for r in records))
     folded = f"log rank r replays as rank r mod {n_ranks}"
-    mapped += [
+    mapped = [
         Mapped("job.nprocs", log.nprocs, f"{n_ranks} replay ranks (one worker each, in one process)",
                "translated" if n_ranks == log.nprocs else "chosen",
-               note="" if n_ranks == log.nprocs else f"--ranks {n_ranks}: {folded}" if ranks is not None
+               note="" if n_ranks == log.nprocs else f"--ranks {n_ranks}: {folded}" if ranks_chosen
                else f"folded by default (at most {MAX_RANKS} in one process): {folded}"),
         Mapped(f"{modules_replayed} records (file classes)", len(records),
                f"{len({r.path for r in records})} files under {target}",
@@ -408,24 +511,9 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
                    _totals(posix_like, ("POSIX_RW_SWITCHES", "POSIX_FSYNCS")),
                    "order of reads and writes; iolog sync lines", "derived", note=STATED_CHOICES[2])]
     if stdio_files:
-        mapped += [
-            Mapped("STDIO_READS, STDIO_WRITES, STDIO_BYTES_*",
-                   _totals(stdio_files, ("STDIO_READS", "STDIO_WRITES", "STDIO_BYTES_READ", "STDIO_BYTES_WRITTEN")),
-                   "iolog read/write lines: one request per fread/fwrite call" if not stdio_buffer else
-                   f"iolog read/write lines: the system calls of a {stdio_buffer}-byte stream buffer",
-                   "translated" if scale == 1 and not stdio_buffer else "derived",
-                   note=(STDIO_BUFFERING if not stdio_buffer else "glibc's fully buffered stream: small calls "
-                         "gathered into buffer-sized system calls, large ones straight through, reads ahead a "
-                         "buffer at a time") + ("" if scale == 1 else f"; scaled by {scale}: calls and bytes")),
-            Mapped("STDIO request size (STDIO_BYTES_* / STDIO_READS, STDIO_WRITES)", "bytes / calls", "request lengths",
-                   "derived", note=STDIO_CHOICES[0]),
-            Mapped("STDIO_MAX_BYTE_*, STDIO_SEEKS", _totals(stdio_files, ("STDIO_SEEKS",)), "request offsets",
-                   "derived", note=STDIO_CHOICES[1]),
-            Mapped("STDIO_OPENS, STDIO_FLUSHES", _totals(stdio_files, ("STDIO_OPENS", "STDIO_FLUSHES")), "", "accepted",
-                   note="not replayed: one open per worker; fflush hands the C library's buffer to the kernel "
-                        "(not an fsync), and each call here is already a system call")]
-    if streams:
-        mapped.append(Mapped("STDIO standard streams", sorted(streams), "", "accepted",
+        mapped += _stdio_mapping(stdio_files, scale, stdio_buffer)
+    if chosen.streams:
+        mapped.append(Mapped("STDIO standard streams", sorted(chosen.streams), "", "accepted",
                              note="not replayed: <STDIN>, <STDOUT>, <STDERR> (or pipes) are not files"))
     if sources["dxt"]:
         mapped.append(Mapped("DXT_POSIX segments", sum(len(w.ops) for w in workers if w.source == "dxt"),
@@ -436,14 +524,15 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
         coll = sum(r.c("MPIIO_COLL_READS") + r.c("MPIIO_COLL_WRITES") for r in mpiio)
         indep = sum(r.c("MPIIO_INDEP_READS") + r.c("MPIIO_INDEP_WRITES") for r in mpiio)
         mapped.append(Mapped("MPIIO_COLL_*, MPIIO_INDEP_*", {"collective": coll, "independent": indep},
-                             "the POSIX requests beneath them" if not mpiio_only else "requests from MPI-IO counters",
+                             "the POSIX requests beneath them" if not chosen.mpiio_only
+                             else "requests from MPI-IO counters",
                              "derived", note="replayed at the POSIX layer, where the MPI-IO library's requests "
                                              "(collective buffering included) reached the file system"))
     # the first three choices are about POSIX's own counters (size bins, SEQ/CONSEC, switches)
     notes += [f"chosen: {c}" for i, c in enumerate(STATED_CHOICES) if (posix_counters if i < 3 else sources["counters"])]
     notes += [f"chosen: {c}" for c in STDIO_CHOICES if stdio_files]
     if n_ranks != log.nprocs:
-        notes.insert(0, fold_line(log.nprocs, n_ranks, chosen=ranks is not None))
+        notes.insert(0, fold_line(log.nprocs, n_ranks, chosen=ranks_chosen))
     notes.append(f"ranks run as {n_ranks} workers in one process (not under MPI)")
     notes += [f"{module}: {why}" for module, why in log.skipped.items()]
     for module in log.modules:      # every other module of the log is named in the record, with why
@@ -451,23 +540,27 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
             continue
         notes.append(f"{module}: not replayed ({_not_replayed(module)})")
         mapped.append(Mapped(module, "module records", "", "accepted", note=f"not replayed: {_not_replayed(module)}"))
+    return mapped
 
-    tr = DarshanTranslation(format=FORMAT, source=path, sha256=sha256_of(path), job=job, mapped=mapped,
-                            notes=_dedupe(notes), workers=workers, log=log, records=records, file_classes=classes,
-                            group_workers=worker_of_group,
-                            streams={name: {k: sum(max(0, r.c(k)) for r in rs) for k in ("STDIO_READS", "STDIO_WRITES",
-                                                                                         "STDIO_BYTES_READ",
-                                                                                         "STDIO_BYTES_WRITTEN")}
-                                     for name, rs in streams.items()})
-    tr.details = {"log": {"version": log.version, "nprocs": log.nprocs, "jobid": log.jobid, "exe": log.exe[:200],
-                          "run_time_s": log.run_time_s, "modules": sorted(log.modules)},
-                  "replay": {"ranks": n_ranks, "scale": scale, "stdio_buffer": stdio_buffer,
-                             **({"folded": fold_line(log.nprocs, n_ranks, ranks is not None)}
-                                if n_ranks != log.nprocs else {}), "timed": timed, "workers": len(workers),
-                             "phases": len(phases), "from_dxt": sources["dxt"], "from_counters": sources["counters"],
-                             "files": len({w.target for w in workers}), "target": target,
-                             "in_process": True}}
-    return tr
+
+def _stdio_mapping(stdio_files: list[Record], scale: float, stdio_buffer: int) -> list[Mapped]:
+    """What became of the STDIO counters: calls as requests (or a stream buffer's system calls)."""
+    return [
+        Mapped("STDIO_READS, STDIO_WRITES, STDIO_BYTES_*",
+               _totals(stdio_files, ("STDIO_READS", "STDIO_WRITES", "STDIO_BYTES_READ", "STDIO_BYTES_WRITTEN")),
+               "iolog read/write lines: one request per fread/fwrite call" if not stdio_buffer else
+               f"iolog read/write lines: the system calls of a {stdio_buffer}-byte stream buffer",
+               "translated" if scale == 1 and not stdio_buffer else "derived",
+               note=(STDIO_BUFFERING if not stdio_buffer else "glibc's fully buffered stream: small calls "
+                     "gathered into buffer-sized system calls, large ones straight through, reads ahead a "
+                     "buffer at a time") + ("" if scale == 1 else f"; scaled by {scale}: calls and bytes")),
+        Mapped("STDIO request size (STDIO_BYTES_* / STDIO_READS, STDIO_WRITES)", "bytes / calls", "request lengths",
+               "derived", note=STDIO_CHOICES[0]),
+        Mapped("STDIO_MAX_BYTE_*, STDIO_SEEKS", _totals(stdio_files, ("STDIO_SEEKS",)), "request offsets",
+               "derived", note=STDIO_CHOICES[1]),
+        Mapped("STDIO_OPENS, STDIO_FLUSHES", _totals(stdio_files, ("STDIO_OPENS", "STDIO_FLUSHES")), "", "accepted",
+               note="not replayed: one open per worker; fflush hands the C library's buffer to the kernel "
+                    "(not an fsync), and each call here is already a system call")]
 
 
 def write_iologs(tr: DarshanTranslation) -> None:
@@ -509,8 +602,11 @@ def _split_timed(op: tuple) -> list[tuple]:
     return [(d, off + k, min(MAX_REQUEST, size - k), t, end) for k in range(0, size, MAX_REQUEST)]
 
 
-def _totals(records: list[Record], keys: tuple[str, ...]) -> dict[str, int]:
-    return {k: sum(r.c(k) for r in records) for k in keys}
+def _totals(records: list[Record], keys: tuple[str, ...], at_least: int | None = None) -> dict[str, int]:
+    """Each counter summed over the records (`at_least` 0: Darshan's -1, not tracked, counted as 0)."""
+    if at_least is None:
+        return {k: sum(r.c(k) for r in records) for k in keys}
+    return {k: sum(max(at_least, r.c(k)) for r in records) for k in keys}
 
 
 def covers(module: str, key: str) -> bool:

@@ -514,7 +514,7 @@ class _Job:
         try:   # the clones are storlab's threads: their bound is checked before any clone is made
             parse_value("threads", self.numjobs)
         except OptionError as e:
-            self.bad("numjobs", str(e).split(": ", 1)[-1])
+            self.bad("numjobs", str(e))     # "threads: ...", as the flag and a job file say it
             return None
         engine = (self.raw("ioengine") or "psync").strip()
         engine_base = engine.split(":")[0]

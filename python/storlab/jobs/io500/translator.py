@@ -15,7 +15,7 @@ mdtest and pfind (src/phase_*.c of io500 02091cf):
 - ior-rnd4K-easy-read: 4 KiB random reads of the ior-easy files (IOR -C -Q 2).
 
 The write phases are time-limited by the stonewall ([debug] stonewall-time). `storlab io500`
-runs these phases itself (measure/io500.py): it interleaves the two mdtest runs in io500's
+runs these phases itself (suites/io500/): it interleaves the two mdtest runs in io500's
 order, carries the stonewall counts to the reads (wear-out), runs find, and scores. The emitted
 TOML runs each mdtest's file phases back to back in one `type = "meta"` phase instead.
 
@@ -24,16 +24,19 @@ measures are accepted with the reason; io500's own defaults are recorded as `cho
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 from typing import Any
 
+from ...units import MAX_BYTES, MAX_COUNT, MAX_DURATION_S, format_size
 from ..translation import Mapped, Refusal, Translation, sha256_of
 from .ini import SECTIONS, IniError, IniFile, config_hash, parse_ini
+from .phases import BY_NAME, TABLE, extended_sections, phases_of
 
-__all__ = ["FORMAT", "translate", "translate_text", "ior_size", "PHASES", "SCORED", "Io500Config",
-           "PHASES_EXTENDED", "OPTIONAL", "MODES", "phases_of", "extended_refusal", "io500_command",
-           "config_from_ini", "STONEWALL_RULE_S", "STONEWALL_SCC_S", "HARD_XFER", "HARD_FILE_SIZE"]
+__all__ = ["FORMAT", "translate", "translate_text", "ior_size", "Io500Config", "extended_refusal",
+           "io500_command", "config_from_ini", "STONEWALL_RULE_S", "STONEWALL_SCC_S", "HARD_XFER",
+           "HARD_FILE_SIZE", "RND4K"]
 
 FORMAT = "io500"
 STONEWALL_RULE_S = 300          # io500's rule: every write phase runs at least this long
@@ -42,55 +45,17 @@ HARD_XFER = 47008               # ior-hard transfer and block size
 HARD_FILE_SIZE = 3901           # mdtest-hard file size, find's -size 3901c
 RND4K = 4096
 
-# io500's phases in its order (standard mode): (name, group) where group is BW, MD or "" (unscored)
-PHASES: tuple[tuple[str, str], ...] = (
-    ("ior-easy-write", "BW"), ("mdtest-easy-write", "MD"), ("timestamp", ""),
-    ("ior-hard-write", "BW"), ("mdtest-hard-write", "MD"), ("find", "MD"),
-    ("ior-easy-read", "BW"), ("mdtest-easy-stat", "MD"), ("ior-hard-read", "BW"),
-    ("mdtest-hard-stat", "MD"), ("mdtest-easy-delete", "MD"), ("mdtest-hard-read", "MD"),
-    ("mdtest-hard-delete", "MD"), ("ior-rnd4K-easy-read", ""),
-)
-SCORED = tuple(name for name, group in PHASES if group)
-# the extended mode's optional phases (io500 --mode=extended, IO500_PHASE_FLAG_OPTIONAL), scored only in
-# [SCOREX]; and all phases of that mode in io500's order
-OPTIONAL = {"mdworkbench-create": "", "find-easy": "MD", "find-hard": "MD", "mdworkbench-bench": "MD",
-            "mdworkbench-delete": ""}
-PHASES_EXTENDED: tuple[tuple[str, str], ...] = (
-    ("ior-easy-write", "BW"), ("mdtest-easy-write", "MD"), ("mdworkbench-create", ""), ("timestamp", ""),
-    ("find-easy", "MD"), ("ior-hard-write", "BW"), ("mdtest-hard-write", "MD"), ("find", "MD"),
-    ("find-hard", "MD"), ("mdworkbench-bench", "MD"), ("ior-easy-read", "BW"), ("mdtest-easy-stat", "MD"),
-    ("ior-hard-read", "BW"), ("mdtest-hard-stat", "MD"), ("mdworkbench-delete", ""), ("mdtest-easy-delete", "MD"),
-    ("mdtest-hard-read", "MD"), ("mdtest-hard-delete", "MD"), ("ior-rnd4K-easy-read", ""),
-)
-MODES = ("standard", "extended")
-# the extended phases storlab does not run: md-workbench is not built in
-NOT_BUILT_IN = ("mdworkbench-create", "mdworkbench-bench", "mdworkbench-delete")
-
-
-def phases_of(mode: str) -> tuple[tuple[str, str], ...]:
-    """The phases io500 runs in `mode` (standard or extended), in its order, with their groups."""
-    return PHASES_EXTENDED if mode == "extended" else PHASES
-
 
 def extended_refusal(cfg: "Io500Config") -> str | None:
     """Why storlab cannot run io500's extended mode with this .ini (None when it can): the
-    md-workbench phases it would run, named in one line."""
-    on = [name for name in NOT_BUILT_IN if cfg.runs(name)]
+    phases it would run that are not built in (md-workbench), named in one line."""
+    on = [p.name for p in TABLE if not p.built_in and cfg.runs(p.name)]
     if not on:
         return None
     return (f"io500 --mode extended: {', '.join(on)}: md-workbench is not built in; set run = FALSE in "
             "[mdworkbench] to run the other extended phases (find-easy, find-hard); a phase switched off "
             "scores 0 and invalidates the extended score, as in io500")
-WRITE_PHASES = ("ior-easy-write", "mdtest-easy-write", "ior-hard-write", "mdtest-hard-write")
-# which [dummy] section's `run` also switches a phase off
-_PARENT = {"ior-easy-write": "ior-easy", "ior-easy-read": "ior-easy", "ior-rnd4K-easy-read": "ior-easy",
-           "ior-hard-write": "ior-hard", "ior-hard-read": "ior-hard",
-           "mdworkbench-create": "mdworkbench", "mdworkbench-bench": "mdworkbench", "mdworkbench-delete": "mdworkbench",
-           "mdtest-easy-write": "mdtest-easy", "mdtest-easy-stat": "mdtest-easy", "mdtest-easy-delete": "mdtest-easy",
-           "mdtest-hard-write": "mdtest-hard", "mdtest-hard-stat": "mdtest-hard", "mdtest-hard-read": "mdtest-hard",
-           "mdtest-hard-delete": "mdtest-hard"}
-# sections of the extended mode (io500 --mode=extended): known, recorded, not run in standard mode
-EXTENDED = ("mdworkbench", "mdworkbench-create", "find-easy", "find-hard", "mdworkbench-bench", "mdworkbench-delete")
+
 
 _SIZE = re.compile(r"^\s*([0-9]+)\s*([kKmMgGtTpP]?)\s*$")
 
@@ -104,7 +69,7 @@ def ior_size(text: str) -> int:
 
 
 class Io500Config:
-    """The settings of one io500 run, typed, as measure/io500.py needs them."""
+    """The settings of one io500 run, typed, as the suite (suites/io500/) needs them."""
 
     def __init__(self, ini: IniFile, source: str) -> None:
         self.ini, self.source = ini, source
@@ -138,7 +103,7 @@ class Io500Config:
         if phase == "timestamp":
             return True
         own = self.ini.get(phase, "run")
-        parent = _PARENT.get(phase)
+        parent = BY_NAME[phase].parent
         return bool(own) and (parent is None or bool(self.ini.get(parent, "run")))
 
 
@@ -152,11 +117,42 @@ def translate(path: str, **_: Any) -> Translation:
     return translate_text(data.decode("utf-8", errors="replace"), path, sha256_of(data))
 
 
+# Bounds of the values io500 takes as any integer: the run table's (a duration of at most 10
+# years, counts up to 10^15, sizes up to 1 EiB), checked before anything is derived from them
+_SIZE_KEYS = (("ior-easy", "transferSize"), ("ior-easy", "blockSize"))
+
+
+def _check_bounds(ini: IniFile, source: str) -> None:
+    """Refuse, in one line naming the key, a value no run can honour: a size IOR cannot read, zero
+    or beyond MAX_BYTES, a count beyond MAX_COUNT, a stonewall beyond MAX_DURATION_S."""
+    for (section, key), (value, line) in sorted(ini.values.items(), key=lambda kv: kv[1][1]):
+        spec = next(k for k in SECTIONS[section] if k.name == key)
+        reason = None
+        if (section, key) in _SIZE_KEYS:
+            try:
+                size = ior_size(value)
+            except ValueError as e:
+                reason = str(e)
+            else:
+                if not 0 < size <= MAX_BYTES:
+                    reason = f"must be from 1 byte to {format_size(MAX_BYTES)}"
+        elif (section, key) == ("debug", "stonewall-time"):
+            if not 1 <= int(value) <= MAX_DURATION_S:
+                reason = f"must be from 1 to {int(MAX_DURATION_S)} seconds (10 years)"
+        elif spec.type in ("int", "uint", "uint64") and abs(int(value)) > MAX_COUNT:
+            reason = f"is out of range; allowed: at most {MAX_COUNT:.0e}"
+        elif spec.type == "float" and not math.isfinite(float(value)):
+            reason = "must be a finite number"
+        if reason:
+            raise Refusal(FORMAT, source, line, f"{section}.{key}", value, reason)
+
+
 def config_from_ini(text: str, source: str) -> Io500Config:
     try:
         ini = parse_ini(text)
     except IniError as e:
         raise Refusal(FORMAT, source, e.line, e.key, e.value, e.reason) from None
+    _check_bounds(ini, source)
     return Io500Config(ini, source)
 
 
@@ -196,18 +192,12 @@ def translate_text(text: str, source: str = "<text>", sha256: str | None = None)
             refuse(section, key, "ior-easy with one shared file is not built in; use filePerProc = TRUE (io500's default)")
         elif key == "dataPacketType" and value not in ("timestamp", "offset", "incompressible", "random"):
             refuse(section, key, "io500 allows timestamp|offset|incompressible|random")
-    for name in ("transferSize", "blockSize"):
-        try:
-            ior_size(ini.get("ior-easy", name))
-        except ValueError as e:
-            refused.append((ini.line("ior-easy", name), f"ior-easy.{name}", ini.get("ior-easy", name), str(e)))
+    # sizes and the stonewall were bounded before the config was made (_check_bounds)
     if not refused and cfg.easy_block % cfg.easy_xfer:
         refused.append((ini.line("ior-easy", "blockSize"), "ior-easy.blockSize", ini.get("ior-easy", "blockSize"),
                         "must be a multiple of transferSize (as IOR requires)"))
-    if not refused and cfg.stonewall_s <= 0:
-        refused.append((ini.line("debug", "stonewall-time"), "debug.stonewall-time", cfg.stonewall_s,
-                        "must be at least 1 second"))
-    for section in EXTENDED:
+    extended = extended_sections()
+    for section in extended:
         for key in SECTIONS[section]:
             if ini.is_set(section, key.name):
                 mapped.append(Mapped(f"{section}.{key.name}", ini.get(section, key.name), "", "accepted",
@@ -253,7 +243,7 @@ def translate_text(text: str, source: str = "<text>", sha256: str | None = None)
     if ini.is_set("find", "nproc"):
         record("find", "nproc", f"find runs on the first {cfg.find_nproc} ranks")
     for section, keys in SECTIONS.items():
-        if section in EXTENDED:
+        if section in extended:
             continue
         for key in keys:
             if key.name.startswith("pfind-") and ini.is_set(section, key.name):
@@ -284,12 +274,13 @@ def translate_text(text: str, source: str = "<text>", sha256: str | None = None)
     ]
     if sw < cfg.min_write_s:
         notes.append(f"stonewall-time {sw} s != {cfg.min_write_s} s: the run is marked invalid, as io500 marks it")
+    notes += ini.repeat_notes()     # a key set twice in its section: which value io500 keeps
 
     job = _job(cfg)
     return Translation(format=FORMAT, source=source, sha256=sha256 or sha256_of(text.encode()), job=job,
                        mapped=mapped, notes=notes,
                        details={"config_hash": cfg.config_hash, "stonewall_s": sw,
-                                "phases": [n for n, _ in PHASES if cfg.runs(n)]})
+                                "phases": [p.name for p in phases_of("standard") if cfg.runs(p.name)]})
 
 
 # IOR -R: one seeded fill written, every byte read compared with it (no read-back after writing)
@@ -352,10 +343,12 @@ def _api(cfg: Io500Config, section: str, parent: str) -> list[str]:
 
 def io500_command(cfg: Io500Config, phase: str, datadir: str, resultdir: str, timestamp: str) -> str | None:
     """The command line io500 02091cf runs for `phase` (its `exe` line in result.txt): the IOR,
-    mdtest or pfind arguments src/phase_*.c build, flattened with spaces. None for timestamp."""
+    mdtest or pfind arguments src/phase_*.c build, flattened with spaces. None for timestamp (and
+    md-workbench, not built in)."""
     ini, sw, packet = cfg.ini, cfg.stonewall_s, f"--dataPacketType={cfg.data_packet_type}"
     gpu = ini.get("global", "io-buffers-on-gpu")
-    if phase.startswith("ior-easy") or phase == "ior-rnd4K-easy-read":
+    record = BY_NAME[phase]
+    if record.parent == "ior-easy":
         std = phase != "ior-rnd4K-easy-read"
         a = ["./ior", packet, *["-v"] * (ini.get("ior-easy", "verbosity") or 0),
              *(["-O", "allocateBufferOnGPU=1"] if gpu else []),
@@ -367,14 +360,14 @@ def io500_command(cfg: Io500Config, phase: str, datadir: str, resultdir: str, ti
         a += ["-F"] if cfg.easy_file_per_proc else []
         csv = ["-O", f"saveRankPerformanceDetailsCSV={resultdir}/{phase}.csv"]
         if phase == "ior-easy-write":
-            a += ["-w", "-D", str(sw), "-O", "stoneWallingWearOut=1", *_api(cfg, phase, "ior-easy"), *csv]
+            a += ["-w", "-D", str(sw), "-O", "stoneWallingWearOut=1", *_api(cfg, phase, record.parent), *csv]
         elif phase == "ior-easy-read":
-            a += ["-r", "-R", *_api(cfg, phase, "ior-easy"), *csv]
+            a += ["-r", "-R", *_api(cfg, phase, record.parent), *csv]
         else:
-            a += ["-r", "-D", str(sw), "-z", "-z", *_api(cfg, phase, "ior-easy"), *csv, "-t=4096", "-b=4096",
+            a += ["-r", "-D", str(sw), "-z", "-z", *_api(cfg, phase, record.parent), *csv, "-t=4096", "-b=4096",
                   "-s=10000000", "-O", "stoneWallingWearOut=1"]
             a += ["-C", "-Q", "2"] if cfg.easy_file_per_proc else []
-    elif phase.startswith("ior-hard"):
+    elif record.parent == "ior-hard":
         a = ["./ior", packet, *["-v"] * (ini.get("ior-hard", "verbosity") or 0),
              *(["-O", "allocateBufferOnGPU=1"] if gpu else []),
              "-C", "-Q", "1", "-g", f"-G={_phase_number('ior-hard', timestamp)}", "-k", "-e",
@@ -383,10 +376,10 @@ def io500_command(cfg: Io500Config, phase: str, datadir: str, resultdir: str, ti
         collective = ["-c"] if (ini.get(phase, "collective") or ini.get("ior-hard", "collective")) else []
         csv = ["-O", f"saveRankPerformanceDetailsCSV={resultdir}/{phase}.csv"]
         if phase == "ior-hard-write":
-            a += ["-w", *collective, "-D", str(sw), *_api(cfg, phase, "ior-hard"), *csv, "-O", "stoneWallingWearOut=1"]
+            a += ["-w", *collective, "-D", str(sw), *_api(cfg, phase, record.parent), *csv, "-O", "stoneWallingWearOut=1"]
         else:
-            a += ["-r", "-R", *collective, *_api(cfg, phase, "ior-hard"), *csv]
-    elif phase.startswith("mdtest-"):
+            a += ["-r", "-R", *collective, *_api(cfg, phase, record.parent), *csv]
+    elif record.family == "mdtest":
         kind = phase.split("-")[1]
         a = ["./mdtest", packet, *(["--allocateBufferOnGPU"] if gpu else [])]
         if kind == "easy":
@@ -401,8 +394,8 @@ def io500_command(cfg: Io500Config, phase: str, datadir: str, resultdir: str, ti
         per_dir_off = kind == "hard" and ini.get("mdtest-hard", "files-per-dir")
         a += {"write": ["-C", "-Y", *([] if per_dir_off else ["-W", str(sw)])], "stat": ["-T"], "read": ["-E", "-X"],
               "delete": ["-r"]}[step]
-        a += [f"--saveRankPerformanceDetails={resultdir}/{phase}.csv", *_api(cfg, phase, f"mdtest-{kind}")]
-    elif phase in ("find", "find-easy", "find-hard"):
+        a += [f"--saveRankPerformanceDetails={resultdir}/{phase}.csv", *_api(cfg, phase, record.parent)]
+    elif record.family == "find":
         newer = ["-newer", f"{resultdir}/timestampfile", "-size", f"{HARD_FILE_SIZE}c"]
         a = {"find": ["./pfind", datadir, *newer], "find-easy": ["./pfind", f"{datadir}/mdtest-easy/"],
              "find-hard": ["./pfind", f"{datadir}/mdtest-hard/", *newer]}[phase]

@@ -21,6 +21,15 @@ passes it on to its own once: the notice floods the tree in log2(size) hops, and
 more than its neighbours' count of messages for it. The tree heals around a gone rank (tree.py),
 so the final gather still reaches every living rank. Shutdown is an orderly BYE exchange up the
 tree and back down, so no message is left unmatched when MPI is finalised.
+
+Signals: a wait polls, so it also watches the stop flag (signals.STOP). A waiting main thread is
+interrupted by the signal itself; a wait where the signal cannot raise (another thread, a
+section that holds signals) gives up once the stop is older than `rank_timeout` and the others
+have still not come, and tells them this rank failed, so SIGTERM ends a rank stuck waiting.
+
+This is the one module that imports mpi4py (ranks.py, the rank interface's MPI side, loads it
+through here): the orchestrator and the commands reach MPI's world, node name and library
+through the functions at the end.
 """
 from __future__ import annotations
 
@@ -33,10 +42,12 @@ from typing import Any, Callable
 
 from mpi4py import MPI
 
-from ...errors import StorlabError
+from ...signals import STOP
+from ..ranks import RankFailure
 from . import tree
 
-__all__ = ["RankFailure", "Liveness", "Comm"]
+__all__ = ["RankFailure", "Liveness", "Comm", "world", "world_size", "processor_name", "library_version",
+           "split_first"]
 
 # Tags on the private control communicator (liveness thread) ...
 TAG_HEARTBEAT, TAG_ABORT, TAG_BYE = 1, 2, 3
@@ -150,14 +161,6 @@ class _Doorbell:
 
     def close(self) -> None:
         self.sock.close()
-
-
-class RankFailure(StorlabError):
-    """A rank failed or vanished; the message names it (`rank 2 (node n17) failed: ...`)."""
-
-    def __init__(self, rank: int, message: str) -> None:
-        super().__init__(message)
-        self.rank = rank
 
 
 @dataclass
@@ -410,6 +413,7 @@ class Comm:
         self.size = self.data.Get_size()
         self.liveness = liveness
         self._seq = 0
+        self._stop_seen: float | None = None   # when a wait first saw a stop signal
         self.collectives = 0      # tree sweeps (a gather or a broadcast) this rank took part in
         self.messages_sent = 0    # data messages this rank sent in them
         # This communicator's ranks in the world (liveness knows gone ranks by their world rank).
@@ -454,15 +458,27 @@ class Comm:
         return req
 
     # -- waiting --------------------------------------------------------------------------------
-    def _check(self) -> None:
+    def _check(self, started: float) -> None:
+        """Raise when a rank failed, or when a stop signal (signals.STOP) is older than the rank
+        timeout and this wait, begun at `started`, has still not ended: this rank then tells the
+        others it failed (see the module doc)."""
         f = self.liveness.failure
         if f is not None:
             raise RankFailure(f.rank, f.args[0])
+        if STOP.requested:
+            now = time.monotonic()
+            if self._stop_seen is None:
+                self._stop_seen = now
+            waited = now - max(started, self._stop_seen)
+            if waited > self.liveness.timeout_s:
+                raise self.liveness.report(f"interrupted by {STOP.signal_name}, and the other ranks did not "
+                                           f"come within {self.liveness.timeout_s:g} s")
 
     def _wait_request(self, req, deadline: float | None = None) -> bool:
         pause = _Backoff(self._busy_wait)
+        started = time.monotonic()
         while not req.test()[0]:
-            self._check()
+            self._check(started)
             if deadline is not None and time.monotonic() > deadline:
                 return False
             pause()
@@ -475,6 +491,7 @@ class Comm:
         fast rank's message for the next collective may arrive before a slow rank's for this one."""
         pause = _Backoff(self._busy_wait)
         quick, rung = _QUICK_ROUNDS, 0
+        started = time.monotonic()
         while True:
             for source in sources:
                 msg = self.data.improbe(source, tag)
@@ -488,7 +505,7 @@ class Comm:
                                        f"while waiting for {seq}")
                 # else: left over from a collective abandoned after a failure; dropped
             if check:
-                self._check()
+                self._check(started)
             now = time.monotonic() if deadline is not None else 0.0
             if deadline is not None and now > deadline:
                 return None
@@ -506,6 +523,10 @@ class Comm:
                 pause()
 
     def _next(self) -> int:
+        """The next collective's sequence number; a failure already known raises here, so a rank
+        that failed (or heard of a failure) adds nothing to a collective the others would finish
+        without it: every rank's next collective raises."""
+        self._check(time.monotonic())
         self.collectives += 1
         self._seq += 1
         return self._seq
@@ -621,3 +642,31 @@ class Comm:
                 break
             pause()
         return {}
+
+
+# -- MPI itself, for the orchestrator and the commands (no other module imports mpi4py) ----------
+def world():
+    """MPI's world communicator."""
+    return MPI.COMM_WORLD
+
+
+def world_size() -> int:
+    """Ranks in the launch, as MPI counts them."""
+    return MPI.COMM_WORLD.Get_size()
+
+
+def processor_name() -> str:
+    """This rank's node name, as MPI names it."""
+    return MPI.Get_processor_name()
+
+
+def library_version() -> str:
+    """The MPI library's first line of version text (MPICH, Open MPI ...)."""
+    return MPI.Get_library_version().strip().splitlines()[0]
+
+
+def split_first(comm, n: int):
+    """The communicator of ranks 0 .. n-1 of `comm` (collective over `comm`); None on the others."""
+    rank = comm.Get_rank()
+    sub = comm.Split(0 if rank < n else MPI.UNDEFINED, rank)
+    return None if sub == MPI.COMM_NULL else sub

@@ -49,8 +49,6 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from mpi4py import MPI
-
 from ...devices.safety import describe_path
 from ...document import header, now_iso
 from ...errors import SpecError, TargetError
@@ -64,7 +62,7 @@ from ..meta import MetaBenchmark, make_workdir, meta_findings, meta_job_record, 
 from ..meta import ProgressFn as MetaProgressFn
 from ..runner import IoBenchmark, ProgressFn
 from . import clock
-from .comm import TAG_CLEANUP, Comm, Liveness, RankFailure
+from .comm import TAG_CLEANUP, Comm, Liveness, RankFailure, library_version, processor_name, split_first, world
 from .rewrite import data_rank, private_targets, read_only, rewrite_job, rewrite_warnings, substitute, wearout_io_size, wearout_pairs
 
 __all__ = ["Session", "RankHooks", "IoRanks", "MetaRanks", "job_record", "run_cli", "run_meta_cli",
@@ -665,16 +663,16 @@ class Session:
     def start(cls, rank_timeout_s: float, launch: Launch | None = None, sub_sizes: tuple[int, ...] = ()) -> "Session":
         """Initialise (all ranks call this together); sub-communicators of the first n ranks are
         made now for each n in `sub_sizes`, while every rank is known to be alive."""
-        world = MPI.COMM_WORLD
-        liveness = Liveness(world, rank_timeout_s)
-        comm = Comm(world, liveness)
-        nodes = comm.allgather(MPI.Get_processor_name())
+        everyone = world()
+        liveness = Liveness(everyone, rank_timeout_s)
+        comm = Comm(everyone, liveness)
+        nodes = comm.allgather(processor_name())
         liveness.nodes = list(nodes)
         offsets = clock.exchange(comm, nodes)
         session = cls(launch, liveness, comm, nodes, offsets)
         for n in sub_sizes:
-            sub = world.Split(0 if world.Get_rank() < n else MPI.UNDEFINED, world.Get_rank())
-            session._subs[n] = None if sub == MPI.COMM_NULL else Comm(sub, liveness)
+            sub = split_first(everyone, n)
+            session._subs[n] = None if sub is None else Comm(sub, liveness)
         atexit.register(session._close)
         return session
 
@@ -727,7 +725,7 @@ class Session:
             "size": size,
             "launcher": self.launch.launcher if self.launch else None,
             "launch_variables": self.launch.source if self.launch else None,
-            "library": MPI.Get_library_version().strip().splitlines()[0],
+            "library": library_version(),
             "nodes": [{"node": n, "ranks": [r for r in range(size) if nodes[r] == n]} for n in dict.fromkeys(nodes)],
             "clock": [{"rank": r, "node": nodes[r], **self.offsets[r].as_dict()} for r in range(size)],
             **side.mpi_fields(phases),

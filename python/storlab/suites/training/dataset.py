@@ -15,7 +15,6 @@ compression or deduplication gain nothing, as in DLIO.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -29,7 +28,7 @@ import numpy as np
 
 from ...errors import UserError
 from ...jobs.workload import DatasetSpec
-from .formats import EXTENSIONS, STREAMED, FileLayout, index_paths, write_file, write_indexed_binary
+from .formats import FORMATS, FileLayout
 
 __all__ = ["Dataset", "DatasetError", "prepare", "file_names", "drop_cached", "MANIFEST", "PARTIAL"]
 
@@ -96,7 +95,7 @@ def _params(spec: DatasetSpec) -> dict[str, Any]:
 def file_names(spec: DatasetSpec) -> list[str]:
     """Relative paths of the dataset's files, as DLIO names them: the training files, then
     the evaluation files."""
-    ext = EXTENSIONS[spec.format]
+    ext = FORMATS[spec.format].extension
     out = []
     for split, n, subfolders in (("train", spec.files, spec.subfolders), ("valid", spec.eval_files, spec.eval_subfolders)):
         digits = len(str(n))
@@ -125,12 +124,15 @@ def record_lengths(spec: DatasetSpec) -> list[int]:
     return [int(min(hi, max(1, round(x)))) for x in draws]
 
 
-_OURS = re.compile(r"^[^/]+_\d+_of_\d+\.(npz|npy|hdf5|tfrecord|indexed_binary(\.off\.idx|\.sz\.idx)?)$")
+# A file of a storlab dataset: a data file of any format, or a side file of one
+_OURS = re.compile(r"^[^/]+_\d+_of_\d+\.(" + "|".join(
+    re.escape(f.extension) + ("(" + "|".join(re.escape(x) for x in f.side_suffixes) + ")?" if f.side_suffixes else "")
+    for f in FORMATS.values()) + ")$")
 
 
 def companion_paths(spec: DatasetSpec, path: str) -> list[str]:
     """Files a data file of this format comes with (indexed_binary: its two index files)."""
-    return index_paths(path) if spec.format == "indexed_binary" else []
+    return FORMATS[spec.format].side_paths(path)
 
 
 def _foreign_entry(folder: str) -> str | None:
@@ -191,7 +193,8 @@ def _matches(manifest: dict[str, Any], spec: DatasetSpec, folder: str, names: li
         return "its file list differs"
     for rel, size, *_ in files:
         path = os.path.join(folder, rel)
-        expected = [(path, size)] + [(c, 8 * spec.samples_per_file) for c in companion_paths(spec, path)]
+        side = FORMATS[spec.format].side_bytes(spec.samples_per_file)
+        expected = [(path, size)] + [(c, side) for c in companion_paths(spec, path)]
         for p, want in expected:
             try:
                 st = os.lstat(p)
@@ -219,9 +222,12 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
 
     rank, ranks = (comm.rank, comm.size) if comm is not None else (0, 1)
     barrier = comm.barrier if comm is not None else (lambda: None)
-    if spec.format == "hdf5" and importlib.util.find_spec("h5py") is None:
-        raise DatasetError("dataset.format: hdf5 files are written with h5py, which is not installed; "
-                           "pip install 'storlab[workload]' (or h5py), or use npz, npy or tfrecord")
+    fmt = FORMATS[spec.format]
+    missing = fmt.missing()
+    if missing:
+        others = [f.name for f in FORMATS.values() if not f.requires]
+        raise DatasetError(f"dataset.format: {fmt.name} files are written with {missing}, which is not installed; "
+                           f"pip install 'storlab[workload]' (or {missing}), or use {', '.join(others)}")
 
     folder = os.path.abspath(spec.folder)
     names = file_names(spec)
@@ -256,7 +262,7 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
     mine = list(range(rank, len(names), ranks))
     layouts: dict[int, FileLayout] = {}
     workers = max(1, threads or min(8, os.cpu_count() or 1))
-    if spec.format not in STREAMED:     # each worker holds a file's samples in memory
+    if not fmt.streamed:                # each worker holds a file's samples in memory
         per_file = IN_MEMORY_COPIES * spec.samples_per_file * max(lengths)
         workers = max(1, min(workers, _memory_available() // max(1, per_file)))
 
@@ -269,13 +275,7 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
         tmp = os.path.join(os.path.dirname(path), f".tmp-{os.path.basename(path)}")
         companions = companion_paths(spec, path)
         tmp_companions = [os.path.join(os.path.dirname(c), f".tmp-{os.path.basename(c)}") for c in companions]
-        if spec.format in STREAMED:
-            lay = write_indexed_binary(tmp, spec.samples_per_file, lengths[i], rng, tmp_companions)
-        else:
-            samples = rng.integers(0, 256, size=(spec.samples_per_file, lengths[i]), dtype=np.uint8)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-            with os.fdopen(fd, "w+b") as f:
-                lay = write_file(f, tmp, spec.format, samples)
+        lay = fmt.write(tmp, spec.samples_per_file, lengths[i], rng, tmp_companions)
         for target in (*companions, path):
             if os.path.islink(target):
                 raise DatasetError(f"dataset.folder: {os.path.relpath(target, folder_real)} is a symbolic link; refused")
@@ -332,7 +332,9 @@ def _memory_available() -> int:
 def _check_room(folder: str, spec: DatasetSpec, lengths: list[int]) -> None:
     """Refuse, before a byte is written, a dataset that cannot fit the file system (its free
     space plus what an earlier dataset here occupies), or a file too large to generate in memory."""
-    need = spec.samples_per_file * (sum(lengths) + (16 * len(lengths) if spec.format in STREAMED else 0))
+    fmt = FORMATS[spec.format]
+    side = len(fmt.side_suffixes) * fmt.side_bytes(spec.samples_per_file)
+    need = spec.samples_per_file * sum(lengths) + side * len(lengths)
     probe = folder
     while not os.path.exists(probe):    # a folder not made yet: the file system it would be on
         probe = os.path.dirname(probe)
@@ -348,7 +350,7 @@ def _check_room(folder: str, spec: DatasetSpec, lengths: list[int]) -> None:
         raise DatasetError(f"dataset: {len(lengths)} files x {spec.samples_per_file} samples x {spec.record_length} B "
                            f"= {need} B do not fit the {free} B free in {folder}; use fewer dataset.files (--scale), "
                            "fewer dataset.samples_per_file, or another dataset.folder")
-    if spec.format in STREAMED:
+    if fmt.streamed:
         return
     per_sample = IN_MEMORY_COPIES * max(lengths)
     avail = _memory_available()

@@ -14,23 +14,28 @@ beside it FILE.off.idx and FILE.sz.idx hold each sample's offset and size as nat
 (DLIO writes them with struct 'Q' and reads them as int64). It is written piecewise, so a file
 need not fit in memory; `index_paths` names the two index files a reader loads before its
 first sample of the file.
+
+Each format is one record, `Format` in `FORMATS` (its writer, its file name extension, the side
+files that come with a data file, whether it is written piecewise, whether the reader loads its
+side files as an index, the optional module that writes it); the dataset, its generation and the
+training reader look a format up there instead of testing its name.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import struct
 import zipfile
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, Callable
 
 import numpy as np
 
-__all__ = ["FileLayout", "write_file", "write_indexed_binary", "index_paths", "read_index", "crc32c", "crc32c_rows",
-           "masked_crc", "read_tfrecords", "example_bytes", "EXTENSIONS", "STREAMED"]
+__all__ = ["Format", "FORMATS", "FileLayout", "write_indexed_binary", "index_paths", "read_index", "crc32c",
+           "crc32c_rows", "masked_crc", "read_tfrecords", "example_bytes"]
 
-EXTENSIONS = {"npz": "npz", "npy": "npy", "hdf5": "hdf5", "tfrecord": "tfrecord", "indexed_binary": "indexed_binary"}
 INDEX_SUFFIXES = (".off.idx", ".sz.idx")          # DLIO's index files beside an indexed_binary file
-STREAMED = ("indexed_binary",)                    # formats written piecewise (no file-sized buffer)
+INDEX_ENTRY_BYTES = 8                             # one int64 per sample in each index file
 _PIECE_BYTES = 16 << 20
 
 
@@ -258,6 +263,11 @@ def read_tfrecords(path: str) -> list[dict[str, object]]:
 
 
 # -- writers ---------------------------------------------------------------------------------------
+# Every format's writer: write `samples` random samples of `length` bytes to `path` (and its side
+# files to `side_paths`), return where the samples lie.
+Writer = Callable[[str, int, int, np.random.Generator, list[str]], FileLayout]
+
+
 def _dims(length: int) -> tuple[int, int]:
     """DLIO's 2-D sample shape: as square as the length allows (dim1 x dim2 == length)."""
     d1 = int(length ** 0.5)
@@ -266,45 +276,64 @@ def _dims(length: int) -> tuple[int, int]:
     return d1, length // d1
 
 
-def write_file(f: BinaryIO, path: str, fmt: str, samples: np.ndarray) -> FileLayout:
-    """Write `samples` (n x length uint8) to the open file `f` (named `path`) in `fmt`."""
+def _write_npz(f: BinaryIO, path: str, samples: np.ndarray) -> FileLayout:
     n, length = samples.shape
     d1, d2 = _dims(length)
-    if fmt == "npz":
-        np.savez(f, x=samples.reshape(n, d1, d2), y=np.zeros(n, dtype=np.uint8))
-        f.flush()
-        offset = _npz_member_offset(path, "x.npy")
-        return FileLayout(os.fstat(f.fileno()).st_size, offset, length, length)
-    if fmt == "npy":
-        np.save(f, samples.reshape(n, d1, d2))
-        f.flush()
-        return FileLayout(os.fstat(f.fileno()).st_size, _npy_data_offset(path, 0), length, length)
-    if fmt == "tfrecord":
-        head, tail = _example_parts(length, length)
-        rec_len = len(head) + length + len(tail)
-        payloads = np.empty((n, rec_len), dtype=np.uint8)
-        payloads[:, :len(head)] = np.frombuffer(head, dtype=np.uint8)
-        payloads[:, len(head):len(head) + length] = samples
-        payloads[:, len(head) + length:] = np.frombuffer(tail, dtype=np.uint8)
-        crcs = crc32c_rows(payloads)
-        len_bytes = struct.pack("<Q", rec_len)
-        len_crc = struct.pack("<I", masked_crc(crc32c(len_bytes)))
-        for i in range(n):
-            f.write(len_bytes + len_crc)
-            f.write(payloads[i].data)
-            f.write(struct.pack("<I", masked_crc(int(crcs[i]))))
-        f.flush()
-        return FileLayout(os.fstat(f.fileno()).st_size, 0, rec_len + 16, rec_len + 16)
-    if fmt == "hdf5":
-        import h5py
+    np.savez(f, x=samples.reshape(n, d1, d2), y=np.zeros(n, dtype=np.uint8))
+    f.flush()
+    offset = _npz_member_offset(path, "x.npy")
+    return FileLayout(os.fstat(f.fileno()).st_size, offset, length, length)
 
-        with h5py.File(f, "w") as h:
-            dset = h.create_dataset("records", data=samples.reshape(n, d1, d2))
-            h.create_dataset("labels", data=np.zeros(n, dtype=np.uint8))
-            offset = dset.id.get_offset()
-        f.flush()
-        return FileLayout(os.fstat(f.fileno()).st_size, int(offset), length, length)
-    raise ValueError(f"format {fmt!r}")
+
+def _write_npy(f: BinaryIO, path: str, samples: np.ndarray) -> FileLayout:
+    n, length = samples.shape
+    d1, d2 = _dims(length)
+    np.save(f, samples.reshape(n, d1, d2))
+    f.flush()
+    return FileLayout(os.fstat(f.fileno()).st_size, _npy_data_offset(path, 0), length, length)
+
+
+def _write_tfrecord(f: BinaryIO, path: str, samples: np.ndarray) -> FileLayout:
+    n, length = samples.shape
+    head, tail = _example_parts(length, length)
+    rec_len = len(head) + length + len(tail)
+    payloads = np.empty((n, rec_len), dtype=np.uint8)
+    payloads[:, :len(head)] = np.frombuffer(head, dtype=np.uint8)
+    payloads[:, len(head):len(head) + length] = samples
+    payloads[:, len(head) + length:] = np.frombuffer(tail, dtype=np.uint8)
+    crcs = crc32c_rows(payloads)
+    len_bytes = struct.pack("<Q", rec_len)
+    len_crc = struct.pack("<I", masked_crc(crc32c(len_bytes)))
+    for i in range(n):
+        f.write(len_bytes + len_crc)
+        f.write(payloads[i].data)
+        f.write(struct.pack("<I", masked_crc(int(crcs[i]))))
+    f.flush()
+    return FileLayout(os.fstat(f.fileno()).st_size, 0, rec_len + 16, rec_len + 16)
+
+
+def _write_hdf5(f: BinaryIO, path: str, samples: np.ndarray) -> FileLayout:
+    # the format's optional dependency (Format.requires), checked before generation starts
+    import h5py
+
+    n, length = samples.shape
+    d1, d2 = _dims(length)
+    with h5py.File(f, "w") as h:
+        dset = h.create_dataset("records", data=samples.reshape(n, d1, d2))
+        h.create_dataset("labels", data=np.zeros(n, dtype=np.uint8))
+        offset = dset.id.get_offset()
+    f.flush()
+    return FileLayout(os.fstat(f.fileno()).st_size, int(offset), length, length)
+
+
+def _in_memory(write: Callable[[BinaryIO, str, np.ndarray], FileLayout]) -> Writer:
+    """A writer of a format written whole: a file's samples drawn at once, then written to `path`."""
+    def writer(path: str, samples: int, length: int, rng: np.random.Generator, side_paths: list[str]) -> FileLayout:
+        data = rng.integers(0, 256, size=(samples, length), dtype=np.uint8)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "w+b") as f:
+            return write(f, path, data)
+    return writer
 
 
 def index_paths(path: str) -> list[str]:
@@ -346,6 +375,45 @@ def read_index(path: str, samples: int) -> tuple[np.ndarray, np.ndarray]:
                 raise OSError(f"{p}: shorter than {samples} int64 entries (the dataset changed?)")
             out.append(a)
     return out[0], out[1]
+
+
+# -- the formats ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Format:
+    """One dataset file format: everything the dataset, its generation and the reader need of it."""
+    name: str
+    write: Writer                        # (path, samples, length, rng, side paths) -> FileLayout
+    side_suffixes: tuple[str, ...] = ()  # files beside each data file, named PATH + suffix
+    streamed: bool = False               # written piecewise: a file's samples never all in memory
+    indexed: bool = False                # the reader loads the side files (offsets, sizes) first
+    requires: str | None = None          # the optional module that writes it (None: numpy alone)
+
+    @property
+    def extension(self) -> str:
+        return self.name                 # DLIO names its files .FORMAT
+
+    def side_paths(self, path: str) -> list[str]:
+        """The files a data file at `path` comes with."""
+        return [path + suffix for suffix in self.side_suffixes]
+
+    def side_bytes(self, samples: int) -> int:
+        """The size of each side file of a data file of `samples` samples (one int64 per sample)."""
+        return INDEX_ENTRY_BYTES * samples
+
+    def missing(self) -> str | None:
+        """The optional module this format needs and this host lacks, or None."""
+        if self.requires and importlib.util.find_spec(self.requires) is None:
+            return self.requires
+        return None
+
+
+FORMATS: dict[str, Format] = {f.name: f for f in (
+    Format("npz", _in_memory(_write_npz)),
+    Format("npy", _in_memory(_write_npy)),
+    Format("hdf5", _in_memory(_write_hdf5), requires="h5py"),
+    Format("tfrecord", _in_memory(_write_tfrecord)),
+    Format("indexed_binary", write_indexed_binary, side_suffixes=INDEX_SUFFIXES, streamed=True, indexed=True),
+)}
 
 
 def _npz_member_offset(path: str, member: str) -> int:

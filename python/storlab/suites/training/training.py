@@ -44,7 +44,7 @@ import numpy as np
 from ...jobs.workload import WorkloadSpec
 from . import checkpoint as ckpt
 from .dataset import Dataset, drop_cached
-from .formats import read_index
+from .formats import FORMATS, read_index
 
 __all__ = ["Trainer", "TrainingStopped", "percentiles", "au_of_block"]
 
@@ -330,7 +330,7 @@ class Trainer:
         rng = np.random.default_rng([spec.seed, epoch, self.rank * self.local + i] + ([salt] if salt else []))
         nthreads = spec.reader.read_threads
         many = spec.dataset.samples_per_file > 1
-        indexed = spec.dataset.samples_per_file if spec.dataset.format == "indexed_binary" else 0
+        indexed = spec.dataset.samples_per_file if FORMATS[spec.dataset.format].indexed else 0
         ready = [threading.Event() for _ in range(plan.steps)]
         failures: list[BaseException] = []
         slots: list[threading.Semaphore] = []

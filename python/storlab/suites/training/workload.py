@@ -8,7 +8,10 @@ is dropped before each epoch and the result says `compliant: false`), the epochs
 writes `count_write` checkpoints, drops their cached pages and reads `count_read` back; a
 generate-only workload (`generate = true`, train and checkpoint off) writes the dataset and
 reports it (files, bytes, seconds, bandwidth).
-Under mpiexec or srun every rank runs its accelerators and rank 0 writes the document.
+Under mpiexec or srun every rank runs its accelerators and rank 0 writes the document; the ranks
+meet through the rank interface (measure/ranks.py, made by the CLI), whose collectives end with a
+RankFailure naming a rank that died instead of waiting for it: the others then keep the epochs
+(or checkpoints) done and rank 0 writes them, complete: false.
 """
 from __future__ import annotations
 
@@ -21,63 +24,32 @@ from typing import Any, Callable
 from ...document import header, now_iso
 from ...jobs.checkpoint_layout import checkpoint_sizes
 from ...jobs.workload import WorkloadSpec, dataset_size_rule
+from ...measure.ranks import LocalRanks, RankFailure, Ranks, any_rank
 from ...signals import STOP
 from . import checkpoint as ckpt
 from . import dataset as ds
 from .training import Trainer, TrainingStopped, merge
 
-__all__ = ["run_workload", "search_accelerators", "client_memory_bytes", "Mpi"]
+__all__ = ["run_workload", "search_accelerators", "client_memory_bytes"]
 
 
-class Mpi:
-    """The ranks of this run: a one-process stand-in, or mpi4py's COMM_WORLD under a launcher."""
-
-    def __init__(self) -> None:
-        from ...measure.launch import detect
-
-        self.comm = None
-        self.rank, self.size = 0, 1
-        if detect() is not None:
-            try:
-                from mpi4py import MPI
-            except ImportError:
-                from ...errors import UserError
-
-                raise UserError("storlab workload under mpiexec or srun needs mpi4py (pip install 'storlab[mpi]')") from None
-
-            self.comm = MPI.COMM_WORLD
-            self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
-
-    def barrier(self) -> None:
-        if self.comm is not None:
-            self.comm.Barrier()
-
-    def any(self, flag: bool) -> bool:
-        """Whether any rank's flag is set (an allreduce: also every rank's barrier)."""
-        if self.comm is None:
-            return flag
-        import numpy as np
-        from mpi4py import MPI
-
-        mine, out = np.array([int(flag)], dtype=np.int32), np.zeros(1, dtype=np.int32)
-        self.comm.Allreduce(mine, out, op=MPI.MAX)
-        return bool(out[0])
-
-    def bcast(self, obj: Any) -> Any:
-        return obj if self.comm is None else self.comm.bcast(obj, root=0)
-
-    def gather(self, obj: Any) -> list[Any] | None:
-        return [obj] if self.comm is None else self.comm.gather(obj, root=0)
-
-    def allgather(self, obj: Any) -> list[Any]:
-        return [obj] if self.comm is None else self.comm.allgather(obj)
-
-
-def client_memory_bytes(mpi: Mpi) -> tuple[int, int]:
+def client_memory_bytes(ranks: Ranks) -> tuple[int, int]:
     """(total memory of the client hosts, number of hosts): MemTotal of each distinct host."""
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    hosts = dict(mpi.allgather((socket.gethostname(), mem)))
+    hosts = dict(ranks.allgather((socket.gethostname(), mem)))
     return sum(hosts.values()), len(hosts)
+
+
+def _stop_vote(ranks: Ranks) -> Callable[[bool], bool]:
+    """The training step barrier's vote across the ranks: whether any rank stops. A rank that
+    died or failed is a vote to stop (every living rank leaves at this barrier, as on a signal);
+    its RankFailure stays known to `ranks.failure` and names it in the document."""
+    def vote(flag: bool) -> bool:
+        try:
+            return any_rank(ranks, flag)
+        except RankFailure:
+            return True
+    return vote
 
 
 def _cpu_s() -> float:
@@ -86,10 +58,11 @@ def _cpu_s() -> float:
 
 
 def run_workload(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str], None] | None = None,
-                 translation: dict[str, Any] | None = None, source: str = "", mpi: Mpi | None = None,
+                 translation: dict[str, Any] | None = None, source: str = "", ranks: Ranks | None = None,
                  drop_cache: str | None = None) -> dict[str, Any] | None:
-    """Run the workload; the document on rank 0 (None on the other ranks)."""
-    mpi = mpi or Mpi()
+    """Run the workload on `ranks` (one process without); the document on rank 0 (None on the
+    other ranks)."""
+    ranks = ranks or LocalRanks()
     notify = notify or (lambda m: None)
     doc = header("workload", argv=argv)
     doc["workload"] = {"name": spec.name, "source": source, "job": spec.to_table()}
@@ -97,9 +70,9 @@ def run_workload(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str],
         doc["workload"]["scaled"] = spec.scaled
     if translation:
         doc["translation"] = translation
-    total = spec.accelerators * mpi.size
-    memory, hosts = client_memory_bytes(mpi)
-    doc.update({"accelerators": total, "accelerators_per_process": spec.accelerators, "ranks": mpi.size,
+    total = spec.accelerators * ranks.size
+    memory, hosts = client_memory_bytes(ranks)
+    doc.update({"accelerators": total, "accelerators_per_process": spec.accelerators, "ranks": ranks.size,
                 "hosts": hosts, "au_threshold": spec.au_threshold, "warnings": [],
                 "environment": {"host": socket.gethostname(), "cpus": os.cpu_count(), "client_memory_bytes": memory}})
     if spec.checkpoint.enabled:       # a transformer's world is checked before any byte is written
@@ -107,15 +80,15 @@ def run_workload(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str],
     if spec.mode == "checkpoint":
         if spec.generate:             # DLIO generates the dataset first when generate_data is on
             t_gen = time.monotonic()
-            dataset = ds.prepare(spec.dataset, comm=mpi if mpi.size > 1 else None, notify=notify)
+            dataset = ds.prepare(spec.dataset, comm=ranks if ranks.size > 1 else None, notify=notify)
             _generation(doc, dataset, dataset_size_rule(spec, total, memory), time.monotonic() - t_gen)
-        return _checkpoint_run(spec, doc, mpi, notify)
+        return _checkpoint_run(spec, doc, ranks, notify)
     stop_flag = None
     t_gen = time.monotonic()
-    dataset = ds.prepare(spec.dataset, comm=mpi if mpi.size > 1 else None, notify=notify, stop=stop_flag)
+    dataset = ds.prepare(spec.dataset, comm=ranks if ranks.size > 1 else None, notify=notify, stop=stop_flag)
     rule = dataset_size_rule(spec, total, memory)
     if spec.mode == "generate":
-        return _generate_run(spec, doc, dataset, rule, time.monotonic() - t_gen) if mpi.rank == 0 else None
+        return _generate_run(spec, doc, dataset, rule, time.monotonic() - t_gen) if ranks.rank == 0 else None
     mode = drop_cache or spec.train.drop_cache
     drop = mode == "always" or (mode == "auto" and not rule["compliant"])
     doc["dataset"] = {**dataset.record(), "seconds_to_prepare": round(time.monotonic() - t_gen, 3),
@@ -129,10 +102,10 @@ def run_workload(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str],
     doc["noncompliant_reasons"] = reasons
     ck_folder = ""
     if spec.checkpoint.enabled:
-        ck_folder = ckpt.check_folder(spec.checkpoint.folder) if mpi.rank == 0 else os.path.abspath(spec.checkpoint.folder)
-        mpi.barrier()
-    trainer = Trainer(spec, dataset, local=spec.accelerators, rank=mpi.rank, ranks=mpi.size,
-                      mpi_any=mpi.any if mpi.size > 1 else None, drop_cache=drop,
+        ck_folder = ckpt.check_folder(spec.checkpoint.folder) if ranks.rank == 0 else os.path.abspath(spec.checkpoint.folder)
+        ranks.barrier()
+    trainer = Trainer(spec, dataset, local=spec.accelerators, rank=ranks.rank, ranks=ranks.size,
+                      mpi_any=_stop_vote(ranks) if ranks.size > 1 else None, drop_cache=drop,
                       checkpoint_folder=ck_folder, notify=notify)
     cpu0, t0 = _cpu_s(), time.monotonic()
     stopped = None
@@ -140,13 +113,25 @@ def run_workload(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str],
         trainer.run()
     except (TrainingStopped, KeyboardInterrupt) as e:
         stopped = e
+    except RankFailure as e:            # a rank died or failed: the epochs done are kept
+        stopped = e
+    except BaseException as e:
+        if ranks.size > 1:      # this rank's own error: the others stop at their next collective
+            ranks.fail(f"training: {e}")
+        raise
     wall = time.monotonic() - t0
     cpu = _cpu_s() - cpu0
-    parts = mpi.gather({"fig": trainer.local_figures(), "cpu_s": cpu, "wall_s": wall})
-    if mpi.rank != 0:
-        if isinstance(stopped, KeyboardInterrupt):
+    # the last exchange survives a dead rank: rank 0 gets what every living rank measured
+    got = ranks.gather_surviving({"fig": trainer.local_figures(), "cpu_s": cpu, "wall_s": wall})
+    failure = ranks.failure
+    if ranks.rank != 0:
+        if isinstance(stopped, KeyboardInterrupt) and failure is None:
             raise stopped
         return None
+    missing = sorted(set(range(ranks.size)) - set(got))
+    if missing and failure is None:     # alive but silent past the rank timeout: its figures are not in
+        failure = RankFailure(missing[0], f"rank {missing[0]} did not report its figures within the rank timeout")
+    parts = [got[r] for r in sorted(got)]
     figures = merge([p["fig"] for p in parts], spec, max(p["wall_s"] for p in parts))
     cpu_total = sum(p["cpu_s"] for p in parts)
     record = spec.dataset.record_length
@@ -174,9 +159,11 @@ def run_workload(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str],
                                     f"evaluation is on but {spec.dataset.eval_files} eval files hold fewer samples than "
                                     f"one batch of {spec.evaluation.batch_size} per accelerator: nothing evaluated"})
     doc["warnings"] += _first_step_warnings(spec, figures["epochs"], trainer.steps)
-    if stopped is not None or figures["epochs_done"] < spec.train.epochs:
+    if stopped is not None or failure is not None or figures["epochs_done"] < spec.train.epochs:
         doc["complete"] = False
-        if trainer.error is not None:
+        if failure is not None:
+            doc["stop_reason"], doc["error"] = "error", failure.args[0]
+        elif trainer.error is not None:
             doc["stop_reason"], doc["error"] = "error", str(trainer.error)
         else:
             doc["stop_reason"] = "interrupted"
@@ -225,22 +212,22 @@ def _first_step_warnings(spec: WorkloadSpec, epochs: list[dict[str, Any]], steps
     return []
 
 
-def _checkpoint_run(spec: WorkloadSpec, doc: dict[str, Any], mpi: Mpi, notify) -> dict[str, Any] | None:
+def _checkpoint_run(spec: WorkloadSpec, doc: dict[str, Any], ranks: Ranks, notify) -> dict[str, Any] | None:
     """Write count_write checkpoints, drop their cache, read count_read back (every writer in
     its own thread; under MPI every rank's writers)."""
     import threading
 
     ck = spec.checkpoint
-    total = spec.accelerators * mpi.size
+    total = spec.accelerators * ranks.size
     writers = ckpt.writer_count(ck, total)
-    mine = [g for g in range(mpi.rank * spec.accelerators, (mpi.rank + 1) * spec.accelerators) if g < writers]
+    mine = [g for g in range(ranks.rank * spec.accelerators, (ranks.rank + 1) * spec.accelerators) if g < writers]
     sizes = {g: ckpt.file_bytes(ck, g, writers) for g in mine}
     files = {g: len(s) for g, s in sizes.items()}
     per = ckpt.shard_bytes(ck, writers) if not ck.is_transformer else None
-    folder = ckpt.check_folder(ck.folder) if mpi.rank == 0 else os.path.abspath(ck.folder)
-    mpi.barrier()
+    folder = ckpt.check_folder(ck.folder) if ranks.rank == 0 else os.path.abspath(ck.folder)
+    ranks.barrier()
     results: list[dict[str, Any]] = []
-    tag = f"{spec.name}-{doc['run_id'][:8]}"
+    tag = ranks.bcast(f"{spec.name}-{doc['run_id'][:8]}")   # one name per checkpoint, rank 0's run id
 
     def phase(fn, args) -> dict[str, Any] | None:
         """One write or read of every writer's shard. A signal is held (recorded, not raised):
@@ -258,20 +245,20 @@ def _checkpoint_run(spec: WorkloadSpec, doc: dict[str, Any], mpi: Mpi, notify) -
                 errors.append(e)
             finally:
                 done[g].set()
-        mpi.barrier()
+        ranks.barrier()
         t0 = time.monotonic()
         threads = [threading.Thread(target=one, args=(g,), daemon=True) for g in mine]
         for t in threads:
             t.start()
         for event in done.values():
             event.wait()
-        stop = mpi.any(STOP.requested or bool(errors))      # also the phase's end barrier
+        stop = any_rank(ranks, STOP.requested or bool(errors))   # also the phase's end barrier
         wall = time.monotonic() - t0                        # first start to the last end
         if stop:
             if errors:
                 raise errors[0]
             raise KeyboardInterrupt()
-        every = mpi.gather(shards)
+        every = ranks.gather(shards)
         return None if every is None else ({"shards": [s for part in every for s in part], "wall": wall})
 
     stopped = None
@@ -291,10 +278,17 @@ def _checkpoint_run(spec: WorkloadSpec, doc: dict[str, Any], mpi: Mpi, notify) -
                         results.append(ckpt.summarize("read", i, out["shards"], out["wall"]))
         except KeyboardInterrupt as e:
             stopped = e
+        except RankFailure as e:       # a rank died or failed: the checkpoints done are kept
+            stopped = e
         finally:
+            # after a rank failed, rank 0 also removes what that rank left (each rank removes its own)
+            lost = ranks.rank == 0 and ranks.failure is not None
+            owners = list(range(writers)) if lost else mine
+            counts = {g: len(ckpt.file_bytes(ck, g, writers)) for g in owners}
             for i in range(ck.count_write):
-                ckpt.remove(folder, f"{tag}-{i}", mine, files)
-    if mpi.rank != 0:
+                ckpt.remove(folder, f"{tag}-{i}", owners, counts)
+    failure = ranks.failure
+    if ranks.rank != 0:
         return None
     writes = [r for r in results if r["kind"] == "write"]
     reads = [r for r in results if r["kind"] == "read"]
@@ -316,7 +310,9 @@ def _checkpoint_run(spec: WorkloadSpec, doc: dict[str, Any], mpi: Mpi, notify) -
     doc["compliant"] = not spec.scaled and not doc["checkpoint"]["subset"]
     doc["noncompliant_reasons"] = (["sizes scaled down"] if spec.scaled else []) + \
         (["subset mode: fewer writers than the checkpoint's ranks"] if doc["checkpoint"]["subset"] else [])
-    if stopped is not None:
+    if failure is not None:
+        doc["complete"], doc["stop_reason"], doc["error"] = False, "error", failure.args[0]
+    elif stopped is not None:
         doc["complete"], doc["stop_reason"] = False, "interrupted"
     doc["finished_at"] = now_iso()
     return doc

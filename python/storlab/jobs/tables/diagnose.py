@@ -1,0 +1,28 @@
+"""The options of `storlab diagnose` (docs/options-diagnose.md)."""
+from __future__ import annotations
+
+from ..options import BY_NAME
+from .scale import parse_rank_counts
+from .shared import OUTPUT, CommandTable, command_row
+
+__all__ = ["COMMANDS", "DIAGNOSE_OPTIONS", "DEFAULT_BUDGET_S"]
+
+# The probes' time when --budget is not given: diagnose/run.py's Settings default
+# (tests/test_cli_options.py keeps the two equal).
+DEFAULT_BUDGET_S = 180.0
+
+COMMANDS: tuple[CommandTable, ...] = (
+    CommandTable("diagnose", "measure a storage stack layer by layer against the model and name where it "
+                 "loses (docs/diagnose.md)", (
+        command_row("target", "str", "mount point (or any folder in a file system), file or block device",
+                    positional="1", metavar="TARGET"),
+        BY_NAME["stack"],
+        command_row("budget", "duration", "time for all probes together; each probe gets an equal share (2 to "
+                    "10 s)", default=DEFAULT_BUDGET_S, category="timing", minimum=5, maximum=86400, unit="s"),
+        command_row("ranks", "list", "rank counts at which to measure the file system again, as MPI ranks on "
+                    "this host (mpiexec), comma-separated (default: none)", parse=parse_rank_counts,
+                    metavar="LIST", category="scale"),
+        BY_NAME["allow_destroy"], BY_NAME["json"], OUTPUT,
+        BY_NAME["quiet"], BY_NAME["store"], BY_NAME["no_store"], BY_NAME["tag"], BY_NAME["note"])),
+)
+DIAGNOSE_OPTIONS = COMMANDS[0].options
