@@ -78,3 +78,9 @@ def test_a_profile_path_that_exists_but_is_no_file_is_not_called_missing(capsys)
     # `plan perf --profile /dev/zero` said "no such profile file" for a path that exists
     line = refused(capsys, "plan", "perf", "R5/4", "--profile", "/dev/zero")
     assert "/dev/zero: not a regular file" in line and "no such" not in line
+
+
+def test_plan_profile_of_a_character_device_names_no_flag_it_does_not_take(capsys):
+    # `plan profile /dev/zero` said "use --buffered", a flag plan profile does not have
+    line = refused(capsys, "plan", "profile", "/dev/zero")
+    assert "/dev/zero is not a block device or a regular file" in line and "--buffered" not in line

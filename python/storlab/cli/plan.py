@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import os
 import re
+import stat
 import sys
 from typing import Any, Sequence
 
@@ -258,6 +259,12 @@ def run_profile(args: argparse.Namespace) -> int:
     target = args.target
     if not os.path.exists(target):
         raise UsageError(f"target: {target} does not exist; give a block device or a file with data")
+    mode = os.stat(target).st_mode
+    if not (stat.S_ISBLK(mode) or stat.S_ISREG(mode)):
+        # a profile is measured with O_DIRECT only (the device, not the page cache): the engine's
+        # refusal would name --buffered, which plan profile does not take
+        raise UsageError(f"target: {target} is not a block device or a regular file; plan profile measures "
+                         "a device (or a file) with direct I/O only")
     rws = args.rw or PROFILE_DEFAULT_RW
     points: list[ProfilePoint] = []
     time_s = args.time or PROFILE_DEFAULT_TIME_S

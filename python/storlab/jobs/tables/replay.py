@@ -34,7 +34,7 @@ REPLAY_OPTIONS: tuple[Option, ...] = (
     command_row("keep_files", "bool", "keep the replay's data files under the target (default: removed afterwards)",
                 default=False, category="replay"),
     command_row("seed", "int", "seed of the choices the counters leave open (sizes' order, positions)",
-                default=1, minimum=0, category="replay"),
+                default=1, minimum=0, maximum=2**63 - 1, category="replay"),
 )
 
 COMMANDS: tuple[CommandTable, ...] = (
