@@ -1,7 +1,7 @@
 """`storlab io500 [CONFIG.ini]`: the IO500 benchmark as io500 defines it (its phases, stonewall,
 score and validity) on storlab's engine, from an io500 .ini run as written; result.txt and
 result_summary.txt in io500's layout in the result folder, and a storlab document
-(measure/io500.py, jobs/io500/, docs/io500.md).
+(suites/io500/, jobs/io500/, docs/io500.md).
 """
 from __future__ import annotations
 

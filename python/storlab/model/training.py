@@ -2,7 +2,7 @@
 turned into the I/O it does, timed with `predict`, and the accelerator utilisation (AU) that
 gives; and the seconds of a checkpoint's write and read (docs/model.md, "Training workloads").
 
-Training. storlab workload's emulation (measure/training.py) reads, per accelerator and step, one
+Training. storlab workload's emulation (suites/training/training.py) reads, per accelerator and step, one
 batch of B samples of R bytes: each sample is one read call of R bytes, or ceil(R / transfer)
 calls of the transfer size. `read_threads` threads per accelerator each read whole batches, one
 call at a time, so while the storage paces the run there are n x read_threads calls outstanding
@@ -23,7 +23,7 @@ The first-step edge raises a short epoch's AU by (S - 1) / (S - k); at MLPerf's 
 it is at most 1.4 % (8 readers). Without reader threads an accelerator reads its batch, then computes:
 AU = t / (t + L). samples/s = n B S / wall. AU is 0 with no compute or one step (nothing counted).
 
-Evaluation (DLIO's eval, measure/training.py's _evaluate): after the training epochs it names,
+Evaluation (DLIO's eval, suites/training/training.py's _evaluate): after the training epochs it names,
 each accelerator reads its share of the eval files in batches of the eval batch size Be and
 computes te per batch, with the same reader threads and the same read calls, and no barrier
 between steps. The measurement computes its AU and samples/s with the training formulas on the
@@ -34,10 +34,10 @@ Le = n Be R / D(n), and D(n) from `predict` at the same n x read_threads outstan
 seconds of one evaluation are its wall; a run evaluates after every epoch it names.
 
 The search: the most accelerators whose AU holds the threshold, doubling then bisecting as
-`storlab workload --search` does (measure/workload.py), so prediction and measurement look at the
+`storlab workload --search` does (suites/training/workload.py), so prediction and measurement look at the
 same points.
 
-Checkpoints (measure/checkpoint.py): each writer writes its shard in CHECKPOINT_CALL_BYTES calls
+Checkpoints (suites/training/checkpoint.py): each writer writes its shard in CHECKPOINT_CALL_BYTES calls
 and fsyncs it; the read-back (after a cache drop) reads it in calls of the same size; `predict` at
 one thread per writer gives the rate, the seconds are the checkpoint's bytes over it.
 """
@@ -57,7 +57,7 @@ __all__ = ["TrainingLoad", "CheckpointLoad", "AcceleratorPoint", "TrainingForeca
            "accelerators_fed", "predict_checkpoint", "checkpoint_writers",
            "checkpoint_shard_bytes", "CHECKPOINT_CALL_BYTES", "RULE_STEPS", "SECTOR"]
 
-CHECKPOINT_CALL_BYTES = 16 << 20    # bytes per write or read call of a checkpoint (measure/checkpoint.py)
+CHECKPOINT_CALL_BYTES = 16 << 20    # bytes per write or read call of a checkpoint (suites/training/checkpoint.py)
 RULE_STEPS = 500                    # MLPerf Storage's dataset rule: at least 500 steps per epoch
 SECTOR = 512                        # the model's requests are whole sectors
 STREAM_REQUEST_BYTES = 16 << 20     # a sample streamed over a stripe is predicted in requests up to this
@@ -314,7 +314,7 @@ def accelerators_fed(stack: Stack | None, load: TrainingLoad, devices: list[Devi
                      max_accelerators: int = 4096, cache: ControllerCache | None = None,
                      mirror_read: str = "balanced", read_members=None) -> TrainingForecast:
     """The most accelerators whose predicted AU holds the threshold: 1, 2, 4, ... until one fails,
-    then bisection (measure/workload.py's search); bounded by max_accelerators and by the dataset
+    then bisection (suites/training/workload.py's search); bounded by max_accelerators and by the dataset
     (one step per epoch at least)."""
     if max_accelerators < 1:
         raise StackError(f"max_accelerators must be at least 1, got {max_accelerators!r}")

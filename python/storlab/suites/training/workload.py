@@ -1,10 +1,10 @@
 """`storlab workload`: one training (or checkpoint) run of a workload, made into a result document,
 and the search for the most accelerators that hold the AU threshold.
 
-Order of a training run: the dataset (reused or generated, measure/dataset.py), MLPerf's
+Order of a training run: the dataset (reused or generated, suites/training/dataset.py), MLPerf's
 dataset-size rule (checked, recorded; a dataset below it is a trial: the page cache of its files
 is dropped before each epoch and the result says `compliant: false`), the epochs
-(measure/training.py), then the figures. A checkpoint workload (`[workload] train = false`)
+(suites/training/training.py), then the figures. A checkpoint workload (`[workload] train = false`)
 writes `count_write` checkpoints, drops their cached pages and reads `count_read` back; a
 generate-only workload (`generate = true`, train and checkpoint off) writes the dataset and
 reports it (files, bytes, seconds, bandwidth).
