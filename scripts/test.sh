@@ -26,6 +26,7 @@ command -v munged     >/dev/null || need_pkgs+=(munge)
 # tests/test_cluster.py: the cluster in a box (network namespaces, veth, tc htb, nsenter/unshare)
 command -v ip         >/dev/null || need_pkgs+=(iproute2)
 command -v nsenter    >/dev/null || need_pkgs+=(util-linux)
+command -v iperf3     >/dev/null || need_pkgs+=(iperf3)     # tests/test_net.py: storlab net beside iperf3
 if [ "${#need_pkgs[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "== installing Debian packages: ${need_pkgs[*]}"
     apt-get update -qq
