@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -93,3 +94,33 @@ def test_net_without_a_launcher_says_it_needs_ranks_on_the_nodes(capsys):
     err = capsys.readouterr().err
     assert rc == ExitCode.USAGE and "Traceback" not in err
     assert "mpiexec" in err and "srv" in err
+
+
+@pytest.mark.root
+@pytest.mark.netns
+@pytest.mark.mpi
+@pytest.mark.skipif(WHY is not None, reason=f"cluster in a box: {WHY}")
+@pytest.mark.skipif(WHY_MPI is not None, reason=f"ranks on nodes: {WHY_MPI}")
+def test_an_interrupted_probe_keeps_the_pairs_it_measured(tmp_path):
+    """SIGINT to mpiexec after the first pair: the document is written, complete false, with that
+    pair, exit 130, and the cluster's nodes hold no storlab process afterwards."""
+    out = tmp_path / "net.json"
+    with Cluster(["c1", "c2", "srv"], [Fabric("storage", rate_bps=50_000_000)]) as c:
+        p = subprocess.Popen(c.mpiexec(["c1", "c2", "srv"], 3) + [
+            sys.executable, "-m", "storlab", "net", "--servers", "srv", "--time", "3s", "--json", str(out),
+            "--no-store"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+        try:
+            first = p.stderr.readline()
+            assert "c1 -> srv" in first, first + p.stderr.read()
+            p.send_signal(signal.SIGINT)
+            _, err = p.communicate(timeout=60)
+        finally:
+            p.kill()
+        leftover = [c.run(n, ["pgrep", "-f", "storlab net"], check=False).strip() for n in c.nodes]
+    assert p.returncode == 130, err
+    doc = json.loads(out.read_text())
+    schemas.validate(doc)
+    assert doc["complete"] is False and doc["stop_reason"] == "interrupted"
+    assert [(q["client"], q["server"]) for q in doc["pairs"]][:1] == [("c1", "srv")]
+    assert "interrupted" in err
+    assert leftover == ["", "", ""]

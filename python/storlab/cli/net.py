@@ -32,12 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import socket
-
     from .. import document
     from ..measure.launch import detect
     from ..measure.mpi.ranks import open_ranks
-    from ..measure.net import NetSettings, probe_fabric
+    from ..measure.net import NetSettings, new_body, probe_fabric
+    from ..measure.ranks import RankFailure
 
     parse_table_args(args, NET_OPTIONS)
     for name in SHARED:      # the run table's options, validated as `storlab run` validates them
@@ -53,22 +52,17 @@ def run(args: argparse.Namespace) -> int:
     settings = NetSettings(servers=tuple(args.servers), seconds=args.time, streams=args.streams,
                            aggregate=not args.no_aggregate)
     doc = document.header("net", argv=["storlab", "net", *sys.argv[2:]])
+    body = new_body(settings)
     notify = None if quiet else (lambda line: print(f"storlab {line}", file=sys.stderr, flush=True))
-    with emit.running():
-        body = probe_fabric(ranks, settings, notify)
-        nodes = ranks.gather(socket.gethostname())
-    STOP.saving()
+    try:
+        with emit.running():
+            probe_fabric(ranks, settings, body, notify)
+    except KeyboardInterrupt:      # a signal: the pairs measured so far are kept
+        doc.update(complete=False, stop_reason="interrupted")
+    except RankFailure as e:       # another rank failed or vanished: named, the rest kept
+        doc.update(complete=False, stop_reason="error", error=str(e))
     if ranks.rank != 0:
         return STOP.exit_code or (ExitCode.FAILURE if ranks.failure is not None else ExitCode.OK)
-    doc.update(body)
-    doc["finished_at"] = document.now_iso()
-    doc["mpi"] = {"size": ranks.size, "nodes": _nodes(nodes or [])}
+    doc["mpi"] = {"size": ranks.size, "nodes": body.pop("nodes")}
+    doc.update(body, finished_at=document.now_iso())
     return emit.finish(doc)
-
-
-def _nodes(hosts: list[str]) -> list[dict]:
-    """[{node, ranks}] in the order the nodes first appear, as the other MPI documents list them."""
-    out: dict[str, list[int]] = {}
-    for rank, host in enumerate(hosts):
-        out.setdefault(host, []).append(rank)
-    return [{"node": n, "ranks": r} for n, r in out.items()]

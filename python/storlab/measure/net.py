@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import TargetError, UserError
+from ..jobs.tables.net import MAX_STREAMS
 from .ranks import Ranks
 
-__all__ = ["NetSettings", "probe_fabric", "local_networks", "MAX_STREAMS"]
+__all__ = ["NetSettings", "new_body", "probe_fabric", "local_networks"]
 
-MAX_STREAMS = 128
 CHUNK_BYTES = 1 << 20                   # one send: large enough that the system call costs nothing
 PING_WARMUP, PING_COUNT = 5, 50
 CONNECT_TIMEOUT_S = 5.0
@@ -187,7 +187,8 @@ def _send_streams(address: str, port: int, streams: int, seconds: float) -> list
         finally:
             s.close()
 
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(streams)]
+    # daemon threads: a stopped probe does not wait out their sending time to exit
+    threads = [threading.Thread(target=send, args=(i,), daemon=True) for i in range(streams)]
     for t in threads:
         t.start()
     for t in threads:
@@ -203,6 +204,14 @@ def _rate(counts: list[tuple[float, float]]) -> float:
     return sum(b for b, _ in counts) / longest if longest > 0 else 0.0
 
 
+def _node_ranks(everyone: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """[{node, ranks}] in the order the nodes first appear, as the other MPI documents list them."""
+    out: dict[str, list[int]] = {}
+    for entry in sorted(everyone, key=lambda e: e["rank"]):
+        out.setdefault(entry["host"], []).append(entry["rank"])
+    return [{"node": n, "ranks": r} for n, r in out.items()]
+
+
 def _nodes(everyone: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """host -> its lowest rank's entry (the node's speaker)."""
     out: dict[str, dict[str, Any]] = {}
@@ -211,18 +220,26 @@ def _nodes(everyone: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def probe_fabric(ranks: Ranks, settings: NetSettings, notify: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run the probe on this rank; rank 0 returns the body of the `net` document (others: {})."""
-    if not 0 < settings.seconds <= 3600:
-        raise UserError(f"time: {settings.seconds:g} s; allowed: more than 0 and at most 3600 s")
-    if not 1 <= settings.streams <= MAX_STREAMS:
-        raise UserError(f"streams: {settings.streams}; allowed: 1 to {MAX_STREAMS}")
+def new_body(settings: NetSettings) -> dict[str, Any]:
+    """The body of a `net` document before anything is measured; `probe_fabric` fills it as it
+    goes, so a stopped probe leaves the pairs it measured."""
+    return {"servers": list(settings.servers), "clients": [], "streams": settings.streams,
+            "seconds": settings.seconds, "pairs": [], "aggregate": [], "aggregate_bw_bytes": None,
+            "findings": [], "nodes": []}
+
+
+def probe_fabric(ranks: Ranks, settings: NetSettings, body: dict[str, Any],
+                 notify: Callable[[str], None] | None = None) -> None:
+    """Run the probe on this rank, filling `body` (new_body) as each measurement ends. The values
+    are the table's (jobs/tables/net.py), checked there."""
     host = socket.gethostname()
     server = _Server() if host in settings.servers else None
     try:
         me = {"rank": ranks.rank, "host": host, "addresses": [str(a) for a in local_networks()],
               "port": server.port if server else None}
-        nodes = _nodes(ranks.allgather(me))
+        everyone = ranks.allgather(me)
+        body["nodes"] = _node_ranks(everyone)
+        nodes = _nodes(everyone)
         missing = [s for s in settings.servers if s not in nodes]
         clients = [h for h in nodes if h not in settings.servers]
         if missing or not clients:
@@ -230,22 +247,19 @@ def probe_fabric(ranks: Ranks, settings: NetSettings, notify: Callable[[str], No
                    if missing else "every node is a server: name only the serving nodes in --servers")
             ranks.fail(why)
             raise UserError(f"servers: {why}")
+        body["clients"] = clients
         speaker = nodes[host]["rank"] == ranks.rank
-        pairs = [_pair(ranks, nodes, c, s, settings, speaker and host == c, notify)
-                 for c in clients for s in settings.servers]
-        aggregate = _aggregate(ranks, nodes, clients, settings, speaker and host in clients) \
-            if settings.aggregate else []
+        for c in clients:
+            for s in settings.servers:
+                body["pairs"].append(_pair(ranks, nodes, c, s, settings, speaker and host == c, notify))
+        if settings.aggregate:
+            body["aggregate"] = _aggregate(ranks, nodes, clients, settings, speaker and host in clients)
+            body["aggregate_bw_bytes"] = sum(a["bw_bytes"] for a in body["aggregate"])
+        body["findings"] = _findings(body["pairs"], body["aggregate"])
         ranks.barrier()
     finally:
         if server:
             server.close()
-    if ranks.rank != 0:
-        return {}
-    agg_rate = sum(a["bw_bytes"] for a in aggregate)
-    return {"servers": list(settings.servers), "clients": clients, "streams": settings.streams,
-            "seconds": settings.seconds, "pairs": pairs, "aggregate": aggregate,
-            "aggregate_bw_bytes": agg_rate if aggregate else None,
-            "findings": _findings(pairs, aggregate)}
 
 
 def _pair(ranks: Ranks, nodes: dict[str, dict[str, Any]], client: str, server: str, settings: NetSettings,
