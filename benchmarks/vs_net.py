@@ -24,16 +24,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "python")]
-from testbed.cluster import Cluster, Fabric, cluster_unavailable, mpi_unavailable  # noqa: E402
-
-UNITS = {"gbit": 10**9, "mbit": 10**6, "kbit": 10**3}
-
-
-def rate_bits(text: str) -> int:
-    for suffix, mult in UNITS.items():
-        if text.lower().endswith(suffix):
-            return int(float(text[: -len(suffix)]) * mult)
-    return int(text)
+from testbed.cluster import Cluster, Fabric, cluster_unavailable, mpi_unavailable, parse_rate_bits  # noqa: E402
 
 
 def storlab_net(c: Cluster, seconds: float, work: Path) -> float:
@@ -71,7 +62,7 @@ def main() -> int:
     rows, figures = [], []
     with tempfile.TemporaryDirectory(prefix="storlab-vs-net-") as tmp:
         for text in args.rates.split(","):
-            bits = rate_bits(text)
+            bits = parse_rate_bits(text)
             with Cluster(["cli", "srv"], [Fabric("storage", rate_bps=bits)]) as c:
                 ours, theirs, ratios = [], [], []
                 for k in range(args.rounds):

@@ -26,7 +26,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Cluster", "Fabric", "ClusterError", "cluster_unavailable", "mpi_unavailable", "find_mpiexec", "SUBNET"]
+__all__ = ["Cluster", "Fabric", "ClusterError", "cluster_unavailable", "mpi_unavailable", "find_mpiexec",
+           "parse_rate_bits", "SUBNET"]
 
 SUBNET = "10.213"                 # 10.213.F.N: private addresses used only inside the cluster's namespaces
 SWITCH_HOST = 254                 # the switch namespace's address on every fabric (mpiexec's side)
@@ -302,7 +303,7 @@ def _raise_interrupt(signum, frame):   # noqa: ARG001 - a signal handler's signa
     raise KeyboardInterrupt
 
 
-def _parse_rate_bits(text: str) -> int:
+def parse_rate_bits(text: str) -> int:
     """'200mbit', '1gbit', '500kbit' or a number of bits per second."""
     units = {"gbit": 10**9, "mbit": 10**6, "kbit": 10**3, "bit": 1}
     t = text.strip().lower()
@@ -340,8 +341,8 @@ def main(argv: list[str] | None = None) -> int:
         rates = {}
         for item in args.slow:
             node, _, rate = item.partition("=")
-            rates[node] = _parse_rate_bits(rate)
-        fabric = Fabric("storage", _parse_rate_bits(args.rate) if args.rate else None, rates)
+            rates[node] = parse_rate_bits(rate)
+        fabric = Fabric("storage", parse_rate_bits(args.rate) if args.rate else None, rates)
         with Cluster(args.nodes.split(","), [fabric]) as c:
             print(f"cluster: {c.tag}: " + ", ".join(f"{n} {c.address(n)}" for n in c.nodes)
                   + f"; run on a node: {' '.join(c.command(c.nodes[0], ['CMD']))}; "
