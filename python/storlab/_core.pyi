@@ -151,6 +151,11 @@ def validate_spec(spec_json: str) -> None:
     """Validate a phase spec without touching the system; raises CoreError (kind "spec")."""
 
 
+def remote_target(target: str) -> tuple[str, str | None] | None:
+    """The kind of network target `target` names ("nbd" for nbd://, nbds://, nbd+unix://) and,
+    when its client library cannot be loaded here, the one-line reason; None for a local path."""
+
+
 def error_kinds() -> list[str]:
     """The name of every error kind CoreError can carry (crates/storlab-core error.rs
     `ErrorKind::as_str`), for the test that storlab.errors.from_core maps each one."""

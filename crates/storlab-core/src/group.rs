@@ -60,16 +60,19 @@ pub enum EngineKind {
     #[serde(rename = "io_uring")]
     IoUring,
     Null,
+    /// A network block device export through libnbd (targets nbd://HOST[:PORT]/EXPORT).
+    Nbd,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 3] = [EngineKind::Psync, EngineKind::IoUring, EngineKind::Null];
+    pub const ALL: [EngineKind; 4] = [EngineKind::Psync, EngineKind::IoUring, EngineKind::Null, EngineKind::Nbd];
 
     pub fn as_str(self) -> &'static str {
         match self {
             EngineKind::Psync => "psync",
             EngineKind::IoUring => "io_uring",
             EngineKind::Null => "null",
+            EngineKind::Nbd => "nbd",
         }
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Data flows one way: a JSON job spec (`spec`) is validated and built into an immutable plan
 //! (`plan`: targets opened, sizes and alignment resolved, each worker's work fixed); `run` starts
-//! one thread per worker (`worker`), each driving a backend (`engine`: psync, io_uring, null) and
+//! one thread per worker (`worker`), each driving a backend (`engine`: psync, io_uring, null; nbd for the network targets of
+//! `remote`) and
 //! owning its statistics (`stats`, `histogram`); the phase result merges them.
 
 pub mod blocksize;
@@ -19,6 +20,7 @@ pub mod meta;
 pub(crate) mod pace;
 pub mod plan;
 pub(crate) mod rbw;
+pub mod remote;
 pub(crate) mod rng;
 #[cfg(test)]
 pub(crate) mod scratch;

@@ -21,6 +21,7 @@ use crate::buffer::{AlignedBuf, Scrambler};
 use crate::error::{Error, Result};
 use crate::iolog::Replay;
 use crate::rbw::{Channel, Role};
+use crate::remote::{self, RemoteKind};
 use crate::spec::{CheckedPath, EngineKind, GroupSpec, Identity, OpenSync, PhaseSpec, RbwMode, ThreadLayout};
 use crate::verify::{self, Expect, VerifyKind};
 use crate::rng::Rng;
@@ -49,7 +50,9 @@ pub struct WorkerPlan {
     pub id: usize,
     pub group: usize,
     pub target: usize,
-    pub file: File,
+    /// The worker's descriptor on a local target; None on a remote one (nbd://), which the
+    /// worker's backend connects to itself.
+    pub file: Option<File>,
     /// The transfers this worker may do.
     pub map: AccessMap,
     /// Participant index (thread index within the group, shifted by participant_base).
@@ -162,6 +165,7 @@ fn describe_identity(id: Option<Identity>) -> String {
         ),
         Some(Identity::File { dev, ino }) => format!("regular file (device {dev}, inode {ino})"),
         Some(Identity::Absent) => "nothing (a file to create)".into(),
+        Some(Identity::Remote { .. }) => "a network target".into(),
         None => NOT_A_TARGET.into(),
     }
 }
@@ -181,6 +185,12 @@ impl IdentityGate {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Whether the gate lets the plan write to a remote target that holds data: only one the user
+    /// named in --allow-destroy. Without a gate (the engine's own tests) nothing is allowed.
+    fn allows_overwrite(&self, path: &str) -> bool {
+        matches!(self.expected.as_ref().and_then(|e| e.get(path)), Some(Identity::Remote { allow_destroy: true }))
     }
 
     /// Confirm that `f`, just opened on `path`, is the object the gate checked.
@@ -356,6 +366,9 @@ fn reads_writes(g: &GroupSpec, replay: Option<&Replay>) -> (bool, bool) {
 }
 
 fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, replay: Option<&Replay>, build: &mut Build) -> Result<OpenTarget> {
+    if let Some(kind) = RemoteKind::of(path) {
+        return resolve_remote(path, kind, g, size, build);
+    }
     let (reads, writes) = reads_writes(g, replay);
     let meta = std::fs::metadata(path);
     let mut created = false;
@@ -435,6 +448,64 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, replay: Option<&
         range_start: g.offset,
         range_len,
     })
+}
+
+/// A network block device export: connect once to learn its size and what the server allows, and
+/// apply the write-safety rule of block devices over that connection (an export that holds data
+/// is written only when named in --allow-destroy). Nothing is created or laid out: like a block
+/// device, the export has its size, and a read of a blank one reads zeros.
+fn resolve_remote(path: &str, kind: RemoteKind, g: &GroupSpec, size: Option<u64>, build: &mut Build) -> Result<OpenTarget> {
+    build.gate.require(path)?;
+    let RemoteKind::Nbd = kind;
+    let (_, writes) = reads_writes(g, None);
+    let refuse = |m: String| Error::target(path, m);
+    let mut conn = remote::libnbd::Connection::connect(path).map_err(|m| {
+        if m.contains("cannot be loaded") { Error::engine(m) } else { refuse(format!("cannot connect: {m}")) }
+    })?;
+    let existing_size = conn.size().map_err(|m| refuse(format!("cannot read the export's size: {m}")))?;
+    if writes {
+        if conn.read_only().map_err(&refuse)? {
+            return Err(refuse("the server exports it read-only; it can only be read".into()));
+        }
+        if !build.gate.allows_overwrite(path) {
+            if let Some(at) = remote::nbd_first_data(&mut conn, existing_size).map_err(|m| refuse(format!("cannot read it to check for data: {m}")))? {
+                return Err(refuse(format!(
+                    "holds data (a non-zero byte at offset {at}); storlab writes to an export only when it is blank or named in --allow-destroy"
+                )));
+            }
+        }
+    }
+    if g.rw.trims() && !conn.can_trim().map_err(&refuse)? {
+        return Err(Error::spec(format!("rw: the server of {path} does not allow trims (NBD_CMD_TRIM); use a pattern without trims")));
+    }
+    let fsync_asked = g.fsync_end || g.fsync_every > 0;
+    let fsync_skipped = writes && fsync_asked && !conn.can_flush().map_err(&refuse)?;
+    let range_len = match size {
+        Some(s) => s,
+        None => existing_size.checked_sub(g.offset).filter(|&n| n > 0).ok_or_else(|| {
+            Error::spec(format!("offset: {} is at or beyond the end of {path} ({existing_size} bytes)", g.offset))
+        })?,
+    };
+    if g.offset + range_len > existing_size {
+        return Err(Error::spec(format!(
+            "size: offset {} + size {range_len} runs past the end of {path} ({existing_size} bytes)", g.offset
+        )));
+    }
+    Ok(OpenTarget {
+        info: TargetInfo { path: path.to_string(), kind: kind.type_name(), size_bytes: existing_size, created: false, laid_out_bytes: 0, direct_align_bytes: 0, fsync_skipped },
+        writes,
+        range_start: g.offset,
+        range_len,
+    })
+}
+
+/// The descriptor a worker gets on its target: a local one opened (and checked by the gate), none
+/// for a remote one, whose backend connects itself.
+fn open_worker_file(t: &OpenTarget, writes: bool, g: &GroupSpec, gate: &mut IdentityGate) -> Result<Option<File>> {
+    if RemoteKind::of(&t.info.path).is_some() {
+        return Ok(None);
+    }
+    open_file(&t.info.path, writes, g.direct, g.open_sync, false, gate).map(Some)
 }
 
 /// What a memory device cannot do, refused in one line before it is opened: it has no size of its
@@ -571,7 +642,8 @@ fn check_sized_range(g: &GroupSpec, range_len: u64, path: &str) -> Result<()> {
 }
 
 fn check_direct(g: &GroupSpec, t: &OpenTarget, buffer_align: &mut usize) -> Result<()> {
-    if !g.direct {
+    // A remote target has no page cache on this host to bypass: direct has no meaning there.
+    if !g.direct || t.info.direct_align_bytes == 0 && RemoteKind::of(&t.info.path).is_some() {
         return Ok(());
     }
     let (a, path) = (t.info.direct_align_bytes, &t.info.path);
@@ -696,7 +768,7 @@ impl Plan {
                         }
                     };
                     let io_limit = io_limit(g, map.transfers(g.bs), group_workers);
-                    let file = open_file(&t.info.path, t.writes, g.direct, g.open_sync, false, &mut build.gate)?;
+                    let file = open_worker_file(t, t.writes, g, &mut build.gate)?;
                     // Stable across processes: the same participant draws the same offsets.
                     let seed = Rng::derive(g.seed, ((gi as u64) << 48) | ((target_no as u64) << 32) | p);
                     let rbw = (g.rbw != RbwMode::Off).then(|| Arc::new(Channel::default()));
@@ -717,7 +789,7 @@ impl Plan {
                             id: workers.len(),
                             group: gi,
                             target: ti,
-                            file: open_file(&t.info.path, false, g.direct, g.open_sync, false, &mut build.gate)?,
+                            file: open_worker_file(t, false, g, &mut build.gate)?,
                             map,
                             participant: p,
                             rbw: Some((Role::Reader, ch.clone())),
@@ -933,7 +1005,7 @@ mod tests {
                 let plan = Plan::build(PhaseSpec { name: "s".into(), groups: vec![g], checked: None }).expect("plan");
                 for w in &plan.workers {
                     // SAFETY: F_GETFL only reads the status flags of a descriptor the plan owns.
-                    let got = unsafe { libc::fcntl(w.file.as_raw_fd(), libc::F_GETFL) };
+                    let got = unsafe { libc::fcntl(w.file.as_ref().unwrap().as_raw_fd(), libc::F_GETFL) };
                     // O_SYNC includes the O_DSYNC bit: compare the whole of both
                     assert_eq!(got & (libc::O_SYNC | libc::O_DSYNC), flag, "{mode:?} {rw:?}");
                 }

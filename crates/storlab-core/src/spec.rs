@@ -40,6 +40,9 @@ pub enum Identity {
     File { dev: u64, ino: u64 },
     /// Nothing there yet: the plan may create a regular file, never open a device.
     Absent,
+    /// A network target (nbd://): the gate cannot look inside it, so the plan does, over its own
+    /// connection; `allow_destroy` says the user named it in --allow-destroy.
+    Remote { allow_destroy: bool },
 }
 
 /// One entry of `PhaseSpec::checked`: `{"path", "kind", ...}` (flattened, so serde cannot also
@@ -208,6 +211,7 @@ impl GroupSpec {
         if let Some((field, _, engine)) = engine_scoped.iter().find(|(_, set, engine)| *set && *engine != self.engine) {
             return Err(bad(field, format!("belongs to engine {}, but engine is {}", engine.as_str(), self.engine.as_str())));
         }
+        self.validate_remote(&bad)?;
         if self.engine == EngineKind::Psync && self.qd > 1 {
             return Err(bad("qd", format!("psync does one request at a time; qd {} needs an asynchronous engine (io_uring or null)", self.qd)));
         }
@@ -215,6 +219,29 @@ impl GroupSpec {
         self.validate_trim(&bad)?;
         self.validate_iolog(&bad)?;
         self.validate_sizes(&bad)?;
+        Ok(())
+    }
+
+    /// A remote target (nbd://) is served by its own engine, and what only a local file has is
+    /// refused for it in one line.
+    fn validate_remote(&self, bad: &dyn Fn(&str, String) -> Error) -> Result<()> {
+        use crate::remote::RemoteKind;
+        let kinds: Vec<Option<RemoteKind>> = self.target.iter().map(|t| RemoteKind::of(t)).collect();
+        if let Some((t, k)) = self.target.iter().zip(&kinds).find_map(|(t, k)| k.map(|k| (t, k))) {
+            if self.engine != k.engine() {
+                return Err(bad("engine", format!("{t} is read and written by engine {} (fio's ioengine={0}); engine is {}", k.engine().as_str(), self.engine.as_str())));
+            }
+            let local_only = [("files", self.files != FileLayout::Shared, "one file per thread"), ("open_sync", self.open_sync != OpenSync::None, "an O_SYNC/O_DSYNC open"),
+                ("read_iolog", self.read_iolog.is_some(), "a replayed log"), ("rbw", self.rbw != RbwMode::Off, "read-behind-write")];
+            if let Some((field, _, what)) = local_only.iter().find(|(_, set, _)| *set) {
+                return Err(bad(field, format!("{what} is for local files; {t} is {} (fsync_every makes writes stable there)", k.described())));
+            }
+        }
+        if let Some(t) = kinds.iter().zip(&self.target).find_map(|(k, t)| k.is_none().then_some(t)) {
+            if self.engine == EngineKind::Nbd {
+                return Err(bad("target", format!("engine nbd reads network block device exports (nbd://HOST[:PORT]/EXPORT); {t} is a local path")));
+            }
+        }
         Ok(())
     }
 

@@ -136,6 +136,7 @@ struct Worker<'a> {
     control: &'a Control,
     progress: &'a WorkerProgress,
     replay: Option<&'a Replay>,
+    /// The descriptor of a local target; -1 for a remote one, which the backend reaches itself.
     fd: RawFd,
     rw: Rw,
     qd: usize,
@@ -228,7 +229,7 @@ impl<'a> Worker<'a> {
         let target = &plan.targets[w.target];
         let qd = g.qd as usize;
         let bs = g.bs as usize;
-        let fd = w.file.as_raw_fd();
+        let fd = w.file.as_ref().map_or(-1, |f| f.as_raw_fd());
         let replay = plan.replays[w.group].as_deref();
         // A replay's or a size split's requests may be longer than bs: every slot holds the longest.
         let longest = g.largest_request() as usize;
@@ -250,7 +251,8 @@ impl<'a> Worker<'a> {
             .map(|i| Slot { buf: unsafe { region.as_mut_ptr().add(i * stride) }, queued_ns: 0, issued_ns: 0, dir: Dir::Read, offset: 0, len: bs as u32 })
             .collect();
         let buffers: Vec<(*mut u8, usize)> = slots.iter().map(|s| (s.buf, buf_len)).collect();
-        let backend = engine::create(&EngineSetup { fd, buffers: &buffers, qd: g.qd, group: g, block_device: target.kind == "block", phase_threads: plan.workers.len() });
+        let remote = w.file.is_none().then_some(target.path.as_str());
+        let backend = engine::create(&EngineSetup { fd, remote, buffers: &buffers, qd: g.qd, group: g, block_device: target.kind == "block", phase_threads: plan.workers.len() });
         let iolog_path = g.write_iolog.as_ref().map(|p| {
             // Under MPI other processes log to the same name: their threads are numbered on from
             // participant_base (rank x threads), so the names stay apart.
@@ -701,13 +703,27 @@ impl<'a> Worker<'a> {
         self.log.record(t_ns, total_bytes(&self.dirs));
     }
 
+    /// Make the written data stable, timed: fsync a local target, the backend's flush for a remote
+    /// one (NBD_CMD_FLUSH).
+    fn sync_target(&mut self) -> Result<()> {
+        let t0 = Instant::now();
+        if self.fd < 0 {
+            self.backend.sync()?;
+        // SAFETY: plain syscall on an open descriptor.
+        } else if unsafe { libc::fsync(self.fd) } != 0 {
+            return Err(Error::io(format!("fsync of {} failed: {}", self.target.path, std::io::Error::last_os_error())));
+        }
+        self.sync.record(ns_between(t0, Instant::now()));
+        Ok(())
+    }
+
     /// A sync due with nothing in flight: fsync the target (logged when an I/O log is written).
     fn sync_now(&mut self) -> Result<()> {
         if let Some(wr) = self.iolog_writer.as_mut() {
             wr.sync(Instant::now())?;
         }
         if !self.target.fsync_skipped {
-            fsync_timed(self.fd, &self.target.path, &mut self.sync)?;
+            self.sync_target()?;
         }
         self.writes_since_sync = 0;
         self.sync_due = false;
@@ -743,7 +759,7 @@ impl<'a> Worker<'a> {
             if let Some(wr) = self.iolog_writer.as_mut() {
                 wr.sync(Instant::now())?;
             }
-            fsync_timed(self.fd, &self.target.path, &mut self.sync)?;
+            self.sync_target()?;
             end = Instant::now();
         }
         if let Some(wr) = self.iolog_writer.take() {
@@ -772,7 +788,9 @@ impl<'a> Worker<'a> {
             trim_ops: tr.ops,
         };
         let setup_flags = self.backend.setup_flags();
-        drop(self.backend);
+        // A local target is read back through its descriptor, with the backend gone; a remote one
+        // only has the backend's connection.
+        let mut backend = (self.fd < 0).then_some(self.backend);
         let mut readback = Readback::default();
         if self.verifying && self.wrote_any && g.verify_readback && self.w.rbw.is_none()
             && !self.control.stop.load(Ordering::Relaxed)
@@ -784,7 +802,12 @@ impl<'a> Worker<'a> {
             let buf = unsafe { std::slice::from_raw_parts_mut(self.slots[0].buf, self.bs) };
             let (tally, path) = (&mut self.tally, &self.target.path);
             // Every request drew one offset from `gen`, so the replay makes as many draws.
-            readback = read_back(self.fd, path, replay, self.issued_requests, self.w.map, g.bs, buf, &self.control.stop, |offset, block| {
+            let fd = self.fd;
+            let read_block = |block: &mut [u8], offset: u64| match backend.as_mut() {
+                Some(remote) => remote.read_at(block, offset),
+                None => pread_exact(fd, block, offset, path),
+            };
+            readback = read_back(replay, self.issued_requests, self.w.map, g.bs, buf, &self.control.stop, read_block, |offset, block| {
                 let found = match (fill, pattern) {
                     (Some(data), _) => verify::check_fill(block, data, offset, path),
                     (None, Some(pattern)) => verify::check(block, pattern, g.verify, Expect { offset, seed: g.seed, pass: g.verify_pass }, path),
@@ -803,14 +826,13 @@ impl<'a> Worker<'a> {
 /// Synchronous preads into one slot buffer, so O_DIRECT alignment holds as it did for the writes.
 #[allow(clippy::too_many_arguments)]
 fn read_back(
-    fd: i32,
-    path: &str,
     mut replay: OffsetGenerator,
     issued: u64,
     map: AccessMap,
     bs: u64,
     buf: &mut [u8],
     stop: &std::sync::atomic::AtomicBool,
+    mut read_block: impl FnMut(&mut [u8], u64) -> Result<()>,
     mut check: impl FnMut(u64, &[u8]),
 ) -> Result<Readback> {
     let t0 = Instant::now();
@@ -834,12 +856,7 @@ fn read_back(
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        // SAFETY: buf is a valid, writable buffer of buf.len() bytes.
-        let n = unsafe { libc::pread(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), io.offset as libc::off_t) };
-        if n != buf.len() as isize {
-            let why = if n < 0 { std::io::Error::last_os_error().to_string() } else { format!("short read of {n} bytes") };
-            return Err(Error::io(format!("verify read-back of {} bytes at offset {} on {path} failed: {why}", buf.len(), io.offset)));
-        }
+        read_block(buf, io.offset)?;
         check(io.offset, buf);
         blocks += 1;
     }
@@ -855,13 +872,14 @@ fn rbw_published(w: &WorkerPlan, k: u64) {
     }
 }
 
-fn fsync_timed(fd: i32, path: &str, sync: &mut Histogram) -> Result<()> {
-    let t0 = Instant::now();
-    // SAFETY: plain syscall on an open descriptor.
-    if unsafe { libc::fsync(fd) } != 0 {
-        return Err(Error::io(format!("fsync of {path} failed: {}", std::io::Error::last_os_error())));
+/// The verify read-back's read of one block of a local target: `buf.len()` bytes at `offset`.
+fn pread_exact(fd: RawFd, buf: &mut [u8], offset: u64, path: &str) -> Result<()> {
+    // SAFETY: buf is a valid, writable buffer of buf.len() bytes.
+    let n = unsafe { libc::pread(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), offset as libc::off_t) };
+    if n != buf.len() as isize {
+        let why = if n < 0 { std::io::Error::last_os_error().to_string() } else { format!("short read of {n} bytes") };
+        return Err(Error::io(format!("verify read-back of {} bytes at offset {offset} on {path} failed: {why}", buf.len())));
     }
-    sync.record(ns_between(t0, Instant::now()));
     Ok(())
 }
 
@@ -895,7 +913,8 @@ mod tests {
         let stop = std::sync::atomic::AtomicBool::new(false);
         let mut bad = Vec::new();
         let mut checked = 0;
-        let rb = read_back(file.as_raw_fd(), &path, replay, 3 * blocks, map, bs, &mut block, &stop, |offset, b| {
+        let read_block = |b: &mut [u8], offset: u64| pread_exact(file.as_raw_fd(), b, offset, &path);
+        let rb = read_back(replay, 3 * blocks, map, bs, &mut block, &stop, read_block, |offset, b| {
             checked += 1;
             let e = Expect { offset, seed, pass: 0 };
             if verify::check(b, &pattern, VerifyKind::Crc32c, e, &path).is_some() {

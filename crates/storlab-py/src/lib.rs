@@ -291,6 +291,13 @@ fn bsrange(text: &str) -> PyResult<String> {
 }
 
 /// The names of every error kind CoreError can carry, for the test that storlab.errors maps each.
+/// The kind of network target a target string names ("nbd"), or None for a local path; and
+/// whether its client library loads here (None when it does, else the one-line reason).
+#[pyfunction]
+fn remote_target(target: &str) -> Option<(&'static str, Option<String>)> {
+    storlab_core::remote::RemoteKind::of(target).map(|k| (k.type_name(), k.client_available().err()))
+}
+
 #[pyfunction]
 fn error_kinds() -> Vec<&'static str> {
     ErrorKind::ALL.iter().map(|k| k.as_str()).collect()
@@ -364,6 +371,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bssplit, m)?)?;
     m.add_function(wrap_pyfunction!(bsrange, m)?)?;
     m.add_function(wrap_pyfunction!(error_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(remote_target, m)?)?;
     m.add_function(wrap_pyfunction!(option_rules, m)?)?;
     m.add_function(wrap_pyfunction!(check_option, m)?)?;
     m.add_function(wrap_pyfunction!(hist_record, m)?)?;

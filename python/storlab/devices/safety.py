@@ -206,10 +206,36 @@ def check_opened_paths(opened: Iterable[dict], allow_destroy: Iterable[str] = ()
     allow_destroy = tuple(allow_destroy)
     checked = []
     for entry in opened:
+        if is_remote_target(entry["path"]):
+            # Nothing here can look inside a network export: the engine's plan does, over its own
+            # connection, and refuses to write one that holds data unless it is named here.
+            checked.append({"path": entry["path"], "kind": "remote",
+                            "allow_destroy": entry["path"] in allow_destroy})
+            continue
         identity = _check_path(entry["path"], entry["writes"], allow_destroy, sysfs_root, proc_root)
         if identity:
             checked.append(identity)
     return checked
+
+
+def is_remote_target(target: str) -> bool:
+    """A target named by a URL of a network protocol storlab's engines speak (nbd://...); the
+    engine knows the schemes (crates/storlab-core/src/remote)."""
+    from .. import _core
+
+    return _core.remote_target(target) is not None
+
+
+def remote_server(url: str) -> str:
+    """The server part of a network target's URL (host[:port], or the socket of nbd+unix), without
+    any user or password it carries."""
+    from urllib.parse import parse_qs, urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme.endswith("+unix"):
+        return "unix:" + (parse_qs(parts.query).get("socket") or ["?"])[0]
+    host = parts.hostname or ""
+    return f"{host}:{parts.port}" if parts.port else host
 
 
 # --- /dev ----------------------------------------------------------------------------------------

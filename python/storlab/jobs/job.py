@@ -197,6 +197,8 @@ def resolve_job(cli_values: Mapping[str, Any], jobfile: Mapping[str, Any] | None
             _check_name(graw, gwhere)
             gopts = _parse_section(graw.get("options", graw), gwhere, allow_run_level=False)
             merged = {**base, **top, **phase_opts, **gopts, **cli}
+            if not any("engine" in given for given in (top, phase_opts, gopts, cli)):
+                merged["engine"] = _engine_of_targets(merged["target"], merged["engine"])
             values = {k: v for k, v in merged.items() if BY_NAME[k].core}
             name = graw.get("name") or (f"g{gi + 1}" if len(raw_groups) > 1 else "")
             _check_with_engine([GroupDef(name="", values=values)], gwhere)
@@ -204,6 +206,16 @@ def resolve_job(cli_values: Mapping[str, Any], jobfile: Mapping[str, Any] | None
         _check_with_engine(groups, where)
         resolved.append(PhaseDef(name=_phase_name(p.get("name"), groups, pi), groups=groups, own=own))
     return Job(phases=resolved, run=run)
+
+
+def _engine_of_targets(targets, default: str) -> str:
+    """The engine a group runs when none is named: a network target's own (nbd:// is read by the
+    nbd engine, as fio's ioengine=nbd), else the default."""
+    for target in targets or ():
+        remote = _core.remote_target(target)
+        if remote:
+            return remote[0]
+    return default
 
 
 def _check_steady(settings: Mapping[str, Any], where: str) -> None:

@@ -144,7 +144,8 @@ ENGINE_RULES: dict[str, dict[str, Any]] = json.loads(_core.option_rules())
 # The rows as written; OPTIONS is them with each engine option completed by the engine's rule.
 ROWS: tuple[Option, ...] = (
     # --- targets ---------------------------------------------------------------------------
-    Option("target", "paths", "file or block device to do I/O on (repeatable), or /dev/null, /dev/zero "
+    Option("target", "paths", "file or block device to do I/O on (repeatable), a network block device "
+           "export (nbd://HOST[:PORT]/EXPORT, through libnbd), or /dev/null, /dev/zero "
            "or /dev/full to measure without storage (size required); default: a scratch "
            "file in a temporary folder under the current directory, removed afterwards",
            category="target", metavar="PATH", fio_name="filename"),
@@ -302,7 +303,9 @@ ROWS: tuple[Option, ...] = (
     Option("engine", "choice", "I/O backend", category="engine",
            choices=_choice(psync="pread/pwrite, one request at a time per thread",
                            io_uring="Linux io_uring: queue depth, batched submit and reap",
-                           null="no kernel I/O: completes at once; measures storlab itself"), fio_name="ioengine"),
+                           null="no kernel I/O: completes at once; measures storlab itself",
+                           nbd="a network block device export through libnbd (targets nbd://HOST[:PORT]/EXPORT; "
+                               "the default for them)"), fio_name="ioengine"),
     Option("direct", "bool", "O_DIRECT: bypass the page cache (buffers and offsets aligned)",
            category="engine", negative="--buffered"),
     Option("cpus", "str", "pin the worker threads to these CPUs: numbers and ranges separated by "

@@ -159,7 +159,7 @@ def _drop(path: str, method: str, drop) -> dict[str, Any]:
 
 def invalidation_targets(phase, settings: dict[str, Any]) -> tuple[list[str], str | None]:
     """The targets whose pages to drop before this phase, or (all of them, why not)."""
-    paths = list(dict.fromkeys(p for g in phase.groups if g.values["engine"] != "null"
+    paths = list(dict.fromkeys(p for g in phase.groups if through_page_cache(g.values)
                                for p in target_paths(g.values)))
     if not settings.get("invalidate", True):
         return paths, "invalidate off"
@@ -284,6 +284,16 @@ def _writes(values: dict[str, Any]) -> bool:
         or (rw in ("rw", "randrw") and values["rwmix_read"] < 100)
 
 
+# Engines whose I/O goes through this host's kernel, so that its page cache can serve buffered
+# reads: not null (no I/O), nor the network engines (nbd: the cache that matters is the server's).
+PAGE_CACHE_ENGINES = ("psync", "io_uring")
+
+
+def through_page_cache(values: dict[str, Any]) -> bool:
+    """A group whose buffered reads this host's page cache may serve."""
+    return values["engine"] in PAGE_CACHE_ENGINES
+
+
 def target_paths(values: dict[str, Any]) -> list[str]:
     """The files a group touches (PATH.N for files=per_thread)."""
     if values.get("files") == "per_thread":
@@ -326,7 +336,7 @@ def should_drop(phase, mode: str, written: set[str]) -> list[str]:
     paths: list[str] = []
     for g in phase.groups:
         v = g.values
-        if _reads(v) and not v["direct"] and v["engine"] != "null":
+        if _reads(v) and not v["direct"] and through_page_cache(v):
             paths += target_paths(v)
     if mode == "auto":
         paths = [p for p in paths if p in written]

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..document import DIRECTIONS
 from ..units import format_size
-from .cache import likely_cached, started_cold
+from .cache import likely_cached, started_cold, through_page_cache
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def check_phase(phase, result: dict[str, Any], env: dict[str, Any],
     for g in phase.groups:
         v = g.values
         reads = v["rw"] in ("read", "randread") or (v["rw"] in ("rw", "randrw") and v["rwmix_read"] > 0)
-        if reads and not v["direct"] and v["engine"] != "null" and ram and g not in on_memory:
+        if reads and not v["direct"] and through_page_cache(v) and ram and g not in on_memory:
             span = sum(v["size"] or sizes.get(path, 0) for path in v["target"])
             if cold_single_pass:
                 continue
@@ -56,7 +56,7 @@ def check_phase(phase, result: dict[str, Any], env: dict[str, Any],
                     f"({format_size(ram)}): reads may come from the page cache; use --direct or a "
                     f"size larger than RAM"))
     read = result.get("read")
-    buffered_readers = [g for g in phase.groups if not g.values["direct"] and g.values["engine"] != "null"
+    buffered_readers = [g for g in phase.groups if not g.values["direct"] and through_page_cache(g.values)
                         and g not in on_memory]
     if read and read.get("ops") and buffered_readers and not cold_single_pass:
         threads = sum(g.values["threads"] * len(g.values["target"]) for g in buffered_readers)

@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Any
 
-from ..devices.safety import describe_path
+from ..devices.safety import describe_path, is_remote_target, remote_server
 from .launch import launch_environment
 
 
@@ -64,7 +64,10 @@ def host_environment() -> dict[str, Any]:
 
 
 def describe_target(engine_info: dict[str, Any]) -> dict[str, Any]:
-    """Merge what the engine found about a target with what sysfs and mountinfo say about it."""
+    """Merge what the engine found about a target with what sysfs and mountinfo say about it (a
+    network target: what the engine found, and the server it is on)."""
+    if is_remote_target(engine_info["path"]):
+        return {**engine_info, "server": remote_server(engine_info["path"])}
     described = describe_path(engine_info["path"])
     merged = {k: v for k, v in described.items() if v is not None}
     merged.update(engine_info)  # the engine's size and type are what the run used

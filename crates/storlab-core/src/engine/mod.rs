@@ -1,9 +1,11 @@
-//! The I/O backend trait (after fio's `ioengine_ops`) and its three implementations.
+//! The I/O backend trait (after fio's `ioengine_ops`) and its implementations: psync, io_uring and
+//! null on local files and devices, nbd on a network block device export.
 //!
 //! A backend only talks to the kernel: the worker (`worker.rs`) stamps times, counts bytes and
 //! keeps statistics. A blocking backend (psync) completes inside `queue`; an asynchronous one
 //! (io_uring, null with a delay) returns `Queued::Pending` and hands completions back from `reap`.
 
+pub mod nbd;
 pub mod null;
 pub mod psync;
 pub mod uring;
@@ -11,7 +13,7 @@ pub mod uring;
 use std::os::fd::RawFd;
 use std::time::Instant;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::spec::{EngineKind, GroupSpec};
 use crate::workload::Dir;
 
@@ -73,6 +75,16 @@ pub trait Engine {
     fn reap_until(&mut self, _deadline: Instant, _out: &mut Vec<Completion>) -> Result<()> {
         Ok(())
     }
+    /// Remote targets: make the written data stable, as fsync does for a file (NBD_CMD_FLUSH).
+    /// A local target is synced by the worker through its descriptor and never calls this.
+    fn sync(&mut self) -> Result<()> {
+        Err(Error::engine("this engine has no sync of its own: its target is synced through its descriptor"))
+    }
+    /// Remote targets: read `buf.len()` bytes at `offset` and wait for them (the read-back after a
+    /// verified write). A local target is read through its descriptor.
+    fn read_at(&mut self, _buf: &mut [u8], _offset: u64) -> Result<()> {
+        Err(Error::engine("this engine has no read of its own: its target is read through its descriptor"))
+    }
     /// Set-up flags actually in use (io_uring), recorded in every result.
     fn setup_flags(&self) -> Vec<String> {
         Vec::new()
@@ -81,7 +93,10 @@ pub trait Engine {
 
 /// What a backend gets at set-up: the worker's open target and its slot buffers.
 pub struct EngineSetup<'a> {
+    /// The worker's descriptor on a local target (-1 for a remote one).
     pub fd: RawFd,
+    /// A remote target's URL (the engine connects to it itself), None for a local one.
+    pub remote: Option<&'a str>,
     pub buffers: &'a [(*mut u8, usize)],
     pub qd: u32,
     pub group: &'a GroupSpec,
@@ -122,5 +137,9 @@ pub fn create(setup: &EngineSetup) -> Result<Box<dyn Engine>> {
         EngineKind::Psync => Box::new(psync::Psync::new(setup.fd, setup.block_device)),
         EngineKind::Null => Box::new(null::Null::new(setup.group.null_delay, setup.qd)),
         EngineKind::IoUring => Box::new(uring::Uring::new(setup)?),
+        EngineKind::Nbd => {
+            let uri = setup.remote.ok_or_else(|| Error::spec("engine: nbd reads nbd:// targets only"))?;
+            Box::new(nbd::Nbd::new(uri, setup.qd)?)
+        }
     })
 }

@@ -1,0 +1,112 @@
+//! Targets behind a network: recognised by their URL, opened through a user-space client library
+//! (no kernel client, no mount), as fio's nbd and nfs engines open theirs.
+//!
+//! A remote target is described once here: which engine serves it, how the plan learns its size,
+//! and how the write-safety rule is applied to it. The safety rule is the one of block devices:
+//! a target that holds data is written only when the user named it (`--allow-destroy`); the plan
+//! looks at the data over the same connection kind the workers then use, so what is checked is
+//! what is opened.
+
+pub mod libnbd;
+
+use crate::group::EngineKind;
+
+/// The kinds of remote target, by URL scheme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteKind {
+    /// A network block device export: nbd://HOST[:PORT]/EXPORT, nbds:// (TLS), nbd+unix://.
+    Nbd,
+}
+
+impl RemoteKind {
+    /// The kind a target names, or None for a local path.
+    pub fn of(target: &str) -> Option<RemoteKind> {
+        let scheme = target.split_once("://")?.0;
+        match scheme {
+            "nbd" | "nbds" | "nbd+unix" | "nbds+unix" => Some(RemoteKind::Nbd),
+            _ => None,
+        }
+    }
+
+    /// The engine that reads and writes this kind (fio's engine of the same name).
+    pub fn engine(self) -> EngineKind {
+        match self {
+            RemoteKind::Nbd => EngineKind::Nbd,
+        }
+    }
+
+    /// Whether this host can reach such a target: its client library loads (else why not).
+    pub fn client_available(self) -> Result<(), String> {
+        match self {
+            RemoteKind::Nbd => libnbd::available(),
+        }
+    }
+
+    /// What such a target is, in words (after "is").
+    pub fn described(self) -> &'static str {
+        match self {
+            RemoteKind::Nbd => "a network block device export",
+        }
+    }
+
+    /// The `type` recorded for the target in the result's environment.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            RemoteKind::Nbd => "nbd",
+        }
+    }
+}
+
+/// Bytes looked at for data before a remote target is written: its first and last MiB and 62
+/// spread between them (a file system, partition table or LVM label sits at either end).
+const PROBE_BYTES: u64 = 1 << 20;
+const PROBE_POINTS: u64 = 64;
+
+/// The offsets of the blocks `holds_data` reads on a target of `size` bytes.
+fn probe_offsets(size: u64) -> Vec<u64> {
+    if size <= PROBE_BYTES * PROBE_POINTS {
+        return (0..size.div_ceil(PROBE_BYTES)).map(|i| i * PROBE_BYTES).collect();
+    }
+    let last = size - PROBE_BYTES;
+    (0..PROBE_POINTS).map(|i| (last / (PROBE_POINTS - 1) * i) / 4096 * 4096).chain([last]).collect()
+}
+
+/// Where the first non-zero byte of a sample of the export sits, if any: an export that is all
+/// zeros where looked is blank (new, or trimmed); anything else holds data.
+pub fn nbd_first_data(conn: &mut libnbd::Connection, size: u64) -> Result<Option<u64>, String> {
+    let mut buf = vec![0u8; PROBE_BYTES as usize];
+    for offset in probe_offsets(size) {
+        let len = PROBE_BYTES.min(size - offset) as usize;
+        conn.pread(&mut buf[..len], offset)?;
+        if let Some(i) = buf[..len].iter().position(|&b| b != 0) {
+            return Ok(Some(offset + i as u64));
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemes_name_their_kind_and_local_paths_none() {
+        for url in ["nbd://127.0.0.1/x", "nbds://h:10809/", "nbd+unix:///e?socket=/tmp/s"] {
+            assert_eq!(RemoteKind::of(url), Some(RemoteKind::Nbd), "{url}");
+        }
+        for path in ["/dev/nbd0", "relative/nbd://x", "nbd:/x", "file:///tmp/x"] {
+            assert_eq!(RemoteKind::of(path), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn the_probe_covers_both_ends_and_stays_inside() {
+        for size in [4096u64, PROBE_BYTES, 3 * PROBE_BYTES + 7, 1 << 30, (1 << 40) + 4096] {
+            let offs = probe_offsets(size);
+            assert_eq!(offs[0], 0);
+            let last = *offs.last().unwrap();
+            assert!(last < size && last + PROBE_BYTES.min(size) >= size, "{size}: {last}");
+            assert!(offs.len() as u64 <= PROBE_POINTS + 1);
+        }
+    }
+}
