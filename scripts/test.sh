@@ -27,6 +27,14 @@ command -v munged     >/dev/null || need_pkgs+=(munge)
 command -v ip         >/dev/null || need_pkgs+=(iproute2)
 command -v nsenter    >/dev/null || need_pkgs+=(util-linux)
 command -v iperf3     >/dev/null || need_pkgs+=(iperf3)     # tests/test_net.py: storlab net beside iperf3
+# tests/test_nbd.py, test_nfs.py: the network engines' client libraries (loaded at run time) and
+# real servers (nbdkit; nfs-ganesha with its VFS backend and an rpcbind for NFSv3)
+command -v nbdkit     >/dev/null || need_pkgs+=(nbdkit)
+ldconfig -p | grep -q 'libnbd\.so\.0 ' || need_pkgs+=(libnbd0)
+ldconfig -p | grep -q 'libnfs\.so\.13 ' || need_pkgs+=(libnfs13)
+command -v ganesha.nfsd >/dev/null || need_pkgs+=(nfs-ganesha)
+[ -e /usr/lib/x86_64-linux-gnu/ganesha/libfsalvfs.so ] || need_pkgs+=(nfs-ganesha-vfs)
+command -v rpcbind    >/dev/null || need_pkgs+=(rpcbind)
 if [ "${#need_pkgs[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "== installing Debian packages: ${need_pkgs[*]}"
     apt-get update -qq

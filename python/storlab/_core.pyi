@@ -156,6 +156,11 @@ def remote_target(target: str) -> tuple[str, str | None] | None:
     when its client library cannot be loaded here, the one-line reason; None for a local path."""
 
 
+def remove_remote_file(url: str) -> None:
+    """Remove a network file a run made (nfs://...); nothing when it is already gone. Raises
+    CoreError (kind "target") when the server refuses."""
+
+
 def error_kinds() -> list[str]:
     """The name of every error kind CoreError can carry (crates/storlab-core error.rs
     `ErrorKind::as_str`), for the test that storlab.errors.from_core maps each one."""

@@ -1,5 +1,7 @@
 """Real storage servers for the tests, started and stopped by them: nbdkit (a user-space NBD
-server, Debian `nbdkit`) exporting memory or a file, on a Unix socket or a loopback port.
+server, Debian `nbdkit`) exporting memory or a file, on a Unix socket or a loopback port; and
+nfs-ganesha (a user-space NFS server, Debian `nfs-ganesha` with `nfs-ganesha-vfs`) exporting a
+folder, in a network namespace of its own or on a node of the cluster in a box.
 
 nbdkit's log filter records every request the server received (`Read`, `Write`, `Trim`, `Flush`
 with offset and count), so a test can check what crossed the wire against what storlab reports,
@@ -7,8 +9,11 @@ as the server saw it.
 """
 from __future__ import annotations
 
+import os
 import re
+import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -121,3 +126,130 @@ class NbdServer:
                 ops[kind] = ops.get(kind, 0) + 1
                 nbytes[kind] = nbytes.get(kind, 0) + started.pop((m.group(1), m.group(3)), 0)
         return Requests(ops, nbytes)
+
+
+# --- NFS: nfs-ganesha -----------------------------------------------------------------------------
+
+# NFSv3 and v4 over TCP; v3's MOUNT on a fixed port, registered with an rpcbind of the server's own;
+# no grace period (a fresh server has no clients to reclaim); the recovery state in the work folder.
+_GANESHA_CONF = """\
+NFS_CORE_PARAM {{
+    Protocols = 3, 4;
+    MNT_Port = 20048;
+    Enable_NLM = false;
+    Enable_RQUOTA = false;
+}}
+NFSV4 {{
+    Graceless = true;
+    RecoveryBackend = fs;
+    RecoveryRoot = {state};
+}}
+EXPORT {{
+    Export_Id = 1;
+    Path = {export};
+    Pseudo = /export;
+    Access_Type = RW;
+    Squash = No_Root_Squash;
+    Protocols = 3, 4;
+    Transports = TCP;
+    FSAL {{ Name = VFS; }}
+}}
+LOG {{ Default_Log_Level = WARN; }}
+"""
+
+# rpcbind and ganesha in a mount namespace of their own, so that rpcbind's socket and lock under
+# /run are the server's, not the host's (NFSv3 clients find MOUNT and NFS through it)
+_GANESHA_START = """\
+mount -t tmpfs storlab-nfs-run /run && mkdir -p /run/rpcbind
+rpcbind -f -w &
+i=0; while [ ! -S /run/rpcbind.sock ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+exec ganesha.nfsd -F -f {conf} -L {log} -p {pid} -N NIV_WARN
+"""
+
+
+def nfs_unavailable() -> str | None:
+    """Why NFS tests cannot run here, or None: root (namespaces), ganesha with its VFS backend,
+    rpcbind, and libnfs (the engine's client)."""
+    if os.geteuid() != 0:
+        return "needs root (the server runs in namespaces of its own)"
+    for tool, package in (("ganesha.nfsd", "nfs-ganesha"), ("rpcbind", "rpcbind"), ("unshare", "util-linux"),
+                          ("ip", "iproute2")):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed ({package}; scripts/test.sh installs it when run as root)"
+    if not any(Path(d, "libfsalvfs.so").exists() for d in ("/usr/lib/x86_64-linux-gnu/ganesha", "/usr/lib/ganesha")):
+        return "nfs-ganesha's VFS backend is not installed (nfs-ganesha-vfs)"
+    from storlab import _core
+
+    kind = _core.remote_target("nfs://127.0.0.1/e/f")
+    return kind[1] if kind and kind[1] else None
+
+
+class GaneshaServer:
+    """`with GaneshaServer(workdir, export_dir, run=...) as srv:` nfs-ganesha exporting
+    `export_dir` (VFS backend) as NFSv3 `export_dir` and NFSv4 `/export`.
+
+    `run(argv) -> argv` places a command on the server's network: a cluster node's
+    `Cluster.command`, or by default a network namespace of the server's own (`ip netns exec`),
+    made and removed here; then `srv.run_here(argv)` runs a client beside it.
+    """
+
+    def __init__(self, workdir: Path, export_dir: Path, run=None, address: str = "127.0.0.1") -> None:
+        self.workdir = Path(workdir)
+        self.export_dir = Path(export_dir)
+        self.address = address
+        self.own_netns = None if run else f"storlab-nfs-{os.getpid()}-{secrets.token_hex(2)}"
+        self.place = run or (lambda argv: ["ip", "netns", "exec", self.own_netns, *argv])
+        self.log = self.workdir / "ganesha.log"
+        self.proc: subprocess.Popen | None = None
+
+    def url(self, name: str, version: int = 3) -> str:
+        """The URL of file `name` in the export, over NFSv3 (the export's path) or v4 (/export)."""
+        if version == 4:
+            return f"nfs://{self.address}/export/{name}"
+        return f"nfs://{self.address}{self.export_dir}/{name}?version=3"
+
+    def run_here(self, argv: list[str]) -> list[str]:
+        return self.place(argv)
+
+    def __enter__(self) -> GaneshaServer:
+        state = self.workdir / "ganesha-state"
+        state.mkdir(parents=True, exist_ok=True)
+        conf = self.workdir / "ganesha.conf"
+        conf.write_text(_GANESHA_CONF.format(state=state, export=self.export_dir))
+        script = _GANESHA_START.format(conf=conf, log=self.log, pid=self.workdir / "ganesha.pid")
+        if self.own_netns:
+            subprocess.run(["ip", "netns", "add", self.own_netns], check=True)
+            subprocess.run(["ip", "-n", self.own_netns, "link", "set", "lo", "up"], check=True)
+        self.proc = subprocess.Popen(self.place(["unshare", "-m", "--propagation", "private", "sh", "-c", script]),
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read().strip()
+                self.__exit__(None, None, None)
+                raise RuntimeError(f"ganesha exited at start: {err or self._log_tail()}")
+            if self._listening():
+                return self
+            time.sleep(0.1)
+        self.__exit__(None, None, None)
+        raise RuntimeError(f"ganesha did not listen on 2049 and 20048 within 20 s: {self._log_tail()}")
+
+    def _log_tail(self) -> str:
+        return " | ".join(self.log.read_text().splitlines()[-3:]) if self.log.exists() else "no log"
+
+    def _listening(self) -> bool:
+        out = subprocess.run(self.place(["ss", "-Hltn"]), capture_output=True, text=True).stdout
+        return all(f":{port} " in out for port in (2049, 20048, 111))
+
+    def __exit__(self, *exc) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)      # ganesha and its rpcbind
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        if self.own_netns:
+            subprocess.run(["ip", "netns", "del", self.own_netns], capture_output=True)
+            self.own_netns = None

@@ -62,10 +62,12 @@ pub enum EngineKind {
     Null,
     /// A network block device export through libnbd (targets nbd://HOST[:PORT]/EXPORT).
     Nbd,
+    /// A file on an NFS export through libnfs (targets nfs://SERVER/EXPORT/FILE).
+    Nfs,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 4] = [EngineKind::Psync, EngineKind::IoUring, EngineKind::Null, EngineKind::Nbd];
+    pub const ALL: [EngineKind; 5] = [EngineKind::Psync, EngineKind::IoUring, EngineKind::Null, EngineKind::Nbd, EngineKind::Nfs];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -73,6 +75,7 @@ impl EngineKind {
             EngineKind::IoUring => "io_uring",
             EngineKind::Null => "null",
             EngineKind::Nbd => "nbd",
+            EngineKind::Nfs => "nfs",
         }
     }
 }

@@ -244,6 +244,18 @@ fn open_file(path: &str, writes: bool, direct: bool, sync: OpenSync, create: boo
 fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec, build: &mut Build) -> Result<()> {
     let f = OpenOptions::new().write(true).open(path).map_err(|e| Error::target(path, format!("cannot open to lay out: {e}")))?;
     build.gate.confirm(path, &f)?;
+    fill_range(path, from, to, g, build, &mut |chunk: &[u8], off: u64| {
+        // SAFETY: chunk is valid for its length.
+        let w = unsafe { libc::pwrite(f.as_raw_fd(), chunk.as_ptr() as *const libc::c_void, chunk.len(), off as libc::off_t) };
+        if w <= 0 { Err(std::io::Error::last_os_error()) } else { Ok(w as usize) }
+    })?;
+    f.sync_all().map_err(|e| Error::target(path, format!("flushing laid-out data failed: {e}")))
+}
+
+/// The data a layout writes over [from, to), chunk by chunk, through `write_at` (which returns
+/// the bytes written; EINTR is retried once the cancel flag has been looked at).
+fn fill_range(path: &str, from: u64, to: u64, g: &GroupSpec, build: &mut Build,
+              write_at: &mut dyn FnMut(&[u8], u64) -> std::io::Result<usize>) -> Result<()> {
     let chunk = if g.verify == VerifyKind::Off { 1 << 20 } else { (((1 << 20) / g.bs).max(1) * g.bs) as usize };
     let mut buf = AlignedBuf::new(chunk, 4096);
     if g.verify == VerifyKind::Fill {
@@ -268,17 +280,14 @@ fn lay_out(path: &str, from: u64, to: u64, g: &GroupSpec, build: &mut Build) -> 
         } else if g.scrambles_writes() {
             build.scrambler.scramble(&mut buf.as_mut_slice()[..n], off);
         }
-        // SAFETY: buf holds at least n bytes.
-        let w = unsafe { libc::pwrite(f.as_raw_fd(), buf.as_mut_ptr() as *const libc::c_void, n, off as libc::off_t) };
-        if w < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-            continue; // a signal landed on this thread; the cancel flag says whether to stop
+        match write_at(&buf.as_mut_slice()[..n], off) {
+            Ok(w) => off += w as u64,
+            // a signal landed on this thread; the cancel flag says whether to stop
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+            Err(e) => return Err(Error::target(path, format!("laying out data at offset {off} failed: {e}"))),
         }
-        if w <= 0 {
-            return Err(Error::target(path, format!("laying out data at offset {off} failed: {}", std::io::Error::last_os_error())));
-        }
-        off += w as u64;
     }
-    f.sync_all().map_err(|e| Error::target(path, format!("flushing laid-out data failed: {e}")))
+    Ok(())
 }
 
 /// Preallocation goes this many bytes at a time, so a cancel is seen within one chunk.
@@ -450,36 +459,17 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, replay: Option<&
     })
 }
 
-/// A network block device export: connect once to learn its size and what the server allows, and
-/// apply the write-safety rule of block devices over that connection (an export that holds data
-/// is written only when named in --allow-destroy). Nothing is created or laid out: like a block
-/// device, the export has its size, and a read of a blank one reads zeros.
+/// A network target: its size and what the server allows, learnt over one connection of the
+/// kind the workers then open, with the write-safety rule applied over that same connection.
 fn resolve_remote(path: &str, kind: RemoteKind, g: &GroupSpec, size: Option<u64>, build: &mut Build) -> Result<OpenTarget> {
     build.gate.require(path)?;
-    let RemoteKind::Nbd = kind;
-    let (_, writes) = reads_writes(g, None);
-    let refuse = |m: String| Error::target(path, m);
-    let mut conn = remote::libnbd::Connection::connect(path).map_err(|m| {
-        if m.contains("cannot be loaded") { Error::engine(m) } else { refuse(format!("cannot connect: {m}")) }
-    })?;
-    let existing_size = conn.size().map_err(|m| refuse(format!("cannot read the export's size: {m}")))?;
-    if writes {
-        if conn.read_only().map_err(&refuse)? {
-            return Err(refuse("the server exports it read-only; it can only be read".into()));
-        }
-        if !build.gate.allows_overwrite(path) {
-            if let Some(at) = remote::nbd_first_data(&mut conn, existing_size).map_err(|m| refuse(format!("cannot read it to check for data: {m}")))? {
-                return Err(refuse(format!(
-                    "holds data (a non-zero byte at offset {at}); storlab writes to an export only when it is blank or named in --allow-destroy"
-                )));
-            }
-        }
-    }
-    if g.rw.trims() && !conn.can_trim().map_err(&refuse)? {
-        return Err(Error::spec(format!("rw: the server of {path} does not allow trims (NBD_CMD_TRIM); use a pattern without trims")));
-    }
-    let fsync_asked = g.fsync_end || g.fsync_every > 0;
-    let fsync_skipped = writes && fsync_asked && !conn.can_flush().map_err(&refuse)?;
+    let connect_error = |m: String| {
+        if m.contains("cannot be loaded") { Error::engine(m) } else { Error::target(path, format!("cannot connect: {m}")) }
+    };
+    let (existing_size, created, laid_out_bytes, fsync_skipped) = match kind {
+        RemoteKind::Nbd => resolve_nbd(path, g, build, connect_error)?,
+        RemoteKind::Nfs => resolve_nfs(path, g, size, build, connect_error)?,
+    };
     let range_len = match size {
         Some(s) => s,
         None => existing_size.checked_sub(g.offset).filter(|&n| n > 0).ok_or_else(|| {
@@ -492,11 +482,103 @@ fn resolve_remote(path: &str, kind: RemoteKind, g: &GroupSpec, size: Option<u64>
         )));
     }
     Ok(OpenTarget {
-        info: TargetInfo { path: path.to_string(), kind: kind.type_name(), size_bytes: existing_size, created: false, laid_out_bytes: 0, direct_align_bytes: 0, fsync_skipped },
-        writes,
+        info: TargetInfo { path: path.to_string(), kind: kind.type_name(), size_bytes: existing_size, created, laid_out_bytes, direct_align_bytes: 0, fsync_skipped },
+        writes: reads_writes(g, None).1,
         range_start: g.offset,
         range_len,
     })
+}
+
+/// A network block device export: like a block device it has its size, and a read of a blank one
+/// reads zeros, so nothing is created or laid out. One that holds data (a non-zero byte where
+/// `nbd_first_data` looks) is written only when named in --allow-destroy. Returns the size,
+/// created, laid-out bytes and whether fsyncs are skipped (a server that refuses flushes).
+fn resolve_nbd(path: &str, g: &GroupSpec, build: &mut Build, connect_error: impl Fn(String) -> Error) -> Result<(u64, bool, u64, bool)> {
+    let writes = reads_writes(g, None).1;
+    let refuse = |m: String| Error::target(path, m);
+    let mut conn = remote::libnbd::Connection::connect(path).map_err(connect_error)?;
+    let size = conn.size().map_err(|m| refuse(format!("cannot read the export's size: {m}")))?;
+    if writes {
+        if conn.read_only().map_err(&refuse)? {
+            return Err(refuse("the server exports it read-only; it can only be read".into()));
+        }
+        if !build.gate.allows_overwrite(path) {
+            if let Some(at) = remote::nbd_first_data(&mut conn, size).map_err(|m| refuse(format!("cannot read it to check for data: {m}")))? {
+                return Err(refuse(format!(
+                    "holds data (a non-zero byte at offset {at}); storlab writes to an export only when it is blank or named in --allow-destroy"
+                )));
+            }
+        }
+    }
+    if g.rw.trims() && !conn.can_trim().map_err(&refuse)? {
+        return Err(Error::spec(format!("rw: the server of {path} does not allow trims (NBD_CMD_TRIM); use a pattern without trims")));
+    }
+    let fsync_skipped = writes && (g.fsync_end || g.fsync_every > 0) && !conn.can_flush().map_err(&refuse)?;
+    Ok((size, false, 0, fsync_skipped))
+}
+
+/// A file on an NFS export, as a local file is treated: made (with O_EXCL) and sized when it does
+/// not exist, laid out with data over what a read needs, removed again if the build fails. One
+/// that exists and holds data is written only when named in --allow-destroy (the export may be
+/// shared; a local file's owner is the user who names it). Returns as `resolve_nbd`.
+fn resolve_nfs(path: &str, g: &GroupSpec, size: Option<u64>, build: &mut Build, connect_error: impl Fn(String) -> Error) -> Result<(u64, bool, u64, bool)> {
+    use remote::libnfs::{File as NfsFile, Missing, OpenError};
+    let (reads, writes) = reads_writes(g, None);
+    let refuse_writing = |why: String| Error::spec(format!("target: {path}: {why}"));
+    if writes {
+        if let Some(why) = remote::libnfs::cannot_write(path) {
+            return Err(refuse_writing(why));
+        }
+    }
+    let mut file = match NfsFile::open(path, writes, Missing::Refuse) {
+        Ok(f) => f,
+        Err(OpenError::Missing(m)) if size.is_some() => {
+            if let Some(why) = remote::libnfs::cannot_write(path) {
+                return Err(refuse_writing(format!("{m}, and it cannot be made: {why}")));
+            }
+            let f = NfsFile::open(path, true, Missing::Create).map_err(|e| connect_error(e.to_string()))?;
+            build.created.push(path.to_string());
+            f
+        }
+        Err(OpenError::Missing(m)) => return Err(Error::spec(format!("size: needed to create {path}: {m}"))),
+        Err(OpenError::Failed(m)) => return Err(connect_error(m)),
+    };
+    let existing = if file.created { 0 } else { file.size };
+    if writes && existing > 0 && !build.gate.allows_overwrite(path) {
+        return Err(Error::target(path, format!(
+            "holds data ({existing} bytes); storlab writes to an existing NFS file only when it is named in --allow-destroy"
+        )));
+    }
+    let end = size.map_or(existing, |s| g.offset + s);
+    let mut laid_out = 0;
+    if end > existing {
+        if let Some(why) = remote::libnfs::cannot_write(path) {
+            return Err(refuse_writing(format!("it must grow from {existing} to {end} bytes: {why}")));
+        }
+        if reads && g.engine != EngineKind::Null {
+            // Verified reads need every block of the range stamped, so lay out all of it.
+            let from = if g.verify == VerifyKind::Off { existing } else { g.offset };
+            file.truncate(end).map_err(|m| Error::target(path, format!("cannot size to {end} bytes: {m}")))?;
+            fill_range(path, from, end, g, build, &mut |chunk: &[u8], off: u64| {
+                file.pwrite(chunk, off).map(|()| chunk.len()).map_err(std::io::Error::other)
+            })?;
+            file.fsync().map_err(|m| Error::target(path, format!("flushing laid-out data failed: {m}")))?;
+            laid_out = if g.verify == VerifyKind::Off { end - existing } else { end - g.offset };
+        } else {
+            file.truncate(end).map_err(|m| Error::target(path, format!("cannot size to {end} bytes: {m}")))?;
+        }
+    }
+    Ok((existing.max(end), file.created, laid_out, false))
+}
+
+/// Remove a file a failed build made: a local path, or a file on an NFS export.
+fn remove_created(path: &str) {
+    // best effort: it may not have been made at all
+    if RemoteKind::of(path).is_some() {
+        let _ = remote::remove_file(path);
+    } else {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 /// The descriptor a worker gets on its target: a local one opened (and checked by the gate), none
@@ -717,7 +799,7 @@ impl Plan {
         let plan = Plan::build_in(spec, &mut build);
         if plan.is_err() {
             for path in &build.created {
-                let _ = std::fs::remove_file(path); // best effort: it may not have been made at all
+                remove_created(path);
             }
         }
         plan

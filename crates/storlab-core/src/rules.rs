@@ -373,7 +373,7 @@ mod tests {
         assert_eq!(rules["bs"], json!({"default": 4096, "min": 1, "max": 1u64 << 30, "unit": "bytes",
                                        "allowed": ">= 1 byte and <= 1 GiB"}));
         assert_eq!(rules["time"]["default"], Value::Null);
-        assert_eq!(rules["engine"]["choices"], json!(["psync", "io_uring", "null", "nbd"]));
+        assert_eq!(rules["engine"]["choices"], json!(["psync", "io_uring", "null", "nbd", "nfs"]));
         assert_eq!(rules["target"], json!({"default": []}));
         assert!(rules.get("name").is_none());
         assert_eq!(rules.as_object().unwrap().len(), PhaseSpec::group_field_names().len() - 1);

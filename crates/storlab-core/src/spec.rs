@@ -233,13 +233,16 @@ impl GroupSpec {
             }
             let local_only = [("files", self.files != FileLayout::Shared, "one file per thread"), ("open_sync", self.open_sync != OpenSync::None, "an O_SYNC/O_DSYNC open"),
                 ("read_iolog", self.read_iolog.is_some(), "a replayed log"), ("rbw", self.rbw != RbwMode::Off, "read-behind-write")];
+            if k == RemoteKind::Nfs && self.rw.trims() {
+                return Err(bad("rw", format!("NFS has no trim; {t} is {}: use a pattern without trims", k.described())));
+            }
             if let Some((field, _, what)) = local_only.iter().find(|(_, set, _)| *set) {
                 return Err(bad(field, format!("{what} is for local files; {t} is {} (fsync_every makes writes stable there)", k.described())));
             }
         }
         if let Some(t) = kinds.iter().zip(&self.target).find_map(|(k, t)| k.is_none().then_some(t)) {
-            if self.engine == EngineKind::Nbd {
-                return Err(bad("target", format!("engine nbd reads network block device exports (nbd://HOST[:PORT]/EXPORT); {t} is a local path")));
+            if let Some(k) = [RemoteKind::Nbd, RemoteKind::Nfs].into_iter().find(|k| k.engine() == self.engine) {
+                return Err(bad("target", format!("engine {} reads {} targets ({}); {t} is a local path", self.engine.as_str(), k.type_name(), k.url_form())));
             }
         }
         Ok(())

@@ -298,6 +298,12 @@ fn remote_target(target: &str) -> Option<(&'static str, Option<String>)> {
     storlab_core::remote::RemoteKind::of(target).map(|k| (k.type_name(), k.client_available().err()))
 }
 
+/// Remove a network file a run made (nfs://), for a failed run's clean-up; raises CoreError.
+#[pyfunction]
+fn remove_remote_file(py: Python<'_>, url: &str) -> PyResult<()> {
+    py.detach(|| storlab_core::remote::remove_file(url)).map_err(|m| to_py(storlab_core::Error::target(url, m)))
+}
+
 #[pyfunction]
 fn error_kinds() -> Vec<&'static str> {
     ErrorKind::ALL.iter().map(|k| k.as_str()).collect()
@@ -372,6 +378,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bsrange, m)?)?;
     m.add_function(wrap_pyfunction!(error_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(remote_target, m)?)?;
+    m.add_function(wrap_pyfunction!(remove_remote_file, m)?)?;
     m.add_function(wrap_pyfunction!(option_rules, m)?)?;
     m.add_function(wrap_pyfunction!(check_option, m)?)?;
     m.add_function(wrap_pyfunction!(hist_record, m)?)?;

@@ -145,7 +145,8 @@ ENGINE_RULES: dict[str, dict[str, Any]] = json.loads(_core.option_rules())
 ROWS: tuple[Option, ...] = (
     # --- targets ---------------------------------------------------------------------------
     Option("target", "paths", "file or block device to do I/O on (repeatable), a network block device "
-           "export (nbd://HOST[:PORT]/EXPORT, through libnbd), or /dev/null, /dev/zero "
+           "export (nbd://HOST[:PORT]/EXPORT, through libnbd), a file on an NFS export "
+           "(nfs://SERVER/EXPORT/FILE, through libnfs), or /dev/null, /dev/zero "
            "or /dev/full to measure without storage (size required); default: a scratch "
            "file in a temporary folder under the current directory, removed afterwards",
            category="target", metavar="PATH", fio_name="filename"),
@@ -305,7 +306,9 @@ ROWS: tuple[Option, ...] = (
                            io_uring="Linux io_uring: queue depth, batched submit and reap",
                            null="no kernel I/O: completes at once; measures storlab itself",
                            nbd="a network block device export through libnbd (targets nbd://HOST[:PORT]/EXPORT; "
-                               "the default for them)"), fio_name="ioengine"),
+                               "the default for them)",
+                           nfs="a file on an NFS export through libnfs, NFSv4 unless the URL names ?version=3 "
+                               "(targets nfs://SERVER/EXPORT/FILE; the default for them)"), fio_name="ioengine"),
     Option("direct", "bool", "O_DIRECT: bypass the page cache (buffers and offsets aligned)",
            category="engine", negative="--buffered"),
     Option("cpus", "str", "pin the worker threads to these CPUs: numbers and ranges separated by "

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from ..devices.safety import check_opened_paths
+from ..devices.safety import check_opened_paths, is_remote_target
 from ..document import DIRECTIONS, RUN_SCHEMA, header, now_iso
 from ..errors import StorlabError, UserError, from_core
 from ..jobs.job import Job, PhaseDef, core_spec, phase_record
@@ -205,10 +205,15 @@ class IoBenchmark(Benchmark):
     def _remove_created(self) -> None:
         """A failed run leaves no file it made (the user named them, but asked for a benchmark,
         not for a half-written file)."""
+        from .. import _core
+
         for path in self.created:
             try:
-                os.remove(path)
-            except OSError:
+                if is_remote_target(path):
+                    _core.remove_remote_file(path)
+                else:
+                    os.remove(path)
+            except (OSError, _core.CoreError):
                 pass  # already gone, or never finished being made
         self.created.clear()
 
@@ -231,7 +236,7 @@ class IoBenchmark(Benchmark):
         written |= cache.written_paths(phase)
         self._add_warnings(doc, check_phase(phase, result, doc["environment"], settings))
         for t in result.pop("targets", []):
-            if t.get("created") and t.get("type") == "file" and t["path"] not in self.created:
+            if t.get("created") and t.get("type") in ("file", "nfs") and t["path"] not in self.created:
                 self.created.append(t["path"])
             if t["path"] not in targets:     # described once: sysfs and mountinfo cost ~0.35 ms a look
                 targets[t["path"]] = describe_target(t)
@@ -374,7 +379,10 @@ class IoBenchmark(Benchmark):
     def _run_phase(self, phase, hooks: PhaseHooks) -> dict[str, Any]:
         from .. import _core
 
-        spec = json.dumps(checked_spec(phase, self.job.run.get("allow_destroy") or ()))
+        # A network file this run made is its own to write again in later phases (a local one
+        # needs no naming: the user named the file).
+        made_here = tuple(p for p in self.created if is_remote_target(p))
+        spec = json.dumps(checked_spec(phase, (*(self.job.run.get("allow_destroy") or ()), *made_here)))
         try:
             run = _core.PhaseRun(spec)
         except _core.CoreError as e:

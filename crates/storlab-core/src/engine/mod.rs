@@ -1,11 +1,13 @@
 //! The I/O backend trait (after fio's `ioengine_ops`) and its implementations: psync, io_uring and
-//! null on local files and devices, nbd on a network block device export.
+//! null on local files and devices, nbd on a network block device export, nfs on a file of an NFS
+//! export.
 //!
 //! A backend only talks to the kernel: the worker (`worker.rs`) stamps times, counts bytes and
 //! keeps statistics. A blocking backend (psync) completes inside `queue`; an asynchronous one
 //! (io_uring, null with a delay) returns `Queued::Pending` and hands completions back from `reap`.
 
 pub mod nbd;
+pub mod nfs;
 pub mod null;
 pub mod psync;
 pub mod uring;
@@ -140,6 +142,10 @@ pub fn create(setup: &EngineSetup) -> Result<Box<dyn Engine>> {
         EngineKind::Nbd => {
             let uri = setup.remote.ok_or_else(|| Error::spec("engine: nbd reads nbd:// targets only"))?;
             Box::new(nbd::Nbd::new(uri, setup.qd)?)
+        }
+        EngineKind::Nfs => {
+            let url = setup.remote.ok_or_else(|| Error::spec("engine: nfs reads nfs:// targets only"))?;
+            Box::new(nfs::Nfs::new(url, setup.group.directions()[1], setup.qd)?)
         }
     })
 }

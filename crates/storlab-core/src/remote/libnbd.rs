@@ -10,6 +10,8 @@
 //! complete inside `nbd_poll`, which runs their completion callbacks on the calling thread.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
+
+use super::dl::Library;
 use std::sync::OnceLock;
 
 /// The library's name as the dynamic loader finds it (the soname of libnbd 1.x).
@@ -53,52 +55,30 @@ struct Api {
 unsafe impl Send for Api {}
 unsafe impl Sync for Api {}
 
-fn dl_error() -> String {
-    // SAFETY: dlerror returns a thread-local message or null.
-    let p = unsafe { libc::dlerror() };
-    if p.is_null() { "unknown error".into() } else { unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned() }
-}
-
-// Each transmute's target type is the Api field the symbol is assigned to (declared above).
-#[allow(clippy::missing_transmute_annotations)]
 fn load() -> Result<Api, String> {
-    let name = CString::new(SONAME).expect("no NUL in the soname");
-    // SAFETY: dlopen with a valid C string; the handle is kept for the life of the process.
-    let lib = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    if lib.is_null() {
-        return Err(format!("the nbd engine needs {SONAME}, which cannot be loaded ({}); install {PACKAGE}", dl_error()));
+    let lib = Library::open(SONAME, "nbd", PACKAGE)?;
+    // SAFETY: each type is the Api field's, declared after libnbd.h (1.14 or later).
+    unsafe {
+        Ok(Api {
+            create: lib.function("nbd_create")?,
+            close: lib.function("nbd_close")?,
+            get_error: lib.function("nbd_get_error")?,
+            get_errno: lib.function("nbd_get_errno")?,
+            connect_uri: lib.function("nbd_connect_uri")?,
+            get_size: lib.function("nbd_get_size")?,
+            is_read_only: lib.function("nbd_is_read_only")?,
+            can_flush: lib.function("nbd_can_flush")?,
+            can_trim: lib.function("nbd_can_trim")?,
+            pread: lib.function("nbd_pread")?,
+            pwrite: lib.function("nbd_pwrite")?,
+            flush: lib.function("nbd_flush")?,
+            aio_pread: lib.function("nbd_aio_pread")?,
+            aio_pwrite: lib.function("nbd_aio_pwrite")?,
+            aio_trim: lib.function("nbd_aio_trim")?,
+            poll: lib.function("nbd_poll")?,
+            aio_in_flight: lib.function("nbd_aio_in_flight")?,
+        })
     }
-    macro_rules! sym {
-        ($name:literal) => {{
-            let c = CString::new($name).expect("no NUL in a symbol name");
-            // SAFETY: dlsym on the open library; the symbol's type is libnbd's documented one.
-            let p = unsafe { libc::dlsym(lib, c.as_ptr()) };
-            if p.is_null() {
-                return Err(format!("{SONAME} has no {} (libnbd too old: 1.14 or later is needed)", $name));
-            }
-            // SAFETY: a function of that name has the signature declared in Api (libnbd.h).
-            unsafe { std::mem::transmute::<*mut c_void, _>(p) }
-        }};
-    }
-    Ok(Api {
-        create: sym!("nbd_create"),
-        close: sym!("nbd_close"),
-        get_error: sym!("nbd_get_error"),
-        get_errno: sym!("nbd_get_errno"),
-        connect_uri: sym!("nbd_connect_uri"),
-        get_size: sym!("nbd_get_size"),
-        is_read_only: sym!("nbd_is_read_only"),
-        can_flush: sym!("nbd_can_flush"),
-        can_trim: sym!("nbd_can_trim"),
-        pread: sym!("nbd_pread"),
-        pwrite: sym!("nbd_pwrite"),
-        flush: sym!("nbd_flush"),
-        aio_pread: sym!("nbd_aio_pread"),
-        aio_pwrite: sym!("nbd_aio_pwrite"),
-        aio_trim: sym!("nbd_aio_trim"),
-        poll: sym!("nbd_poll"),
-        aio_in_flight: sym!("nbd_aio_in_flight"),
-    })
 }
 
 fn api() -> Result<&'static Api, String> {

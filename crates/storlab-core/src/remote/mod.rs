@@ -7,7 +7,9 @@
 //! looks at the data over the same connection kind the workers then use, so what is checked is
 //! what is opened.
 
+mod dl;
 pub mod libnbd;
+pub mod libnfs;
 
 use crate::group::EngineKind;
 
@@ -16,6 +18,8 @@ use crate::group::EngineKind;
 pub enum RemoteKind {
     /// A network block device export: nbd://HOST[:PORT]/EXPORT, nbds:// (TLS), nbd+unix://.
     Nbd,
+    /// A file on an NFS export: nfs://SERVER/EXPORT/FILE[?version=3] (NFSv4 by default).
+    Nfs,
 }
 
 impl RemoteKind {
@@ -24,6 +28,7 @@ impl RemoteKind {
         let scheme = target.split_once("://")?.0;
         match scheme {
             "nbd" | "nbds" | "nbd+unix" | "nbds+unix" => Some(RemoteKind::Nbd),
+            "nfs" => Some(RemoteKind::Nfs),
             _ => None,
         }
     }
@@ -32,6 +37,7 @@ impl RemoteKind {
     pub fn engine(self) -> EngineKind {
         match self {
             RemoteKind::Nbd => EngineKind::Nbd,
+            RemoteKind::Nfs => EngineKind::Nfs,
         }
     }
 
@@ -39,6 +45,7 @@ impl RemoteKind {
     pub fn client_available(self) -> Result<(), String> {
         match self {
             RemoteKind::Nbd => libnbd::available(),
+            RemoteKind::Nfs => libnfs::available(),
         }
     }
 
@@ -46,6 +53,15 @@ impl RemoteKind {
     pub fn described(self) -> &'static str {
         match self {
             RemoteKind::Nbd => "a network block device export",
+            RemoteKind::Nfs => "a file on an NFS export",
+        }
+    }
+
+    /// The URL form of such a target, for messages.
+    pub fn url_form(self) -> &'static str {
+        match self {
+            RemoteKind::Nbd => "nbd://HOST[:PORT]/EXPORT",
+            RemoteKind::Nfs => "nfs://SERVER/EXPORT/FILE",
         }
     }
 
@@ -53,7 +69,21 @@ impl RemoteKind {
     pub fn type_name(self) -> &'static str {
         match self {
             RemoteKind::Nbd => "nbd",
+            RemoteKind::Nfs => "nfs",
         }
+    }
+}
+
+/// Remove a network file this run made (an NFS file; an NBD export is never made, so never
+/// removed). Ok when it is already gone.
+pub fn remove_file(url: &str) -> Result<(), String> {
+    match RemoteKind::of(url) {
+        Some(RemoteKind::Nfs) => match libnfs::File::open(url, true, libnfs::Missing::Refuse) {
+            Ok(f) => f.unlink(),
+            Err(libnfs::OpenError::Missing(_)) => Ok(()),
+            Err(e) => Err(e.to_string()),
+        },
+        _ => Err(format!("{url}: not a network file storlab makes")),
     }
 }
 
@@ -94,7 +124,8 @@ mod tests {
         for url in ["nbd://127.0.0.1/x", "nbds://h:10809/", "nbd+unix:///e?socket=/tmp/s"] {
             assert_eq!(RemoteKind::of(url), Some(RemoteKind::Nbd), "{url}");
         }
-        for path in ["/dev/nbd0", "relative/nbd://x", "nbd:/x", "file:///tmp/x"] {
+        assert_eq!(RemoteKind::of("nfs://srv/export/f?version=3"), Some(RemoteKind::Nfs));
+        for path in ["/dev/nbd0", "relative/nbd://x", "nbd:/x", "file:///tmp/x", "nfs:/x"] {
             assert_eq!(RemoteKind::of(path), None, "{path}");
         }
     }
