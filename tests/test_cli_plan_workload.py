@@ -200,3 +200,25 @@ def test_bad_workload_input_is_one_line_exit_2(capsys, argv, needle):
     assert err.count("\n") == 1 and err.startswith("storlab plan: error: ") and needle in err, err
     if "nosuch" in argv:
         assert "built-ins: " in err and "unet3d_h100" in err and "llama3_8b" in err
+
+
+@pytest.mark.parametrize("name, threshold", [("retinanet_b200", "85.0 %"), ("unet3d_b200", "90.0 %"),
+                                             ("dlrm_b200", "70.0 %"), ("flux_b200", "90.0 %")])
+def test_perf_covers_the_v3_builtins(capsys, throttle_profile, name, threshold):
+    if name.startswith("retinanet"):
+        pytest.importorskip("PIL", reason="Pillow sizes the JPEG files retinanet reads")
+    code, out, err = run(capsys, "perf", "device", "--workload", name, "--profile", throttle_profile)
+    assert code == 0 and err == ""
+    assert f"{name} on one device: AI training, AU threshold {threshold}" in out
+    if name in ("dlrm_b200", "flux_b200"):
+        assert "a column chunk of the rows read at once" in out
+
+
+def test_recommend_takes_a_v3_builtin(capsys):
+    pytest.importorskip("PIL", reason="Pillow sizes the JPEG files retinanet reads")
+    code, out, _ = run(capsys, "recommend", "--drives", "12", "--workload", "retinanet_b200", "--accelerators", "4",
+                       "--levels", "6,10", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["workload"] == {"name": "retinanet_b200", "accelerators": 4, "au_threshold": 0.85, "dataset_size": "rule"}
+    assert doc["pareto"]

@@ -53,6 +53,9 @@ def test_list_names_the_builtins(capsys):
     (["unet3d_h100", "--set", "dataset.file_size=1000000"],
      "dataset.record_length: 146600628 is over dataset.file_size 1000000; use 1..1000000"),
     (["unet3d_h100", "--set", "checkpoint.model_size=-1", "--set", "checkpoint.enabled=true"], "checkpoint.model_size"),
+    (["unet3d_b200", "--runs", "0"], "--runs: '0' is not allowed"),
+    (["llama3_8b", "--runs", "6"], "--runs: 6 is allowed for a training workload without --search only"),
+    (["retinanet_b200", "--set", "dataset.samples_per_file=2"], "dataset.samples_per_file: 2 is not allowed with format jpeg"),
 ])
 def test_bad_input_is_one_line_exit_2(args, message, capsys):
     assert main(["workload", *args, "--no-store"]) == 2

@@ -227,3 +227,42 @@ def test_evaluation_with_nothing_to_count():
     assert one.point.steps == 1 and one.point.au == 0.0 and one.point.epoch_s > 0 and "first step" in one.note
     idle = predict_evaluation(None, eval_of(load(), computation_s=0.0), 4, 1, [throttle(32 * MiB)])
     assert idle.point.au == 0.0 and idle.point.epoch_s == pytest.approx(500 * 0.25, rel=1e-3)
+
+
+def test_a_call_carrying_several_samples_worked_by_hand():
+    # a parquet row group read a column chunk at a time: 64 KiB of read columns per row, 4 MiB calls, batch 16,
+    # 0.1 s compute, 32 MiB/s: L = n x 16 x 64 KiB / 32 MiB/s = n / 32 s, the AU of the 1 MiB case above:
+    # AU(n) = 499 x 0.1 / (498 x n / 32) = 3.2064 / n: 4 fed (0.80), 5 not (0.64)
+    ld = load(record_bytes=64 << 10, batch=16, call_bytes=4 * MiB, file_per_sample=False, shuffled=False)
+    assert ld.calls_per_sample == 1 and ld.request_bytes == 4 * MiB and ld.bytes_per_call == 4 * MiB
+    fc = accelerators_fed(None, ld, [throttle(32 * MiB)])
+    assert fc.fed == 4 and fc.at_fed.au == pytest.approx(3.2064 / 4, rel=0.01)
+    assert fc.at_fed.delivered_bytes_per_s == pytest.approx(32 * MiB, rel=0.01)
+    assert fc.at_fed.prediction.workload.request_bytes == 4 * MiB and fc.at_fed.prediction.workload.rw == "read"
+    assert "one call of 4194304 bytes per 64 samples" in fc.assumptions[0]
+
+
+def test_v3_formats_as_the_model_reads_them(tmp_path):
+    from storlab.jobs.workload import spec_from_table
+    from storlab.model.training_load import sample_read, training_load
+
+    columns = [{"name": "label", "dtype": "float16", "read": False}, {"name": "dense", "dtype": "float32", "size": 13},
+               {"name": "sparse", "dtype": "int8", "size": 26}]
+    spec = spec_from_table({"workload": {"name": "p"}, "dataset": {
+        "folder": str(tmp_path), "format": "parquet", "files": 4, "samples_per_file": 8, "record_length": 2 + 52 + 26,
+        "parquet": {"row_group_size": 3, "columns": columns}}})
+    # the read columns: 52 + 26 = 78 bytes a row; a row group of 3 rows read as 2 column chunks of 3 x 78 / 2 bytes
+    assert sample_read(spec) == (78, 117)
+    spec.dataset.parquet.read_mode = "default"          # the whole file at once: 8 x 78 / 2 per chunk
+    assert sample_read(spec) == (78, 312)
+    ld = training_load(spec, "as-written")
+    assert ld.record_bytes == 78 and ld.call_bytes == 312 and not ld.file_per_sample
+    pytest.importorskip("PIL", reason="Pillow encodes the JPEG whose bytes the model reads")
+    import numpy as np
+    from storlab.jobs.sample_bytes import jpeg_side, noise_jpeg
+
+    jpeg = spec_from_table({"workload": {"name": "j"}, "dataset": {"folder": str(tmp_path), "format": "jpeg",
+                                                                    "record_length": 322957}})
+    read, call = sample_read(jpeg)
+    # DLIO's 568 x 568 noise image: the file a reader reads whole, smaller than the pixels it holds
+    assert call == 0 and read == len(noise_jpeg(jpeg_side(322957), np.random.default_rng(10))) and read < 322957

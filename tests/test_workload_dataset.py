@@ -182,7 +182,7 @@ def test_every_format_the_workload_job_allows_is_one_record():
     of suites/training/formats.py are the same list, in the same order."""
     assert tuple(formats.FORMATS) == workload.FORMATS
     assert [f.name for f in formats.FORMATS.values() if f.side_suffixes] == ["indexed_binary"]
-    assert [f.name for f in formats.FORMATS.values() if f.requires] == ["hdf5"]
+    assert [f.name for f in formats.FORMATS.values() if f.requires] == ["hdf5", "jpeg", "parquet"]
 
 
 @pytest.mark.parametrize("fmt", ["npz", "npy", "tfrecord", "indexed_binary"])

@@ -149,3 +149,16 @@ def test_sigint_of_a_checkpoint_workload_keeps_the_checkpoints_done(tmp_path):
     assert doc["complete"] is False and doc["stop_reason"] == "interrupted"
     assert 1 <= len(doc["checkpoints"]) < 300 and all(c["kind"] == "write" for c in doc["checkpoints"])
     assert os.listdir(tmp_path / "ck") == []
+
+
+def test_runs_under_mpi_run_together_and_rank_0_reports_them(tmp_path):
+    # --runs 2: every rank runs both (a warm-up, then one measured), meeting at each run's barriers;
+    # rank 0's document lists both runs and the rule checks, and says two runs are not v3.0's six
+    out = tmp_path / "r.json"
+    p, doc = mpirun(2, ["unet3d_b200", "--runs", "2", "--set", f"dataset.folder={tmp_path / 'd'}",
+                        "--set", "dataset.record_length=8192", "--set", "dataset.record_length_stdev=0",
+                        "--set", "dataset.files=32", "--set", "train.computation_time=0.005", "--epochs", "1"], out)
+    assert p.returncode == 0, p.stderr
+    assert [r["warmup"] for r in doc["runs"]] == [True, False] and doc["ranks"] == 2
+    runs = next(c for c in doc["mlperf"]["checks"] if c["source"].endswith("§2.1.17"))
+    assert runs["result"] == "fail" and runs["detail"].startswith("2 run(s): 1 warm-up, 1 measured")

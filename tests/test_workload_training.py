@@ -172,7 +172,7 @@ def test_checkpoint_workload_writes_and_reads_back(tmp_path):
     ({"reader__read_threads": -1}, "reader.read_threads"),
     ({"dataset__files": 0}, "dataset.files"),
     ({"dataset__record_length": -5}, "dataset.record_length"),
-    ({"dataset__format": "parquet"}, "dataset.format"),
+    ({"dataset__format": "png"}, "dataset.format"),
     ({"reader__batch_size": 1000}, "reader.batch_size"),
     ({"train__epochs": 0}, "train.epochs"),
     ({"reader__wobble": 1}, "reader.wobble"),

@@ -5,11 +5,15 @@ A training workload does not fit the I/O job's `[[phase]]` shape (it has a datas
 pipeline, a compute time per batch and checkpoints), so it has its own tables, which
 `storlab workload FILE.toml` reads and which a DLIO YAML translates into (jobs/dlio/):
 
-    [workload]    name, au_threshold, accelerators (per process), seed, train (run the epochs),
+    [workload]    name, au_threshold, accelerator (the profile emulated: b200, mi355, h100, a100),
+                  accelerators (per process), seed, train (run the epochs),
                   generate (DLIO's generate_data: with train and checkpoint off, only generate
                   the dataset, as `mlpstorage training datagen`)
     [dataset]     folder, format, files, samples_per_file, record_length, record_length_stdev,
                   record_length_resize, file_size, subfolders, file_prefix, eval_files, eval_subfolders
+    [dataset.parquet]  a parquet dataset's row_group_size, read_mode and columns (name, dtype,
+                  size = values per row, read = whether the reader reads the column); a row's bytes
+                  are the record_length
     [reader]      batch_size, read_threads, prefetch, file_shuffle, sample_shuffle, transfer_size
     [train]       epochs, computation_time, computation_time_stdev, total_training_steps,
                   seed_change_epoch, drop_cache
@@ -30,23 +34,59 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from ..errors import UserError
+from . import mlperf_v3
 from .checkpoint_layout import TransformerSpec, check_transformer, rank_files
 
-__all__ = ["WorkloadError", "DatasetSpec", "ReaderSpec", "TrainSpec", "EvalSpec", "CheckpointSpec", "WorkloadSpec",
-           "FORMATS", "SHUFFLES", "spec_from_table", "dataset_size_rule", "TABLES"]
+__all__ = ["WorkloadError", "ParquetSpec", "ParquetColumn", "DatasetSpec", "ReaderSpec", "TrainSpec", "EvalSpec",
+           "CheckpointSpec", "WorkloadSpec", "FORMATS", "PARQUET_DTYPES", "SHUFFLES", "spec_from_table",
+           "dataset_size_rule", "TABLES"]
 
-FORMATS = ("npz", "npy", "hdf5", "tfrecord", "indexed_binary")
+FORMATS = ("npz", "npy", "hdf5", "tfrecord", "indexed_binary", "jpeg", "parquet")
+# a parquet column's value types and their bytes (MLPerf Storage v3.0's dlrm and flux columns)
+PARQUET_DTYPES = {"int8": 1, "uint8": 1, "int16": 2, "float16": 2, "int32": 4, "float32": 4, "int64": 8,
+                  "float64": 8}
+# row_group: a sample's row group is read (then kept); default: the whole file's read columns at once
+PARQUET_READ_MODES = ("row_group", "default")
+PARQUET_COMPRESSIONS = ("none", "snappy", "gzip", "zstd", "lz4")
 SHUFFLES = ("off", "seed", "random")
 CHECKPOINT_RANKS = ("all", "zero")
 TABLES = ("workload", "dataset", "reader", "train", "evaluation", "checkpoint")
 
-# MLPerf Storage's dataset rule (Submission guidelines §7; benchmark.sh datasize)
-HOST_MEMORY_MULTIPLIER = 5
-RULE_STEPS_PER_EPOCH = 500
+# MLPerf Storage's dataset rule (Rules §3.1.2)
+HOST_MEMORY_MULTIPLIER = mlperf_v3.HOST_MEMORY_MULTIPLIER
+RULE_STEPS_PER_EPOCH = mlperf_v3.STEPS_PER_EPOCH
 
 
 class WorkloadError(UserError):
     """A workload value storlab cannot use; one line naming the field and what is allowed."""
+
+
+@dataclass
+class ParquetColumn:
+    """One column of a parquet dataset: `size` values of `dtype` per row; `read` says whether the
+    reader reads it (DLIO's selective column read)."""
+    name: str = "data"
+    dtype: str = "uint8"
+    size: int = 1
+    read: bool = True
+
+    @property
+    def row_bytes(self) -> int:
+        return self.size * PARQUET_DTYPES[self.dtype]
+
+
+@dataclass
+class ParquetSpec:
+    """A parquet dataset's shape: rows (samples) grouped row_group_size at a time, read a row
+    group at a time (read_mode row_group), of these columns. No columns: one uint8 column of
+    record_length values per row."""
+    row_group_size: int = 1024
+    read_mode: str = "row_group"
+    compression: str = "none"
+    columns: list[ParquetColumn] = field(default_factory=list)
+
+    def columns_for(self, record_length: int) -> list[ParquetColumn]:
+        return self.columns or [ParquetColumn("data", "uint8", record_length, True)]
 
 
 @dataclass
@@ -65,6 +105,7 @@ class DatasetSpec:
     seed: int = 10                       # content and size seed of the generator (DLIO: 10)
     eval_files: int = 0                  # files of the evaluation set (FOLDER/valid/), as the training files
     eval_subfolders: int = 0
+    parquet: ParquetSpec = field(default_factory=ParquetSpec)   # format parquet only
 
     @property
     def samples(self) -> int:
@@ -157,6 +198,7 @@ class CheckpointSpec:
 class WorkloadSpec:
     name: str = "workload"
     au_threshold: float = 0.9
+    accelerator: str = ""                # the accelerator profile emulated (b200, mi355, h100, a100; "" unnamed)
     accelerators: int = 1                # emulated per process (MPI ranks multiply it)
     seed: int = 123                      # shuffle seed
     dataset: DatasetSpec = field(default_factory=DatasetSpec)
@@ -172,11 +214,15 @@ class WorkloadSpec:
         """The TOML job shape (reads back with spec_from_table)."""
         d = asdict(self)
         top = {k: d[k] for k in ("name", "au_threshold", "accelerators", "seed")}
+        if self.accelerator:
+            top["accelerator"] = self.accelerator
         top["train"] = self.train_enabled
         if self.generate:
             top["generate"] = True
         if not self.checkpoint.is_transformer:
             del d["checkpoint"]["transformer"]
+        if self.dataset.format != "parquet":
+            del d["dataset"]["parquet"]
         return {"workload": top, "dataset": d["dataset"], "reader": d["reader"], "train": d["train"],
                 "evaluation": d["evaluation"], "checkpoint": d["checkpoint"]}
 
@@ -210,7 +256,7 @@ class WorkloadSpec:
 
 _SECTIONS = {"dataset": DatasetSpec, "reader": ReaderSpec, "train": TrainSpec, "evaluation": EvalSpec,
              "checkpoint": CheckpointSpec}
-_TOP = {"name": str, "au_threshold": float, "accelerators": int, "seed": int, "train": bool, "generate": bool}
+_TOP = {"name": str, "au_threshold": float, "accelerator": str, "accelerators": int, "seed": int, "train": bool, "generate": bool}
 
 
 def _typed(where: str, value: Any, want: type) -> Any:
@@ -254,6 +300,9 @@ def spec_from_table(table: Mapping[str, Any], source: str = "workload") -> Workl
             if section == "checkpoint" and key == "transformer":
                 target.transformer = _transformer(value, source)
                 continue
+            if section == "dataset" and key == "parquet":
+                target.parquet = _parquet(value, source)
+                continue
             want = {"int": int, "float": float, "str": str, "bool": bool}[str(fields[key].type)]
             setattr(target, key, _typed(f"{section}.{key}", value, want))
     d = spec.dataset
@@ -278,6 +327,74 @@ def _transformer(table: Any, source: str) -> TransformerSpec:
     return t
 
 
+def _parquet(table: Any, source: str) -> ParquetSpec:
+    """[dataset.parquet] as a ParquetSpec (keys typed; values checked in validate)."""
+    if not isinstance(table, Mapping):
+        raise WorkloadError(f"dataset.parquet: {table!r} is not allowed; use a table of "
+                            f"{', '.join(ParquetSpec.__dataclass_fields__)}")
+    p = ParquetSpec()
+    for key, value in table.items():
+        if key == "columns":
+            if not isinstance(value, list):
+                raise WorkloadError("dataset.parquet.columns: use a list of tables of "
+                                    f"{', '.join(ParquetColumn.__dataclass_fields__)}")
+            p.columns = [_parquet_column(i, c, source) for i, c in enumerate(value)]
+        elif key == "row_group_size":
+            p.row_group_size = _typed("dataset.parquet.row_group_size", value, int)
+        elif key in ("read_mode", "compression"):
+            setattr(p, key, _typed(f"dataset.parquet.{key}", value, str))
+        else:
+            raise WorkloadError(f"{source}: dataset.parquet.{key} is not a key; allowed: "
+                                f"{', '.join(ParquetSpec.__dataclass_fields__)}")
+    return p
+
+
+def _parquet_column(i: int, table: Any, source: str) -> ParquetColumn:
+    where = f"dataset.parquet.columns[{i}]"
+    fields = ParquetColumn.__dataclass_fields__
+    if not isinstance(table, Mapping):
+        raise WorkloadError(f"{where}: {table!r} is not allowed; use a table of {', '.join(fields)}")
+    c = ParquetColumn()
+    for key, value in table.items():
+        if key not in fields:
+            raise WorkloadError(f"{source}: {where}.{key} is not a key; allowed: {', '.join(fields)}")
+        want = {"int": int, "str": str, "bool": bool}[str(fields[key].type)]
+        setattr(c, key, _typed(f"{where}.{key}", value, want))
+    return c
+
+
+def _check_parquet(d: DatasetSpec) -> None:
+    """A parquet dataset's columns and row groups; its rows must be record_length bytes."""
+    p = d.parquet
+    _positive("dataset.parquet.row_group_size", p.row_group_size)
+    if p.read_mode not in PARQUET_READ_MODES:
+        raise WorkloadError(f"dataset.parquet.read_mode: {p.read_mode!r} is not allowed; use one of: "
+                            f"{', '.join(PARQUET_READ_MODES)}")
+    if p.compression not in PARQUET_COMPRESSIONS:
+        raise WorkloadError(f"dataset.parquet.compression: {p.compression!r} is not allowed; use one of: "
+                            f"{', '.join(PARQUET_COMPRESSIONS)}")
+    names = set()
+    for i, c in enumerate(p.columns):
+        where = f"dataset.parquet.columns[{i}]"
+        if not c.name or c.name in names:
+            raise WorkloadError(f"{where}.name: {c.name!r} is not allowed; use a name no other column has")
+        names.add(c.name)
+        if c.dtype not in PARQUET_DTYPES:
+            raise WorkloadError(f"{where}.dtype: {c.dtype!r} is not allowed; use one of: {', '.join(PARQUET_DTYPES)}")
+        _positive(f"{where}.size", c.size)
+    if d.record_length_stdev:
+        raise WorkloadError(f"dataset.record_length_stdev: {d.record_length_stdev} is not allowed with format parquet; "
+                            "use 0 (a parquet row is its columns' bytes)")
+    if p.columns:
+        row = sum(c.row_bytes for c in p.columns)
+        if row != d.record_length:
+            raise WorkloadError(f"dataset.record_length: {d.record_length} is not the {row} bytes a row of "
+                                "dataset.parquet.columns holds (size x dtype bytes summed); use "
+                                f"{row}, or change the columns")
+        if not any(c.read for c in p.columns):
+            raise WorkloadError("dataset.parquet.columns: no column has read = true; the reader would read nothing")
+
+
 def _positive(where: str, value: float, allow_zero: bool = False) -> None:
     if value < 0 or (value == 0 and not allow_zero):
         raise WorkloadError(f"{where}: {value!r} is not allowed; use a number {'>= 0' if allow_zero else '> 0'}")
@@ -291,6 +408,9 @@ def validate(spec: WorkloadSpec) -> WorkloadSpec:
     if not 0 < spec.au_threshold <= 1:
         raise WorkloadError(f"workload.au_threshold: {spec.au_threshold!r} is not allowed; use a fraction in (0, 1]")
     _positive("workload.accelerators", spec.accelerators)
+    if spec.accelerator and spec.accelerator not in mlperf_v3.ACCELERATORS:
+        raise WorkloadError(f"workload.accelerator: {spec.accelerator!r} is not allowed; use one of: "
+                            f"{', '.join(mlperf_v3.ACCELERATORS)} (or leave it out)")
     if d.format not in FORMATS:
         raise WorkloadError(f"dataset.format: {d.format!r} is not allowed; use one of: {', '.join(FORMATS)}")
     _positive("dataset.files", d.files)
@@ -301,6 +421,11 @@ def validate(spec: WorkloadSpec) -> WorkloadSpec:
     _positive("dataset.subfolders", d.subfolders, allow_zero=True)
     _positive("dataset.file_size", d.file_size, allow_zero=True)
     _fits_file(d)
+    if d.format == "parquet":
+        _check_parquet(d)
+    if d.format == "jpeg" and d.samples_per_file != 1:
+        raise WorkloadError(f"dataset.samples_per_file: {d.samples_per_file} is not allowed with format jpeg; use 1 "
+                            "(a JPEG file holds one image, as DLIO writes it)")
     if not d.folder:
         raise WorkloadError("dataset.folder: an empty path is not allowed; name a folder")
     if not d.file_prefix or "/" in d.file_prefix or d.file_prefix.startswith("."):

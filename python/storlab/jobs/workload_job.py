@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from ..errors import UserError
 from .workload import WorkloadError, WorkloadSpec, spec_from_table, validate
 
-__all__ = ["builtins", "builtin_table", "load_workload", "max_accelerators", "scale"]
+__all__ = ["builtins", "builtin_rows", "builtin_table", "load_workload", "max_accelerators", "runs_count", "scale"]
 
 
 def builtins() -> list[str]:
@@ -27,6 +27,17 @@ def builtin_table(name: str) -> dict[str, Any]:
     from .tomlfile import tomllib
 
     return tomllib.loads((resources.files("storlab.jobs.dlio") / "workloads" / f"{name}.toml").read_text())
+
+
+def builtin_rows() -> list[dict[str, str]]:
+    """Each built-in with its MLPerf Storage v3.0 division and accelerator (`--list`)."""
+    from .mlperf_v3 import division
+
+    rows = []
+    for name in builtins():
+        accelerator = builtin_table(name).get("workload", {}).get("accelerator", "")
+        rows.append({"name": name, "division": division(name, accelerator), "accelerator": accelerator})
+    return rows
 
 
 def _set_values(sets: Sequence[str]) -> tuple[list[str], dict[str, str]]:
@@ -75,6 +86,11 @@ def _scale_fraction(value: Any) -> float:
         return float(text)
     except ValueError:
         raise UserError(f"--scale: {value!r} is not allowed; use a number from 0 (exclusive) to 1") from None
+
+
+def runs_count(value: Any) -> int:
+    """--runs of `storlab workload`, a whole number from 1."""
+    return _flag("runs", value)
 
 
 def max_accelerators(value: Any) -> int:

@@ -23,6 +23,13 @@ The first-step edge raises a short epoch's AU by (S - 1) / (S - k); at MLPerf's 
 it is at most 1.4 % (8 readers). Without reader threads an accelerator reads its batch, then computes:
 AU = t / (t + L). samples/s = n B S / wall. AU is 0 with no compute or one step (nothing counted).
 
+Images and columns (MLPerf Storage v3.0's formats). A JPEG sample is read whole: R is the JPEG
+file's bytes (the workload's record length encodes to fewer), one call per sample. A parquet
+sample is a row: the reader reads a row group (or the whole file) once, a call per read column
+chunk of C bytes, and the rows after it come from memory; so R is the bytes of a row's read
+columns, and a call carries C / R samples (`call_bytes`; a call of C bytes, R / C calls per
+sample on average). The formulas below hold with these R and C.
+
 Evaluation (DLIO's eval, suites/training/training.py's _evaluate): after the training epochs it names,
 each accelerator reads its share of the eval files in batches of the eval batch size Be and
 computes te per batch, with the same reader threads and the same read calls, and no barrier
@@ -96,6 +103,8 @@ class TrainingLoad:
     shuffled: bool = True           # samples read in a shuffled order (each call lands somewhere new)
     total_training_steps: int = 0   # caps the steps per epoch (0: every sample once)
     rule_sized: bool = False        # the dataset grows with the accelerators, to MLPerf's 500 steps or more
+    call_bytes: int = 0             # bytes of one read call that carries several samples (a parquet column
+                                    # chunk of a row group); 0: a call is a sample or a transfer-size piece
 
     def __post_init__(self) -> None:
         for label in ("record_bytes", "batch", "samples"):
@@ -121,12 +130,19 @@ class TrainingLoad:
     @property
     def calls_per_sample(self) -> int:
         t = self.transfer_bytes
-        return 1 if not t or t >= self.record_bytes else math.ceil(self.record_bytes / t)
+        if self.call_bytes or not t or t >= self.record_bytes:
+            return 1
+        return math.ceil(self.record_bytes / t)
+
+    @property
+    def bytes_per_call(self) -> float:
+        """Data bytes one read call carries: a column chunk (call_bytes), else a sample's share."""
+        return float(self.call_bytes) if self.call_bytes else self.record_bytes / self.calls_per_sample
 
     @property
     def request_bytes(self) -> int:
         """Bytes of one read call, as the model's request (a whole number of sectors)."""
-        return _sectors(self.record_bytes / self.calls_per_sample)
+        return _sectors(self.bytes_per_call)
 
     @property
     def pattern(self) -> str:
@@ -213,7 +229,7 @@ def _sample_reads(stack: Stack | None, devices: list[Device] | None, load: Train
     a stream (read) of full-stripe requests of at most STREAM_REQUEST_BYTES (the page cache splits
     such a call into readahead requests anyway) on members whose read rate carries the one
     positioning per call."""
-    plain = _ReadPlan(load.pattern, load.request_bytes, load.record_bytes / load.calls_per_sample, devices)
+    plain = _ReadPlan(load.pattern, load.request_bytes, load.bytes_per_call, devices)
     if load.pattern != "randread" or stack is None:
         return plain
     geometry = geometry_of(stack)
@@ -352,8 +368,10 @@ def accelerators_fed(stack: Stack | None, load: TrainingLoad, devices: list[Devi
     if beyond is not None:
         bound = ""
     at = trial(lo) if lo >= 1 else None
-    notes = [f"reads: {load.calls_per_sample} call(s) of {load.request_bytes} bytes per sample, "
-             f"{max(1, load.read_threads)} outstanding per accelerator ({plan.rw})",
+    reads = (f"one call of {load.request_bytes} bytes per {load.call_bytes / load.record_bytes:.4g} samples (a column "
+             f"chunk of the rows read at once; {load.record_bytes} bytes of read columns per sample)"
+             if load.call_bytes else f"{load.calls_per_sample} call(s) of {load.request_bytes} bytes per sample")
+    notes = [f"reads: {reads}, {max(1, load.read_threads)} outstanding per accelerator ({plan.rw})",
              *([plan.note] if plan.note else []),
              "buffered reads: the page cache may split a call into readahead-sized requests; the model counts one "
              "request per call (the bytes are the same, a device limited in requests sees more)",

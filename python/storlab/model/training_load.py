@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UserError
+from ..jobs.sample_bytes import jpeg_file_bytes, parquet_call_bytes, parquet_read_row_bytes
 from ..jobs.workload import WorkloadSpec
 from ..jobs.workload_job import builtins, load_workload
 from .predict import Device
@@ -29,7 +30,7 @@ from .training import (
     predict_training,
 )
 
-__all__ = ["workload_spec", "training_load", "workload_evaluation", "checkpoint_load", "WorkloadForecast",
+__all__ = ["workload_spec", "sample_read", "training_load", "workload_evaluation", "checkpoint_load", "WorkloadForecast",
            "forecast_workload", "DEFAULT_MAX_ACCELERATORS"]
 
 # The bound of the accelerators-fed search when --max-accelerators is not given.
@@ -46,13 +47,28 @@ def workload_spec(name: str) -> tuple[WorkloadSpec, str]:
     return spec, source
 
 
+def sample_read(spec: WorkloadSpec) -> tuple[int, int]:
+    """(bytes a sample costs the reader, bytes of a call carrying several samples or 0), as the
+    emulation reads each format: a JPEG file whole (the bytes its record length encodes to; the
+    record length when Pillow is not installed to encode one), a parquet row's read columns in
+    column-chunk calls of a row group (or file), any other sample as its record length."""
+    d = spec.dataset
+    if d.format == "jpeg":
+        return jpeg_file_bytes(d.record_length) or d.record_length, 0
+    if d.format == "parquet":
+        return parquet_read_row_bytes(d), parquet_call_bytes(d)
+    return d.record_length, 0
+
+
 def training_load(spec: WorkloadSpec, dataset_size: str) -> TrainingLoad:
     """What the workload's emulation reads (suites/training/training.py), as the model's plain figures."""
     d, r, t = spec.dataset, spec.reader, spec.train
-    return TrainingLoad(spec.name, d.record_length, r.batch_size, t.computation_time, r.read_threads, r.prefetch,
+    record, call = sample_read(spec)
+    return TrainingLoad(spec.name, record, r.batch_size, t.computation_time, r.read_threads, r.prefetch,
                         r.transfer_size, d.samples, spec.au_threshold, file_per_sample=d.samples_per_file == 1,
                         shuffled=d.samples_per_file == 1 or r.sample_shuffle != "off",
-                        total_training_steps=t.total_training_steps, rule_sized=dataset_size == "rule")
+                        total_training_steps=t.total_training_steps, rule_sized=dataset_size == "rule",
+                        call_bytes=call)
 
 
 def workload_evaluation(spec: WorkloadSpec, training: TrainingLoad) -> tuple[TrainingLoad, int]:

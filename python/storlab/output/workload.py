@@ -1,5 +1,7 @@
 """The plain-text summary of a `storlab workload` result: AU against the threshold, samples/s,
-DLIO's MB/s, per-epoch figures, batch-wait percentiles, evaluation apart, checkpoints and compliance."""
+DLIO's MB/s, per-epoch figures, batch-wait percentiles, evaluation apart, checkpoints and compliance,
+then MLPerf Storage v3.0's rule checks, one line each, and the statement that no storlab run is an
+MLPerf submission."""
 from __future__ import annotations
 
 from typing import Any
@@ -80,8 +82,25 @@ def render_workload(doc: dict[str, Any]) -> str:
         s = doc["search"]
         lines.append(f"accelerator search: {s['max_accelerators']} accelerators hold the threshold; trials: "
                      + ", ".join(f"{t['accelerators']}={_pct(t['au'])}" for t in s["trials"]))
+    runs = doc.get("runs")
+    if runs:
+        lines.append("runs: " + ", ".join(f"#{r['run']}{' (warm-up)' if r['warmup'] else ''} "
+                                          f"{(r.get('samples_per_s') or 0.0):.2f} samples/s" for r in runs))
+    lines += _rule_lines(doc.get("mlperf"))
     if not doc.get("compliant", True):
         lines.append("not a compliant MLPerf run: " + "; ".join(doc.get("noncompliant_reasons") or []))
     if doc.get("complete") is False:
         lines.append(f"incomplete ({doc.get('stop_reason')}): figures cover the {len(doc.get('epochs', []))} epoch(s) done")
     return "\n".join(lines)
+
+
+def _rule_lines(mlperf: dict[str, Any] | None) -> list[str]:
+    """MLPerf Storage's rules as checked: one line per rule (result, rule, source, figures)."""
+    if not mlperf:
+        return []
+    lines = [f"MLPerf Storage v{mlperf['rules_edition']} rule checks ({mlperf['division']} division workload, "
+             f"accelerator {mlperf['accelerator']}):"]
+    for c in mlperf["checks"]:
+        lines.append(f"  {c['result'].upper():4}  {c['rule']} [{c['source']}]: {c['detail']}")
+    lines.append(f"  {mlperf['statement']}")
+    return lines

@@ -5,8 +5,13 @@ Every key DLIO 2.0 reads from a workload file is in KEYS with what it becomes: a
 key (`translated`), nothing that changes a byte storlab reads (`accepted`, the note says why),
 or a refusal (a `Refusal` naming the file, line, key and value). A key DLIO does not know is
 refused too. MLPerf Storage v2.0's renamed keys (record_length_bytes, ...) and its `model:`
-mapping are read as well. `++workload.KEY=VALUE` overrides (DLIO's Hydra syntax) are applied
-before translation with `overrides`.
+mapping are read as well, and v3.0's: JPEG and parquet datasets (`dataset.parquet`: row groups,
+columns and which of them are read). Two kinds of v3.0 file are refused whole, in one line:
+object storage (a storage_type or storage library other than the local file system: storlab's
+object-storage engine is not built yet) and the vector-database benchmark's configs (they need
+a Milvus server). A file named WORKLOAD_ACCELERATOR.yaml (unet3d_b200.yaml) names the
+accelerator it is written for (`workload.accelerator`). `++workload.KEY=VALUE` overrides
+(DLIO's Hydra syntax) are applied before translation with `overrides`.
 """
 from __future__ import annotations
 
@@ -14,8 +19,9 @@ import math
 import os
 from typing import Any, Callable
 
+from ..mlperf_v3 import accelerator_of_name
 from ..translation import Mapped, Refusal, Translation, sha256_of
-from ..workload import FORMATS, WorkloadError, spec_from_table
+from ..workload import FORMATS, PARQUET_DTYPES, WorkloadError, spec_from_table
 
 FORMAT = "dlio"
 MAX_YAML_BYTES = 1 << 20
@@ -39,7 +45,16 @@ _DLIO_IGNORES = "DLIO 2.0 does not read this key (ignored, as DLIO ignores it)"
 # DLIO value -> storlab value converters
 _SHUFFLE = {"off": "off", "seed": "seed", "random": "random", False: "off", True: "seed"}
 _CKPT_TYPE = {"all_ranks": "all", "rank_zero": "zero"}
-_DLIO_FORMATS_REFUSED = {"csv", "jpeg", "png", "synthetic", "hdf5_opt"}
+_DLIO_FORMATS_REFUSED = {"csv", "png", "synthetic", "hdf5_opt"}
+# keys of MLPerf Storage v3.0's object-storage configs (s3dlio, minio, s3torchconnector)
+_OBJECT_KEYS = ("storage.storage_type", "reader.storage_type", "storage.storage_library", "reader.storage_library",
+                "storage.protocol", "reader.protocol", "reader.data_loader_root", "storage.endpoint_uris",
+                "reader.endpoint_uris")
+_OBJECT_REFUSAL = "object storage: storlab's object engine is not built yet; use storage_type: local_fs (POSIX)"
+# top-level keys of MLPerf Storage's vector-database benchmark configs (vdb_benchmark)
+_VDB_KEYS = ("database", "index", "backend", "search", "ground_truth", "query")
+_VDB_REFUSAL = ("a vector-database benchmark config: it needs a Milvus server (with etcd and MinIO), which storlab "
+                "does not run; see docs/workloads.md")
 _MMAP_REFUSAL = ("not emulated: DLIO 2.0's mmap reader slices a memory map without reading it (no data reads "
                  "to emulate); indexed_binary reads the same files with read calls")
 
@@ -85,6 +100,32 @@ def _format(v: Any) -> str:
     if v not in FORMATS:
         raise ValueError(f"one of {', '.join(FORMATS)}")
     return v
+
+
+_PARQUET_KEYS = ("row_group_size", "read_mode", "compression", "columns", "generation_batch_size", "use_s3dlio_gen")
+_PARQUET_COLUMN_KEYS = ("name", "dtype", "size", "read")
+
+
+def _parquet(v: Any) -> dict[str, Any]:
+    """DLIO's `dataset.parquet` mapping as [dataset.parquet] (values checked by the workload job)."""
+    if not isinstance(v, dict):
+        raise ValueError(f"a mapping of {', '.join(_PARQUET_KEYS)}")
+    out: dict[str, Any] = {}
+    for key, value in v.items():
+        if key not in _PARQUET_KEYS:
+            raise ValueError(f"only the keys {', '.join(_PARQUET_KEYS)} (not {key})")
+        if key in ("generation_batch_size", "use_s3dlio_gen"):   # how DLIO generates: the files are the same
+            continue
+        if key == "columns":
+            if not isinstance(value, list) or not all(isinstance(c, dict) for c in value):
+                raise ValueError(f"columns as a list of mappings of {', '.join(_PARQUET_COLUMN_KEYS)}")
+            for c in value:
+                extra = set(c) - set(_PARQUET_COLUMN_KEYS)
+                if extra:
+                    raise ValueError(f"columns of the keys {', '.join(_PARQUET_COLUMN_KEYS)} (not {sorted(extra)[0]})")
+            value = [dict(c) for c in value]
+        out[key] = value
+    return out
 
 
 class _Unsupported(Exception):
@@ -148,7 +189,10 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any] | None, str, str]] = {
                                           "samples, as DLIO's"),
     "dataset.keep_files": ("", None, ACCEPT, "storlab always keeps the dataset for reuse"),
     "dataset.generation_buffer_size": ("", None, ACCEPT, "generation detail; the files are the same"),
-    "dataset.compression": ("", None, "refuse-unless:none", "compressed datasets are not generated"),
+    "dataset.compression": ("", None, "refuse-unless:none", "compressed datasets are not generated (parquet's "
+                            "compression is dataset.parquet.compression)"),
+    "dataset.parquet": ("dataset.parquet", _parquet, "translated", "MLPerf Storage v3.0's parquet layout: row "
+                        "groups, columns (size x dtype bytes per row) and the columns the reader reads"),
     "dataset.compression_level": ("", None, ACCEPT, "only with compression"),
     "dataset.enable_chunking": ("", None, "refuse-unless:False", "chunked HDF5 is not generated"),
     "dataset.chunk_size": ("", None, ACCEPT, "only with chunking"),
@@ -294,6 +338,9 @@ def translate_text(text: str, source: str = "<text>", sha: str | None = None,
     if not flat:   # DLIO itself has no workload without a model, a dataset and a workflow
         raise Refusal(FORMAT, source, None, "(file)", "", "holds no workload keys (empty, or comments only); "
                       "a DLIO workload sets at least its model, dataset and workflow")
+    _refuse_other_benchmarks(flat, source)
+    _parquet_compression(flat)
+    _parquet_record_length(flat)
     table: dict[str, dict[str, Any]] = {"workload": {}, "dataset": {}, "reader": {}, "train": {}, "evaluation": {},
                                         "checkpoint": {}}
     mapped: list[Mapped] = []
@@ -358,7 +405,9 @@ def translate_text(text: str, source: str = "<text>", sha: str | None = None,
         if key in ("train.total_training_steps", "checkpoint.steps_between_checkpoints") and v < 0:
             v = 0
         table[section][name] = v
-        mapped.append(Mapped(key, value, f"{target} = {v!r}", how, line or None, note))
+        shown = _parquet_summary(v) if key == "dataset.parquet" else repr(v)
+        mapped.append(Mapped(key, "(mapping)" if key == "dataset.parquet" else value, f"{target} = {shown}", how,
+                             line or None, note))
     if refused:
         key, value, line, reason = refused[0]
         raise Refusal(FORMAT, source, line or None, key, value, reason,
@@ -383,6 +432,12 @@ def translate_text(text: str, source: str = "<text>", sha: str | None = None,
     if table["checkpoint"].get("enabled") and "model_size" not in table["checkpoint"] and \
             "transformer" not in table["checkpoint"]:
         table["checkpoint"]["model_size"] = 10240   # DLIO's default model_size
+    accelerator = accelerator_of_name(os.path.splitext(os.path.basename(source))[0])
+    if accelerator:
+        table["workload"]["accelerator"] = accelerator
+        mapped.append(Mapped("(file name)", os.path.basename(source), f"workload.accelerator = {accelerator!r}",
+                             "derived", None, "the accelerator the file is written for, from its name "
+                                              "(MLPerf's WORKLOAD_ACCELERATOR.yaml)"))
     if not table["workload"].get("name"):
         table["workload"]["name"] = "default"
     table["workload"]["name"] = "".join(c if c.isalnum() or c in "_-." else "_" for c in table["workload"]["name"])
@@ -396,6 +451,60 @@ def translate_text(text: str, source: str = "<text>", sha: str | None = None,
         raise _refusal_of(e, mapped, source) from None
     return WorkloadTranslation(FORMAT, source, sha or sha256_of(text.encode()), spec.to_table(), mapped, notes,
                                {"kind": "workload"})
+
+
+def _parquet_summary(table: dict[str, Any]) -> str:
+    """[dataset.parquet] in a few words, for the translation record."""
+    columns = table.get("columns") or []
+    read = sum(1 for c in columns if c.get("read", True))
+    rest = ", ".join(f"{k} {table[k]}" for k in ("row_group_size", "read_mode", "compression") if k in table)
+    return f"{len(columns)} columns ({read} read)" + (f", {rest}" if rest else "")
+
+
+def _refuse_other_benchmarks(flat: dict[str, tuple[Any, int]], source: str) -> None:
+    """Refuse in one line what is not a file-system DLIO workload: an object-storage config (named
+    at its storage_type, or the storage key that makes it one) or a vector-database config."""
+    vdb = [k for k in _VDB_KEYS if k in flat]
+    if "database" in flat or (vdb and "dataset.num_vectors" in flat):
+        key = vdb[0]
+        raise Refusal(FORMAT, source, flat[key][1] or None, key, "(mapping)" if isinstance(flat[key][0], dict)
+                      else flat[key][0], _VDB_REFUSAL)
+    found = [k for k in _OBJECT_KEYS if k in flat and not _local(k, flat[k][0])]
+    root = flat.get("storage.storage_root", ("", 0))[0]
+    if isinstance(root, str) and "://" in root:
+        found.append("storage.storage_root")
+    if found:
+        key = next((k for k in found if k.endswith("storage_type")), found[0])
+        value, line = flat[key]
+        raise Refusal(FORMAT, source, line or None, key, value, _OBJECT_REFUSAL if key.endswith("storage_type") else
+                      f"storage_type object: {_OBJECT_REFUSAL.split(': ', 1)[1]}")
+
+
+def _local(key: str, value: Any) -> bool:
+    """Whether a storage key's value still means the local file system."""
+    return key.endswith("storage_type") and value in ("local_fs", None)
+
+
+def _parquet_compression(flat: dict[str, tuple[Any, int]]) -> None:
+    """A parquet dataset's dataset.compression is its columns' codec: moved into dataset.parquet."""
+    if flat.get("dataset.format", ("",))[0] != "parquet" or "dataset.compression" not in flat:
+        return
+    value, line = flat.pop("dataset.compression")
+    table, at = flat.get("dataset.parquet", ({}, line))
+    flat["dataset.parquet"] = ({**(table if isinstance(table, dict) else {}), "compression": str(value).lower()}, at)
+
+
+def _parquet_record_length(flat: dict[str, tuple[Any, int]]) -> None:
+    """A parquet file that lists its columns but no record length: a row's bytes are the
+    record length (size x dtype bytes summed), as DLIO sizes the row."""
+    table, line = flat.get("dataset.parquet", (None, 0))
+    if flat.get("dataset.format", ("",))[0] != "parquet" or not isinstance(table, dict) or \
+            any(k in flat for k in ("dataset.record_length", "dataset.record_length_bytes")):
+        return
+    columns = table.get("columns")
+    if isinstance(columns, list) and columns and all(isinstance(c, dict) and c.get("dtype") in PARQUET_DTYPES
+                                                     for c in columns):
+        flat["dataset.record_length"] = (sum(PARQUET_DTYPES[c["dtype"]] * int(c.get("size", 1)) for c in columns), line)
 
 
 # a field refused for being unset is refused at the key that made it needed
@@ -413,6 +522,10 @@ def _refusal_of(error: WorkloadError, mapped: list[Mapped], source: str) -> Refu
         if m.storlab and " = " in m.storlab:
             by_field.setdefault(m.storlab.split(" = ", 1)[0], m)
     m = by_field.get(field) or by_field.get(_ENABLED_BY.get(field, ""))
+    parts = field.split(".")
+    while m is None and len(parts) > 2:     # dataset.parquet.columns[3].dtype: the dataset.parquet key
+        parts.pop()
+        m = by_field.get(".".join(parts).split("[")[0])
     if m is None:
         return error
     return Refusal(FORMAT, source, m.line, m.key, m.value, f"{field}: {rest}")

@@ -86,6 +86,8 @@ def _params(spec: DatasetSpec) -> dict[str, Any]:
     d = asdict(spec)
     d.pop("folder")
     d.pop("record_length_resize")
+    if spec.format != "parquet":
+        d.pop("parquet")                # manifests written before parquet existed still match
     for key in ("file_size", "eval_files", "eval_subfolders"):
         if not d[key]:
             d.pop(key)                  # manifests written before these fields existed still match
@@ -227,7 +229,7 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
     if missing:
         others = [f.name for f in FORMATS.values() if not f.requires]
         raise DatasetError(f"dataset.format: {fmt.name} files are written with {missing}, which is not installed; "
-                           f"pip install 'storlab[workload]' (or {missing}), or use {', '.join(others)}")
+                           f"pip install 'storlab[workload]' (or {fmt.package or missing}), or use {', '.join(others)}")
 
     folder = os.path.abspath(spec.folder)
     names = file_names(spec)
@@ -260,6 +262,7 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
         layouts = [FileLayout(*f[1:5]) for f in manifest["files"]]
         return Dataset(folder, spec, [os.path.join(folder, n) for n in names], layouts, False)
     mine = list(range(rank, len(names), ranks))
+    write = fmt.writer_for(spec)
     layouts: dict[int, FileLayout] = {}
     workers = max(1, threads or min(8, os.cpu_count() or 1))
     if not fmt.streamed:                # each worker holds a file's samples in memory
@@ -275,7 +278,7 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
         tmp = os.path.join(os.path.dirname(path), f".tmp-{os.path.basename(path)}")
         companions = companion_paths(spec, path)
         tmp_companions = [os.path.join(os.path.dirname(c), f".tmp-{os.path.basename(c)}") for c in companions]
-        lay = fmt.write(tmp, spec.samples_per_file, lengths[i], rng, tmp_companions)
+        lay = write(tmp, spec.samples_per_file, lengths[i], rng, tmp_companions)
         for target in (*companions, path):
             if os.path.islink(target):
                 raise DatasetError(f"dataset.folder: {os.path.relpath(target, folder_real)} is a symbolic link; refused")

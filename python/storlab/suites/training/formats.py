@@ -15,6 +15,20 @@ beside it FILE.off.idx and FILE.sz.idx hold each sample's offset and size as nat
 need not fit in memory; `index_paths` names the two index files a reader loads before its
 first sample of the file.
 
+jpeg is DLIO's image dataset: one grayscale image of random pixels per file, as square as the
+record length allows (DLIO: int(sqrt(record_length)) pixels a side), saved by Pillow as JPEG
+(quality 75, Pillow's default, as DLIO saves it). The file is smaller than the pixels (JPEG
+compresses even noise); the reader reads the whole file, as Pillow does.
+
+parquet is MLPerf Storage v3.0's dlrm and flux dataset: a row per sample, written with pyarrow a
+row group (dataset.parquet.row_group_size rows) at a time (compressed as dataset.parquet.compression
+says: none unless the file asks; random values gain nothing from it), one column per
+dataset.parquet.columns entry (`size` values of its dtype per row; a list column when size > 1).
+The reader loads the file's footer (pyarrow) before its first sample of the file, then reads a
+sample's row group as the byte ranges of the columns marked `read` (DLIO's row-group read mode
+with selective columns); the other samples of that row group come from memory. read_mode
+default reads the whole file's read columns at its first sample instead.
+
 Each format is one record, `Format` in `FORMATS` (its writer, its file name extension, the side
 files that come with a data file, whether it is written piecewise, whether the reader loads its
 side files as an index, the optional module that writes it); the dataset, its generation and the
@@ -31,7 +45,11 @@ from typing import BinaryIO, Callable
 
 import numpy as np
 
-__all__ = ["Format", "FORMATS", "FileLayout", "write_indexed_binary", "index_paths", "read_index", "crc32c",
+from ...jobs.sample_bytes import jpeg_side, noise_jpeg
+from ...jobs.workload import DatasetSpec
+
+__all__ = ["Format", "FORMATS", "FileLayout", "write_indexed_binary", "index_paths", "read_index", "read_parquet_ranges",
+           "jpeg_side", "crc32c",
            "crc32c_rows", "masked_crc", "read_tfrecords", "example_bytes"]
 
 INDEX_SUFFIXES = (".off.idx", ".sz.idx")          # DLIO's index files beside an indexed_binary file
@@ -377,6 +395,70 @@ def read_index(path: str, samples: int) -> tuple[np.ndarray, np.ndarray]:
     return out[0], out[1]
 
 
+def write_jpeg(path: str, samples: int, length: int, rng: np.random.Generator, side_paths: list[str]) -> FileLayout:
+    """One JPEG image of random 8-bit gray pixels, jpeg_side(length) pixels a side (samples is 1)."""
+    data = noise_jpeg(jpeg_side(length), rng)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return FileLayout(len(data), 0, len(data), len(data))
+
+
+def _parquet_writer(spec: DatasetSpec) -> Writer:
+    """The writer of this dataset's parquet files: its columns, a row group at a time."""
+    columns = spec.parquet.columns_for(spec.record_length)
+    row_group = spec.parquet.row_group_size
+    compression = spec.parquet.compression
+    row_bytes = sum(c.row_bytes for c in columns)
+
+    def write(path: str, samples: int, length: int, rng: np.random.Generator, side_paths: list[str]) -> FileLayout:
+        # the format's optional dependency (Format.requires), checked before generation starts
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        fields = []
+        for c in columns:
+            value = pa.from_numpy_dtype(np.dtype(c.dtype))
+            fields.append(pa.field(c.name, value if c.size == 1 else pa.list_(value, c.size), nullable=False))
+        schema = pa.schema(fields)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            with pq.ParquetWriter(f, schema, compression=compression, use_dictionary=False) as writer:
+                done = 0
+                while done < samples:
+                    n = min(row_group, samples - done)
+                    arrays = []
+                    for c in columns:
+                        raw = rng.integers(0, 256, size=n * c.row_bytes, dtype=np.uint8).view(np.dtype(c.dtype))
+                        flat = pa.array(raw)
+                        arrays.append(flat if c.size == 1 else pa.FixedSizeListArray.from_arrays(flat, c.size))
+                    writer.write_table(pa.Table.from_arrays(arrays, schema=schema), row_group_size=n)
+                    done += n
+            size = f.tell()
+        return FileLayout(size, 0, row_bytes, row_bytes)
+    return write
+
+
+def read_parquet_ranges(path: str, read: list[bool]) -> list[list[tuple[int, int]]]:
+    """Per row group of a parquet file, the (offset, bytes) of the column chunks marked in `read`,
+    from the file's footer (pyarrow reads it)."""
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(path).metadata
+    out = []
+    for g in range(meta.num_row_groups):
+        rg = meta.row_group(g)
+        ranges = []
+        for j in range(rg.num_columns):
+            if j < len(read) and not read[j]:
+                continue
+            col = rg.column(j)
+            start = col.dictionary_page_offset if col.has_dictionary_page else col.data_page_offset
+            ranges.append((int(start), int(col.total_compressed_size)))
+        out.append(ranges)
+    return out
+
+
 # -- the formats ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Format:
@@ -387,6 +469,13 @@ class Format:
     streamed: bool = False               # written piecewise: a file's samples never all in memory
     indexed: bool = False                # the reader loads the side files (offsets, sizes) first
     requires: str | None = None          # the optional module that writes it (None: numpy alone)
+    package: str | None = None           # the pip package of that module, when its name differs
+    configured: Callable[[DatasetSpec], Writer] | None = None   # a writer made for the dataset's settings
+    row_groups: bool = False             # the reader reads a sample's row group (parquet)
+
+    def writer_for(self, spec: DatasetSpec) -> Writer:
+        """The writer of this dataset's files (a format with settings of its own makes one)."""
+        return self.configured(spec) if self.configured else self.write
 
     @property
     def extension(self) -> str:
@@ -413,6 +502,9 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("hdf5", _in_memory(_write_hdf5), requires="h5py"),
     Format("tfrecord", _in_memory(_write_tfrecord)),
     Format("indexed_binary", write_indexed_binary, side_suffixes=INDEX_SUFFIXES, streamed=True, indexed=True),
+    Format("jpeg", write_jpeg, requires="PIL", package="Pillow"),
+    Format("parquet", _parquet_writer(DatasetSpec(format="parquet")), streamed=True, requires="pyarrow",
+           configured=_parquet_writer, row_groups=True),
 )}
 
 

@@ -44,7 +44,7 @@ import numpy as np
 from ...jobs.workload import WorkloadSpec
 from . import checkpoint as ckpt
 from .dataset import Dataset, drop_cached
-from .formats import FORMATS, read_index
+from .formats import FORMATS, read_index, read_parquet_ranges
 
 __all__ = ["Trainer", "TrainingStopped", "percentiles", "au_of_block"]
 
@@ -129,9 +129,16 @@ class _Reader:
     indexed_binary (`indexed` = samples per file): before its first sample of a file the reader
     loads the file's offset and size index files, and reads each sample at the offset and of
     the size they give, as DLIO's IndexedBinaryReader does (a reader is made per epoch, as
-    DLIO's DataLoader workers are, so the indexes are read again each epoch)."""
+    DLIO's DataLoader workers are, so the indexes are read again each epoch).
 
-    def __init__(self, paths: list[str], max_len: int, transfer: int, many_per_file: bool, indexed: int = 0):
+    parquet (`row_group` = rows per row group, -1 for the whole file; `columns_read` = which
+    columns): before its first
+    sample of a file the reader loads the file's footer, then reads a sample's row group as the
+    byte ranges of the columns read; the following samples of the same row group are in memory
+    (DLIO's row-group read mode), so they read nothing."""
+
+    def __init__(self, paths: list[str], max_len: int, transfer: int, many_per_file: bool, indexed: int = 0,
+                 row_group: int = 0, columns_read: list[bool] | None = None):
         self.paths = paths
         self.buf = memoryview(bytearray(max(1, transfer or max_len)))
         self.transfer = transfer
@@ -139,8 +146,14 @@ class _Reader:
         self.fds: dict[int, int] = {}
         self.indexed = indexed
         self.index: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.row_group = row_group
+        self.columns_read = columns_read or []
+        self.groups: dict[int, list[list[tuple[int, int]]]] = {}
+        self.held: tuple[int, int] | None = None       # the row group in memory: (file, group)
 
     def read(self, f: int, offset: int, length: int) -> int:
+        if self.row_group:
+            return self._read_row_group(f, offset // length // self.row_group if self.row_group > 0 else -1)
         if self.indexed:
             if f not in self.index:
                 self.index[f] = read_index(self.paths[f], self.indexed)
@@ -155,17 +168,40 @@ class _Reader:
                     os.close(self.fds.pop(next(iter(self.fds))))
                 self.fds[f] = fd
         try:
-            done = 0
-            step = self.transfer or length
-            while done < length:
-                n = os.preadv(fd, [self.buf[:min(step, length - done)]], offset + done)
-                if n <= 0:
-                    raise OSError(f"{self.paths[f]}: short read at {offset + done} (the dataset changed?)")
-                done += n
-            return done
+            return self._read_range(fd, f, offset, length)
         finally:
             if not self.many:
                 os.close(fd)
+
+    def _read_range(self, fd: int, f: int, offset: int, length: int) -> int:
+        """`length` bytes at `offset` of file f, in transfer_size pieces (or one call)."""
+        done, step = 0, self.transfer or length
+        while done < length:
+            n = os.preadv(fd, [self.buf[:min(step, length - done)]], offset + done)
+            if n <= 0:
+                raise OSError(f"{self.paths[f]}: short read at {offset + done} (the dataset changed?)")
+            done += n
+        return done
+
+    def _read_row_group(self, f: int, g: int) -> int:
+        if self.held == (f, g):
+            return 0
+        if f not in self.groups:
+            self.groups[f] = read_parquet_ranges(self.paths[f], self.columns_read)
+        ranges = self.groups[f][g] if g >= 0 else [r for group in self.groups[f] for r in group]
+        done = sum(self._pread(f, offset, size) for offset, size in ranges)
+        self.held = (f, g)
+        return done
+
+    def _pread(self, f: int, offset: int, length: int) -> int:
+        """One range read into the reused buffer (grown to the range when it is larger)."""
+        if len(self.buf) < length and not self.transfer:
+            self.buf = memoryview(bytearray(length))
+        fd = os.open(self.paths[f], os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return self._read_range(fd, f, offset, length)
+        finally:
+            os.close(fd)
 
     def close(self) -> None:
         for fd in self.fds.values():
@@ -330,7 +366,12 @@ class Trainer:
         rng = np.random.default_rng([spec.seed, epoch, self.rank * self.local + i] + ([salt] if salt else []))
         nthreads = spec.reader.read_threads
         many = spec.dataset.samples_per_file > 1
-        indexed = spec.dataset.samples_per_file if FORMATS[spec.dataset.format].indexed else 0
+        fmt = FORMATS[spec.dataset.format]
+        indexed = spec.dataset.samples_per_file if fmt.indexed else 0
+        # rows per row group read at once; -1: the whole file (parquet's read_mode default)
+        pq = spec.dataset.parquet
+        row_group = (pq.row_group_size if pq.read_mode == "row_group" else -1) if fmt.row_groups else 0
+        columns = [c.read for c in spec.dataset.parquet.columns]
         ready = [threading.Event() for _ in range(plan.steps)]
         failures: list[BaseException] = []
         slots: list[threading.Semaphore] = []
@@ -344,7 +385,7 @@ class Trainer:
                        for f, o, n in zip(plan.file[lo:hi], plan.offset[lo:hi], plan.length[lo:hi]))
 
         def worker(r: int) -> None:
-            reader = _Reader(self.dataset.paths, self.max_len, spec.reader.transfer_size, many, indexed)
+            reader = _Reader(self.dataset.paths, self.max_len, spec.reader.transfer_size, many, indexed, row_group, columns)
             mine = 0
             try:
                 for j in range(r, plan.steps, nthreads):
@@ -367,7 +408,7 @@ class Trainer:
             factor = max(1, math.ceil(spec.reader.prefetch / nthreads))
             slots = [threading.Semaphore(factor) for _ in range(nthreads)]
             readers = [threading.Thread(target=worker, args=(r,), daemon=True) for r in range(nthreads)]
-        own = None if nthreads else _Reader(self.dataset.paths, self.max_len, spec.reader.transfer_size, many, indexed)
+        own = None if nthreads else _Reader(self.dataset.paths, self.max_len, spec.reader.transfer_size, many, indexed, row_group, columns)
         blocks = [Block(time.monotonic())]          # DLIO starts the block before the loader
         for t in readers:
             t.start()

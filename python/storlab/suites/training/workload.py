@@ -28,6 +28,7 @@ from ...measure.ranks import LocalRanks, RankFailure, Ranks, any_rank
 from ...signals import STOP
 from . import checkpoint as ckpt
 from . import dataset as ds
+from . import rules
 from .training import Trainer, TrainingStopped, merge
 
 __all__ = ["run_workload", "search_accelerators", "client_memory_bytes"]
@@ -59,11 +60,23 @@ def _cpu_s() -> float:
 
 def run_workload(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str], None] | None = None,
                  translation: dict[str, Any] | None = None, source: str = "", ranks: Ranks | None = None,
-                 drop_cache: str | None = None) -> dict[str, Any] | None:
+                 drop_cache: str | None = None, log_folder: str = "") -> dict[str, Any] | None:
     """Run the workload on `ranks` (one process without); the document on rank 0 (None on the
-    other ranks)."""
+    other ranks), with MLPerf Storage v3.0's rule checks (the results and logs kept in
+    `log_folder`, by default the working folder) and the provenance record."""
     ranks = ranks or LocalRanks()
-    notify = notify or (lambda m: None)
+    doc = _run(spec, argv=argv, notify=notify or (lambda m: None), translation=translation, source=source,
+               ranks=ranks, drop_cache=drop_cache)
+    if doc is not None:
+        memory = doc["environment"]["client_memory_bytes"]
+        rules.judge(spec, doc, log_folder=log_folder, source=source, translation=translation,
+                    client_memory_bytes=memory, hosts=doc["hosts"])
+    return doc
+
+
+def _run(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str], None], translation: dict[str, Any] | None,
+         source: str, ranks: Ranks, drop_cache: str | None) -> dict[str, Any] | None:
+    """The run itself (run_workload's document before the rule checks)."""
     doc = header("workload", argv=argv)
     doc["workload"] = {"name": spec.name, "source": source, "job": spec.to_table()}
     if spec.scaled:
