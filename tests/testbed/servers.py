@@ -57,16 +57,21 @@ class NbdServer:
 
     plugin "memory" (a sparse RAM disk of `size`) or "file" (`file=` the path given as `backing`);
     `read_only` exports it read-only; `tcp` serves on a loopback port instead of a Unix socket.
+    `place(argv) -> argv` runs the server elsewhere (a cluster node's `Cluster.command`), serving
+    TCP on `address`.
     """
 
     def __init__(self, workdir: Path, size: str = "64M", *, plugin: str = "memory", backing: Path | None = None,
-                 read_only: bool = False, tcp: bool = False, log: bool = True) -> None:
+                 read_only: bool = False, tcp: bool = False, log: bool = True, place=None,
+                 address: str = "127.0.0.1") -> None:
         self.workdir = Path(workdir)
         self.logfile = self.workdir / "nbdkit-requests.log"
         self.socket = self.workdir / "nbd.sock"
-        self.port = free_port() if tcp else None
-        args = ["nbdkit", "--foreground", "--exit-with-parent"]
-        args += ["--port", str(self.port), "--ipaddr", "127.0.0.1"] if tcp else ["--unix", str(self.socket)]
+        self.place = place
+        self.address = address
+        self.port = 10809 if place else free_port() if tcp else None
+        args = ["nbdkit", "--foreground"] + ([] if place else ["--exit-with-parent"])
+        args += ["--port", str(self.port), "--ipaddr", address] if self.port else ["--unix", str(self.socket)]
         if read_only:
             args.append("--readonly")
         if log:
@@ -80,11 +85,12 @@ class NbdServer:
     @property
     def url(self) -> str:
         if self.port:
-            return f"nbd://127.0.0.1:{self.port}/"
+            return f"nbd://{self.address}:{self.port}/"
         return f"nbd+unix:///?socket={self.socket}"
 
     def __enter__(self) -> NbdServer:
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        argv = self.place(self.args) if self.place else self.args
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -98,6 +104,9 @@ class NbdServer:
     def _listening(self) -> bool:
         if self.port is None:
             return self.socket.exists()
+        if self.place:
+            out = subprocess.run(self.place(["ss", "-Hltn"]), capture_output=True, text=True).stdout
+            return f"{self.address}:{self.port} " in out
         with socket.socket() as s:
             return s.connect_ex(("127.0.0.1", self.port)) == 0
 
