@@ -498,7 +498,7 @@ def test_zero_buffers_and_buffer_pattern_set_the_written_bytes():
 
 
 def test_engine_refusal_comes_before_an_unset_variable():
-    with pytest.raises(Refusal, match=r"ioengine = rdma: not supported \(docs/fio.md\): storlab does local file"):
+    with pytest.raises(Refusal, match=r"ioengine = rdma: not supported \(docs/fio.md\): storlab reads files"):
         translate("[j]\nioengine=rdma\nhostname=${HOST_UNSET}\n", environ={})
 
 
@@ -726,3 +726,21 @@ def test_scramble_buffers_maps_to_scramble_and_refill_buffers_runs_as_it_with_a_
     # without either key: storlab's default, which is fio's, and no note
     tr = translator.translate("[a]\nfilename=/x\nsize=1m\nrw=write\n")
     assert REFILL_NOTE not in tr.notes and tr.resolve().phases[0].groups[0].values["scramble"] is True
+
+
+def test_nbd_and_nfs_engines_become_network_targets():
+    g = groups(translate("[b]\nioengine=nbd\nuri=nbd://srv:10809/disk\nrw=randread\nbs=4k\niodepth=8\nnumjobs=2\n"
+                         "[f]\nioengine=nfs\nnfs_url=nfs://srv/export?version=3\nrw=write\nbs=1m\nsize=64m\n"
+                         "filename=data\n"))
+    assert g["b"]["engine"] == "nbd" and g["b"]["target"] == ("nbd://srv:10809/disk",) and g["b"]["qd"] == 8
+    assert g["b"]["threads"] == 2 and "size" not in g["b"]           # the whole export, as fio
+    assert g["f"]["engine"] == "nfs" and g["f"]["target"] == ("nfs://srv/export/data?version=3",)
+    assert g["f"]["size"] == 64 * MiB
+
+
+@pytest.mark.parametrize("text, key", [("[b]\nioengine=nbd\nrw=read\n", "uri"),
+                                       ("[f]\nioengine=nfs\nfilename=x\nrw=read\nsize=1m\n", "nfs_url")])
+def test_a_network_engine_without_its_url_is_refused_in_one_line(text, key):
+    with pytest.raises(Refusal) as e:
+        translate(text)
+    assert key in str(e.value) and "\n" not in str(e.value)

@@ -661,6 +661,18 @@ class _Job:
             return [(0, [], per_file)]
         if self.has("read_iolog") and not self.has("filename"):
             return [(0, [], None)]    # the replayed log names its file, as in fio
+        if engine == "nbd":
+            # fio's nbd engine ignores filename: every clone reads and writes the export `uri` names
+            if not self.has("uri"):
+                self.problems.missing(self.sec, "uri", "missing; ioengine=nbd names its export with uri=nbd://...")
+                return None
+            self.all_files = [self.raw("uri").strip()]
+            per_file = self._size_value("size", self.all_files) if self.has("size") else None
+            return [(k, list(self.all_files), per_file) for k in range(self.numjobs)]
+        if engine == "nfs" and not self.has("nfs_url"):
+            self.problems.missing(self.sec, "nfs_url", "missing; ioengine=nfs names its server and export "
+                                                       "with nfs_url=nfs://SERVER/EXPORT")
+            return None
         if self.has("filename"):
             if self.raw("filename") == "-":
                 self.bad("filename", "standard input/output is not a storlab target")
@@ -692,6 +704,12 @@ class _Job:
             if nr > 1:
                 self.notes.append("nrfiles → one storlab worker per file (fio: one job cycling "
                                   "through its files)")
+        if engine == "nfs":
+            # fio's nfs engine opens each file inside the export nfs_url names (its ?args kept)
+            base, _, query = self.raw("nfs_url").strip().partition("?")
+            clones = [(k, [base.rstrip("/") + "/" + f.lstrip("/") + (f"?{query}" if query else "") for f in files])
+                      for k, files in clones]
+            self.all_files = list(dict.fromkeys(f for _, fs in clones for f in fs))
         # the bytes of each file: filesize, else size split over the job's files
         nfiles = len(clones[0][1])
         if self.has("filesize"):
@@ -930,7 +948,7 @@ class _Job:
 
         if self.raw("ioengine") == "null" or not workers[0][1]:
             plans = [(self.name, base_options([], self.numjobs, None, offset))]
-        elif self.has("filename") and not incr and all(fs == workers[0][1] for _, fs, _ in workers):
+        elif (self.has("filename") or self.has("uri")) and not incr and all(fs == workers[0][1] for _, fs, _ in workers):
             plans = [(self.name, base_options(workers[0][1], self.numjobs, "shared", offset))]
         elif incr:
             plans = [(self.name if k == 0 else f"{self.name}.{k}",

@@ -42,18 +42,21 @@ ENGINES: dict[str, tuple[str, str]] = {
     "libaio": ("io_uring", "libaio → io_uring: same asynchronous queue-depth semantics"),
     "posixaio": ("io_uring", "posixaio → io_uring: same asynchronous queue-depth semantics"),
     "null": ("null", ""),
+    "nbd": ("nbd", ""),
+    "nfs": ("nfs", ""),
 }
 # fio's file-system engines -> the storlab meta phases that time the same system calls
 META_ENGINES: dict[str, tuple[str, ...]] = {
     "filecreate": ("create",), "filestat": ("create", "stat"), "filedelete": ("create", "remove"),
     "dircreate": ("create",), "dirstat": ("create",), "dirdelete": ("create", "remove", "rmdir"),
 }
-_NETWORK = "storlab does local file and block-device I/O (psync, io_uring), not network or remote storage"
+_NETWORK = ("storlab reads files and block devices (psync, io_uring), NBD exports (nbd) and NFS files (nfs), "
+            "not this network storage")
 _DEVICE = "storlab does file and block-device I/O (psync, io_uring), not this device interface"
 _DATA = "storlab writes random data or buffer_pattern's bytes, not a share of compressible or duplicate data"
 REFUSED_ENGINES: dict[str, str] = {
-    **{e: _NETWORK for e in ("net", "netsplice", "rdma", "http", "rbd", "rados", "nfs", "gfapi",
-                             "gfapi_async", "libhdfs", "dfs", "nbd", "libiscsi", "ime_psync",
+    **{e: _NETWORK for e in ("net", "netsplice", "rdma", "http", "rbd", "rados", "gfapi",
+                             "gfapi_async", "libhdfs", "dfs", "libiscsi", "ime_psync",
                              "ime_psyncv", "ime_aio", "windowsaio")},
     **{e: _DEVICE for e in ("sg", "io_uring_cmd", "xnvme", "libpmem", "dev-dax", "pmemblk", "mtd",
                             "libzbc", "libblkio", "spdk", "splice", "mmap", "e4defrag", "falloc",
@@ -151,6 +154,8 @@ _ROWS: list[tuple[str, str, str]] = [
     ("job_start_clock_id", _A, "storlab records its own start times"),
     # --- engine ---
     ("ioengine", _M, "engine (see the engine table)"),
+    ("uri", _M, "target, with ioengine=nbd (the export's nbd:// URI)"),
+    ("nfs_url", _M, "the target's server and export, with ioengine=nfs: each file is nfs_url/filename"),
     ("iodepth", _M, "qd (psync: 1, as fio's synchronous engines)"),
     ("iodepth_batch", _M, "uring.batch"),
     ("iodepth_batch_submit", _M, "uring.batch"),
