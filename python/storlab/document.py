@@ -15,12 +15,12 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, TypedDict
 
 __all__ = [
-    "DIRECTIONS", "RUN_SCHEMA", "IO500_SCHEMA", "NET_SCHEMA",
+    "DIRECTIONS", "RUN_SCHEMA", "IO500_SCHEMA", "NET_SCHEMA", "KVCACHE_SCHEMA",
     "SWEEP_SCHEMA", "DOCTOR_SCHEMA", "DIAGNOSE_SCHEMA", "PLAN_SCHEMA_VERSION", "MEASURED_KINDS",
     "KINDS",
     "plan_schema", "now_iso", "header",
     "Header", "RunHeader", "RunDocument", "MetaDocument", "ScaleDocument", "SweepDocument",
-    "DoctorDocument", "PlanDocument", "DiagnoseDocument", "NetDocument",
+    "DoctorDocument", "PlanDocument", "DiagnoseDocument", "NetDocument", "KvcacheDocument",
 ]
 
 # The directions a phase result can have, in fio's order; trim only where the phase trimmed.
@@ -33,14 +33,15 @@ DOCTOR_SCHEMA = "storlab.doctor/1"
 DIAGNOSE_SCHEMA = "storlab.diagnose/1"
 WORKLOAD_SCHEMA = "storlab.workload/1"
 NET_SCHEMA = "storlab.net/1"          # `storlab net`: the fabric between client and server nodes
+KVCACHE_SCHEMA = "storlab.kvcache/1"  # `storlab kvcache`: MLPerf Storage's KV-cache benchmark
 PLAN_SCHEMA_VERSION = 1               # storlab.plan.<command>/1, one per plan command
 
 # The schema of each kind; plan's depends on the plan command (plan_schema).
 _SCHEMA_OF_KIND = {"run": RUN_SCHEMA, "meta": RUN_SCHEMA, "scale": RUN_SCHEMA, "sweep": SWEEP_SCHEMA,
                    "doctor": DOCTOR_SCHEMA, "diagnose": DIAGNOSE_SCHEMA, "io500": IO500_SCHEMA,
-                   "workload": WORKLOAD_SCHEMA, "net": NET_SCHEMA}
+                   "workload": WORKLOAD_SCHEMA, "net": NET_SCHEMA, "kvcache": KVCACHE_SCHEMA}
 # Kinds whose documents record one measurement: they carry a run_id, times and an outcome.
-MEASURED_KINDS = frozenset({"run", "meta", "scale", "sweep", "diagnose", "io500", "workload", "net"})
+MEASURED_KINDS = frozenset({"run", "meta", "scale", "sweep", "diagnose", "io500", "workload", "net", "kvcache"})
 KINDS = frozenset({*MEASURED_KINDS, "doctor", "plan"})
 PLAN_COMMANDS = ("geometry", "reliability", "perf", "recommend", "script", "profile")
 
@@ -247,3 +248,25 @@ class NetDocument(RunHeader, total=False):
     aggregate_bw_bytes: Optional[float]
     findings: List[str]
     mpi: Dict[str, Any]
+
+
+class KvcacheDocument(RunHeader, total=False):
+    """`storlab kvcache --json` (storlab.kvcache/1): MLPerf Storage v3.0's KV-cache benchmark, one
+    entry per option with its trials (each with every rank's record) and the headline figures:
+    read_bw_bytes and tokens_per_s summed over ranks and averaged over trials, read_p95_s and
+    write_p95_s the maximum of the ranks' device P95s (docs/kvcache.md)."""
+    cache_dir: str
+    seed: int
+    trials: int
+    inter_option_delay_s: float
+    ranks: int
+    hosts: int
+    scale: float
+    requests_per_user: int
+    storage_capacity_bytes: Optional[int]
+    division: str               # closed | open
+    compliant: bool
+    noncompliant_reasons: List[str]
+    precondition: Optional[Dict[str, Any]]
+    options: List[Dict[str, Any]]
+    warnings: List[Dict[str, Any]]

@@ -27,7 +27,7 @@ from ..signals import STOP, exit_code_for
 from .options_cli import CommandParser
 
 # Order shown in `storlab --help`.
-SUBCOMMANDS = ("run", "fio", "sweep", "meta", "scale", "replay", "io500", "workload", "net", "diagnose", "plan", "doctor",
+SUBCOMMANDS = ("run", "fio", "sweep", "meta", "scale", "replay", "io500", "workload", "net", "kvcache", "diagnose", "plan", "doctor",
                "results", "report")
 
 

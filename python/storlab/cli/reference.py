@@ -129,6 +129,14 @@ def workload_page() -> str:
                  COMMANDS)
 
 
+def kvcache_page() -> str:
+    from ..jobs.tables.kvcache import COMMANDS
+
+    return _page("kvcache", "python/storlab/jobs/tables/kvcache.py",
+                 ["Under mpiexec or srun every rank is one client with the full per-client load. "
+                  + JSON_RULE.format(rule=JSON_NAME_RULE)], COMMANDS)
+
+
 def run_page() -> str:
     return render_reference()
 
@@ -148,6 +156,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "options-io500.md": io500_page,
     "options-workload.md": workload_page,
     "options-net.md": net_page,
+    "options-kvcache.md": kvcache_page,
 }
 
 

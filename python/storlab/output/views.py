@@ -165,6 +165,7 @@ VIEWS: dict[str, View] = {
     "diagnose": View(_lazy("diagnose", "render_table"), exports={"output": Export(_lazy("diagnose", "build_html"))},
                      kept="the layers measured so far are kept"),
     "net": View(_lazy("net_table", "render_net")),
+    "kvcache": View(_lazy("kvcache_table", "render_kvcache"), kept="the trials done are kept"),
     # not a kind: how `storlab replay` shows its run document. Its warnings stay in the document:
     # they are a run's advice (--time, --size, --direct), and a replay's sizes are the log's.
     "replay": View(_lazy("replay_table", "render_replay"), notices=_nothing),

@@ -25,6 +25,7 @@ SCHEMA_FILES = {
     ("storlab.io500/1", "io500"): "io500-1.schema.json",
     ("storlab.workload/1", "workload"): "workload-1.schema.json",
     ("storlab.net/1", "net"): "net-1.schema.json",
+    ("storlab.kvcache/1", "kvcache"): "kvcache-1.schema.json",
     **{(f"storlab.plan.{c}/1", "plan"): "plan-1.schema.json"
        for c in ("geometry", "reliability", "perf", "recommend", "script", "profile")},
 }

@@ -1,0 +1,116 @@
+"""The simulated users of the KV-cache benchmark and the requests each one sends, as kv-cache.py
+draws them (its kv_cache/workload.py UserSimulator, benchmark.py's user worker and request loop,
+conversation.py and prefix_cache.py).
+
+Users: with seed S, `mixed_users` makes the same draws in the same order as kv-cache.py's
+`random.seed(S)` followed by `UserSimulator.generate_mixed_users`, so the users (type, QoS level,
+context length, generation length, think time) are kv-cache.py's own.
+
+Requests: kv-cache.py draws every request from one `random` shared by all threads, so which user
+gets which draw depends on thread timing. Here each user draws from its own generator, seeded from
+the seed and the user, so a user's requests (and with --requests-per-user every byte of a trial)
+are the seed's alone. The draws per request are kv-cache.py's: think time x U(0.8, 1.2); a
+conversation goes on with probability 0.8 (at most 50 turns); context in [ctx/4, ctx] and
+generation in [gen/4, gen] tokens; a request of 10000 context tokens or more is prefill only; one
+request in five opens with one of three system prompts, whose tokens are taken off the context.
+"""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+
+__all__ = ["User", "Request", "mixed_users", "RequestStream", "DECODE_BATCH_TOKENS", "PREFILL_ONLY_TOKENS",
+           "MAX_TURNS", "SYSTEM_PROMPTS"]
+
+# (context tokens, generation tokens, think time s), kv-cache.py's DEFAULT_USER_TEMPLATES
+TEMPLATES = {
+    "chatbot": ((512, 4096), (50, 200), (0.1, 0.5)),
+    "coding": ((4096, 25000), (100, 500), (0.2, 1.0)),
+    "document": ((4096, 16384), (200, 800), (0.3, 1.5)),
+}
+INTERACTIVE_P, RESPONSIVE_THRESHOLD = 0.15, 0.50      # QoS mix: 15 % interactive, 35 % responsive, 50 % batch
+CONTINUE_P = 0.8                   # a conversation goes on with this probability
+MAX_TURNS = 50                     # conversation.py's max_turns_per_conv
+PREFILL_ONLY_TOKENS = 10_000       # from this context size on a request is prefill only (no decode reads)
+DECODE_BATCH_TOKENS = 32           # decode reads the object once per 32 generated tokens (plus once)
+SYSTEM_PROMPT_P = 0.2              # prefix_cache.py's system_prompt_hit_probability
+# the three system prompts' token counts (words, as prefix_cache.py counts them)
+SYSTEM_PROMPTS = (len("You are a helpful assistant.".split()),
+                  len("You are an AI assistant helping with coding tasks.".split()),
+                  len("You are a professional writing assistant.".split()))
+
+
+@dataclass(frozen=True)
+class User:
+    user_id: str
+    kind: str                      # chatbot | coding | document
+    qos: str                       # interactive | responsive | batch
+    context_tokens: int
+    generation_tokens: int
+    think_time_s: float
+
+
+def mixed_users(count: int, seed: int) -> list[User]:
+    """`count` users drawn as kv-cache.py draws them after `random.seed(seed)`."""
+    rng = random.Random(seed)
+    users = []
+    for i in range(count):
+        kind = rng.choice(["chatbot", "coding", "document"])
+        r = rng.random()
+        qos = "interactive" if r < INTERACTIVE_P else "responsive" if r < RESPONSIVE_THRESHOLD else "batch"
+        ctx, gen, think = TEMPLATES[kind]
+        users.append(User(f"user_{i:04d}", kind, qos, rng.randint(*ctx), rng.randint(*gen), rng.uniform(*think)))
+    return users
+
+
+@dataclass(frozen=True)
+class Request:
+    key: str                       # the KV object's name: <conversation>_turn_<n>
+    previous: tuple[str, ...]      # the conversation's earlier turns, read before the prefill
+    context_tokens: int            # the prefill's tokens (after the system prompt's are taken off)
+    generation_tokens: int
+    decode: bool                   # False: prefill only
+    think_s: float                 # the pause before it
+
+    @property
+    def decode_reads(self) -> int:
+        """Reads of the object after the first one, when it is found: one per 32 generated tokens."""
+        return max(1, math.ceil(self.generation_tokens / DECODE_BATCH_TOKENS))
+
+
+@dataclass
+class RequestStream:
+    """One user's requests, in order, from the user's own generator."""
+    user: User
+    seed: int
+    scale: float = 1.0             # a scaled-down trial: token counts times this
+    rng: random.Random = field(init=False)
+    conversations: int = field(default=0, init=False)
+    conversation: str | None = field(default=None, init=False)
+    turns: list[str] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(f"storlab-kvcache/{self.seed}/{self.user.user_id}")
+
+    def _tokens(self, n: int) -> int:
+        return n if self.scale == 1.0 else max(1, round(n * self.scale))
+
+    def next(self) -> Request:
+        rng, user = self.rng, self.user
+        think = user.think_time_s * rng.uniform(0.8, 1.2)
+        if self.conversation is not None and (rng.random() >= CONTINUE_P or len(self.turns) >= MAX_TURNS):
+            self.conversation = None
+        if self.conversation is None:
+            self.conversations += 1
+            self.conversation = f"conv_{user.user_id}_{self.conversations}"
+            self.turns = []
+        context = rng.randint(max(1, user.context_tokens // 4), user.context_tokens)
+        generation = rng.randint(max(1, user.generation_tokens // 4), user.generation_tokens)
+        previous = tuple(self.turns)
+        key = f"{self.conversation}_turn_{len(self.turns) + 1}"
+        self.turns.append(key)
+        decode = context < PREFILL_ONLY_TOKENS
+        if rng.random() < SYSTEM_PROMPT_P:
+            context = max(0, context - rng.choice(SYSTEM_PROMPTS))
+        return Request(key, previous, self._tokens(context) if context else 0, generation, decode, think)
