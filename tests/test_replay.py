@@ -81,6 +81,19 @@ def test_keep_leaves_the_files_the_log_names_under_the_target(tmp_path):
     assert kept.is_file() and kept.stat().st_size >= 4196352
 
 
+def test_a_folder_of_kept_files_is_taken_by_the_next_replay_and_emptied(tmp_path, monkeypatch):
+    """The request logs live outside the target (in TMPDIR); kept files get the marker after the
+    run, by which the next replay takes the folder (and, not keeping, leaves it empty)."""
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    monkeypatch.setattr("tempfile.tempdir", None)     # read TMPDIR again
+    target = tmp_path / "t"
+    assert replay(IOR_HDF5, "--target", str(target), "--keep-files", "-q") == 0
+    assert _files_under(target) == [".storlab-replay/MARKER", "test123.h5"]
+    assert replay(IOR_HDF5, "--target", str(target), "-q") == 0
+    assert _files_under(target) == [] and list((tmp_path / "tmp").iterdir()) == []
+
+
 def test_timed_replay_keeps_the_recorded_times(tmp_path):
     out = tmp_path / "r.json"
     assert replay(IOR_HDF5, "--target", str(tmp_path / "t"), "--timed", "--json", str(out), "-q") == 0

@@ -29,6 +29,7 @@ class Ranks:
     collective returns at once with this process's own value."""
     rank = 0
     size = 1
+    clock_offset_s = 0.0   # this rank's clock against rank 0's: its unix times + this are rank 0's
 
     def barrier(self) -> None:
         pass

@@ -21,7 +21,9 @@ def summary_lines(source: str, log: dict[str, Any], replay: dict[str, Any]) -> l
     lines = [f"replay of {os.path.basename(source)}: Darshan {log['version']}, {log['nprocs']} ranks, "
              f"jobid {log['jobid']}, run time {log['run_time_s']:g} s" + (f", {os.path.basename(exe[0])}" if exe else ""),
              f"  modules: {', '.join(log['modules'])}",
-             f"  replayed as {replay['ranks']} ranks (one worker each, in one process, not under MPI); "
+             f"  replayed as {replay['ranks']} ranks ("
+             + ("one worker each, in one process, not under MPI" if replay.get("in_process", True)
+                else "one MPI rank each, under mpiexec") + "); "
              f"{replay['files']} files under {replay['target']}; {replay['workers']} file x rank sequences "
              f"({replay['from_dxt']} from DXT traces, {replay['from_counters']} from counters); "
              + (f"{replay['phases']} steps (each rank's files one after another)" if not replay["timed"]
@@ -53,6 +55,21 @@ def render_fidelity(fid: dict[str, Any]) -> list[str]:
     return out
 
 
+def rank_lines(mpi: dict[str, Any] | None) -> list[str]:
+    """Under MPI: each node's ranks, bytes and busy time, and the busiest rank."""
+    if not mpi or not mpi.get("ranks"):
+        return []
+    out = [f"  under MPI: {mpi['size']} ranks on {len(mpi['nodes'])} nodes"
+           + (f"; ranks {mpi['missing_ranks']} sent no result" if mpi.get("missing_ranks") else "")]
+    for n in mpi["nodes"]:
+        out.append(f"    {n['node']}: ranks {', '.join(map(str, n['ranks']))}; {n['files']} files, "
+                   f"{n['read_bytes'] / 2**20:,.1f} MiB read, {n['write_bytes'] / 2**20:,.1f} MiB written, "
+                   f"busiest rank {n['busy_s']:.4g} s")
+    busiest = max(mpi["ranks"], key=lambda x: x["busy_s"])
+    out.append(f"    busiest rank: {busiest['rank']} on {busiest['node']}, {busiest['busy_s']:.4g} s")
+    return out
+
+
 def render_replay(doc: dict[str, Any]) -> str:
     rep = doc.get("replay")
     if not rep:
@@ -64,6 +81,10 @@ def render_replay(doc: dict[str, Any]) -> str:
     wr = sum((p.get("write") or {}).get("bytes", 0) or 0 for p in phases)
     lines.append(f"  ran {len(phases)} phases in {secs:.3f} s: {rd / 2**20:,.1f} MiB read, {wr / 2**20:,.1f} MiB written"
                  + ("" if doc.get("complete", True) else " (incomplete)"))
+    if rep.get("laid_out_bytes"):
+        lines.append(f"  laid out first: {rep['laid_out_bytes']:,} bytes in {rep['laid_out_files']} files "
+                     "(the bytes the log reads before it writes them)")
+    lines += rank_lines(doc.get("mpi"))
     lines.append("")
     lines += render_fidelity(rep["fidelity"])
     wi = rep["what_if"]

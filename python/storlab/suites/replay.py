@@ -1,5 +1,8 @@
-"""Replaying a Darshan log: the target folder checked, the translated job run, then the fidelity
-table (each counter, the log against what the replay did) and the what-if ratio.
+"""Replaying a Darshan log: the target folder checked, the files made (only the bytes the log
+reads before writing them laid out: jobs/darshan/layout.py), the translated job run, then the
+fidelity table (each counter, the log against what the replay did) and the what-if ratio. The
+replay's own request logs live in a private folder outside the target, removed at the end.
+Under mpiexec (`run` with MPI ranks) each replay rank runs on its own MPI rank, and rank 0 merges.
 
 What the replay did is read back from the engine's own iolog of each worker (write_iolog) and
 counted with Darshan's definitions (jobs/darshan/counters.py), so the table compares the log with
@@ -8,17 +11,28 @@ the requests that reached the file system here, not with what was planned.
 from __future__ import annotations
 
 import os
+import random
 import shutil
+import socket
+import tempfile
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
-from ..errors import TargetError
+from ..document import header
+from ..errors import StorlabError, TargetError
 from ..jobs.darshan.counters import BINS, COUNT_KEYS, READ, SYNC, WRITE, count_ops
+from ..jobs.darshan.layout import extents, read_before_written
 from ..jobs.darshan.stdio import STDIO_BUFFERING
-from ..jobs.darshan.translator import IOLOG_DIR, DarshanTranslation, write_iologs
+from ..jobs.darshan.translator import IOLOG_DIR, DarshanTranslation, rank_job, write_iologs
+from ..measure.aggregate import merge_phase
+from ..measure.ranks import Ranks
 
-__all__ = ["check_target_folder", "prepare", "fidelity", "what_if", "read_replayed", "TOLERANCE",
+if TYPE_CHECKING:
+    from ..measure.runner import ProgressFn
+
+__all__ = ["run", "merged_document", "rank_figures", "check_target", "check_target_folder", "prepare",
+           "lay_out", "fidelity", "what_if", "read_replayed", "TOLERANCE",
            "MARKER", "finish_replay", "remove_replay_files"]
 
 TOLERANCE = 0.05     # the log determines a value: the replay agrees within 5 %
@@ -64,17 +78,54 @@ def check_target_folder(target: str, log_paths: list[str], mapped: dict[str, str
                               "and holds no earlier replay; give an empty or new folder")
 
 
-def prepare(tr: DarshanTranslation) -> None:
-    """The target folder checked and marked, the workers' iologs written (nothing else yet)."""
-    target = tr.details["replay"]["target"]
+def check_target(tr: DarshanTranslation) -> None:
+    """The target folder checked against the log's files and the workers' (nothing written)."""
     log_paths = sorted({w.log_path for w in tr.workers})
-    check_target_folder(target, log_paths, {w.log_path: w.target for w in tr.workers})
-    os.makedirs(os.path.join(target, IOLOG_DIR), exist_ok=True)
-    with open(os.path.join(target, IOLOG_DIR, MARKER), "w", encoding="utf-8") as f:
-        f.write(f"storlab replay of {tr.source}\n")
-    for d in {os.path.dirname(w.target) for w in tr.workers}:
-        os.makedirs(d, exist_ok=True)
-    write_iologs(tr)
+    check_target_folder(tr.details["replay"]["target"], log_paths, {w.log_path: w.target for w in tr.workers})
+
+
+def prepare(tr: DarshanTranslation, rank: int | None = None) -> None:
+    """What a replay needs before it starts, once its target is checked (`check_target`): the
+    workers' iologs written in a private folder outside the target (`tr.iolog_dir`, removed by
+    `remove_replay_files`), and the data files made (`lay_out`). `rank` given (under MPI): that
+    replay rank's iologs only; rank 0 also makes every file (the target is on a file system all
+    ranks share)."""
+    tr.move_iologs(tempfile.mkdtemp(prefix="storlab-replay-"))
+    write_iologs(tr, rank)
+    if rank in (None, 0):
+        lay_out(tr)
+
+
+LAYOUT_CHUNK = 1 << 20   # laid-out data goes this many bytes at a time
+LAYOUT_SEED = 0xFEED     # of the laid-out data (as the engine's own layout)
+
+
+def lay_out(tr: DarshanTranslation) -> None:
+    """The workers' files made afresh: sized to their extent (holes), then the ranges the log
+    reads before it writes them written with seeded random data (no two chunks alike, so no
+    compression or deduplication shortens them), and flushed. The bytes laid out are recorded
+    in the replay's details (`laid_out_bytes`, `laid_out_files`)."""
+    all_extents = extents(tr.workers)
+    ranges = read_before_written(tr.workers)
+    files = sorted({w.target for w in tr.workers})
+    rng = random.Random(LAYOUT_SEED)
+    laid_out = 0
+    for path in files:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.ftruncate(fd, max(all_extents.get(path, 0), 1))   # the engine's size: never 0
+            for start, end in ranges.get(path, []):
+                for at in range(start, end, LAYOUT_CHUNK):
+                    n = min(LAYOUT_CHUNK, end - at)
+                    os.pwrite(fd, rng.randbytes(n), at)
+                    laid_out += n
+            if path in ranges:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+    tr.details["replay"]["laid_out_bytes"] = laid_out
+    tr.details["replay"]["laid_out_files"] = sum(1 for p in files if p in ranges)
 
 
 def read_replayed(path: str) -> list[tuple]:
@@ -132,11 +183,12 @@ class _Rows(list):
                      **({"reason": reason} if reason else {})})
 
 
-def fidelity(tr: DarshanTranslation) -> dict[str, Any]:
+def fidelity(tr: DarshanTranslation, replayed: dict[int, list[tuple]] | None = None) -> dict[str, Any]:
     """Each counter, the log against the replay; per record and in total. The steps: each record's
     workers' replayed requests counted (`_replayed`) and compared with the record (`_compare_posix`,
     `_compare_stdio`), then the table's rows (`_stdio_rows`, `_posix_rows`) and what the replay
-    cannot reproduce (`_fidelity_result`)."""
+    cannot reproduce (`_fidelity_result`). `replayed` (under MPI): each worker's replayed requests
+    as its rank read them from its iolog, by worker index; otherwise read here."""
     buffer = tr.details["replay"].get("stdio_buffer", 0)
     by_record: dict[tuple[str, int, int], list] = defaultdict(list)
     for w in tr.workers:
@@ -144,7 +196,7 @@ def fidelity(tr: DarshanTranslation) -> dict[str, Any]:
     tally = _Tally()
     for rec in tr.records:
         ws = by_record.get((rec.module, rec.id, rec.rank), [])
-        rep = _replayed(ws, tally)
+        rep = _replayed(ws, tally, replayed)
         log = {k: rec.c(k) for k in COUNT_KEYS}
         log["POSIX_FSYNCS"] = rec.c("POSIX_FSYNCS") + rec.c("POSIX_FDSYNCS")
         cls = tally.classes.setdefault(tr.file_classes.get(rec.id, "per-rank"),
@@ -167,12 +219,13 @@ def fidelity(tr: DarshanTranslation) -> dict[str, Any]:
     return _fidelity_result(tr, list(rows), tally.classes, tally.records_ok, tally.differing)
 
 
-def _replayed(ws: list, tally: _Tally) -> dict[str, int]:
+def _replayed(ws: list, tally: _Tally, replayed: dict[int, list[tuple]] | None) -> dict[str, int]:
     """A record's counters as its workers' replayed requests give them (read back from the
     engine's iologs, counted as Darshan counts); the files and workers that did requests tallied."""
     rep: dict[str, int] = defaultdict(int)
     for w in ws:
-        ops = [op[:3] for op in read_replayed(w.replayed_iolog)]
+        ops = [tuple(op[:3]) for op in (replayed.get(w.index, []) if replayed is not None
+                                        else read_replayed(w.replayed_iolog))]
         if ops:
             tally.files_done.add(w.target)
             tally.workers_done[w.module] += 1
@@ -335,8 +388,9 @@ def _record_rank(tr: DarshanTranslation, w) -> int:
     return -1 if tr.file_classes.get(w.record_id) == "shared" else w.log_rank
 
 
-def what_if(tr: DarshanTranslation, doc: dict[str, Any]) -> dict[str, Any]:
-    """The log's I/O time against the replay's, and their ratio (replay / log)."""
+def what_if(tr: DarshanTranslation, doc: dict[str, Any], busy_s: float | None = None) -> dict[str, Any]:
+    """The log's I/O time against the replay's, and their ratio (replay / log). `busy_s` (under
+    MPI): the slowest rank's busy time, as its rank measured it; otherwise from the phases."""
     log = tr.log
     scale = tr.details["replay"]["scale"]
     timed_records = (log.module_records("POSIX") + log.module_records("STDIO")) if log else []
@@ -355,7 +409,7 @@ def what_if(tr: DarshanTranslation, doc: dict[str, Any]) -> dict[str, Any]:
     phases = [p for p in doc.get("phases", []) if isinstance(p, dict)]
     wall_s = sum(float(p.get("seconds") or 0.0) for p in phases)
     timed = tr.details["replay"]["timed"]
-    busy = _slowest_replay_rank_s(tr, phases)
+    busy = busy_s if busy_s is not None else _slowest_replay_rank_s(tr, phases)
     replay_s = wall_s if timed or busy is None else busy
     log_s = (dxt_span if timed and dxt_span else slowest) * scale
     basis = ("DXT span: first request's start to last request's end" if timed and dxt_span else
@@ -406,23 +460,25 @@ def _slowest_rank_s(records, nprocs: int, meta: bool = True) -> float:
     return (max(per_rank.values()) if per_rank else 0.0) + shared
 
 
-def finish_replay(tr: DarshanTranslation, doc: dict[str, Any]) -> None:
+def finish_replay(tr: DarshanTranslation, doc: dict[str, Any], replayed: dict[int, list[tuple]] | None = None,
+                  busy_s: float | None = None) -> None:
     """doc["translation"] and doc["replay"] (fidelity and what-if) from what the run did."""
     doc["translation"] = tr.record()
-    doc["replay"] = {**tr.details["replay"], "log": tr.details["log"], "fidelity": fidelity(tr),
-                     "what_if": what_if(tr, doc)}
+    doc["replay"] = {**tr.details["replay"], "log": tr.details["log"], "fidelity": fidelity(tr, replayed),
+                     "what_if": what_if(tr, doc, busy_s)}
 
 
 def remove_replay_files(tr: DarshanTranslation, keep_data: bool) -> None:
-    """The iologs always (they are in the document's figures); the data files unless kept."""
+    """The iologs always (their private folder; they are in the document's figures); the data
+    files unless kept. Kept files get the marker (TARGET/.storlab-replay/MARKER), written after
+    the replay, that lets the next replay take the folder."""
     target = tr.details["replay"]["target"]
-    for w in tr.workers:
-        for p in (w.iolog, w.replayed_iolog):
-            try:
-                os.unlink(p)
-            except OSError:
-                pass
+    if tr.iolog_dir and os.path.commonpath([tr.iolog_dir, target]) != target:
+        shutil.rmtree(tr.iolog_dir, ignore_errors=True)
     if keep_data:
+        os.makedirs(os.path.join(target, IOLOG_DIR), exist_ok=True)
+        with open(os.path.join(target, IOLOG_DIR, MARKER), "w", encoding="utf-8") as f:
+            f.write(f"storlab replay of {tr.source}\n")
         return
     for t in sorted({w.target for w in tr.workers}):
         try:
@@ -437,3 +493,150 @@ def remove_replay_files(tr: DarshanTranslation, keep_data: bool) -> None:
                 break
             d = os.path.dirname(d)
     shutil.rmtree(os.path.join(target, IOLOG_DIR), ignore_errors=True)
+
+
+# -- the run: one process, or one replay rank per MPI rank ------------------------------------------
+def run(tr: DarshanTranslation, ranks: Ranks, progress: ProgressFn | None, *, argv: list[str],
+        keep_files: bool = False) -> dict[str, Any] | None:
+    """The replay of `tr` on `ranks`: the run document (with its fidelity table and what-if) on
+    rank 0, None on the other ranks. One process: every replay rank a worker here. Under MPI
+    (`tr` translated with `mpi_ranks` = ranks.size): replay rank r runs on MPI rank r, its files
+    one after another; rank 0 merges the ranks' phases (per rank and per node, as every MPI run
+    reports them) and counts the fidelity table from every rank's replayed requests."""
+    from ..measure.runner import run_job
+
+    if ranks.size == 1:
+        check_target(tr)
+        try:
+            prepare(tr)
+            doc = run_job(tr.resolve({}), argv=argv, progress=progress, notify=lambda msg: None)
+            finish_replay(tr, doc)
+        finally:
+            remove_replay_files(tr, keep_data=keep_files)
+        return doc
+    problem = None
+    if ranks.rank == 0:
+        try:
+            check_target(tr)
+        except TargetError as e:
+            problem = str(e)
+    problem = ranks.bcast(problem)
+    if problem:
+        raise TargetError(problem)     # on every rank, before anything is written
+    try:
+        payload = _run_rank(tr, ranks, progress, argv, run_job)
+    except BaseException:
+        if ranks.rank == 0:          # the files rank 0 made (every rank stopped with it)
+            remove_replay_files(tr, keep_data=keep_files)
+        raise
+    finally:
+        if tr.iolog_dir:
+            shutil.rmtree(tr.iolog_dir, ignore_errors=True)
+    got = ranks.gather_surviving(payload)
+    if ranks.rank != 0:
+        return None
+    try:
+        return merged_document(tr, ranks, got)
+    finally:
+        remove_replay_files(tr, keep_data=keep_files)
+
+
+def _run_rank(tr: DarshanTranslation, ranks: Ranks, progress: ProgressFn | None, argv: list[str],
+              run_job) -> dict[str, Any]:
+    """One MPI rank's part: rank 0 makes the files, every rank checks it sees its own, then runs
+    its replay rank's job; what rank 0 needs back (its phases, replayed requests, busy time)."""
+    me = ranks.rank
+    error = None
+    try:
+        prepare(tr, me)
+    except StorlabError as e:
+        error = f"rank {me}: {e}"
+    _raise_first(ranks.allgather(error))       # also the barrier: rank 0's files are made now
+    unseen = [w.target for w in tr.workers if w.rank == me and not os.path.exists(w.target)]
+    _raise_first(ranks.allgather(
+        f"target {tr.details['replay']['target']}: rank {me} on {socket.gethostname()} does not see {unseen[0]}, "
+        "which rank 0 made; under mpiexec the target must be on a file system every node shares" if unseen else None))
+    job = rank_job(tr, me)
+    doc = None
+    if job["phase"]:
+        try:
+            doc = run_job(replace(tr, job=job).resolve({}), argv=argv, progress=progress if me == 0 else None,
+                          notify=lambda msg: None)
+        except StorlabError as e:
+            ranks.fail(f"rank {me} ({socket.gethostname()}): {e}")
+            doc = {"phases": [], "error": str(e), "complete": False}
+    mine = [w for w in tr.workers if w.rank == me]
+    return {"node": socket.gethostname(), "offset_s": ranks.clock_offset_s, "doc": doc,
+            "replayed": {w.index: read_replayed(w.replayed_iolog) for w in mine},
+            "files": sorted({w.target for w in mine}),
+            "busy_s": sum(max(0.0, w["end_s"] - w["start_s"]) for p in (doc or {}).get("phases", [])
+                          for w in p.get("workers") or [])}
+
+
+def _raise_first(errors: list[str | None]) -> None:
+    """Every rank raises the first rank's error, if any rank had one (nothing run yet)."""
+    first = next((e for e in errors if e), None)
+    if first:
+        raise TargetError(first)
+
+
+def merged_document(tr: DarshanTranslation, ranks: Ranks, got: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """Rank 0: one run document of every rank's replay. Each step merged over the ranks that ran
+    it (aggregate.merge_phase: per-rank and per-node figures, stragglers), the replay's own
+    per-rank and per-node totals in `mpi`, and the fidelity and what-if over all ranks."""
+    size = ranks.size
+    nodes = [got[r]["node"] if r in got else "?" for r in range(size)]
+    docs = {r: p["doc"] for r, p in got.items() if p["doc"] is not None}
+    whole = [r for r in sorted(docs) if "schema" in docs[r]]     # a rank whose run failed sent its error only
+    base = dict(docs[whole[0]]) if whole else {**header("run", argv=[]), "phases": [], "warnings": []}
+    step_names = list(dict.fromkeys(ph["name"] for r in sorted(docs) for ph in docs[r]["phases"]))
+    phases = []
+    for name in step_names:
+        results = [None] * size
+        for r, d in docs.items():
+            ph = next((ph for ph in d["phases"] if ph["name"] == name), None)
+            if ph is not None and ph.get("workers") is not None:
+                results[r] = {**ph, "offset_s": got[r]["offset_s"]}
+        if not any(results):
+            continue
+        merged = merge_phase(results, None, nodes)
+        merged["mpi"]["missing_ranks"] = [r for r in range(size) if r not in got]   # not an idle rank
+        merged["mpi"]["idle_ranks"] = [r for r in got if results[r] is None]
+        phases.append(merged)
+    base["phases"] = phases
+    base["argv"] = base.get("argv") or []
+    errors = [f"rank {r}: {d['error']}" for r, d in sorted(docs.items()) if d.get("error")]
+    missing = [r for r in range(size) if r not in got]
+    failure = ranks.failure
+    base["complete"] = not errors and not missing and failure is None and all(d.get("complete") for d in docs.values())
+    if not base["complete"]:
+        base["error"] = base.get("error") or (errors[0] if errors else str(failure.args[0]) if failure is not None
+                                              else f"ranks {missing} sent no result")
+        base["stop_reason"] = "error"
+    base["mpi"] = rank_figures(got, nodes, size)
+    replayed = {int(i): ops for p in got.values() for i, ops in p["replayed"].items()}
+    finish_replay(tr, base, replayed, busy_s=max((p["busy_s"] for p in got.values()), default=0.0))
+    return base
+
+
+def rank_figures(got: dict[int, dict[str, Any]], nodes: list[str], size: int) -> dict[str, Any]:
+    """The replay's `mpi` section: each rank's files, bytes and busy time (first request to last
+    completion of each of its files, summed) and its rate; the same per node; the ranks missing."""
+    per_rank = []
+    for r in sorted(got):
+        p = got[r]
+        ph = (p["doc"] or {}).get("phases", [])
+        moved = {d: sum(w.get(f"{d}_bytes", 0) for x in ph for w in x.get("workers") or []) for d in ("read", "write")}
+        total = moved["read"] + moved["write"]
+        per_rank.append({"rank": r, "node": p["node"], "files": len(p["files"]), "read_bytes": moved["read"],
+                         "write_bytes": moved["write"], "busy_s": p["busy_s"],
+                         "bw_bytes": total / p["busy_s"] if p["busy_s"] > 0 else 0.0})
+    per_node = []
+    for node in dict.fromkeys(nodes):
+        mine = [x for x in per_rank if x["node"] == node]
+        files = {f for x in mine for f in got[x["rank"]]["files"]}
+        per_node.append({"node": node, "ranks": [x["rank"] for x in mine], "files": len(files),
+                         "read_bytes": sum(x["read_bytes"] for x in mine),
+                         "write_bytes": sum(x["write_bytes"] for x in mine),
+                         "busy_s": max((x["busy_s"] for x in mine), default=0.0)})
+    return {"size": size, "ranks": per_rank, "nodes": per_node, "missing_ranks": [r for r in range(size) if r not in got]}

@@ -38,8 +38,9 @@ STATED_CHOICES = (
     "a shared file's requests are dealt round-robin to the ranks, each in its own equal slice of "
     "the file (as IOR's segmented shared file)",
     "no think time: each rank issues its next request when the last one completes",
-    "the page cache is left as it is (invalidate = false), as an application finds it; files the "
-    "replay reads are created and filled before the first step",
+    "the page cache is left as it is (invalidate = false), as an application finds it; each file is "
+    "made at its extent before the first step, and only the bytes the log reads before it writes them "
+    "are laid out (the data the file held before the application ran)",
 )
 
 

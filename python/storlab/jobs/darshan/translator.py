@@ -7,7 +7,8 @@ has the record's request counts, bytes, size bins, SEQ and CONSEC counts, switch
 A STDIO record (fopen/fread/fwrite... on a file) replays its stream calls, one request each, or
 through a glibc stream buffer (stdio.py); the standard streams are not files and are left out.
 The log's ranks become replay ranks (one engine worker each, in one process; `ranks` folds
-rank r onto r mod ranks); a file shared by all ranks (a rank -1 record) is dealt to every rank.
+rank r onto r mod ranks; under mpiexec, `mpi_ranks`: one MPI rank each, running `rank_job`);
+a file shared by all ranks (a rank -1 record) is dealt to every rank.
 Each rank does its files one after another, in the order the log first opened them: the job's
 phase k holds every rank's k-th file ("steps"), so ranks run side by side and a rank never works
 on two files at once. With `timed`, the job is one phase and each request keeps its recorded
@@ -25,18 +26,21 @@ from typing import Any
 from ...errors import UserError
 from ..translation import Mapped, Translation, sha256_of
 from .counters import BINS, READ, SYNC, WRITE
+from .layout import extents as file_extents
 from .log import DarshanLog, Record, load
 from .stdio import STDIO_BUFFERING, STDIO_CHOICES, stdio_as_posix, stdio_requests, stdio_scaled, stream_name
 from .synth import MAX_REQUEST, STATED_CHOICES, synthesize
 
 __all__ = ["FORMAT", "translate", "DarshanTranslation", "Worker", "MAX_RANKS", "MAX_WORKERS_PER_PHASE",
-           "file_classes", "scaled_counters", "default_ranks", "fold_line", "replay_ranks", "fold", "choose_records",
+           "file_classes", "scaled_counters", "rank_job", "default_ranks", "fold_line", "replay_ranks", "fold", "choose_records",
            "choose_stdio", "sequences", "trailing_syncs", "job_phases", "mapping"]
 
 FORMAT = "darshan"
 MAX_RANKS = 256                 # replay ranks in one process (threads); --ranks folds more onto fewer
 MAX_WORKERS_PER_PHASE = 1024    # a timed replay runs every file of every rank at once
-IOLOG_DIR = ".storlab-replay"   # under the target: the generated iologs and the replay's own
+IOLOG_DIR = ".storlab-replay"   # under the target: `--emit -`'s iologs, and the marker of kept files
+RANKS_IN_PROCESS = "one worker each, in one process"
+RANKS_UNDER_MPI = "one MPI rank each, under mpiexec"
 
 COUNT_COUNTERS = ("POSIX_READS", "POSIX_WRITES", "POSIX_SEQ_READS", "POSIX_SEQ_WRITES", "POSIX_CONSEC_READS",
                   "POSIX_CONSEC_WRITES", "POSIX_RW_SWITCHES", "POSIX_FSYNCS", "POSIX_FDSYNCS", "POSIX_OPENS",
@@ -74,6 +78,7 @@ class DarshanTranslation(Translation):
     file_classes: dict[int, str] = field(default_factory=dict)
     group_workers: list[list[int]] = field(default_factory=list)   # per phase, per group: its worker
     streams: dict[str, dict[str, int]] = field(default_factory=dict)  # standard streams left out: their counts
+    iolog_dir: str = ""      # where the request logs are (a replay's: a private folder outside the target)
 
     def emit(self, path: str) -> None:
         """--emit FILE: the job, and the request logs it replays in FILE.iologs/ (the job names
@@ -88,6 +93,7 @@ class DarshanTranslation(Translation):
 
     def move_iologs(self, iolog_dir: str) -> None:
         """Name the workers' request logs (and the replay's own) under `iolog_dir`."""
+        self.iolog_dir = iolog_dir
         for w in self.workers:
             w.iolog = os.path.join(iolog_dir, "logs", f"w{w.index}.iolog")
             w.replayed_iolog = os.path.join(iolog_dir, "replayed", f"w{w.index}.iolog")
@@ -147,13 +153,15 @@ def _first_time(r: Record) -> float:
     return min(times) if times else 0.0
 
 
-def fold_line(nprocs: int, n_ranks: int, chosen: bool) -> str:
+def fold_line(nprocs: int, n_ranks: int, chosen: bool, under_mpi: bool = False) -> str:
     """One line saying what was folded onto what (printed by `storlab replay`, kept in the notes)."""
     per = -(-nprocs // n_ranks)
     each = f"{per} log ranks each" if nprocs % n_ranks == 0 else f"{per - 1} or {per} log ranks each"
-    how = f"--ranks {n_ranks}" if chosen else f"default: at most {MAX_RANKS} ranks in one process"
+    how = ("the MPI ranks" if under_mpi else f"--ranks {n_ranks}" if chosen
+           else f"default: at most {MAX_RANKS} ranks in one process")
     return (f"folded the log's {nprocs} ranks onto {n_ranks} replay ranks ({each}: log rank r replays as rank "
-            f"r mod {n_ranks}; {how})" + ("" if chosen else f"; choose another count with --ranks N (1..{MAX_RANKS})"))
+            f"r mod {n_ranks}; {how})"
+            + ("" if chosen or under_mpi else f"; choose another count with --ranks N (1..{MAX_RANKS})"))
 
 
 def default_ranks(nprocs: int) -> int:
@@ -199,12 +207,13 @@ class _Chosen:
 
 def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | None = None, ranks: int | None = None,
               scale: float = 1.0, dxt: bool = True, timed: bool = False, seed: int = 1,
-              log: DarshanLog | None = None, stdio_buffer: int = 0) -> DarshanTranslation:
+              log: DarshanLog | None = None, stdio_buffer: int = 0, mpi_ranks: int | None = None) -> DarshanTranslation:
     """The log at `path` as a storlab job replaying it under `target` (see the module's docstring).
     The workers' iologs go to IOLOG_DIR/logs, the replay's own to IOLOG_DIR/replayed (IOLOG_DIR:
     `iolog_dir`, default TARGET/.storlab-replay). `stdio_buffer` > 0: STDIO calls go through a
     fully buffered stream of that many bytes, as glibc's (stdio.py's `buffered`); 0: one request
-    per call.
+    per call. `mpi_ranks` (under mpiexec): the replay ranks are that many MPI ranks, log rank r on
+    MPI rank r mod mpi_ranks (no limit of one process; `ranks` is not given then).
 
     The steps: the records chosen (`choose_records`, `choose_stdio`), the log's ranks folded onto
     the replay's (`replay_ranks`), each record's request sequences (`sequences`), the job's phases
@@ -214,7 +223,7 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
         raise UserError(f"stdio_buffer: {stdio_buffer} is not allowed; use 0 (one request per call) or a size in bytes")
     if not 0 < scale <= 1:
         raise UserError(f"scale: {scale} is not allowed; use a fraction in (0, 1] of the log's requests")
-    n_ranks = replay_ranks(log.nprocs, ranks)
+    n_ranks = mpi_ranks or replay_ranks(log.nprocs, ranks)
     target = os.path.abspath(target)
     iolog_dir = os.path.abspath(iolog_dir or os.path.join(target, IOLOG_DIR))
     classes = file_classes(log)
@@ -233,21 +242,22 @@ def translate(path: str, *, target: str = "storlab-replay", iolog_dir: str | Non
     job: dict[str, Any] = {"engine": "psync", "direct": False, "fsync_end": False, "invalidate": False,
                            "replay_no_stall": not timed, "phase": phases}
     mapped = mapping(log, chosen, workers, sources, classes, notes, target=target, n_ranks=n_ranks,
-                     ranks_chosen=ranks is not None, scale=scale, timed=timed, stdio_buffer=stdio_buffer)
+                     ranks_chosen=ranks is not None, under_mpi=mpi_ranks is not None, scale=scale, timed=timed, stdio_buffer=stdio_buffer)
 
     tr = DarshanTranslation(format=FORMAT, source=path, sha256=sha256_of(path), job=job, mapped=mapped,
                             notes=_dedupe(notes), workers=workers, log=log, records=chosen.records,
-                            file_classes=classes, group_workers=group_workers,
+                            file_classes=classes, group_workers=group_workers, iolog_dir=iolog_dir,
                             streams={name: _totals(rs, STREAM_COUNTERS, at_least=0)
                                      for name, rs in chosen.streams.items()})
     tr.details = {"log": {"version": log.version, "nprocs": log.nprocs, "jobid": log.jobid, "exe": log.exe[:200],
                           "run_time_s": log.run_time_s, "modules": sorted(log.modules)},
                   "replay": {"ranks": n_ranks, "scale": scale, "stdio_buffer": stdio_buffer,
-                             **({"folded": fold_line(log.nprocs, n_ranks, ranks is not None)}
-                                if n_ranks != log.nprocs else {}), "timed": timed, "workers": len(workers),
+                             **({"folded": fold_line(log.nprocs, n_ranks, ranks is not None, mpi_ranks is not None)}
+                                if n_ranks < log.nprocs or (n_ranks != log.nprocs and mpi_ranks is None) else {}),
+                             "timed": timed, "workers": len(workers),
                              "phases": len(phases), "from_dxt": sources["dxt"], "from_counters": sources["counters"],
                              "files": len({w.target for w in workers}), "target": target,
-                             "in_process": True}}
+                             "in_process": mpi_ranks is None}}
     return tr
 
 
@@ -434,11 +444,7 @@ def job_phases(workers: list[Worker], timed: bool, iolog_dir: str) -> tuple[list
     """The job's phases: steps (each rank's files in the order first opened, step k holding every
     rank's k-th file), or one timed phase; and per phase, per group, its worker. Each worker's
     iologs are named under `iolog_dir` and set on its group."""
-    extents: dict[str, int] = defaultdict(int)
-    for w in workers:
-        for op in w.ops:
-            if op[0] != SYNC:
-                extents[w.target] = max(extents[w.target], op[1] + op[2])
+    extents = file_extents(workers)
     phases: list[dict[str, Any]] = []
     if timed:
         if len(workers) > MAX_WORKERS_PER_PHASE:
@@ -468,10 +474,21 @@ def job_phases(workers: list[Worker], timed: bool, iolog_dir: str) -> tuple[list
     return phases, worker_of_group
 
 
+def rank_job(tr: DarshanTranslation, rank: int) -> dict[str, Any]:
+    """The job one replay rank runs under MPI: each phase with only the groups of that rank's
+    workers, phases left with none dropped (a rank with fewer files is done sooner)."""
+    phases = []
+    for phase, indices in zip(tr.job["phase"], tr.group_workers):
+        groups = [g for g, wi in zip(phase["group"], indices) if tr.workers[wi].rank == rank]
+        if groups:
+            phases.append({**phase, "group": groups})
+    return {**tr.job, "phase": phases}
+
+
 # -- the record ------------------------------------------------------------------------------------
 def mapping(log: DarshanLog, chosen: _Chosen, workers: list[Worker], sources: dict[str, int],
             classes: dict[int, str], notes: list[str], *, target: str, n_ranks: int, ranks_chosen: bool,
-            scale: float, timed: bool, stdio_buffer: int) -> list[Mapped]:
+            under_mpi: bool = False, scale: float, timed: bool, stdio_buffer: int) -> list[Mapped]:
     """What became of each counter group of the log (one Mapped each), the choices made, and every
     module not replayed with why; the notes follow the same order."""
     records, stdio_files = chosen.records, chosen.stdio_files
@@ -482,10 +499,12 @@ def mapping(log: DarshanLog, chosen: _Chosen, workers: list[Worker], sources: di
     posix_counters = any(w.source == "counters" for w in workers if w.module != "STDIO")
     modules_replayed = " and ".join(m for m in ("POSIX", "MPI-IO", "STDIO") if any(r.module == m for r in records))
     folded = f"log rank r replays as rank r mod {n_ranks}"
+    how = RANKS_UNDER_MPI if under_mpi else RANKS_IN_PROCESS
     mapped = [
-        Mapped("job.nprocs", log.nprocs, f"{n_ranks} replay ranks (one worker each, in one process)",
+        Mapped("job.nprocs", log.nprocs, f"{n_ranks} replay ranks ({how})",
                "translated" if n_ranks == log.nprocs else "chosen",
-               note="" if n_ranks == log.nprocs else f"--ranks {n_ranks}: {folded}" if ranks_chosen
+               note="" if n_ranks == log.nprocs else f"the MPI ranks: {folded}" if under_mpi
+               else f"--ranks {n_ranks}: {folded}" if ranks_chosen
                else f"folded by default (at most {MAX_RANKS} in one process): {folded}"),
         Mapped(f"{modules_replayed} records (file classes)", len(records),
                f"{len({r.path for r in records})} files under {target}",
@@ -531,9 +550,14 @@ def mapping(log: DarshanLog, chosen: _Chosen, workers: list[Worker], sources: di
     # the first three choices are about POSIX's own counters (size bins, SEQ/CONSEC, switches)
     notes += [f"chosen: {c}" for i, c in enumerate(STATED_CHOICES) if (posix_counters if i < 3 else sources["counters"])]
     notes += [f"chosen: {c}" for c in STDIO_CHOICES if stdio_files]
-    if n_ranks != log.nprocs:
-        notes.insert(0, fold_line(log.nprocs, n_ranks, chosen=ranks_chosen))
-    notes.append(f"ranks run as {n_ranks} workers in one process (not under MPI)")
+    if n_ranks < log.nprocs or (n_ranks != log.nprocs and not under_mpi):
+        notes.insert(0, fold_line(log.nprocs, n_ranks, chosen=ranks_chosen, under_mpi=under_mpi))
+    if n_ranks > log.nprocs and under_mpi:
+        idle = f"rank {log.nprocs}" if n_ranks - log.nprocs == 1 else f"ranks {log.nprocs} to {n_ranks - 1}"
+        notes.append(f"the log has {log.nprocs} ranks: MPI {idle} replay nothing (a shared file's requests are "
+                     "dealt to as many ranks as the log had)")
+    notes.append(f"ranks run as {n_ranks} MPI ranks, one engine worker each" if under_mpi
+                 else f"ranks run as {n_ranks} workers in one process (not under MPI)")
     notes += [f"{module}: {why}" for module, why in log.skipped.items()]
     for module in log.modules:      # every other module of the log is named in the record, with why
         if module in log.skipped or any(covers(module, m.key) for m in mapped):
@@ -563,13 +587,15 @@ def _stdio_mapping(stdio_files: list[Record], scale: float, stdio_buffer: int) -
                     "(not an fsync), and each call here is already a system call")]
 
 
-def write_iologs(tr: DarshanTranslation) -> None:
-    """Each worker's request sequence as an fio iolog v3 (times in microseconds from the start)."""
-    dirs = {os.path.dirname(w.iolog) for w in tr.workers} | {os.path.dirname(w.replayed_iolog) for w in tr.workers}
+def write_iologs(tr: DarshanTranslation, rank: int | None = None) -> None:
+    """Each worker's request sequence as an fio iolog v3 (times in microseconds from the start);
+    `rank` given: only that replay rank's workers."""
+    workers = [w for w in tr.workers if rank is None or w.rank == rank]
+    dirs = {os.path.dirname(w.iolog) for w in workers} | {os.path.dirname(w.replayed_iolog) for w in workers}
     for d in dirs:
         os.makedirs(d, exist_ok=True)
     timed = tr.details["replay"]["timed"]
-    for w in tr.workers:
+    for w in workers:
         name = "_".join(w.target.split())   # the log's file names a word; the group's target is the real path
         lines = ["fio version 3 iolog", f"0 {name} add", f"0 {name} open"]
         for op in w.ops:

@@ -1,14 +1,14 @@
-"""The options of `storlab replay` (docs/options-replay.md): its own, and the run table's output
-options it shares, named in `SHARED_OUTPUT`."""
+"""The options of `storlab replay` (docs/options-replay.md): its own, and the run table's options
+it shares (output, and rank_timeout under mpiexec), named in `SHARED`."""
 from __future__ import annotations
 
 from ..options import BY_NAME, Option
 from .shared import CommandTable, command_row
 
-__all__ = ["COMMANDS", "REPLAY_OPTIONS", "SHARED_OUTPUT"]
+__all__ = ["COMMANDS", "REPLAY_OPTIONS", "SHARED"]
 
-# The output options shared with `storlab run` (same flags, same meaning).
-SHARED_OUTPUT = ("json", "quiet", "store", "no_store", "tag", "note")
+# The options shared with `storlab run` (same flags, same meaning): output, and MPI's rank timeout.
+SHARED = ("json", "quiet", "store", "no_store", "tag", "note", "rank_timeout")
 
 REPLAY_OPTIONS: tuple[Option, ...] = (
     command_row("log", "str", "the Darshan log to replay (.darshan, format 3.x)", positional="1", metavar="LOG",
@@ -16,7 +16,8 @@ REPLAY_OPTIONS: tuple[Option, ...] = (
     command_row("target", "str", "folder the replay writes its files under (new, empty, or an earlier replay's); "
                 "the log's own paths are never opened", required=True, metavar="DIR", category="replay"),
     BY_NAME["emit"],      # one meaning for every translator (the target gets the empty folders too)
-    command_row("ranks", "int", "replay ranks (one worker each, in one process); the log's rank r replays as "
+    command_row("ranks", "int", "replay ranks (one worker each, in one process; under mpiexec the MPI ranks are "
+                "the replay ranks, one each, and --ranks is refused); the log's rank r replays as "
                 "r mod N (default: the log's rank count; beyond 256, the fewest ranks up to 256 that give each "
                 "ceil(ranks/256) log ranks at most, e.g. 2048 -> 256, 1000 -> 250, 257 -> 129, said in one line)",
                 minimum=1, maximum=256, category="replay"),
@@ -39,5 +40,5 @@ REPLAY_OPTIONS: tuple[Option, ...] = (
 
 COMMANDS: tuple[CommandTable, ...] = (
     CommandTable("replay", "a Darshan log replayed under a target folder (docs/replay.md)",
-                 (*REPLAY_OPTIONS, *(BY_NAME[n] for n in SHARED_OUTPUT))),
+                 (*REPLAY_OPTIONS, *(BY_NAME[n] for n in SHARED))),
 )

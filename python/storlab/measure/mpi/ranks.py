@@ -30,6 +30,7 @@ class CommRanks(Ranks):
         self.session = session
         self.comm = comm if comm is not None else session.world
         self.rank, self.size = self.comm.rank, self.comm.size
+        self.clock_offset_s = session.offsets[session.rank].offset_s   # measured when MPI started
 
     def barrier(self) -> None:
         self.comm.barrier()
