@@ -115,6 +115,32 @@ def test_export_formats(filled, capsys, tmp_path):
     assert dest.read_text().startswith("| run |")
 
 
+def test_export_openmetrics_of_one_run_or_every_run_a_filter_selects(filled, capsys, tmp_path):
+    parser = pytest.importorskip("prometheus_client.openmetrics.parser",
+                                 reason="prometheus-client not installed (pip install prometheus-client)")
+    sweep, odd = filled
+
+    def run_ids(text: str) -> set[str]:
+        fams = {f.name: f for f in parser.text_string_to_metric_families(text)}
+        return {s.labels["run_id"] for s in fams["storlab_bandwidth_bytes_per_second"].samples}
+
+    code, out, err = cli(capsys, "results", "export", "--with-tag", "sweep", "--format", "openmetrics")
+    assert code == 0 and err == "" and out.endswith("# EOF\n")
+    assert run_ids(out) == {d["run_id"] for d in sweep}
+    code, out, _ = cli(capsys, "results", "export", "last", "-f", "openmetrics")
+    assert code == 0 and run_ids(out) == {odd["run_id"]}
+    dest = tmp_path / "runs.om"
+    code, out, err = cli(capsys, "results", "export", "--since", "2026-11-01", "-f", "openmetrics", "-o", str(dest))
+    assert code == 0 and out == "" and "wrote 4 run(s) as openmetrics" in err
+    assert run_ids(dest.read_text()) == {d["run_id"] for d in [*sweep, odd]}
+
+
+def test_export_refuses_an_unknown_format_in_one_line(filled, capsys):
+    code, out, err = cli(capsys, "results", "export", "last", "-f", "prometheus")
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "openmetrics" in err and "format" in err
+
+
 def test_export_needs_a_selection(filled, capsys):
     code, _, err = cli(capsys, "results", "export")
     assert code == 2 and "name the runs" in err

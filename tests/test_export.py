@@ -91,9 +91,9 @@ def test_markdown_expands_sweep_documents():
 
 
 def test_export_rejects_unknown_format_naming_the_allowed_ones():
-    with pytest.raises(ValueError, match="json, csv, md"):
+    with pytest.raises(ValueError, match="json, csv, md, openmetrics"):
         export([rundoc.make_run()], "xml")
-    assert set(EXPORTERS) == {"json", "csv", "md"}
+    assert set(EXPORTERS) == {"json", "csv", "md", "openmetrics"}
 
 
 def test_compare_ratios_against_the_first_run():

@@ -7,7 +7,7 @@ import sys
 
 from ..measure.launch import detect as detect_mpi_launch
 from ..output.emit import Emitter
-from ..output.progress import progress_line
+from ..output.live import live_figures
 from .main import ExitCode, UsageError
 from .options_cli import add_option_arguments, given_options
 
@@ -62,15 +62,17 @@ def run(args: argparse.Namespace) -> int:
     job = job_from_options(given_options(args), args.jobfile, main_job=launch is None)
     settings = job.run
     emit = Emitter("run", settings)    # every output destination checked before the run
-    progress = progress_line(bool(settings.get("quiet")))
+    argv = ["storlab", "run", *sys.argv[2:]]
+    # the live line and metrics endpoint: rank 0's alone under MPI (the other ranks report to it)
+    live = live_figures(settings, argv, job) if launch is None or launch.rank in (0, None) else None
+    in_place = live is not None and live.line is not None and not live.line.plain   # a line to clear first
 
-    notify = lambda msg: print(f"\r\x1b[Kwarning: {msg}" if progress else f"warning: {msg}", file=sys.stderr)  # noqa: E731
-    with emit.running(progress):
+    notify = lambda msg: print(f"\r\x1b[Kwarning: {msg}" if in_place else f"warning: {msg}", file=sys.stderr)  # noqa: E731
+    with emit.running(live):
         if launch is None:
             from ..measure.runner import run_job  # the engine's side loads when a job runs, not for --help
 
-            doc = run_job(job, argv=["storlab", "run", *sys.argv[2:]], progress=progress, notify=notify,
-                          checkpoint=emit.checkpoint)
+            doc = run_job(job, argv=argv, progress=live, notify=notify, checkpoint=emit.checkpoint)
         else:  # one rank of an MPI job: rank 0 gets the merged document, the others an exit code
             from ..measure.mpi.orchestrator import run_cli
 
@@ -78,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
                 raise UsageError("meta phases in job files run in one process; under MPI use "
                                  "`mpiexec ... storlab meta`")
 
-            doc, code = run_cli(job, ["storlab", "run", *sys.argv[2:]], launch, progress, notify)
+            doc, code = run_cli(job, argv, launch, notify=notify, live=live)
             if doc is None:
                 return code
     return emit.finish(doc)

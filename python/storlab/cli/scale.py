@@ -14,6 +14,7 @@ from typing import Any
 from ..document import header
 from ..jobs.tables.scale import SCALE_OPTIONS
 from ..output.emit import Emitter
+from ..output.live import live_figures
 from .main import ExitCode, UsageError
 from .options_cli import add_option_arguments, add_table_arguments, given_options, parse_table_args
 
@@ -50,21 +51,44 @@ def run(args: argparse.Namespace) -> int:
                          "mpiexec -n N storlab scale ... (see docs/mpi.md)") from None
     from ..measure.mpi.comm import world_size
     from ..measure.mpi.scaling import rank_counts
-    from ..measure.ranks import RankFailure
 
     launch = detect()
     settings = job.run
     # Every rank checks the counts against the same size, so they all fail alike on a bad list.
     size = world_size()
     counts = rank_counts(size, wanted)
-    session = Session.start(float(settings.get("rank_timeout") or 30.0), launch,
-                            sub_sizes=tuple(n for n in counts if n != size))
     argv = ["storlab", "scale", *sys.argv[2:]]
+    # rank 0's live line and metrics endpoint (bound before MPI starts: a busy port is a usage error)
+    live = live_figures(settings, argv, job) if launch is None or launch.rank in (0, None) else None
+    session = Session.start(float(settings.get("rank_timeout") or 30.0), launch,
+                            sub_sizes=tuple(n for n in counts if n != size), live=live is not None)
+    if live is not None and session.rank != 0:   # the launcher did not say which rank this is
+        live.finish()
+        live = None
     runs: list[dict[str, Any]] = []
+    try:
+        _run_counts(session, job, counts, argv, runs, live)
+    finally:
+        if live is not None:
+            live.finish()
+    if session.rank != 0:
+        return session.exit_code
+    if not runs:
+        print("storlab scale: error: no rank count finished a run", file=sys.stderr)
+        return ExitCode.FAILURE
+    return emit.finish(scale_document(runs, counts, argv))
+
+
+def _run_counts(session: Any, job: Any, counts: list[int], argv: list[str], runs: list[dict[str, Any]],
+                live: Any) -> None:
+    """The job at each rank count in turn, the merged documents (rank 0) added to `runs`; stops at
+    the first failure or incomplete run."""
+    from ..measure.ranks import RankFailure
+
     for n in counts:
         comm = session.sub(n)
         try:
-            doc = session.run(job, comm, argv) if comm is not None else None
+            doc = session.run(job, comm, argv, live=live) if comm is not None else None
             if session.rank == 0 and doc is not None:
                 runs.append(doc)
             if session.liveness.failure is not None:
@@ -75,12 +99,6 @@ def run(args: argparse.Namespace) -> int:
         except RankFailure:
             session.exit_code = 1
             break
-    if session.rank != 0:
-        return session.exit_code
-    if not runs:
-        print("storlab scale: error: no rank count finished a run", file=sys.stderr)
-        return ExitCode.FAILURE
-    return emit.finish(scale_document(runs, counts, argv))
 
 
 def scale_document(runs: list[dict[str, Any]], counts: list[int], argv: list[str]) -> dict[str, Any]:

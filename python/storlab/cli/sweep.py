@@ -63,7 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                       ("store_const", argparse._StoreConstAction), ("append", argparse._AppendAction)):
         p.register("action", name, _recording(cls))
     p.add_argument("jobfile", nargs="?", help="TOML job file with the fixed options and phases")
-    add_option_arguments(p, skip=["fio_json", "emit"])   # fio's layout is per run: `storlab run`
+    # fio's layout is per run: `storlab run`; live figures: `run` and `scale` (docs/live.md)
+    add_option_arguments(p, skip=["fio_json", "emit", "live", "metrics_listen"])
     add_sweep_arguments(p)
     p.set_defaults(func=run, **{ORDER_DEST: None})
 

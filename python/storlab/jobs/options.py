@@ -401,6 +401,19 @@ ROWS: tuple[Option, ...] = (
            default=None, category="method", core=False, metavar="METRIC:LIMIT", fio_name="steadystate",
            parse=lambda raw, label: _parse_steady(raw, label), per_phase=True),
     Option("ss_dur", "duration", "the window steady state is judged over (fio's ss_dur); needed with "
+    Option("live", "choice", "live figures on standard error while a run goes on, at least once a "
+           "second: the combined rate, ranks done and the slowest node (under MPI: on rank 0, from "
+           "every rank's own counters; docs/live.md)", default="auto", category="output", core=False,
+           choices=_choice(auto="on a terminal, unless --quiet or NO_COLOR is set",
+                           on="always (plain lines, one a second, where standard error is no terminal "
+                              "or NO_COLOR is set)",
+                           off="never")),
+    Option("metrics_listen", "str", "while the run goes on, serve its live figures as OpenMetrics at "
+           "http://ADDR:PORT/metrics for a Prometheus server to scrape (under MPI: rank 0); PORT alone "
+           "listens on loopback (127.0.0.1), any other address must be written out as an IP address; "
+           "port 0: a free port, named on standard error (docs/live.md)", default=None,
+           category="output", core=False, metavar="[ADDR:]PORT",
+           parse=lambda raw, label: _parse_listen(raw, label)),
            "ss; per phase as ss", default=0.0, category="method", core=False, unit="s", minimum=0,
            fio_name="steadystate_duration", per_phase=True),
     Option("ss_ramp", "duration", "time from the phase's start before steady-state samples are "
@@ -592,6 +605,16 @@ def _unit_parser(parse: Callable[[Any, str], Any]) -> Callable[[Option, Any], An
 
 
 _PARSERS.update(size=_unit_parser(parse_size), duration=_unit_parser(parse_duration),
+def _parse_listen(raw: Any, label: str) -> str:
+    """`metrics_listen`: [ADDR:]PORT, loopback by default (jobs/listen.py)."""
+    from .listen import parse_listen
+
+    try:
+        return parse_listen(raw, label)
+    except ValueError as e:
+        raise OptionError(str(e)) from None
+
+
                 rate=_unit_parser(parse_rate))
 
 

@@ -24,8 +24,9 @@ worker of every rank; docs/mpi.md repeats this):
 - `timeseries`: interval k summed over ranks, each rank's intervals counted from its own phase
   start (ranks start within the barrier skew recorded as `mpi.start_skew_s`); its mean latencies
   are the ranks' means weighted by their requests in the interval.
-- `mpi.ranks` / `mpi.nodes`: per rank and per node; `mpi.stragglers`: the ranks that finished
-  last, latest first; `mpi.slowest_ranks`: the lowest own bandwidths, against the median.
+- `mpi.ranks` / `mpi.nodes`: per rank and per node; `mpi.links` (I/O): per node and target it
+  used; `mpi.stragglers`: the ranks that finished last, latest first; `mpi.slowest_ranks`: the
+  lowest own bandwidths, against the median.
 """
 from __future__ import annotations
 
@@ -332,6 +333,22 @@ def merge_phase(results: Sequence[dict[str, Any] | None], window_bytes: Sequence
         if key in first:
             out[key] = first[key]
     out["mpi"] = _mpi_section(per_rank, nodes, missing)
+    out["mpi"]["links"] = _links(workers, nodes)
+    return out
+
+
+def _links(workers: Sequence[dict[str, Any]], nodes: Sequence[str]) -> list[dict[str, Any]]:
+    """Per link (a node and a target it used): the ranks, bytes (all directions), the span of its
+    workers in the merged time base and the rate over that span, in order of first use."""
+    by_link: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for w in workers:
+        by_link.setdefault((nodes[w["rank"]], str(w["target"])), []).append(w)
+    out = []
+    for (node, target), ws in by_link.items():
+        start, end = min(w["start_s"] for w in ws), max(w["end_s"] for w in ws)
+        total = sum(_worker_bytes(w) for w in ws)
+        out.append({"node": node, "target": target, "ranks": sorted({w["rank"] for w in ws}), "bytes": total,
+                    "start_s": start, "end_s": end, "bw_bytes": _own_bw(total, start, end)})
     return out
 
 

@@ -11,14 +11,16 @@ from typing import Any, Callable, Sequence
 from .csv import to_csv
 from .json import to_json
 from .markdown import to_markdown
+from .openmetrics import to_openmetrics
 from .views import render as render_table
 
-__all__ = ["render_table", "to_json", "to_csv", "to_markdown", "EXPORTERS", "export"]
+__all__ = ["render_table", "to_json", "to_csv", "to_markdown", "to_openmetrics", "EXPORTERS", "export"]
 
 EXPORTERS: dict[str, Callable[[Sequence[dict[str, Any]]], str]] = {
     "json": to_json,
     "csv": to_csv,
     "md": to_markdown,
+    "openmetrics": to_openmetrics,
 }
 
 

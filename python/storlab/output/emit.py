@@ -20,13 +20,16 @@ import importlib.util
 import os
 import signal
 import sys
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from ..errors import OutputError
 from ..signals import STOP, exit_code_for
 from .files import check_destination, write_output
 from .progress import ProgressLine
 from .views import JSON, VIEWS, View
+
+if TYPE_CHECKING:
+    from .live import LiveFigures
 
 __all__ = ["Emitter", "OK", "FAILURE", "stop_exit_code", "CHECKPOINT_STORE_WAIT_S"]
 
@@ -63,9 +66,10 @@ class Emitter:
 
     # -- while the run goes on ------------------------------------------------------------------
     @contextlib.contextmanager
-    def running(self, progress: ProgressLine | None = None) -> Iterator[None]:
+    def running(self, progress: ProgressLine | LiveFigures | None = None) -> Iterator[None]:
         """Around the run: once it ends, however it ends, a signal no longer aborts anything (the
-        result is being saved: signals.STOP.saving) and the progress line is cleared."""
+        result is being saved: signals.STOP.saving) and the progress line is cleared (the live
+        figures' line too, and their endpoint closed)."""
         try:
             yield
         finally:

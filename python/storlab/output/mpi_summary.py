@@ -68,6 +68,11 @@ def render_summary(doc: dict[str, Any]) -> str:
         if len(m.get("nodes") or []) > 1:
             for n in m["nodes"]:
                 lines.append(f"  node {n['node']}: ranks {n['ranks']}, {unit.show_rate(n[unit.rate])}")
+        links = m.get("links") or []
+        if len(links) > 1 and len({x["node"] for x in links}) > 1:
+            slow = min(links, key=lambda x: x["bw_bytes"])
+            lines.append(f"  {len(links)} links (node to target); slowest {slow['node']} to {slow['target']}: "
+                         f"{unit.show_amount(slow['bytes'])}, {unit.show_rate(slow['bw_bytes'])}")
         if m.get("missing_ranks"):
             lines.append(f"  no result from rank(s) {m['missing_ranks']}")
     for s in mpi.get("stonewall") or []:

@@ -43,13 +43,17 @@ COMMANDS: tuple[CommandTable, ...] = (
         STORE, command_row("runs", "str", "two or more runs (ids, prefixes, last, last~N, JSON files); the first "
                            "is the baseline", positional="+", metavar="RUN"),
         JSON)),
-    CommandTable("results export", "export runs as JSON, CSV or Markdown", (
+    CommandTable("results export", "export runs as JSON, CSV, Markdown or OpenMetrics", (
         STORE, command_row("runs", "str", "runs to export (ids, prefixes, last, last~N, JSON files; or select "
                            "them with the filters)", positional="*", default=(), metavar="RUN"),
         *FILTERS,
         command_row("format", "choice", "output format", default="json", short="f", category="output",
                     choices={"json": "the stored documents (one object, or a list)",
-                             "csv": "one row per phase (and pass)", "md": "Markdown tables"}),
+                             "csv": "one row per phase (and pass)", "md": "Markdown tables",
+                             "openmetrics": "OpenMetrics text for Prometheus (promtool tsdb "
+                                            "create-blocks-from openmetrics): bandwidth, IOPS, bytes and "
+                                            "latency quantiles per phase and direction, stamped with the "
+                                            "phase's end (docs/store.md)"}),
         OUTPUT)),
     CommandTable("results delete", "delete runs from the store", (
         STORE, command_row("runs", "str", "runs to delete (ids, prefixes, last, last~N)", positional="+",

@@ -53,6 +53,7 @@ __all__ = ["RankFailure", "Liveness", "Comm", "world", "world_size", "processor_
 TAG_HEARTBEAT, TAG_ABORT, TAG_BYE = 1, 2, 3
 # ... and on the data communicator (main thread).
 TAG_GATHER, TAG_BCAST, TAG_CLOCK, TAG_FINAL, TAG_CLEANUP = 10, 11, 12, 13, 14
+TAG_LIVE = 15   # live figures to rank 0 (live.py): one-way, outside any collective
 
 # Polling: a few busy polls first (a barrier released while a rank sleeps starts that rank late by
 # the sleep), then polls that yield the CPU to any other runnable thread (ranks oversubscribing the
@@ -414,6 +415,8 @@ class Comm:
         self.liveness = liveness
         self._seq = 0
         self._stop_seen: float | None = None   # when a wait first saw a stop signal
+        # called at every poll of a wait for a message (rank 0's live figures go on: live.py)
+        self.while_waiting: Callable[[], None] | None = None
         self.collectives = 0      # tree sweeps (a gather or a broadcast) this rank took part in
         self.messages_sent = 0    # data messages this rank sent in them
         # This communicator's ranks in the world (liveness knows gone ranks by their world rank).
@@ -506,6 +509,8 @@ class Comm:
                 # else: left over from a collective abandoned after a failure; dropped
             if check:
                 self._check(started)
+            if self.while_waiting is not None:
+                self.while_waiting()
             now = time.monotonic() if deadline is not None else 0.0
             if deadline is not None and now > deadline:
                 return None
@@ -599,6 +604,21 @@ class Comm:
     def recv(self, source: int, tag: int = TAG_CLOCK) -> Any:
         return self._recv({source}, tag, 0)[1]
 
+    # -- one-way messages, for live figures (live.py) ----------------------------------------------
+    def post(self, obj: Any, dest: int, tag: int):
+        """Send without waiting; the caller tests the returned request."""
+        return self._isend((0, obj), dest, tag)
+
+    def take_all(self, tag: int) -> list[tuple[int, Any]]:
+        """(source, payload) of every message with `tag` that has arrived, without waiting (two
+        rounds of probes: a message that has just arrived shows one probe late, see `_recv`)."""
+        got = []
+        status = MPI.Status()
+        for _ in range(2):
+            while (msg := self.data.improbe(MPI.ANY_SOURCE, tag, status)) is not None:
+                got.append((status.Get_source(), msg.recv()[1]))
+        return got
+
     # -- the last exchange of a run: survives failures ----------------------------------------------
     def gone(self) -> set[int]:
         """Ranks of this communicator that stopped responding, as far as this rank knows."""
@@ -656,8 +676,9 @@ def world_size() -> int:
 
 
 def processor_name() -> str:
-    """This rank's node name, as MPI names it."""
-    return MPI.Get_processor_name()
+    """This rank's node name: $STORLAB_NODE_NAME where set (containers that all carry one host
+    name; docs/mpi.md), else as MPI names it. Ranks with one name are taken to share a clock."""
+    return os.environ.get("STORLAB_NODE_NAME") or MPI.Get_processor_name()
 
 
 def library_version() -> str:

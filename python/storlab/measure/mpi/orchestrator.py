@@ -63,6 +63,7 @@ from ..meta import ProgressFn as MetaProgressFn
 from ..runner import IoBenchmark, ProgressFn
 from . import clock
 from .comm import TAG_CLEANUP, Comm, Liveness, RankFailure, library_version, processor_name, split_first, world
+from .live import LiveReports, LiveSink
 from .rewrite import data_rank, private_targets, read_only, rewrite_job, rewrite_warnings, substitute, wearout_io_size, wearout_pairs
 
 __all__ = ["Session", "RankHooks", "IoRanks", "MetaRanks", "job_record", "run_cli", "run_meta_cli",
@@ -108,6 +109,7 @@ class RankHooks(PhaseHooks):
         self.comm = comm
         self.offset_s = offset_s
         self.failure: RankFailure | None = None
+        self.live: LiveReports | None = None     # an I/O run's live figures to rank 0
 
     def fail(self, failure: RankFailure) -> None:
         """Keep the first failure: it is the one the document names."""
@@ -179,6 +181,11 @@ class IoRankHooks(RankHooks):
         if self.failure is not None:
             run.interrupt()   # the phase starts and stops at once: a partial result, no hang
 
+    def poll(self, phase, run) -> None:
+        super().poll(phase, run)
+        if self.live is not None:
+            self.live.tick(self.index, phase.name, run)
+
     def interrupted(self) -> None:
         """A signal stopped this rank: the others stop at their next tick."""
         if self.failure is None:
@@ -186,6 +193,8 @@ class IoRankHooks(RankHooks):
 
     def after_end(self, phase, run, result: dict[str, Any]) -> None:
         k = self.index
+        if self.live is not None:
+            self.live.tick(k, phase.name, run, done=True)
         self.index += 1
         g0 = phase.groups[0].values
         self.local.append({"result": result, "offset_s": self.offset_s,
@@ -481,9 +490,10 @@ class IoRanks(RankSide):
     """`storlab run` (and each rank count of `storlab scale`) on the ranks of a communicator."""
     benchmark_kind = IoBenchmark
 
-    def __init__(self, template: Job, kind: str = "run") -> None:
+    def __init__(self, template: Job, kind: str = "run", live: LiveSink | None = None) -> None:
         self.template = template
         self.kind = kind
+        self.live = live     # rank 0: where the live figures go (None: nobody wants them)
         self.reorder = int(template.run.get("reorder") or 0)
         self.rank_timeout_s = float(template.run.get("rank_timeout") or 30.0)
 
@@ -492,6 +502,7 @@ class IoRanks(RankSide):
         session.check_same_shape(template, comm)
         job = rewrite_job(template, comm.rank, session.nodes[:comm.size], self.reorder)
         self.hooks = hooks = IoRankHooks(comm, job, template, session.offsets[:comm.size], self.reorder)
+        hooks.live = LiveReports(comm, self.live, session.nodes[:comm.size], session.live)
         doc = None
         error = None
         try:
@@ -501,6 +512,7 @@ class IoRanks(RankSide):
         except (Exception, KeyboardInterrupt) as e:  # noqa: BLE001 - every failure must reach the others
             error = _one_line(e) if not isinstance(e, KeyboardInterrupt) else "interrupted (Ctrl-C)"
             hooks.fail(comm.liveness.report(error))
+        hooks.live.close()
         if doc is not None and comm.rank != 0:
             doc = _compact(doc)
         return {"doc": doc, "phases": hooks.local if doc is None else None, "error": error,
@@ -656,20 +668,24 @@ class Session:
     world: Comm
     nodes: list[str]
     offsets: list[clock.Offset]
+    live: bool = False     # rank 0 keeps live figures: the ranks report to it while phases run
     exit_code: int = 0
     _subs: dict[int, Any] = field(default_factory=dict)
 
     @classmethod
-    def start(cls, rank_timeout_s: float, launch: Launch | None = None, sub_sizes: tuple[int, ...] = ()) -> "Session":
+    def start(cls, rank_timeout_s: float, launch: Launch | None = None, sub_sizes: tuple[int, ...] = (),
+              live: bool = False) -> "Session":
         """Initialise (all ranks call this together); sub-communicators of the first n ranks are
-        made now for each n in `sub_sizes`, while every rank is known to be alive."""
+        made now for each n in `sub_sizes`, while every rank is known to be alive. `live`: rank 0
+        keeps live figures (its value is every rank's, carried by the exchange of node names)."""
         everyone = world()
         liveness = Liveness(everyone, rank_timeout_s)
         comm = Comm(everyone, liveness)
-        nodes = comm.allgather(processor_name())
+        named = comm.allgather((processor_name(), bool(live)))
+        nodes = [name for name, _ in named]
         liveness.nodes = list(nodes)
         offsets = clock.exchange(comm, nodes)
-        session = cls(launch, liveness, comm, nodes, offsets)
+        session = cls(launch, liveness, comm, nodes, offsets, live=named[0][1])
         for n in sub_sizes:
             sub = split_first(everyone, n)
             session._subs[n] = None if sub is None else Comm(sub, liveness)
@@ -698,10 +714,11 @@ class Session:
 
     # -- one run --------------------------------------------------------------------------------
     def run(self, template: Job, comm: Comm, argv: list[str], progress: ProgressFn | None = None,
-            notify: Callable[[str], None] | None = None, kind: str = "run") -> dict[str, Any] | None:
+            notify: Callable[[str], None] | None = None, kind: str = "run",
+            live: LiveSink | None = None) -> dict[str, Any] | None:
         """Run the I/O job `template` on the ranks of `comm`; the merged document on its rank 0,
-        else None."""
-        return self.run_ranks(IoRanks(template, kind), comm, argv, progress, notify)
+        else None. `live`: rank 0's sink of every rank's live figures (mpi/live.py)."""
+        return self.run_ranks(IoRanks(template, kind, live), comm, argv, progress, notify)
 
     def run_ranks(self, side: RankSide, comm: Comm, argv: list[str], progress: Any = None,
                   notify: Callable[[str], None] | None = None) -> dict[str, Any] | None:
@@ -712,6 +729,8 @@ class Session:
         got, failure = self.final_gather(comm, payload, side.rank_timeout_s, side.hooks.failure)
         if comm.rank != 0:
             return None
+        if side.hooks.live is not None:
+            side.hooks.live.take()   # the last reports, so none is left unreceived
         size, nodes = comm.size, self.nodes[:comm.size]
         per_rank = side.per_rank_phases(got)
         windows = side.windows(got, comm.size)
@@ -757,13 +776,15 @@ class Session:
                 raise SpecError(f"rank {r} runs phases {s}, rank 0 runs {shapes[0]}: every rank needs the same job")
 
 
-def run_cli(job: Job, argv: list[str], launch: Launch, progress: ProgressFn | None,
-            notify: Callable[[str], None] | None = None) -> tuple[dict[str, Any] | None, int]:
+def run_cli(job: Job, argv: list[str], launch: Launch, progress: ProgressFn | None = None,
+            notify: Callable[[str], None] | None = None,
+            live: LiveSink | None = None) -> tuple[dict[str, Any] | None, int]:
     """`storlab run` under an MPI launcher: (merged document on rank 0 / None elsewhere, exit
-    code for the ranks other than 0). Falls back to one process when MPI sees a single rank."""
-    session = Session.start(float(job.run.get("rank_timeout") or 30.0), launch)
+    code for the ranks other than 0). Falls back to one process when MPI sees a single rank.
+    `live`: where rank 0 keeps every rank's live figures (None on the other ranks)."""
+    session = Session.start(float(job.run.get("rank_timeout") or 30.0), launch, live=live is not None)
     _warn_single_rank(session, launch, "run")
-    doc = session.run(job, session.world, argv, progress, notify)
+    doc = session.run(job, session.world, argv, progress, notify, live=live)
     return doc, session.exit_code
 
 
