@@ -35,6 +35,25 @@ def test_reliability_human_output(capsys):
     assert "in 5 year(s): 0.4045" in out
 
 
+def test_reliability_without_a_rebuild_rate_uses_the_documented_default(capsys):
+    # issue 36: it exited 2 although --help says the default is 50 MB/s
+    code, out, err = run(capsys, "reliability", "R6/12", "--drive", "2TB", "--json")
+    assert code == 0 and err == ""
+    assert json.loads(out)["mttr_h"] == pytest.approx(2e12 / 50e6 / 3600)
+    code, out, _ = run(capsys, "reliability", "R6/12", "--drive", "2TB")
+    assert code == 0 and "(default rebuild rate 50 MB/s)" in out
+
+
+def test_a_one_drive_raid_0_lun_is_a_stack(capsys):
+    # issue 36: R0/1 (a JBOD LUN) was refused
+    code, out, _ = run(capsys, "geometry", "R0/1", "--json")
+    assert code == 0
+    capacity = json.loads(out)["capacity"]
+    assert capacity["usable_bytes"] == capacity["raw_bytes"] == 2 * 10**12
+    code, _, _ = run(capsys, "perf", "R0/1", "--rw", "randread", "--request", "4K")
+    assert code == 0
+
+
 def test_geometry_text_and_flags(capsys):
     code, out, _ = run(capsys, "geometry", "R5/8", "--chunk", "64k", "--request", "1MiB")
     assert code == 0
@@ -95,7 +114,6 @@ def test_script_to_stdout_and_file(capsys, tmp_path):
 @pytest.mark.parametrize("argv, message", [
     (["geometry", "R6/3"], "storlab plan: error: R6/3: RAID 6 needs at least 4 drives per span\n"),
     (["geometry", "R50/6/x"], "storlab plan: error: R50/6/x: total number of drives is not chosen (x); give the number of drives\n"),
-    (["reliability", "R6/12"], "storlab plan: error: raid: give mttr or rebuild_rate to compute reliability\n"),
     (["geometry", "missing.toml"], "storlab plan: error: missing.toml: no such stack file\n"),
     (["geometry", "R6/12", "--chunk", "12parsecs"], None),
     (["perf", "R6/12", "--cap", "oops"], None),
@@ -155,3 +173,36 @@ def test_sector_is_deprecated_and_changes_nothing(capsys):
     captured = capsys.readouterr()
     assert "--sector is deprecated" in captured.err
     assert json.loads(captured.out)["mttdl_h"] == plain["mttdl_h"]
+
+
+def test_working_set_without_a_cache_is_refused(capsys):
+    # issue 36: --working-set was accepted and changed nothing
+    code, out, err = run(capsys, "perf", "R5/9", "--working-set", "1G")
+    assert code == 2 and out == ""
+    assert err == ("storlab plan: error: --working-set needs a controller cache: give --controller-cache SIZE or a [cache] "
+                   "table in the stack file\n")
+
+
+def test_the_cache_flags_reach_the_curve(capsys):
+    argv = ("perf", "R5/9", "--chunk", "128K", "--rw", "randread", "--request", "4K", "--threads", "4",
+            "--controller-cache", "4G", "--controller-cache-rate", "800MB/s", "--json")
+    code, out, _ = run(capsys, *argv, "--working-set", "1G")
+    assert code == 0
+    in_cache = json.loads(out)["curve"][0]
+    code, out, _ = run(capsys, *argv, "--working-set", "100G")
+    beyond = json.loads(out)["curve"][0]
+    assert in_cache["bw_bytes"] > 5 * beyond["bw_bytes"]
+    assert any("in-cache" in a for a in in_cache["assumptions"])
+    assert not any("in-cache" in a for a in beyond["assumptions"])
+
+
+def test_a_stack_file_cache_table_is_accepted(capsys, tmp_path):
+    # issue 36: a [cache] table was refused as an unknown key
+    path = tmp_path / "cached.toml"
+    path.write_text('[raid]\nlayout = "R5/5"\nchunk = "64KiB"\n[cache]\nsize = "2GiB"\nbw = "1GB/s"\n'
+                    'read_ahead = true\n')
+    code, out, err = run(capsys, "perf", str(path), "--rw", "read", "--request", "64K", "--working-set", "100G",
+                         "--json")
+    assert code == 0 and err == ""
+    point = json.loads(out)["curve"][0]
+    assert any("read-ahead" in a for a in point["assumptions"])

@@ -383,3 +383,26 @@ def test_the_chart_uses_a_log_axis_when_an_in_cache_bar_dwarfs_the_device_bars()
     assert ax.get_yscale() == "log"
     doc["layers"].pop()
     assert waterfall_chart(doc).figure.axes[0].get_yscale() == "linear"
+
+
+def test_a_device_profile_gives_the_members_their_latency_and_queueing():
+    # issue 36: diagnose never read a profile. Two members measured at 100 IOPS each (at the probe's
+    # depth); the profile says one request takes 10 ms and the device serves one at a time. At QD1
+    # one worker keeps one request in flight: Little's law, 1 / (10 ms + 4 KiB at the profile's
+    # 100 MB/s) = 99.6 IOPS, not the 200 of the two measured figures added
+    from storlab.model.profile import DeviceProfile
+    profile = DeviceProfile("hdd", 100 * MB, 100 * MB, 100.0, 100.0, latency_s=0.010, sequential_latency_s=0.0001,
+                            parallelism=1, queues=True)
+    rates = {"a": 100.0, "b": 100.0}
+    one = dict(rw="randread", request_bytes=4096, qd=1, figure="iops")
+    with_profile = expect_volume("raid0", rates, **one, profile=profile)
+    assert with_profile.value == pytest.approx(1 / (0.010 + 4096 / (100 * MB)), rel=1e-6)
+    assert "profiled device hdd" in with_profile.rule
+    assert expect_volume("raid0", rates, **one).value == pytest.approx(200, rel=0.01)
+
+
+def test_a_missing_profile_is_refused_before_any_probe(tmp_path, capsys):
+    code = main(["diagnose", str(tmp_path), "--profile", str(tmp_path / "none.json"), "--no-store"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err == f"storlab diagnose: error: {tmp_path / 'none.json'}: no such profile file\n"

@@ -105,9 +105,21 @@ def test_24_nl_sas_drives_behind_one_h800_do_not_warn():
     assert "controller-oversubscribed" not in codes(stack_warnings(_h800_stack(24, 65)))
 
 
-def test_the_dell_example_stack_warns_for_its_assumed_drive_rate():
-    # 130 MB/s per data drive: 12 drives already carry the adapter's 1,300 MB/s of writes
+def test_the_dell_example_stack_the_study_recommends_does_not_warn():
+    # issue 36: 24 drives per adapter is the study's own configuration; at 130 MB/s per drive its
+    # writes saturate the adapter but its reads (2,600 of 4,000 MB/s) do not: no drive is wasted
     stack = load_stack(STACKS / "sas-jbod-4x12-two-raid-adapters.toml")
+    assert "controller-oversubscribed" not in codes(stack_warnings(stack))
+
+
+def test_a_controller_saturated_both_ways_warns():
+    # the same adapters with a 1,300 MB/s read limit too: 12 drives saturate both directions
+    drive = DriveType("NL-SAS", capacity_bytes=2 * 10**12, mtbf_h=600_000, seq_read_bw_bytes=130 * MB,
+                      seq_write_bw_bytes=130 * MB)
+    h800 = Component("h800", kind="controller", read_bw_bytes=1300 * MB, write_bw_bytes=1300 * MB,
+                     raid_engine=True, groups=2)
+    stack = stack_from_notation("R60/12/24", 512 * K, drive=drive, mttr_h=24,
+                                path=Component("host", kind="host", children=(h800,)))
     [warning] = [w for w in stack_warnings(stack) if w.code == "controller-oversubscribed"]
     assert "about 12 drives saturate it and the other 12" in warning.message
 
@@ -145,8 +157,26 @@ def test_host_buses_need_headroom_over_the_array(host, buses, warns):
 def test_the_engenio_example_stack_warns_for_its_o300():
     stack = load_stack(STACKS / "engenio-o300-5884.toml")
     [warning] = [w for w in stack_warnings(stack) if w.code == "host-buses-short"]
-    assert warning.message.startswith("the host side (pci-64-66) carries 1,024 MB/s of sequential reads, only 1.28 x "
+    assert warning.message.startswith("the host buses (pci-64-66) carry 1,024 MB/s of sequential reads, only 1.28 x "
                                       "the 800 MB/s the array delivers")
+
+
+def test_the_bus_headroom_rule_does_not_judge_fibre_channel_links():
+    # issue 36: two 770 MB/s buses carry 1,540 MB/s (1.9 x the 5884's 800: enough, the A350 case);
+    # the four 212.5 MB/s FC links below them carry 850 MB/s, more than the array: no warning,
+    # although the links alone are under 1.5 x (the rule is for buses shared with base I/O)
+    assert "host-buses-short" not in codes(stack_warnings(_host_over_5884((770, 770))))
+
+
+def test_a_default_drive_gets_no_reliability_verdict():
+    # issue 36: R5/12 of the default drive nobody named: the width rule only, no MTTDL
+    [warning] = reliability_warnings(stack_from_notation("R5/12", 512 * K), drive_named=False)
+    assert "no drive was named" in warning.message and "MTTDL" in warning.message
+    assert "years" not in warning.message
+    assert reliability_warnings(stack_from_notation("R5/6", 512 * K), drive_named=False) == []
+    [warning] = [w for w in stack_warnings(stack_from_notation("R5/12", 512 * K))
+                 if w.code == "single-parity-long-term"]
+    assert "no drive was named" in warning.message
 
 
 def test_the_p690_drawers_balanced_against_their_adapters_do_not_warn():

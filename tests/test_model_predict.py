@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from storlab.model.predict import ControllerCache, Device, Workload, predict
-from storlab.model.stack import DriveType, StackError, stack_from_dict, stack_from_notation
+from storlab.model.stack import Component, DriveType, StackError, stack_from_dict, stack_from_notation
 
 MB = 10**6
 KiB = 1024
@@ -145,7 +145,8 @@ def test_a_second_adapter_doubles_what_one_adapter_caps():
     import tomllib
     one = stack_from_dict(tomllib.loads(TWO_ADAPTERS.format(count=1, groups=2)))
     two = stack_from_dict(tomllib.loads(TWO_ADAPTERS.format(count=2, groups=1)))
-    w = Workload("read", 5 * MiB, qd=8)
+    # two independent devices (aggregate none): one thread on each (a thread works on its own device)
+    w = Workload("read", 5 * MiB, qd=8, threads=2)
     d = dev(iops=10**6, latency_s=0.001)
     # drives: 2 x 10 data x 100 MB/s = 2000 MB/s; one adapter carries both groups: 800 MB/s
     p1 = predict(one, w, [d])
@@ -165,14 +166,17 @@ def test_bad_inputs_are_one_line_errors():
 
 def test_in_cache_small_requests_follow_littles_law_and_large_ones_the_port():
     # one host behind a 200 MB/s port, 4 outstanding, a cache that answers in 0.6 ms:
-    # 4 KiB: 4 / (0.6 ms + 4096 / 200 MB/s) = 6458 requests/s; 1 MiB: the port's 200 MB/s
+    # 4 KiB: 4 / (0.6 ms + 70 us host and HBA + 4096 / 200 MB/s) = 5789 requests/s; 1 MiB: the port's 200 MB/s
     from storlab.model.stack import Component
     path = Component("fabric", children=(Component("port", read_bw_bytes=200 * MB, groups=1),))
     stack = stack_from_notation("R0/4", 256 * KiB, drive=DRIVE, path=path)
     cache = ControllerCache(10**9, 10**12, 10**12, latency_s=0.0006)
     small = predict(stack, Workload("randread", 4096, qd=4, working_set_bytes=10**8), [dev()], cache=cache)
-    # (within 1 %: the four requests also queue a little for the port's 20 us transfer)
-    assert small.iops == pytest.approx(4 / (0.0006 + 4096 / 200e6), rel=0.01) and small.limiting == "queue depth"
+    # (within 1 %: the four requests also queue a little for the port's 20 us transfer); a hit
+    # also costs the host's and the HBA's own time per request (costs.py)
+    from storlab.model.costs import HBA_REQUEST_OVERHEAD_S, HOST_REQUEST_OVERHEAD_S
+    fixed = 0.0006 + HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S
+    assert small.iops == pytest.approx(4 / (fixed + 4096 / 200e6), rel=0.01) and small.limiting == "queue depth"
     large = predict(stack, Workload("read", MiB, qd=4, working_set_bytes=10**8), [dev()], cache=cache)
     assert large.bw_bytes == pytest.approx(200 * MB, rel=1e-4) and large.limiting == "fabric/port"
 
@@ -184,3 +188,100 @@ def test_a_small_mirror_write_at_qd1_takes_one_transfer_not_two():
     stack = stack_from_notation("R1/2", 64 * KiB, drive=DRIVE)
     p = predict(stack, Workload("write", 64 * KiB, qd=1), [dev(latency_s=0.001)])
     assert p.iops == pytest.approx(1 / (0.001 + 65536 / 100e6))
+
+
+# --- issue 36: striped requests over paths, independent devices, RAID writes, the cache component --
+
+def _adapters(count: int, mb: float) -> Component:
+    return Component("host", kind="host", children=(
+        Component("adapter", kind="adapter", count=count, read_bw_bytes=mb * MB, write_bw_bytes=mb * MB, groups=1),))
+
+
+def test_a_striped_request_splits_over_the_adapters_that_carry_its_pieces():
+    # 16 R0/2 groups striped with a 1 MiB inter-chunk, each behind its own 100 MB/s adapter, fast
+    # drives: one 16 MiB read puts 1 MiB on every adapter at once, so one thread at QD1 takes
+    # L + 1 MiB / 100 MB/s per request (L: the host's and HBA's time), not L + 16 MiB / 100 MB/s
+    from storlab.model.costs import HBA_REQUEST_OVERHEAD_S, HOST_REQUEST_OVERHEAD_S
+    from storlab.model.predict import groups_touched
+    fast = DriveType("fast", 10**12, 1e6, seq_read_bw_bytes=1e10, seq_write_bw_bytes=1e10)
+    stack = stack_from_notation("R0/2", 512 * KiB, drive=fast, count=16, aggregate="stripe", inter_chunk_bytes=MiB,
+                                path=_adapters(16, 100))
+    assert groups_touched(stack, 16 * MiB) == 16 and groups_touched(stack, MiB) == 1
+    one = predict(stack, Workload("read", 16 * MiB, qd=1))
+    expected = 16 * MiB / (HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S + MiB / (100 * MB))
+    assert one.bw_bytes == pytest.approx(expected, rel=1e-6)
+    assert one.bw_bytes > 10 * 100 * MB          # not one adapter's rate
+    # enough threads reach the sixteen adapters' 1,600 MB/s, never more
+    many = predict(stack, Workload("read", 16 * MiB, qd=1, threads=16))
+    assert 0.95 * 1600 * MB < many.bw_bytes <= 1600 * MB * (1 + 1e-9)
+
+
+def test_two_threads_on_two_independent_devices_get_twice_one_thread():
+    # issue 36: separate arrays behind separate adapters are separate queues (aggregate none, one
+    # thread per device): 2 threads = 2 x 1 thread exactly, not the 1.6 x of one pooled station
+    stack = stack_from_notation("R5/5", 64 * KiB, drive=DRIVE, count=2, aggregate="none", path=_adapters(2, 200))
+    for rw, size in (("read", MiB), ("randread", 4 * KiB), ("randwrite", 4 * KiB)):
+        one = predict(stack, Workload(rw, size, qd=4, threads=1))
+        two = predict(stack, Workload(rw, size, qd=4, threads=2))
+        assert two.iops == pytest.approx(2 * one.iops, rel=1e-9), rw
+
+
+def test_a_raid5_small_write_reads_then_writes_at_depth_one():
+    # Chen et al. 1994: a one-chunk RAID 5 write reads old data and parity, then writes both: two
+    # positionings in series, so at QD1 it takes twice a read's fixed time (10 ms each here)
+    stack = stack_from_notation("R5/5", 64 * KiB, drive=DRIVE)
+    d = dev(bw=100 * MB, iops=100.0, latency_s=0.010)
+    read = predict(stack, Workload("randread", 4 * KiB), [d])
+    write = predict(stack, Workload("randwrite", 4 * KiB), [d])
+    assert read.iops == pytest.approx(1 / (0.010 + 4 * KiB / (100 * MB)), rel=1e-6)
+    assert write.iops < 0.55 * read.iops
+    assert write.iops == pytest.approx(1 / (0.020 + 4 * 4 * KiB / 4 / (100 * MB)), rel=1e-6)
+
+
+CACHED_STACK = """
+[raid]
+layout = "R5/5"
+chunk = "64KiB"
+[cache]
+size = "1GiB"
+bw = "400MB/s"
+latency = "0.1ms"
+read_ahead = true
+"""
+
+
+def test_a_stack_file_cache_is_used_by_predict():
+    import tomllib
+    from storlab.model.costs import HBA_REQUEST_OVERHEAD_S, HOST_REQUEST_OVERHEAD_S
+    stack = stack_from_dict(tomllib.loads(CACHED_STACK))
+    assert stack.cache is not None and stack.cache.read_ahead
+    fixed = HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S + 0.1e-3
+    # in cache: one 4 KiB read at a time takes the host's, the HBA's and the cache's time plus
+    # its transfer at the cache's 400 MB/s
+    hit = predict(stack, Workload("randread", 4 * KiB, working_set_bytes=100 * MiB))
+    assert hit.iops == pytest.approx(1 / (fixed + 4 * KiB / (400 * MB)), rel=1e-6)
+    # out of cache, sequential: read-ahead serves each request at the cache's time too; the
+    # members (4 data drives x 150 MB/s = 600 MB/s) stream behind and the cache's 400 MB/s binds
+    ahead = predict(stack, Workload("read", MiB, qd=8, working_set_bytes=100 * 2**30))
+    assert ahead.bw_bytes == pytest.approx(400 * MB, rel=0.01)
+    one = predict(stack, Workload("read", 64 * KiB, working_set_bytes=100 * 2**30))
+    assert one.iops == pytest.approx(1 / (fixed + 64 * KiB / (400 * MB)), rel=1e-6)
+    # without read-ahead the same request waits for its drive (one 64 KiB chunk at 150 MB/s)
+    import dataclasses
+    plain = dataclasses.replace(stack, cache=dataclasses.replace(stack.cache, read_ahead=False))
+    waits = predict(plain, Workload("read", 64 * KiB, working_set_bytes=100 * 2**30))
+    assert waits.iops == pytest.approx(1 / (HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S + 64 * KiB / (150 * MB)),
+                                       rel=1e-6)
+
+
+@pytest.mark.parametrize("table, words", [
+    ('[cache]\nbw = "1GB/s"\n', "size is required"),
+    ('[cache]\nsize = "1GiB"\nflush = true\n', "unknown key 'flush'"),
+    ('[cache]\nsize = "1GiB"\nwrite_back = "yes"\n', "write_back: expected true or false"),
+])
+def test_a_bad_cache_table_names_the_key(table, words):
+    import tomllib
+    data = tomllib.loads('[raid]\nlayout = "R5/5"\nchunk = "64KiB"\n' + table)
+    with pytest.raises(StackError) as e:
+        stack_from_dict(data)
+    assert words in str(e.value) and "[cache]" in str(e.value)

@@ -3,6 +3,8 @@ itself predicts for it, a rate limiter is told from a queue by its latency at QD
 through their file, and bad files are one line naming the file."""
 from __future__ import annotations
 
+import os
+
 import pytest
 from storlab.model.predict import Device, Workload, predict
 from storlab.model.profile import ProfileError, ProfilePoint, fit_profile, load_profile, save_profile
@@ -55,3 +57,19 @@ def test_bad_profile_files_are_one_line_naming_the_file(tmp_path):
         load_profile(str(bad))
     with pytest.raises(ProfileError, match="no measured point"):
         fit_profile([])
+
+
+@pytest.mark.loop
+def test_plan_profile_measures_a_loop_device_smaller_than_its_default_span(loop_device, tmp_path, capsys):
+    # issue 36: plan profile on a block device asked for 1 GiB whatever the device's size, so a
+    # 64 MiB loop device was refused ("runs past the end")
+    from storlab.cli.main import main
+    from storlab.model.profile import load_profile
+    dev = loop_device(64 << 20, backing_dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    out_file = tmp_path / "loop.json"
+    code = main(["plan", "profile", dev, "--time", "0.2", "--rw", "randread", "--request", "4K", "--qd", "1,4",
+                 "-o", str(out_file)])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    profile = load_profile(str(out_file))
+    assert len(profile.points) == 2 and profile.read_iops > 0

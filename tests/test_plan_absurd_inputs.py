@@ -66,7 +66,7 @@ CASES = [
       "--chunks", "4k,8k,16k,32k,64k,128k,256k,512k,1m,2m,4m,8m,16m,32m,64m,128m"], "candidate layouts"),
     (["recommend", "--drives", "24", "--drive", "1000PB"], "capacity"),
     # script: the same stack bounds
-    (["script", "R0/99999", "--parity", "md"], "allowed: 2 to 1024 drives per span"),
+    (["script", "R0/99999", "--parity", "md"], "allowed: 1 to 1024 drives per span"),   # R0/1: one drive
     (["script", "R6/12", "--chunk", "1TiB"], "chunk"),
 ]
 

@@ -136,7 +136,10 @@ def test_raid1_file_system_has_no_stripe_unit(fs, line):
 
 
 def test_script_carries_the_stack_warnings_as_comments():
-    script = build_script(stack_from_notation("R50/6/12", 512 * K, engine="md"))
+    # a named drive (the default one gets no reliability verdict, issue 36)
+    from storlab.model.stack import DriveType
+    drive = DriveType("2 TB NL-SAS", capacity_bytes=2 * 10**12, mtbf_h=600_000)
+    script = build_script(stack_from_notation("R50/6/12", 512 * K, engine="md", drive=drive))
     assert "single-parity-long-term" in [w.code for w in script.warnings]
     assert any(line.startswith("# warning: single-parity-long-term: R50/6/12") for line in script.lines)
     assert script.lines[0] == "#!/bin/sh"

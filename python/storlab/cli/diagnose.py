@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
     quiet = bool(v.get("quiet"))
     say = None if quiet else (lambda line: print(line, file=sys.stderr))
     settings = Settings(budget_s=float(v["budget"]), allow_destroy=tuple(v.get("allow_destroy") or ()),
-                        argv=["storlab", "diagnose", *sys.argv[2:]], stack_file=v.get("stack"), say=say,
+                        argv=["storlab", "diagnose", *sys.argv[2:]], stack_file=v.get("stack"),
+                        profile_file=v.get("profile"), say=say,
                         ranks=tuple(c for c in v.get("ranks") or () if c > 1))
     with emit.running():
         doc, probe_docs = diagnose(v["target"], settings)

@@ -19,18 +19,34 @@ from typing import Any, Sequence
 
 from ..errors import UserError
 from ..jobs.tables.plan import BARE_DEVICE, COMMANDS, DEFAULT_CHUNK, DEFAULT_RECOMMEND_REQUEST
-from ..model.advice import PlanWarning, stack_warnings
+from ..model.advice import PlanWarning, stack_warnings, with_default_rebuild
+from ..model.cluster import is_cluster_file
 from ..model.geometry import geometry_report
 from ..model.performance import performance_of, with_cap_chain
 from ..model.predict import Device, Prediction, Workload, predict
 from ..model.quantities import HOURS_PER_YEAR, mtbf_h_from_afr
 from ..model.reliability import reliability_of
-from ..model.stack import DEFAULT_DRIVE, Filesystem, Stack, load_stack, stack_from_notation
+from ..model.stack import (
+    DEFAULT_DRIVE,
+    UNSTATED_CACHE_RATE,
+    ControllerCache,
+    Filesystem,
+    Stack,
+    load_stack,
+    stack_from_notation,
+)
 from ..model.training_load import forecast_workload, training_load, workload_spec
 from ..output import plan_text
 from ..output.files import check_destination, write_output
 from ..output.json import write_json
-from ..output.plan_document import curve_point, plain, plan_document, recommend_payload, workload_payload
+from ..output.plan_document import (
+    cluster_point,
+    curve_point,
+    plain,
+    plan_document,
+    recommend_payload,
+    workload_payload,
+)
 from ..planner.recommend import (
     DEFAULT_REBUILD_RATE_BYTES,
     MAX_BAYS,
@@ -97,6 +113,9 @@ def stack_from_args(args: argparse.Namespace) -> Stack:
         raise UsageError("give --mttr or --rebuild-rate, not both")
     chunk, span_chunk, inter = args.chunk, args.span_chunk, args.inter_chunk
     if _looks_like_file(args.stack):
+        if is_cluster_file(args.stack):
+            raise UsageError(f"{args.stack}: a cluster file ([[node]] tables); plan perf reads it, plan "
+                             f"{args.plan_command} needs a stack file of one host's devices")
         stack = load_stack(args.stack)
         raid_changes: dict[str, Any] = {}
         if chunk is not None:
@@ -155,12 +174,15 @@ def run_geometry(args: argparse.Namespace) -> int:
 def run_reliability(args: argparse.Namespace) -> int:
     stack = stack_from_args(args)
     period_h = args.period if args.period is not None else HOURS_PER_YEAR
-    report = reliability_of(stack, period_h)
-    warnings = stack_warnings(stack, reliability=report)
+    # neither --mttr nor --rebuild-rate nor the stack file's: the documented default rate
+    rated, assumed = with_default_rebuild(stack)
+    report = reliability_of(rated, period_h)
+    warnings = stack_warnings(stack, reliability=None if assumed else report, drive_named=True)
     if args.json:
         _emit_json("reliability", report, warnings, args.json)
         return 0
-    print("\n".join(plan_text.reliability_lines(stack, report, warnings)))
+    print("\n".join(plan_text.reliability_lines(stack, report, warnings,
+                                                rated.raid.rebuild_rate_bytes if assumed else None)))
     return 0
 
 
@@ -180,7 +202,67 @@ def _curve(stack: Stack, args: argparse.Namespace, full_stripe: int) -> list[Pre
     return points
 
 
+def _with_cache(stack: Stack, args: argparse.Namespace) -> Stack:
+    """The stack with the cache the flags give (--controller-cache and its companions over the stack file's
+    [cache]); --working-set needs one, since only a cache makes it matter."""
+    given = {"--controller-cache-rate": args.controller_cache_rate,
+             "--controller-cache-latency": args.controller_cache_latency,
+             "--read-ahead": args.read_ahead or None, "--write-through": args.write_through or None}
+    cache = stack.cache
+    if args.controller_cache is None and cache is None:
+        for flag, value in (*given.items(), ("--working-set", args.working_set)):
+            if value is not None:
+                raise UsageError(f"{flag} needs a controller cache: give --controller-cache SIZE or a [cache] "
+                                 "table in the stack file")
+        return stack
+    changes: dict[str, Any] = {}
+    if args.controller_cache is not None:
+        changes["size_bytes"] = args.controller_cache
+    if args.controller_cache_rate is not None:
+        changes.update(read_bw_bytes=args.controller_cache_rate, write_bw_bytes=args.controller_cache_rate)
+    if args.controller_cache_latency is not None:
+        changes["latency_s"] = args.controller_cache_latency
+    if args.read_ahead:
+        changes["read_ahead"] = True
+    if args.write_through:
+        changes["write_back"] = False
+    if cache is None:
+        cache = ControllerCache(args.controller_cache, UNSTATED_CACHE_RATE, UNSTATED_CACHE_RATE)
+    return dataclasses.replace(stack, cache=dataclasses.replace(cache, **changes))
+
+
+def run_perf_cluster(args: argparse.Namespace) -> int:
+    """plan perf on a cluster file: N clients over their links to K servers, at every point of the
+    curve (threads are per client), naming the limiting link, switch or server and the single stream."""
+    from ..model.cluster import load_cluster
+    from ..model.network import ClusterLoad, predict_cluster
+
+    for flag, value in (("--workload", args.workload), ("--profile", args.profile), ("--cap", args.cap),
+                        ("--working-set", args.working_set), ("--controller-cache", args.controller_cache)):
+        if value:
+            raise UsageError(f"{flag} is not used with a cluster file ({args.stack}); a server's own stack file takes "
+                             "it")
+    points = []
+    name = ""
+    for rw in args.rw or ("read",):
+        if rw not in ("read", "write"):
+            raise UsageError(f"--rw: {rw} is not modelled for a cluster; allowed: read, write")
+        for size in args.request or (1 << 20,):
+            cluster = load_cluster(args.stack, rw, size)
+            name = cluster.name
+            for threads in args.threads or (1,):
+                for qd in args.qd or (1,):
+                    points.append(predict_cluster(cluster, ClusterLoad(rw, size, threads, qd)))
+    if args.json:
+        _emit_json("perf", {"stack_name": name, "cluster": [cluster_point(p) for p in points]}, [], args.json)
+        return 0
+    print("\n".join(plan_text.cluster_lines(name, points)))
+    return 0
+
+
 def run_perf(args: argparse.Namespace) -> int:
+    if is_cluster_file(args.stack):
+        return run_perf_cluster(args)
     if args.workload is not None:
         return run_perf_workload(args)
     for flag, value in (("--accelerators", args.accelerators), ("--max-accelerators", args.max_accelerators)):
@@ -188,12 +270,12 @@ def run_perf(args: argparse.Namespace) -> int:
             raise UsageError(f"{flag} needs --workload (the workload whose accelerators are predicted)")
     if args.stack == BARE_DEVICE and not os.path.exists(args.stack):
         raise UsageError(f"stack: {BARE_DEVICE!r} (one bare device) needs --workload; give a stack file or RAID notation")
-    stack = with_cap_chain(stack_from_args(args), args.cap)
+    stack = _with_cache(with_cap_chain(stack_from_args(args), args.cap), args)
     seq_request = args.request[0] if args.request else None
     report = performance_of(stack, seq_request, args.random_request, args.mode)
     warnings = stack_warnings(stack, perf=report, request_bytes=seq_request)
     wants_curve = bool(args.rw or args.qd or args.threads or args.profile or args.working_set
-                       or args.mirror_read or (args.request and len(args.request) > 1))
+                       or args.mirror_read or (args.request and len(args.request) > 1) or stack.cache is not None)
     points = _curve(stack, args, report.seq_request_bytes) if wants_curve else []
     if args.json:
         payload = dict(plain(report), curve=[curve_point(p) for p in points]) if points else report
@@ -248,6 +330,15 @@ PROFILE_RAMP_S = 0.5
 PROFILE_MAX_BYTES = 1 << 30
 
 
+def _device_bytes(path: str) -> int:
+    """A block device's size (a loop device may be far smaller than PROFILE_MAX_BYTES)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.lseek(fd, 0, os.SEEK_END)
+    finally:
+        os.close(fd)
+
+
 def run_profile(args: argparse.Namespace) -> int:
     """Measure each point through the ordinary engine (direct I/O, a ramp, the given time), fit."""
     from ..jobs.job import resolve_job
@@ -277,7 +368,7 @@ def run_profile(args: argparse.Namespace) -> int:
                 if args.size:
                     values["size"] = args.size
                 elif not os.path.isfile(target):
-                    values["size"] = PROFILE_MAX_BYTES
+                    values["size"] = min(PROFILE_MAX_BYTES, _device_bytes(target))
                 if args.allow_destroy:
                     values["allow_destroy"] = list(args.allow_destroy)
                 job = resolve_job(values, None, jobfile_name="plan profile")

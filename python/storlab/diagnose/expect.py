@@ -13,16 +13,20 @@ members' measured rates as its devices. Its rules, as they apply here:
 - a file system with direct I/O: the volume below it (the file system adds no work to a large
   aligned read or write; what it loses is the finding).
 The prediction names the component that limits it; `potential` is what the same rule gives with
-every member at the members' median pace, the figure a straggler costs.
+every member at the members' median pace, the figure a straggler costs. With a device profile
+(`storlab diagnose --profile`), the members are the profiled device (its latency, queueing and
+parallelism) limited by their measured figures, so the probe's queue depth counts as it does on
+the device; without one, the measured figures alone (taken at the probe's depth).
 """
 from __future__ import annotations
 
 import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..model.predict import Device, predict
 from ..model.predict import Workload as ModelWorkload
+from ..model.profile import DeviceProfile
 from ..model.stack import stack_from_notation
 
 __all__ = ["Expectation", "expect_members_together", "expect_volume", "data_members"]
@@ -57,10 +61,20 @@ _UNLOADED_LATENCY_S = 1e-6    # the members' figures were measured at the probe'
                               # queue depth is in them, so the model's Little's-law bound must not bind
 
 
-def _devices(rates: dict[str, float], figure: str) -> list[Device]:
-    """Members as the model's devices: the measured figure is the limit, the other is not."""
+def _devices(rates: dict[str, float], figure: str, profile: DeviceProfile | None = None) -> list[Device]:
+    """Members as the model's devices: the measured figure is the limit, the other is not. With a
+    device profile (`storlab plan profile`), each member is the profiled device (its latency, its
+    queueing, its parallelism: the model's queue-depth bound then applies as it does to the device)
+    with the measured figure as its limit in place of the profile's."""
     out = []
     for name, v in rates.items():
+        if profile is not None:
+            device = profile.device(name)
+            if figure == "iops":
+                out.append(replace(device, read_iops=v, write_iops=v))
+            else:
+                out.append(replace(device, read_bw_bytes=v, write_bw_bytes=v))
+            continue
         if figure == "iops":
             out.append(Device(_UNBOUNDED_BW, _UNBOUNDED_BW, v, v, _UNLOADED_LATENCY_S, name=name, shared_time=False,
                               counts_every_request=True, queues=False))
@@ -72,9 +86,11 @@ def _devices(rates: dict[str, float], figure: str) -> list[Device]:
 
 def _model_value(level: str, rates: dict[str, float], *, rw: str, request_bytes: int, qd: int, workers: int,
                  chunk_bytes: int, figure: str, mirror_read: str,
-                 read_members: tuple[int, ...] | dict[int, float] | None = None) -> tuple[float, str]:
+                 read_members: tuple[int, ...] | dict[int, float] | None = None,
+                 profile: DeviceProfile | None = None) -> tuple[float, str]:
     stack = stack_from_notation(f"{_NOTATION[level]}/{len(rates)}", chunk_bytes)
-    p = predict(stack, ModelWorkload(rw, request_bytes, qd, workers), _devices(rates, figure), mirror_read=mirror_read,
+    p = predict(stack, ModelWorkload(rw, request_bytes, qd, workers), _devices(rates, figure, profile),
+                mirror_read=mirror_read,
                 read_members=read_members if level in _MIRRORED else None)
     return (p.iops if figure == "iops" else p.bw_bytes), p.limiting
 
@@ -84,8 +100,8 @@ _MIRRORED = ("raid1", "raid10")
 
 def expect_volume(level: str, together: dict[str, float], *, rw: str, request_bytes: int, qd: int,
                   figure: str, workers: int = 1, chunk_bytes: int = 64 << 10,
-                  mirror_read: str = "per-thread", read_by: dict[str, int] | list[str] | None = None
-                  ) -> Expectation:
+                  mirror_read: str = "per-thread", read_by: dict[str, int] | list[str] | None = None,
+                  profile: DeviceProfile | None = None) -> Expectation:
     """The volume built from `together` (each member's rate when all run at once), predicted by the
     stack model (storlab.model.predict) with the members as its devices. `read_by`: for a mirror,
     the members the volume's probe was seen to read (btrfs picks a copy by the reader's pid, so
@@ -103,7 +119,7 @@ def expect_volume(level: str, together: dict[str, float], *, rw: str, request_by
         first = names[0]        # one member serves the range (linear: the first holds its start)
         return Expectation(together[first], f"member {first}", together[first], "one member serves the range")
     kw = dict(rw=rw, request_bytes=request_bytes, qd=qd, workers=workers, chunk_bytes=chunk_bytes, figure=figure,
-              mirror_read=mirror_read)
+              mirror_read=mirror_read, profile=profile)
     read_members: dict[int, float] | None = None
     rule_read = ""
     if level in _MIRRORED and read_by and not rw.endswith("write"):
@@ -132,9 +148,10 @@ def expect_volume(level: str, together: dict[str, float], *, rw: str, request_by
     else:
         limited_by = limiting
     d = data_members(level, len(names))
+    profiled = f", each the profiled device {profile.name}" if profile is not None else ""
     return Expectation(value, limited_by, potential,
                        f"stack model: {level} over {len(names)} members ({d} data), each at its rate with all at once"
-                       + rule_read, held_back)
+                       + profiled + rule_read, held_back)
 
 
 def _with_member(level: str, names: list[str], member: str, recorded: dict[int, float] | None

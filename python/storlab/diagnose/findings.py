@@ -89,11 +89,11 @@ def _by_member(r: ProbeResult, devpath: dict[str, str]) -> dict[str, float]:
 
 
 def build_rows(view, results: dict[tuple[str, str], ProbeResult], workloads: list[Workload],
-               devpath: dict[str, str], workers: int = 1) -> tuple[list[Row], dict[str, Any]]:
+               devpath: dict[str, str], workers: int = 1, profile: Any = None) -> tuple[list[Row], dict[str, Any]]:
     """Rows bottom-up for every workload; also the member rates per workload for the findings.
 
     `results` is keyed by (layer or "member:NAME", workload name); `devpath` maps a probed path to
-    the member's kernel name.
+    the member's kernel name; `profile`: the members' device profile (model.profile.DeviceProfile).
     """
     rows: list[Row] = []
     rates: dict[str, Any] = {}
@@ -119,7 +119,7 @@ def build_rows(view, results: dict[tuple[str, str], ProbeResult], workloads: lis
             below = expect_volume(view.level, base, rw=w.rw, request_bytes=w.bs, qd=w.qd, figure=w.figure,
                                   workers=workers, chunk_bytes=chunk,
                                   mirror_read="per-thread" if view.fs_type == "btrfs" else "balanced",
-                                  read_by=read_by)
+                                  read_by=read_by, profile=profile)
         vol = results.get(("volume", w.name))
         if vol is not None:
             rows.append(_row("volume", view.volume_layer, w, vol, below))

@@ -57,6 +57,7 @@ class Settings:
     allow_destroy: tuple[str, ...] = ()
     argv: list[str] = field(default_factory=list)
     stack_file: str | None = None
+    profile_file: str | None = None                   # the members' device profile (storlab plan profile)
     ranks: tuple[int, ...] = ()                       # also probe the file system at these MPI rank counts
     say: Callable[[str], None] | None = None          # progress lines (stderr in the CLI)
 
@@ -136,6 +137,11 @@ def diagnose(target: str, settings: Settings) -> tuple[dict[str, Any], list[dict
     """Run the whole diagnosis; returns the document (complete: false if a signal stopped it) and
     every probe's own run document, for the store."""
     say = settings.say or (lambda _s: None)
+    profile = None
+    if settings.profile_file:
+        from ..model.profile import load_profile
+
+        profile = load_profile(settings.profile_file)     # before any probe: a bad file costs no I/O
     try:
         inv = discover([target])
     except ValueError:          # a file system with no block device below it (tmpfs): the mounts suffice
@@ -194,7 +200,7 @@ def diagnose(target: str, settings: Settings) -> tuple[dict[str, Any], list[dict
         if created and probe_file and os.path.exists(probe_file):
             with STOP.held():
                 os.unlink(probe_file)
-    rows, rates = build_rows(view, results, workloads, devpath)
+    rows, rates = build_rows(view, results, workloads, devpath, profile=profile)
     doc["layers"] = [r.to_dict() for r in rows]
     doc["findings"] = [f.to_dict() for f in find(view, rows, rates, workloads, doctor)]
     doc["workloads"] = [{"name": w.name, "label": w.label(), "rw": w.rw, "bs": w.bs, "qd": w.qd,

@@ -9,13 +9,12 @@ Mapping of a run's workload onto the model (per phase, from the phase's first gr
 Writes carry the geometry's partial-stripe penalty at bs: sequential requests smaller than (or not
 aligned to) the full stripe are costed as read-modify-write / reconstruct-write stripe writes.
 
-What the model leaves out and a run adds, handled here: the number of requests in flight. A random
-request keeps one drive busy at a time (its chunk pieces in parallel; a parity write first reads,
-then writes), so with k requests outstanding (threads x qd x targets, psync counts qd as 1)
-Little's law bounds the rate to k x drive IOPS / serial drive steps per request. This applies to
-rotational drives, whose IOPS figure is for one request at a time; a flash drive's figure already
-assumes the depth it needs. Everything else the model does not include (caches, CPU, the file system
-on top) is listed in `notes`, so a reader can judge the comparison.
+The rate of each direction is `model.predict` for the run's requests in flight (threads x targets,
+each with qd outstanding; psync keeps one): the closed queueing network over the drives and the
+hardware path (docs/model.md, "Expected rates"), which names the limiting component or the queue
+depth. The stack's ceiling at the request size (`performance_of`) is kept beside it as
+`model_value`, with every component's headroom. Everything else the model does not include (the
+file system on top, the kernel's merging) is listed in `notes`, so a reader can judge the comparison.
 """
 from __future__ import annotations
 
@@ -25,6 +24,7 @@ from typing import Any, Mapping, Sequence
 from ..errors import SpecError
 from ..model import StackError, capacity_of, geometry_of, load_stack, mixed_iops, performance_of
 from ..model.performance import MetricResult, PerfReport
+from ..model.predict import Workload, predict
 from ..model.stack import Stack
 
 __all__ = ["predict_for_run", "METRICS", "measured_value"]
@@ -117,27 +117,28 @@ def _headroom(result: MetricResult, scale: float) -> list[dict[str, Any]]:
     return rows
 
 
-def _concurrency_bound(stack: Stack, perf: PerfReport, metric: str, outstanding: int) -> float | None:
-    """Little's law for random I/O on rotational drives: k requests in flight, each holding one
-    drive for `steps` drive service times, give at most k x drive IOPS / steps host IOPS."""
-    if not metric.startswith("random") or not stack.drive.rotational:
-        return None
-    if metric == "random_read":
-        return outstanding * stack.drive.random_read_iops
-    a = perf.drives.random_write
-    # a partial parity-stripe write reads first, then writes: two serial steps
-    steps = 1.0 + min(1.0, a.rmw_fraction + a.rcw_fraction)
-    return outstanding * stack.drive.random_write_iops / steps
+# model metric -> the model.predict pattern of one direction
+_PATTERN = {"seq_read": "read", "seq_write": "write", "random_read": "randread", "random_write": "randwrite"}
 
 
-def _one_direction(stack: Stack, perf: PerfReport, metric: str, outstanding: int) -> dict[str, Any]:
+def _one_direction(stack: Stack, perf: PerfReport, metric: str, group: Mapping[str, Any], bs: int) -> dict[str, Any]:
+    """The rate `model.predict` expects for the run's requests in flight (threads x targets, each
+    with qd outstanding; psync keeps one), and the stack's ceiling beside it (performance_of)."""
     result = perf.metrics[metric]
-    value, limiting = result.value, result.limiting
-    bound = _concurrency_bound(stack, perf, metric, outstanding)
-    if bound is not None and bound < value:
-        value, limiting = bound, f"concurrency ({outstanding} request(s) in flight)"
+    targets = max(1, len(group.get("target") or ()))
+    qd = 1 if group.get("engine") == "psync" else max(1, int(group.get("qd") or 1))
+    streams = int(group.get("threads") or 1) * targets
+    # the bytes the run touches, against a controller cache the stack file states ([cache])
+    size = group.get("size")
+    working_set = int(size) * targets if isinstance(size, int) and size > 0 else None
+    prediction = predict(stack, Workload(_PATTERN[metric], bs, qd=qd, threads=streams,
+                                         working_set_bytes=working_set))
+    value = prediction.bw_bytes if metric.startswith("seq") else prediction.iops
+    limiting = prediction.limiting
+    if limiting == "queue depth":
+        limiting = f"concurrency ({streams * qd} request(s) in flight)"
     return {"value": value, "drives_value": result.drives_value, "model_value": result.value,
-            "limiting_component": limiting, "concurrency_bound": bound,
+            "limiting_component": limiting, "latency_mean_s": prediction.latency_mean_s,
             "headroom": _headroom(result, value / result.value if result.value else 1.0)}
 
 
@@ -162,8 +163,8 @@ def _phase_prediction(stack: Stack, phase_name: str, group: Mapping[str, Any]) -
     entry: dict[str, Any] = {"phase": phase_name, "rw": rw, "bs": bs, "outstanding": outstanding}
     if read_metric and write_metric:
         read_pct = float(group.get("rwmix_read", 50))
-        r = _one_direction(stack, perf, read_metric, outstanding)
-        w = _one_direction(stack, perf, write_metric, outstanding)
+        r = _one_direction(stack, perf, read_metric, group, bs)
+        w = _one_direction(stack, perf, write_metric, group, bs)
         f = read_pct / 100.0
         metric = "seq_mixed_bw_bytes" if rw == "rw" else "rand_mixed_iops"
         # the same harmonic mix holds for bytes/s: each host byte takes 1/rate of the back end
@@ -179,7 +180,7 @@ def _phase_prediction(stack: Stack, phase_name: str, group: Mapping[str, Any]) -
         entry["alignment"] = _alignment(perf, write_metric)
     else:
         model_metric = read_metric or write_metric
-        d = _one_direction(stack, perf, model_metric, outstanding)
+        d = _one_direction(stack, perf, model_metric, group, bs)
         entry.update(metric=_MODEL_NAME[model_metric], **d)
         if write_metric:
             entry["alignment"] = _alignment(perf, write_metric)
@@ -207,11 +208,9 @@ def _notes(stack: Stack, job: Mapping[str, Any], phases: Sequence[dict[str, Any]
         notes.append("sequential writes that do not fill whole stripes are costed as separate "
                      "partial-stripe writes; a write-back cache or md's stripe cache may merge "
                      "them into full stripes.")
-    if any(p.get("concurrency_bound") is not None or "by_direction" in p for p in phases) \
-            and stack.drive.rotational:
-        notes.append("random rates are bounded by the requests in flight (Little's law with one "
-                     "drive service per request step); a controller write-back cache acknowledges "
-                     "writes before the drives and is not included.")
+    notes.append("each rate is model.predict's for the requests in flight (a closed queueing network "
+                 "over the drives and the path, docs/model.md \"Expected rates\"); model_value is the "
+                 "stack's ceiling at the request size (performance_of).")
     for name in multi_group:
         notes.append(f"phase {name} runs several groups at once; the prediction is for its first "
                      f"group alone.")

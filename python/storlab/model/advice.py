@@ -18,10 +18,10 @@ from .notation import RaidNotation, parse_raid
 from .performance import PerfReport, component_capacity_host, performance_of
 from .quantities import HOURS_PER_YEAR
 from .reliability import ReliabilityReport, reliability_of
-from .stack import ComponentInstance, Stack, stack_from_notation
+from .stack import DEFAULT_DRIVE, ComponentInstance, Stack, stack_from_notation
 
 __all__ = [
-    "PlanWarning", "stack_warnings", "reliability_warnings", "path_warnings", "geometry_warnings",
+    "PlanWarning", "stack_warnings", "with_default_rebuild", "reliability_warnings", "path_warnings", "geometry_warnings",
     "DEFAULT_REBUILD_RATE_BYTES", "SINGLE_PARITY_MAX_SPAN", "REBUILD_URE_WARN_PROBABILITY",
     "HOST_BUS_HEADROOM", "HOST_KINDS", "BUS_KINDS", "CONTROLLER_KINDS",
 ]
@@ -68,7 +68,7 @@ def _years(hours: float) -> str:
 
 # --- reliability ---------------------------------------------------------------------------------
 
-def _with_rebuild(stack: Stack) -> tuple[Stack, bool]:
+def with_default_rebuild(stack: Stack) -> tuple[Stack, bool]:
     """The stack, with the default rebuild rate if it states no MTTR (and whether it was assumed)."""
     if stack.raid.mttr_h is not None or stack.raid.rebuild_rate_bytes is not None:
         return stack, False
@@ -90,12 +90,22 @@ def _double_parity_alternative(layout: RaidNotation, total_drives: int) -> tuple
     return parse_raid(f"R6/{max(layout.span, 4)}"), False
 
 
-def reliability_warnings(stack: Stack, report: ReliabilityReport | None = None) -> list[PlanWarning]:
-    """A wide single-parity group, or single parity on large drives, kept for long-term storage."""
+def reliability_warnings(stack: Stack, report: ReliabilityReport | None = None,
+                         drive_named: bool = True) -> list[PlanWarning]:
+    """A wide single-parity group, or single parity on large drives, kept for long-term storage.
+    drive_named False: the stack's drive is the default nobody chose, so no verdict rests on its
+    capacity, MTBF or BER; only the width rule, which needs no drive figure, is given."""
     layout = stack.raid.layout
     if layout.level.mirrored or layout.level.parity_drives != 1:
         return []
-    rated, assumed = _with_rebuild(stack)
+    if not drive_named:
+        if layout.span <= SINGLE_PARITY_MAX_SPAN:
+            return []
+        return [PlanWarning("single-parity-long-term", (
+            f"{layout.text}: {layout.span} drives per single-parity group (the Dell study kept at most "
+            f"{SINGLE_PARITY_MAX_SPAN}, and RAID 5/50 for scratch space only); no drive was named, so no MTTDL "
+            f"is given: name it (--drive, --mtbf, --ber or a [drive] table) and run plan reliability"))]
+    rated, assumed = with_default_rebuild(stack)
     report = report if report is not None and not assumed else reliability_of(rated)
     ure = report.group.critical_ure_probability
     wide = layout.span > SINGLE_PARITY_MAX_SPAN
@@ -173,38 +183,56 @@ def path_warnings(stack: Stack, perf: PerfReport) -> list[PlanWarning]:
     span = stack.raid.layout.span
     directions = [("seq_write", "sequential writes", perf.drives.seq_write.write_amplification),
                   ("seq_read", "sequential reads", 1.0)]
-    # controllers: the drives under one instance could deliver a whole group more than it carries
+    # controllers: saturated in both directions, with a whole group of the drives under one instance
+    # adding nothing in one of them. The rule is the Dell study's ("if the controllers are saturated,
+    # the storage performance cannot be improved with additional hard drives"; limit the drives "to a
+    # reasonable range", "twenty-four Nearline SAS drives for a single H800"). Its recommended 24
+    # NL-SAS drives per H800 saturate the H800's writes (about 1,300 MB/s) while their reads stay
+    # below the adapter's limit: drives that still add throughput in one direction are not wasted,
+    # so a controller saturated in one direction only is not oversubscribed
     worst: dict[str, tuple[float, str]] = {}
     for name, instances in _per_template(root).items():
         template = instances[0].template
         if not (template.raid_engine or template.kind in CONTROLLER_KINDS):
             continue
-        for metric, words, amplification in directions:
-            per_group = perf.drives.value(metric) / groups
-            for instance in instances:
+        for instance in instances:
+            under = len(instance.all_group_ids())
+            if not under:
+                continue
+            drives_under = under * span
+            saturated: list[tuple[int, float, float, str]] = []
+            for metric, words, amplification in directions:
                 cap = component_capacity_host(instance, metric, amplification, 1.0, perf.seq_request_bytes)
-                under = len(instance.all_group_ids())
-                if cap is None or not under:
-                    continue
-                delivered = under * per_group
-                drives_under = under * span
+                if cap is None:
+                    break
+                delivered = under * perf.drives.value(metric) / groups
                 saturating = math.ceil(drives_under * cap / delivered)
-                if drives_under - saturating < span:
-                    continue
-                ratio = delivered / cap
-                if ratio > worst.get(name, (0.0, ""))[0]:
-                    worst[name] = (ratio, (
-                        f"{instance.path} carries {_mb(cap)} of {words} but its {drives_under} drives could deliver "
-                        f"{_mb(delivered)}: about {saturating} drives saturate it and the other "
-                        f"{drives_under - saturating} add no streaming throughput (the Dell study: 24 NL-SAS drives "
-                        f"per H800, which saturates at about 1,300 MB/s); put some of the drives behind another "
-                        f"adapter and stripe across the adapters with LVM"))
+                if saturating >= drives_under:
+                    break
+                saturated.append((drives_under - saturating, cap, delivered, words))
+            if len(saturated) < len(directions):
+                continue        # every drive still adds throughput in some direction
+            surplus, cap, delivered, words = max(saturated)
+            if surplus < span:
+                continue
+            saturating = drives_under - surplus
+            ratio = delivered / cap
+            if ratio > worst.get(name, (0.0, ""))[0]:
+                worst[name] = (ratio, (
+                    f"{instance.path} carries {_mb(cap)} of {words} but its {drives_under} drives could deliver "
+                    f"{_mb(delivered)}: about {saturating} drives saturate it and the other {surplus} add no "
+                    f"streaming throughput, and its other direction is saturated too (the Dell study: 24 NL-SAS "
+                    f"drives per H800, which saturates at about 1,300 MB/s of writes); put some of the drives "
+                    f"behind another adapter and stripe across the adapters with LVM"))
     warnings += [PlanWarning("controller-oversubscribed", message) for _, message in worst.values()]
     # host buses against the array: the host side alone versus the array side and drives alone
     instances = list(root.walk())
     host = {id(i) for i in instances if i.template.kind in HOST_KINDS}
     array = {id(i) for i in instances} - host
-    buses = any(i.template.kind in BUS_KINDS for i in instances)
+    # the 1.5 x rule is Engenio's for PCI buses shared with the host's base I/O: it judges what the
+    # buses alone carry, never a Fibre Channel link or a bridge on the same side (those only need
+    # to carry the array, the `short` test)
+    buses = {id(i) for i in instances if i.template.kind in BUS_KINDS}
     if host:
         shortest: tuple[float, str] | None = None
         for metric, words, amplification in directions:
@@ -213,18 +241,21 @@ def path_warnings(stack: Stack, perf: PerfReport) -> list[PlanWarning]:
             per_group = perf.drives.value(metric) / groups
             host_carries = _side_capacity(root, caps, host, groups, math.inf, perf.mode)
             array_delivers = _side_capacity(root, caps, array, groups, per_group, perf.mode)
+            buses_carry = _side_capacity(root, caps, buses, groups, math.inf, perf.mode) if buses else math.inf
             short = host_carries < array_delivers * (1 - 1e-9)
-            headroom_needed = buses and host_carries < array_delivers * HOST_BUS_HEADROOM
+            headroom_needed = buses_carry < array_delivers * HOST_BUS_HEADROOM
             if host_carries == math.inf or not (short or headroom_needed):
                 continue
+            if not short:
+                host_carries = buses_carry
             ratio = host_carries / array_delivers
             if shortest is None or ratio < shortest[0]:
-                names = _host_names(instances, host)
+                names = _host_names(instances, host if short else buses)
                 if short:
                     verdict = (f"the host side ({names}) carries {_mb(host_carries)} of {words}, less than the "
                                f"{_mb(array_delivers)} the array delivers: the host cannot drive the array")
                 else:
-                    verdict = (f"the host side ({names}) carries {_mb(host_carries)} of {words}, only {ratio:.2f} x "
+                    verdict = (f"the host buses ({names}) carry {_mb(host_carries)} of {words}, only {ratio:.2f} x "
                                f"the {_mb(array_delivers)} the array delivers; buses shared with the host's base I/O "
                                f"need {HOST_BUS_HEADROOM:g} x")
                 shortest = (ratio, (
@@ -252,10 +283,15 @@ def geometry_warnings(stack: Stack, request_bytes: int | None = None) -> list[Pl
 
 
 def stack_warnings(stack: Stack, perf: PerfReport | None = None, request_bytes: int | None = None,
-                   reliability: ReliabilityReport | None = None) -> list[PlanWarning]:
+                   reliability: ReliabilityReport | None = None,
+                   drive_named: bool | None = None) -> list[PlanWarning]:
     """Every warning on the stack: geometry (for the request size, if given), reliability and, for a
-    stack with a hardware path, the path (from `perf`, or a performance report made here)."""
-    warnings = geometry_warnings(stack, request_bytes) + reliability_warnings(stack, reliability)
+    stack with a hardware path, the path (from `perf`, or a performance report made here).
+    drive_named: whether a reliability verdict may rest on the stack's drive; None: when a
+    reliability report is given or the drive is not the default one (DEFAULT_DRIVE)."""
+    if drive_named is None:
+        drive_named = reliability is not None or stack.drive is not DEFAULT_DRIVE
+    warnings = geometry_warnings(stack, request_bytes) + reliability_warnings(stack, reliability, drive_named)
     if perf is None and stack.path is not None:
         # one full stripe, as `plan perf` takes by default, but no more chunks than the alignment
         # analysis walks (a volume whose inter-chunk and device stripe have a huge lcm has a huge one)

@@ -7,6 +7,7 @@ figures here; the host and protocol figures apply to every request the model pre
 from __future__ import annotations
 
 __all__ = ["HOST_REQUEST_OVERHEAD_S", "HBA_REQUEST_OVERHEAD_S", "ARRAY_REQUEST_OVERHEAD_S",
+           "CONTROLLER_REQUEST_LATENCY_S", "CONTROLLER_KINDS",
            "NEARLINE_SEEK_S", "NEARLINE_RPM", "ENTERPRISE_SEEK_S", "ENTERPRISE_RPM", "rotation_s",
            "random_service_s", "GIGE_PAYLOAD_BYTES", "FC2_PAYLOAD_BYTES", "write_penalty", "FILE_OPEN_S"]
 
@@ -24,6 +25,16 @@ HBA_REQUEST_OVERHEAD_S = 20e-6
 # Engenio study's one-thread direct I/O on a 5884 (seed 000) gives rate = R / (L + R / B) with
 # L = 0.27 ms for writes and 0.26 ms for reads (fitted from its 16K and 512K figures).
 ARRAY_REQUEST_OVERHEAD_S = 0.27e-3
+# The controller's own share of it, the time every request spends in an array controller (command
+# decode, cache lookup, status) when the stack states none (`cpu_per_request` on the component):
+# the 5884's L less the host's and the HBA's time. It is a delay, not a rate ceiling: the Engenio
+# figures give one request at a time only, so a controller's request-rate ceiling is the stack's to
+# state (`iops`, or `cpu_per_request` with `cores`). Taken from seed 000's figures, so those figures
+# are no evidence for it (docs/model.md, "Costs").
+CONTROLLER_REQUEST_LATENCY_S = ARRAY_REQUEST_OVERHEAD_S - HOST_REQUEST_OVERHEAD_S - HBA_REQUEST_OVERHEAD_S
+# The component kinds that are array-side controllers (an HBA or adapter in the host is not: its
+# time is HBA_REQUEST_OVERHEAD_S); a component with raid_engine = true is one whatever its kind.
+CONTROLLER_KINDS = frozenset({"controller", "raid controller", "raid adapter", "array", "controller node"})
 
 # Opening and closing a file whose inode and path are cached, between two sample reads of a
 # dataset with one sample per file (storlab workload opens each such file for its read, as a

@@ -46,7 +46,7 @@ class RaidLevel:
 
 
 RAID_LEVELS: dict[int, RaidLevel] = {
-    0: RaidLevel(0, 0, False, False, min_span=2),
+    0: RaidLevel(0, 0, False, False, min_span=1),     # R0/1: one drive (a JBOD LUN)
     1: RaidLevel(1, 0, True, False, min_span=2),
     3: RaidLevel(3, 1, False, False, min_span=3, dedicated_parity=True),
     4: RaidLevel(4, 1, False, False, min_span=3, dedicated_parity=True),

@@ -10,10 +10,16 @@
   per request, where the time is the unloaded latency plus the transfer on the slowest member touched;
 - a controller cache: in-cache working sets are served at the cache's rate, out-of-cache ones by the
   members (reads hit in proportion cache / working set for random access, never for sequential
-  sweeps; write-back coalesces sequential writes into full stripes);
+  sweeps but through read-ahead; write-back coalesces sequential writes into full stripes);
 - every component of the hardware path (adapters, buses) with the load shares of `performance.py`:
   the workload is spread evenly over the RAID groups, so a component carries the share of the
-  groups under it.
+  groups under it; one striped request splits over the groups its pieces land on, and each
+  instance carries only its pieces, all at once (`groups_touched`);
+- a write that reads first (read-modify-write) does its two passes in series; a cache answers the
+  requests it serves (hits, write-back writes, read-ahead reads) at its own latency, the members
+  working behind it; an array controller adds its time per request (costs.py);
+- a volume of independent devices (aggregate none) keeps each thread on one device: the devices
+  are separate queueing networks whose rates add.
 The rate is the smallest of these capacities; the output names that limiting component (a resource
 within 1 % of it before the queue depth, which always sits just below the resource a request waits on)
 and every component's headroom (1 - rate / capacity). Each capacity is in host requests per second, so bandwidth
@@ -21,14 +27,15 @@ and IOPS limits compare directly; bandwidth = rate x request size.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .costs import HBA_REQUEST_OVERHEAD_S, HOST_REQUEST_OVERHEAD_S
+from .costs import CONTROLLER_KINDS, CONTROLLER_REQUEST_LATENCY_S, HBA_REQUEST_OVERHEAD_S, HOST_REQUEST_OVERHEAD_S
 from .geometry import analyse_alignment, geometry_of
 from .queueing import Station, solve_closed
-from .stack import DriveType, Stack, StackError
+from .stack import ControllerCache, DriveType, Stack, StackError
 
 __all__ = ["Device", "Workload", "ControllerCache", "ComponentCapacity", "Prediction", "predict",
            "WORKLOAD_PATTERNS", "MIRROR_READ_POLICIES", "member_name"]
@@ -133,17 +140,6 @@ class Workload:
 
 
 @dataclass(frozen=True)
-class ControllerCache:
-    """A RAID controller's cache: its size and the rates it serves hits (and absorbs writes) at."""
-    size_bytes: int
-    read_bw_bytes: float
-    write_bw_bytes: float
-    write_back: bool = True
-    iops: float | None = None
-    latency_s: float = 0.0          # one request served from the cache, nothing queued (0: not stated)
-
-
-@dataclass(frozen=True)
 class ComponentCapacity:
     """The most host requests per second a component lets through, and its headroom at the rate."""
     name: str
@@ -221,6 +217,8 @@ class _RequestCost:
     read_set: list[int] | None = None   # members reads reach (a mirror read one copy per thread, or
                                         # the copies a run was seen to read); None: by serving_read
     read_shares: dict[int, float] | None = None   # share of the read bytes each member served, as recorded
+    served_by_cache: bool = False       # the host sees the cache's latency (write-back, read-ahead); the
+                                        # members work behind it and bound only the rate
 
 
 def _request_cost(stack: Stack | None, workload: Workload, devices: list[Device] | None, mirror_read: str,
@@ -300,7 +298,10 @@ def _apply_cache(cost: _RequestCost, workload: Workload, cache: ControllerCache,
             cost.member_fraction = 0.0
             assumptions.append("in-cache writes: absorbed by the write-back cache")
         else:
-            assumptions.append("out-of-cache writes: the cache drains at the members' rate")
+            # acknowledged from the cache; the members' rate bounds the drain, behind the host
+            cost.served_by_cache = True
+            assumptions.append("out-of-cache writes: acknowledged by the write-back cache, which drains at "
+                               "the members' rate")
             if not workload.is_random and cost.write_amp > cost.full_stripe_amp:
                 cost.write_amp, cost.write_reads = cost.full_stripe_amp, 0.0
                 cost.write_ops = max(1.0, cost.pieces) * cost.full_stripe_amp
@@ -313,8 +314,14 @@ def _apply_cache(cost: _RequestCost, workload: Workload, cache: ControllerCache,
     elif workload.is_random:
         cost.member_fraction = 1.0 - cache.size_bytes / working
         assumptions.append(f"random reads hit the cache in proportion {1 - cost.member_fraction:.0%}")
+    elif cache.read_ahead:
+        # the controller prefetches the stream: each request finds its data in the cache, the
+        # members stream ahead of it at their rate
+        cost.served_by_cache = True
+        assumptions.append("sequential sweep larger than the cache: read-ahead serves it from the cache at "
+                           "the members' rate")
     else:
-        assumptions.append("sequential sweep larger than the cache: no hits")
+        assumptions.append("sequential sweep larger than the cache, no read-ahead: no hits")
     return min(limits)
 
 
@@ -369,7 +376,7 @@ def _unloaded_time(stack: Stack | None, cost: _RequestCost, workload: Workload,
     # members one request keeps busy at once: its read pieces, or its write operations (data,
     # parity, copies and read-modify-write reads land on different members)
     spread = cost.write_ops if workload.is_write else cost.pieces
-    touched = min(serving, max(1.0, spread)) if cost.member_fraction > 0 else 0
+    touched = min(serving, max(1.0, spread)) if cost.member_fraction > 0 and not cost.served_by_cache else 0
     sequential = not workload.is_random
     if touched:
         per_touched = request * (cost.write_amp if workload.is_write else 1.0) / touched
@@ -382,9 +389,17 @@ def _unloaded_time(stack: Stack | None, cost: _RequestCost, workload: Workload,
         else:                       # one or a few members: the average member
             latency = sum(latencies) / len(members)
             stages.append(sum(per_touched / r for r in rates) / len(members))
+        if workload.is_write and cost.write_reads > 0:
+            # read-modify-write (or reconstruct-write): the old data and parity are read before the
+            # new data and parity are written, two passes in series, each with its own positioning
+            # (Chen et al., "RAID: High-Performance, Reliable Secondary Storage", 1994: a small
+            # RAID 5 write is a read and a write of data and parity, the writes waiting on the reads)
+            latency *= 2
     if cache is not None:
-        if cost.member_fraction == 0:
-            latency = cache.latency_s
+        if cost.member_fraction == 0 or cost.served_by_cache:
+            # served from the cache: the host's and the HBA's own time per request still apply
+            # (costs.py), then the controller's (cache.latency_s)
+            latency = HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S + cache.latency_s
         stages.append(request / (cache.write_bw_bytes if workload.is_write else cache.read_bw_bytes))
     stages += _path_transfer_times(stack, workload, cost, cache is not None)
     return latency + _path_cpu_time(stack, workload) + max(stages, default=0.0)
@@ -392,15 +407,19 @@ def _unloaded_time(stack: Stack | None, cost: _RequestCost, workload: Workload,
 
 def _path_cpu_time(stack: Stack | None, workload: Workload) -> float:
     """CPU seconds a request costs on its way: each level of the path with a CPU cost (a file
-    server, an NSD server, a controller) works on it before passing it on (one instance per level)."""
+    server, an NSD server, a controller) works on it before passing it on (one instance per level).
+    An array controller that states no CPU cost takes costs.CONTROLLER_REQUEST_LATENCY_S."""
     root = None if stack is None else stack.instances()
     if root is None:
         return 0.0
     by_template: dict[str, float] = {}
     for inst in root.walk():
-        t = inst.template.cpu_time_s(workload.request_bytes)
+        template = inst.template
+        t = template.cpu_time_s(workload.request_bytes)
+        if t is None and (template.raid_engine or template.kind in CONTROLLER_KINDS):
+            t = CONTROLLER_REQUEST_LATENCY_S
         if t is not None and inst.all_group_ids():
-            by_template[inst.template.name] = t
+            by_template[template.name] = t
     return sum(by_template.values())
 
 
@@ -412,7 +431,8 @@ def _reading_members(cost: _RequestCost, workload: Workload) -> list[Device]:
 
 
 def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, workload: Workload,
-              member_parallelism: dict[str, int], servers_of: dict[str, int]) -> list[Station]:
+              member_parallelism: dict[str, int], servers_of: dict[str, int],
+              fans_of: dict[str, int]) -> list[Station]:
     """The queueing stations of the network: the bottleneck resource only (the others are crossed
     below their limit and, streaming, overlap with it: their time is in the unloaded delay). A
     member set that small requests reach one member at a time is one station per member (each
@@ -444,7 +464,12 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
         return [Station(name if groups == 1 else f"{name} (stripe group {g + 1} of {groups})",
                         servers / cap, servers) for g in range(groups)]
     servers = servers_of.get(name, 1)
-    return [Station(name, servers / cap, servers)]
+    # a request whose pieces cross `fan` of the equal instances at once uses them together (a
+    # fork-join over the stripe): servers / fan such teams, each busy (servers / fan) / cap per
+    # request; fan = 1 is one instance per request, fan = servers one team of all
+    fan = max(1, min(servers, fans_of.get(name, 1)))
+    teams = max(1, servers // fan)
+    return [Station(name, teams / cap, teams)]
 
 
 def _path_factor(inst, workload: Workload, cost: _RequestCost, cached: bool) -> float:
@@ -456,27 +481,56 @@ def _path_factor(inst, workload: Workload, cost: _RequestCost, cached: bool) -> 
     return factor * cost.member_fraction if cached else factor
 
 
+def groups_touched(stack: Stack, request_bytes: int) -> int:
+    """RAID groups one aligned request's pieces land on: at each striping level above the groups
+    (the volume's inter-chunk over the devices, a RAID 50/60's span chunk over its spans) the
+    request splits into min(members, request / unit) pieces. A volume that does not stripe
+    (aggregate none or concat) keeps a request on one device."""
+    touched, size = 1, float(request_bytes)
+    for level in geometry_of(stack).levels:
+        pieces = min(level.members, max(1, math.ceil(size / level.unit_bytes)))
+        touched *= pieces
+        size /= pieces
+    return touched
+
+
+def _instance_share(inst, touched: int) -> float:
+    """Share of one request's bytes an instance carries: the request's pieces spread over the
+    `touched` groups, of which at most the groups under the instance pass through it (a 256 MB
+    request striped over 112 arrays puts 1/112 of it on each array's adapter, all at once)."""
+    under = len(inst.all_group_ids())
+    return min(under, touched) / touched
+
+
 def _path_transfer_times(stack: Stack | None, workload: Workload, cost: _RequestCost, cached: bool) -> list[float]:
-    """Seconds one request spends crossing each bandwidth-limited path component (one instance)."""
+    """Seconds one request spends crossing each bandwidth-limited path component (one instance):
+    its share of the request's bytes at the instance's rate (the instances carrying the other
+    pieces work at the same time, so the slowest of them sets the time)."""
     root = None if stack is None else stack.instances()
     if root is None:
         return []
+    touched = groups_touched(stack, workload.request_bytes)
     times = []
     for inst in root.walk():
         bw = inst.template.cap_bw_bytes("write" if workload.is_write else "read")
         if bw is not None and inst.all_group_ids():
-            times.append(workload.request_bytes * _path_factor(inst, workload, cost, cached) / bw)
+            share = _instance_share(inst, touched)
+            times.append(workload.request_bytes * share * _path_factor(inst, workload, cost, cached) / bw)
     return times
 
 
 def _path_capacities(stack: Stack | None, workload: Workload, cost: _RequestCost, cached: bool,
-                     servers_of: dict[str, int] | None = None) -> list[tuple[str, str, float, str]]:
+                     servers_of: dict[str, int] | None = None,
+                     fans_of: dict[str, int] | None = None) -> list[tuple[str, str, float, str]]:
     """Each path component's capacity in host requests/s; it carries the share of the groups under
-    it. `servers_of` receives how many equal instances share the load (groups / groups under it)."""
+    it. `servers_of` receives how many equal instances share the load (groups / groups under it),
+    `fans_of` how many of them one request's pieces cross at once."""
     root = None if stack is None else stack.instances()
     if root is None:
         return []
     groups = stack.raid.groups
+    touched = groups_touched(stack, workload.request_bytes)
+    fans_of = {} if fans_of is None else fans_of
     out = []
     for inst in root.walk():
         under = len(inst.all_group_ids())
@@ -499,7 +553,48 @@ def _path_capacities(stack: Stack | None, workload: Workload, cost: _RequestCost
             if servers_of is not None:
                 cores = inst.template.cores if why.startswith("CPU") else 1
                 servers_of[inst.path] = max(1, round(groups / under)) * cores
+                fans_of[inst.path] = min(max(1, round(groups / under)), max(1, math.ceil(touched / under)))
     return out
+
+
+def _bound_devices(stack: Stack | None, stations: list[Station], member_names: set[str]
+                   ) -> list[list[Station]] | None:
+    """A volume of independent devices (aggregate none) keeps each thread on one device, as a
+    benchmark with one target per thread does (Xdd, MPTIO, PIORAW, storlab with several targets):
+    the devices are independent queueing networks, not one pool that every request may wait in
+    (two threads on two arrays run at twice one thread's rate). Returns the stations of each
+    device's network, or None when the volume stripes or a station is shared by the devices."""
+    if stack is None or stack.volume.aggregate != "none" or stack.raid.devices < 2:
+        return None
+    k = stack.raid.devices
+    members = [st for st in stations if _station_member(st.name, member_names)]
+    others = [st for st in stations if st not in members]
+    if any(st.servers % k for st in others):
+        return None         # a station above the devices (one host bus, one server): shared
+    per_device = [Station(st.name, st.demand_s, st.servers // k) for st in others]
+    if members:
+        keep = members[:max(1, len(members) // k)]
+        per_device += [Station(st.name, st.demand_s * k, st.servers) for st in keep]
+    return [per_device] * k
+
+
+def _station_member(name: str, member_names: set[str]) -> bool:
+    return name in member_names or name.split(" (stripe group")[0] in member_names
+
+
+def _solve_bound(devices: list[list[Station]], delay: float, workload: Workload):
+    """The devices' networks solved apart, thread i on device i mod k, each with its qd
+    outstanding; their throughputs add (the solution reported is the sum's)."""
+    k = len(devices)
+    solutions = []
+    for d, stations in enumerate(devices):
+        threads = workload.threads // k + (1 if d < workload.threads % k else 0)
+        if threads:
+            solutions.append(solve_closed(stations, delay, threads * workload.qd))
+    x = sum(sol.throughput for sol in solutions)
+    busiest = max(solutions, key=lambda sol: sol.response_s)
+    return dataclasses.replace(busiest, customers=workload.outstanding, throughput=x,
+                               response_s=workload.outstanding / x if x else busiest.response_s)
 
 
 def predict(stack: Stack | None, workload: Workload, devices: list[Device] | None = None, *,
@@ -513,6 +608,8 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     if mirror_read not in MIRROR_READ_POLICIES:
         raise StackError(f"mirror_read must be one of {', '.join(MIRROR_READ_POLICIES)}, got {mirror_read!r}")
     assumptions: list[str] = []
+    if cache is None and stack is not None:
+        cache = stack.cache         # the stack's own [cache] component
     cost = _request_cost(stack, workload, devices, mirror_read, assumptions, read_members)
     resources: list[tuple[str, str, float, str]] = []
     if cache is not None:
@@ -521,17 +618,24 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     members = _member_capacities(cost, workload)
     resources += members
     servers_of: dict[str, int] = {}
-    resources += _path_capacities(stack, workload, cost, cache is not None, servers_of)
+    fans_of: dict[str, int] = {}
+    resources += _path_capacities(stack, workload, cost, cache is not None, servers_of, fans_of)
     count = len(cost.members)
     parallelism = {member_name(i, d, count): d.parallelism for i, d in enumerate(cost.members) if d.queues}
-    stations = _stations(resources, cost, workload, parallelism, servers_of)
+    stations = _stations(resources, cost, workload, parallelism, servers_of, fans_of)
     unloaded = _unloaded_time(stack, cost, workload, cache)
     # a thread's time between requests is a delay of the closed network like the unloaded latency
     delay = max(0.0, unloaded - sum(st.demand_s for st in stations)) + workload.think_s
     components = list(resources)
     network = None
+    bound = _bound_devices(stack, stations, set(parallelism))
     if unloaded > 0 or stations:
-        network = solve_closed(stations, delay, workload.outstanding)
+        if bound:
+            network = _solve_bound(bound, delay, workload)
+            assumptions.append(f"each thread works on its own device (thread i on device i mod {len(bound)}): "
+                               "the devices' queues are independent")
+        else:
+            network = solve_closed(stations, delay, workload.outstanding)
         why = (f"{workload.outstanding} outstanding / {unloaded * 1e3:.3g} ms per request unloaded"
                + (f" + {workload.think_s * 1e3:.3g} ms between requests" if workload.think_s else "")
                + (f", queueing at {', '.join(st.name for st in stations)}" if stations else ""))
@@ -548,7 +652,10 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     tightest = min(out, key=lambda c: (round(c.headroom_fraction, 9), order[c.kind]))
     if tightest.kind == "concurrency" and resources_out:
         busiest = min(resources_out, key=lambda c: (round(c.headroom_fraction, 9), order[c.kind]))
-        doubled = min([solve_closed(stations, delay, 2 * workload.outstanding).throughput,
+        twice = Workload(workload.rw, workload.request_bytes, 2 * workload.qd, workload.threads,
+                         workload.working_set_bytes, workload.think_s)
+        doubled = min([(_solve_bound(bound, delay, twice) if bound
+                        else solve_closed(stations, delay, 2 * workload.outstanding)).throughput,
                        *(c.capacity_iops for c in resources_out)])
         if busiest.headroom_fraction <= QUEUE_DEPTH_MARGIN or doubled <= rate * (1 + QUEUE_DEPTH_GAIN):
             tightest = busiest

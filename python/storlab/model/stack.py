@@ -26,7 +26,7 @@ from .quantities import mtbf_h_from_afr, parse_afr, parse_ber, parse_mtbf_h, par
 __all__ = [
     "StackError", "DriveType", "RaidSpec", "Volume", "Filesystem", "Component", "ComponentInstance",
     "Stack", "load_stack", "stack_from_dict", "stack_from_notation", "AGGREGATIONS", "RAID_ENGINES",
-    "FILESYSTEMS", "DEFAULT_DRIVE",
+    "FILESYSTEMS", "DEFAULT_DRIVE", "ControllerCache", "cache_from_dict",
 ]
 
 AGGREGATIONS = ("stripe", "concat", "none")
@@ -264,6 +264,37 @@ class ComponentInstance:
 
 
 @dataclass(frozen=True)
+class ControllerCache:
+    """A RAID controller's (or array's) cache, a component of the stack: its size, the rates it
+    serves hits and absorbs writes at, and what it does with the traffic that misses.
+    write_back: writes are acknowledged from the cache and drained to the members behind the
+    host's back (coalesced into full stripes when sequential); False: write-through.
+    read_ahead: a sequential read stream is prefetched, so its requests are served from the cache
+    at the cache's latency while the members stream at their rate (the studies: out-of-cache
+    reads "very similar to in-cache reads" with "a very intelligent read-ahead", 3PAR S400).
+    latency_s: one request served from the cache with nothing queued (0: not stated)."""
+    size_bytes: int
+    read_bw_bytes: float
+    write_bw_bytes: float
+    write_back: bool = True
+    iops: float | None = None
+    latency_s: float = 0.0
+    read_ahead: bool = False
+
+    def __post_init__(self) -> None:
+        if self.size_bytes <= 0:
+            raise StackError(f"cache: size must be positive, got {self.size_bytes!r}")
+        for label in ("read_bw_bytes", "write_bw_bytes"):
+            value = getattr(self, label)
+            if not (value > 0 and math.isfinite(value)):
+                raise StackError(f"cache: {label} must be a positive finite rate, got {value!r}")
+        if self.iops is not None and not (self.iops > 0 and math.isfinite(self.iops)):
+            raise StackError(f"cache: iops must be a positive finite number, got {self.iops!r}")
+        if not (self.latency_s >= 0 and math.isfinite(self.latency_s)):
+            raise StackError(f"cache: latency must be a finite time >= 0, got {self.latency_s!r}")
+
+
+@dataclass(frozen=True)
 class Stack:
     drive: DriveType
     raid: RaidSpec
@@ -272,6 +303,7 @@ class Stack:
     path: Component | None = None
     name: str = "stack"
     description: str = ""
+    cache: ControllerCache | None = None
 
     def __post_init__(self) -> None:
         if self.path is not None and _count_instances(self.path) > MAX_COMPONENT_INSTANCES:
@@ -343,7 +375,11 @@ def _count_groups(component: Component, multiplier: int = 1) -> int:
 # ----------------------------------------------------------------------------------------------
 # Building from plain data (TOML)
 
-_TOP_KEYS = {"name", "description", "drive", "raid", "volume", "filesystem", "component"}
+_TOP_KEYS = {"name", "description", "drive", "raid", "volume", "filesystem", "component", "cache"}
+_CACHE_KEYS = {"size", "bw", "read", "write", "iops", "latency", "write_back", "read_ahead"}
+# A cache whose rates are not given serves at a rate that binds nothing: the path above it (the
+# host ports, the controller's own limits) then sets the rate of hits.
+UNSTATED_CACHE_RATE = 1e15
 _DRIVE_KEYS = {"name", "capacity", "mtbf", "afr", "ber", "sector", "seq_read", "seq_write", "seq",
                "random_iops", "random_read_iops", "random_write_iops", "rotational"}
 _RAID_KEYS = {"layout", "drives", "chunk", "span_chunk", "count", "engine", "mttr", "rebuild_rate"}
@@ -529,6 +565,32 @@ def _components_from_list(rows: Any) -> Component:
     return tree
 
 
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return value
+
+
+def cache_from_dict(table: Mapping[str, Any], where: str = "[cache]") -> ControllerCache:
+    """The [cache] table: size (required), bw or read/write, iops, latency, write_back, read_ahead."""
+    _check_keys(table, _CACHE_KEYS, where)
+    if "size" not in table:
+        raise StackError(f"{where}: size is required (e.g. size = \"4GiB\")")
+    size = _convert(where, "size", table["size"], lambda v: parse_size(v, "size"))
+    if size <= 0:
+        raise StackError(f"{where}: size: must be positive, got {table['size']!r}")
+    bw = table.get("bw")
+    rates = {key: UNSTATED_CACHE_RATE if table.get(key, bw) is None else
+             _convert(where, key, table.get(key, bw), parse_rate) for key in ("read", "write")}
+    return ControllerCache(
+        size, rates["read"], rates["write"],
+        write_back=_convert(where, "write_back", table.get("write_back", True), _bool),
+        iops=None if "iops" not in table else _convert(where, "iops", table["iops"], _float),
+        latency_s=0.0 if "latency" not in table else
+        _convert(where, "latency", table["latency"], lambda v: parse_duration(v, "latency")),
+        read_ahead=_convert(where, "read_ahead", table.get("read_ahead", False), _bool))
+
+
 def _walk_templates(component: Component) -> Iterator[Component]:
     yield component
     for child in component.children:
@@ -556,8 +618,9 @@ def stack_from_dict(data: Mapping[str, Any], source: str = "stack") -> Stack:
         block_bytes=_convert("[filesystem]", "block", fs_table.get("block", 4096), lambda v: parse_size(v, "block")),
     )
     path = _components_from_list(data["component"]) if "component" in data else None
+    cache = cache_from_dict(data["cache"]) if "cache" in data else None
     return Stack(drive=drive, raid=raid, volume=volume, filesystem=filesystem, path=path,
-                 name=str(data.get("name", source)), description=str(data.get("description", "")))
+                 name=str(data.get("name", source)), description=str(data.get("description", "")), cache=cache)
 
 
 def load_stack(path: str | os.PathLike[str]) -> Stack:

@@ -8,11 +8,12 @@ from typing import Any, Sequence
 
 from ..document import header, plan_schema
 from ..model.advice import PlanWarning
+from ..model.network import ClusterPrediction
 from ..model.predict import Prediction
 from ..model.training import AcceleratorPoint, CheckpointForecast, EvaluationForecast, TrainingLoad
 from ..model.training_load import WorkloadForecast
 
-__all__ = ["plan_document", "plain", "curve_point", "workload_payload", "recommend_payload"]
+__all__ = ["plan_document", "plain", "curve_point", "cluster_point", "workload_payload", "recommend_payload"]
 
 
 def plan_document(command: str, payload: Any, warnings: Sequence[PlanWarning]) -> dict[str, Any]:
@@ -47,6 +48,15 @@ def curve_point(p: Prediction) -> dict[str, Any]:
             "working_set_bytes": w.working_set_bytes, "iops": p.iops, "bw_bytes": p.bw_bytes,
             "latency_mean_s": p.latency_mean_s, "latency_p99_s": p.latency_tail_s, "limiting": p.limiting,
             "components": [plain(c) for c in p.components], "assumptions": list(p.assumptions)}
+
+
+def cluster_point(p: ClusterPrediction) -> dict[str, Any]:
+    """One point of plan perf on a cluster file."""
+    load = p.load
+    return {"rw": load.rw, "request_bytes": load.request_bytes, "clients": p.clients, "threads_per_client": load.threads,
+            "qd": load.qd, "iops": p.iops, "bw_bytes": p.bw_bytes, "latency_mean_s": p.latency_mean_s,
+            "limiting": p.limiting, "single_stream_bw_bytes": p.single_stream_bw_bytes,
+            "single_stream_limiting": p.single_stream_limiting, "components": [plain(c) for c in p.components]}
 
 
 def _accelerator_point(point: AcceleratorPoint | None, load: TrainingLoad) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ from ..model.training import AcceleratorPoint, CheckpointForecast, EvaluationFor
 from ..model.training_load import WorkloadForecast
 from ..units import format_si_bytes, format_size
 
-__all__ = ["warning_lines", "geometry_lines", "reliability_lines", "perf_lines", "curve_lines", "workload_lines",
+__all__ = ["warning_lines", "geometry_lines", "reliability_lines", "perf_lines", "curve_lines", "cluster_lines", "workload_lines",
            "recommend_lines", "profile_point_line", "profile_lines", "mb", "pct", "ms"]
 
 
@@ -84,10 +84,13 @@ def geometry_lines(stack: Any, report: Any, warnings: Sequence[PlanWarning]) -> 
     return out + warning_lines([w for w in warnings if (w.code, w.message) not in flagged])
 
 
-def reliability_lines(stack: Any, report: Any, warnings: Sequence[PlanWarning]) -> list[str]:
+def reliability_lines(stack: Any, report: Any, warnings: Sequence[PlanWarning],
+                      assumed_rebuild_bytes: float | None = None) -> list[str]:
+    """assumed_rebuild_bytes: the default rebuild rate the MTTR comes from, when none was given."""
     g = report.group
+    assumed = "" if assumed_rebuild_bytes is None else f" (default rebuild rate {assumed_rebuild_bytes / 1e6:g} MB/s)"
     out = [f"{stack.name}: {report.layout} x {stack.raid.count}; MTBF {report.mtbf_h:,.0f} h, "
-           f"MTTR {report.mttr_h:.2f} h, BER {report.ber_per_bit:g}",
+           f"MTTR {report.mttr_h:.2f} h{assumed}, BER {report.ber_per_bit:g}",
            f"  reliability group: {g.drives} drives tolerating {g.fault_tolerance} failure(s); "
            f"{report.groups_in_series} group(s) in series",
            f"  critical rebuild reads {g.critical_rebuild_bits / 8 / 1e12:,.2f} TB; P(unrecoverable read error) "
@@ -104,14 +107,41 @@ def reliability_lines(stack: Any, report: Any, warnings: Sequence[PlanWarning]) 
     return out + warning_lines(warnings)
 
 
+def _rate_cells(p: Any) -> str:
+    """IOPS, MB/s and mean latency of one predicted point, as the curve tables print them."""
+    return f"{p.iops:>12,.0f} {p.bw_bytes / 1e6:>10,.1f} {ms(p.latency_mean_s):>9}"
+
+
 def curve_lines(points: Sequence[Any]) -> list[str]:
     out = [f"curve ({len(points)} points; mean and p99 latency; limited by: the component with the least headroom):",
            f"  {'rw':<9} {'request':>9} {'threads':>7} {'qd':>5} {'IOPS':>12} {'MB/s':>10} {'mean':>9} "
            f"{'p99':>9}  limited by"]
     for p in points:
         w = p.workload
-        out.append(f"  {w.rw:<9} {format_size(w.request_bytes):>9} {w.threads:>7} {w.qd:>5} {p.iops:>12,.0f} "
-                   f"{p.bw_bytes / 1e6:>10,.1f} {ms(p.latency_mean_s):>9} {ms(p.latency_tail_s):>9}  {p.limiting}")
+        out.append(f"  {w.rw:<9} {format_size(w.request_bytes):>9} {w.threads:>7} {w.qd:>5} {_rate_cells(p)} "
+                   f"{ms(p.latency_tail_s):>9}  {p.limiting}")
+    return out
+
+
+def cluster_lines(name: str, points: Sequence[Any]) -> list[str]:
+    """plan perf on a cluster file: each point, its limiting component, and the single stream."""
+    out = [f"{name}: clients over their links to the servers (threads are per client; limited by: the "
+           "component with the least headroom)",
+           f"  {'rw':<6} {'request':>9} {'clients':>7} {'threads':>7} {'qd':>4} {'IOPS':>12} {'MB/s':>10} "
+           f"{'mean':>9}  limited by"]
+    out += [f"  {p.load.rw:<6} {format_size(p.load.request_bytes):>9} {p.clients:>7} {p.load.threads:>7} "
+            f"{p.load.qd:>4} {_rate_cells(p)}  {p.limiting}" for p in points]
+    seen = set()
+    for p in points:
+        key = (p.load.rw, p.load.request_bytes)
+        if key not in seen:
+            seen.add(key)
+            out.append(f"  single stream, {p.load.rw} {format_size(p.load.request_bytes)}: "
+                       f"{p.single_stream_bw_bytes / 1e6:,.1f} MB/s (one thread over one link; {p.single_stream_limiting})")
+    if points:
+        out.append("  components at the last point (capacity in requests/s, headroom):")
+        out += [f"    {c.name:<28} {c.capacity_iops:>12,.0f}  {max(0.0, c.headroom_fraction):6.1%}  {c.why}"
+                for c in points[-1].components]
     return out
 
 

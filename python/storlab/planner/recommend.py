@@ -141,7 +141,8 @@ class Recommendation:
 
 
 def _spans(level: int, bays: int) -> list[int]:
-    minimum = RAID_LEVELS[level].min_span
+    # a one-drive RAID 0 (R0/1, a JBOD LUN) is a valid stack but no layout to recommend
+    minimum = max(2, RAID_LEVELS[level].min_span)
     spans = [s for s in range(minimum, bays + 1) if bays % s == 0]
     if level == 10:
         spans = [s for s in spans if s % 2 == 0]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..options import BY_NAME
+from .plan import DEVICE_PROFILE
 from .scale import parse_rank_counts
 from .shared import OUTPUT, CommandTable, command_row
 
@@ -16,7 +17,7 @@ COMMANDS: tuple[CommandTable, ...] = (
                  "loses (docs/diagnose.md)", (
         command_row("target", "str", "mount point (or any folder in a file system), file or block device",
                     positional="1", metavar="TARGET"),
-        BY_NAME["stack"],
+        BY_NAME["stack"], DEVICE_PROFILE,
         command_row("budget", "duration", "time for all probes together; each probe gets an equal share (2 to "
                     "10 s)", default=DEFAULT_BUDGET_S, category="timing", minimum=5, maximum=86400, unit="s"),
         command_row("ranks", "list", "rank counts at which to measure the file system again, as MPI ranks on "

@@ -21,7 +21,7 @@ from ..options import BY_NAME, RW_CHOICES, Option, OptionError, list_row
 from .shared import OUTPUT, CommandTable, command_row
 from .workload import WORKLOAD_OPTIONS
 
-__all__ = ["COMMANDS", "DEFAULT_CHUNK", "DEFAULT_RECOMMEND_REQUEST", "BARE_DEVICE", "MAX_CURVE_REQUEST"]
+__all__ = ["COMMANDS", "DEVICE_PROFILE", "DEFAULT_CHUNK", "DEFAULT_RECOMMEND_REQUEST", "BARE_DEVICE", "MAX_CURVE_REQUEST"]
 
 DEFAULT_CHUNK = "512KiB"
 DEFAULT_RECOMMEND_REQUEST = "1MiB"   # recommend has no layout yet, so no full stripe to default to
@@ -201,6 +201,28 @@ CURVE_RW = list_row(BY_NAME["rw"], "The patterns the model knows. perf: giving -
 CURVE_QD = list_row(BY_NAME["qd"], "perf default: 1; profile default: 1,4,16", category="curve")
 CURVE_THREADS = list_row(BY_NAME["threads"], "perf default: 1", category="curve")
 
+# A measured device (plan profile's JSON) for every member: plan perf models with it, diagnose
+# predicts the volume with it (one meaning, one row)
+DEVICE_PROFILE = command_row(
+    "profile", "str", "device profile (JSON from `storlab plan profile`) used for every member: plan perf "
+    "models it instead of the drive's datasheet figures; diagnose predicts the volume with it (its latency, "
+    "queueing and parallelism) at the members' measured rates", metavar="FILE", category="curve")
+
+# The controller cache of `plan perf`, as a stack file's [cache] table gives it (docs/model.md)
+CACHE_OPTIONS: tuple[Option, ...] = (
+    command_row("controller_cache", "size", "controller cache size: in-cache working sets are served from it, writes "
+                "are acknowledged by it (overrides the stack file's [cache] size)", minimum=512, unit="bytes",
+                metavar="SIZE", category="cache"),
+    command_row("controller_cache_rate", "rate", "rate the cache serves hits and absorbs writes at (default: no limit of "
+                "its own; the path above it binds)", minimum=1, unit="bytes/s", metavar="RATE", category="cache"),
+    command_row("controller_cache_latency", "duration", "time of one request served from the cache, nothing queued "
+                "(default 0: not stated)", minimum=0, maximum=1, unit="s", metavar="TIME", category="cache"),
+    command_row("read_ahead", "bool", "the controller prefetches sequential reads (served at the cache's "
+                "latency, the members streaming behind)", default=False, category="cache"),
+    command_row("write_through", "bool", "the cache does not acknowledge writes: every write waits for the "
+                "members", default=False, category="cache"),
+)
+
 # A training or checkpoint workload (storlab workload's built-ins, DLIO YAML, storlab TOML) to size for
 TRAINING_WORKLOAD = command_row(
     "workload", "str", "an AI-training or checkpoint workload, as `storlab workload` takes it: a built-in name "
@@ -234,12 +256,13 @@ COMMANDS: tuple[CommandTable, ...] = (
                  "over queue depth, threads and request size", (
         *STACK_OPTIONS,
         CURVE_REQUEST, CURVE_RW, CURVE_QD, CURVE_THREADS,
-        command_row("working_set", "size", "bytes the curve's workload touches, for a controller cache (default: "
-                    "far beyond it)", minimum=512, unit="bytes", metavar="SIZE", category="curve"),
+        command_row("working_set", "size", "bytes the curve's workload touches, against the controller cache "
+                    "(--controller-cache or the stack file's [cache]; default: far beyond it)", minimum=512, unit="bytes",
+                    metavar="SIZE", category="curve"),
+        *CACHE_OPTIONS,
         command_row("mirror_read", "choice", "which copy of a mirror serves reads", category="curve",
                     choices=MIRROR_READ_POLICIES),
-        command_row("profile", "str", "device profile (JSON from `storlab plan profile`) used for every member "
-                    "instead of the drive's datasheet figures", metavar="FILE", category="curve"),
+        DEVICE_PROFILE,
         command_row("random_request", "size", "random request size", default=4096, minimum=1, unit="bytes",
                     metavar="SIZE", category="workload"),
         command_row("mode", "choice", "how the load is shared (default: lockstep for a striped volume, else "

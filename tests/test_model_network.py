@@ -1,0 +1,214 @@
+"""The network in the model (storlab.model.network, model/cluster.py): payload efficiencies from the
+protocols' framing, checked by hand; a cluster of clients over links to servers against closed
+forms (one request at a time; the bottleneck's capacity); cluster files named as the testbed names
+its nodes and fabric; plan perf on a cluster file, its document validated against the schema."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from storlab.cli.main import main
+from storlab.model.cluster import cluster_from_dict, load_cluster
+from storlab.model.costs import HOST_REQUEST_OVERHEAD_S
+from storlab.model.network import (
+    Cluster,
+    ClusterLoad,
+    Link,
+    Server,
+    parse_rate_bits,
+    payload_efficiency,
+    predict_cluster,
+)
+from storlab.model.stack import StackError
+from storlab.schemas import validate
+
+MiB = 1 << 20
+
+
+def test_tcp_payload_over_ethernet_is_its_framing():
+    # IEEE 802.3 frame: MTU + 38 bytes on the wire; IPv4 20 + TCP 20 + timestamps 12 inside
+    assert payload_efficiency("tcp", 1500) == pytest.approx(1448 / 1538)
+    assert payload_efficiency("tcp", 9000) == pytest.approx(8948 / 9038)
+    # 1 GbE: 125 MB/s of line carry 117.7 MB/s of TCP payload
+    assert Link("gige", 1e9).payload_bytes_per_s(MiB) == pytest.approx(125e6 * 1448 / 1538)
+
+
+def test_iscsi_nfs_http_and_tls_add_their_headers():
+    tcp = 1448 / 1538
+    # iSCSI (RFC 7143): a 48-byte header per 8 KiB data PDU, plus the command and response PDUs
+    assert payload_efficiency("iscsi", 1500, MiB) == pytest.approx(tcp * MiB / (MiB + 48 * (2 + 128)))
+    assert payload_efficiency("nfs", 1500, 4096) == pytest.approx(tcp * 4096 / 4296)
+    assert payload_efficiency("http", 1500, 4096) == pytest.approx(tcp * 4096 / 4896)
+    # one 4 KiB object with its 800 header bytes fits one TLS record: 21 bytes more
+    assert payload_efficiency("https", 1500, 4096) == pytest.approx(tcp * 4096 / (4896 + 21))
+    assert payload_efficiency("iscsi", 1500, 4096) < payload_efficiency("tcp", 1500, 4096)
+
+
+def test_fibre_channel_is_8b10b_and_its_frames():
+    # 2GFC: 2.125 Gbaud / 10 = 212.5 MB/s (the Engenio slides' "212.5MB/s raw"), frames 2048 / 2108
+    link = Link("fc", 2.125e9, protocol="fc")
+    assert link.payload_bytes_per_s(MiB) == pytest.approx(212.5e6 * 2048 / 2108)
+    assert 195e6 < link.payload_bytes_per_s(MiB) < 212.5e6    # the studies: about 200 MB/s per port
+
+
+def test_rates_in_the_testbeds_form():
+    assert parse_rate_bits("1gbit") == 1e9 and parse_rate_bits("200mbit") == 2e8
+    assert parse_rate_bits("10Gbit/s") == 1e10 and parse_rate_bits(5e8) == 5e8
+    with pytest.raises(StackError, match="not a link rate"):
+        parse_rate_bits("fast")
+
+
+def _cluster(clients=4, server_gbit=10.0, switch=None, uplink=None, cpu=0.0, cores=1, rtt=100e-6, servers=1):
+    client = Link("c", 1e9, rtt_s=rtt)
+    server = Server("srv", Link("s", server_gbit * 1e9, rtt_s=rtt), count=servers, cores=cores, cpu_per_request_s=cpu)
+    return Cluster("t", clients, client, server, switch, uplink)
+
+
+def test_one_stream_waits_a_round_trip_per_request():
+    # one thread, one request at a time: client overhead + round trip + the slowest stage's transfer
+    c = _cluster()
+    for size in (4096, MiB):
+        p = predict_cluster(c, ClusterLoad("read", size))
+        client_payload = 125e6 * 1448 / 1538
+        expected = size / (HOST_REQUEST_OVERHEAD_S + 100e-6 + size / client_payload)
+        assert p.single_stream_bw_bytes == pytest.approx(expected)
+    assert predict_cluster(c, ClusterLoad("read", 4096)).single_stream_limiting == "round trip per request"
+    assert predict_cluster(c, ClusterLoad("read", MiB)).single_stream_limiting == "c (client link)"
+
+
+def test_clients_saturate_their_links_then_the_server_link():
+    payload = 1448 / 1538 / 8
+    # 4 clients on 1 Gbit/s, server on 10 Gbit/s: deep queues reach 4 client links' worth
+    four = predict_cluster(_cluster(4), ClusterLoad("read", MiB, threads=8))
+    assert four.bw_bytes == pytest.approx(4 * 1e9 * payload, rel=0.02) and four.limiting == "c (client link)"
+    # 16 clients on a 10 Gbit/s server link: the server's link binds, not the sum of the clients'
+    many = predict_cluster(_cluster(16), ClusterLoad("read", MiB, threads=8))
+    assert many.bw_bytes == pytest.approx(10e9 * payload, rel=0.01) and many.limiting == "s (server link)"
+    assert many.bw_bytes < 16 * 1e9 * payload
+
+
+def test_a_shared_switch_and_uplink_are_named_when_they_bind():
+    switch = predict_cluster(_cluster(8, switch=4e9), ClusterLoad("read", MiB, threads=8))
+    assert switch.limiting == "switch" and switch.bw_bytes == pytest.approx(4e9 * 1448 / 1538 / 8, rel=0.01)
+    up = predict_cluster(_cluster(8, uplink=Link("up", 2e9, count=1)), ClusterLoad("read", MiB, threads=8))
+    assert up.limiting == "up (uplink)"
+
+
+def test_server_cpu_per_request_caps_small_requests():
+    # 2 servers x 2 cores at 50 us per request: 80,000 requests/s, whatever the links carry
+    c = _cluster(16, cpu=50e-6, cores=2, servers=2)
+    p = predict_cluster(c, ClusterLoad("read", 512, threads=16, qd=8))
+    assert p.iops == pytest.approx(2 * 2 / 50e-6, rel=0.01) and p.limiting == "srv CPU"
+
+
+CLUSTER = """
+name = "nfs-gige"
+[[node]]
+name = "n1"
+role = "client"
+[[node]]
+name = "n2"
+role = "client"
+[[node]]
+name = "srv"
+role = "server"
+cores = 4
+cpu_per_request = "20us"
+storage_bw = "500MB/s"
+[[fabric]]
+name = "storage"
+rate = "1gbit"
+rates = { srv = "10gbit" }
+protocol = "nfs"
+rtt = "100us"
+"""
+
+
+def test_a_cluster_file_uses_the_testbeds_names():
+    import tomllib
+    c = cluster_from_dict(tomllib.loads(CLUSTER))
+    assert c.clients == 2 and c.client_names == ("n1", "n2")
+    assert c.client_link.rate_bits == 1e9 and c.servers.link.rate_bits == 1e10
+    assert c.client_link.protocol == "nfs" and c.client_link.rtt_s == pytest.approx(100e-6)
+    assert c.servers.storage_bytes_per_s == 500e6 and c.servers.cores == 4
+
+
+@pytest.mark.parametrize("change, words", [
+    (("protocol = \"nfs\"", "protocol = \"smb\""), "protocol: 'smb' is not one the model knows"),
+    (("role = \"server\"", "role = \"nas\""), "role: 'nas'; allowed: client, server"),
+    (("rate = \"1gbit\"", "rate = \"fast\""), "not a link rate"),
+    (("cores = 4", "cores = 4\ndisks = 3"), "unknown key 'disks'"),
+])
+def test_a_bad_cluster_file_is_one_line_naming_the_key(tmp_path, capsys, change, words):
+    path = tmp_path / "bad.toml"
+    path.write_text(CLUSTER.replace(*change))
+    code = main(["plan", "perf", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and words in err and str(path) in err
+
+
+def test_plan_perf_on_a_cluster_file_names_the_limit_and_the_single_stream(tmp_path, capsys):
+    path = tmp_path / "c.toml"
+    path.write_text(CLUSTER)
+    code = main(["plan", "perf", str(path), "--rw", "read", "--request", "4K,1M", "--threads", "1,16", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    assert validate(doc) == "plan-1.schema.json"
+    points = {(p["request_bytes"], p["threads_per_client"]): p for p in doc["cluster"]}
+    assert set(points) == {(4096, 1), (4096, 16), (MiB, 1), (MiB, 16)}
+    # 2 clients x 16 threads of 1 MiB: the two client links carry 2 x 117.7 MB/s less the NFS
+    # headers, less than the server's storage (500 MB/s) or its 10 Gbit/s link
+    big = points[(MiB, 16)]
+    assert big["limiting"] == "storage/n1 (client link)"
+    assert big["bw_bytes"] == pytest.approx(2 * 1e9 / 8 * payload_efficiency("nfs", 1500, MiB), rel=0.02)
+    assert points[(4096, 1)]["single_stream_limiting"] == "round trip per request"
+    code = main(["plan", "perf", str(path), "--rw", "read"])
+    text = capsys.readouterr().out
+    assert code == 0 and "single stream, read 1 MiB" in text
+
+
+def test_load_cluster_reads_a_server_stack_beside_it(tmp_path):
+    (tmp_path / "r0.toml").write_text('[drive]\ncapacity = "1TB"\nseq = "100MB/s"\n[raid]\nlayout = "R0/4"\n'
+                                      'chunk = "64KiB"\n')
+    path = tmp_path / "c.toml"
+    path.write_text(CLUSTER.replace('storage_bw = "500MB/s"', 'stack = "r0.toml"'))
+    c = load_cluster(str(path), "read", MiB)
+    # four drives at 100 MB/s streamed at depth: 400 MB/s
+    assert c.servers.storage_bytes_per_s == pytest.approx(400e6, rel=0.01)
+
+
+def test_a_clients_protocol_cpu_is_its_own_queue():
+    # software iSCSI: each client's stack spends 10 us per request and 1 s per 500 MB on one core;
+    # 1 MiB requests: 10 us + 2.097 ms = 2.107 ms each, so a client carries at most 475 requests/s
+    # (498 MB/s), above its 1 GbE link: the link binds; with 10 GbE links the CPU does
+    import tomllib
+    text = CLUSTER.replace('role = "client"\n[[node]]\nname = "n2"', 'role = "client"\ncpu_per_request = "10us"\n'
+                           'cpu_rate = "500MB/s"\n[[node]]\nname = "n2"').replace(
+        'name = "n2"\nrole = "client"', 'name = "n2"\nrole = "client"\ncpu_per_request = "10us"\ncpu_rate = "500MB/s"')
+    c = cluster_from_dict(tomllib.loads(text))
+    assert c.client_cpu_time_s(MiB) == pytest.approx(10e-6 + MiB / 500e6)
+    p = predict_cluster(c, ClusterLoad("read", MiB, threads=8))
+    cpu = next(s for s in p.components if s.name == "client CPU")
+    assert cpu.capacity_iops == pytest.approx(2 / (10e-6 + MiB / 500e6))     # two clients, one core each
+    assert p.limiting == "storage/n1 (client link)"
+    slow = Cluster("t", 2, Link("c", 10e9), Server("srv", Link("s", 40e9)), client_cpu_per_request_s=10e-6,
+                   client_cpu_rate_bytes=500e6)
+    p = predict_cluster(slow, ClusterLoad("read", MiB, threads=8))
+    assert p.limiting == "client CPU" and p.bw_bytes == pytest.approx(2 * MiB / (10e-6 + MiB / 500e6), rel=0.01)
+
+
+def test_clients_unlike_each_other_are_refused():
+    import tomllib
+    text = CLUSTER.replace('name = "n2"\nrole = "client"', 'name = "n2"\nrole = "client"\ncores = 2')
+    with pytest.raises(StackError, match="a client unlike 'n1'"):
+        cluster_from_dict(tomllib.loads(text))
+
+
+def test_other_plan_commands_refuse_a_cluster_file(tmp_path, capsys):
+    path = tmp_path / "c.toml"
+    path.write_text(CLUSTER)
+    code = main(["plan", "geometry", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and "a cluster file" in err and err.count("\n") == 1
