@@ -61,6 +61,17 @@ if [ -z "${STORLAB_IOR:-}" ] && [ -x ../shared/peers/build-ior.sh ]; then
     fi
 fi
 
+# tests/test_io500_files.py and tests/test_mdworkbench.py run the real io500 (with its IOR, mdtest,
+# md-workbench and pfind) beside storlab io500, and io500's verifier on storlab's result files
+if [ -z "${STORLAB_IO500:-}" ] && [ -x ../shared/peers/build-io500.sh ]; then
+    echo "== building io500 (peer) from ../shared/peers/build-io500.sh"
+    if io500_prefix=$(build_peer build-io500.sh io500); then
+        export STORLAB_IO500="$io500_prefix"
+    else
+        echo "   io500 could not be built: the io500 comparison tests skip with the reason"
+    fi
+fi
+
 # tests/test_replay.py records real Darshan logs around IOR and a storlab job (darshan-runtime
 # also needs autotools and zlib headers; its build script installs them when root)
 if [ -z "${STORLAB_DARSHAN:-}" ] && [ -x ../shared/peers/build-darshan.sh ]; then

@@ -131,13 +131,37 @@ def test_a_whole_run_on_one_rank(shm_dir_path):
     assert render_summary(doc).splitlines()[-1].startswith("[SCORE ] Bandwidth ")
 
 
+_EVERY_PHASE_OFF = "".join(f"[{s}]\nrun = FALSE\n" for s in ("ior-easy", "mdtest-easy", "ior-hard", "mdtest-hard",
+                                                             "find", "find-easy", "find-hard", "mdworkbench"))
+
+
+@pytest.mark.parametrize("timestamped", [True, False])
+def test_a_missing_datadir_is_made_as_io500_makes_it_and_removed_afterwards(shm_dir_path, timestamped):
+    d = shm_dir_path
+    cfg = _config(str(d), extra=_EVERY_PHASE_OFF + f"[global]\ntimestamp-datadir = {timestamped}\n")
+    os.rmdir(d / "data")
+    doc = run_io500(translate(cfg), LocalRanks(), argv=[], timestamp="T")
+    assert doc["io500"]["datadir_made"] and doc["complete"]
+    assert not os.path.exists(d / "data")                  # storlab made it, so storlab removed it
+    assert os.path.exists(d / "res" / "T" / "timestampfile")
+
+
+def test_a_datadir_there_is_kept(shm_dir_path):
+    d = shm_dir_path
+    doc = run_io500(translate(_config(str(d), extra=_EVERY_PHASE_OFF)), LocalRanks(), argv=[], timestamp="T")
+    assert not doc["io500"]["datadir_made"] and os.listdir(d / "data") == []
+
+
 def test_refused_before_anything_is_written(shm_dir_path):
     shm_dir = shm_dir_path
-    missing = _config(str(shm_dir))
-    os.rmdir(shm_dir / "data")
-    with pytest.raises(TargetError, match="does not exist"):
-        run_io500(translate(missing), LocalRanks(), argv=[], timestamp="T")
-    assert not os.path.exists(shm_dir / "res")
+    no_parent = _config(str(shm_dir), extra=f"[global]\ndatadir = {shm_dir}/no/data\n")
+    with pytest.raises(TargetError, match="does not exist and neither does its parent"):
+        run_io500(translate(no_parent), LocalRanks(), argv=[], timestamp="T")
+    assert not os.path.exists(shm_dir / "res") and not os.path.exists(shm_dir / "no")
+    under_dev = _config(str(shm_dir), extra="[global]\ndatadir = /dev/storlab-io500-test\n")
+    with pytest.raises(TargetError, match="datadir /dev/storlab-io500-test"):
+        run_io500(translate(under_dev), LocalRanks(), argv=[], timestamp="T")
+    assert not os.path.exists("/dev/storlab-io500-test") and not os.path.exists(shm_dir / "res")
     cfg = _config(str(shm_dir), extra="")
     with open(cfg, "a") as f:
         f.write("[global]\ntimestamp-datadir = FALSE\n")
@@ -224,19 +248,12 @@ def test_neighbour_shifts_are_iors_and_mdtests():
     assert mdtest_stride(["a", "a", "b", "b"]) == 2 and mdtest_stride(["a", "b", "a", "b"]) == 1
 
 
-def test_extended_mode_runs_find_easy_and_find_hard_and_refuses_md_workbench(shm_dir_path, capsys):
-    from storlab.cli.main import main
+def test_extended_mode_runs_md_workbench_find_easy_and_find_hard(shm_dir_path):
     from storlab.jobs.io500.phases import PHASES_EXTENDED
     from storlab.output.io500_files import extended_hash, render_result
 
     d = shm_dir_path
-    cfg = _config(str(d))
-    assert main(["io500", cfg, "--mode", "extended", "--no-store", "--quiet"]) == 2
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1
-    assert "mdworkbench-create, mdworkbench-bench, mdworkbench-delete: md-workbench is not built in" in err
-    assert os.listdir(d / "data") == []
-    cfg = _config(str(d), extra="[mdworkbench]\nrun = FALSE\n")
+    cfg = _config(str(d), extra="[mdworkbench]\nprecreatePerSet = 20\nfilesPerProc = 10\n")
     doc = run_io500(translate(cfg), LocalRanks(), argv=["storlab", "io500"], timestamp="X", mode="extended")
     assert [p["name"] for p in doc["phases"]] == [n for n, _ in PHASES_EXTENDED]
     by = {p["name"]: p for p in doc["phases"]}
@@ -244,16 +261,34 @@ def test_extended_mode_runs_find_easy_and_find_hard_and_refuses_md_workbench(shm
     assert by["find-easy"]["details"]["total_files"] == 300 and by["find-easy"]["details"]["found"] > 0
     assert by["find-hard"]["details"]["total_files"] == 200
     assert by["find-hard"]["details"]["found"] == by["find"]["details"]["found"]
-    assert not by["mdworkbench-bench"]["ran"] and by["mdworkbench-bench"]["optional"]
-    # the standard score leaves the optional phases out; [SCOREX] takes them in (find-easy, find-hard)
+    # md-workbench: 10 sets of 20 files made, two iterations of 10 files per set, the sets emptied
+    bench = by["mdworkbench-bench"]
+    assert bench["ran"] and bench["optional"] and bench["valid"] and bench["score"] > 0
+    assert [r["ops"]["obj_read"] for r in bench["details"]["results"]] == [100, 100]
+    assert by["mdworkbench-create"]["details"]["results"][0]["ops"]["obj_create"] == 200
+    assert by["mdworkbench-delete"]["details"]["results"][0]["ops"]["obj_delete"] == 200
+    # the standard score leaves the optional phases out; [SCOREX] takes them in
     standard = [p for p in doc["phases"] if p["group"] and not p["optional"]]
     assert doc["score"]["SCORE"] == pytest.approx(calc_score(standard)[2])
     x = doc["score"]["extended"]
     md = [p["score"] for p in doc["phases"] if p["group"] == "MD" and p["score"] > 0]
-    assert x["MD"] == pytest.approx(math.prod(md) ** (1 / len(md))) and len(md) == 10
-    assert not x["valid"]          # md-workbench off: scores 0, invalid as in io500
+    assert x["MD"] == pytest.approx(math.prod(md) ** (1 / len(md))) and len(md) == 11
     text = render_result(doc)
     assert f"[SCOREX]\nMD              = {x['MD']:f}\n" in text and f"hash            = {extended_hash(doc)}" in text
+    assert os.listdir(d / "data") == []
+
+
+def test_extended_mode_with_md_workbench_switched_off_scores_it_0_as_io500(shm_dir_path):
+    cfg = _config(str(shm_dir_path), extra="[mdworkbench]\nrun = FALSE\n")
+    doc = run_io500(translate(cfg), LocalRanks(), argv=["storlab", "io500"], timestamp="X", mode="extended")
+    by = {p["name"]: p for p in doc["phases"]}
+    assert not by["mdworkbench-bench"]["ran"] and by["mdworkbench-bench"]["score"] == 0
+    # io500 still prints the sizes it derives from mdtest-easy-write's rate and the command
+    rate = by["mdtest-easy-write"]["score"]
+    per_set = int(rate * 1 * 1000 / 1) // 10
+    assert by["mdworkbench-bench"]["head"] == {"filesPerProc": str(per_set), "precreatePerSet": str(per_set)}
+    assert by["mdworkbench-bench"]["exe"].endswith(f"-P={per_set} -I={per_set} -2 -R=2 -X")
+    assert not doc["score"]["extended"]["valid"]
 
 
 def test_phases_switched_off_between_create_and_delete_leave_delete_working(shm_dir_path):
@@ -272,11 +307,9 @@ def test_every_phase_storlab_runs_has_its_code_and_no_other_phase_has():
     from storlab.jobs.io500.phases import TABLE
     from storlab.suites.io500.phases import CODE, suite_phases
 
-    assert set(CODE) == {p.name for p in TABLE if p.built_in}
+    assert set(CODE) == {p.name for p in TABLE}
     steps = suite_phases("extended")
     assert [s.phase for s in steps] == list(TABLE)
-    assert [s.phase.name for s in steps if s.code is None] == ["mdworkbench-create", "mdworkbench-bench",
-                                                               "mdworkbench-delete"]
     assert [s.phase.name for s in suite_phases("standard")] == [n for n, _ in PHASES]
 
 

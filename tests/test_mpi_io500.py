@@ -49,6 +49,10 @@ def test_every_rank_runs_every_phase(shm_dir, tmp_path, n):
     assert len(set(made["items_per_rank"])) == 1 and made["stonewalled_ranks"] >= 1
     for name in ("mdtest-hard-stat", "mdtest-hard-read", "mdtest-hard-delete"):
         assert by[name]["details"]["items"] == made["items"], name
+    # io500's rate (mdtest's): every rank's files, wear-out included, over the whole phase (sync included)
+    assert made["items"] == sum(made["items_per_rank"]) and len(made["sync_s"]) == n
+    hard_write = by["mdtest-hard-write"]
+    assert hard_write["score"] == pytest.approx(made["items"] / hard_write["seconds"] / 1000)
     # find looked at every file: the mdtest files, a file per rank of ior-easy and the ior-hard file
     assert by["find"]["details"]["total_files"] == n * 200 + made["items"] + n + 1
     assert by["find"]["details"]["nproc"] == n

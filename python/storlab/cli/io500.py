@@ -67,15 +67,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.config:
         raise UserError("io500: give the .ini file to run (storlab io500 CONFIG.ini); --list shows every key")
 
-    from ..jobs.io500.translator import config_from_ini, extended_refusal
     from ..measure.mpi.ranks import open_ranks
     from ..suites.io500.run import run as run_io500
-
-    if args.mode == "extended":      # refused in one line before any rank starts
-        with open(args.config, encoding="utf-8", errors="replace") as f:
-            why = extended_refusal(config_from_ini(f.read(), args.config))
-        if why:
-            raise UserError(why)
 
     emit = Emitter("io500", {name: getattr(args, name) for name in SHARED}, view="io500")
     ranks = open_ranks(args.rank_timeout, "io500")     # one process, or MPI's under a launcher

@@ -83,6 +83,7 @@ def render_result(doc: dict[str, Any]) -> str:
     out.append("")
     for p in doc["phases"]:
         out += ["", f"[{p['name']}]", _pair("t_start", p["t_start"])]
+        out += [_pair(k, v) for k, v in p.get("head", {}).items()]
         if p.get("exe"):
             out.append(_pair("exe", p["exe"]))
         out += [f"; ERROR INVALID {m}" for m in p["invalid"]]

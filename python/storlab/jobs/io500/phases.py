@@ -24,7 +24,6 @@ class Phase:
     parent: str | None = None   # the family's section: its `run = FALSE` also switches this phase off
     optional: bool = False      # IO500_PHASE_FLAG_OPTIONAL: extended mode only, scored in [SCOREX]
     stonewall: bool = False     # io500's verify_stonewall: the phase must last the stonewall
-    built_in: bool = True       # storlab runs it (md-workbench is not built in)
 
     @property
     def section(self) -> str:
@@ -45,7 +44,7 @@ def _mdtest(name: str, parent: str, does: str, stonewall: bool = False) -> Phase
 
 
 def _mdworkbench(name: str, group: str, does: str) -> Phase:
-    return Phase(name, group, does, "mdworkbench", "mdworkbench", optional=True, built_in=False)
+    return Phase(name, group, does, "mdworkbench", "mdworkbench", optional=True)
 
 
 # Every phase in io500's order (the extended mode's; the standard mode leaves the optional out).

@@ -32,29 +32,25 @@ from typing import Any
 from ...units import MAX_BYTES, MAX_COUNT, MAX_DURATION_S, format_size
 from ..translation import Mapped, Refusal, Translation, sha256_of
 from .ini import SECTIONS, IniError, IniFile, config_hash, parse_ini
-from .phases import BY_NAME, TABLE, extended_sections, phases_of
+from .phases import BY_NAME, extended_sections, phases_of
 
-__all__ = ["FORMAT", "translate", "translate_text", "ior_size", "Io500Config", "extended_refusal",
+__all__ = ["FORMAT", "translate", "translate_text", "ior_size", "Io500Config", "mdworkbench_command", "IO500_VERSION",
            "io500_command", "config_from_ini", "STONEWALL_RULE_S", "STONEWALL_SCC_S", "HARD_XFER",
-           "HARD_FILE_SIZE", "RND4K"]
+           "HARD_FILE_SIZE", "RND4K", "MDW_SETS", "MDW_OFFSET", "MDW_ITERATIONS"]
 
 FORMAT = "io500"
+# The version io500 02091cf is built with (shared/peers/build-io500.sh defines VERSION so): its
+# verifier (`io500 CONFIG --verify result.txt`) warns when result.txt's `version` line differs,
+# and the score hash includes that line. storlab's own version is in the document (storlab_version).
+IO500_VERSION = "io500-02091cf"
 STONEWALL_RULE_S = 300          # io500's rule: every write phase runs at least this long
 STONEWALL_SCC_S = 30            # the Student Cluster Competition's
 HARD_XFER = 47008               # ior-hard transfer and block size
 HARD_FILE_SIZE = 3901           # mdtest-hard file size, find's -size 3901c
 RND4K = 4096
-
-
-def extended_refusal(cfg: "Io500Config") -> str | None:
-    """Why storlab cannot run io500's extended mode with this .ini (None when it can): the
-    phases it would run that are not built in (md-workbench), named in one line."""
-    on = [p.name for p in TABLE if not p.built_in and cfg.runs(p.name)]
-    if not on:
-        return None
-    return (f"io500 --mode extended: {', '.join(on)}: md-workbench is not built in; set run = FALSE in "
-            "[mdworkbench] to run the other extended phases (find-easy, find-hard); a phase switched off "
-            "scores 0 and invalidates the extended score, as in io500")
+MDW_SETS = 10                   # md-workbench as io500 runs it: -D=10 sets per rank,
+MDW_OFFSET = 1                  # -O=1 between writer and reader,
+MDW_ITERATIONS = 2              # mdworkbench-bench's -R=2
 
 
 _SIZE = re.compile(r"^\s*([0-9]+)\s*([kKmMgGtTpP]?)\s*$")
@@ -93,6 +89,10 @@ class Io500Config:
         self.md_easy_n: int = ini.get("mdtest-easy", "n")
         self.md_hard_n: int = ini.get("mdtest-hard", "n")
         self.find_nproc: int | None = ini.get("find", "nproc")
+        # md-workbench's sizes (both set, or neither: then derived from mdtest-easy-write's rate)
+        self.mdw_waiting: float = ini.get("mdworkbench", "waitingTime")
+        self.mdw_precreate: int | None = ini.get("mdworkbench", "precreatePerSet")
+        self.mdw_files: int | None = ini.get("mdworkbench", "filesPerProc")
         # io500 always verifies what it reads back (IOR -R on ior-easy/hard-read, mdtest -X on
         # mdtest-hard-read); no key of its .ini turns that off
         self.verify_reads: bool = True
@@ -147,12 +147,24 @@ def _check_bounds(ini: IniFile, source: str) -> None:
             raise Refusal(FORMAT, source, line, f"{section}.{key}", value, reason)
 
 
+def _check_mdworkbench_sizes(ini: IniFile, source: str) -> None:
+    """io500's validate of [mdworkbench]: precreatePerSet and filesPerProc are set together or not
+    at all (io500 stops with a FATAL otherwise)."""
+    given = [k for k in ("precreatePerSet", "filesPerProc") if ini.is_set("mdworkbench", k)]
+    if len(given) == 1:
+        key = given[0]
+        raise Refusal(FORMAT, source, ini.line("mdworkbench", key), f"mdworkbench.{key}",
+                      ini.values[("mdworkbench", key)][0],
+                      "set both filesPerProc and precreatePerSet or neither (as io500 requires)")
+
+
 def config_from_ini(text: str, source: str) -> Io500Config:
     try:
         ini = parse_ini(text)
     except IniError as e:
         raise Refusal(FORMAT, source, e.line, e.key, e.value, e.reason) from None
     _check_bounds(ini, source)
+    _check_mdworkbench_sizes(ini, source)
     return Io500Config(ini, source)
 
 
@@ -203,7 +215,7 @@ def translate_text(text: str, source: str = "<text>", sha256: str | None = None)
                 mapped.append(Mapped(f"{section}.{key.name}", ini.get(section, key.name), "", "accepted",
                                      ini.line(section, key.name),
                                      "a phase of io500's extended mode (storlab io500 --mode extended runs "
-                                     "find-easy and find-hard; md-workbench is not built in)"))
+                                     "md-workbench, find-easy and find-hard)"))
     if refused:
         line, key, value, reason = refused[0]
         raise Refusal(FORMAT, source, line, key, value, reason,
@@ -343,8 +355,8 @@ def _api(cfg: Io500Config, section: str, parent: str) -> list[str]:
 
 def io500_command(cfg: Io500Config, phase: str, datadir: str, resultdir: str, timestamp: str) -> str | None:
     """The command line io500 02091cf runs for `phase` (its `exe` line in result.txt): the IOR,
-    mdtest or pfind arguments src/phase_*.c build, flattened with spaces. None for timestamp (and
-    md-workbench, not built in)."""
+    mdtest or pfind arguments src/phase_*.c build, flattened with spaces. None for timestamp and
+    md-workbench (its sizes are known only when it runs: `mdworkbench_command`)."""
     ini, sw, packet = cfg.ini, cfg.stonewall_s, f"--dataPacketType={cfg.data_packet_type}"
     gpu = ini.get("global", "io-buffers-on-gpu")
     record = BY_NAME[phase]
@@ -406,3 +418,24 @@ def io500_command(cfg: Io500Config, phase: str, datadir: str, resultdir: str, ti
     else:
         return None
     return " ".join(a)
+
+
+# what each md-workbench phase adds to the common arguments (src/phase_mdworkbench_*.c)
+_MDW_STEP = {"mdworkbench-create": ["-1"], "mdworkbench-bench": ["-2", f"-R={MDW_ITERATIONS}", "-X"],
+             "mdworkbench-delete": ["-3"]}
+
+
+def mdworkbench_command(cfg: Io500Config, phase: str, datadir: str, resultdir: str, timestamp: str,
+                        precreate: int, files: int) -> str:
+    """The md-workbench command io500 02091cf runs for `phase` (src/phase_mdworkbench.c's
+    mdworkbench_add_params and the phase's own flags) with `precreate` objects per set and
+    `files` per iteration and set."""
+    ini = cfg.ini
+    a = ["./md-workbench", f"--dataPacketType={cfg.data_packet_type}",
+         *["-v"] * (ini.get("mdworkbench", "verbosity") or 0),
+         *(["--allocateBufferOnGPU"] if ini.get("global", "io-buffers-on-gpu") else []),
+         "--process-reports", *_api(cfg, "mdworkbench", "mdworkbench"), f"-o={datadir}/mdworkbench",
+         f"-t={cfg.mdw_waiting:f}", f"-O={MDW_OFFSET}", f"--run-info-file={resultdir}/mdworkbench.status",
+         f"-D={MDW_SETS}",
+         f"-G={_phase_number('md-workbench', timestamp)}", f"-P={precreate}", f"-I={files}"]
+    return " ".join(a + _MDW_STEP[phase])

@@ -17,8 +17,8 @@ IO500_OPTIONS: tuple[Option, ...] = (
     command_row("timestamp", "str", "name of the timestamp folders (io500 --timestamp; default: the start "
                 "time as YYYY.MM.DD-HH.MM.SS)", metavar="TEXT", category="io500"),
     META_BY_NAME["keep"],      # the same meaning as `storlab meta --keep`
-    command_row("mode", "choice", "io500 --mode: standard, or extended (adds find-easy and find-hard, scored in "
-                "[SCOREX]; md-workbench is not built in and must be switched off in [mdworkbench])",
+    command_row("mode", "choice", "io500 --mode: standard, or extended (adds md-workbench, find-easy and find-hard, "
+                "scored in [SCOREX])",
                 choices={"standard": "io500's scored phases", "extended": "also the optional phases"},
                 default="standard", category="io500"),
 )

@@ -2,8 +2,8 @@
 stonewall and wear-out, its parallel find, its score and its validity rules.
 
 run.py is the entry (`run(translation, ranks, progress)`); phases.py joins io500's phase table
-(jobs/io500/phases.py) with each phase's code, by family: ior.py, mdtest.py, find.py (and the
-timestamp); score.py scores and judges; folders.py checks, makes and empties the folders;
+(jobs/io500/phases.py) with each phase's code, by family: ior.py, mdtest.py, mdworkbench.py (md-workbench's
+three phases), find.py (and the timestamp); score.py scores and judges; folders.py checks, makes and empties the folders;
 engine.py starts and waits for the engine runs as every benchmark does; state.py is what a
 rank's run carries from phase to phase.
 """

@@ -1,5 +1,6 @@
 """io500's folders: the data and result folders checked and made before anything is written
-(storlab never writes among files it did not make), each phase family's folder, and everything
+(storlab never writes among files it did not make; a missing data folder is made as io500 makes
+it, inside an existing folder, and removed at the end), each phase family's folder, and everything
 the run made removed at its end, on every rank, also after a rank died."""
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 from typing import Any
 
 from ... import _core
+from ...devices.safety import TargetRefused, check_write_allowed
 from ...errors import TargetError
 from ...jobs.io500.translator import Io500Config
 from ...measure.ranks import Ranks
@@ -20,10 +22,10 @@ PHASE_FOLDERS = ("ior-easy", "ior-hard", "mdtest-easy", "mdtest-hard")
 
 def check_datadir(datadir: str, timestamped: bool) -> str | None:
     """Why the data folder cannot be used (None when it can), checked before anything is written:
-    it must exist and be a writable folder; without a timestamp suffix it must be empty (storlab
-    never writes among files it did not make)."""
+    it must be a writable folder (or one storlab may make: `datadir_to_make`); without a
+    timestamp suffix it must be empty (storlab never writes among files it did not make)."""
     if not os.path.exists(datadir):
-        return f"datadir {datadir}: does not exist (make it first; storlab writes only into a folder you made)"
+        return datadir_to_make(datadir)
     if not os.path.isdir(datadir):
         return f"datadir {datadir}: not a directory"
     if not os.access(datadir, os.W_OK | os.X_OK):
@@ -40,10 +42,37 @@ def check_datadir(datadir: str, timestamped: bool) -> str | None:
     return None
 
 
-def _made_by_rank_0(cfg: Io500Config, datadir: str, resultdir: str, stamp: str) -> str | None:
-    """Rank 0 checks the data folder, makes the result folder and the timestamped data folder;
-    why it could not (None when it could)."""
-    problem = check_datadir(os.path.abspath(cfg.datadir), cfg.timestamp_datadir)
+def datadir_to_make(datadir: str) -> str | None:
+    """Why storlab may not make the missing data folder `datadir` as io500 makes it (None when it
+    may): its parent must be an existing writable folder (storlab makes the last level only, so a
+    typo in a path is not built into a tree), and the write-safety gate must allow a file there
+    (nothing is made on /dev's file system)."""
+    parent = os.path.dirname(os.path.abspath(datadir))
+    if not os.path.isdir(parent):
+        return (f"datadir {datadir}: does not exist and neither does its parent {parent} (storlab makes the "
+                "data folder, as io500 does, only inside an existing folder)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"datadir {datadir}: does not exist and its parent {parent} is not writable"
+    try:
+        check_write_allowed(datadir)
+    except TargetRefused as e:
+        return f"datadir {datadir}: {e}"
+    return None
+
+
+def _made_by_rank_0(cfg: Io500Config, datadir: str, resultdir: str, stamp: str) -> tuple[str | None, bool]:
+    """Rank 0 checks the data folder (making it when missing, as io500 does), makes the result
+    folder and the timestamped data folder; (why it could not, or None; whether it made the
+    .ini's datadir itself)."""
+    base = os.path.abspath(cfg.datadir)
+    problem = check_datadir(base, cfg.timestamp_datadir)
+    made_base = False
+    if problem is None and not os.path.exists(base):
+        try:
+            os.mkdir(base, 0o700)       # io500's mkdir of the data folder: S_IRWXU
+            made_base = True
+        except OSError as e:
+            problem = f"datadir {cfg.datadir}: cannot be made: {e.strerror}"
     if problem is None and cfg.timestamp_datadir and os.path.exists(datadir):
         problem = f"datadir {datadir}: already exists (another run with timestamp {stamp}?)"
     if problem is None:
@@ -58,19 +87,23 @@ def _made_by_rank_0(cfg: Io500Config, datadir: str, resultdir: str, stamp: str) 
             os.mkdir(datadir, 0o755)
         except OSError as e:
             problem = f"datadir {datadir}: cannot be made: {e.strerror}"
-    return problem
+    if problem is not None and made_base:
+        os.rmdir(base)
+        made_base = False
+    return problem, made_base
 
 
-def open_folders(cfg: Io500Config, ranks: Ranks, stamp: str) -> tuple[str, str]:
-    """(data folder, result folder) of the run with timestamp `stamp`, ready on every rank;
-    TargetError on every rank when rank 0 found one unusable (nothing written then)."""
+def open_folders(cfg: Io500Config, ranks: Ranks, stamp: str) -> tuple[str, str, bool]:
+    """(data folder, result folder, whether rank 0 made the .ini's datadir) of the run with
+    timestamp `stamp`, ready on every rank; TargetError on every rank when rank 0 found one
+    unusable (nothing written then)."""
     datadir = os.path.join(cfg.datadir, stamp) if cfg.timestamp_datadir else cfg.datadir
     resultdir = os.path.join(cfg.resultdir, stamp) if cfg.timestamp_resultdir else cfg.resultdir
-    problem = _made_by_rank_0(cfg, datadir, resultdir, stamp) if ranks.rank == 0 else None
+    problem, made_base = _made_by_rank_0(cfg, datadir, resultdir, stamp) if ranks.rank == 0 else (None, False)
     problem = ranks.bcast(problem)
     if problem:
         raise TargetError(problem)
-    return datadir, resultdir
+    return datadir, resultdir, made_base
 
 
 def make_phase_folders(run: Io500Run) -> None:
@@ -124,12 +157,24 @@ def clean_up(run: Io500Run, rank_lost: bool = False) -> dict[str, Any]:
                         os.rmdir(os.path.join(d, str(r)))
                     except OSError:
                         pass
-            if rank_lost and os.path.isdir(d):
-                for top, subdirs, names in os.walk(d, topdown=False):
-                    files += sum(_removed(os.unlink, os.path.join(top, n), errors) for n in names)
-                    dirs += sum(_removed(os.rmdir, os.path.join(top, n), errors) for n in subdirs)
+            if rank_lost:
+                files, dirs = _emptied(d, errors, files, dirs)
             dirs += _removed(os.rmdir, d, errors)
+        bench = run.mdworkbench      # md-workbench's folder, when its delete phase did not empty it
+        if bench is not None and bench.made_prefix:
+            files, dirs = _emptied(bench.prefix, errors, files, dirs)
+            dirs += _removed(os.rmdir, bench.prefix, errors)
     return {"files_removed": files, "dirs_removed": dirs, "errors": errors}
+
+
+def _emptied(folder: str, errors: list[str], files: int, dirs: int) -> tuple[int, int]:
+    """Remove everything below `folder`, a folder this run made (so all in it is the run's);
+    returns the counts `files` and `dirs` plus what it removed."""
+    if os.path.isdir(folder):
+        for top, subdirs, names in os.walk(folder, topdown=False):
+            files += sum(_removed(os.unlink, os.path.join(top, n), errors) for n in names)
+            dirs += sum(_removed(os.rmdir, os.path.join(top, n), errors) for n in subdirs)
+    return files, dirs
 
 
 def _removed(remove, path: str, errors: list[str]) -> bool:

@@ -166,12 +166,15 @@ def meta_phase(run: Io500Run, out: PhaseOutcome, t0: float, kind: str, step: str
             results.append(_step(run, more, "create"))
         sw_time = max(c[1] for c in counts)
         stonewall_items = sum(c[0] for c in counts)
+    sync_s = 0.0
     if sync:
-        os.sync()                                  # mdtest -Y
+        t_sync = time.monotonic()
+        os.sync()                                  # mdtest -Y (inside the phase's time, as in mdtest)
+        sync_s = time.monotonic() - t_sync
     ops = sum(r["ops"] for r in results)
     bad = next((r for r in results if not r["complete"]), None)
     got = run.ranks.allgather((ops, bool(first.get("stonewalled")), 0 if bad is None else 1,
-                               None if bad is None else bad.get("error"), wearout))
+                               None if bad is None else bad.get("error"), wearout, sync_s))
     out.seconds = run.end(t0)
     if step != "create":
         _hand_back(run, kind, step, src, runs)     # after the clock, as mdtest's own set-up
@@ -181,10 +184,13 @@ def meta_phase(run: Io500Run, out: PhaseOutcome, t0: float, kind: str, step: str
     if errors:
         out.invalid.append(f"Errors ({errors}) occured during phase in mdtest. This invalidates your run.")
         out.error = next((g[3] for g in got if g[3]), "error")
+    if step == "create" and kind == "easy":
+        run.easy_write_rate = run.ranks.bcast(out.score if run.rank == 0 else None)   # md-workbench's sizes
     if step == "create":
         out.pairs["rate-stonewall"] = f"{stonewall_items / sw_time / 1000 if sw_time > 0 else 0.0:f}"
     out.details = {"items": items, "items_per_rank": [g[0] for g in got],
                    "files_of_rank": [(r + MDTEST_SHIFTS[step] * mdtest_stride(run.hosts)) % run.size
                                      for r in range(run.size)] if step != "create" else list(range(run.size)),
                    "stonewalled_ranks": sum(1 for g in got if g[1]),
-                   **({"wearout_items": [g[4] for g in got]} if step == "create" else {})}
+                   **({"wearout_items": [g[4] for g in got]} if step == "create" else {}),
+                   **({"sync_s": [g[5] for g in got]} if sync else {})}

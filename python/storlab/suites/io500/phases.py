@@ -1,6 +1,6 @@
 """io500's phases with their code: each record of io500's phase table (jobs/io500/phases.py: name,
 score group, what it writes, reads or removes, optional or not, its .ini section) joined with the
-function that runs it on one rank (ior.py, mdtest.py, find.py), and `run_phase`, which runs one
+function that runs it on one rank (ior.py, mdtest.py, mdworkbench.py, find.py), and `run_phase`, which runs one
 between io500's barriers: the phase time is rank 0's clock between them, as IOR and mdtest time a
 phase between theirs.
 """
@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
-from ...errors import UserError
 from ...jobs.io500.phases import Phase, phases_of
 from ...jobs.io500.translator import io500_command
-from . import find, ior, mdtest
+from . import find, ior, mdtest, mdworkbench
 from .state import Io500Run, PhaseOutcome, stamp
 
 __all__ = ["PhaseCode", "CODE", "SuitePhase", "suite_phases", "run_phase"]
@@ -24,20 +23,23 @@ __all__ = ["PhaseCode", "CODE", "SuitePhase", "suite_phases", "run_phase"]
 # started); it ends with every rank at `run.end(t0)`, which times the phase.
 PhaseCode = Callable[[Io500Run, PhaseOutcome, float], None]
 
-# The code of each phase storlab runs, by io500's name (md-workbench is not built in).
+# The code of each of io500's phases, by its name.
 CODE: dict[str, PhaseCode] = {
     "ior-easy-write": partial(ior.write_phase, hard=False),
     "mdtest-easy-write": partial(mdtest.meta_phase, kind="easy", step="create", sync=True),
+    "mdworkbench-create": mdworkbench.create_phase,
     "timestamp": find.timestamp_phase,
     "find-easy": partial(find.find_phase, under="mdtest-easy", hard=False),
     "ior-hard-write": partial(ior.write_phase, hard=True),
     "mdtest-hard-write": partial(mdtest.meta_phase, kind="hard", step="create", sync=True),
     "find": partial(find.find_phase, under="", hard=True),
     "find-hard": partial(find.find_phase, under="mdtest-hard", hard=True),
+    "mdworkbench-bench": mdworkbench.bench_phase,
     "ior-easy-read": partial(ior.read_phase, hard=False),
     "mdtest-easy-stat": partial(mdtest.meta_phase, kind="easy", step="stat"),
     "ior-hard-read": partial(ior.read_phase, hard=True),
     "mdtest-hard-stat": partial(mdtest.meta_phase, kind="hard", step="stat"),
+    "mdworkbench-delete": mdworkbench.delete_phase,
     "mdtest-easy-delete": partial(mdtest.meta_phase, kind="easy", step="remove"),
     "mdtest-hard-read": partial(mdtest.meta_phase, kind="hard", step="read"),
     "mdtest-hard-delete": partial(mdtest.meta_phase, kind="hard", step="remove"),
@@ -47,14 +49,14 @@ CODE: dict[str, PhaseCode] = {
 
 @dataclass(frozen=True)
 class SuitePhase:
-    """One of io500's phases and the code that runs it (None: not built in)."""
+    """One of io500's phases and the code that runs it."""
     phase: Phase
-    code: PhaseCode | None
+    code: PhaseCode
 
 
 def suite_phases(mode: str) -> tuple[SuitePhase, ...]:
     """The phases io500 runs in `mode`, in its order, each with its code."""
-    return tuple(SuitePhase(p, CODE.get(p.name) if p.built_in else None) for p in phases_of(mode))
+    return tuple(SuitePhase(p, CODE[p.name]) for p in phases_of(mode))
 
 
 def _drop_caches(run: Io500Run, phase: Phase) -> None:
@@ -74,11 +76,11 @@ def run_phase(run: Io500Run, step: SuitePhase) -> PhaseOutcome:
     runs. A signal inside it marks the outcome interrupted and propagates."""
     phase = step.phase
     out = PhaseOutcome(phase, exe=io500_command(run.cfg, phase.name, run.datadir, run.resultdir, run.timestamp))
+    if phase.family == "mdworkbench":
+        mdworkbench.describe(run, out)      # io500 prints its sizes and command even when it is off
     if not run.cfg.runs(phase.name):
         out.ran = False
         return out
-    if step.code is None:
-        raise UserError(f"io500 {phase.name}: not built in; set run = FALSE in [{phase.parent or phase.section}]")
     _drop_caches(run, phase)
     run.ranks.barrier()
     out.t_start = stamp()

@@ -16,11 +16,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ... import __version__
 from ...document import header, now_iso
 from ...errors import StorlabError, UserError
 from ...jobs.io500.phases import MODES, Phase
-from ...jobs.io500.translator import Io500Config, config_from_ini, extended_refusal
+from ...jobs.io500.translator import IO500_VERSION, Io500Config, config_from_ini
 from ...jobs.translation import Translation
 from ...measure.environment import host_environment
 from ...measure.ranks import Ranks
@@ -46,15 +45,17 @@ def run(translation: Translation, ranks: Ranks, progress: Callable[[str], None] 
     """Run io500 as `translation` describes on every rank of `ranks`; rank 0 returns the result
     document, the others None. `progress` hears each phase's name as it starts (rank 0).
     `timestamp` names the timestamp folders (default: the start time); `keep` leaves what the
-    run made; `mode` is io500's --mode: extended adds its optional phases (find-easy, find-hard;
-    md-workbench is refused unless switched off). Refuses an unusable data folder before writing
+    run made; `mode` is io500's --mode: extended adds its optional phases (md-workbench's
+    three, find-easy, find-hard). Refuses an unusable data folder before writing
     anything; a signal stops the run between or inside a phase: the phases done are kept, the
     run is scored as incomplete and what it made is removed."""
     cfg = _config(translation, ranks, mode)
     stamp_name = ranks.bcast(timestamp or time.strftime("%Y.%m.%d-%H.%M.%S") if ranks.rank == 0 else None)
-    datadir, resultdir = open_folders(cfg, ranks, stamp_name)
+    datadir, resultdir, made_datadir = open_folders(cfg, ranks, stamp_name)
     doc = _new_document(translation, cfg, ranks, argv, mode, stamp_name, datadir, resultdir)
+    doc["io500"]["datadir_made"] = made_datadir
     state = Io500Run(cfg, ranks, datadir, resultdir, progress, timestamp=stamp_name)
+    state.made_datadir = made_datadir
     steps = suite_phases(mode)
     ending = Ending()
     try:
@@ -76,15 +77,12 @@ def run(translation: Translation, ranks: Ranks, progress: Callable[[str], None] 
 # -- the steps, in order --------------------------------------------------------------------------
 def _config(translation: Translation, ranks: Ranks, mode: str) -> Io500Config:
     """The run's config: rank 0 reads the .ini, every rank parses the same text. Refuses a mode
-    io500 does not have and an extended run of phases storlab does not run, in one line."""
+    io500 does not have, in one line."""
     with open(translation.source, encoding="utf-8", errors="replace") as f:
         text = ranks.bcast(f.read() if ranks.rank == 0 else None)
     cfg = config_from_ini(text, translation.source)
     if mode not in MODES:
         raise UserError(f"io500 --mode {mode}: io500 has {' and '.join(MODES)}")
-    why = extended_refusal(cfg) if mode == "extended" else None
-    if why:
-        raise UserError(why)
     return cfg
 
 
@@ -93,7 +91,7 @@ def _new_document(translation: Translation, cfg: Io500Config, ranks: Ranks, argv
     """The document before any phase: the header, the io500 section, the job and its translation;
     a stonewall other than io500's rule invalidates the run from the start."""
     doc: dict[str, Any] = {**header("io500", argv=argv),
-                           "io500": {"version": f"storlab-{__version__}", "rules": "io500-02091cf",
+                           "io500": {"version": IO500_VERSION, "rules": IO500_VERSION,
                                      "mode": mode, "procs": ranks.size, "timestamp": stamp_name,
                                      "datadir": datadir, "resultdir": resultdir,
                                      "config_hash": cfg.config_hash, "stonewall_s": cfg.stonewall_s,
@@ -151,18 +149,21 @@ def _stopped(phase: Phase, message: str) -> dict[str, Any]:
 
 def _clean_up(state: Io500Run, keep: bool, rank_lost: bool) -> dict[str, Any]:
     """The document's cleanup section: what the run made removed on every rank (unless `keep`),
-    then rank 0 removes the timestamped data folder."""
+    then rank 0 removes the timestamped data folder and the .ini's datadir when it made it."""
     if keep:
         return {"kept": True, "files_removed": 0, "dirs_removed": 0, "errors": []}
     try:
         cleanup = {"kept": False, **clean_up(state, rank_lost=rank_lost)}
     except Exception as e:   # noqa: BLE001 - reported in the document
         cleanup = {"kept": False, "files_removed": None, "dirs_removed": None, "errors": [str(e)]}
-    if state.rank == 0 and state.cfg.timestamp_datadir:
-        try:
-            os.rmdir(state.datadir)
-        except OSError:
-            pass
+    if state.rank == 0:
+        made = ([state.datadir] if state.cfg.timestamp_datadir else []) + \
+            ([state.cfg.datadir] if state.made_datadir else [])
+        for folder in made:      # the timestamped folder, then the .ini's datadir when storlab made it
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass
     return cleanup
 
 

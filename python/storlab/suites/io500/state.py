@@ -34,6 +34,7 @@ class PhaseOutcome:
     invalid: list[str] = field(default_factory=list)    # io500's INVALID messages of the phase itself
     judged: list[str] = field(default_factory=list)     # those io500's main loop adds after it
     pairs: dict[str, Any] = field(default_factory=dict)  # the extra key = value lines of result.txt
+    head: dict[str, Any] = field(default_factory=dict)   # those io500 prints before the exe line
     details: dict[str, Any] = field(default_factory=dict)
     t_start: str = ""
     t_end: str = ""
@@ -53,7 +54,7 @@ class PhaseOutcome:
         return {"name": self.name, "group": self.phase.group, "score": self.score, "seconds": self.seconds,
                 "unit": self.phase.unit, "ran": self.ran,
                 "valid": self.valid, "invalid": list(self.invalid), "judged": list(self.judged),
-                "pairs": dict(self.pairs),
+                "pairs": dict(self.pairs), "head": dict(self.head),
                 "details": self.details, "t_start": self.t_start, "t_end": self.t_end, "exe": self.exe,
                 "optional": self.phase.optional,
                 "complete": self.complete, "error": self.error}
@@ -79,6 +80,9 @@ class Io500Run:
         self.hosts: list[str] = [socket.gethostname()]
         self.timestamp_mtime: float | None = None
         self.made: list[str] = []          # files this rank made (removed at the end)
+        self.easy_write_rate: float | None = None   # mdtest-easy-write's score (md-workbench's sizes)
+        self.mdworkbench: Any = None       # md-workbench's state between its phases (mdworkbench.py)
+        self.made_datadir = False          # rank 0 made the .ini's datadir (removed at the end)
 
     def easy_file(self, rank: int) -> str:
         base = os.path.join(self.datadir, "ior-easy")
