@@ -744,3 +744,12 @@ def test_a_network_engine_without_its_url_is_refused_in_one_line(text, key):
     with pytest.raises(Refusal) as e:
         translate(text)
     assert key in str(e.value) and "\n" not in str(e.value)
+
+
+def test_compressible_and_duplicate_data_translate():
+    g = groups(translate("[w]\nfilename=/x\nrw=write\nbs=4k\nsize=1m\nbuffer_compress_percentage=60\n"
+                         "buffer_compress_chunk=4k\ndedupe_percentage=25\ndedupe_mode=repeat\n"))
+    assert (g["w"]["compress_percentage"], g["w"]["compress_chunk"], g["w"]["dedupe_percentage"]) == (60, 4096, 25)
+    with pytest.raises(Refusal) as e:
+        translate("[w]\nfilename=/x\nrw=write\nsize=1m\ndedupe_percentage=25\ndedupe_mode=working_set\n")
+    assert "dedupe_mode" in str(e.value) and "working_set" in str(e.value)

@@ -19,6 +19,30 @@
 //! within a run no two sectors written are byte-identical: the same writer's sectors differ in
 //! (sequence, offset), two writers' in their nonce. Cost: three 8-byte stores per 512 bytes. A
 //! sector shorter than 64 bytes (the tail of an odd-sized request) is left as it is.
+//!
+//! Fresh data per write. The stamps alone keep a block-level deduplicator from matching two
+//! writes, but not a compressor whose window spans two writes of one slot (zstd's is megabytes,
+//! a ZFS record holds several small writes): the bytes between the stamps repeat. So before each
+//! write the random bytes of the slot are XORed with a key of that write (from the writer's nonce
+//! and the write's sequence; `rekey`), one pass over data the write is about to read anyway; two
+//! writes then differ in nearly every byte and the data written compresses by nothing (fio's
+//! refill_buffers makes new random data for the same end, at a higher cost). A buffer_pattern's
+//! bytes are the user's and stay as given.
+//!
+//! Data patterns (fio's buffer_compress_percentage, buffer_compress_chunk, dedupe_percentage):
+//! - compressible data: every chunk of `compress_chunk` bytes of a slot is random for its first
+//!   (100 − P) % and fixed (zeros, or buffer_pattern's bytes) for the rest, as fio makes it, so a
+//!   compressor keeps about (100 − P) % of it. The scrambling stamps then go to the start of each
+//!   chunk, inside its random part (`DataShape::Chunked`): 24 bytes (offset, nonce, sequence,
+//!   each mixed with a hash of the write's key and the chunk's offset, so they look as random as
+//!   the bytes around them), so they change nothing a compressor could have saved while that part is at least
+//!   24 bytes long (P ≤ 95 % at the default 512-byte chunk). Rekeyed random data is stamped the
+//!   same way, in 512-byte chunks (`DataShape::Chunked`): at the same bytes every write, since an
+//!   earlier write's stamp left elsewhere would not carry the new key;
+//! - duplicate data: a share D of the writes re-create an earlier write of the same writer byte
+//!   for byte (every slot holds the same base data, and the earlier write's offset and sequence
+//!   are stamped again: `Scrambler::stamp_as`), as fio's dedupe_mode=repeat repeats earlier
+//!   buffers; the rest are unique as above.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -106,10 +130,23 @@ pub fn fill_pattern(buf: &mut [u8], pattern: &[u8], period: usize) {
 /// The unit scrambling works in: every 512 bytes of a write carry their own offset.
 pub const SCRAMBLE_SECTOR: usize = 512;
 
+/// Where a write's scrambling stamps go, and which bytes its key changes (see the module comment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataShape {
+    /// Data not rekeyed (a buffer_pattern's): in every 512-byte sector, the offset at one of its
+    /// first eight cache lines and the nonce and sequence at bytes 48..64.
+    Sectors,
+    /// Chunks of `chunk` bytes whose first `random` bytes are random (all of them for random
+    /// data, in 512-byte chunks): offset, nonce and sequence at bytes 0..24 of every chunk, the
+    /// same bytes every write, so no earlier write's stamp is left behind when the key changes.
+    Chunked { chunk: usize, random: usize },
+}
+
 /// One writer's scrambling state: its nonce and its write sequence (see the module comment).
 pub struct Scrambler {
     nonce: u64,
     sequence: u64,
+    shape: DataShape,
 }
 
 impl Scrambler {
@@ -122,15 +159,69 @@ impl Scrambler {
 
     /// A scrambler with a given nonce (reproducible, for tests).
     pub fn with_nonce(nonce: u64) -> Scrambler {
-        Scrambler { nonce, sequence: 0 }
+        Scrambler { nonce, sequence: 0, shape: DataShape::Sectors }
     }
 
-    /// Make `data`, about to be written at `offset`, unique: the next sequence number, and every
-    /// 512-byte sector stamped with its own offset, the nonce and that number.
+    /// The same scrambler, stamping data of this shape.
+    pub fn shaped(mut self, shape: DataShape) -> Scrambler {
+        self.set_shape(shape);
+        self
+    }
+
+    /// Stamp data of this shape from now on.
+    pub fn set_shape(&mut self, shape: DataShape) {
+        self.shape = shape;
+    }
+
+    /// Stamp `data`, about to be written at `offset`, with the next sequence number: every 512-byte
+    /// sector (every chunk, for compressible data) gets its own offset, the nonce and that number.
+    /// Returns the number. (The worker and the layout call `next_sequence`, `rekey` and `stamp_as`
+    /// themselves.)
+    #[cfg(test)]
+    pub fn scramble(&mut self, data: &mut [u8], offset: u64) -> u64 {
+        let sequence = self.next_sequence();
+        self.stamp_as(data, offset, sequence);
+        sequence
+    }
+
+    /// The sequence number of the next write.
     #[inline]
-    pub fn scramble(&mut self, data: &mut [u8], offset: u64) {
+    pub fn next_sequence(&mut self) -> u64 {
         self.sequence += 1;
-        let (nonce, sequence) = (self.nonce, self.sequence);
+        self.sequence
+    }
+
+    /// Give `data`'s random bytes the key of write `sequence` (`held` is the key they carry now,
+    /// updated): over the same base data, the same bytes for the same write.
+    #[inline]
+    pub fn rekey(&self, data: &mut [u8], held: &mut u64, sequence: u64) {
+        let key = Rng::derive(self.nonce, sequence);
+        xor_random_part(data, *held ^ key, self.shape);
+        *held = key;
+    }
+
+    /// Stamp `data` as the write (`offset`, `sequence`) of this writer was stamped: over the same
+    /// base data, the same bytes (a duplicate write re-creates an earlier one).
+    #[inline]
+    pub fn stamp_as(&self, data: &mut [u8], offset: u64, sequence: u64) {
+        let nonce = self.nonce;
+        if let DataShape::Chunked { chunk, .. } = self.shape {
+            // mixed with a hash of the write's key and the chunk's offset: as random as the bytes
+            // around them (plain offsets and counters would give a compressor a few percent), and
+            // still a function of (offset, sequence), which a repeated write stamps again
+            let key = Rng::derive(nonce, sequence);
+            let mut at = offset;
+            for c in data.chunks_mut(chunk) {
+                if c.len() >= 24 {
+                    let h = Rng::derive(key, at);
+                    c[0..8].copy_from_slice(&(at ^ h).to_le_bytes());
+                    c[8..16].copy_from_slice(&(nonce ^ h.rotate_left(21)).to_le_bytes());
+                    c[16..24].copy_from_slice(&(sequence ^ h.rotate_left(42)).to_le_bytes());
+                }
+                at = at.wrapping_add(chunk as u64);
+            }
+            return;
+        }
         let line = ((sequence ^ (offset / SCRAMBLE_SECTOR as u64)) & 7) as usize * 64;
         let mut sectors = data.chunks_exact_mut(SCRAMBLE_SECTOR);
         let mut at = offset;
@@ -145,6 +236,65 @@ impl Scrambler {
             stamp_sector(tail, line, at, nonce, sequence);
         }
     }
+}
+
+/// Fill `buf` with compressible data: in each slot of `period` bytes, every `chunk` bytes start
+/// with (100 − `percent`) % random bytes (from `seed`) and end with `fixed` repeated (zeros when
+/// empty), as fio's buffer_compress_percentage fills its buffers.
+pub fn fill_compressible(buf: &mut [u8], seed: u64, percent: u32, chunk: usize, fixed: &[u8], period: usize) {
+    let mut rng = Rng::new(seed);
+    let random_len = random_part(chunk, percent);
+    for slot in buf.chunks_mut(period.max(1)) {
+        for c in slot.chunks_mut(chunk.max(1)) {
+            let cut = random_len.min(c.len());
+            let (random, rest) = c.split_at_mut(cut);
+            for w in random.chunks_mut(8) {
+                let v = rng.next_u64().to_le_bytes();
+                w.copy_from_slice(&v[..w.len()]);
+            }
+            if fixed.is_empty() {
+                rest.fill(0);
+            } else {
+                for (b, p) in rest.iter_mut().zip(fixed.iter().cycle()) {
+                    *b = *p;
+                }
+            }
+        }
+    }
+}
+
+/// XOR `delta` into every 8 bytes of `data`'s random part: all of it for random data, each chunk's
+/// first part for compressible data (its fixed part stays as it is).
+#[inline]
+fn xor_random_part(data: &mut [u8], delta: u64, shape: DataShape) {
+    if delta == 0 {
+        return;
+    }
+    let xor = |part: &mut [u8]| {
+        let mut words = part.chunks_exact_mut(8);
+        for w in &mut words {
+            let v = u64::from_le_bytes(w.try_into().expect("8 bytes")) ^ delta;
+            w.copy_from_slice(&v.to_le_bytes());
+        }
+        for (b, d) in words.into_remainder().iter_mut().zip(delta.to_le_bytes()) {
+            *b ^= d;
+        }
+    };
+    match shape {
+        DataShape::Sectors => xor(data),
+        DataShape::Chunked { chunk, random } => {
+            for c in data.chunks_mut(chunk) {
+                let cut = random.min(c.len());
+                xor(&mut c[..cut]);
+            }
+        }
+    }
+}
+
+/// The random bytes at the start of a chunk of compressible data: (100 − percent) % of it,
+/// rounded to the nearest byte.
+pub fn random_part(chunk: usize, percent: u32) -> usize {
+    (chunk * (100 - percent.min(100)) as usize + 50) / 100
 }
 
 /// One sector (at least 64 bytes; `line` + 8 inside it): offset at `line`, nonce and sequence at

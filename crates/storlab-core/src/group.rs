@@ -64,10 +64,12 @@ pub enum EngineKind {
     Nbd,
     /// A file on an NFS export through libnfs (targets nfs://SERVER/EXPORT/FILE).
     Nfs,
+    /// Objects in an S3 bucket over HTTP (targets s3://BUCKET/PREFIX).
+    S3,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 5] = [EngineKind::Psync, EngineKind::IoUring, EngineKind::Null, EngineKind::Nbd, EngineKind::Nfs];
+    pub const ALL: [EngineKind; 6] = [EngineKind::Psync, EngineKind::IoUring, EngineKind::Null, EngineKind::Nbd, EngineKind::Nfs, EngineKind::S3];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -76,6 +78,7 @@ impl EngineKind {
             EngineKind::Null => "null",
             EngineKind::Nbd => "nbd",
             EngineKind::Nfs => "nfs",
+            EngineKind::S3 => "s3",
         }
     }
 }
@@ -184,6 +187,10 @@ impl FixedBuffers {
     pub const ALL: [FixedBuffers; 3] = [FixedBuffers::Auto, FixedBuffers::On, FixedBuffers::Off];
 }
 
+fn compress_chunk_default() -> u64 {
+    512
+}
+
 fn scramble_default() -> bool {
     true
 }
@@ -191,6 +198,14 @@ fn scramble_default() -> bool {
 fn preallocate_default() -> bool {
     true
 }
+
+fn part_size_default() -> u64 {
+    DEFAULT_PART_SIZE
+}
+
+/// The s3 engine's multipart part size, and the object size above which a PUT becomes a multipart
+/// upload: 8 MiB, the AWS CLI's multipart_threshold and multipart_chunksize.
+pub const DEFAULT_PART_SIZE: u64 = 8 << 20;
 
 /// One group of identical workers (fio: one job section with numjobs).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -256,6 +271,18 @@ pub struct GroupSpec {
     /// `0x00`). Scrambling still applies unless turned off. None: random data.
     #[serde(default)]
     pub buffer_pattern: Option<String>,
+    /// Written data compresses by about this share: every `compress_chunk` bytes are random for
+    /// their first (100 − P) % and fixed for the rest (zeros, or buffer_pattern's bytes; fio's
+    /// buffer_compress_percentage). 0: incompressible. Verified blocks carry it in their payload.
+    #[serde(default)]
+    pub compress_percentage: u32,
+    /// The chunk compress_percentage shapes (fio's buffer_compress_chunk, 512 there too).
+    #[serde(default = "compress_chunk_default")]
+    pub compress_chunk: u64,
+    /// This share of the writes repeat an earlier write of the same writer byte for byte (fio's
+    /// dedupe_percentage with dedupe_mode=repeat). 0: every write unique.
+    #[serde(default)]
+    pub dedupe_percentage: u32,
     pub time: Option<f64>,
     pub ramp: f64,
     /// A request outstanding this long is reported as stalled (the studies' dropped-I/O rule).
@@ -292,6 +319,22 @@ pub struct GroupSpec {
     /// Seconds a worker spins for a completion before it sleeps on the ring (0: always sleep).
     #[serde(rename = "uring.wait_spin")]
     pub uring_wait_spin: f64,
+    /// s3: the endpoint URL(s), comma-separated, dealt round-robin to the workers. None: the
+    /// environment's (AWS_ENDPOINT_URL), else AWS's regional endpoint. Never holds credentials.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// s3: the bytes of each object the range is cut into. None: bs.
+    #[serde(default)]
+    pub object_size: Option<u64>,
+    /// s3: objects larger than this are written by multipart upload, in parts of this size.
+    #[serde(default = "part_size_default")]
+    pub part_size: u64,
+    /// s3: do not check the server's TLS certificate (a self-signed test server).
+    #[serde(default)]
+    pub insecure: bool,
+    /// s3: address the bucket as BUCKET.ENDPOINT-HOST (virtual-host style), not ENDPOINT/BUCKET.
+    #[serde(default)]
+    pub virtual_host: bool,
     /// Bandwidth cap per worker in bytes/s, [read, write, trim] (fio's rate; 0 = unlimited).
     pub rate: PerDir,
     /// IOPS cap per worker, [read, write, trim] (fio's rate_iops).
@@ -318,10 +361,31 @@ pub struct GroupSpec {
 }
 
 impl GroupSpec {
+    /// Whether each write's random bytes get a key of their own (buffer.rs `rekey`): scrambled
+    /// writes, except of a buffer_pattern's bytes (the user's), whose compressible chunks' random
+    /// parts still do.
+    pub fn rekeys_writes(&self) -> bool {
+        self.scrambles_writes() && (self.buffer_pattern.is_none() || self.compress_percentage > 0)
+    }
+
     /// Whether this group's writes are scrambled: asked for, and the data not already unique
     /// (stamped by verify) or required as laid out (`verify = fill`).
     pub fn scrambles_writes(&self) -> bool {
         self.scramble && self.verify == VerifyKind::Off
+    }
+
+    /// How this group's unverified writes are stamped and rekeyed (buffer.rs): compressible
+    /// chunks, rekeyed random data in 512-byte chunks, or a pattern's sectors.
+    pub fn data_shape(&self) -> crate::buffer::DataShape {
+        use crate::buffer::{random_part, DataShape, SCRAMBLE_SECTOR};
+        if self.compress_percentage > 0 {
+            let chunk = self.compress_chunk as usize;
+            DataShape::Chunked { chunk, random: random_part(chunk, self.compress_percentage) }
+        } else if self.rekeys_writes() {
+            DataShape::Chunked { chunk: SCRAMBLE_SECTOR, random: SCRAMBLE_SECTOR }
+        } else {
+            DataShape::Sectors
+        }
     }
 
     /// The bytes of `buffer_pattern` (validated: `0x` and an even count of hex digits).
@@ -367,6 +431,9 @@ impl Default for GroupSpec {
             verify_readback: true,
             scramble: true,
             buffer_pattern: None,
+            compress_percentage: 0,
+            compress_chunk: 512,
+            dedupe_percentage: 0,
             time: None,
             ramp: 0.0,
             stall_after: 60.0,
@@ -385,6 +452,11 @@ impl Default for GroupSpec {
             uring_sqpoll: false,
             uring_batch: 0,
             uring_wait_spin: DEFAULT_WAIT_SPIN_S,
+            endpoint: None,
+            object_size: None,
+            part_size: DEFAULT_PART_SIZE,
+            insecure: false,
+            virtual_host: false,
             rate: [0; 3],
             rate_iops: [0; 3],
             rate_process: RateProcess::Linear,

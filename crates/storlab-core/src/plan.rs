@@ -43,6 +43,9 @@ pub struct TargetInfo {
     /// has nothing to flush (fsync returns EINVAL there, which fails fio's job).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub fsync_skipped: bool,
+    /// An s3 target's endpoint(s), as the run reached them (never a credential).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
 }
 
 /// The work of one worker thread.
@@ -262,12 +265,19 @@ fn fill_range(path: &str, from: u64, to: u64, g: &GroupSpec, build: &mut Build,
         // every block holds the fill, as a verify = fill write leaves it
         let data = verify::fill_data(g.seed, g.bs as usize);
         buf.as_mut_slice()[..chunk].chunks_mut(g.bs as usize).for_each(|b| b.copy_from_slice(&data[..b.len()]));
+    } else if g.compress_percentage > 0 && g.verify == VerifyKind::Off {
+        // as the group's writes: compressible chunks, fixed part zeros or buffer_pattern's bytes
+        let fixed = g.pattern_bytes().unwrap_or_default();
+        crate::buffer::fill_compressible(buf.as_mut_slice(), Rng::derive(g.seed, 0xFEED), g.compress_percentage,
+                                         g.compress_chunk as usize, &fixed, chunk);
     } else if let Some(bytes) = g.pattern_bytes() {
         crate::buffer::fill_pattern(buf.as_mut_slice(), &bytes, g.bs as usize);
     } else {
         buf.fill_random(Rng::derive(g.seed, 0xFEED));
     }
-    let pattern = g.verify.stamps().then(|| verify::Pattern::new(g.seed, g.bs as usize));
+    build.scrambler.set_shape(g.data_shape());
+    let mut held_key = 0u64; // the key the buffer's random bytes carry (buffer.rs `rekey`)
+    let pattern = g.verify.stamps().then(|| verify::Pattern::shaped(g.seed, g.bs as usize, g.compress_percentage, g.compress_chunk as usize));
     let mut off = from;
     while off < to {
         check_cancel(path, build.cancel)?;
@@ -278,7 +288,11 @@ fn fill_range(path: &str, from: u64, to: u64, g: &GroupSpec, build: &mut Build,
                 verify::stamp(block, pattern, g.verify, Expect { offset: at, seed: g.seed, pass: g.verify_pass }, 0);
             }
         } else if g.scrambles_writes() {
-            build.scrambler.scramble(&mut buf.as_mut_slice()[..n], off);
+            let sequence = build.scrambler.next_sequence();
+            if g.rekeys_writes() {
+                build.scrambler.rekey(&mut buf.as_mut_slice()[..n], &mut held_key, sequence);
+            }
+            build.scrambler.stamp_as(&mut buf.as_mut_slice()[..n], off, sequence);
         }
         match write_at(&buf.as_mut_slice()[..n], off) {
             Ok(w) => off += w as u64,
@@ -452,7 +466,7 @@ fn resolve_target(path: &str, g: &GroupSpec, size: Option<u64>, replay: Option<&
     let size_bytes = if kind == "file" { existing_size.max(end) } else { existing_size };
     let fsync_skipped = kind == "char" && writes && (g.fsync_end || g.fsync_every > 0 || replay.is_some_and(|r| r.syncs()));
     Ok(OpenTarget {
-        info: TargetInfo { path: path.to_string(), kind, size_bytes, created, laid_out_bytes, direct_align_bytes: align, fsync_skipped },
+        info: TargetInfo { path: path.to_string(), kind, size_bytes, created, laid_out_bytes, direct_align_bytes: align, fsync_skipped, endpoint: None },
         writes,
         range_start: g.offset,
         range_len,
@@ -466,9 +480,15 @@ fn resolve_remote(path: &str, kind: RemoteKind, g: &GroupSpec, size: Option<u64>
     let connect_error = |m: String| {
         if m.contains("cannot be loaded") { Error::engine(m) } else { Error::target(path, format!("cannot connect: {m}")) }
     };
+    let mut endpoint = None;
     let (existing_size, created, laid_out_bytes, fsync_skipped) = match kind {
         RemoteKind::Nbd => resolve_nbd(path, g, build, connect_error)?,
         RemoteKind::Nfs => resolve_nfs(path, g, size, build, connect_error)?,
+        RemoteKind::S3 => {
+            let (resolved, endpoints) = resolve_s3(path, g, size, build)?;
+            endpoint = Some(endpoints);
+            resolved
+        }
     };
     let range_len = match size {
         Some(s) => s,
@@ -482,7 +502,7 @@ fn resolve_remote(path: &str, kind: RemoteKind, g: &GroupSpec, size: Option<u64>
         )));
     }
     Ok(OpenTarget {
-        info: TargetInfo { path: path.to_string(), kind: kind.type_name(), size_bytes: existing_size, created, laid_out_bytes, direct_align_bytes: 0, fsync_skipped },
+        info: TargetInfo { path: path.to_string(), kind: kind.type_name(), size_bytes: existing_size, created, laid_out_bytes, direct_align_bytes: 0, fsync_skipped, endpoint },
         writes: reads_writes(g, None).1,
         range_start: g.offset,
         range_len,
@@ -571,7 +591,69 @@ fn resolve_nfs(path: &str, g: &GroupSpec, size: Option<u64>, build: &mut Build, 
     Ok((existing.max(end), file.created, laid_out, false))
 }
 
-/// Remove a file a failed build made: a local path, or a file on an NFS export.
+/// The objects under an s3:// prefix, object k holding bytes [k x object_size, (k + 1) x
+/// object_size) of the target. One LIST tells what is there: a job that writes (or trims) a prefix
+/// holding any object is refused unless the prefix is named in --allow-destroy; a read needs the
+/// objects of its range, and those missing are laid out (PUT) first, as a local file's missing
+/// part is. The prefix counts as made by this run when it held nothing: its objects are then
+/// removed when the build fails (and by the front end at the end of the run, unless kept).
+/// Returns as `resolve_nbd`, and the endpoints for the result's environment.
+fn resolve_s3(path: &str, g: &GroupSpec, size: Option<u64>, build: &mut Build) -> Result<((u64, bool, u64, bool), String)> {
+    use remote::s3::Client;
+    use remote::s3_config::{AwsEnvironment, ObjectSet};
+    let set = ObjectSet::parse(path).map_err(|m| Error::spec(format!("target: {path} {m}")))?;
+    let access = AwsEnvironment::of_process().access(g.endpoint.as_deref(), g.insecure, g.virtual_host).map_err(|m| Error::target(path, m))?;
+    let client = Client::new(&access, &access.endpoints[0], &set, 1).map_err(|m| Error::target(path, m))?;
+    let (reads, writes) = reads_writes(g, None);
+    let object = g.object_size.unwrap_or(g.bs);
+    let listed = client.list(&set.list_prefix()).map_err(|f| Error::target(path, client.explain("listing the prefix", &f)))?;
+    if writes && !build.gate.allows_overwrite(path) {
+        if let Some(first) = listed.first() {
+            return Err(Error::target(path, format!(
+                "holds {} object(s) (the first: {}); storlab writes to a prefix only when it holds none or is named in --allow-destroy",
+                listed.len(), first.key
+            )));
+        }
+    }
+    let sizes: HashMap<u64, u64> = listed.iter().filter_map(|o| set.index_of(&o.key).map(|k| (k, o.size))).collect();
+    let first = g.offset / object;
+    let count = match size {
+        Some(s) => s / object,
+        None => (first..).take_while(|k| sizes.get(k) == Some(&object)).count() as u64,
+    };
+    if count == 0 {
+        return Err(Error::spec(format!(
+            "size: needed for {path}: it holds no object of object_size ({object} bytes) from {} on", set.key(first)
+        )));
+    }
+    if let Some((k, n)) = (first..first + count).find_map(|k| sizes.get(&k).filter(|&&n| n != object).map(|&n| (k, n))) {
+        return Err(Error::target(path, format!(
+            "object {} is {n} bytes, not object_size ({object} bytes); give that object_size or use another prefix", set.key(k)
+        )));
+    }
+    let created = listed.is_empty();
+    // removing what this run makes there reaches the prefix as the plan did
+    remote::s3::remember(path, &access);
+    if created {
+        build.created.push(path.to_string());
+    }
+    let missing: Vec<u64> = if reads { (first..first + count).filter(|k| !sizes.contains_key(k)).collect() } else { Vec::new() };
+    let mut data = vec![0u8; if missing.is_empty() { 0 } else { object as usize }];
+    for &k in &missing {
+        let base = k * object;
+        fill_range(path, base, base + object, g, build, &mut |chunk: &[u8], off: u64| {
+            let at = (off - base) as usize;
+            data[at..at + chunk.len()].copy_from_slice(chunk);
+            Ok(chunk.len())
+        })?;
+        client.put(&set.key(k), &data, g.part_size, build.cancel)
+            .map_err(|f| Error::target(path, client.explain(&format!("laying out {}", set.key(k)), &f)))?;
+    }
+    Ok((((first + count) * object, created, missing.len() as u64 * object, false), access.endpoints.join(",")))
+}
+
+/// Remove a file a failed build made: a local path, a file on an NFS export, or the objects of an
+/// s3:// prefix.
 fn remove_created(path: &str) {
     // best effort: it may not have been made at all
     if RemoteKind::of(path).is_some() {

@@ -93,6 +93,10 @@ pub const BOUNDS: &[Bounds<GroupSpec>] = &[
     ints("participants", Unit::Count, 0, 1 << 32, |g| Some(Num::Int(g.participants))),
     ints("participant_base", Unit::Count, 0, 1 << 32, |g| Some(Num::Int(g.participant_base))),
     ints("rwmix_read", Unit::Percent, 0, 100, |g| Some(Num::Int(g.rwmix_read.into()))),
+    ints("compress_percentage", Unit::Percent, 0, 100, |g| Some(Num::Int(g.compress_percentage.into()))),
+    // a chunk holds at least the 24 bytes that keep it unique, and at most a large request
+    ints("compress_chunk", Unit::Bytes, 64, 1 << 20, |g| Some(Num::Int(g.compress_chunk))),
+    ints("dedupe_percentage", Unit::Percent, 0, 100, |g| Some(Num::Int(g.dedupe_percentage.into()))),
     ints("bs", Unit::Bytes, 1, 1 << 30, |g| Some(Num::Int(g.bs))),
     ints("blockalign", Unit::Bytes, 0, 1 << 30, |g| Some(Num::Int(g.blockalign))),
     ints("seq_hole", Unit::Bytes, 0, MAX_BYTES, |g| Some(Num::Int(g.seq_hole))),
@@ -115,6 +119,9 @@ pub const BOUNDS: &[Bounds<GroupSpec>] = &[
     ints("uring.batch", Unit::Count, 0, 65536, |g| Some(Num::Int(g.uring_batch.into()))),
     // a spin is a wait for a completion expected within microseconds: a second bounds it
     Bounds { field: "uring.wait_spin", unit: Unit::Seconds, min: Num::Real(0.0), max: Num::Real(1.0), value: |g| Some(Num::Real(g.uring_wait_spin)) },
+    // s3 requests carry one object, or one part of a multipart upload: S3 parts are 5 MiB at least
+    ints("object_size", Unit::Bytes, 1, 1 << 30, |g| g.object_size.map(Num::Int)),
+    ints("part_size", Unit::Bytes, 5 << 20, 1 << 30, |g| Some(Num::Int(g.part_size))),
     // per direction [read, write, trim]: the largest of the three is checked
     ints("rate", Unit::BytesPerSecond, 0, MAX_BYTES, |g| Some(Num::Int(largest(g.rate)))),
     ints("rate_min", Unit::BytesPerSecond, 0, MAX_BYTES, |g| Some(Num::Int(largest(g.rate_min)))),
@@ -373,7 +380,7 @@ mod tests {
         assert_eq!(rules["bs"], json!({"default": 4096, "min": 1, "max": 1u64 << 30, "unit": "bytes",
                                        "allowed": ">= 1 byte and <= 1 GiB"}));
         assert_eq!(rules["time"]["default"], Value::Null);
-        assert_eq!(rules["engine"]["choices"], json!(["psync", "io_uring", "null", "nbd", "nfs"]));
+        assert_eq!(rules["engine"]["choices"], json!(["psync", "io_uring", "null", "nbd", "nfs", "s3"]));
         assert_eq!(rules["target"], json!({"default": []}));
         assert!(rules.get("name").is_none());
         assert_eq!(rules.as_object().unwrap().len(), PhaseSpec::group_field_names().len() - 1);

@@ -12,6 +12,7 @@ use crate::stats::{DirResult, DirStats, Histo, ProgressLog, SyncResult};
 use crate::rbw::RbwResult;
 use crate::spec::RbwMode;
 use crate::verify::{VerifyKind, VerifyTally};
+use crate::spec::GroupSpec;
 use crate::worker::{run_worker, WorkerSummary};
 use crate::workload::Dir;
 
@@ -21,6 +22,10 @@ pub use crate::control::{Control, StallEvent};
 pub struct EngineInfo {
     pub name: String,
     pub setup_flags: Vec<String>,
+    /// The backends' own counters summed over the workers (s3: slowdown_retries), absent when
+    /// the backend keeps none.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub counters: std::collections::BTreeMap<&'static str, u64>,
 }
 
 /// How the workers of a phase add up (definitions in docs/methodology.md). Times are seconds
@@ -103,6 +108,33 @@ pub struct VerifyResult {
     pub readback_s: f64,
 }
 
+/// The data a phase's writes carried (its first writing group's): how it was made, and how many
+/// writes repeated an earlier one.
+#[derive(Debug, Serialize, Clone)]
+pub struct DataResult {
+    /// "random" (scrambled unless `scrambled` is false), "pattern" (buffer_pattern), "verify"
+    /// (stamped blocks), "fill" (verify = fill).
+    pub kind: &'static str,
+    pub scrambled: bool,
+    pub compress_percentage: u32,
+    pub compress_chunk: u64,
+    pub dedupe_percentage: u32,
+    pub repeated_writes: u64,
+}
+
+impl DataResult {
+    fn of(g: &GroupSpec, repeated_writes: u64) -> DataResult {
+        let kind = match (g.verify, g.buffer_pattern.is_some()) {
+            (VerifyKind::Fill, _) => "fill",
+            (VerifyKind::Off, true) => "pattern",
+            (VerifyKind::Off, false) => "random",
+            _ => "verify",
+        };
+        DataResult { kind, scrambled: g.scrambles_writes(), compress_percentage: g.compress_percentage,
+                     compress_chunk: g.compress_chunk, dedupe_percentage: g.dedupe_percentage, repeated_writes }
+    }
+}
+
 /// The engine's part of a phase result (docs/result-format.md); the front end adds the rest.
 #[derive(Debug, Serialize, Clone)]
 pub struct PhaseResult {
@@ -128,6 +160,9 @@ pub struct PhaseResult {
     pub sync: Option<SyncResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify: Option<VerifyResult>,
+    /// What the writes carried: absent for a phase that does not write.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<DataResult>,
     /// Requests outstanding longer than stall_after.
     pub stalls: Vec<StallEvent>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -257,9 +292,14 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
     let mut logs = Vec::new();
     let mut verify = VerifyTally::default();
     let (mut readback_blocks, mut readback_s) = (0u64, 0f64);
+    let mut repeated_writes = 0u64;
     let keep = plan.spec.groups.iter().map(|g| g.verify_report as usize).max().unwrap_or(10);
     let mut flags: Vec<String> = Vec::new();
+    let mut counters = std::collections::BTreeMap::new();
     for w in outcomes.into_iter().flatten() {
+        for (name, n) in &w.counters {
+            *counters.entry(*name).or_insert(0) += n;
+        }
         for (all, one) in dirs.iter_mut().zip(w.dirs.iter()) {
             all.merge(one);
         }
@@ -273,6 +313,7 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
         logs.push(w.log);
         verify.merge(&w.verify, keep);
         readback_blocks += w.readback.blocks;
+        repeated_writes += w.repeated_writes;
         readback_s = readback_s.max(w.readback.seconds);
     }
 
@@ -316,10 +357,12 @@ pub fn run_phase(plan: &Plan, control: &Control) -> PhaseOutcome {
         }),
         stalls: control.stalls.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         verify: plan.spec.groups.iter().find(|g| g.verify != VerifyKind::Off).map(|g| VerifyResult { kind: g.verify, tally: verify, readback_blocks, readback_s }),
+        data: (0..plan.spec.groups.len()).find(|&gi| plan.group_does(gi, Dir::Write))
+            .map(|gi| DataResult::of(&plan.spec.groups[gi], repeated_writes)),
         sync: (sync.count() > 0).then(|| SyncResult { ops: sync.count(), lat_ns: sync.summary(), lat_hist: Histo::of(&sync) }),
         workers,
         targets: plan.targets.clone(),
-        engine: EngineInfo { name: engine_name, setup_flags: flags },
+        engine: EngineInfo { name: engine_name, setup_flags: flags, counters },
     };
     PhaseOutcome { result, logs }
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::blocksize::SizeLaw;
 use crate::error::{Error, Result};
-pub use crate::group::{EngineKind, FileLayout, FixedBuffers, GroupSpec, OpenSync, PerDir, RateProcess, RbwMode, Rw, ThreadLayout, DEFAULT_WAIT_SPIN_S, MAX_BYTES, MAX_DURATION_S};
+pub use crate::group::{EngineKind, FileLayout, FixedBuffers, GroupSpec, OpenSync, PerDir, RateProcess, RbwMode, Rw, ThreadLayout, DEFAULT_PART_SIZE, DEFAULT_WAIT_SPIN_S, MAX_BYTES, MAX_DURATION_S};
 use crate::verify::{VerifyKind, MIN_BLOCK};
 
 /// A phase: groups that run concurrently and are measured together.
@@ -157,6 +157,7 @@ impl GroupSpec {
         if let Some(text) = &self.cpus {
             crate::cpus::check(text).map_err(|m| bad("cpus", m))?;
         }
+        self.validate_data_pattern(&bad)?;
         if self.verify.stamps() && self.bs < MIN_BLOCK {
             return Err(bad("bs", format!("{} bytes is too small to carry a verification header; verify needs bs >= {MIN_BLOCK}", self.bs)));
         }
@@ -207,7 +208,10 @@ impl GroupSpec {
         }
         let engine_scoped = [("uring.fixed_buffers", self.uring_fixed_buffers != FixedBuffers::Auto, EngineKind::IoUring),
             ("uring.fixed_files", self.uring_fixed_files, EngineKind::IoUring), ("uring.sqpoll", self.uring_sqpoll, EngineKind::IoUring),
-            ("uring.batch", self.uring_batch > 0, EngineKind::IoUring), ("uring.wait_spin", self.uring_wait_spin != DEFAULT_WAIT_SPIN_S, EngineKind::IoUring), ("null_delay", self.null_delay > 0.0, EngineKind::Null)];
+            ("uring.batch", self.uring_batch > 0, EngineKind::IoUring), ("uring.wait_spin", self.uring_wait_spin != DEFAULT_WAIT_SPIN_S, EngineKind::IoUring), ("null_delay", self.null_delay > 0.0, EngineKind::Null),
+            ("endpoint", self.endpoint.is_some(), EngineKind::S3), ("object_size", self.object_size.is_some(), EngineKind::S3),
+            ("part_size", self.part_size != DEFAULT_PART_SIZE, EngineKind::S3), ("insecure", self.insecure, EngineKind::S3),
+            ("virtual_host", self.virtual_host, EngineKind::S3)];
         if let Some((field, _, engine)) = engine_scoped.iter().find(|(_, set, engine)| *set && *engine != self.engine) {
             return Err(bad(field, format!("belongs to engine {}, but engine is {}", engine.as_str(), self.engine.as_str())));
         }
@@ -219,6 +223,23 @@ impl GroupSpec {
         self.validate_trim(&bad)?;
         self.validate_iolog(&bad)?;
         self.validate_sizes(&bad)?;
+        Ok(())
+    }
+
+    /// compress_percentage and dedupe_percentage shape the data writes carry: refused where the
+    /// data is fixed by something else.
+    fn validate_data_pattern(&self, bad: &dyn Fn(&str, String) -> Error) -> Result<()> {
+        if self.compress_percentage > 0 && self.verify == VerifyKind::Fill {
+            return Err(bad("compress_percentage", "verify = fill writes its fill; use verify = crc32c or xxh3 (their payload is shaped) or verify = off".into()));
+        }
+        if self.dedupe_percentage > 0 {
+            if self.verify != VerifyKind::Off {
+                return Err(bad("dedupe_percentage", "a verified block names its own offset, so no two are alike; use verify = off".into()));
+            }
+            if !self.scramble {
+                return Err(bad("dedupe_percentage", "with scramble off every write repeats its slot's data already; turn scramble on".into()));
+            }
+        }
         Ok(())
     }
 
@@ -239,11 +260,46 @@ impl GroupSpec {
             if let Some((field, _, what)) = local_only.iter().find(|(_, set, _)| *set) {
                 return Err(bad(field, format!("{what} is for local files; {t} is {} (fsync_every makes writes stable there)", k.described())));
             }
+            if k == RemoteKind::S3 {
+                self.validate_objects(bad)?;
+            }
         }
         if let Some(t) = kinds.iter().zip(&self.target).find_map(|(k, t)| k.is_none().then_some(t)) {
-            if let Some(k) = [RemoteKind::Nbd, RemoteKind::Nfs].into_iter().find(|k| k.engine() == self.engine) {
+            if let Some(k) = [RemoteKind::Nbd, RemoteKind::Nfs, RemoteKind::S3].into_iter().find(|k| k.engine() == self.engine) {
                 return Err(bad("target", format!("engine {} reads {} targets ({}); {t} is a local path", self.engine.as_str(), k.type_name(), k.url_form())));
             }
+        }
+        Ok(())
+    }
+
+    /// An s3:// target is cut into objects of object_size: a write or a trim is one whole object
+    /// (PUT, DELETE), a read stays inside one object (a GET, ranged when smaller), so the range
+    /// starts and ends on object boundaries and every request is of bs.
+    fn validate_objects(&self, bad: &dyn Fn(&str, String) -> Error) -> Result<()> {
+        for t in &self.target {
+            crate::remote::s3_config::ObjectSet::parse(t).map_err(|m| bad("target", format!("{t} {m}")))?;
+        }
+        for endpoint in self.endpoint.iter().flat_map(|e| e.split(',')) {
+            crate::remote::s3_config::check_endpoint(endpoint.trim()).map_err(Error::spec)?;
+        }
+        let object = self.object_size.unwrap_or(self.bs);
+        let [_, writes, trims] = self.directions();
+        if self.bssplit.is_some() || self.bsrange.is_some() || self.blockalign > 0 {
+            let field = if self.bssplit.is_some() { "bssplit" } else if self.bsrange.is_some() { "bsrange" } else { "blockalign" };
+            return Err(bad(field, format!("an s3 target takes requests of one size, bs, inside objects of object_size ({object} bytes)")));
+        }
+        if (writes || trims) && self.bs != object {
+            let what = if writes { "a write is a PUT" } else { "a trim is a DELETE" };
+            return Err(bad("object_size", format!("{what} of a whole object: bs ({} bytes) must equal object_size ({object} bytes)", self.bs)));
+        }
+        if !object.is_multiple_of(self.bs) {
+            return Err(bad("object_size", format!("{object} bytes is not a multiple of bs ({} bytes): a read must stay inside one object", self.bs)));
+        }
+        if !self.offset.is_multiple_of(object) {
+            return Err(bad("offset", format!("{} is not a multiple of object_size ({object} bytes): the range starts on an object", self.offset)));
+        }
+        if let Some(size) = self.size.filter(|s| !s.is_multiple_of(object)) {
+            return Err(bad("size", format!("{size} bytes is not a whole number of objects of object_size ({object} bytes)")));
         }
         Ok(())
     }
@@ -528,5 +584,43 @@ mod tests {
         let e = PhaseSpec::from_json(&phase_json(r#"{"segments": 18446744073709551615}"#)).unwrap_err();
         assert!(e.message.contains("segments"), "{}", e.message);
         assert!(PhaseSpec::from_json(&phase_json(r#"{"time": 315360000}"#)).is_ok());
+    }
+
+    /// An s3 target is cut into whole objects: writes and trims are whole objects, reads stay
+    /// inside one, one request size; its options belong to the s3 engine alone.
+    #[test]
+    fn s3_targets_take_whole_objects_and_their_options_only_there() {
+        let s3 = |extra: &str| {
+            let mut v: serde_json::Value = serde_json::from_str(&phase_json(extra)).unwrap();
+            let g = &mut v["groups"][0];
+            g["target"] = serde_json::json!(["s3://bench/p"]);
+            if g["engine"] == "psync" {
+                g["engine"] = "s3".into();
+            }
+            PhaseSpec::from_json(&v.to_string()).map(drop).map_err(|e| e.message)
+        };
+        assert!(s3(r#"{"rw": "write", "bs": 1048576, "size": 4194304}"#).is_ok());
+        assert!(s3(r#"{"rw": "randread", "bs": 4096, "object_size": 1048576, "size": 4194304, "qd": 8}"#).is_ok());
+        let refused = [
+            (r#"{"rw": "write", "bs": 4096, "object_size": 1048576}"#, "object_size: a write is a PUT of a whole object"),
+            (r#"{"rw": "trim", "bs": 4096, "object_size": 8192}"#, "object_size: a trim is a DELETE of a whole object"),
+            (r#"{"rw": "read", "bs": 12288, "object_size": 16384}"#, "object_size: 16384 bytes is not a multiple of bs"),
+            (r#"{"rw": "read", "offset": 4096, "object_size": 8192}"#, "offset: 4096 is not a multiple of object_size"),
+            (r#"{"rw": "read", "size": 12288, "object_size": 8192}"#, "size: 12288 bytes is not a whole number of objects"),
+            (r#"{"rw": "randread", "bssplit": "4k/50:8k/50"}"#, "bssplit: an s3 target takes requests of one size"),
+            (r#"{"endpoint": "ftp://h"}"#, "endpoint: 'ftp://h' is not an http:// or https:// URL"),
+            (r#"{"engine": "nbd"}"#, "engine: s3://bench/p is read and written by engine s3"),
+            (r#"{"files": "per_thread"}"#, "files: one file per thread is for local files"),
+        ];
+        for (extra, want) in refused {
+            let m = s3(extra).unwrap_err();
+            assert!(m.starts_with(want) && !m.contains('\n'), "{extra}: {m}");
+        }
+        let e = PhaseSpec::from_json(&phase_json(r#"{"object_size": 8192}"#)).unwrap_err();
+        assert_eq!(e.message, "object_size: belongs to engine s3, but engine is psync");
+        let e = PhaseSpec::from_json(&phase_json(r#"{"part_size": 4096}"#)).unwrap_err();
+        assert!(e.message.starts_with("part_size:"), "{}", e.message);
+        let e = PhaseSpec::from_json(&phase_json(r#"{"engine": "s3"}"#)).unwrap_err();
+        assert!(e.message.starts_with("target: engine s3 reads s3 targets (s3://BUCKET/PREFIX); /tmp/x is a local path"), "{}", e.message);
     }
 }

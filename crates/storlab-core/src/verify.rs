@@ -282,9 +282,20 @@ fn payload_key(seed: u64, offset: u64, pass: u32) -> u64 {
     Rng::derive(seed ^ (pass as u64).rotate_left(48), offset)
 }
 
-fn pattern_stream(seed: u64, words: usize) -> Vec<u64> {
+/// The payload stream of a seed: random words, except, for compressible data (`shape` = (chunk,
+/// random bytes at its start)), the words past each chunk's random part, which are 0 (under a
+/// block's key they become that key repeated, which a compressor keeps as little as zeros).
+fn pattern_stream(seed: u64, words: usize, shape: Option<(usize, usize)>) -> Vec<u64> {
     let mut rng = Rng::new(Rng::derive(seed, 0x5041_5454));
-    (0..words).map(|_| rng.next_u64()).collect()
+    (0..words)
+        .map(|i| {
+            let w = rng.next_u64();
+            match shape {
+                Some((chunk, random)) if (i * 8) % chunk >= random => 0,
+                _ => w,
+            }
+        })
+        .collect()
 }
 
 /// The pseudo-random payload pattern of a seed, made once per worker for its block size. The
@@ -292,14 +303,24 @@ fn pattern_stream(seed: u64, words: usize) -> Vec<u64> {
 /// block's: that is what lets a read with another block size be recognised.
 pub struct Pattern {
     seed: u64,
+    /// Compressible payloads: (chunk bytes, random bytes at the start of each chunk).
+    shape: Option<(usize, usize)>,
     words: Vec<u64>,
     /// The same stream made longer, only when a read is matched against larger written blocks.
     longer: RefCell<Vec<u64>>,
 }
 
 impl Pattern {
+    #[cfg(test)]
     pub fn new(seed: u64, block_len: usize) -> Pattern {
-        Pattern { seed, words: pattern_stream(seed, (block_len - HEADER_LEN).div_ceil(8)), longer: RefCell::new(Vec::new()) }
+        Pattern::shaped(seed, block_len, 0, 0)
+    }
+
+    /// The pattern of a group's verified blocks: compressible by `compress_percentage` in chunks
+    /// of `chunk` payload bytes (0: random throughout).
+    pub fn shaped(seed: u64, block_len: usize, compress_percentage: u32, chunk: usize) -> Pattern {
+        let shape = (compress_percentage > 0).then(|| (chunk, crate::buffer::random_part(chunk, compress_percentage)));
+        Pattern { seed, shape, words: pattern_stream(seed, (block_len - HEADER_LEN).div_ceil(8), shape), longer: RefCell::new(Vec::new()) }
     }
 
     /// The payload of the block at `offset` written in `pass`.
@@ -340,7 +361,7 @@ impl Pattern {
         {
             let mut longer = self.longer.borrow_mut();
             if longer.len() < n {
-                *longer = pattern_stream(self.seed, n.max(self.words.len()));
+                *longer = pattern_stream(self.seed, n.max(self.words.len()), self.shape);
             }
         }
         self.longer.borrow()

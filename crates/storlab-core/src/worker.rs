@@ -50,9 +50,13 @@ pub struct WorkerOutcome {
     pub sync: Histogram,
     pub summary: WorkerSummary,
     pub setup_flags: Vec<String>,
+    /// The backend's own counters (Engine::counters).
+    pub counters: Vec<(&'static str, u64)>,
     pub log: ProgressLog,
     pub verify: VerifyTally,
     pub readback: Readback,
+    /// Writes issued as repeats of an earlier write (dedupe_percentage).
+    pub repeated_writes: u64,
 }
 
 /// The read-back after a verified write (fio's do_verify): blocks read and checked, and how long it
@@ -157,6 +161,10 @@ struct Worker<'a> {
     fill: Option<Vec<u8>>,
     /// Makes each write's sectors unique (buffer.rs); Some when the group scrambles its writes.
     scrambler: Option<Scrambler>,
+    /// dedupe_percentage: which writes repeat an earlier one, and which one.
+    dedupe: Option<Dedupe>,
+    /// The key each slot's random bytes carry now (buffer.rs `rekey`); Some when writes get one.
+    slot_keys: Option<Vec<u64>>,
 
     // The clock: all workers started together; the phase clock was set by the coordinator.
     phase_start: Instant,
@@ -242,8 +250,16 @@ impl<'a> Worker<'a> {
         let fill = (g.verify == VerifyKind::Fill).then(|| verify::fill_data(g.seed, buf_len));
         match (&fill, g.pattern_bytes()) {
             (Some(data), _) => region.as_mut_slice().chunks_mut(stride).for_each(|s| s[..buf_len].copy_from_slice(data)),
+            (None, pattern) if g.compress_percentage > 0 => crate::buffer::fill_compressible(
+                region.as_mut_slice(), w.seed, g.compress_percentage, g.compress_chunk as usize, &pattern.unwrap_or_default(), stride),
             (None, Some(pattern)) => crate::buffer::fill_pattern(region.as_mut_slice(), &pattern, stride),
             (None, None) => region.fill_random(w.seed),
+        }
+        if g.dedupe_percentage > 0 {
+            // a duplicate re-creates an earlier write from whichever slot it is issued in: every
+            // slot holds the same base data (the stamps alone make the other writes unique)
+            let (first, rest) = region.as_mut_slice().split_at_mut(stride);
+            rest.chunks_mut(stride).for_each(|s| s.copy_from_slice(&first[..s.len()]));
         }
         let now = Instant::now();
         let slots: Vec<Slot> = (0..qd)
@@ -252,7 +268,7 @@ impl<'a> Worker<'a> {
             .collect();
         let buffers: Vec<(*mut u8, usize)> = slots.iter().map(|s| (s.buf, buf_len)).collect();
         let remote = w.file.is_none().then_some(target.path.as_str());
-        let backend = engine::create(&EngineSetup { fd, remote, buffers: &buffers, qd: g.qd, group: g, block_device: target.kind == "block", phase_threads: plan.workers.len() });
+        let backend = engine::create(&EngineSetup { fd, remote, buffers: &buffers, qd: g.qd, group: g, block_device: target.kind == "block", worker: w.id, phase_threads: plan.workers.len() });
         let iolog_path = g.write_iolog.as_ref().map(|p| {
             // Under MPI other processes log to the same name: their threads are numbered on from
             // participant_base (rank x threads), so the names stay apart.
@@ -305,9 +321,11 @@ impl<'a> Worker<'a> {
             // Not when verifying: the read-back replays the generator's own choices.
             switch_dirs: gen.mixed() && !verifying,
             verifying,
-            pattern: g.verify.stamps().then(|| verify::Pattern::new(g.seed, bs)),
+            pattern: g.verify.stamps().then(|| verify::Pattern::shaped(g.seed, bs, g.compress_percentage, g.compress_chunk as usize)),
             fill,
-            scrambler: g.scrambles_writes().then(|| Scrambler::new(w.seed)),
+            scrambler: g.scrambles_writes().then(|| Scrambler::new(w.seed).shaped(g.data_shape())),
+            dedupe: (g.dedupe_percentage > 0).then(|| Dedupe::new(g.dedupe_percentage, w.seed)),
+            slot_keys: g.rekeys_writes().then(|| vec![0; qd]),
             phase_start,
             measure_start,
             ramp_ns: ns_between(phase_start, measure_start),
@@ -511,7 +529,21 @@ impl<'a> Worker<'a> {
             } else if let Some(s) = self.scrambler.as_mut() {
                 // SAFETY: the slot's buffer holds at least len bytes and no request is using it
                 // (it was just taken from the free list).
-                s.scramble(unsafe { std::slice::from_raw_parts_mut(self.slots[slot_id as usize].buf, len as usize) }, offset);
+                let data = unsafe { std::slice::from_raw_parts_mut(self.slots[slot_id as usize].buf, len as usize) };
+                let (at, sequence) = match self.dedupe.as_mut().and_then(|d| d.repeat()) {
+                    Some(earlier) => earlier,
+                    None => {
+                        let sequence = s.next_sequence();
+                        if let Some(d) = self.dedupe.as_mut() {
+                            d.remember(offset, sequence);
+                        }
+                        (offset, sequence)
+                    }
+                };
+                if let Some(keys) = self.slot_keys.as_mut() {
+                    s.rekey(data, &mut keys[slot_id as usize], sequence);
+                }
+                s.stamp_as(data, at, sequence);
             }
         }
         // Latency runs from here, the actual issue, not from the paced schedule (fio's
@@ -788,6 +820,8 @@ impl<'a> Worker<'a> {
             trim_ops: tr.ops,
         };
         let setup_flags = self.backend.setup_flags();
+        let counters = self.backend.counters();
+        let repeated_writes = self.dedupe.as_ref().map_or(0, |d| d.repeats);
         // A local target is read back through its descriptor, with the backend gone; a remote one
         // only has the backend's connection.
         let mut backend = (self.fd < 0).then_some(self.backend);
@@ -816,7 +850,7 @@ impl<'a> Worker<'a> {
                 tally.record(found, g.verify_report as usize);
             })?;
         }
-        Ok(WorkerOutcome { dirs: self.dirs, sync: self.sync, summary, setup_flags, log: self.log, verify: self.tally, readback })
+        Ok(WorkerOutcome { dirs: self.dirs, sync: self.sync, summary, setup_flags, counters, log: self.log, verify: self.tally, readback, repeated_writes })
     }
 }
 
@@ -861,6 +895,47 @@ fn read_back(
         blocks += 1;
     }
     Ok(Readback { blocks, seconds: t0.elapsed().as_secs_f64() })
+}
+
+/// dedupe_percentage (fio's dedupe_mode=repeat): each write is, with that probability, a repeat
+/// of an earlier unique write of this writer, drawn uniformly from the last `DEDUPE_MEMORY`
+/// (fio draws from every earlier one; a bounded window keeps the worker's memory fixed).
+struct Dedupe {
+    percent: u32,
+    rng: crate::rng::Rng,
+    /// (offset, sequence) of earlier unique writes: a ring, `next` the slot to overwrite.
+    earlier: Vec<(u64, u64)>,
+    next: usize,
+    /// Writes issued as repeats.
+    pub repeats: u64,
+}
+
+const DEDUPE_MEMORY: usize = 4096;
+
+impl Dedupe {
+    fn new(percent: u32, seed: u64) -> Dedupe {
+        Dedupe { percent, rng: crate::rng::Rng::new(crate::rng::Rng::derive(seed, 0xDED0)), earlier: Vec::with_capacity(DEDUPE_MEMORY), next: 0, repeats: 0 }
+    }
+
+    /// The earlier write this one repeats, or None for a unique write.
+    #[inline]
+    fn repeat(&mut self) -> Option<(u64, u64)> {
+        if self.earlier.is_empty() || self.rng.next_u64() % 100 >= self.percent as u64 {
+            return None;
+        }
+        self.repeats += 1;
+        Some(self.earlier[(self.rng.next_u64() % self.earlier.len() as u64) as usize])
+    }
+
+    #[inline]
+    fn remember(&mut self, offset: u64, sequence: u64) {
+        if self.earlier.len() < DEDUPE_MEMORY {
+            self.earlier.push((offset, sequence));
+        } else {
+            self.earlier[self.next] = (offset, sequence);
+            self.next = (self.next + 1) % DEDUPE_MEMORY;
+        }
+    }
 }
 
 /// Read-behind-write: tell the other side that record `k` is done.

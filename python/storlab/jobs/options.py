@@ -265,6 +265,17 @@ ROWS: tuple[Option, ...] = (
     Option("time", "duration", "run for this long, wrapping around the range (time-based run)",
            category="timing", fio_name="runtime"),
     Option("ramp", "duration", "run this long before measuring; ramp I/O is excluded from results",
+    Option("compress_percentage", "percent", "written data compresses by about this share: each "
+           "compress_chunk bytes are random for their first (100 - N) % and zeros (or buffer_pattern's "
+           "bytes) for the rest, as fio's buffer_compress_percentage; the scramble stamps stay in the "
+           "random part. Verified blocks carry it in their payload (read them back with the same "
+           "value). 0: incompressible", fio_name="buffer_compress_percentage"),
+    Option("compress_chunk", "size", "the chunk compress_percentage shapes (fio's buffer_compress_chunk)",
+           fio_name="buffer_compress_chunk"),
+    Option("dedupe_percentage", "percent", "this share of the writes repeat an earlier write of the same "
+           "thread byte for byte (fio's dedupe_percentage, dedupe_mode=repeat), the rest unique; a "
+           "block-level deduplicator sees that share of repeated blocks. Needs scramble on and verify "
+           "off. 0: every write unique", fio_name="dedupe_percentage"),
            category="timing", fio_name="ramp_time"),
     Option("stall_after", "duration", "report a request outstanding longer than this (the studies' "
            "dropped-I/O rule), with target, offset and age, while the run goes on", category="timing"),

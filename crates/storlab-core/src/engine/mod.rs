@@ -1,6 +1,6 @@
 //! The I/O backend trait (after fio's `ioengine_ops`) and its implementations: psync, io_uring and
 //! null on local files and devices, nbd on a network block device export, nfs on a file of an NFS
-//! export.
+//! export, s3 on the objects under an S3 prefix.
 //!
 //! A backend only talks to the kernel: the worker (`worker.rs`) stamps times, counts bytes and
 //! keeps statistics. A blocking backend (psync) completes inside `queue`; an asynchronous one
@@ -10,6 +10,7 @@ pub mod nbd;
 pub mod nfs;
 pub mod null;
 pub mod psync;
+pub mod s3;
 pub mod uring;
 
 use std::os::fd::RawFd;
@@ -91,6 +92,11 @@ pub trait Engine {
     fn setup_flags(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Events of the backend's own worth counting, summed over the workers into the result's
+    /// engine section (s3: requests the server throttled and that were retried).
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// What a backend gets at set-up: the worker's open target and its slot buffers.
@@ -104,6 +110,8 @@ pub struct EngineSetup<'a> {
     pub group: &'a GroupSpec,
     /// The target is a block device: trims are BLKDISCARD, not punched holes.
     pub block_device: bool,
+    /// The worker's number in the phase (an s3 worker's endpoint is dealt by it).
+    pub worker: usize,
     /// Worker threads of this phase in this process: where they outnumber the CPUs it may use, an
     /// engine does not spin (a spinning thread would only take a CPU from another).
     pub phase_threads: usize,
@@ -146,6 +154,10 @@ pub fn create(setup: &EngineSetup) -> Result<Box<dyn Engine>> {
         EngineKind::Nfs => {
             let url = setup.remote.ok_or_else(|| Error::spec("engine: nfs reads nfs:// targets only"))?;
             Box::new(nfs::Nfs::new(url, setup.group.directions()[1], setup.qd)?)
+        }
+        EngineKind::S3 => {
+            let url = setup.remote.ok_or_else(|| Error::spec("engine: s3 reads s3:// targets only"))?;
+            Box::new(s3::S3::new(url, setup.group, setup.worker, setup.qd)?)
         }
     })
 }

@@ -403,7 +403,7 @@ mod tests {
     #[test]
     fn long_waits_stop_the_spin_and_a_short_one_restores_it() {
         let group = crate::group::GroupSpec { engine: crate::group::EngineKind::IoUring, uring_wait_spin: 200e-6, ..Default::default() };
-        let setup = EngineSetup { fd: -1, remote: None, buffers: &[], qd: 1, group: &group, block_device: false, phase_threads: 1 };
+        let setup = EngineSetup { fd: -1, remote: None, buffers: &[], qd: 1, group: &group, block_device: false, worker: 0, phase_threads: 1 };
         let Ok(mut ring) = Uring::new(&setup) else {
             eprintln!("io_uring unavailable here");
             return;

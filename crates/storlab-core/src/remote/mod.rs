@@ -1,5 +1,6 @@
 //! Targets behind a network: recognised by their URL, opened through a user-space client library
-//! (no kernel client, no mount), as fio's nbd and nfs engines open theirs.
+//! (no kernel client, no mount), as fio's nbd and nfs engines open theirs; S3 objects through a
+//! built-in HTTP client (s3.rs, s3_config.rs).
 //!
 //! A remote target is described once here: which engine serves it, how the plan learns its size,
 //! and how the write-safety rule is applied to it. The safety rule is the one of block devices:
@@ -10,6 +11,8 @@
 mod dl;
 pub mod libnbd;
 pub mod libnfs;
+pub mod s3;
+pub mod s3_config;
 
 use crate::group::EngineKind;
 
@@ -20,6 +23,8 @@ pub enum RemoteKind {
     Nbd,
     /// A file on an NFS export: nfs://SERVER/EXPORT/FILE[?version=3] (NFSv4 by default).
     Nfs,
+    /// The objects under a prefix of an S3 bucket: s3://BUCKET/PREFIX.
+    S3,
 }
 
 impl RemoteKind {
@@ -29,6 +34,7 @@ impl RemoteKind {
         match scheme {
             "nbd" | "nbds" | "nbd+unix" | "nbds+unix" => Some(RemoteKind::Nbd),
             "nfs" => Some(RemoteKind::Nfs),
+            "s3" => Some(RemoteKind::S3),
             _ => None,
         }
     }
@@ -38,6 +44,7 @@ impl RemoteKind {
         match self {
             RemoteKind::Nbd => EngineKind::Nbd,
             RemoteKind::Nfs => EngineKind::Nfs,
+            RemoteKind::S3 => EngineKind::S3,
         }
     }
 
@@ -46,6 +53,8 @@ impl RemoteKind {
         match self {
             RemoteKind::Nbd => libnbd::available(),
             RemoteKind::Nfs => libnfs::available(),
+            // built in: its HTTP client and signer are crates of the engine
+            RemoteKind::S3 => Ok(()),
         }
     }
 
@@ -54,6 +63,7 @@ impl RemoteKind {
         match self {
             RemoteKind::Nbd => "a network block device export",
             RemoteKind::Nfs => "a file on an NFS export",
+            RemoteKind::S3 => "a set of objects in an S3 bucket",
         }
     }
 
@@ -62,6 +72,7 @@ impl RemoteKind {
         match self {
             RemoteKind::Nbd => "nbd://HOST[:PORT]/EXPORT",
             RemoteKind::Nfs => "nfs://SERVER/EXPORT/FILE",
+            RemoteKind::S3 => s3_config::URL_FORM,
         }
     }
 
@@ -70,14 +81,16 @@ impl RemoteKind {
         match self {
             RemoteKind::Nbd => "nbd",
             RemoteKind::Nfs => "nfs",
+            RemoteKind::S3 => "s3",
         }
     }
 }
 
-/// Remove a network file this run made (an NFS file; an NBD export is never made, so never
-/// removed). Ok when it is already gone.
+/// Remove a network file this run made (an NFS file, or the objects of an s3:// prefix; an NBD
+/// export is never made, so never removed). Ok when it is already gone.
 pub fn remove_file(url: &str) -> Result<(), String> {
     match RemoteKind::of(url) {
+        Some(RemoteKind::S3) => s3::remove_objects(url),
         Some(RemoteKind::Nfs) => match libnfs::File::open(url, true, libnfs::Missing::Refuse) {
             Ok(f) => f.unlink(),
             Err(libnfs::OpenError::Missing(_)) => Ok(()),
@@ -125,6 +138,7 @@ mod tests {
             assert_eq!(RemoteKind::of(url), Some(RemoteKind::Nbd), "{url}");
         }
         assert_eq!(RemoteKind::of("nfs://srv/export/f?version=3"), Some(RemoteKind::Nfs));
+        assert_eq!(RemoteKind::of("s3://bench/p"), Some(RemoteKind::S3));
         for path in ["/dev/nbd0", "relative/nbd://x", "nbd:/x", "file:///tmp/x", "nfs:/x"] {
             assert_eq!(RemoteKind::of(path), None, "{path}");
         }

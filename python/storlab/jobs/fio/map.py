@@ -864,6 +864,16 @@ class _Job:
             opts["buffer_pattern"] = "0x00"
             if not self.has("scramble_buffers") and not self.flag("refill_buffers"):
                 opts["scramble"] = False     # fio scrambles zeroed buffers only when asked to
+        # data that compresses and deduplicates by set shares (fio's buffer_compress_percentage,
+        # buffer_compress_chunk, dedupe_percentage with dedupe_mode=repeat)
+        for fio_key, key in (("buffer_compress_percentage", "compress_percentage"),
+                             ("buffer_compress_chunk", "compress_chunk"), ("dedupe_percentage", "dedupe_percentage")):
+            if self.has(fio_key):
+                opts[key] = self.size(fio_key)
+        mode = (self.raw("dedupe_mode") or "repeat").strip()
+        if mode != "repeat":
+            self.bad("dedupe_mode", f"{mode!r}: storlab repeats earlier writes (dedupe_mode=repeat); "
+                                    "working_set is not built")
 
     def verification(self, opts: dict[str, Any]) -> None:
         kind = self.word("verify")

@@ -53,7 +53,6 @@ META_ENGINES: dict[str, tuple[str, ...]] = {
 _NETWORK = ("storlab reads files and block devices (psync, io_uring), NBD exports (nbd) and NFS files (nfs), "
             "not this network storage")
 _DEVICE = "storlab does file and block-device I/O (psync, io_uring), not this device interface"
-_DATA = "storlab writes random data or buffer_pattern's bytes, not a share of compressible or duplicate data"
 REFUSED_ENGINES: dict[str, str] = {
     **{e: _NETWORK for e in ("net", "netsplice", "rdma", "http", "rbd", "rados", "gfapi",
                              "gfapi_async", "libhdfs", "dfs", "libiscsi", "ime_psync",
@@ -67,6 +66,9 @@ REFUSED_ENGINES: dict[str, str] = {
 }
 
 _M, _A, _R = "mapped", "accepted", "refused"
+# fio's sprandom job is its measurement; storlab runs the same fill as preconditioning, reported
+# apart from the job (jobs/precondition.py), so a job file asking for it is not translated.
+_SPRANDOM = "storlab runs it before a job, reported apart: --precondition-method sprandom:OP:REGIONS"
 _ROWS: list[tuple[str, str, str]] = [
     # --- jobs, files, targets ---
     ("name", _M, "the job's name (storlab group name)"),
@@ -137,10 +139,10 @@ _ROWS: list[tuple[str, str, str]] = [
     ("percentage_random", _R, "storlab patterns are all random or all sequential"),
     ("percentage_sequential", _R, "storlab patterns are all random or all sequential"),
     ("random_sequence_stride", _R, "storlab does one request per random offset"),
-    ("sprandom", _R, "storlab's random map is not region-based"),
-    ("spr_num_regions", _R, "storlab's random map is not region-based"),
-    ("spr_op", _R, "storlab's random map is not region-based"),
-    ("spr_cs", _R, "storlab's random map is not region-based"),
+    ("sprandom", _R, _SPRANDOM),
+    ("spr_num_regions", _R, _SPRANDOM),
+    ("spr_op", _R, _SPRANDOM),
+    ("spr_cs", _R, "storlab's sprandom preconditioning does not defer rewrites past a device cache"),
     ("num_range", _R, "storlab's trim is one range per request"),
     # --- timing ---
     ("runtime", _M, "time (without time_based also one pass over size: io_size)"),
@@ -248,12 +250,12 @@ _ROWS: list[tuple[str, str, str]] = [
     ("scramble_buffers", _M, "scramble (1: on, the default of both; 0: off, every write of a request slot "
                              "carries the same bytes; under refill_buffers ignored, as in fio)"),
     ("buffer_pattern", _M, "buffer_pattern (hex, quoted strings and decimal bytes joined with |, as hex bytes)"),
-    ("buffer_compress_percentage", _R, _DATA),
-    ("buffer_compress_chunk", _R, _DATA),
-    ("dedupe_percentage", _R, _DATA),
-    ("dedupe_global", _R, _DATA),
-    ("dedupe_mode", _R, _DATA),
-    ("dedupe_working_set_percentage", _R, _DATA),
+    ("buffer_compress_percentage", _M, "compress_percentage"),
+    ("buffer_compress_chunk", _M, "compress_chunk"),
+    ("dedupe_percentage", _M, "dedupe_percentage (each thread repeats its own earlier writes)"),
+    ("dedupe_global", _R, "storlab's threads repeat their own writes, not one another's"),
+    ("dedupe_mode", _M, "repeat only (fio's default); working_set refused"),
+    ("dedupe_working_set_percentage", _R, "storlab repeats earlier writes (dedupe_mode=repeat)"),
     # --- I/O logs ---
     ("write_iolog", _M, "write_iolog"),
     ("read_iolog", _M, "read_iolog"),
