@@ -753,3 +753,13 @@ def test_compressible_and_duplicate_data_translate():
     with pytest.raises(Refusal) as e:
         translate("[w]\nfilename=/x\nrw=write\nsize=1m\ndedupe_percentage=25\ndedupe_mode=working_set\n")
     assert "dedupe_mode" in str(e.value) and "working_set" in str(e.value)
+
+
+def test_max_latency_ends_the_phase_at_the_first_request_that_late():
+    g = groups(translate("[w]\nfilename=/x\nrw=randread\nsize=1m\nmax_latency=250ms\n"))
+    assert g["w"]["stall_after"] == 0.25 and g["w"]["stall_abort"] is True
+    g = groups(translate("[w]\nfilename=/x\nrw=randread\nsize=1m\nmax_latency=5000\n"))    # fio's unit: us
+    assert g["w"]["stall_after"] == pytest.approx(5e-3)
+    with pytest.raises(Refusal) as e:
+        translate("[w]\nfilename=/x\nrw=randread\nsize=1m\nmax_latency=500\n")
+    assert "max_latency" in str(e.value) and ">= 1ms" in str(e.value)

@@ -762,6 +762,17 @@ class _Job:
         self.open_sync(opts)
         if self.flag("norandommap"):
             opts["random_map"] = False
+        if self.has("max_latency"):
+            # fio ends the job with ETIMEDOUT when a request's latency exceeds it; storlab ends the
+            # phase with an error at the first request outstanding that long (seen while in flight)
+            limit = self.time("max_latency", 1e-6)
+            if limit < 0.001:
+                self.bad("max_latency", f"{limit * 1e6:g} us: storlab watches for requests outstanding "
+                                        "1 ms or longer; allowed: >= 1ms")
+            opts["stall_after"] = max(limit, 0.001)
+            opts["stall_abort"] = True
+            self.notes.append("max_latency → stall_after with stall_abort: the phase ends with an error at the "
+                              "first request outstanding that long (fio: ETIMEDOUT once one completes that late)")
         if self.has("random_distribution"):
             try:
                 opts["random_distribution"] = parse_value(

@@ -211,7 +211,7 @@ _ROWS: list[tuple[str, str, str]] = [
     ("thinktime_blocks_type", _R, "storlab counts thinktime_blocks as completions"),
     ("thinktime_iotime", _R, "storlab thinks between blocks only"),
     ("thinkcycles", _R, "storlab does not burn CPU cycles"),
-    ("max_latency", _R, "storlab reports latency, it does not stop on it"),
+    ("max_latency", _M, "stall_after + stall_abort: the phase ends with an error at the first request outstanding that long"),
     ("latency_target", _M, "latency_target: the highest queue depth up to iodepth holding the percentile "
                            "(doubling, then bisection; for the whole run)"),
     ("latency_window", _M, "latency_window"),
