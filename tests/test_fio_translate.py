@@ -437,14 +437,13 @@ def test_set_only_flags_never_take_the_next_word_and_value_options_always_do():
 
 
 @pytest.mark.parametrize("setting", ["--hipri=0", "--zero_buffers=0", "--exitall=false",
-                                     "--percentage_random=100", "--nice=0", "--zonemode=none"])
+                                     "--nice=0", "--zonemode=none"])
 def test_a_refused_option_at_fios_default_runs(setting):
     tr, _ = _cmd("--name=j", "--filename=/x", "--rw=randread", "--size=1m", setting)
     assert groups(tr.phases)["j"]["rw"] == "randread"
 
 
-@pytest.mark.parametrize("setting", ["--hipri", "--hipri=1", "--exitall", "--percentage_random=50",
-                                     "--zonemode=zbd"])
+@pytest.mark.parametrize("setting", ["--hipri", "--hipri=1", "--exitall", "--zonemode=zbd"])
 def test_the_same_options_asking_for_something_are_refused(setting):
     with pytest.raises(Refusal, match=setting.lstrip("-").split("=")[0]):
         _cmd("--name=j", "--filename=/x", "--rw=randread", "--size=1m", setting)
@@ -763,3 +762,12 @@ def test_max_latency_ends_the_phase_at_the_first_request_that_late():
     with pytest.raises(Refusal) as e:
         translate("[w]\nfilename=/x\nrw=randread\nsize=1m\nmax_latency=500\n")
     assert "max_latency" in str(e.value) and ">= 1ms" in str(e.value)
+
+
+def test_percentage_random_translates_with_one_value():
+    g = groups(translate("[w]\nfilename=/x\nrw=randread\nsize=1m\npercentage_random=70\n"
+                         "[s]\nfilename=/x\nrw=randread\nsize=1m\npercentage_sequential=20\n"))
+    assert g["w"]["percentage_random"] == 70 and g["s"]["percentage_random"] == 80
+    with pytest.raises(Refusal) as e:
+        translate("[w]\nfilename=/x\nrw=randrw\nsize=1m\npercentage_random=70,20\n")
+    assert "percentage_random" in str(e.value) and "one value" in str(e.value)

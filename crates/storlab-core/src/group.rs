@@ -187,6 +187,10 @@ impl FixedBuffers {
     pub const ALL: [FixedBuffers; 3] = [FixedBuffers::Auto, FixedBuffers::On, FixedBuffers::Off];
 }
 
+fn percentage_random_default() -> u32 {
+    100
+}
+
 fn compress_chunk_default() -> u64 {
     512
 }
@@ -279,6 +283,10 @@ pub struct GroupSpec {
     /// The chunk compress_percentage shapes (fio's buffer_compress_chunk, 512 there too).
     #[serde(default = "compress_chunk_default")]
     pub compress_chunk: u64,
+    /// In a random pattern, the share of requests (percent) at a random offset; the others follow
+    /// on from the direction's last request (fio's percentage_random). 100: all random.
+    #[serde(default = "percentage_random_default")]
+    pub percentage_random: u32,
     /// This share of the writes repeat an earlier write of the same writer byte for byte (fio's
     /// dedupe_percentage with dedupe_mode=repeat). 0: every write unique.
     #[serde(default)]
@@ -433,6 +441,7 @@ impl Default for GroupSpec {
             buffer_pattern: None,
             compress_percentage: 0,
             compress_chunk: 512,
+            percentage_random: 100,
             dedupe_percentage: 0,
             time: None,
             ramp: 0.0,

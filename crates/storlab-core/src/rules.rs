@@ -97,6 +97,7 @@ pub const BOUNDS: &[Bounds<GroupSpec>] = &[
     // a chunk holds at least the 24 bytes that keep it unique, and at most a large request
     ints("compress_chunk", Unit::Bytes, 64, 1 << 20, |g| Some(Num::Int(g.compress_chunk))),
     ints("dedupe_percentage", Unit::Percent, 0, 100, |g| Some(Num::Int(g.dedupe_percentage.into()))),
+    ints("percentage_random", Unit::Percent, 0, 100, |g| Some(Num::Int(g.percentage_random.into()))),
     ints("bs", Unit::Bytes, 1, 1 << 30, |g| Some(Num::Int(g.bs))),
     ints("blockalign", Unit::Bytes, 0, 1 << 30, |g| Some(Num::Int(g.blockalign))),
     ints("seq_hole", Unit::Bytes, 0, MAX_BYTES, |g| Some(Num::Int(g.seq_hole))),

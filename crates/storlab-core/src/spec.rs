@@ -158,6 +158,9 @@ impl GroupSpec {
             crate::cpus::check(text).map_err(|m| bad("cpus", m))?;
         }
         self.validate_data_pattern(&bad)?;
+        if self.percentage_random < 100 && self.sized_requests() {
+            return Err(bad("percentage_random", "with mixed request sizes (bssplit, bsrange, blockalign) every request is drawn; use one bs".into()));
+        }
         if self.verify.stamps() && self.bs < MIN_BLOCK {
             return Err(bad("bs", format!("{} bytes is too small to carry a verification header; verify needs bs >= {MIN_BLOCK}", self.bs)));
         }

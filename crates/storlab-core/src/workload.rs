@@ -253,6 +253,12 @@ pub struct OffsetGenerator {
     mix_rng: Rng,
     /// Sizes drawn per request (bssplit, bsrange, blockalign); None: every request of bs.
     sized: Option<Box<SizedRequests>>,
+    /// percentage_random below 100 in a random pattern: the share of requests (in percent) that
+    /// follow on from the direction's last block instead of a random one, with their draws and
+    /// the last block per direction [read, write] (fio's should_do_random and last_pos).
+    sequential_share: u32,
+    pick_rng: Rng,
+    last_block: [Option<u64>; 2],
 }
 
 /// The state of requests whose size varies: a size law and its generator per direction, byte
@@ -321,6 +327,8 @@ const MIX_STREAM: u64 = 2;
 const SCATTER_STREAM: u64 = 3;
 /// Size streams, one per direction (fio's bsrange_state[ddir]).
 const SIZE_STREAM: u64 = 4;
+/// percentage_random's draws: random or sequential (after the size streams of three directions).
+const PICK_STREAM: u64 = 8;
 
 impl OffsetGenerator {
     /// `rw` is the worker's pattern (a read-behind-write reader reads although the group writes);
@@ -390,6 +398,9 @@ impl OffsetGenerator {
             order,
             mix_rng: Rng::new(Rng::derive(seed, MIX_STREAM)),
             sized,
+            sequential_share: if rw.is_random() { 100 - g.percentage_random.min(100) } else { 0 },
+            pick_rng: Rng::new(Rng::derive(seed, PICK_STREAM)),
+            last_block: [None; 2],
         }
     }
 
@@ -521,6 +532,23 @@ impl OffsetGenerator {
     /// The next transfer index (a block of bs in a contiguous map).
     #[inline(always)]
     fn draw_block(&mut self, is_read: bool) -> u64 {
+        if self.sequential_share == 0 {
+            return self.draw_ordered_block(is_read);
+        }
+        // fio's percentage_random: a share of a random pattern's requests continue sequentially
+        // from the direction's last block (wrapping), the rest are drawn as usual
+        let d = !is_read as usize;
+        let b = match self.last_block[d] {
+            Some(last) if self.pick_rng.below(100) < self.sequential_share as u64 => (last + 1) % self.blocks,
+            _ => self.draw_ordered_block(is_read),
+        };
+        self.last_block[d] = Some(b);
+        b
+    }
+
+    /// The next transfer index of the pattern's own order.
+    #[inline(always)]
+    fn draw_ordered_block(&mut self, is_read: bool) -> u64 {
         let n = self.blocks;
         match &mut self.order {
             Order::Sequential { next, stride } => {
@@ -543,6 +571,22 @@ impl OffsetGenerator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// fio's percentage_random: 0 makes a random pattern sequential after its first draw, 100
+    /// keeps it random, 70 follows on from the last block about 30 % of the time.
+    #[test]
+    fn percentage_random_mixes_sequential_requests_into_a_random_pattern() {
+        let follow_ons = |pct: u32| -> usize {
+            let g = GroupSpec { bs: 4096, rw: Rw::Randread, percentage_random: pct, ..Default::default() };
+            let mut gen = OffsetGenerator::new(Rw::Randread, &g, contiguous(0, 1 << 16), 7);
+            let offsets: Vec<u64> = (0..10_000).map(|_| gen.next_io().offset).collect();
+            offsets.windows(2).filter(|w| w[1] == (w[0] + 4096) % (4096 << 16)).count()
+        };
+        assert_eq!(follow_ons(0), 9_999);
+        assert!(follow_ons(100) < 10, "{}", follow_ons(100));
+        let share = follow_ons(70) as f64 / 9_999.0;
+        assert!((share - 0.30).abs() < 0.02, "{share}");
+    }
 
     /// `blocks` transfers of 4 KiB from block `first_block` of 4 KiB on.
     fn contiguous(first_block: u64, blocks: u64) -> AccessMap {

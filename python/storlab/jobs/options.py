@@ -189,6 +189,9 @@ ROWS: tuple[Option, ...] = (
            "order that depends only on seed and pass (fio's random map); off: uniform draws with "
            "repeats (fio's norandommap)", negative="--no-random-map", fio_name="norandommap"),
     Option("random_distribution", "str", "which blocks random patterns favour: random (uniform, "
+    Option("percentage_random", "percent", "in a random pattern, the share of requests at a random offset; "
+           "the others follow on from the direction's last request (fio's percentage_random); 100: all "
+           "random, 0: sequential after the first", fio_name="percentage_random"),
            "the default); zipf[:theta[:center]] (theta > 0, default 1.1); pareto[:h[:center]] "
            "(0 < h < 1, default 0.2; h = 0.2 sends 80 % of I/O to 20 % of blocks); "
            "normal[:sigma[:center]] (fio's bell: sd about 1/12 of the range plus a spread of "

@@ -58,8 +58,7 @@ DEFAULT_VALUES = {
     **{key: _OFF for key in ("hipri", "blocksize_unaligned", "exitall", "exitall_on_error",
                              "verify_only", "pre_read", "allow_mounted_write", "atomic", "fdp", "write_barrier",
                              "end_syncfs", "create_only", "unlink_each_loop", "file_append")},
-    "dedupe_percentage": {"0"}, "buffer_compress_percentage": {"0"},
-    "percentage_random": {"100"}, "nice": {"0"}, "zonemode": {"none"},
+    "nice": {"0"}, "zonemode": {"none"},
 }
 
 # A deliberate difference printed once (docs/fio.md): an io_uring job without fixedbufs. fio then
@@ -762,6 +761,14 @@ class _Job:
         self.open_sync(opts)
         if self.flag("norandommap"):
             opts["random_map"] = False
+        # percentage_sequential is its complement; the later of the two counts, as fio reads them
+        share = self.later("percentage_random", "percentage_sequential")
+        if share is not None:
+            if len({v.strip() for v in share.value.split(",")}) != 1:
+                self.bad(share.key, "storlab takes one share for every direction; give one value")
+            else:
+                n = self.size_of(share)
+                opts["percentage_random"] = n if share.key == "percentage_random" else 100 - n
         if self.has("max_latency"):
             # fio ends the job with ETIMEDOUT when a request's latency exceeds it; storlab ends the
             # phase with an error at the first request outstanding that long (seen while in flight)

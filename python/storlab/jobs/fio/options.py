@@ -68,7 +68,7 @@ REFUSED_ENGINES: dict[str, str] = {
 _M, _A, _R = "mapped", "accepted", "refused"
 # fio's sprandom job is its measurement; storlab runs the same fill as preconditioning, reported
 # apart from the job (jobs/precondition.py), so a job file asking for it is not translated.
-_SPRANDOM = "storlab runs it before a job, reported apart: --precondition-method sprandom:OP:REGIONS"
+_SPRANDOM = "run as --precondition-method sprandom:OP:REGIONS, reported apart from the job"
 _ROWS: list[tuple[str, str, str]] = [
     # --- jobs, files, targets ---
     ("name", _M, "the job's name (storlab group name)"),
@@ -136,8 +136,8 @@ _ROWS: list[tuple[str, str, str]] = [
     ("softrandommap", _A, "storlab's random map never fails to allocate"),
     ("random_generator", _A, "storlab's generator (SplitMix/xoshiro); the map gives lfsr's no-repeat coverage"),
     ("random_distribution", _M, "random_distribution (zoned_abs refused)"),
-    ("percentage_random", _R, "storlab patterns are all random or all sequential"),
-    ("percentage_sequential", _R, "storlab patterns are all random or all sequential"),
+    ("percentage_random", _M, "percentage_random (one value for every direction)"),
+    ("percentage_sequential", _M, "percentage_random = 100 - it (one value for every direction)"),
     ("random_sequence_stride", _R, "storlab does one request per random offset"),
     ("sprandom", _R, _SPRANDOM),
     ("spr_num_regions", _R, _SPRANDOM),
