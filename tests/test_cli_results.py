@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -323,3 +324,23 @@ def test_show_and_compare_read_fixed_buffers_of_either_release(tmp_path, db, cap
     differences = lambda docs: [d["option"] for d in compare(docs)["job_differences"]]  # noqa: E731
     assert "uring.fixed_buffers" not in differences([new_off, old_off])
     assert "uring.fixed_buffers" in differences([old_off, new_auto])
+
+
+def test_show_prints_each_kinds_own_table(tmp_path):
+    """A stored kvcache document is shown with its own table (the one `storlab kvcache` printed),
+    not only its header."""
+    store_db = tmp_path / "s.db"
+    cache = Path("/dev/shm") / f"storlab-show-{tmp_path.name}"
+    cache.mkdir()
+    try:
+        r = subprocess.run([sys.executable, "-m", "storlab", "kvcache", "--cache-dir", str(cache), "--option", "1",
+                            "--users", "2", "--duration", "1s", "--scale", "0.01", "--trials", "1",
+                            "--inter-option-delay", "0", "--store", str(store_db), "-q"],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+    finally:
+        cache.rmdir()
+    r = subprocess.run([sys.executable, "-m", "storlab", "results", "show", "last", "--store", str(store_db)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "kind kvcache" in r.stdout and "tokens" in r.stdout.split("kind kvcache", 1)[1], r.stdout

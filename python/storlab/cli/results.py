@@ -25,6 +25,7 @@ from ..output.base import align, fmt_number, short_id
 from ..output.compare import compare, render_compare
 from ..output.files import check_destination, write_output
 from ..output.json import write_json
+from ..output.views import VIEWS, render
 from ..units import format_size
 from .main import UsageError
 from .options_cli import add_table_arguments, parse_table_args, takes_json_name
@@ -188,7 +189,9 @@ def _show(args: argparse.Namespace) -> int:
     for w in doc.get("warnings") or []:
         lines.append(f"warning [{w.get('code')}]: {w.get('message')}")
     lines += _imported_lines(doc)
-    if doc.get("phases") is not None or doc.get("kind") == "workload":   # a workload's AU, epochs, evaluations
+    if doc.get("kind") in VIEWS:        # each kind's own table, as its command printed it
+        lines += ["", render(doc)]
+    elif doc.get("phases") is not None:
         lines += ["", render_table(doc)]
     print("\n".join(lines))
     return 0
