@@ -43,7 +43,7 @@ from .options import BY_NAME, OPTIONS, OptionError, parse_value, suggest
 from .tomlfile import TomlFileError, read_toml
 
 __all__ = ["GroupDef", "PhaseDef", "Job", "resolve_job", "load_jobfile", "core_spec", "phase_record",
-           "JOB_ONLY_KEYS"]
+           "validate_phase", "JOB_ONLY_KEYS"]
 
 # Options that make sense once per run, not per phase or group.
 RUN_LEVEL = frozenset(o.name for o in OPTIONS if not o.core)
@@ -246,6 +246,12 @@ def _check_with_engine(groups: list[GroupDef], where: str) -> None:
         _core.validate_spec(json.dumps({"name": "", "groups": specs}))
     except _core.CoreError as e:
         raise OptionError(f"{where}: {e.args[1]}") from None
+
+
+def validate_phase(phase: PhaseDef, where: str) -> None:
+    """The engine's validation of a phase built outside a job file (preconditioning's); an
+    OptionError naming `where` when it fails."""
+    _check_with_engine(phase.groups, where)
 
 
 def _group_spec(name: str, values: Mapping[str, Any]) -> dict[str, Any]:

@@ -459,6 +459,18 @@ ROWS: tuple[Option, ...] = (
                                     "else cache_in_pct of RAM"},
                            out="size the working set to cache_out_multiple x RAM + cache_bytes and "
                                "drop the page cache before every buffered read phase",
+    Option("precondition_method", "str", "before the job, write its targets into steady state and report it "
+           "apart from the job's phases (docs/precondition.md): off; sequential (SNIA PTS: the range "
+           "written twice sequentially in 128 KiB requests); sprandom[:OP[:REGIONS]] (fio's sprandom: "
+           "the range written once in REGIONS regions, default 100, each leaving the share of invalid "
+           "blocks steady state has at over-provisioning OP, default 0.15). Then 4 KiB random writes "
+           "until steady state (the run's ss, else SNIA's: iops:10% over 300 s in 60 s samples) or "
+           "precondition_time; the verdict is printed. Writes: the write-safety gate applies",
+           default="off", category="method", core=False, metavar="METHOD",
+           parse=lambda raw, label: _parse_precondition(raw, label)),
+    Option("precondition_time", "duration", "the longest preconditioning's steady-state phase runs "
+           "before it is reported as not reached", default=1800.0, category="method", core=False,
+           unit="s", minimum=1),
                            auto="keep the sizes; drop the page cache before a buffered read phase "
                                 "that follows a phase writing the same targets")),
     Option("invalidate", "bool", "before each phase, fsync the targets and drop their cached pages "
@@ -627,6 +639,16 @@ def _parse_listen(raw: Any, label: str) -> str:
         return parse_listen(raw, label)
     except ValueError as e:
         raise OptionError(str(e)) from None
+
+def _parse_precondition(raw: Any, label: str) -> str:
+    """`precondition_method`: off | sequential | sprandom[:OP[:REGIONS]] (jobs/precondition.py)."""
+    from .precondition import canonical
+
+    try:
+        return canonical(str(raw), label)
+    except ValueError as e:
+        raise OptionError(str(e)) from None
+
 
 
                 rate=_unit_parser(parse_rate))

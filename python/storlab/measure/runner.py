@@ -2,13 +2,15 @@
 
 `IoBenchmark` is the I/O kind of the benchmark protocol (benchmark.py); `run_job` runs it with
 the local runner, the MPI orchestrator on every rank. Order of work: resolve the default scratch
-target, refuse unsafe block-device writes, then for each phase check again every path it opens
-(`checked_spec`), build the engine plan, run it on a background thread while reporting progress,
-and collect its result. Ctrl-C, SIGTERM and SIGHUP (storlab/signals.py) stop the current phase,
-or the layout of its files, cleanly; the partial result is kept with `complete: false` and the
-signal's name. While a phase runs, a checkpoint of the document (with the phase's progress so
-far) is handed out every `checkpoint_every` seconds, and after every phase. When a run fails, the
-files it created are removed. The document layout is docs/result-format.md.
+target, refuse unsafe block-device writes, add the preconditioning phases (`precondition_method`:
+run first, once, through the same gate, reported apart as the document's `precondition`), then
+for each phase check again every path it opens (`checked_spec`), build the engine plan, run it
+on a background thread while reporting progress, and collect its result. Ctrl-C, SIGTERM and
+SIGHUP (storlab/signals.py) stop the current phase, or the layout of its files, cleanly; the
+partial result is kept with `complete: false` and the signal's name. While a phase runs, a
+checkpoint of the document (with the phase's progress so far) is handed out every
+`checkpoint_every` seconds, and after every phase. When a run fails, the files it created are
+removed. The document layout is docs/result-format.md.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from ..devices.safety import check_opened_paths, is_remote_target
+from ..devices.safety import check_opened_paths, is_object_target, is_remote_target
 from ..document import DIRECTIONS, RUN_SCHEMA, header, now_iso
 from ..errors import StorlabError, UserError, from_core
 from ..jobs.job import Job, PhaseDef, core_spec, phase_record
@@ -115,6 +117,7 @@ class IoBenchmark(Benchmark):
         self._targets: dict[str, dict[str, Any]] = {}
         self._written: set[str] = set()   # targets written so far: cache=auto drops before reading them
         self._doc: dict[str, Any] = {}
+        self._preconditioning: list[PhaseDef] = []   # run once, before the job, reported apart
 
     # -- the protocol ---------------------------------------------------------------------------
     def new_document(self, argv) -> dict[str, Any]:
@@ -137,6 +140,8 @@ class IoBenchmark(Benchmark):
         self._use_scratch_where_no_target(self.scratch)
         check_targets_safe(self.job)
         doc["warnings"].extend(cache.apply_sizing(self.job, settings, doc["environment"]["memory_bytes"]))
+        if (settings.get("precondition_method") or "off") != "off":
+            self._prepare_preconditioning(doc)
         doc["job"] = self._job_record()
         # the engine of the first I/O phase (the engine confirms it with each result); a job of only
         # metadata phases makes POSIX calls, no I/O engine. Known now, so every checkpoint has it.
@@ -151,6 +156,8 @@ class IoBenchmark(Benchmark):
         """Every phase of every pass, with the pass number when there are several."""
         settings = self.job.run
         pass_count = settings.get("passes") or 1
+        for phase in self._preconditioning:
+            yield phase, None
         for pass_no in range(1, pass_count + 1):
             if pass_no > 1 and settings.get("pass_delay"):
                 time.sleep(settings["pass_delay"])
@@ -192,6 +199,10 @@ class IoBenchmark(Benchmark):
     def clean_up(self, doc: dict[str, Any], hooks: PhaseHooks) -> None:
         if doc["stop_reason"] == "error":
             self._remove_created()
+        elif not (doc["complete"] and self.job.run.get("keep_objects")):
+            # An s3 run's objects are the run's, not the user's: removed at its end unless kept,
+            # and after a signal in any case (docs/object.md).
+            self._remove_created(is_object_target)
         self.scratch.remove()
 
     def finish(self, doc: dict[str, Any]) -> None:
@@ -202,12 +213,12 @@ class IoBenchmark(Benchmark):
         return merge_phase(results, window_amount, nodes)
 
     # -- the phases -----------------------------------------------------------------------------
-    def _remove_created(self) -> None:
+    def _remove_created(self, which: Callable[[str], bool] = lambda path: True) -> None:
         """A failed run leaves no file it made (the user named them, but asked for a benchmark,
-        not for a half-written file)."""
+        not for a half-written file); `which` picks the ones to remove."""
         from .. import _core
 
-        for path in self.created:
+        for path in [p for p in self.created if which(p)]:
             try:
                 if is_remote_target(path):
                     _core.remove_remote_file(path)
@@ -215,7 +226,7 @@ class IoBenchmark(Benchmark):
                     os.remove(path)
             except (OSError, _core.CoreError):
                 pass  # already gone, or never finished being made
-        self.created.clear()
+            self.created.remove(path)
 
     def _run_io(self, phase, hooks: PhaseHooks, doc: dict[str, Any], pass_no: int | None,
                 targets: dict[str, dict[str, Any]], written: set[str]) -> None:
@@ -223,9 +234,10 @@ class IoBenchmark(Benchmark):
         pages invalidated once laid out, unless --invalidate off or --cache in), and add its
         result, warnings, targets and engine facts to the document."""
         settings = self.job.run
+        preconditioning = self._is_preconditioning(phase)
         to_drop = cache.should_drop(phase, settings.get("cache", "off"), written)
         dropped = cache.drop_page_cache(to_drop) if to_drop else None
-        if settings.get("latency_target"):
+        if settings.get("latency_target") and not preconditioning:   # the search is the job's
             result = self._run_at_latency_target(phase, hooks)
         else:
             result = self._run_phase(phase, hooks)
@@ -234,17 +246,23 @@ class IoBenchmark(Benchmark):
         if pass_no is not None:
             result["pass"] = pass_no
         written |= cache.written_paths(phase)
-        self._add_warnings(doc, check_phase(phase, result, doc["environment"], settings))
+        if not preconditioning:   # the warnings judge measurements; preconditioning only writes
+            self._add_warnings(doc, check_phase(phase, result, doc["environment"], settings))
         for t in result.pop("targets", []):
-            if t.get("created") and t.get("type") in ("file", "nfs") and t["path"] not in self.created:
+            if t.get("created") and t.get("type") in ("file", "nfs", "s3") and t["path"] not in self.created:
                 self.created.append(t["path"])
             if t["path"] not in targets:     # described once: sysfs and mountinfo cost ~0.35 ms a look
                 targets[t["path"]] = describe_target(t)
         engine = result.pop("engine", {})
+        if engine.get("counters"):   # the backend's own (s3: requests throttled and retried)
+            result["engine_counters"] = engine["counters"]
         doc["environment"].setdefault("engine", engine.get("name"))
         if any(g.values["engine"] == "io_uring" for g in phase.groups):
             doc["environment"]["io_uring"] = self._uring_record(phase, engine)
-        doc["phases"].append(result)
+        if preconditioning:   # reported apart from the job's phases
+            self._add_preconditioning_result(doc, phase, result)
+        else:
+            doc["phases"].append(result)
         if not result["complete"]:
             doc.update(complete=False, stop_reason=result["stop_reason"], error=result.get("error"))
             if result["stop_reason"] == "interrupted" and STOP.signal_name:
@@ -273,6 +291,46 @@ class IoBenchmark(Benchmark):
             if out["stop_reason"] == "interrupted" and STOP.signal_name:
                 doc["signal"] = STOP.signal_name
 
+    def _prepare_preconditioning(self, doc: dict[str, Any]) -> None:
+        """The preconditioning phases (jobs/precondition_job.py), through the write-safety gate now:
+        they write, whatever the job does."""
+        from ..jobs.precondition_job import phases as precondition_phases
+
+        self._preconditioning = precondition_phases(self.job, target_range_bytes)
+        for phase in self._preconditioning:
+            checked_spec(phase, self.job.run.get("allow_destroy") or ())
+        doc["precondition"] = {"method": self.job.run["precondition_method"], "limit_s": self.job.run["precondition_time"],
+                               "phases": [], "seconds": 0.0, "bytes": 0, "reached": None,
+                               "reached_after_s": None, "steadystate": None}
+
+    def _is_preconditioning(self, phase) -> bool:
+        return any(phase is p for p in self._preconditioning)
+
+    def _add_preconditioning_result(self, doc: dict[str, Any], phase, result: dict[str, Any]) -> None:
+        """A preconditioning phase in `precondition` (not `phases`): its range, figures and end;
+        the last one's steady-state verdict is the preconditioning's (a warning when not reached)."""
+        record = doc["precondition"]
+        written = result.get("write") or {}
+        record["phases"].append({
+            "name": phase.name, "rw": result["rw"], "complete": result["complete"],
+            "stop_reason": result["stop_reason"], "seconds": result["seconds"],
+            "bytes": written.get("bytes", 0), "bw_bytes": written.get("bw_bytes", 0.0),
+            "iops": written.get("iops", 0.0),
+            "ranges": [{"target": list(g.values["target"]), "offset": g.values["offset"], "size": g.values["size"],
+                        "io_size": g.values["io_size"]} for g in phase.groups]})
+        record["seconds"] += result["seconds"]
+        record["bytes"] += written.get("bytes", 0)
+        ss = result.get("steadystate")
+        if ss is None:
+            return
+        record.update(steadystate=ss, reached=ss["attained"], reached_after_s=ss["attained_at_s"])
+        if not ss["attained"] and result["complete"]:
+            from ..jobs.precondition import verdict_line
+
+            self._add_warnings(doc, [{"code": "precondition_not_steady",
+                                      "message": f"{verdict_line(record)}: the job measures a device not yet in "
+                                                 f"steady state; raise --precondition-time"}])
+
     def _checkpoint(self, doc: dict[str, Any], targets: dict[str, dict[str, Any]],
                     running: dict[str, Any] | None = None) -> None:
         """Hand out the document so far (plus the running phase's progress, mid-phase); a signal
@@ -287,7 +345,11 @@ class IoBenchmark(Benchmark):
 
     def _checkpoint_mid_phase(self, phase, run) -> None:
         """A checkpoint while `phase` runs: its entry says running and carries the progress
-        counters (bytes and operations so far, ramp included; no latencies until it ends)."""
+        counters (bytes and operations so far, ramp included; no latencies until it ends). A
+        preconditioning phase is not one of the job's: the checkpoint is the document so far."""
+        if self._is_preconditioning(phase):
+            self._checkpoint(self._doc, self._targets)
+            return
         snap = json.loads(run.snapshot_json())
         elapsed, ramp = snap["elapsed_s"], snap["ramp_s"]
         workers = snap["workers"]
@@ -507,6 +569,24 @@ class IoBenchmark(Benchmark):
         if self.progress is not None:
             b, o, elapsed, _done, _clat_ns = run.progress()
             self.progress(name, b, o, elapsed)
+
+
+def target_range_bytes(target: str, values) -> int:
+    """Bytes of a target's I/O range: `size` when the job gives it, else what the file or block
+    device holds past `offset` (preconditioning's sprandom regions need it before the plan)."""
+    from ..devices.signatures import device_size_bytes
+
+    if values.get("size"):
+        return int(values["size"])
+    try:
+        fd = os.open(target, os.O_RDONLY)
+    except OSError as e:
+        raise UserError(f"precondition_method: cannot size {target} ({e.strerror}); give size") from None
+    try:
+        total = device_size_bytes(fd)
+    finally:
+        os.close(fd)
+    return max(total - int(values.get("offset") or 0), 0)
 
 
 class _SearchStopped(Exception):

@@ -142,6 +142,10 @@ def render_table(doc: dict[str, Any]) -> str:
         lines += [""] + phase_table(meta)
     if doc.get("main_job"):   # how the default main job measured, in one line
         lines.append(doc["main_job"]["line"])
+    if doc.get("precondition"):   # written before the job, apart from its phases: the verdict
+        from ..jobs.precondition import verdict_line
+
+        lines.append(verdict_line(doc["precondition"]))
     if doc.get("translation"):
         lines.append(translation_line(doc["translation"]))
     for phase in phases:
