@@ -35,10 +35,18 @@ ldconfig -p | grep -q 'libnfs\.so\.13 ' || need_pkgs+=(libnfs13)
 command -v ganesha.nfsd >/dev/null || need_pkgs+=(nfs-ganesha)
 [ -e /usr/lib/x86_64-linux-gnu/ganesha/libfsalvfs.so ] || need_pkgs+=(nfs-ganesha-vfs)
 command -v rpcbind    >/dev/null || need_pkgs+=(rpcbind)
+# tests/test_network_fs.py: a network file system through FUSE (SSHFS against an sshd on loopback)
+command -v sshfs      >/dev/null || need_pkgs+=(sshfs)
+[ -x /usr/sbin/sshd ]            || need_pkgs+=(openssh-server)
 if [ "${#need_pkgs[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "== installing Debian packages: ${need_pkgs[*]}"
+    # no service a package brings (nfs-ganesha, rpcbind, sshd) is started by its installation: the
+    # tests start their own servers, on loopback or in namespaces they make (policy-rc.d, 101: deny)
+    policy=/usr/sbin/policy-rc.d; made_policy=""
+    if [ ! -e "$policy" ]; then printf '#!/bin/sh\nexit 101\n' > "$policy"; chmod +x "$policy"; made_policy=1; fi
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+    [ -z "$made_policy" ] || rm -f "$policy"
 fi
 
 echo "== building and installing storlab with test extras"
@@ -94,6 +102,18 @@ if [ -z "${STORLAB_DLIO_CONFIGS:-}" ]; then
             || echo "   dlio-benchmark could not be downloaded: the DLIO config test skips with the reason"
     fi
     [ -d "$dlio_dir/dlio_benchmark/configs/workload" ] && export STORLAB_DLIO_CONFIGS="$dlio_dir/dlio_benchmark/configs/workload"
+fi
+
+# tests/test_s3.py: the Versity S3 Gateway (a real S3 server on a folder), built with Go into the
+# cache (about 90 s, once)
+if [ -z "${STORLAB_VERSITYGW:-}" ]; then
+    vgw_bin="${XDG_CACHE_HOME:-$HOME/.cache}/storlab-peers/versitygw/bin"
+    if [ ! -x "$vgw_bin/versitygw" ] && command -v go >/dev/null; then
+        echo "== building the Versity S3 Gateway (peer) with go install"
+        GOBIN="$vgw_bin" go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 \
+            || echo "   versitygw could not be built: the s3 engine tests skip with the reason"
+    fi
+    [ -x "$vgw_bin/versitygw" ] && export STORLAB_VERSITYGW="$vgw_bin/versitygw"
 fi
 
 echo "== lint: ruff (rules in pyproject.toml) and clippy, both at zero findings"

@@ -262,3 +262,171 @@ class GaneshaServer:
         if self.own_netns:
             subprocess.run(["ip", "netns", "del", self.own_netns], capture_output=True)
             self.own_netns = None
+
+
+# --- S3: the Versity S3 Gateway ------------------------------------------------------------------
+
+def versitygw_path() -> str | None:
+    """The versitygw binary: $STORLAB_VERSITYGW, the one scripts/test.sh builds into the cache, or
+    one on PATH."""
+    cached = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "storlab-peers/versitygw/bin/versitygw"
+    for candidate in (os.environ.get("STORLAB_VERSITYGW"), str(cached), shutil.which("versitygw")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def s3_unavailable() -> str | None:
+    """Why S3 tests cannot run here, or None."""
+    if versitygw_path() is None:
+        return ("versitygw is not built (scripts/test.sh builds it with `go install "
+                "github.com/versity/versitygw/cmd/versitygw@v1.8.0` into ~/.cache/storlab-peers/versitygw)")
+    return None
+
+
+class VersityServer:
+    """`with VersityServer(tmp_path) as srv:` the Versity S3 Gateway serving the folder `srv.root`
+    (posix backend: each sub-folder a bucket, each object a file under it) on a loopback port,
+    `srv.endpoint` its URL; `srv.env` the AWS_* variables of its root user, whose access key and
+    secret the test makes (passed to the server through its environment, not its command line).
+
+    `buckets` are made before it starts; `tls` serves HTTPS with a self-signed certificate made
+    by openssl. `srv.requests()` is its access log. `same_store_as` serves another server's
+    folder with its keys (a second endpoint of one store). `max_requests` caps the requests it
+    serves at once: those beyond are answered 503 SlowDown.
+    """
+
+    def __init__(self, workdir: Path, buckets: tuple[str, ...] = ("bench",), *, tls: bool = False,
+                 same_store_as: VersityServer | None = None, max_requests: int | None = None) -> None:
+        self.workdir = Path(workdir)
+        self.root = same_store_as.root if same_store_as else self.workdir / "vgw-root"
+        for bucket in buckets:
+            (self.root / bucket).mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.access_key = same_store_as.access_key if same_store_as else "STORLAB" + secrets.token_hex(6).upper()
+        self.secret = same_store_as.secret if same_store_as else secrets.token_urlsafe(24)
+        self.access_log = self.workdir / f"vgw-access-{self.port}.log"
+        self.tls = tls
+        # --keep-alive: without it the gateway closes the connection after every answer
+        self.args = [versitygw_path() or "versitygw", "--port", f"127.0.0.1:{self.port}", "--quiet", "--keep-alive",
+                     "--access-log", str(self.access_log)]
+        if max_requests:
+            self.args += ["--max-requests", str(max_requests)]
+        if tls:
+            cert, key = self.workdir / "vgw.crt", self.workdir / "vgw.key"
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                            "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+            self.args += ["--cert", str(cert), "--key", str(key)]
+        self.args += ["posix", str(self.root)]
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment of a client of this server: the root user's keys, nothing else of AWS's."""
+        kept = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        return {**kept, "AWS_ACCESS_KEY_ID": self.access_key, "AWS_SECRET_ACCESS_KEY": self.secret,
+                "AWS_SHARED_CREDENTIALS_FILE": str(self.workdir / "no-credentials"),
+                "AWS_CONFIG_FILE": str(self.workdir / "no-config")}
+
+    def __enter__(self) -> VersityServer:
+        env = {**os.environ, "ROOT_ACCESS_KEY_ID": self.access_key, "ROOT_SECRET_ACCESS_KEY": self.secret}
+        self.proc = subprocess.Popen(self.args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"versitygw exited at start: {self.proc.stderr.read().strip()[-500:]}")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return self
+            time.sleep(0.05)
+        self.__exit__(None, None, None)
+        raise RuntimeError("versitygw did not start listening within 20 s")
+
+    # stopped as nbdkit is: SIGTERM, then SIGKILL after 10 s
+    __exit__ = NbdServer.__exit__
+
+    def objects(self, bucket: str, prefix: str) -> dict[str, int]:
+        """The files under BUCKET/PREFIX in the server's folder (its objects), with their sizes."""
+        folder = self.root / bucket / prefix
+        if not folder.is_dir():
+            return {}
+        return {p.name: p.stat().st_size for p in folder.iterdir() if p.is_file()}
+
+    def requests(self) -> str:
+        """The server's access log so far (one line per request)."""
+        return self.access_log.read_text() if self.access_log.exists() else ""
+
+
+# --- a network file system through FUSE: SSHFS over loopback ----------------------------------------
+
+def sshfs_unavailable() -> str | None:
+    """Why an SSHFS mount cannot be made here, or None: root, sshd, sshfs and /dev/fuse."""
+    if os.geteuid() != 0:
+        return "needs root (mounting)"
+    for tool, package in (("sshfs", "sshfs"), ("sshd", "openssh-server"), ("ssh-keygen", "openssh-client")):
+        if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists():
+            return f"{tool} is not installed ({package}; scripts/test.sh installs it when run as root)"
+    if not Path("/dev/fuse").exists():
+        return "no /dev/fuse (the kernel has no FUSE here)"
+    return None
+
+
+class SshfsMount:
+    """`with SshfsMount(workdir) as m:` an sshd of the test's own on a loopback port (its own host
+    key, a key pair made for it, root's login by key only) serving `m.served`, mounted with sshfs
+    at `m.mount_point`: a network file system through FUSE, on loopback only."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = Path(workdir)
+        self.served = self.workdir / "served"
+        self.mount_point = self.workdir / "mnt"
+        self.port = free_port()
+        self.sshd: subprocess.Popen | None = None
+        self.mounted = False
+
+    def __enter__(self) -> SshfsMount:
+        self.served.mkdir(parents=True, exist_ok=True)
+        self.mount_point.mkdir(parents=True, exist_ok=True)
+        keys = self.workdir / "keys"
+        keys.mkdir(exist_ok=True)
+        for name in ("host", "client"):
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)], check=True)
+        (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
+        sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+        Path("/run/sshd").mkdir(exist_ok=True)            # sshd's privilege-separation folder
+        self.sshd = subprocess.Popen(
+            [sshd, "-D", "-e", "-f", "/dev/null", "-p", str(self.port), "-h", str(keys / "host"),
+             "-o", "ListenAddress=127.0.0.1", "-o", f"AuthorizedKeysFile={keys / 'authorized_keys'}",
+             "-o", "PermitRootLogin=prohibit-password", "-o", "PasswordAuthentication=no", "-o", "StrictModes=no",
+             "-o", "Subsystem=sftp internal-sftp", "-o", f"PidFile={self.workdir / 'sshd.pid'}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    break
+            if self.sshd.poll() is not None:
+                raise RuntimeError(f"sshd exited at start: {self.sshd.stderr.read().strip()}")
+            time.sleep(0.05)
+        r = subprocess.run(["sshfs", "-p", str(self.port), "-o", f"IdentityFile={keys / 'client'}",
+                            "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                            f"root@127.0.0.1:{self.served}", str(self.mount_point)],
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            self.__exit__(None, None, None)
+            raise RuntimeError(f"sshfs: {r.stderr.strip()}")
+        self.mounted = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.mounted:
+            subprocess.run(["umount", "-l", str(self.mount_point)], capture_output=True)
+            self.mounted = False
+        if self.sshd and self.sshd.poll() is None:
+            self.sshd.terminate()
+            self.sshd.wait(timeout=10)

@@ -11,6 +11,7 @@ import os
 import stat
 from dataclasses import asdict, dataclass, field
 
+from ..devices.netfs import network_filesystem
 from ..devices.partitions import read_partition_table
 from ..devices.signatures import Signature, probe_signatures
 from ..devices.sysfs import BlockDevice, Mount, list_block_devices, read_mountinfo
@@ -375,6 +376,11 @@ def _resolve_target(inv: Inventory, target: str) -> list[str]:
                           "give a block device, mount point or path")
     m = _mount_of_path(os.path.realpath(target), inv.mounts)
     name = _device_of_mount(inv, m) if m else None
+    network = network_filesystem(m.fs_type) if m else None
+    if name is None and network:
+        raise TargetError(f"target {target!r}: on {network} ({m.fs_type} at {m.mount_point}, from {m.source}), "
+                          "a network file system with no block device below it on this host; measure it as a path "
+                          "with storlab run, and its fabric with storlab net")
     if name is None:
         raise TargetError(f"target {target!r}: its file system ({m.fs_type if m else 'unknown'}) is not on a block device")
     return [name]

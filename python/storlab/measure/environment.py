@@ -10,6 +10,7 @@ import os
 import sys
 from typing import Any
 
+from ..devices.netfs import network_filesystem
 from ..devices.safety import describe_path, is_remote_target, remote_server
 from .launch import launch_environment
 
@@ -67,9 +68,13 @@ def describe_target(engine_info: dict[str, Any]) -> dict[str, Any]:
     """Merge what the engine found about a target with what sysfs and mountinfo say about it (a
     network target: what the engine found, and the server it is on)."""
     if is_remote_target(engine_info["path"]):
-        return {**engine_info, "server": remote_server(engine_info["path"])}
+        # an s3 target's server is its endpoint (the URL names a bucket, not a host)
+        return {**engine_info, "server": engine_info.get("endpoint") or remote_server(engine_info["path"])}
     described = describe_path(engine_info["path"])
     merged = {k: v for k, v in described.items() if v is not None}
+    network = network_filesystem(described.get("fs_type"))
+    if network:
+        merged["network_fs"] = network
     merged.update(engine_info)  # the engine's size and type are what the run used
     for key in ("fs_type", "mount_point", "device", "logical_block_size", "physical_block_size",
                 "rotational", "model", "scheduler"):

@@ -29,7 +29,7 @@ from ..signals import STOP
 from . import cache, passes, stats
 from .aggregate import merge_phase
 from .benchmark import Benchmark, PhaseHooks, run_benchmark, wait_for_phase
-from .checks import check_phase
+from .checks import Finding, check_phase
 from .cpu import CpuSample, cpu_usage
 from .environment import describe_target, host_environment
 from .scratch import SCRATCH_SIZE_BYTES, Scratch, finish_main_job, prepare_main_job
@@ -253,6 +253,13 @@ class IoBenchmark(Benchmark):
                 self.created.append(t["path"])
             if t["path"] not in targets:     # described once: sysfs and mountinfo cost ~0.35 ms a look
                 targets[t["path"]] = describe_target(t)
+                if targets[t["path"]].get("network_fs"):
+                    d = targets[t["path"]]
+                    self._add_warnings(doc, [Finding(
+                        "network_filesystem",
+                        f"{t['path']} is on {d['network_fs']} ({d.get('fs_type')} at {d.get('mount_point')}): the "
+                        f"figures include the network and the server, and the client's cache; storlab net measures "
+                        f"the fabric alone (docs/network-targets.md)")])
         engine = result.pop("engine", {})
         if engine.get("counters"):   # the backend's own (s3: requests throttled and retried)
             result["engine_counters"] = engine["counters"]
