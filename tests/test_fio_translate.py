@@ -771,3 +771,14 @@ def test_percentage_random_translates_with_one_value():
     with pytest.raises(Refusal) as e:
         translate("[w]\nfilename=/x\nrw=randrw\nsize=1m\npercentage_random=70,20\n")
     assert "percentage_random" in str(e.value) and "one value" in str(e.value)
+
+
+def test_exec_prerun_and_postrun_run_around_the_phase_holding_the_job():
+    first, second = translate("[a]\nfilename=/x\nrw=write\nsize=1m\nexec_prerun=echo pre\nexec_postrun=echo post\n"
+                              "[b]\nfilename=/y\nrw=read\nsize=1m\nstonewall\n")
+    assert first["own"] == {"exec_prerun": "echo pre", "exec_postrun": "echo post"}
+    assert "exec_prerun" not in second.get("own", {})
+    with pytest.raises(Refusal) as e:
+        translate("[a]\nfilename=/x\nrw=write\nsize=1m\nexec_prerun=echo a\n"
+                  "[b]\nfilename=/y\nrw=write\nsize=1m\nexec_prerun=echo b\n")
+    assert "exec_prerun" in str(e.value) and "one phase" in str(e.value)

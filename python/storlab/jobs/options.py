@@ -449,6 +449,14 @@ ROWS: tuple[Option, ...] = (
     Option("latency_run", "bool", "after the latency_target search, run the phase as written at the "
            "depth found (fio's latency_run keeps adjusting the depth instead)", default=False,
            category="method", core=False, fio_name="latency_run"),
+    Option("exec_prerun", "str", "a shell command run before the phase (fio's exec_prerun): its output "
+           "goes to PHASE.prerun.txt in the current folder, its exit status and time into the phase's "
+           "result; a command that fails ends the run with an error before the phase. Per phase as ss",
+           default=None, category="method", core=False, metavar="COMMAND", fio_name="exec_prerun",
+           per_phase=True),
+    Option("exec_postrun", "str", "a shell command run after the phase (fio's exec_postrun); as "
+           "exec_prerun, its output in PHASE.postrun.txt", default=None, category="method", core=False,
+           metavar="COMMAND", fio_name="exec_postrun", per_phase=True),
     Option("latency_percentile", "float", "the share of requests that must complete within "
            "latency_target, in percent (fio's latency_percentile)", default=100.0, category="method",
            core=False, unit="%", minimum=0.0001, maximum=100, fio_name="latency_percentile"),

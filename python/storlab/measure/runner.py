@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -167,11 +168,31 @@ class IoBenchmark(Benchmark):
 
     def run_phase(self, phase: tuple[PhaseDef, int | None], hooks: PhaseHooks, doc: dict[str, Any]) -> None:
         phase_def, pass_no = phase
+        self._exec(phase_def, "prerun", doc)
         if phase_def.kind == "meta":
             self._run_meta(phase_def, doc, pass_no)
         else:
             self._run_io(phase_def, hooks, doc, pass_no, self._targets, self._written)
+        self._exec(phase_def, "postrun", doc)
         self._checkpoint(doc, self._targets)
+
+    def _exec(self, phase, when: str, doc: dict[str, Any]) -> None:
+        """A phase's exec_prerun / exec_postrun (fio's): the shell command, its output in
+        PHASE.WHEN.txt in the current folder as fio writes JOB.WHEN.txt, its exit status and time
+        in the document's `exec`; a command that fails ends the run with an error."""
+        command = self.job.settings_of(phase).get(f"exec_{when}")
+        if not command:
+            return
+        output = f"{phase.name or 'phase'}.{when}.txt"
+        t0 = time.monotonic()
+        with open(output, "w") as out:
+            returncode = subprocess.run(["sh", "-c", command], stdout=out, stderr=subprocess.STDOUT).returncode
+        doc.setdefault("exec", []).append({"phase": phase.name, "when": when, "command": command,
+                                           "returncode": returncode, "seconds": time.monotonic() - t0,
+                                           "output": os.path.abspath(output)})
+        if returncode != 0:
+            raise StorlabError(f"exec_{when} of phase {phase.name}: `{command}` exited with {returncode} "
+                               f"(its output: {output})")
 
     def summarise(self, doc: dict[str, Any]) -> None:
         settings = self.job.run

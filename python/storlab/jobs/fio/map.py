@@ -226,6 +226,7 @@ def translate_sections(sections: list[Section], source: str = "<text>",
         steady = _steady_of(job, problems)
         if steady is not None:
             _agree_in_phase(out, phase_index, job, steady, steady_jobs, problems)
+        _exec_commands(out.phases[phase_index], job, problems)
         for fio_key, key in (("latency_target", "latency_target"), ("latency_window", "latency_window"),
                              ("latency_percentile", "latency_percentile")):
             if job.has(fio_key):
@@ -299,6 +300,22 @@ def _steady_of(job: "_Job", problems: _Problems) -> dict[str, Any] | None:
     return out
 
 
+def _exec_commands(phase: dict[str, Any], job: "_Job", problems: _Problems) -> None:
+    """fio's exec_prerun / exec_postrun: a command run before / after the job, as the phase's own
+    option (storlab runs them around the phase that holds the job; one command of each kind a
+    phase, so the jobs of one phase must agree on it)."""
+    for key in ("exec_prerun", "exec_postrun"):
+        if not job.has(key):
+            continue
+        command = (job.raw(key) or "").strip()
+        own = phase.setdefault("own", {})
+        if own.get(key, command) != command:
+            problems.setting(job.s[key], f"the jobs of one phase (a stonewall group) run one {key}; this job's "
+                                         f"differs from {own[key]!r}")
+            continue
+        own[key] = command
+
+
 def _agree_in_phase(out: FioPlan, phase_index: int, job: "_Job", steady: dict[str, Any],
                     seen: dict[int, list["_Job"]], problems: _Problems) -> None:
     """storlab judges steady state per phase (a stonewall group, as fio per reporting group with
@@ -313,7 +330,7 @@ def _agree_in_phase(out: FioPlan, phase_index: int, job: "_Job", steady: dict[st
     jobs = seen.setdefault(phase_index, [])
     jobs.append(job)
     if len(jobs) == 1:
-        phase["own"] = steady
+        phase["own"] = {**phase.get("own", {}), **steady}
     else:
         _same_as_first(phase["own"], jobs[0], job, steady, problems)
     if steady and (job.numjobs > 1 or len(jobs) > 1) and not job.flag("group_reporting"):
