@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 from storlab.cli.main import main
@@ -311,3 +313,19 @@ def test_an_offset_off_the_bs_grid_moves_every_request_as_in_fio(shm_dir, rw):
                     "--size=64k", f"--write_iolog={theirs}", "--output=/dev/null"], check=True, timeout=60)
     want = [120 * 1024 + k * 16384 for k in range(4)]
     assert sorted(off for _, off, _ in iolog_ios(ours)) == sorted(off for _, off, _ in iolog_ios(theirs)) == want
+
+
+def test_seq_rewind_reads_the_range_backwards(tmp_path):
+    """fio's rw=read:-8k with bs 4k: from the last block back to the first, each once (strace's
+    pread offsets are the proof)."""
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed")
+    target = tmp_path / "f"
+    target.write_bytes(b"\1" * 64 * 1024)
+    trace = tmp_path / "trace"
+    r = subprocess.run(["strace", "-f", "-e", "trace=pread64", "-o", str(trace), sys.executable, "-m", "storlab",
+                        "run", "--target", str(target), "--rw", "read", "--bs", "4k", "--seq-rewind", "8k",
+                        "--no-store", "-q"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    offsets = [int(m) for m in re.findall(r"pread64\(\d+, .*?, 4096, (\d+)\) = 4096", trace.read_text())]
+    assert offsets[-16:] == [4096 * k for k in range(15, -1, -1)], offsets[-20:]

@@ -125,7 +125,7 @@ def test_runtime_without_time_based_needs_a_size():
 
 @pytest.mark.parametrize("text, problem", [
     ("[j]\nfilename=/x\nrw=randread:4\n", "one request per random offset"),
-    ("[j]\nfilename=/x\nrw=read:-8k\n", r"rw = read:-8k: modifier :-8k is not a hole size"),
+    ("[j]\nfilename=/x\nrw=read:x8k\n", r"rw = read:x8k: modifier :x8k is not a size"),
     ("[j]\nfilename=/x\ntime_based\n", "time_based: needs runtime"),
     ("[j]\nrw=read\n", "size: missing"),
     ("[j]\nfilename=/x\ndirect=2\n", "expected 0 or 1"),
@@ -782,3 +782,8 @@ def test_exec_prerun_and_postrun_run_around_the_phase_holding_the_job():
         translate("[a]\nfilename=/x\nrw=write\nsize=1m\nexec_prerun=echo a\n"
                   "[b]\nfilename=/y\nrw=write\nsize=1m\nexec_prerun=echo b\n")
     assert "exec_prerun" in str(e.value) and "one phase" in str(e.value)
+
+
+def test_a_negative_offset_modifier_reads_backwards():
+    g = groups(translate("[b]\nfilename=/x\nrw=read:-8k\nbs=4k\nsize=1m\n"))
+    assert g["b"]["seq_rewind"] == 8192 and "seq_hole" not in g["b"]

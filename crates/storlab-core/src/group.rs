@@ -246,6 +246,10 @@ pub struct GroupSpec {
     pub blockalign: u64,
     /// Bytes skipped after each sequential request, a whole number of bs (fio's rw=read:SIZE).
     pub seq_hole: u64,
+    /// Bytes the sequential cursor moves back after each request, from its end, a whole number of
+    /// bs (fio's rw=read:-SIZE): 2 x bs reads backwards block by block, bs the same block again.
+    #[serde(default)]
+    pub seq_rewind: u64,
     pub threads: u32,
     pub qd: u32,
     pub seed: u64,
@@ -424,6 +428,7 @@ impl Default for GroupSpec {
             bsrange: None,
             blockalign: 0,
             seq_hole: 0,
+            seq_rewind: 0,
             threads: 1,
             qd: 1,
             seed: 0x5EED,

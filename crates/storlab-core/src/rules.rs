@@ -101,6 +101,7 @@ pub const BOUNDS: &[Bounds<GroupSpec>] = &[
     ints("bs", Unit::Bytes, 1, 1 << 30, |g| Some(Num::Int(g.bs))),
     ints("blockalign", Unit::Bytes, 0, 1 << 30, |g| Some(Num::Int(g.blockalign))),
     ints("seq_hole", Unit::Bytes, 0, MAX_BYTES, |g| Some(Num::Int(g.seq_hole))),
+    ints("seq_rewind", Unit::Bytes, 0, MAX_BYTES, |g| Some(Num::Int(g.seq_rewind))),
     ints("threads", Unit::Count, 1, 4096, |g| Some(Num::Int(g.threads.into()))),
     ints("qd", Unit::Count, 1, 65536, |g| Some(Num::Int(g.qd.into()))),
     // i64's range: the largest seed a TOML job file can write

@@ -135,6 +135,12 @@ impl GroupSpec {
         1 + self.seq_hole / self.bs
     }
 
+    /// Transfers a sequential cursor moves per request, signed: forward past a hole, or back with
+    /// seq_rewind (0: the same block again).
+    pub fn seq_step(&self) -> i64 {
+        self.seq_stride() as i64 - (self.seq_rewind / self.bs) as i64
+    }
+
     /// Participants sharing one target's layout.
     pub fn participant_count(&self) -> u64 {
         if self.participants == 0 { self.threads as u64 } else { self.participants }
@@ -181,6 +187,24 @@ impl GroupSpec {
             }
             if matches!(self.thread_layout, ThreadLayout::Segmented | ThreadLayout::Strided) {
                 return Err(bad("seq_hole", "holes are bytes of one contiguous range; they need thread_layout=region or shared".into()));
+            }
+        }
+        if self.seq_rewind > 0 {
+            let refuse = |why: String| Err(bad("seq_rewind", why));
+            if self.rw.is_random() {
+                return refuse("moves a sequential cursor back; a random pattern has none (use a sequential rw)".into());
+            }
+            if self.seq_hole > 0 {
+                return refuse("a cursor moves forward (seq_hole) or back (seq_rewind), not both".into());
+            }
+            if self.rbw != RbwMode::Off {
+                return refuse("read-behind-write follows the writer forward; use seq_rewind = 0".into());
+            }
+            if !self.seq_rewind.is_multiple_of(self.bs) {
+                return refuse(format!("{} bytes is not a whole number of transfers of bs = {} bytes; allowed: 0 or a multiple of bs", self.seq_rewind, self.bs));
+            }
+            if self.sized_requests() || matches!(self.thread_layout, ThreadLayout::Segmented | ThreadLayout::Strided) {
+                return refuse("needs one request size and one contiguous range (thread_layout region or shared)".into());
             }
         }
         if let Some(b) = self.block {

@@ -148,6 +148,9 @@ enum Order {
     /// Reads and writes each with their own cursor (fio's last_pos per direction), advancing by
     /// `stride` transfers: 1, or more with holes (fio's rw=read:SIZE).
     Sequential { next: [u64; 2], stride: u64 },
+    /// seq_rewind (fio's rw=read:-SIZE): each direction's cursor moves `back` transfers back per
+    /// request (0: the same block again), from the range's last block, wrapping to the end.
+    Backward { next: [u64; 2], back: u64 },
     /// fio's random map: each block once per pass, in the order of a per-pass permutation shared
     /// by reads and writes (fio's map is per file, so a randrw pass reads or writes each block once).
     Mapped(MapCursor),
@@ -358,7 +361,10 @@ impl OffsetGenerator {
         // unit, as fio's axmap), so the permutation is not used for them.
         let map_off = sized.is_some();
         let order = if !rw.is_random() {
-            Order::Sequential { next: [0, 0], stride: g.seq_stride() }
+            match g.seq_step() {
+                step if step >= 1 => Order::Sequential { next: [0, 0], stride: step as u64 },
+                step => Order::Backward { next: [blocks - 1; 2], back: step.unsigned_abs() },
+            }
         } else {
             match &g.random_distribution {
                 RandomDistribution::Uniform if g.random_map && !map_off => {
@@ -558,6 +564,13 @@ impl OffsetGenerator {
                 *cursor = if n - b <= *stride { 0 } else { b + *stride };
                 b
             }
+            Order::Backward { next, back } => {
+                let cursor = &mut next[!is_read as usize];
+                let b = *cursor;
+                // fio wraps a backward cursor that passes the start to the end (io_u.c)
+                *cursor = if b < *back { n - 1 - (*back - b - 1) % n } else { b - *back };
+                b
+            }
             Order::Mapped(cursor) => cursor.next(),
             Order::Uniform(rng) => rng.below(n),
             Order::Zipf { sampler, scatter, rng } => scatter.block(sampler.rank(rng)),
@@ -571,6 +584,20 @@ impl OffsetGenerator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// seq_rewind (fio's rw=read:-SIZE): 2 x bs reads the range backwards from its last block and
+    /// wraps to the end; bs reads the same block again; 3 x bs skips one block going back.
+    #[test]
+    fn a_rewound_cursor_reads_backwards_and_wraps_to_the_end() {
+        let offsets = |rewind: u64| -> Vec<u64> {
+            let g = GroupSpec { bs: 4096, rw: Rw::Read, seq_rewind: rewind, ..Default::default() };
+            let mut gen = OffsetGenerator::new(Rw::Read, &g, contiguous(0, 4), 1);
+            (0..6).map(|_| gen.next_io().offset / 4096).collect()
+        };
+        assert_eq!(offsets(8192), vec![3, 2, 1, 0, 3, 2]);
+        assert_eq!(offsets(4096), vec![3, 3, 3, 3, 3, 3]);
+        assert_eq!(offsets(12288), vec![3, 1, 3, 1, 3, 1]);
+    }
 
     /// fio's percentage_random: 0 makes a random pattern sequential after its first draw, 100
     /// keeps it random, 70 follows on from the last block about 30 % of the time.

@@ -222,6 +222,9 @@ ROWS: tuple[Option, ...] = (
     Option("qd", "int", "requests in flight per thread (io_uring; psync is always 1)",
            fio_name="iodepth"),
     Option("seed", "int", "seed of the random offsets and read/write choice"),
+    Option("seq_rewind", "size", "a sequential pattern's cursor moves back this many bytes from each "
+           "request's end (fio's rw=read:-SIZE): 2 x bs reads the range backwards, from its last block "
+           "(wrapping to the end), bs the same block again; a whole number of bs", fio_name="rw"),
     Option("io_size", "size", "bytes to transfer per thread (default: one pass over its range)"),
     Option("io_total", "size", "bytes to transfer in total, split evenly over all threads"),
     Option("fsync_every", "int", "fsync after every N writes per thread, before the next request "

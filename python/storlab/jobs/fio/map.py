@@ -465,6 +465,7 @@ class _Job:
         self.numjobs = 1
         self.rw = "read"
         self.seq_hole = 0
+        self.seq_rewind = 0
         self.all_files: list[str] = []
         self.notes: list[str] = []
         self.layout: list[dict[str, Any]] = []
@@ -552,6 +553,8 @@ class _Job:
         opts: dict[str, Any] = {"rw": _RW[self.rw], "engine": storlab_engine}
         if self.seq_hole:
             opts["seq_hole"] = self.seq_hole
+        if self.seq_rewind:
+            opts["seq_rewind"] = self.seq_rewind
         if not self.block_size(opts):
             return None
         workers = self.targets(storlab_engine)
@@ -577,21 +580,28 @@ class _Job:
             return False
         self.rw = base
         self.seq_hole = 0
+        self.seq_rewind = 0
         mod = mod.strip()
         if mod and base.startswith("rand"):
             if mod != "1":
                 self.bad("rw", f"storlab does one request per random offset (modifier :{mod})")
                 return False
         elif mod:
-            # fio's rw=read:SIZE: skip SIZE bytes after each request (seq_hole)
+            # fio's rw=read:SIZE: skip SIZE bytes after each request (seq_hole); rw=read:-SIZE:
+            # move back SIZE bytes from each request's end (seq_rewind: 2 x bs reads backwards)
+            back = mod.startswith("-")
             try:
-                self.seq_hole = parse_fio_size(mod, self.kb_base)
+                size = parse_fio_size(mod[1:] if back else mod, self.kb_base)
             except ValueError:
-                self.seq_hole = -1
-            if self.seq_hole < 0:
-                self.bad("rw", f"modifier :{mod} is not a hole size; allowed: a size >= 0 "
-                               "skipped after each sequential request")
+                size = -1
+            if size < 0:
+                self.bad("rw", f"modifier :{mod} is not a size; allowed: a size skipped after each "
+                               "sequential request, or -SIZE moved back from its end")
                 return False
+            if back:
+                self.seq_rewind = size
+            else:
+                self.seq_hole = size
         return True
 
     def _directions(self) -> tuple[bool, bool, bool]:
