@@ -76,6 +76,8 @@ class Probe:
     row_workload: str | None = None    # the volume workload this probe stands for (member probes
                                        # run the member's share of it); None: its own workload
     ranks: int | None = None           # run as this many MPI ranks (run_rank_probe)
+    network: bool = False              # a network target (nbd://, nfs://): its URL names the engine,
+                                       # and direct I/O is a local file's option
     allow_destroy: tuple[str, ...] = ()   # devices the user named: the engine's gate may let writes through
 
     @property
@@ -85,8 +87,9 @@ class Probe:
     def values(self) -> dict[str, Any]:
         """The option values of the probe's storlab run."""
         v: dict[str, Any] = {"target": list(self.targets), "rw": self.workload.rw, "bs": self.workload.bs,
-                             "qd": self.workload.qd, "engine": "io_uring", "direct": self.direct,
-                             "threads": 1}
+                             "qd": self.workload.qd, "threads": 1}
+        if not self.network:
+            v.update(engine="io_uring", direct=self.direct)
         if self.cache != "in" and self.time_s > 0:   # 0: size-based (one pass over `size`);
             v["time"] = self.time_s                    # the cached probe's timed phase sets its own
         if self.size is not None:

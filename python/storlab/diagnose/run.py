@@ -38,7 +38,7 @@ from .probes import (
 )
 from .stack import StackView, describe_stack, shared_below
 
-__all__ = ["SCHEMA", "Settings", "diagnose", "plan_probes", "DEFAULT_BUDGET_S"]
+__all__ = ["SCHEMA", "Settings", "diagnose", "plan_probes", "probe_time", "DEFAULT_BUDGET_S"]
 
 SCHEMA = "storlab.diagnose/1"
 DEFAULT_BUDGET_S = 180.0
@@ -98,14 +98,20 @@ def plan_probes(view: StackView, budget_s: float, probe_file: str | None, worklo
         probes.append(Probe("fs-cached", view.mount_point or "", workloads[0], [probe_file], 0.0, direct=False,
                             cache="in"))
     count = len(probes) + (1 if probe_file else 0)       # + the write that lays the probe file out
+    each = probe_time(count, budget_s, "probes")
+    for p in probes:
+        p.time_s = each
+    return probes
+
+
+def probe_time(count: int, budget_s: float, what: str) -> float:
+    """Each of `count` measurements' equal share of the budget, PROBE_MIN_S to PROBE_MAX_S; a budget
+    too short is refused with the budget it needs."""
     each = (budget_s - count * PROBE_OVERHEAD_S) / max(count, 1)
     if each < PROBE_MIN_S:
-        raise SpecError(f"budget: {budget_s:g} s is too short for {count} probes of at least {PROBE_MIN_S:g} s "
-                        f"each on this stack; give --budget {math.ceil(count * (PROBE_MIN_S + PROBE_OVERHEAD_S))}s or more")
-    each = min(each, PROBE_MAX_S)
-    for p in probes:
-        p.time_s = round(each, 1)
-    return probes
+        raise SpecError(f"budget: {budget_s:g} s is too short for {count} {what} of at least {PROBE_MIN_S:g} s "
+                        f"each; give --budget {math.ceil(count * (PROBE_MIN_S + PROBE_OVERHEAD_S))}s or more")
+    return round(min(each, PROBE_MAX_S), 1)
 
 
 def _devices_writable(view: StackView, allow_destroy: tuple[str, ...]) -> bool:

@@ -13,6 +13,9 @@ Payload efficiency per protocol, from the framing each standard defines (no meas
   default MaxRecvDataSegmentLength), and a command and a response PDU per request;
 - NFS over TCP (RFC 5531, 1813): a record mark, an RPC call and reply header with AUTH_SYS
   credentials and the READ/WRITE arguments and results: about 200 bytes per request;
+- NBD (the NBD protocol's specification): a 28-byte request header, and for a read a structured
+  reply's 20-byte chunk header with its 8-byte offset (what libnbd and nbdkit negotiate): 56 bytes
+  per request;
 - HTTP/1.1 and S3 (RFC 9112): a request line and headers (an S3 request carries its signature
   headers) and the response headers, about 800 bytes per request; HTTPS adds TLS records (RFC
   8446): 5 bytes of header and a 16-byte AEAD tag per record of at most 16 KiB;
@@ -35,6 +38,7 @@ __all__ = ["PROTOCOLS", "Link", "Server", "Cluster", "ClusterLoad", "ClusterPred
            "payload_efficiency", "predict_cluster", "parse_rate_bits", "DEFAULT_RTT_S", "DEFAULT_MTU"]
 
 PROTOCOLS = {"tcp": "TCP/IP over Ethernet", "iscsi": "iSCSI over TCP/IP", "nfs": "NFS over TCP/IP",
+             "nbd": "NBD over TCP/IP",
              "http": "HTTP/1.1 (S3) over TCP/IP", "https": "HTTPS (S3 over TLS) over TCP/IP",
              "fc": "Fibre Channel (SCSI, FCP)"}
 DEFAULT_MTU = 1500
@@ -46,6 +50,7 @@ TCP_IP_HEADER_BYTES = 52              # IPv4 20, TCP 20, timestamps option 12
 ISCSI_BHS_BYTES = 48
 ISCSI_DATA_SEGMENT_BYTES = 8192
 NFS_REQUEST_OVERHEAD_BYTES = 200
+NBD_REQUEST_OVERHEAD_BYTES = 28 + 20 + 8     # request header; structured reply chunk header and offset
 HTTP_REQUEST_OVERHEAD_BYTES = 800
 TLS_RECORD_BYTES = 16384
 TLS_RECORD_OVERHEAD_BYTES = 21        # record header 5 + AEAD tag 16 (TLS 1.3)
@@ -92,6 +97,8 @@ def payload_efficiency(protocol: str, mtu: int = DEFAULT_MTU, request_bytes: int
         extra = ISCSI_BHS_BYTES * (2 + math.ceil(size / ISCSI_DATA_SEGMENT_BYTES))
     elif protocol == "nfs":
         extra = NFS_REQUEST_OVERHEAD_BYTES
+    elif protocol == "nbd":
+        extra = NBD_REQUEST_OVERHEAD_BYTES
     elif protocol in ("http", "https"):
         extra = HTTP_REQUEST_OVERHEAD_BYTES
         if protocol == "https":

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 __all__ = ["render_table", "waterfall_chart", "build_html"]
 
 _LAYER_NAMES = {"member": "member", "members": "members at once", "volume": "volume", "fs": "file system", "fs-ranks": "fs, MPI ranks",
-                "fs-buffered": "fs buffered", "fs-cached": "fs in cache"}
+                "fs-buffered": "fs buffered", "fs-cached": "fs in cache", "server-storage": "server storage",
+                "client-link": "client link", "fabric": "fabric", "protocol": "protocol", "clients": "clients",
+                "client": "client"}
 
 
 def _value(v: float | None, unit: str) -> str:
@@ -32,9 +34,14 @@ def _eff(e: float | None) -> str:
 def render_table(doc: dict[str, Any]) -> str:
     """Plain-text table and findings."""
     st = doc["stack"]
-    lines = [f"storlab diagnose {doc['target']}: {st.get('fs_type') or 'block device'}"
-             + (f" on {st['level']} over {len(st['members'])} member(s) ({', '.join(st['members'])})"
-                if st["members"] else "")]
+    fabric = doc.get("fabric")
+    if fabric is not None:
+        lines = [f"storlab diagnose {doc['target']}: {fabric['protocol']} across the fabric, client node(s) "
+                 f"{', '.join(fabric['clients'])}, server node(s) {', '.join(fabric['servers'])}"]
+    else:
+        lines = [f"storlab diagnose {doc['target']}: {st.get('fs_type') or 'block device'}"
+                 + (f" on {st['level']} over {len(st['members'])} member(s) ({', '.join(st['members'])})"
+                    if st["members"] else "")]
     check = doc.get("stack_check")
     if check is not None:
         diffs = check["differences"]
