@@ -152,13 +152,15 @@ def validate_spec(spec_json: str) -> None:
 
 
 def remote_target(target: str) -> tuple[str, str | None] | None:
-    """The kind of network target `target` names ("nbd" for nbd://, nbds://, nbd+unix://) and,
-    when its client library cannot be loaded here, the one-line reason; None for a local path."""
+    """The kind of network target `target` names ("nbd" for nbd://, nbds://, nbd+unix://; "nfs";
+    "s3" for s3://) and, when its client library cannot be loaded here, the one-line reason; None
+    for a local path."""
 
 
 def remove_remote_file(url: str) -> None:
-    """Remove a network file a run made (nfs://...); nothing when it is already gone. Raises
-    CoreError (kind "target") when the server refuses."""
+    """Remove a network file a run made (nfs://...), or the objects of storlab's key pattern under
+    an s3:// prefix (reached as the plan that made them did); nothing when it is already gone.
+    Raises CoreError (kind "target") when the server refuses."""
 
 
 def error_kinds() -> list[str]:

@@ -2,9 +2,9 @@
 //!
 //! Data flows one way: a JSON job spec (`spec`) is validated and built into an immutable plan
 //! (`plan`: targets opened, sizes and alignment resolved, each worker's work fixed); `run` starts
-//! one thread per worker (`worker`), each driving a backend (`engine`: psync, io_uring, null; nbd for the network targets of
-//! `remote`) and
-//! owning its statistics (`stats`, `histogram`); the phase result merges them.
+//! one thread per worker (`worker`), each driving a backend (`engine`: psync, io_uring, null; nbd,
+//! nfs and s3 for the network targets of `remote`) and owning its statistics (`stats`,
+//! `histogram`); the phase result merges them.
 
 pub mod blocksize;
 pub(crate) mod buffer;

@@ -277,7 +277,7 @@ impl GroupSpec {
         let kinds: Vec<Option<RemoteKind>> = self.target.iter().map(|t| RemoteKind::of(t)).collect();
         if let Some((t, k)) = self.target.iter().zip(&kinds).find_map(|(t, k)| k.map(|k| (t, k))) {
             if self.engine != k.engine() {
-                return Err(bad("engine", format!("{t} is read and written by engine {} (fio's ioengine={0}); engine is {}", k.engine().as_str(), self.engine.as_str())));
+                return Err(bad("engine", format!("{t} is read and written by engine {} (fio's ioengine={}); engine is {}", k.engine().as_str(), k.fio_engine(), self.engine.as_str())));
             }
             let local_only = [("files", self.files != FileLayout::Shared, "one file per thread"), ("open_sync", self.open_sync != OpenSync::None, "an O_SYNC/O_DSYNC open"),
                 ("read_iolog", self.read_iolog.is_some(), "a replayed log"), ("rbw", self.rbw != RbwMode::Off, "read-behind-write")];

@@ -676,6 +676,9 @@ impl<'a> Worker<'a> {
     fn failure(&self, slot_id: u32, result: i64) -> Error {
         let slot = &self.slots[slot_id as usize];
         let (dir, len, path) = (slot.dir.name(), slot.len, &self.target.path);
+        if let Some(words) = (result < 0).then(|| self.backend.failure_message(slot_id)).flatten() {
+            return Error::io(words);
+        }
         if result < 0 {
             let err = std::io::Error::from_raw_os_error((-result) as i32);
             let hint = if self.g.direct && -result == libc::EINVAL as i64 {

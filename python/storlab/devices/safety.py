@@ -226,6 +226,15 @@ def is_remote_target(target: str) -> bool:
     return _core.remote_target(target) is not None
 
 
+def is_object_target(target: str) -> bool:
+    """A target named by an s3:// URL: objects the run makes there are its own, removed at its end
+    unless kept (docs/object.md)."""
+    from .. import _core
+
+    remote = _core.remote_target(target)
+    return remote is not None and remote[0] == "s3"
+
+
 def remote_server(url: str) -> str:
     """The server part of a network target's URL (host[:port], or the socket of nbd+unix), without
     any user or password it carries."""

@@ -146,7 +146,8 @@ ROWS: tuple[Option, ...] = (
     # --- targets ---------------------------------------------------------------------------
     Option("target", "paths", "file or block device to do I/O on (repeatable), a network block device "
            "export (nbd://HOST[:PORT]/EXPORT, through libnbd), a file on an NFS export "
-           "(nfs://SERVER/EXPORT/FILE, through libnfs), or /dev/null, /dev/zero "
+           "(nfs://SERVER/EXPORT/FILE, through libnfs), the objects under an S3 prefix "
+           "(s3://BUCKET/PREFIX; docs/object.md), or /dev/null, /dev/zero "
            "or /dev/full to measure without storage (size required); default: a scratch "
            "file in a temporary folder under the current directory, removed afterwards",
            category="target", metavar="PATH", fio_name="filename"),
@@ -182,16 +183,19 @@ ROWS: tuple[Option, ...] = (
            "a partition table, file system, RAID/LVM/swap signature (repeatable; name the exact device); "
            "a mounted, swap, held or loop-backing device is never written",
            default=(), category="safety", core=False, metavar="DEVICE"),
+    Option("keep_objects", "bool", "leave the objects an s3 run made in place at its end (they are "
+           "removed otherwise, and always after a failure or a signal; meta's --keep keeps files "
+           "also then)", default=False, category="safety", core=False),
     # --- workload -------------------------------------------------------------------------
     Option("rw", "choice", "access pattern", choices=RW_CHOICES, short=None, fio_name="readwrite"),
     Option("rwmix_read", "percent", "share of reads in rw/randrw, in percent", fio_name="rwmixread"),
+    Option("percentage_random", "percent", "in a random pattern, the share of requests at a random offset; "
+           "the others follow on from the direction's last request (fio's percentage_random); 100: all "
+           "random, 0: sequential after the first", fio_name="percentage_random"),
     Option("random_map", "bool", "random patterns visit every block exactly once per pass, in an "
            "order that depends only on seed and pass (fio's random map); off: uniform draws with "
            "repeats (fio's norandommap)", negative="--no-random-map", fio_name="norandommap"),
     Option("random_distribution", "str", "which blocks random patterns favour: random (uniform, "
-    Option("percentage_random", "percent", "in a random pattern, the share of requests at a random offset; "
-           "the others follow on from the direction's last request (fio's percentage_random); 100: all "
-           "random, 0: sequential after the first", fio_name="percentage_random"),
            "the default); zipf[:theta[:center]] (theta > 0, default 1.1); pareto[:h[:center]] "
            "(0 < h < 1, default 0.2; h = 0.2 sends 80 % of I/O to 20 % of blocks); "
            "normal[:sigma[:center]] (fio's bell: sd about 1/12 of the range plus a spread of "
@@ -218,13 +222,13 @@ ROWS: tuple[Option, ...] = (
            fio_name="blockalign"),
     Option("seq_hole", "size", "bytes skipped after each sequential request, a multiple of bs "
            "(fio's rw=read:SIZE); one pass then issues ceil(range / (bs + seq_hole)) requests"),
+    Option("seq_rewind", "size", "a sequential pattern's cursor moves back this many bytes from each "
+           "request's end (fio's rw=read:-SIZE): 2 x bs reads the range backwards, from its last block "
+           "(wrapping to the end), bs the same block again; a whole number of bs", fio_name="rw"),
     Option("threads", "int", "worker threads per target", fio_name="numjobs"),
     Option("qd", "int", "requests in flight per thread (io_uring; psync is always 1)",
            fio_name="iodepth"),
     Option("seed", "int", "seed of the random offsets and read/write choice"),
-    Option("seq_rewind", "size", "a sequential pattern's cursor moves back this many bytes from each "
-           "request's end (fio's rw=read:-SIZE): 2 x bs reads the range backwards, from its last block "
-           "(wrapping to the end), bs the same block again; a whole number of bs", fio_name="rw"),
     Option("io_size", "size", "bytes to transfer per thread (default: one pass over its range)"),
     Option("io_total", "size", "bytes to transfer in total, split evenly over all threads"),
     Option("fsync_every", "int", "fsync after every N writes per thread, before the next request "
@@ -267,10 +271,6 @@ ROWS: tuple[Option, ...] = (
            "data (fio's buffer_pattern; zero_buffers is 0x00): compressible data for testing "
            "compressing or deduplicating storage. scramble still applies unless --no-scramble",
            fio_name="buffer_pattern"),
-    # --- timing ---------------------------------------------------------------------------
-    Option("time", "duration", "run for this long, wrapping around the range (time-based run)",
-           category="timing", fio_name="runtime"),
-    Option("ramp", "duration", "run this long before measuring; ramp I/O is excluded from results",
     Option("compress_percentage", "percent", "written data compresses by about this share: each "
            "compress_chunk bytes are random for their first (100 - N) % and zeros (or buffer_pattern's "
            "bytes) for the rest, as fio's buffer_compress_percentage; the scramble stamps stay in the "
@@ -282,6 +282,10 @@ ROWS: tuple[Option, ...] = (
            "thread byte for byte (fio's dedupe_percentage, dedupe_mode=repeat), the rest unique; a "
            "block-level deduplicator sees that share of repeated blocks. Needs scramble on and verify "
            "off. 0: every write unique", fio_name="dedupe_percentage"),
+    # --- timing ---------------------------------------------------------------------------
+    Option("time", "duration", "run for this long, wrapping around the range (time-based run)",
+           category="timing", fio_name="runtime"),
+    Option("ramp", "duration", "run this long before measuring; ramp I/O is excluded from results",
            category="timing", fio_name="ramp_time"),
     Option("stall_after", "duration", "report a request outstanding longer than this (the studies' "
            "dropped-I/O rule), with target, offset and age, while the run goes on", category="timing"),
@@ -325,7 +329,10 @@ ROWS: tuple[Option, ...] = (
                            nbd="a network block device export through libnbd (targets nbd://HOST[:PORT]/EXPORT; "
                                "the default for them)",
                            nfs="a file on an NFS export through libnfs, NFSv4 unless the URL names ?version=3 "
-                               "(targets nfs://SERVER/EXPORT/FILE; the default for them)"), fio_name="ioengine"),
+                               "(targets nfs://SERVER/EXPORT/FILE; the default for them)",
+                           s3="objects in an S3 bucket over HTTP/1.1, signed with AWS Signature V4 "
+                              "(targets s3://BUCKET/PREFIX; the default for them; docs/object.md)"),
+           fio_name="ioengine"),
     Option("direct", "bool", "O_DIRECT: bypass the page cache (buffers and offsets aligned)",
            category="engine", negative="--buffered"),
     Option("cpus", "str", "pin the worker threads to these CPUs: numbers and ranges separated by "
@@ -365,6 +372,21 @@ ROWS: tuple[Option, ...] = (
            "MPI ranks placed there) outnumber the CPUs; "
            "0: always sleep, as fio's io_uring engine does; the outcome is in "
            "environment.io_uring.setup_flags (WAIT_SPIN)", category="engine", engine="io_uring"),
+    Option("endpoint", "str", "the S3 service's URL, http://HOST[:PORT] or https://HOST[:PORT]; "
+           "several, separated by commas, are dealt round-robin to the workers. Default: "
+           "AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, else https://s3.REGION.amazonaws.com",
+           category="engine", engine="s3", metavar="URL"),
+    Option("object_size", "size", "bytes of each object an s3 target's range is cut into (object k "
+           "of the prefix holds bytes k x object_size on); a write or trim is one whole object "
+           "(bs = object_size), a read of bs a GET of a whole object or a byte range of one. "
+           "Default: bs", category="engine", engine="s3"),
+    Option("part_size", "size", "objects larger than this are written by multipart upload in parts "
+           "of this size (the AWS CLI's multipart_chunksize and threshold)", category="engine",
+           engine="s3"),
+    Option("insecure", "bool", "do not check the S3 endpoint's TLS certificate (a self-signed test "
+           "server)", category="engine", engine="s3"),
+    Option("virtual_host", "bool", "address the bucket as BUCKET.HOST (virtual-host style) rather "
+           "than HOST/BUCKET (path style, the default)", category="engine", engine="s3"),
     # --- I/O logs (fio's iolog) -----------------------------------------------------------
     Option("write_iolog", "str", "write fio's iolog (version 3: times in microseconds) of the "
            "requests issued to PATH; with several threads each writes PATH.N (N the thread's "
@@ -385,6 +407,19 @@ ROWS: tuple[Option, ...] = (
            metavar="PATH"),
     Option("quiet", "bool", "no progress line and no table", default=False, category="output",
            core=False, short="q"),
+    Option("live", "choice", "live figures on standard error while a run goes on, at least once a "
+           "second: the combined rate, ranks done and the slowest node (under MPI: on rank 0, from "
+           "every rank's own counters; docs/live.md)", default="auto", category="output", core=False,
+           choices=_choice(auto="on a terminal, unless --quiet or NO_COLOR is set",
+                           on="always (plain lines, one a second, where standard error is no terminal "
+                              "or NO_COLOR is set)",
+                           off="never")),
+    Option("metrics_listen", "str", "while the run goes on, serve its live figures as OpenMetrics at "
+           "http://ADDR:PORT/metrics for a Prometheus server to scrape (under MPI: rank 0); PORT alone "
+           "listens on loopback (127.0.0.1), any other address must be written out as an IP address; "
+           "port 0: a free port, named on standard error (docs/live.md)", default=None,
+           category="output", core=False, metavar="[ADDR:]PORT",
+           parse=lambda raw, label: _parse_listen(raw, label)),
     Option("store", "str", "results database (default: $STORLAB_STORE or "
            "~/.local/share/storlab/results.db)", default=None, category="output", core=False,
            metavar="PATH"),
@@ -417,20 +452,15 @@ ROWS: tuple[Option, ...] = (
            "(or a flag, which wins over every phase) gives the others'",
            default=None, category="method", core=False, metavar="METRIC:LIMIT", fio_name="steadystate",
            parse=lambda raw, label: _parse_steady(raw, label), per_phase=True),
+    Option("exec_prerun", "str", "a shell command run before the phase (fio's exec_prerun): its output "
+           "goes to PHASE.prerun.txt in the current folder, its exit status and time into the phase's "
+           "result; a command that fails ends the run with an error before the phase. Per phase as ss",
+           default=None, category="method", core=False, metavar="COMMAND", fio_name="exec_prerun",
+           per_phase=True),
+    Option("exec_postrun", "str", "a shell command run after the phase (fio's exec_postrun); as "
+           "exec_prerun, its output in PHASE.postrun.txt", default=None, category="method", core=False,
+           metavar="COMMAND", fio_name="exec_postrun", per_phase=True),
     Option("ss_dur", "duration", "the window steady state is judged over (fio's ss_dur); needed with "
-    Option("live", "choice", "live figures on standard error while a run goes on, at least once a "
-           "second: the combined rate, ranks done and the slowest node (under MPI: on rank 0, from "
-           "every rank's own counters; docs/live.md)", default="auto", category="output", core=False,
-           choices=_choice(auto="on a terminal, unless --quiet or NO_COLOR is set",
-                           on="always (plain lines, one a second, where standard error is no terminal "
-                              "or NO_COLOR is set)",
-                           off="never")),
-    Option("metrics_listen", "str", "while the run goes on, serve its live figures as OpenMetrics at "
-           "http://ADDR:PORT/metrics for a Prometheus server to scrape (under MPI: rank 0); PORT alone "
-           "listens on loopback (127.0.0.1), any other address must be written out as an IP address; "
-           "port 0: a free port, named on standard error (docs/live.md)", default=None,
-           category="output", core=False, metavar="[ADDR:]PORT",
-           parse=lambda raw, label: _parse_listen(raw, label)),
            "ss; per phase as ss", default=0.0, category="method", core=False, unit="s", minimum=0,
            fio_name="steadystate_duration", per_phase=True),
     Option("ss_ramp", "duration", "time from the phase's start before steady-state samples are "
@@ -440,36 +470,6 @@ ROWS: tuple[Option, ...] = (
            "sample is the mean rate (or completion latency) over one interval, the window holds "
            "ss_dur / ss_interval of them; per phase as ss", default=1.0, category="method",
            core=False, unit="s", minimum=0.01, fio_name="steadystate_check_interval", per_phase=True),
-    Option("latency_target", "duration", "find the highest queue depth whose latency percentile "
-           "stays at or below this (fio's latency_target): each I/O phase is run for latency_window "
-           "at qd 1, 2, 4 ... up to its qd, then bisected between the last depth that held and the "
-           "first that did not; the phase's result is the trial at the depth found (with "
-           "latency_run: the phase as written, run at that depth), with the IOPS it gave and "
-           "every depth tried", default=None, category="method", core=False, unit="s",
-           minimum=1e-9, fio_name="latency_target"),
-    Option("latency_window", "duration", "how long each depth is tried (fio's latency_window)",
-           default=5.0, category="method", core=False, unit="s", minimum=0.01, fio_name="latency_window"),
-    Option("latency_run", "bool", "after the latency_target search, run the phase as written at the "
-           "depth found (fio's latency_run keeps adjusting the depth instead)", default=False,
-           category="method", core=False, fio_name="latency_run"),
-    Option("exec_prerun", "str", "a shell command run before the phase (fio's exec_prerun): its output "
-           "goes to PHASE.prerun.txt in the current folder, its exit status and time into the phase's "
-           "result; a command that fails ends the run with an error before the phase. Per phase as ss",
-           default=None, category="method", core=False, metavar="COMMAND", fio_name="exec_prerun",
-           per_phase=True),
-    Option("exec_postrun", "str", "a shell command run after the phase (fio's exec_postrun); as "
-           "exec_prerun, its output in PHASE.postrun.txt", default=None, category="method", core=False,
-           metavar="COMMAND", fio_name="exec_postrun", per_phase=True),
-    Option("latency_percentile", "float", "the share of requests that must complete within "
-           "latency_target, in percent (fio's latency_percentile)", default=100.0, category="method",
-           core=False, unit="%", minimum=0.0001, maximum=100, fio_name="latency_percentile"),
-    Option("cache", "choice", "page-cache and controller-cache control", default="off",
-           category="method", core=False,
-           choices=_choice(off="no sizing, no dropping",
-                           **{"in": "size the working set to fit cache: cache_bytes if declared, "
-                                    "else cache_in_pct of RAM"},
-                           out="size the working set to cache_out_multiple x RAM + cache_bytes and "
-                               "drop the page cache before every buffered read phase",
     Option("precondition_method", "str", "before the job, write its targets into steady state and report it "
            "apart from the job's phases (docs/precondition.md): off; sequential (SNIA PTS: the range "
            "written twice sequentially in 128 KiB requests); sprandom[:OP[:REGIONS]] (fio's sprandom: "
@@ -482,6 +482,28 @@ ROWS: tuple[Option, ...] = (
     Option("precondition_time", "duration", "the longest preconditioning's steady-state phase runs "
            "before it is reported as not reached", default=1800.0, category="method", core=False,
            unit="s", minimum=1),
+    Option("latency_target", "duration", "find the highest queue depth whose latency percentile "
+           "stays at or below this (fio's latency_target): each I/O phase is run for latency_window "
+           "at qd 1, 2, 4 ... up to its qd, then bisected between the last depth that held and the "
+           "first that did not; the phase's result is the trial at the depth found (with "
+           "latency_run: the phase as written, run at that depth), with the IOPS it gave and "
+           "every depth tried", default=None, category="method", core=False, unit="s",
+           minimum=1e-9, fio_name="latency_target"),
+    Option("latency_window", "duration", "how long each depth is tried (fio's latency_window)",
+           default=5.0, category="method", core=False, unit="s", minimum=0.01, fio_name="latency_window"),
+    Option("latency_run", "bool", "after the latency_target search, run the phase as written at the "
+           "depth found (fio's latency_run keeps adjusting the depth instead)", default=False,
+           category="method", core=False, fio_name="latency_run"),
+    Option("latency_percentile", "float", "the share of requests that must complete within "
+           "latency_target, in percent (fio's latency_percentile)", default=100.0, category="method",
+           core=False, unit="%", minimum=0.0001, maximum=100, fio_name="latency_percentile"),
+    Option("cache", "choice", "page-cache and controller-cache control", default="off",
+           category="method", core=False,
+           choices=_choice(off="no sizing, no dropping",
+                           **{"in": "size the working set to fit cache: cache_bytes if declared, "
+                                    "else cache_in_pct of RAM"},
+                           out="size the working set to cache_out_multiple x RAM + cache_bytes and "
+                               "drop the page cache before every buffered read phase",
                            auto="keep the sizes; drop the page cache before a buffered read phase "
                                 "that follows a phase writing the same targets")),
     Option("invalidate", "bool", "before each phase, fsync the targets and drop their cached pages "
@@ -609,9 +631,29 @@ def _check_bounds(opt: Option, value: float, shown: Any) -> None:
         raise OptionError(f"{opt.label}: {shown!r} is out of range; allowed: {_allowed(opt)}")
 
 
+def _parse_listen(raw: Any, label: str) -> str:
+    """`metrics_listen`: [ADDR:]PORT, loopback by default (jobs/listen.py)."""
+    from .listen import parse_listen
+
+    try:
+        return parse_listen(raw, label)
+    except ValueError as e:
+        raise OptionError(str(e)) from None
+
+
 def _parse_steady(raw: Any, label: str) -> str:
     """`ss`: metric:limit[%] (jobs/steadystate.py)."""
     from .steadystate import canonical
+
+    try:
+        return canonical(str(raw), label)
+    except ValueError as e:
+        raise OptionError(str(e)) from None
+
+
+def _parse_precondition(raw: Any, label: str) -> str:
+    """`precondition_method`: off | sequential | sprandom[:OP[:REGIONS]] (jobs/precondition.py)."""
+    from .precondition import canonical
 
     try:
         return canonical(str(raw), label)
@@ -642,26 +684,6 @@ def _unit_parser(parse: Callable[[Any, str], Any]) -> Callable[[Option, Any], An
 
 
 _PARSERS.update(size=_unit_parser(parse_size), duration=_unit_parser(parse_duration),
-def _parse_listen(raw: Any, label: str) -> str:
-    """`metrics_listen`: [ADDR:]PORT, loopback by default (jobs/listen.py)."""
-    from .listen import parse_listen
-
-    try:
-        return parse_listen(raw, label)
-    except ValueError as e:
-        raise OptionError(str(e)) from None
-
-def _parse_precondition(raw: Any, label: str) -> str:
-    """`precondition_method`: off | sequential | sprandom[:OP[:REGIONS]] (jobs/precondition.py)."""
-    from .precondition import canonical
-
-    try:
-        return canonical(str(raw), label)
-    except ValueError as e:
-        raise OptionError(str(e)) from None
-
-
-
                 rate=_unit_parser(parse_rate))
 
 

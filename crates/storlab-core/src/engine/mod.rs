@@ -92,6 +92,11 @@ pub trait Engine {
     fn setup_flags(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Why the request of `slot` that completed with an error failed, in the backend's words
+    /// (s3: what the server answered), where it knows more than the errno says.
+    fn failure_message(&self, _slot: u32) -> Option<String> {
+        None
+    }
     /// Events of the backend's own worth counting, summed over the workers into the result's
     /// engine section (s3: requests the server throttled and that were retried).
     fn counters(&self) -> Vec<(&'static str, u64)> {

@@ -61,6 +61,9 @@ pub struct S3 {
     stop: Arc<AtomicBool>,
     client: Arc<Client>,
     layout: Layout,
+    /// Per slot: why its last request failed, in words (the completion carries -EIO; the worker
+    /// asks for this to say what the server answered).
+    failures: Vec<Option<String>>,
 }
 
 impl S3 {
@@ -92,19 +95,21 @@ impl S3 {
             jobs.push(tx);
             helpers.push(helper);
         }
-        Ok(S3 { jobs, done, in_flight: 0, helpers, stop, client, layout })
+        Ok(S3 { jobs, done, in_flight: 0, helpers, stop, client, layout, failures: vec![None; qd as usize] })
     }
 
-    /// Hand over one finished request: a failure ends the run with its message.
-    fn deliver(&mut self, (slot, result): Done, out: &mut Vec<Completion>) -> Result<()> {
+    /// Hand over one finished request; a failed one completes with -EIO, its words kept for
+    /// `failure_message`.
+    fn deliver(&mut self, (slot, result): Done, out: &mut Vec<Completion>) {
         self.in_flight -= 1;
-        match result {
-            Ok(bytes) => {
-                out.push(Completion { slot, result: bytes });
-                Ok(())
+        let result = match result {
+            Ok(bytes) => bytes,
+            Err(message) => {
+                self.failures[slot as usize] = Some(message);
+                -(libc::EIO as i64)
             }
-            Err(message) => Err(Error::io(message)),
-        }
+        };
+        out.push(Completion { slot, result });
     }
 }
 
@@ -122,11 +127,12 @@ fn serve(client: &Client, layout: &Layout, job: &Job, stop: &AtomicBool) -> std:
     };
     outcome.map(|()| len as i64).map_err(|f| {
         let what = match job.dir {
-            Dir::Read => "GET",
-            Dir::Write => "PUT",
-            Dir::Trim => "DELETE",
+            Dir::Read if len as u64 == layout.object_size => "GET".to_string(),
+            Dir::Read => format!("GET of bytes {within}-{}", within + len as u64 - 1),
+            Dir::Write => format!("PUT of {len} bytes"),
+            Dir::Trim => "DELETE".to_string(),
         };
-        client.explain(&format!("s3://{}/{key}: {what} of {len} bytes at {within}", layout.set.bucket), &f)
+        client.explain(&format!("s3://{}/{key}: {what}", layout.set.bucket), &f)
     })
 }
 
@@ -146,11 +152,11 @@ impl Engine for S3 {
         let mut got = 0;
         while got < min && self.in_flight > 0 {
             let done = self.done.recv().map_err(|_| Error::engine("s3: the helper threads have stopped"))?;
-            self.deliver(done, out)?;
+            self.deliver(done, out);
             got += 1;
         }
         while let Ok(done) = self.done.try_recv() {
-            self.deliver(done, out)?;
+            self.deliver(done, out);
         }
         Ok(())
     }
@@ -160,7 +166,7 @@ impl Engine for S3 {
             return Ok(());
         }
         match self.done.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(done) => self.deliver(done, out)?,
+            Ok(done) => self.deliver(done, out),
             Err(RecvTimeoutError::Timeout) => return Ok(()),
             Err(RecvTimeoutError::Disconnected) => return Err(Error::engine("s3: the helper threads have stopped")),
         }
@@ -187,6 +193,10 @@ impl Engine for S3 {
             done += n;
         }
         Ok(())
+    }
+
+    fn failure_message(&self, slot: u32) -> Option<String> {
+        self.failures.get(slot as usize).cloned().flatten()
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {

@@ -76,6 +76,15 @@ impl RemoteKind {
         }
     }
 
+    /// fio's engine for such a target, for messages (fio reaches S3 through its http engine).
+    pub fn fio_engine(self) -> &'static str {
+        match self {
+            RemoteKind::Nbd => "nbd",
+            RemoteKind::Nfs => "nfs",
+            RemoteKind::S3 => "http with http_mode=s3",
+        }
+    }
+
     /// The `type` recorded for the target in the result's environment.
     pub fn type_name(self) -> &'static str {
         match self {

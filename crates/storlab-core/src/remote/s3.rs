@@ -1,5 +1,5 @@
 //! An S3 client over one endpoint: the requests the s3 engine and its plan make (GET whole or
-//! ranged, PUT, multipart upload, paged LIST, DELETE), each signed with AWS Signature V4 by
+//! ranged, PUT, multipart upload, paged LIST, DELETE, DeleteObjects for clean-up), each signed with AWS Signature V4 by
 //! rusty-s3 (query-string signing: nothing to sign in the body, so a PUT streams the slot's
 //! buffer as it is) and sent by ureq over HTTP/1.1 connections it keeps alive.
 //!
@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rusty_s3::actions::{CompleteMultipartUpload, CreateMultipartUpload, ListObjectsV2};
+use rusty_s3::actions::{CompleteMultipartUpload, CreateMultipartUpload, DeleteObjectsResponse, ListObjectsV2, ObjectIdentifier};
 use rusty_s3::{Bucket, S3Action, UrlStyle};
 
 use super::s3_config::{Access, AwsEnvironment, ObjectSet};
@@ -21,6 +21,8 @@ use super::s3_config::{Access, AwsEnvironment, ObjectSet};
 const SIGNED_FOR: Duration = Duration::from_secs(3600);
 /// Retries of a request answered 503 (SlowDown), the back-off doubling from 10 ms to 2 s.
 const SLOWDOWN_RETRIES: u32 = 12;
+/// How long a request may wait for the server's answer or for each part of a body.
+const SILENCE: Duration = Duration::from_secs(120);
 /// Redirects (307 Temporary Redirect, 301) followed per request.
 const MAX_REDIRECTS: u32 = 3;
 
@@ -68,6 +70,10 @@ impl Client {
             .max_idle_connections_per_host(connections.max(1))
             .max_idle_connections(connections.max(1) * 2)
             .timeout_connect(Some(Duration::from_secs(10)))
+            // a server silent this long fails the request: a hung server must not hang the run
+            .timeout_recv_response(Some(SILENCE))
+            .timeout_recv_body(Some(SILENCE))
+            .timeout_send_body(Some(SILENCE))
             .tls_config(tls)
             .build()
             .new_agent();
@@ -167,6 +173,25 @@ impl Client {
         self.exchange(url, &|u| self.agent.delete(u).call()).map(drop)
     }
 
+    /// DELETE `keys`, a thousand a request (DeleteObjects, S3's most); the first key the server
+    /// could not delete is the failure.
+    pub fn delete_many(&self, keys: &[String]) -> Result<(), Failure> {
+        for batch in keys.chunks(1000) {
+            let ids: Vec<ObjectIdentifier> = batch.iter().map(|k| ObjectIdentifier::new(k.clone())).collect();
+            let mut action = self.bucket.delete_objects(Some(&self.access.credentials), ids.iter());
+            action.set_quiet(true);
+            let url = action.sign(SIGNED_FOR).to_string();
+            let (body, md5) = action.body_with_md5();
+            let mut response = self.exchange(url, &|u| self.agent.post(u).header("content-md5", &md5).send(body.as_bytes()))?;
+            let text = response.body_mut().with_config().limit(64 << 20).read_to_string().map_err(Failure::Transport)?;
+            let answer = DeleteObjectsResponse::parse(&text).map_err(|e| Failure::Protocol(format!("DeleteObjects' answer: {e}")))?;
+            if let Some(e) = answer.errors.first() {
+                return Err(Failure::Protocol(format!("{} of {} objects were not deleted (the first: {}, {})", answer.errors.len(), batch.len(), e.key, e.code)));
+            }
+        }
+        Ok(())
+    }
+
     /// Every object whose key starts with `prefix`, in key order, page by page.
     pub fn list(&self, prefix: &str) -> Result<Vec<Listed>, Failure> {
         let mut found = Vec::new();
@@ -249,10 +274,8 @@ pub fn remove_objects(url: &str) -> Result<(), String> {
     };
     let client = Client::new(&access, &access.endpoints[0], &set, 1)?;
     let listed = client.list(&set.list_prefix()).map_err(|f| client.explain("listing the objects to remove", &f))?;
-    for object in listed.iter().filter(|o| set.index_of(&o.key).is_some()) {
-        client.delete(&object.key).map_err(|f| client.explain(&format!("removing {}", object.key), &f))?;
-    }
-    Ok(())
+    let ours: Vec<String> = listed.into_iter().filter(|o| set.index_of(&o.key).is_some()).map(|o| o.key).collect();
+    client.delete_many(&ours).map_err(|f| client.explain("removing the objects", &f))
 }
 
 /// The name of a ureq error's kind, without its text (which may hold the signed URL).
