@@ -37,7 +37,7 @@ RANK = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}
 # Modules inside measure/, lowest first: the benchmark protocol below both kinds, the kinds below
 # what drives them. (measure/mpi/ is a layer of its own above.)
 MEASURE_ORDER = (
-    {"launch", "stats", "cpu", "cache", "checks", "passes", "environment", "aggregate", "prediction",
+    {"launch", "stats", "cpu", "cache", "checks", "passes", "environment", "aggregate", "prediction", "opmix",
      "steady", "ranks", "scratch"},
     {"benchmark", "net"},          # net: the fabric probe (storlab net), on the rank interface
     {"meta"},

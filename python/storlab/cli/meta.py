@@ -22,6 +22,7 @@ EXAMPLES = """examples:
   storlab meta --target /dev/shm --depth 2 --fanout 10 --file-size 4k --order random
   storlab meta --files-per-thread 1000000 --stonewall 10s      # each file phase stops after 10 s
   storlab meta --keep --phases create,stat          # leave the files for inspection
+  storlab meta --target /dev/shm --mix read=40,write=30,stat=20,delete=5,list=5 --mix-time 30s
   mpiexec -n 4 storlab meta --target /scratch --dir shared   # one rank per process (docs/mpi.md)
 """
 

@@ -9,12 +9,21 @@ from typing import Any, Mapping
 from .options import BY_NAME, Option, OptionError, parse_option
 
 __all__ = [
-    "META_OPTIONS", "META_BY_NAME", "FILE_PHASES", "SHARED_RUN_OPTIONS", "MPI_RUN_OPTIONS", "META_RUN_LEVEL",
-    "parse_meta_value", "resolve_meta_options", "render_reference",
+    "META_OPTIONS", "META_BY_NAME", "FILE_PHASES", "PHASE_ORDER", "MIX_PHASE", "MIX_OPERATIONS", "MIX_OPTIONS",
+    "SHARED_RUN_OPTIONS", "MPI_RUN_OPTIONS", "META_RUN_LEVEL", "parse_mix", "parse_meta_value",
+    "resolve_meta_options", "render_reference",
 ]
 
-# The phases that work on files, in their only possible order; `mkdir` always runs first.
+# The engine's phases that work on files, in their only possible order; `mkdir` always runs first.
 FILE_PHASES = ("create", "stat", "read", "rename", "remove", "rmdir")
+# The operation-mix phase (measure/opmix.py, run in Python): after create, stat and read (it
+# works on the files create made) and before rename (which changes their names).
+MIX_PHASE = "mix"
+PHASE_ORDER = (*FILE_PHASES[:3], MIX_PHASE, *FILE_PHASES[3:])
+# The operations a mix draws from, with what one of them is (docs/meta.md).
+MIX_OPERATIONS = ("read", "write", "stat", "delete", "list")
+# Options of the mix phase: read in Python, not part of the engine's spec.
+MIX_OPTIONS = ("mix", "mix_ops", "mix_time")
 # Options of `storlab run` that mean the same here (output and store); shared, not copied.
 SHARED_RUN_OPTIONS = ("json", "quiet", "store", "no_store", "tag", "note")
 # Options of `storlab run` that only an MPI launch of `storlab meta` reads (command line only).
@@ -23,6 +32,42 @@ MPI_RUN_OPTIONS = ("rank_timeout",)
 
 def _choices(**values: str) -> dict[str, str]:
     return dict(values)
+
+
+def parse_mix(raw: Any, label: str = "mix") -> dict[str, float]:
+    """`read=40,write=30,...` (or a TOML table) -> {operation: percent}, every operation of
+    MIX_OPERATIONS present (0 when not named); the percentages must add up to 100."""
+    allowed = ",".join(MIX_OPERATIONS)
+    form = f"use OP=PERCENT pairs of {allowed} adding up to 100, e.g. read=40,write=30,stat=20,delete=5,list=5"
+    if isinstance(raw, Mapping):
+        pairs = list(raw.items())
+    elif isinstance(raw, str) and raw.strip():
+        pairs = []
+        for part in raw.split(","):
+            op, eq, pct = part.partition("=")
+            if not eq:
+                raise OptionError(f"{label}: {part.strip()!r} is not OP=PERCENT; {form}")
+            pairs.append((op.strip(), pct.strip()))
+    else:
+        raise OptionError(f"{label}: {raw!r} is no mix; {form}")
+    mix = dict.fromkeys(MIX_OPERATIONS, 0.0)
+    seen: set[str] = set()
+    for op, pct in pairs:
+        if op not in mix:
+            raise OptionError(f"{label}: unknown operation {op!r}; {form}")
+        if op in seen:
+            raise OptionError(f"{label}: {op} given twice; {form}")
+        seen.add(op)
+        try:
+            value = float(pct)
+        except (TypeError, ValueError):
+            value = float("nan")
+        if not 0 <= value <= 100:   # also refuses nan
+            raise OptionError(f"{label}: {op}={pct} is not a percentage from 0 to 100; {form}")
+        mix[op] = value
+    if abs(sum(mix.values()) - 100) > 1e-9:
+        raise OptionError(f"{label}: the percentages add up to {sum(mix.values()):g}, not 100; {form}")
+    return mix
 
 
 META_OPTIONS: tuple[Option, ...] = (
@@ -57,22 +102,32 @@ META_OPTIONS: tuple[Option, ...] = (
            "stat, read, rename and remove then work on every file created", default=False,
            category="timing"),
     Option("phases", "str", "file phases to run, comma-separated, in this order: "
-           + ",".join(FILE_PHASES) + " (the tree is always made first; default: all, or all "
-           "but remove,rmdir with --keep)", default=None, metavar="LIST"),
+           + ",".join(PHASE_ORDER) + " (the tree is always made first; mix only with --mix; "
+           "default: all but mix, or all but mix,remove,rmdir with --keep; with --mix: "
+           "create,mix,remove,rmdir, or create,mix with --keep)", default=None, metavar="LIST"),
     Option("keep", "bool", "leave the files and directories in place, also after a failure or "
            "Ctrl-C (the working folder is printed)", default=False, category="safety"),
-    Option("seed", "int", "seed of the random stat/read order", default=0x5EED, minimum=0,
+    Option("seed", "int", "seed of the random stat/read order and of the mix's draws", default=0x5EED, minimum=0,
            maximum=2**63 - 1),
     Option("verify_read", "bool", "read compares every byte with what create wrote; a difference "
            "fails the read (mdtest -X)", default=False),
     Option("name_prefix", "str", "prefix of every file and per-thread tree name; {rank} becomes "
            "the MPI rank (0 without MPI)", default=None, category="target", metavar="TEXT"),
+    Option("mix", "str", "run a mix phase after create (and stat, read): each thread draws its operations on its own "
+           "files at these percentages (" + ",".join(MIX_OPERATIONS) + "; adding up to 100), a delete "
+           "re-creates its file at once", default=None, metavar="OP=PCT,...", core=False,
+           parse=lambda raw, label: parse_mix(raw, label)),
+    Option("mix_ops", "int", "operations each thread makes in the mix phase (default: 10000 "
+           "unless --mix-time is given)", default=None, minimum=1, maximum=2**63 - 1, unit="ops",
+           core=False),
+    Option("mix_time", "duration", "time limit of the mix phase (with --mix-ops: whichever comes "
+           "first)", default=None, category="timing", unit="s", minimum=0.001, core=False),
     *(BY_NAME[name] for name in SHARED_RUN_OPTIONS),
 )
 
 META_BY_NAME: dict[str, Option] = {o.name: o for o in META_OPTIONS}
-# Options that are not part of the engine's spec (the output ones and the job-level target).
-META_RUN_LEVEL = frozenset(SHARED_RUN_OPTIONS)
+# Options that are not part of the engine's spec (the output ones and the mix phase's).
+META_RUN_LEVEL = frozenset(SHARED_RUN_OPTIONS + MIX_OPTIONS)
 
 
 def parse_meta_value(name: str, raw: Any) -> Any:
@@ -95,20 +150,25 @@ def parse_meta_value(name: str, raw: Any) -> Any:
     return parse_option(opt, raw)
 
 
-def _parse_phases(raw: Any, keep: bool) -> tuple[str, ...]:
+def _parse_phases(raw: Any, keep: bool, mix: bool) -> tuple[str, ...]:
     if raw is None:
+        if mix:     # the mix is what is measured: create makes its files, remove and rmdir end it
+            return ("create", MIX_PHASE) if keep else ("create", MIX_PHASE, "remove", "rmdir")
         return FILE_PHASES[:4] if keep else FILE_PHASES
     items = [p.strip() for p in (raw.split(",") if isinstance(raw, str) else raw)]
-    unknown = [p for p in items if p not in FILE_PHASES]
+    unknown = [p for p in items if p not in PHASE_ORDER]
     if unknown:
         raise OptionError(f"phases: {', '.join(map(repr, unknown))} unknown; use some of "
-                          f"{','.join(FILE_PHASES)}")
+                          f"{','.join(PHASE_ORDER)}")
     if "create" not in items:
         raise OptionError("phases: must include create (the files the other phases work on)")
-    if len(set(items)) != len(items) or items != sorted(items, key=FILE_PHASES.index):
-        raise OptionError(f"phases: each at most once, in the order {','.join(FILE_PHASES)}")
+    if len(set(items)) != len(items) or items != sorted(items, key=PHASE_ORDER.index):
+        raise OptionError(f"phases: each at most once, in the order {','.join(PHASE_ORDER)}")
     if "rmdir" in items and "remove" not in items:
         raise OptionError("phases: rmdir needs remove before it (directories must be empty)")
+    if (MIX_PHASE in items) != mix:
+        raise OptionError("phases: mix runs exactly when --mix is given: name it in --phases with "
+                          "--mix, and not without")
     return tuple(items)
 
 
@@ -126,7 +186,10 @@ def resolve_meta_options(cli: Mapping[str, Any] | None = None,
                 raise OptionError(f"{where}: {e}") from None
             if parsed is not None:
                 values[key] = parsed
-    values["phases"] = _parse_phases(values["phases"], bool(values["keep"]))
+    mix = values["mix"] is not None
+    if not mix and (values["mix_ops"] is not None or values["mix_time"] is not None):
+        raise OptionError("mix_ops, mix_time: they limit the mix phase; give --mix too")
+    values["phases"] = _parse_phases(values["phases"], bool(values["keep"]), mix)
     return values
 
 

@@ -35,6 +35,7 @@ from typing import Any, Sequence
 
 from ..document import DIRECTIONS
 from . import stats
+from .opmix import merge_mix
 
 __all__ = ["time_bases", "deskew_window", "window_summary", "merge_window_summaries", "window_of_summary",
            "count_in_window", "pooled_latency", "merge_direction",
@@ -462,6 +463,8 @@ def merge_meta_phase(results: Sequence[dict[str, Any] | None], window_ops: Seque
         sync = merge_sync([res.get(key) for res in parts])
         if sync:
             out[key] = sync
+    if "mix" in first:     # the operation-mix phase: each operation's figures over every rank
+        out["mix"] = merge_mix([res["mix"] for res in parts], seconds)
     out["start_unix_s"] = min(res["start_unix_s"] + res["offset_s"] for res in parts)
     out["aggregate"] = {
         "workers": len(workers), "ranks": len(present), "ops": ops, "bytes": nbytes,

@@ -6,7 +6,8 @@ removed; every operation is its own timed phase with ops/s and a per-operation l
 The hot loop is native (crates/storlab-core/src/meta); `MetaBenchmark` is the metadata kind of the
 benchmark protocol (benchmark.py): it turns the resolved options (jobs/meta_options.py) into the
 engine's spec, makes the working folder, runs the phases one at a time with progress, signals and
-hooks, and assembles the result document (`storlab.run/1`, kind `meta`, docs/meta.md).
+hooks, and assembles the result document (`storlab.run/1`, kind `meta`, docs/meta.md). With
+`--mix` an operation-mix phase (opmix.py, Python threads) runs between read and rename.
 
 Nothing is left behind unless `keep` is set: after the last phase, after a failure and after
 Ctrl-C, SIGTERM or SIGHUP the engine removes exactly the files and directories the run made; a
@@ -23,11 +24,12 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from ..devices.safety import describe_path
 from ..document import RUN_SCHEMA, header
 from ..errors import TargetError, from_core
-from ..jobs.meta_options import FILE_PHASES, META_OPTIONS, META_RUN_LEVEL
+from ..jobs.meta_options import FILE_PHASES, META_OPTIONS, META_RUN_LEVEL, MIX_PHASE, PHASE_ORDER
 from .aggregate import merge_meta_phase
 from .benchmark import Benchmark, PhaseHooks, run_benchmark, wait_for_phase
 from .checks import Finding
 from .environment import host_environment
+from .opmix import MixLayout, OpMixRun
 
 __all__ = [
     "MetaBenchmark", "meta_spec", "make_workdir", "remove_workdir", "workdir_name", "meta_job_record",
@@ -52,7 +54,7 @@ def meta_spec(values: Mapping[str, Any], workdir: str, *, rank: int = 0,
     """
     spec = {o.name: values[o.name] for o in META_OPTIONS if o.name not in META_RUN_LEVEL}
     spec["target"] = workdir
-    spec["phases"] = ["mkdir", *values["phases"]]
+    spec["phases"] = ["mkdir", *(p for p in values["phases"] if p != MIX_PHASE)]
     spec["name_prefix"] = str(values.get("name_prefix") or "").replace("{rank}", str(rank))
     spec["shared_tree_owner"] = bool(shared_tree_owner)
     return spec
@@ -115,12 +117,13 @@ def meta_findings(doc: dict[str, Any]) -> list[Finding]:
                 f"{min(items)}-{max(items)} of their items"
                 + (f" ({files} files each asked for); later phases work on exactly those"
                    if p["name"] == "create" else ""))))
-        elif p["complete"] and p["name"] in FILE_PHASES[:5] and p["seconds"] < MIN_PHASE_SECONDS:
+        elif p["complete"] and p["name"] in (*FILE_PHASES[:5], MIX_PHASE) and p["seconds"] < MIN_PHASE_SECONDS:
             short.append(f"{p['name']} {p['seconds'] * 1e3:.1f} ms")
     if short:
         out.append(Finding("short_phase", (
             f"phases shorter than {MIN_PHASE_SECONDS:g} s ({', '.join(short)}): their rates are "
-            f"mostly start-up noise; use more --files (or a --stonewall with many files)")))
+            f"mostly start-up noise; use more --files (or a --stonewall with many files; for mix "
+            f"more --mix-ops or a --mix-time)")))
     cleanup = doc.get("cleanup") or {}
     if cleanup.get("error"):
         out.append(Finding("cleanup_incomplete", f"files were left behind: {cleanup['error']}"))
@@ -170,11 +173,28 @@ class MetaBenchmark(Benchmark):
         doc["workers"] = self.run.workers
 
     def phases(self, doc: dict[str, Any]) -> Iterator[str]:
-        while self.run.next_phase is not None:
-            yield self.run.next_phase
+        mix_pending = MIX_PHASE in self.values["phases"]
+        while True:
+            upcoming = self.run.next_phase
+            # the mix runs in Python between the engine's phases: after create, stat and read
+            if mix_pending and doc["complete"] and (upcoming is None or (
+                    upcoming != "mkdir" and PHASE_ORDER.index(upcoming) > PHASE_ORDER.index(MIX_PHASE))):
+                mix_pending = False
+                yield MIX_PHASE
+                continue
+            if upcoming is None:
+                return
+            yield upcoming
+
+    def mix_run(self, doc: dict[str, Any]) -> OpMixRun:
+        """The mix phase over the files the create phase of this process finished."""
+        create = next(p for p in doc["phases"] if p["name"] == "create")
+        spec_prefix = meta_spec(self.values, self.workdir, rank=self.rank)["name_prefix"]
+        layout = MixLayout(self.workdir, self.values["dir"], self.values["depth"], self.values["fanout"], spec_prefix)
+        return OpMixRun(self.values, layout, create["items_per_worker"], rank=self.rank)
 
     def run_phase(self, phase: str, hooks: PhaseHooks, doc: dict[str, Any]) -> None:
-        run = self.run
+        run = self.mix_run(doc) if phase == MIX_PHASE else self.run
 
         def report() -> None:
             if self.progress is not None:
@@ -192,7 +212,7 @@ class MetaBenchmark(Benchmark):
             # Ctrl-C just after a phase ended still stops the run
             doc.update(complete=False, stop_reason="interrupted" if result["error"] is None else "error",
                        error=result["error"])
-            run.stop()
+            self.run.stop()
 
     def summarise(self, doc: dict[str, Any]) -> None:
         pass  # the phases are independent operations: nothing spans them

@@ -41,15 +41,32 @@ def latency(phase: dict[str, Any], key: str) -> Any:
     return (phase.get("lat_ns") or {}).get(key) if phase.get("ops") else None
 
 
+def mix_rows(phase: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows under a mix phase: each operation with the share of the drawn operations it got (and
+    the one asked for), its rate over the phase's time and its latency; then the re-creates (when
+    deletes were asked)."""
+    rows = []
+    asked = phase["mix"]["asked"]
+    for op, o in phase["mix"]["operations"].items():
+        if not asked.get(op, asked["delete"]):     # not asked; recreate follows delete
+            continue
+        label = (f"  {op} {o['share'] * 100:.1f}% ({asked[op]:g}%)" if o["share"] is not None
+                 else f"  {op} (after delete)")
+        rows.append({**o, "name": label, "seconds": phase["seconds"], "stonewalled": False})
+    return rows
+
+
 def phase_table(phases: list[dict[str, Any]]) -> list[str]:
-    """Lines of the table of metadata phases: one row per phase, units in the headers."""
+    """Lines of the table of metadata phases: one row per phase (a mix phase: and one per
+    operation below it), units in the headers."""
     cells = []
     for p in phases:
-        row = []
-        for c in META_COLUMNS:
-            v = c.get(p)
-            row.append(str(v) if not c.numeric else fmt_number(None if v is None else v / c.scale))
-        cells.append(row)
+        for shown in (p, *(mix_rows(p) if p.get("mix") else ())):
+            row = []
+            for c in META_COLUMNS:
+                v = c.get(shown)
+                row.append(str(v) if not c.numeric else fmt_number(None if v is None else v / c.scale))
+            cells.append(row)
     return align([c.header for c in META_COLUMNS], cells, [c.numeric for c in META_COLUMNS]) if cells else [
         "(no phase ran)"]
 
@@ -61,6 +78,11 @@ def render_table(doc: dict[str, Any]) -> str:
     lines.insert(0, f"{doc.get('workers')} thread(s) x {job.get('files')} files, dir {job.get('dir')}, "
                     f"depth {job.get('depth')}, fanout {job.get('fanout')}, "
                     f"file size {job.get('file_size')} bytes, in {job.get('workdir')}")
+    if job.get("mix"):
+        limits = [f"{n} ops" for n in [job.get("mix_ops")] if n] + [f"{t:g} s" for t in [job.get("mix_time")] if t]
+        lines.insert(1, "mix: " + ",".join(f"{op}={pct:g}" for op, pct in job["mix"].items() if pct)
+                     + " per thread, each " + (" or ".join(limits) or "10000 ops")
+                     + " (shares: of the drawn operations; rates: over the mix phase's time)")
     if doc.get("complete") is False:
         detail = f": {doc['error']}" if doc.get("error") else ""
         lines.append(f"incomplete ({doc.get('stop_reason')}{detail}): figures cover the time until the stop")
