@@ -6,6 +6,7 @@
 //! keeps statistics. A blocking backend (psync) completes inside `queue`; an asynchronous one
 //! (io_uring, null with a delay) returns `Queued::Pending` and hands completions back from `reap`.
 
+mod inbox;
 pub mod nbd;
 pub mod nfs;
 pub mod null;

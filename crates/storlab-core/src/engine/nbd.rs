@@ -10,6 +10,7 @@
 use std::ffi::{c_int, c_void};
 use std::time::Instant;
 
+use super::inbox::{Inbox, Pump};
 use super::{Caps, Completion, Engine, Queued, Request};
 use crate::error::{Error, Result};
 use crate::remote::libnbd::{CompletionCallback, Connection};
@@ -24,10 +25,8 @@ struct Tag {
 
 pub struct Nbd {
     conn: Connection,
-    /// Completions delivered by callbacks and not yet reaped. Boxed: the tags point at the Vec
-    /// itself, which must not move when the engine does.
-    #[allow(clippy::box_collection)]
-    done: Box<Vec<Completion>>,
+    /// Completions delivered by callbacks and not yet reaped.
+    inbox: Inbox,
     /// One tag per slot; boxed so the callbacks' pointers stay put.
     tags: Box<[Tag]>,
     uri: String,
@@ -49,10 +48,10 @@ impl Nbd {
     /// Connect to the worker's export.
     pub fn new(uri: &str, qd: u32) -> Result<Nbd> {
         let conn = Connection::connect(uri).map_err(|m| Error::target(uri, format!("cannot connect: {m}")))?;
-        let mut done = Box::new(Vec::with_capacity(qd as usize));
-        let done_ptr: *mut Vec<Completion> = &mut *done;
-        let tags = (0..qd).map(|slot| Tag { done: done_ptr, slot, len: 0 }).collect();
-        Ok(Nbd { conn, done, tags, uri: uri.to_string() })
+        let mut inbox = Inbox::new(qd);
+        let done = inbox.target();
+        let tags = (0..qd).map(|slot| Tag { done, slot, len: 0 }).collect();
+        Ok(Nbd { conn, inbox, tags, uri: uri.to_string() })
     }
 
     fn callback(&mut self, slot: u32, len: u32) -> CompletionCallback {
@@ -64,12 +63,15 @@ impl Nbd {
     fn failed(&self, what: &str) -> Error {
         Error::io(format!("{}: {what} failed: {}", self.uri, self.conn.error()))
     }
+}
 
-    /// Move the completions the callbacks delivered to `out`.
-    fn drain(&mut self, out: &mut Vec<Completion>) -> usize {
-        let n = self.done.len();
-        out.append(&mut self.done);
-        n
+impl Pump for Connection {
+    fn in_flight(&self) -> bool {
+        Connection::in_flight(self) > 0
+    }
+
+    fn pump(&mut self, timeout_ms: i32) -> std::result::Result<(), String> {
+        self.poll(timeout_ms).map(|_| ())
     }
 }
 
@@ -97,22 +99,11 @@ impl Engine for Nbd {
     }
 
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<()> {
-        let mut got = self.drain(out);
-        while got < min && self.conn.in_flight() > 0 {
-            self.conn.poll(-1).map_err(|_| self.failed("waiting for replies"))?;
-            got += self.drain(out);
-        }
-        Ok(())
+        self.inbox.reap(min, out, &mut self.conn).map_err(|_| self.failed("waiting for replies"))
     }
 
     fn reap_until(&mut self, deadline: Instant, out: &mut Vec<Completion>) -> Result<()> {
-        if self.drain(out) > 0 || self.conn.in_flight() == 0 {
-            return Ok(());
-        }
-        let ms = deadline.saturating_duration_since(Instant::now()).as_millis().min(i32::MAX as u128) as i32;
-        self.conn.poll(ms).map_err(|_| self.failed("waiting for replies"))?;
-        self.drain(out);
-        Ok(())
+        self.inbox.reap_until(deadline, out, &mut self.conn).map_err(|_| self.failed("waiting for replies"))
     }
 
     fn sync(&mut self) -> Result<()> {

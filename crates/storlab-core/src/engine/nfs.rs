@@ -9,6 +9,7 @@
 use std::ffi::{c_int, c_void};
 use std::time::Instant;
 
+use super::inbox::{Inbox, Pump};
 use super::{Caps, Completion, Engine, Queued, Request};
 use crate::error::{Error, Result};
 use crate::remote::libnfs::{File, Missing};
@@ -24,9 +25,8 @@ struct Tag {
 
 pub struct Nfs {
     file: File,
-    /// Completions delivered by callbacks, not yet reaped; boxed, the tags point at the Vec.
-    #[allow(clippy::box_collection)]
-    done: Box<Vec<Completion>>,
+    /// Completions delivered by callbacks, not yet reaped.
+    inbox: Inbox,
     tags: Box<[Tag]>,
     url: String,
 }
@@ -56,20 +56,24 @@ impl Nfs {
     /// Mount the export and open the worker's file (the plan made it, when it had to).
     pub fn new(url: &str, writes: bool, qd: u32) -> Result<Nfs> {
         let file = File::open(url, writes, Missing::Refuse).map_err(|e| Error::target(url, e))?;
-        let mut done = Box::new(Vec::with_capacity(qd as usize));
-        let done_ptr: *mut Vec<Completion> = &mut *done;
-        let tags = (0..qd).map(|slot| Tag { done: done_ptr, slot, len: 0, buf: std::ptr::null_mut() }).collect();
-        Ok(Nfs { file, done, tags, url: url.to_string() })
+        let mut inbox = Inbox::new(qd);
+        let done = inbox.target();
+        let tags = (0..qd).map(|slot| Tag { done, slot, len: 0, buf: std::ptr::null_mut() }).collect();
+        Ok(Nfs { file, inbox, tags, url: url.to_string() })
     }
 
     fn failed(&self, what: &str) -> Error {
         Error::io(format!("{}: {what} failed: {}", self.url, self.file.error()))
     }
+}
 
-    fn drain(&mut self, out: &mut Vec<Completion>) -> usize {
-        let n = self.done.len();
-        out.append(&mut self.done);
-        n
+impl Pump for File {
+    fn in_flight(&self) -> bool {
+        self.queued() > 0
+    }
+
+    fn pump(&mut self, timeout_ms: i32) -> std::result::Result<(), String> {
+        self.service(timeout_ms).map(|_| ())
     }
 }
 
@@ -98,22 +102,11 @@ impl Engine for Nfs {
     }
 
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<()> {
-        let mut got = self.drain(out);
-        while got < min && self.file.queued() > 0 {
-            self.file.service(-1).map_err(|_| self.failed("waiting for replies"))?;
-            got += self.drain(out);
-        }
-        Ok(())
+        self.inbox.reap(min, out, &mut self.file).map_err(|_| self.failed("waiting for replies"))
     }
 
     fn reap_until(&mut self, deadline: Instant, out: &mut Vec<Completion>) -> Result<()> {
-        if self.drain(out) > 0 || self.file.queued() == 0 {
-            return Ok(());
-        }
-        let ms = deadline.saturating_duration_since(Instant::now()).as_millis().min(i32::MAX as u128) as i32;
-        self.file.service(ms).map_err(|_| self.failed("waiting for replies"))?;
-        self.drain(out);
-        Ok(())
+        self.inbox.reap_until(deadline, out, &mut self.file).map_err(|_| self.failed("waiting for replies"))
     }
 
     fn sync(&mut self) -> Result<()> {
