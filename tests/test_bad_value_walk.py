@@ -186,3 +186,51 @@ def test_every_numeric_dlio_key_refuses_a_bad_number_in_one_line(key, value):
     with pytest.raises(UserError) as e:
         translate_text(_yaml(key, value), "w.yaml").resolve()
     assert "\n" not in str(e.value) and key.split(".")[-1] in str(e.value), str(e.value)
+
+
+# -- the object and network targets ------------------------------------------------------------------
+# Malformed URLs, unknown schemes, ports out of range and credentials missing: each refused in one
+# line naming the target (or the endpoint), before anything connects. (Credentials a server turns
+# down, and a bucket or export that is not there, need a server: tests/test_s3.py, test_nbd.py,
+# test_nfs.py walk those.)
+BAD_TARGETS = [
+    ("nbd://127.0.0.1:99999/", (), "port '99999'"),
+    ("nbd://127.0.0.1:0/", (), "port '0'"),
+    ("nbd://[::1/", (), "without closing"),
+    ("nbd+unix:///export", (), "names no socket"),
+    ("nfs://127.0.0.1:70000/export/f", (), "port '70000'"),
+    ("nfs:///export/f", (), "names no server"),
+    ("nfs://127.0.0.1/export/f?version=7", (), "version='7'"),
+    ("nfs://127.0.0.1/export/f?verison=3", (), "argument 'verison'"),
+    ("nfs://127.0.0.1/export/f?mountport=65536", (), "mountport='65536'"),
+    ("ftp://host/x", (), "scheme 'ftp'"),
+    ("file:///tmp/x", (), "scheme 'file'"),
+    ("s3://", (), "names bucket ''"),
+    ("s3://No_Such/p", (), "names bucket 'No_Such'"),
+    ("s3://bench/p?versionId=1", (), "query or fragment"),
+    ("s3://bench/p", ("--endpoint", "http://127.0.0.1:99999"), "port '99999'"),
+    ("s3://bench/p", ("--endpoint", "ftp://127.0.0.1"), "endpoint: 'ftp://127.0.0.1'"),
+    ("s3://bench/p", ("--endpoint", "http://user:pw@127.0.0.1:9000/x"), "endpoint: 'http://127.0.0.1:9000/x'"),
+    ("s3://bench/p", ("--endpoint", "http://127.0.0.1:1"), "no credentials"),
+]
+
+
+@pytest.mark.parametrize("target, extra, words", BAD_TARGETS, ids=[f"{t} {' '.join(e)}".strip() for t, e, _ in BAD_TARGETS])
+def test_a_bad_network_target_is_one_line_exit_2_within_a_second(target, extra, words, tmp_path, capsys,
+                                                                monkeypatch, private_store):
+    import time
+
+    monkeypatch.chdir(tmp_path)
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))          # no ~/.aws/credentials to find
+    started = time.monotonic()
+    rc = main(["run", "--no-store", "--quiet", "--target", target, "--rw", "read", "--bs", "1m", "--size", "4m", *extra])
+    took = time.monotonic() - started
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "panicked" not in err, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert rc == ExitCode.USAGE and len(lines) == 1, (rc, err)
+    assert words in lines[0] and "pw@" not in lines[0], lines[0]
+    assert took < 1.0, f"{took:.2f} s to refuse {target}"
+    assert os.listdir(tmp_path) == [], os.listdir(tmp_path)

@@ -275,6 +275,14 @@ impl GroupSpec {
     fn validate_remote(&self, bad: &dyn Fn(&str, String) -> Error) -> Result<()> {
         use crate::remote::RemoteKind;
         let kinds: Vec<Option<RemoteKind>> = self.target.iter().map(|t| RemoteKind::of(t)).collect();
+        for (t, k) in self.target.iter().zip(&kinds) {
+            match k {
+                Some(k) => k.check_url(t).map_err(|m| bad("target", format!("{t} {m}")))?,
+                None => if let Some(scheme) = crate::remote::url_scheme(t) {
+                    return Err(bad("target", format!("{t} names scheme '{scheme}', which no engine reads; allowed: {} or a local path (./{t} for a path of that name)", crate::remote::SCHEMES)));
+                },
+            }
+        }
         if let Some((t, k)) = self.target.iter().zip(&kinds).find_map(|(t, k)| k.map(|k| (t, k))) {
             if self.engine != k.engine() {
                 return Err(bad("engine", format!("{t} is read and written by engine {} (fio's ioengine={}); engine is {}", k.engine().as_str(), k.fio_engine(), self.engine.as_str())));
@@ -303,9 +311,6 @@ impl GroupSpec {
     /// (PUT, DELETE), a read stays inside one object (a GET, ranged when smaller), so the range
     /// starts and ends on object boundaries and every request is of bs.
     fn validate_objects(&self, bad: &dyn Fn(&str, String) -> Error) -> Result<()> {
-        for t in &self.target {
-            crate::remote::s3_config::ObjectSet::parse(t).map_err(|m| bad("target", format!("{t} {m}")))?;
-        }
         for endpoint in self.endpoint.iter().flat_map(|e| e.split(',')) {
             crate::remote::s3_config::check_endpoint(endpoint.trim()).map_err(Error::spec)?;
         }

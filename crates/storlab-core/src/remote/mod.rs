@@ -95,6 +95,105 @@ impl RemoteKind {
     }
 }
 
+/// The schemes a target URL may name, for messages.
+pub const SCHEMES: &str = "nbd://, nbds://, nbd+unix://, nbds+unix://, nfs://, s3://";
+
+/// The URL arguments libnfs reads (libnfs.h, "Current URL arguments"; pagecache and debug are
+/// read too): any other is a typo libnfs would pass over without a word.
+const NFS_ARGUMENTS: [&str; 12] = ["version", "uid", "gid", "readahead", "pagecache", "debug", "tcp-syncnt",
+    "auto-traverse-mounts", "dircache", "autoreconnect", "nfsport", "mountport"];
+
+/// The scheme of a target written as a URL (RFC 3986: a letter, then letters, digits, '+', '-',
+/// '.', before "://"), known to storlab or not; None for a path.
+pub fn url_scheme(target: &str) -> Option<&str> {
+    let scheme = target.split_once("://")?.0;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    (first.is_ascii_alphabetic() && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))).then_some(scheme)
+}
+
+/// A port as a URL gives it: ASCII digits naming 1 to 65535.
+pub(crate) fn check_port(text: &str, what: &str) -> Result<u16, String> {
+    match text.parse::<u16>() {
+        Ok(port) if port > 0 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(port),
+        _ => Err(format!("{what} '{text}' is not a port; allowed: 1 to 65535")),
+    }
+}
+
+/// The host and port of a URL's authority (after any user@), IPv6 in brackets.
+pub(crate) fn host_and_port(authority: &str) -> Result<(&str, Option<&str>), String> {
+    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if let Some(rest) = hostport.strip_prefix('[') {
+        let (host, after) = rest.split_once(']').ok_or_else(|| format!("host '{hostport}' opens '[' without closing it"))?;
+        return match after {
+            "" => Ok((host, None)),
+            _ => after.strip_prefix(':').map(|p| (host, Some(p))).ok_or_else(|| format!("'{after}' after the host is not ':PORT'")),
+        };
+    }
+    Ok(match hostport.rsplit_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (hostport, None),
+    })
+}
+
+impl RemoteKind {
+    /// The URL's form checked before anything connects: the port in range, a server named where
+    /// the protocol needs one, the socket of a +unix URL, and (NFS) only the arguments libnfs reads
+    /// with values it takes. What follows "TARGET " in a refusal.
+    pub fn check_url(self, url: &str) -> Result<(), String> {
+        let (scheme, rest) = url.split_once("://").ok_or_else(|| format!("is not a URL; the form is {}", self.url_form()))?;
+        let (before_query, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let authority = before_query.split('/').next().unwrap_or("");
+        let args: Vec<(&str, &str)> = query.split('&').filter(|a| !a.is_empty()).map(|a| a.split_once('=').unwrap_or((a, ""))).collect();
+        match self {
+            RemoteKind::S3 => s3_config::ObjectSet::parse(url).map(|_| ()),
+            RemoteKind::Nbd if scheme.ends_with("+unix") => {
+                if !authority.is_empty() {
+                    return Err(format!("names host '{authority}', but {scheme}:// reaches a local socket; the form is {scheme}:///EXPORT?socket=PATH"));
+                }
+                match args.iter().find(|(k, _)| *k == "socket") {
+                    Some((_, path)) if !path.is_empty() => Ok(()),
+                    _ => Err(format!("names no socket; the form is {scheme}:///EXPORT?socket=PATH")),
+                }
+            }
+            RemoteKind::Nbd => {
+                let (_, port) = host_and_port(authority).map_err(|m| format!("{m}; the form is {}", self.url_form()))?;
+                port.map_or(Ok(()), |p| check_port(p, "names port").map(|_| ()))
+            }
+            RemoteKind::Nfs => {
+                let (host, port) = host_and_port(authority).map_err(|m| format!("{m}; the form is {}", self.url_form()))?;
+                if host.is_empty() {
+                    return Err(format!("names no server; the form is {}", self.url_form()));
+                }
+                if let Some(p) = port {
+                    check_port(p, "names port")?;
+                }
+                for (key, value) in args {
+                    if !NFS_ARGUMENTS.contains(&key) {
+                        return Err(format!("has argument '{key}', which libnfs does not read; allowed: {}", NFS_ARGUMENTS.join(", ")));
+                    }
+                    let fits = match key {
+                        "version" => matches!(value, "3" | "4"),
+                        "nfsport" | "mountport" => check_port(value, key).is_ok(),
+                        "autoreconnect" => value.strip_prefix('-').unwrap_or(value).bytes().all(|b| b.is_ascii_digit()) && !value.is_empty() && value != "-",
+                        _ => !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) && value.parse::<u64>().is_ok(),
+                    };
+                    if !fits {
+                        let allowed = match key {
+                            "version" => "3 or 4",
+                            "nfsport" | "mountport" => "a port, 1 to 65535",
+                            "autoreconnect" => "-1 (for ever), 0 (never) or a count",
+                            _ => "a whole number",
+                        };
+                        return Err(format!("has {key}='{value}'; allowed: {allowed}"));
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Remove a network file this run made (an NFS file, or the objects of an s3:// prefix; an NBD
 /// export is never made, so never removed). Ok when it is already gone.
 pub fn remove_file(url: &str) -> Result<(), String> {
@@ -150,6 +249,34 @@ mod tests {
         assert_eq!(RemoteKind::of("s3://bench/p"), Some(RemoteKind::S3));
         for path in ["/dev/nbd0", "relative/nbd://x", "nbd:/x", "file:///tmp/x", "nfs:/x"] {
             assert_eq!(RemoteKind::of(path), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn a_url_is_checked_before_anything_connects() {
+        for (url, words) in [
+            ("nbd://127.0.0.1:99999/", "port '99999'"), ("nbd://127.0.0.1:0/", "port '0'"), ("nbd://h:x/", "port 'x'"),
+            ("nbd://[::1/", "without closing"), ("nbd+unix:///e", "no socket"), ("nbd+unix://h/e?socket=/s", "local socket"),
+            ("nfs:///export/f", "no server"), ("nfs://h:70000/e/f", "port '70000'"), ("nfs://h/e/f?version=7", "version='7'"),
+            ("nfs://h/e/f?bogus=1", "argument 'bogus'"), ("nfs://h/e/f?nfsport=0", "nfsport='0'"), ("nfs://h/e/f?uid=-1", "uid='-1'"),
+            ("nfs://h/e/f?uid=\u{0663}", "uid="),
+        ] {
+            let kind = RemoteKind::of(url).unwrap();
+            let err = kind.check_url(url).expect_err(url);
+            assert!(err.contains(words), "{url}: {err}");
+        }
+        for url in ["nbd://127.0.0.1/x", "nbd://[::1]:10809/", "nbds://u@h:1/", "nbd://", "nbd+unix:///e?socket=/tmp/s",
+                    "nfs://srv/export/f?version=3&uid=0&autoreconnect=-1", "nfs://[::1]:2049/e/f", "s3://bench/p"] {
+            RemoteKind::of(url).unwrap().check_url(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+        }
+    }
+
+    #[test]
+    fn a_scheme_is_a_letter_then_letters_digits_plus_minus_dot() {
+        assert_eq!(url_scheme("ftp://h/x"), Some("ftp"));
+        assert_eq!(url_scheme("nbd+unix:///e"), Some("nbd+unix"));
+        for path in ["relative/nbd://x", "./ftp://h", "1ftp://h", "/abs", "://x"] {
+            assert_eq!(url_scheme(path), None, "{path}");
         }
     }
 

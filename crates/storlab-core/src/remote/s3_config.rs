@@ -164,6 +164,13 @@ pub fn check_endpoint(text: &str) -> Result<String, String> {
     if rest.is_empty() || rest.contains(['/', '?', '#', '@', ' ']) {
         return Err(bad("must be a scheme, a host and an optional port only"));
     }
+    let (host, port) = super::host_and_port(rest).map_err(|m| bad(&m))?;
+    if host.is_empty() {
+        return Err(bad("names no host"));
+    }
+    if let Some(p) = port {
+        super::check_port(p, "names port").map_err(|m| bad(&m))?;
+    }
     Ok(text.trim_end_matches('/').to_string())
 }
 
@@ -248,5 +255,11 @@ mod tests {
         assert!(m.starts_with("endpoint: 'http://h:1'") && !m.contains("secret"), "{m}");
         assert!(e.endpoints(Some("ftp://h"), "x").is_err());
         assert!(e.endpoints(Some("http://h/path"), "x").is_err());
+        for (bad, words) in [("http://h:99999", "port '99999'"), ("http://h:0", "port '0'"), ("http://:80", "no host"),
+                             ("https://[::1", "without closing")] {
+            let m = e.endpoints(Some(bad), "x").unwrap_err();
+            assert!(m.contains(words), "{bad}: {m}");
+        }
+        assert_eq!(e.endpoints(Some("http://[::1]:9000"), "x").unwrap(), vec!["http://[::1]:9000"]);
     }
 }
