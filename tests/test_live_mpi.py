@@ -45,7 +45,10 @@ def test_the_figures_go_on_while_rank_zero_waits_for_a_slower_rank(shm_dir):
     assert proc.returncode == 0, err
     waiting = [line for line in err.splitlines() if line.startswith("live ") and "ranks done 1/2" in line]
     assert len(waiting) >= 2, err      # rank 0 finished after 1 s; rank 1 ran 2.5 s longer
-    assert all(float(line.split(":")[1].split()[0]) > 1.0 for line in waiting)
+    # lines go on well past rank 0's end (a loaded machine may already count rank 0 done at the
+    # 1.0 s tick: CI once printed such a line, so the bound is on the last waiting line)
+    elapsed = [float(line.split(":")[1].split()[0]) for line in waiting]
+    assert max(elapsed) >= 2.0 and elapsed == sorted(elapsed), waiting
 
 
 def test_the_endpoint_of_rank_zero_serves_every_nodes_figures_during_the_run(shm_dir):
