@@ -190,3 +190,93 @@ def test_a_rank_killed_is_reported_in_one_line_and_the_phases_done_are_kept(shm_
     assert not by["ior-hard-write"]["complete"] and not doc["score"]["valid"]
     assert (d / "res" / "T" / "result.txt").exists()
     assert os.listdir(d / "data") == [], "what the dead rank made is removed too"
+
+
+def test_the_concurrent_phase_runs_its_parts_on_disjoint_rank_groups_started_together(shm_dir, tmp_path):
+    import math
+
+    d = Path(shm_dir)
+    (d / "data").mkdir()
+    cfg = tmp_path / "c.ini"
+    cfg.write_text(f"[global]\ndatadir = {d}/data\nresultdir = {d}/res\n[debug]\nstonewall-time = 1\n"
+                   "[ior-easy]\ntransferSize = 1m\nblockSize = 8m\n[mdtest-easy]\nn = 100\n"
+                   "[ior-hard]\nsegmentCount = 100\n[mdtest-hard]\nn = 100\n"
+                   "[mdworkbench]\nprecreatePerSet = 20\nfilesPerProc = 10\n"
+                   "[ior-rnd1MB]\nblockSize = 4194304\nsegmentCount = 1\n"
+                   "[concurrent]\nratio-write = 0.25\nratio-read = 0.25\n")
+    out = tmp_path / "doc.json"
+    p = subprocess.run([MPIEXEC, "-n", "4", sys.executable, "-m", "storlab", "io500", str(cfg), "--timestamp", "T",
+                        "--mode", "extended", "--json", str(out), "--quiet", "--no-store"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    by = {p["name"]: p for p in doc["proposals"]["phases"]}
+    rnd = by["ior-rnd1MB-write"]["details"]
+    assert len(rnd["bytes_per_rank"]) == 4 and all(b > 0 for b in rnd["bytes_per_rank"])
+    c = by["concurrent"]
+    assert c["ran"] and c["valid"], c
+    det = c["details"]
+    assert det["ranks_are"] == "MPI ranks" and det["processes"] == 4
+    # io500's division of 4 ranks by 0.25 / 0.25 / the rest, in contiguous blocks: disjoint groups
+    assert det["members"] == {"ior-easy-write": [0], "ior-rnd1MB-read": [1], "mdworkbench": [2, 3]}
+    assert det["rank_part"] == ["ior-easy-write", "ior-rnd1MB-read", "mdworkbench", "mdworkbench"]
+    parts = det["parts"]
+    assert parts["ior-easy-write"]["bytes"] > 0 and parts["ior-rnd1MB-read"]["bytes"] > 0
+    assert parts["mdworkbench"]["ops"]["obj_read"] == 2 * 10 * 10
+    # one barrier of the whole starts every part (clock offsets measured when MPI started)
+    assert det["start_spread_s"] < 0.25, det["start_unix"]
+    per = [parts[n]["score"] / parts[n]["procs"] for n in ("ior-easy-write", "ior-rnd1MB-read", "mdworkbench")]
+    assert c["score"] == pytest.approx(math.prod(per) ** (1 / 3) * 4)
+    # io500's own phases are all there, scored as before
+    assert [p["name"] for p in doc["phases"]][-1] == "ior-rnd4K-easy-read" and "[SCOREX]" in \
+        (d / "res" / "T" / "result.txt").read_text()
+    assert os.listdir(d / "data") == []
+
+
+# one rank's md-workbench part fails (as on a full file system): the parts beside it stop at
+# their next look instead of running to the 30 s stonewall, and rank 0 writes the run as far as it got
+FAILING_PART = """
+import sys
+from storlab.cli.main import main
+from storlab.errors import TargetError
+from storlab.suites.io500 import concurrent
+
+real = concurrent._run_part
+
+
+def failing(part, deadline):
+    if part.name == "mdworkbench" and part.whole_run.rank == 3:
+        raise TargetError("mdworkbench-concurrent: No space left on device")
+    return real(part, deadline)
+
+
+concurrent._run_part = failing
+sys.argv = ["storlab", *sys.argv[1:]]
+raise SystemExit(main())
+"""
+
+
+def test_a_part_failing_on_one_rank_ends_the_concurrent_phase_on_every_rank(shm_dir, tmp_path):
+    import time
+
+    d = Path(shm_dir)
+    (d / "data").mkdir()
+    cfg = tmp_path / "c.ini"
+    cfg.write_text(f"[global]\ndatadir = {d}/data\nresultdir = {d}/res\n[debug]\nstonewall-time = 30\n"
+                   "[ior-easy]\ntransferSize = 1m\nblockSize = 8m\n[mdtest-easy]\nn = 100\n"
+                   "[ior-hard]\nsegmentCount = 100\n[mdtest-hard]\nn = 100\n"
+                   "[mdworkbench]\nprecreatePerSet = 20\nfilesPerProc = 10\n[ior-rnd1MB-write]\nrun = FALSE\n"
+                   "[concurrent]\nratio-write = 0.25\nratio-read = 0.25\n")
+    out = tmp_path / "doc.json"
+    started = time.monotonic()
+    p = subprocess.run([MPIEXEC, "-n", "4", sys.executable, "-c", FAILING_PART, "io500", str(cfg), "--timestamp", "T",
+                        "--mode", "extended", "--json", str(out), "--quiet", "--no-store"],
+                       capture_output=True, text=True, timeout=300)
+    assert time.monotonic() - started < 25, p.stderr           # not the 30 s stonewall of the write part
+    assert p.returncode != 0
+    doc = json.loads(out.read_text())
+    c = {p["name"]: p for p in doc["proposals"]["phases"]}["concurrent"]
+    assert not c["complete"] and "No space left on device" in c["error"]
+    assert doc["complete"] is False and "No space left on device" in doc["error"]
+    assert "ior-easy-read" not in {p["name"] for p in doc["phases"]}
+    assert os.listdir(d / "data") == []

@@ -102,3 +102,61 @@ def test_comm_ranks_collectives_vote_failure_and_last_exchange_on_three_ranks():
     for d in docs:      # rank 2's failure ends every rank's next barrier, named
         assert d["barrier"][0] == 2 and "rank 2 (node" in d["barrier"][1] and "boom" in d["barrier"][1], d
         assert d["check"] == 2
+
+
+SPLIT_SCRIPT = """
+import json, time
+from storlab.measure.mpi.ranks import open_ranks
+from storlab.measure.ranks import RankFailure
+
+ranks = open_ranks(5.0, "test")
+r = ranks.rank
+groups = ranks.split({"w": 0.25, "r": 0.25, "m": 0.5})
+part = groups.ranks
+ranks.barrier()                                  # one barrier of the whole, then every part starts
+start = time.time() + ranks.clock_offset_s
+out = {"name": groups.name, "members": groups.members, "kind": type(part).__name__,
+       "part": [part.rank, part.size], "mine": part.allgather(r), "sum": part.allreduce(r, lambda a, b: a + b),
+       "bcast": part.bcast(f"{groups.name} from {r}"), "gather": part.gather(r)}
+nested = part.split_by("even" if part.rank % 2 == 0 else "odd")
+out["nested"] = [nested.rank, nested.size, nested.allgather(r)]
+out["whole"] = ranks.allgather(groups.name)
+out["start"] = start
+# a failure in one part ends the other parts' and the whole's next collective, named
+if r == 3:
+    ranks.fail("boom in m")
+try:
+    part.barrier()
+    ranks.barrier()
+    out["after"] = None
+except RankFailure as e:
+    out["after"] = [e.rank, str(e)]
+got = ranks.gather_surviving(out)
+if r == 0:
+    print(json.dumps([got[k] for k in sorted(got)]), flush=True)
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (pip install mpich, or a site MPI on PATH)")
+@pytest.mark.skipif(not _have_mpi4py(), reason="mpi4py not installed (pip install 'storlab[mpi]')")
+def test_rank_groups_on_four_ranks_run_apart_start_together_and_end_on_a_failure():
+    p = subprocess.run([MPIEXEC, "-n", "4", sys.executable, "-c", SPLIT_SCRIPT],
+                       capture_output=True, text=True, timeout=120)
+    line = next((x for x in p.stdout.splitlines() if x.startswith("[")), None)
+    assert line is not None, p.stdout + p.stderr
+    docs = json.loads(line)
+    assert [d["name"] for d in docs] == ["w", "r", "m", "m"]
+    assert docs[0]["members"] == {"w": [0], "r": [1], "m": [2, 3]}
+    assert all(d["kind"] == "CommRanks" for d in docs)
+    assert [d["part"] for d in docs] == [[0, 1], [0, 1], [0, 2], [1, 2]]
+    assert [d["mine"] for d in docs] == [[0], [1], [2, 3], [2, 3]]              # disjoint groups
+    assert [d["sum"] for d in docs] == [0, 1, 5, 5]
+    assert [d["bcast"] for d in docs] == ["w from 0", "r from 1", "m from 2", "m from 2"]
+    assert [d["gather"] for d in docs] == [[0], [1], [2, 3], None]
+    assert [d["nested"] for d in docs] == [[0, 1, [0]], [0, 1, [1]], [0, 1, [2]], [0, 1, [3]]]
+    assert all(d["whole"] == ["w", "r", "m", "m"] for d in docs)
+    starts = [d["start"] for d in docs]
+    assert max(starts) - min(starts) < 0.25                  # one clock: the parts start together
+    for d in docs:
+        assert d["after"][0] == 3 and "boom in m" in d["after"][1], d

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..jobs.io500.ini import hash_key_value, parse_ini
 
-__all__ = ["score_hash", "extended_hash", "render_result", "render_summary", "result_files", "write_result_files",
+__all__ = ["score_hash", "extended_hash", "render_result", "render_summary", "proposal_lines", "result_files", "write_result_files",
            "result_lines"]
 
 
@@ -71,6 +71,23 @@ def result_lines(doc: dict[str, Any]) -> list[str]:
 
 def render_summary(doc: dict[str, Any]) -> str:
     return "\n".join(result_lines(doc)) + "\n"
+
+
+def proposal_lines(doc: dict[str, Any]) -> list[str]:
+    """The proposals as lines of io500's summary table, marked as proposals (for the printed table)."""
+    lines = []
+    for p in (doc.get("proposals") or {}).get("phases", []):
+        if not p["ran"]:
+            lines.append(f"[PROPOSAL] {p['name']:>16} not run: {p['reason']}")
+            continue
+        bad = "" if p["valid"] else " [INVALID]"
+        lines.append(f"[PROPOSAL] {p['name']:>16} {p['score']:>15f} {p['unit']} : time {p['seconds']:.3f} seconds"
+                     f"{bad} (not in SCORE)")
+        for name, part in (p["details"].get("parts") or {}).items():
+            if part["procs"]:
+                lines.append(f"[PROPOSAL]   {name:>16} {part['score']:>13f} {part['unit']} : {part['procs']} "
+                             f"{'processes' if part['procs'] > 1 else 'process'}, time {part.get('seconds', 0.0):.3f} seconds")
+    return lines
 
 
 def render_result(doc: dict[str, Any]) -> str:

@@ -76,9 +76,11 @@ class View:
 # -- what the registry's views hold beyond a renderer ---------------------------------------------
 def _io500_table(doc: Doc) -> str:
     """io500's summary lines and, as io500 ends, where its result files are."""
-    from .io500_files import render_summary
+    from .io500_files import proposal_lines, render_summary
 
-    return f"{render_summary(doc)}\nThe result files are stored in the directory: {doc['io500']['resultdir']}"
+    proposals = "".join(line + "\n" for line in proposal_lines(doc))
+    return (f"{render_summary(doc)}{proposals}\nThe result files are stored in the directory: "
+            f"{doc['io500']['resultdir']}")
 
 
 def _io500_files(doc: Doc) -> list[tuple[str, str]]:

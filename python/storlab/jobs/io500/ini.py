@@ -7,6 +7,11 @@ default applies); integers, unsigned integers, booleans (true/false/1/0, any cas
 checked by type. An unknown section or key is an error naming the line. The table below is the
 list `io500 --list` prints, in io500's phase order, with each key's type and default.
 
+Three sections of io500's proposed concurrent phase are read too (`PROPOSAL_SECTIONS`: the
+branch phase-concurrent of github.com/IO500/io500, which io500 02091cf does not have): storlab
+runs that proposal in extended mode, reported apart from the score (docs/io500.md). They are left
+out of `effective`, so the config hash stays io500 02091cf's.
+
 `config_hash` is io500's configuration hash (rotate-left-2-and-add over key and value, XORed over
 every key that has a value), which `io500 --verify` compares with a result file's `config-hash`.
 """
@@ -16,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["IniKey", "SECTIONS", "IniFile", "IniError", "parse_ini", "config_hash", "io500_hash",
+__all__ = ["IniKey", "SECTIONS", "PROPOSAL_SECTIONS", "keys_of", "IniFile", "IniError", "parse_ini", "config_hash", "io500_hash",
            "hash_key_value"]
 
 
@@ -120,6 +125,32 @@ SECTIONS: dict[str, tuple[IniKey, ...]] = {
     "ior-rnd4K-easy-read": (_api(), _run()),
 }
 
+# The sections of io500's proposed concurrent phase (branch phase-concurrent, commit 2cd466f, 2025-07-05:
+# src/phase_concurrent.c, src/phase_ior_rnd1MB.c, src/phase_ior_rnd_write1MB.c), with their keys and
+# defaults there. Not io500 02091cf's: not in its config hash, not in `io500 --list`.
+PROPOSAL_SECTIONS: dict[str, tuple[IniKey, ...]] = {
+    "ior-rnd1MB": (
+        _api(),
+        IniKey("blockSize", "uint64", "1073741824", "size of a random block (IOR -b)"),
+        _run(),
+        IniKey("verbosity", "int", "0", "IOR verbosity"),
+        IniKey("randomPrefill", "int", "0", "prefill the file with this block size in bytes"),
+        IniKey("segmentCount", "int", "10000000", "segments (IOR -s)"),
+    ),
+    "ior-rnd1MB-write": (_api(), _run()),
+    "concurrent": (
+        _run(),
+        IniKey("ratio-write", "float", "0.2", "share of the processes doing ior-easy writes (taken first)"),
+        IniKey("ratio-read", "float", "0.4", "share doing 1 MiB random reads; the rest run md-workbench"),
+    ),
+}
+
+
+def keys_of(section: str) -> tuple[IniKey, ...]:
+    """The keys of an io500 section or of a proposal's."""
+    return SECTIONS[section] if section in SECTIONS else PROPOSAL_SECTIONS[section]
+
+
 _SECTION = re.compile(r"^\s*\[\s*([0-9a-zA-Z_-]+)\s*\]\s*(\s[#;].*)?$")
 _KEY = re.compile(r"^\s*([0-9a-zA-Z_.-]+)\s*=\s*([^#;]*)\s*(\s[#;].*)?$")
 _EMPTY = re.compile(r"^\s*([#;].*)?$")
@@ -192,7 +223,7 @@ class IniFile:
 
 
 def _key(section: str, key: str) -> IniKey:
-    for k in SECTIONS[section]:
+    for k in keys_of(section):
         if k.name.lower() == key.lower():
             return k
     raise KeyError(f"[{section}] {key}")
@@ -208,7 +239,7 @@ def parse_ini(text: str) -> IniFile:
         m = _SECTION.match(line)
         if m:
             name = m.group(1)
-            found = next((s for s in SECTIONS if s.lower() == name.lower()), None)
+            found = next((s for s in (*SECTIONS, *PROPOSAL_SECTIONS) if s.lower() == name.lower()), None)
             if found is None:
                 raise IniError(number, f"[{name}]", "", "unknown section; io500 has "
                                + ", ".join(SECTIONS))
@@ -222,9 +253,9 @@ def parse_ini(text: str) -> IniFile:
                 continue                      # io500: no value, the default stays
             if section is None:
                 raise IniError(number, name, value, "key outside any [section]")
-            spec = next((k for k in SECTIONS[section] if k.name.lower() == name.lower()), None)
+            spec = next((k for k in keys_of(section) if k.name.lower() == name.lower()), None)
             if spec is None:
-                allowed = ", ".join(k.name for k in SECTIONS[section]) or "no keys"
+                allowed = ", ".join(k.name for k in keys_of(section)) or "no keys"
                 raise IniError(number, f"{section}.{name}", value, f"unknown key; [{section}] has {allowed}")
             value = _check_type(number, section, spec, value)
             if (section, spec.name) in ini.values:

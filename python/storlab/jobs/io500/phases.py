@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["Phase", "TABLE", "BY_NAME", "MODES", "phases_of", "PHASES", "PHASES_EXTENDED", "SCORED",
-           "extended_sections"]
+           "extended_sections", "Proposal", "PROPOSALS", "PROPOSAL_SOURCE"]
 
 
 @dataclass(frozen=True)
@@ -91,3 +91,29 @@ def extended_sections() -> tuple[str, ...]:
 PHASES: tuple[tuple[str, str], ...] = tuple((p.name, p.group) for p in phases_of("standard"))
 PHASES_EXTENDED: tuple[tuple[str, str], ...] = tuple((p.name, p.group) for p in phases_of("extended"))
 SCORED = tuple(name for name, group in PHASES if group)
+
+
+# -- io500's proposals (not io500 02091cf's phases) ---------------------------------------------------
+PROPOSAL_SOURCE = ("github.com/IO500/io500, branch phase-concurrent (commit 2cd466f, 2025-07-05): "
+                   "src/phase_concurrent.c, src/phase_ior_rnd1MB.c, src/phase_ior_rnd_write1MB.c")
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A phase io500 proposes but 02091cf does not have: run by storlab in extended mode after the
+    phase `after` (its place in the proposal's order), reported apart from io500's phases and
+    score (the document's `proposals`), so result.txt and its hashes stay io500 02091cf's."""
+    name: str
+    after: str                  # the 02091cf phase it follows
+    unit: str                   # its score's unit
+    does: str
+
+
+PROPOSALS: tuple[Proposal, ...] = (
+    # the file the concurrent phase's random 1 MiB reads read (src/phase_ior_rnd_write1MB.c); the
+    # branch runs it after mdtest-easy-write, storlab right before the concurrent phase, so no
+    # phase of io500 02091cf (find above all, which would count its file) sees it
+    Proposal("ior-rnd1MB-write", after="mdworkbench-bench", unit="GiB/s", does="write"),
+    # ior-easy writes, 1 MiB random reads and md-workbench at once on shares of the ranks
+    Proposal("concurrent", after="mdworkbench-bench", unit="score", does="write"),
+)

@@ -31,7 +31,7 @@ from typing import Any
 
 from ...units import MAX_BYTES, MAX_COUNT, MAX_DURATION_S, format_size
 from ..translation import Mapped, Refusal, Translation, sha256_of
-from .ini import SECTIONS, IniError, IniFile, config_hash, parse_ini
+from .ini import PROPOSAL_SECTIONS, SECTIONS, IniError, IniFile, config_hash, keys_of, parse_ini
 from .phases import BY_NAME, extended_sections, phases_of
 
 __all__ = ["FORMAT", "translate", "translate_text", "ior_size", "Io500Config", "mdworkbench_command", "IO500_VERSION",
@@ -96,12 +96,21 @@ class Io500Config:
         # io500 always verifies what it reads back (IOR -R on ior-easy/hard-read, mdtest -X on
         # mdtest-hard-read); no key of its .ini turns that off
         self.verify_reads: bool = True
+        # io500's proposed concurrent phase (PROPOSAL_SECTIONS; extended mode, reported apart)
+        self.rnd1mb_block: int = ini.get("ior-rnd1MB", "blockSize")
+        self.rnd1mb_segments: int = ini.get("ior-rnd1MB", "segmentCount")
+        self.concurrent_ratio_write: float = ini.get("concurrent", "ratio-write")
+        self.concurrent_ratio_read: float = ini.get("concurrent", "ratio-read")
         self.config_hash: str = config_hash(ini)
 
     def runs(self, phase: str) -> bool:
         """Whether io500 runs this phase (its `run` and its parent section's `run`)."""
         if phase == "timestamp":
             return True
+        if phase == "concurrent":
+            return bool(self.ini.get("concurrent", "run"))
+        if phase == "ior-rnd1MB-write":
+            return bool(self.ini.get("ior-rnd1MB", "run")) and bool(self.ini.get("ior-rnd1MB-write", "run"))
         own = self.ini.get(phase, "run")
         parent = BY_NAME[phase].parent
         return bool(own) and (parent is None or bool(self.ini.get(parent, "run")))
@@ -126,7 +135,7 @@ def _check_bounds(ini: IniFile, source: str) -> None:
     """Refuse, in one line naming the key, a value no run can honour: a size IOR cannot read, zero
     or beyond MAX_BYTES, a count beyond MAX_COUNT, a stonewall beyond MAX_DURATION_S."""
     for (section, key), (value, line) in sorted(ini.values.items(), key=lambda kv: kv[1][1]):
-        spec = next(k for k in SECTIONS[section] if k.name == key)
+        spec = next(k for k in keys_of(section) if k.name == key)
         reason = None
         if (section, key) in _SIZE_KEYS:
             try:
@@ -204,6 +213,18 @@ def translate_text(text: str, source: str = "<text>", sha256: str | None = None)
             refuse(section, key, "ior-easy with one shared file is not built in; use filePerProc = TRUE (io500's default)")
         elif key == "dataPacketType" and value not in ("timestamp", "offset", "incompressible", "random"):
             refuse(section, key, "io500 allows timestamp|offset|incompressible|random")
+        elif key == "randomPrefill" and int(value) != 0:
+            refuse(section, key, "IOR's --randomPrefill is not built in; leave it 0 (the proposal's default)")
+        elif section == "concurrent" and key.startswith("ratio-") and not 0.0 <= float(value) <= 1.0:
+            refuse(section, key, "allowed: a fraction from 0 to 1 (io500's proposal takes a ratio above 1 as 0)")
+        elif section == "ior-rnd1MB" and key == "blockSize" and (int(value) < 1 << 20 or int(value) % (1 << 20)):
+            refuse(section, key, "allowed: a multiple of 1 MiB (1048576), the transfer size")
+        elif section == "ior-rnd1MB" and key == "segmentCount" and int(value) < 1:
+            refuse(section, key, "allowed: 1 or more")
+    if not refused and cfg.concurrent_ratio_write + cfg.concurrent_ratio_read > 1.0 + 1e-9:
+        refused.append((ini.line("concurrent", "ratio-read"), "concurrent.ratio-read", ini.get("concurrent", "ratio-read"),
+                        f"ratio-write + ratio-read = {cfg.concurrent_ratio_write + cfg.concurrent_ratio_read:g}: "
+                        "allowed: at most 1 (the rest run md-workbench)"))
     # sizes and the stonewall were bounded before the config was made (_check_bounds)
     if not refused and cfg.easy_block % cfg.easy_xfer:
         refused.append((ini.line("ior-easy", "blockSize"), "ior-easy.blockSize", ini.get("ior-easy", "blockSize"),
@@ -216,6 +237,13 @@ def translate_text(text: str, source: str = "<text>", sha256: str | None = None)
                                      ini.line(section, key.name),
                                      "a phase of io500's extended mode (storlab io500 --mode extended runs "
                                      "md-workbench, find-easy and find-hard)"))
+    for section, keys in PROPOSAL_SECTIONS.items():
+        for key in keys:
+            if ini.is_set(section, key.name):
+                mapped.append(Mapped(f"{section}.{key.name}", ini.get(section, key.name), "", "accepted",
+                                     ini.line(section, key.name),
+                                     "io500's proposed concurrent phase (not in io500 02091cf): storlab io500 "
+                                     "--mode extended runs it and reports it apart from the score"))
     if refused:
         line, key, value, reason = refused[0]
         raise Refusal(FORMAT, source, line, key, value, reason,

@@ -46,14 +46,21 @@ from ...signals import STOP
 from ..ranks import RankFailure
 from . import tree
 
-__all__ = ["RankFailure", "Liveness", "Comm", "world", "world_size", "processor_name", "library_version",
-           "split_first"]
+__all__ = ["RankFailure", "Liveness", "Comm", "GroupComm", "world", "world_size", "processor_name",
+           "library_version", "split_first"]
 
 # Tags on the private control communicator (liveness thread) ...
 TAG_HEARTBEAT, TAG_ABORT, TAG_BYE = 1, 2, 3
 # ... and on the data communicator (main thread).
 TAG_GATHER, TAG_BCAST, TAG_CLOCK, TAG_FINAL, TAG_CLEANUP = 10, 11, 12, 13, 14
 TAG_LIVE = 15   # live figures to rank 0 (live.py): one-way, outside any collective
+# A group of ranks (Comm.split) sends the same tags shifted into a block of its own: split number
+# n (agreed by its members, see Comm.split) adds 100 + 16 n, so a group's messages never match
+# the whole's, nor those of another group that shares a rank with it. MPI guarantees tags up to
+# 32767: about 2,000 splits in one run.
+_GROUP_TAG_BASE = 100
+_GROUP_TAG_STRIDE = 16
+_TAG_MAX = 32767
 
 # Polling: a few busy polls first (a barrier released while a rank sleeps starts that rank late by
 # the sleep), then polls that yield the CPU to any other runnable thread (ranks oversubscribing the
@@ -597,6 +604,25 @@ class Comm:
     def allgather(self, obj: Any) -> list[Any]:
         return self.bcast(self.gather(obj))
 
+    # -- groups of ranks ---------------------------------------------------------------------------
+    def split(self, colour: str) -> "GroupComm":
+        """The group of the ranks of this communicator that give the same `colour`, ranked in
+        their order here (MPI_Comm_split with key = rank); collective over this communicator.
+
+        No MPI collective is called (MPI_Comm_split and MPI_Comm_dup wait for ever for a dead
+        rank): the colours are exchanged with this communicator's failure-aware allgather, and
+        the group talks over the world's data communicator with its ranks translated and its
+        tags shifted into a block of its own. The block's number is one more than the highest
+        split any member has taken part in, so two groups that share a rank never share tags."""
+        count = getattr(self.liveness, "splits", 0)
+        got = self.allgather((colour, count))
+        number = max(c for _, c in got) + 1
+        if _GROUP_TAG_BASE + _GROUP_TAG_STRIDE * number + TAG_LIVE > _TAG_MAX:
+            raise RuntimeError(f"MPI: more than {number - 1} splits of the ranks in one run: no tags left")
+        self.liveness.splits = number
+        members = [r for r, (c, _) in enumerate(got) if c == colour]
+        return GroupComm(self, members, number)
+
     # -- point to point, for the clock exchange ----------------------------------------------------
     def send(self, obj: Any, dest: int, tag: int = TAG_CLOCK) -> None:
         self._wait_request(self._isend((0, obj), dest, tag))
@@ -662,6 +688,71 @@ class Comm:
                 break
             pause()
         return {}
+
+
+class _GroupData:
+    """The world's data communicator as a group sees it: the group's ranks translated to the
+    world's and its tags shifted into the group's block (Comm.split)."""
+
+    def __init__(self, data, to_base: list[int], tag_offset: int) -> None:
+        self.base, self.to_base, self.tag_offset = data, to_base, tag_offset
+
+    def improbe(self, source: int, tag: int, status=None):
+        return self.base.improbe(self.to_base[source], tag + self.tag_offset, status)
+
+    def isend(self, obj: Any, dest: int, tag: int):
+        return self.base.isend(obj, self.to_base[dest], tag + self.tag_offset)
+
+    def issend(self, obj: Any, dest: int, tag: int):
+        return self.base.issend(obj, self.to_base[dest], tag + self.tag_offset)
+
+
+class _GroupBell:
+    """The world's doorbells as a group sees them: rung and listed by group rank."""
+
+    def __init__(self, bell: _Doorbell, to_base: list[int]) -> None:
+        self.bell, self.to_base = bell, to_base
+        self.local = {g for g, b in enumerate(to_base) if b in bell.local}
+
+    def ring(self, dest: int) -> None:
+        self.bell.ring(self.to_base[dest])
+
+    def wait(self, timeout_s: float) -> bool:
+        return self.bell.wait(timeout_s)
+
+
+class GroupComm(Comm):
+    """A group of the ranks of a communicator (Comm.split): the same failure-aware collectives,
+    rooted at the group's rank 0, over the world's data communicator (`_GroupData`). Liveness is
+    the world's: a rank that fails anywhere ends every group's next collective, named."""
+
+    def __init__(self, parent: Comm, members: list[int], number: int) -> None:
+        base = parent.base if isinstance(parent, GroupComm) else parent
+        to_base = [parent.to_base[m] for m in members] if isinstance(parent, GroupComm) else list(members)
+        self.base, self.to_base, self.number = base, to_base, number
+        self.data = _GroupData(base.data, to_base, _GROUP_TAG_BASE + _GROUP_TAG_STRIDE * number)
+        self.rank, self.size = members.index(parent.rank), len(members)
+        self.liveness = parent.liveness
+        self._seq = 0
+        self._stop_seen = None
+        self.while_waiting = None
+        self.collectives = 0
+        self.messages_sent = 0
+        self._world_rank = [base._world_rank[b] for b in to_base]
+        self._busy_wait = base._busy_wait
+        self._bell = None if base._bell is None else _GroupBell(base._bell, to_base)
+
+    def free(self) -> None:
+        """Nothing of its own to free: it talks over the world's communicator."""
+
+    def take_all(self, tag: int) -> list[tuple[int, Any]]:
+        """(group rank, payload) of every message with `tag` from the group that has arrived."""
+        got = []
+        for g in range(self.size):
+            for _ in range(2):      # a message that has just arrived shows one probe late
+                while (msg := self.data.improbe(g, tag)) is not None:
+                    got.append((g, msg.recv()[1]))
+        return got
 
 
 # -- MPI itself, for the orchestrator and the commands (no other module imports mpi4py) ----------

@@ -65,6 +65,11 @@ class CommRanks(Ranks):
 
         self.comm.gather_surviving(None, self.comm.liveness.timeout_s, tag=TAG_CLEANUP if step == 1 else TAG_FINAL)
 
+    def split_by(self, colour: str) -> "CommRanks":
+        """The group of the ranks that give `colour`, over the communicator's failure-aware
+        group (comm.py's Comm.split: no MPI collective, the world's liveness)."""
+        return CommRanks(self.session, self.comm.split(colour))
+
     def gather_surviving(self, value: Any) -> dict[int, Any] | None:
         """The session's final gather: a failure known by then sets every rank's exit code, and
         a failure of rank 0 is said by the others (rank 0 cannot)."""

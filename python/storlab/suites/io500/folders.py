@@ -15,9 +15,11 @@ from ...jobs.io500.translator import Io500Config
 from ...measure.ranks import Ranks
 from .state import Io500Run
 
-__all__ = ["check_datadir", "open_folders", "make_phase_folders", "clean_up"]
+__all__ = ["check_datadir", "open_folders", "make_phase_folders", "clean_up", "emptied", "PROPOSAL_FOLDERS"]
 
 PHASE_FOLDERS = ("ior-easy", "ior-hard", "mdtest-easy", "mdtest-hard")
+# the folders of io500's proposals (suites/io500/concurrent.py), made only when they run
+PROPOSAL_FOLDERS = ("ior-rnd1MB", "ior-easy-concurrent", "mdworkbench-concurrent")
 
 
 def check_datadir(datadir: str, timestamped: bool) -> str | None:
@@ -149,6 +151,12 @@ def clean_up(run: Io500Run, rank_lost: bool = False) -> dict[str, Any]:
     files += sum(_removed(os.unlink, path, errors) for path in run.made)
     run.ranks.settle(2)
     if run.rank == 0:
+        for sub in PROPOSAL_FOLDERS:
+            d = os.path.join(run.datadir, sub)
+            if os.path.isdir(d):
+                if rank_lost or sub == "mdworkbench-concurrent":
+                    files, dirs = emptied(d, errors, files, dirs)
+                dirs += _removed(os.rmdir, d, errors)
         for sub in PHASE_FOLDERS:
             d = os.path.join(run.datadir, sub)
             if run.cfg.easy_unique_dir and sub == "ior-easy" and os.path.isdir(d):
@@ -158,16 +166,16 @@ def clean_up(run: Io500Run, rank_lost: bool = False) -> dict[str, Any]:
                     except OSError:
                         pass
             if rank_lost:
-                files, dirs = _emptied(d, errors, files, dirs)
+                files, dirs = emptied(d, errors, files, dirs)
             dirs += _removed(os.rmdir, d, errors)
         bench = run.mdworkbench      # md-workbench's folder, when its delete phase did not empty it
         if bench is not None and bench.made_prefix:
-            files, dirs = _emptied(bench.prefix, errors, files, dirs)
+            files, dirs = emptied(bench.prefix, errors, files, dirs)
             dirs += _removed(os.rmdir, bench.prefix, errors)
     return {"files_removed": files, "dirs_removed": dirs, "errors": errors}
 
 
-def _emptied(folder: str, errors: list[str], files: int, dirs: int) -> tuple[int, int]:
+def emptied(folder: str, errors: list[str], files: int, dirs: int) -> tuple[int, int]:
     """Remove everything below `folder`, a folder this run made (so all in it is the run's);
     returns the counts `files` and `dirs` plus what it removed."""
     if os.path.isdir(folder):

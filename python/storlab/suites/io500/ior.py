@@ -20,11 +20,12 @@ from ...jobs.io500.translator import HARD_XFER, RND4K
 from .engine import io_run, run_io
 from .state import GIB, Io500Run, PhaseOutcome
 
-__all__ = ["node_layout", "ior_rank_offset", "write_phase", "read_phase", "rnd4k_read_phase"]
+__all__ = ["node_layout", "ior_rank_offset", "write_phase", "read_phase", "rnd4k_read_phase", "make_sparse",
+           "room_per_rank", "fsync_file", "NO_ENGINE_FSYNC"]
 
 # IOR -R as io500 asks for it: writes carry one seeded fill, reads compare every byte with it
 VERIFY_FILL = {"verify": "fill", "verify_readback": False}
-# IOR -e: one fsync per rank at the end of a write phase, after the wear-out (`_fsync`); the
+# IOR -e: one fsync per rank at the end of a write phase, after the wear-out (`fsync_file`); the
 # engine's own end-of-phase fsync would add one per engine run (two or three per rank)
 NO_ENGINE_FSYNC = {"fsync_end": False}
 
@@ -47,7 +48,7 @@ def ior_rank_offset(hosts: Sequence[str], q: int) -> int:
 
 
 # -- the files ---------------------------------------------------------------------------------------
-def _sparse(run: Io500Run, path: str, size: int) -> None:
+def make_sparse(run: Io500Run, path: str, size: int) -> None:
     try:
         fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
     except OSError as e:
@@ -61,7 +62,7 @@ def _sparse(run: Io500Run, path: str, size: int) -> None:
         os.close(fd)
 
 
-def _room(run: Io500Run, share: int, unit: int) -> int:
+def room_per_rank(run: Io500Run, share: int, unit: int) -> int:
     """The bytes a rank can write at most: its `share` of the file system's free space,
     rounded down to `unit` (no write can go beyond it; IOR would end with ENOSPC)."""
     try:
@@ -71,7 +72,7 @@ def _room(run: Io500Run, share: int, unit: int) -> int:
     return st.f_bavail * st.f_frsize // share // unit * unit
 
 
-def _fsync(path: str) -> None:
+def fsync_file(path: str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -95,12 +96,12 @@ def _write_target(run: Io500Run, name: str, hard: bool) -> _WriteTarget:
     segments, or the file system's free space if that is less. Collective for ior-hard."""
     cfg = run.cfg
     if hard:
-        room = _room(run, run.size, HARD_XFER) if run.rank == 0 else None
+        room = room_per_rank(run, run.size, HARD_XFER) if run.rank == 0 else None
         max_pairs = min(cfg.hard_segments, run.ranks.bcast(room) // HARD_XFER)   # one layout for all
         target = _WriteTarget(run.hard_file, HARD_XFER, run.size, max_pairs, HARD_XFER * run.size * max_pairs,
                               {"thread_layout": "strided", "participants": run.size, "participant_base": run.rank})
     else:
-        max_pairs = min(cfg.easy_block, _room(run, run.size, cfg.easy_xfer)) // cfg.easy_xfer
+        max_pairs = min(cfg.easy_block, room_per_rank(run, run.size, cfg.easy_xfer)) // cfg.easy_xfer
         target = _WriteTarget(run.easy_file(run.rank), cfg.easy_xfer, 1, max_pairs, max_pairs * cfg.easy_xfer, {})
     if max_pairs == 0:
         raise TargetError(f"{name}: {run.datadir} has no room for one transfer per rank")
@@ -115,10 +116,10 @@ def write_phase(run: Io500Run, out: PhaseOutcome, t0: float, hard: bool) -> None
     t_prep = time.monotonic()
     if hard:
         if run.rank == 0:
-            _sparse(run, path, cap)
+            make_sparse(run, path, cap)
         ranks.barrier()
     else:
-        _sparse(run, path, cap)
+        make_sparse(run, path, cap)
     engine = io_run({"name": out.name, "target": [path], "rw": "write", "bs": xfer, "size": cap,
                      "io_size": max_pairs * xfer, "time": f"{sw}s", **VERIFY_FILL, **NO_ENGINE_FSYNC, **layout})
     t0 += time.monotonic() - t_prep        # the preparation is not the phase's time
@@ -139,7 +140,7 @@ def write_phase(run: Io500Run, out: PhaseOutcome, t0: float, hard: bool) -> None
         if not res2["complete"]:
             errors += 1
     t_sync = time.monotonic()
-    _fsync(path)
+    fsync_file(path)
     fsync_s = time.monotonic() - t_sync
     written = mine * xfer + extra_bytes
     totals = ranks.allgather((written, errors, extra, fsync_s))

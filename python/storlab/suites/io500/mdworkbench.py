@@ -32,7 +32,7 @@ from ...jobs.io500.translator import MDW_ITERATIONS, MDW_OFFSET, MDW_SETS, mdwor
 from .state import Io500Run, PhaseOutcome
 
 __all__ = ["DSETS", "OFFSET", "ITERATIONS", "FILE_SIZE", "Workbench", "sizes", "describe", "create_phase",
-           "bench_phase", "delete_phase", "quantiles"]
+           "bench_phase", "delete_phase", "quantiles", "gathered"]
 
 DSETS = MDW_SETS      # io500's -D: sets per rank
 OFFSET = MDW_OFFSET   # io500's -O: the rank offset between writer and reader
@@ -160,14 +160,16 @@ class Workbench:
         s.seconds = time.perf_counter() - started
         return s
 
-    def benchmark_iteration(self) -> PhaseStats:
+    def benchmark_iteration(self, deadline: float | None = None) -> PhaseStats:
+        """One iteration; `deadline` (a perf_counter time) stops it early, as md-workbench -w
+        (its stonewall timer; the concurrent phase's parts share one)."""
         s = PhaseStats()
         rank, size = self.run.rank, self.run.size
         start = self.position
         self.run.ranks.barrier()
         started = time.perf_counter()
         for f in range(self.files):
-            if self._rank_lost():
+            if self._rank_lost() or (deadline is not None and time.perf_counter() > deadline):
                 break
             for d in range(DSETS):
                 prev = f + start
@@ -262,7 +264,7 @@ def sizes(run: Io500Run) -> tuple[int, int, str | None]:
     return per_set, per_set, warning
 
 
-def _gathered(run: Io500Run, s: PhaseStats, name: str) -> dict[str, Any]:
+def gathered(run: Io500Run, s: PhaseStats, name: str) -> dict[str, Any]:
     """md-workbench's end_phase: the phase over every rank (counts summed, the slowest rank's
     time, the longest operation, latency figures over every rank's operations) and its rate."""
     mine = (s.suc, s.err, s.seconds, s.max_op_s, {k: v.tobytes() for k, v in s.times.items()})
@@ -323,7 +325,7 @@ def _report(out: PhaseOutcome, results: list[dict[str, Any]], bench: Workbench) 
 def create_phase(run: Io500Run, out: PhaseOutcome, t0: float) -> None:
     """mdworkbench-create: md-workbench -1 (precreate); not scored, its rate in kIOPS."""
     bench = _begin(run, out, create=True)
-    result = _gathered(run, bench.precreate_phase(), "precreate")
+    result = gathered(run, bench.precreate_phase(), "precreate")
     out.seconds = run.end(t0)
     out.pairs["maxOpTime"] = f"{result['max_op_s']:f}"
     out.score = result["rate_iops"] / 1000
@@ -336,7 +338,7 @@ def bench_phase(run: Io500Run, out: PhaseOutcome, t0: float) -> None:
     bench = _begin(run, out, create=False)
     if not bench.made_prefix and run.rank == 0 and not os.path.isdir(bench.prefix):
         raise TargetError(f"mdworkbench-bench: {bench.prefix}: mdworkbench-create did not run")
-    results = [_gathered(run, bench.benchmark_iteration(), "benchmark") for _ in range(ITERATIONS)]
+    results = [gathered(run, bench.benchmark_iteration(), "benchmark") for _ in range(ITERATIONS)]
     out.seconds = run.end(t0)
     first, second = results
     if first["rate_iops"] < second["rate_iops"] * 0.5 or first["rate_iops"] * 0.5 > second["rate_iops"]:
@@ -351,7 +353,7 @@ def bench_phase(run: Io500Run, out: PhaseOutcome, t0: float) -> None:
 def delete_phase(run: Io500Run, out: PhaseOutcome, t0: float) -> None:
     """mdworkbench-delete: md-workbench -3 (cleanup of what the benchmark left); not scored."""
     bench = _begin(run, out, create=False)
-    result = _gathered(run, bench.cleanup_phase(), "cleanup")
+    result = gathered(run, bench.cleanup_phase(), "cleanup")
     bench.remove_prefix()
     out.seconds = run.end(t0)
     out.pairs["maxOpTime"] = f"{result['max_op_s']:f}"

@@ -17,7 +17,7 @@ from ...jobs.io500.translator import io500_command
 from . import find, ior, mdtest, mdworkbench
 from .state import Io500Run, PhaseOutcome, stamp
 
-__all__ = ["PhaseCode", "CODE", "SuitePhase", "suite_phases", "run_phase"]
+__all__ = ["PhaseCode", "CODE", "SuitePhase", "suite_phases", "run_phase", "drop_caches"]
 
 # A phase's code: (this rank's run, the phase's outcome to fill, the monotonic time its clock
 # started); it ends with every rank at `run.end(t0)`, which times the phase.
@@ -60,7 +60,13 @@ def suite_phases(mode: str) -> tuple[SuitePhase, ...]:
 
 
 def _drop_caches(run: Io500Run, phase: Phase) -> None:
-    if not run.cfg.drop_caches or phase.family == "timestamp":
+    if phase.family != "timestamp":
+        drop_caches(run)
+
+
+def drop_caches(run: Io500Run) -> None:
+    """With `drop-caches = TRUE`: sync, then drop this node's page cache (before a phase)."""
+    if not run.cfg.drop_caches:
         return
     os.sync()
     try:     # every rank drops its node's cache, as io500 runs the command on every rank

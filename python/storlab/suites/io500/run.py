@@ -18,12 +18,13 @@ from typing import Any, Callable, Sequence
 
 from ...document import header, now_iso
 from ...errors import StorlabError, UserError
-from ...jobs.io500.phases import MODES, Phase
+from ...jobs.io500.phases import MODES, PROPOSALS, Phase, Proposal
 from ...jobs.io500.translator import IO500_VERSION, Io500Config, config_from_ini
 from ...jobs.translation import Translation
 from ...measure.environment import host_environment
 from ...measure.ranks import Ranks
 from ...signals import STOP
+from . import concurrent
 from .folders import clean_up, make_phase_folders, open_folders
 from .phases import SuitePhase, run_phase, suite_phases
 from .score import judge, score_run
@@ -48,7 +49,8 @@ def run(translation: Translation, ranks: Ranks, progress: Callable[[str], None] 
     run made; `mode` is io500's --mode: extended adds its optional phases (md-workbench's
     three, find-easy, find-hard). Refuses an unusable data folder before writing
     anything; a signal stops the run between or inside a phase: the phases done are kept, the
-    run is scored as incomplete and what it made is removed."""
+    run is scored as incomplete and what it made is removed. Extended mode also runs io500's
+    proposed concurrent phase (concurrent.py), reported apart: the document's `proposals`."""
     cfg = _config(translation, ranks, mode)
     stamp_name = ranks.bcast(timestamp or time.strftime("%Y.%m.%d-%H.%M.%S") if ranks.rank == 0 else None)
     datadir, resultdir, made_datadir = open_folders(cfg, ranks, stamp_name)
@@ -60,7 +62,7 @@ def run(translation: Translation, ranks: Ranks, progress: Callable[[str], None] 
     ending = Ending()
     try:
         _prepare(state)
-        _run_phases(state, steps, doc, ending)
+        _run_phases(state, steps, doc, ending, PROPOSALS if mode == "extended" else ())
     finally:
         with STOP.held():
             doc["cleanup"] = _clean_up(state, keep, rank_lost=ending.failed_rank is not None)
@@ -99,6 +101,8 @@ def _new_document(translation: Translation, cfg: Io500Config, ranks: Ranks, argv
                            "job": translation.job, "translation": translation.record(),
                            "environment": host_environment() if ranks.rank == 0 else {},
                            "warnings": [], "phases": [], "score": {}, "cleanup": None}
+    if mode == "extended":
+        doc["proposals"] = concurrent.new_section()
     if cfg.stonewall_s != cfg.min_write_s:
         doc["io500"]["run_invalid"].append(f"stonewall-time {cfg.stonewall_s}s != {cfg.min_write_s}s")
     if cfg.drop_caches and os.geteuid() != 0:
@@ -113,34 +117,57 @@ def _prepare(state: Io500Run) -> None:
     make_phase_folders(state)
 
 
-def _run_phases(state: Io500Run, steps: Sequence[SuitePhase], doc: dict[str, Any], ending: Ending) -> None:
-    """Each phase in io500's order, judged as io500 judges it and added to the document; a
-    signal, a phase that failed or another rank's failure ends the loop (that phase added as
-    stopped) and tells the other ranks."""
-    ranks = state.ranks
+def _run_phases(state: Io500Run, steps: Sequence[SuitePhase], doc: dict[str, Any], ending: Ending,
+                proposals: Sequence[Proposal] = ()) -> None:
+    """Each phase in io500's order, judged as io500 judges it and added to the document, each
+    proposal after the phase it follows (added to the document's proposals); a signal, a phase
+    that failed or another rank's failure ends the loop (that phase added as stopped) and tells
+    the other ranks."""
     for step in steps:
-        phase = step.phase
-        try:
-            if STOP.requested:      # a signal that ended an engine wait without raising: no new phase
-                raise KeyboardInterrupt
-            out = run_phase(state, step)
-        except KeyboardInterrupt:
-            ending.stopped = STOP.signal_name or "a signal"
-            ranks.fail(f"interrupted by {ending.stopped}")
-            doc["phases"].append(_stopped(phase, f"interrupted by {ending.stopped}"))
-            return
-        except StorlabError as e:     # this rank's phase failed, or another rank did (RankFailure)
-            message = " ".join(str(e).split())
-            if getattr(e, "rank", None) is None:
-                ranks.fail(f"{phase.name}: {message}")
-            else:
-                ending.failed_rank = message
-            doc["phases"].append(_stopped(phase, message))
+        out = _guarded(state, step.phase.name, lambda step=step: run_phase(state, step), ending,
+                       lambda message, phase=step.phase: doc["phases"].append(_stopped(phase, message)))
+        if out is None:
             return
         judge(out, state.cfg)
         doc["phases"].append(out.as_dict())
         if out.error and not out.complete:
             return
+        for proposal in (p for p in proposals if p.after == step.phase.name):
+            stopped = concurrent.ProposalOutcome(proposal, complete=False)
+
+            def _stop(message: str, stopped=stopped) -> None:
+                stopped.error, stopped.invalid = message, [f"phase stopped: {message}"]
+                doc["proposals"]["phases"].append(stopped.as_dict())
+
+            got = _guarded(state, proposal.name, lambda proposal=proposal: concurrent.run_proposal(state, proposal),
+                           ending, _stop)
+            if got is None:
+                return
+            doc["proposals"]["phases"].append(got.as_dict())
+
+
+def _guarded(state: Io500Run, name: str, step: Callable[[], Any], ending: Ending,
+             stopped: Callable[[str], None]) -> Any:
+    """Run one phase (or proposal) on this rank; None when it stopped the run: a signal, this
+    rank's error (told to the other ranks) or another rank's failure, which `stopped` records."""
+    ranks = state.ranks
+    try:
+        if STOP.requested:      # a signal that ended an engine wait without raising: no new phase
+            raise KeyboardInterrupt
+        return step()
+    except KeyboardInterrupt:
+        ending.stopped = STOP.signal_name or "a signal"
+        ranks.fail(f"interrupted by {ending.stopped}")
+        stopped(f"interrupted by {ending.stopped}")
+        return None
+    except StorlabError as e:     # this rank's phase failed, or another rank did (RankFailure)
+        message = " ".join(str(e).split())
+        if getattr(e, "rank", None) is None:
+            ranks.fail(f"{name}: {message}")
+        else:
+            ending.failed_rank = message
+        stopped(message)
+        return None
 
 
 def _stopped(phase: Phase, message: str) -> dict[str, Any]:
@@ -178,7 +205,8 @@ def _record_ending(doc: dict[str, Any], ending: Ending, planned: Sequence[Phase]
         doc["io500"]["run_invalid"].append(f"run interrupted by {ending.stopped}; phases not run: "
                                            + ", ".join(p.name for p in planned if p.name not in done))
         return
-    failed = next((p for p in phases if not p["complete"] and p["error"]), None)
+    proposed = (doc.get("proposals") or {}).get("phases", [])
+    failed = next((p for p in [*phases, *proposed] if not p["complete"] and p["error"]), None)
     if failed is not None:
         by_rank = ending.failed_rank
         doc.update(complete=False, stop_reason="interrupted" if by_rank and "interrupted by" in by_rank else "error",

@@ -83,6 +83,7 @@ class Io500Run:
         self.easy_write_rate: float | None = None   # mdtest-easy-write's score (md-workbench's sizes)
         self.mdworkbench: Any = None       # md-workbench's state between its phases (mdworkbench.py)
         self.made_datadir = False          # rank 0 made the .ini's datadir (removed at the end)
+        self.rnd1mb: tuple[str, int, int] | None = None   # ior-rnd1MB-write's (file, region per rank, ranks)
 
     def easy_file(self, rank: int) -> str:
         base = os.path.join(self.datadir, "ior-easy")
