@@ -91,6 +91,13 @@ if [ -z "${STORLAB_DARSHAN:-}" ] && [ -x ../shared/peers/build-darshan.sh ]; the
     fi
 fi
 
+# tests/test_fio_http.py: fio 3.42 (its http engine in S3 mode) reads what storlab wrote through the
+# S3 gateway and the other way round; Debian's fio 3.33 has no http engine
+if [ -x ../shared/peers/build-fio.sh ]; then
+    echo "== building fio 3.42 (peer) from ../shared/peers/build-fio.sh"
+    build_peer build-fio.sh fio >/dev/null || echo "   fio 3.42 could not be built: the fio-beside-storlab S3 tests skip with the reason"
+fi
+
 # tests/test_workload_dlio.py: every workload YAML DLIO ships (the pip wheel's configs/workload/),
 # read as data by the translator test; the wheel is downloaded, never installed
 if [ -z "${STORLAB_DLIO_CONFIGS:-}" ]; then

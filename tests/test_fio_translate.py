@@ -483,7 +483,8 @@ def test_rate_process_poisson_spaces_the_cap_as_a_poisson_process():
 
 def test_zero_buffers_and_buffer_pattern_set_the_written_bytes():
     """zero_buffers: 0x00 and, as in fio, no scrambling unless scramble_buffers is given;
-    buffer_pattern: fio's hex, quoted and decimal parts joined with |, scrambled by default."""
+    buffer_pattern: fio's hex, quoted and decimal parts joined with |, written as given (fio's
+    buffer_pattern turns scramble_buffers off) unless scramble_buffers=1 comes after it."""
     g = groups(_cmd("--name=j", "--filename=/x", "--size=1m", "--rw=write", "--zero_buffers")[0].phases)["j"]
     assert g["buffer_pattern"] == "0x00" and g["scramble"] is False
     g = groups(_cmd("--name=j", "--filename=/x", "--size=1m", "--rw=write", "--zero_buffers",
@@ -491,7 +492,13 @@ def test_zero_buffers_and_buffer_pattern_set_the_written_bytes():
     assert g["buffer_pattern"] == "0x00" and g["scramble"] is True
     g = groups(_cmd("--name=j", "--filename=/x", "--size=1m", "--rw=write",
                     "--buffer_pattern=0xdeadbeef|'ab'")[0].phases)["j"]
-    assert g["buffer_pattern"] == "0xdeadbeef6162" and g.get("scramble", True) is True
+    assert g["buffer_pattern"] == "0xdeadbeef6162" and g["scramble"] is False
+    g = groups(_cmd("--name=j", "--filename=/x", "--size=1m", "--rw=write", "--scramble_buffers=1",
+                    "--buffer_pattern=0xdeadbeef")[0].phases)["j"]
+    assert g["scramble"] is False, "fio's buffer_pattern resets an earlier scramble_buffers"
+    g = groups(_cmd("--name=j", "--filename=/x", "--size=1m", "--rw=write", "--buffer_pattern=0xdeadbeef",
+                    "--scramble_buffers=1")[0].phases)["j"]
+    assert g["scramble"] is True
     with pytest.raises(Refusal, match="buffer_pattern = 0xzz: '0xzz' is not a hex number"):
         _cmd("--name=j", "--filename=/x", "--size=1m", "--rw=write", "--buffer_pattern=0xzz")
 

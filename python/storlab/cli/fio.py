@@ -14,7 +14,7 @@ import sys
 import tempfile
 from typing import Any
 
-from ..jobs.fio.cmdline import COMMAND_OPTIONS, parse_command_line, show_command
+from ..jobs.fio.cmdline import COMMAND_OPTIONS, parse_command_line, redacted_argv, show_command
 from ..jobs.fio.map import FioJob
 from ..jobs.fio.translator import translate_command
 from ..output.emit import Emitter
@@ -77,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     sparse = _sparse_targets_for_null(job)
     try:
         with emit.running(progress):
-            doc = run_job(job, argv=["storlab", "fio", *argv], progress=progress,
+            # the recorded command line never holds a credential given on it (--http_s3_key=...)
+            doc = run_job(job, argv=["storlab", "fio", *redacted_argv(argv)], progress=progress,
                           notify=lambda msg: print(f"warning: {msg}", file=sys.stderr))
     finally:
         for path in sparse:

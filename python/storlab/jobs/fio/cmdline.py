@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from ..translation import Refusal
-from .options import status_of
+from .options import REDACTED, SECRET_OPTIONS, shown_value, status_of
 from .parse import (
     BARE_OPTIONS,
     COMMAND_LINE,
@@ -24,7 +24,7 @@ from .parse import (
     read_sections,
 )
 
-__all__ = ["FioCommand", "parse_command_line", "COMMAND_OPTIONS"]
+__all__ = ["FioCommand", "parse_command_line", "redacted_argv", "COMMAND_OPTIONS"]
 
 # fio's own options: name -> (takes a value, what storlab does with it)
 COMMAND_OPTIONS: dict[str, tuple[bool, str]] = {
@@ -160,11 +160,31 @@ def _command_option(cmd: FioCommand, key: str, value: str) -> None:
 
 
 def show_command(sections: list[Section]) -> str:
-    """The sections as one fio command line (fio's --showcmd)."""
+    """The sections as one fio command line (fio's --showcmd), credentials as <redacted>: it is
+    printed, and hashed as the source of a command-line job (so the hash does not hang on a key)."""
     words = ["fio"]
     for sec in sections:
         if sec.name.lower() != "global" and not any(s.key == "name" for s in sec.settings):
             words.append(f"--name={sec.name}")
         for st in sec.settings:
-            words.append(f"--{st.raw_key}" + (f"={st.value}" if st.value is not None else ""))
+            words.append(f"--{st.raw_key}" + (f"={shown_value(st.key, st.value)}" if st.value is not None else ""))
     return " ".join(words)
+
+
+def redacted_argv(argv: list[str]) -> list[str]:
+    """fio's arguments with the value of every credential option (http_s3_key, ...) as <redacted>,
+    for a command line that is recorded or printed (`--http_s3_key=S` and `-http_s3_key S` alike)."""
+    out, hide_next = [], False
+    for arg in argv:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        key, sep, value = arg.lstrip("-").partition("=")
+        secret = arg.startswith("-") and canonical_name(key) in SECRET_OPTIONS
+        if secret and sep:
+            out.append(arg[: len(arg) - len(value)] + REDACTED)
+        else:
+            out.append(arg)
+            hide_next = secret
+    return out

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..options import OptionError, parse_value
 from ..translation import Refusal
-from .options import ENGINES, META_ENGINES, REFUSED_ENGINES, status_of
+from .options import ENGINES, HTTP_OPTIONS, META_ENGINES, REFUSED_ENGINES, shown_value, status_of
 from .parse import (
     BARE_OPTIONS,
     BOOLEAN_OPTIONS,
@@ -59,6 +59,8 @@ DEFAULT_VALUES = {
                              "verify_only", "pre_read", "allow_mounted_write", "atomic", "fdp", "write_barrier",
                              "end_syncfs", "create_only", "unlink_each_loop", "file_append")},
     "nice": {"0"}, "zonemode": {"none"},
+    # the http engine's: the class fio sends by default, no SSE-C key, no webdav user
+    "http_s3_storage_class": {"standard"}, "http_s3_sse_customer_key": {""}, "http_user": {""}, "http_pass": {""},
 }
 
 # A deliberate difference printed once (docs/fio.md): an io_uring job without fixedbufs. fio then
@@ -75,6 +77,25 @@ ASYNC_BUFFERS_NOTE = ("{engine} → io_uring registers the I/O buffers with the 
 WAIT_SPIN_NOTE = ("io_uring: a thread waiting for a completion spins up to 100 us before it sleeps "
                   "(uring.wait_spin = 100us); fio's sleeps at once: the same requests, only the waiting "
                   "thread's CPU differs; `--uring-wait-spin 0` for fio's behaviour")
+
+# fio's http engine in S3 mode (engines/http.c): the settings it reads from the environment of the
+# s3 engine instead, and the lines said once
+S3_ENVIRONMENT = {"http_s3_keyid": "AWS_ACCESS_KEY_ID", "http_s3_key": "AWS_SECRET_ACCESS_KEY",
+                  "http_s3_security_token": "AWS_SESSION_TOKEN", "http_s3_region": "AWS_REGION"}
+S3_CREDENTIALS_NOTE = ("http_s3_keyid, http_s3_key (and http_s3_region) → AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY "
+                       "(and AWS_REGION) of the run's environment: never in the job, its record or output "
+                       "(an emitted job needs them exported)")
+S3_ENV_NOTE = ("no http_s3_keyid/http_s3_key: the s3 engine takes the credentials from AWS_ACCESS_KEY_ID and "
+               "AWS_SECRET_ACCESS_KEY or ~/.aws (fio would sign with an empty key); http_s3_region → AWS_REGION")
+S3_BLOCK_NOTE = ("http_object_mode=block → one object per request (object_size = bs): fio names the object at "
+                 "offset O KEY_O_BS, storlab KEY/obj-N (N = O / bs, twelve digits): the same requests, "
+                 "other names, so neither reads the other's objects")
+S3_RANGE_NAME_NOTE = ("http_object_mode=range → storlab's object is KEY/obj-000000000000, not fio's KEY: "
+                      "name the object PREFIX/obj-NNNNNNNNNNNN in filename for fio and storlab to share it")
+S3_MISSING_NOTE = ("http: a read of a missing object is laid out (PUT) before the run and removed after it; "
+                   "fio reads zeroes for a missing object (its 404)")
+S3_QD_NOTE = ("http is fio's synchronous engine: iodepth is capped at 1 (qd = 1), as fio caps it; run more "
+              "requests at once with numjobs")
 
 # refill_buffers (fio: new random data in every write) runs as scramble, said once (docs/fio.md)
 REFILL_NOTE = ("refill_buffers → scramble: storlab makes every 512-byte sector written unique (its offset "
@@ -114,7 +135,7 @@ class _Problems:
 
     def setting(self, st: Setting, reason: str, rank: int = VALUE) -> None:
         value = st.raw_value if st.value is None else st.value
-        self.items.append(_Problem(rank, st.file, st.where, st.raw_key, value or "", reason))
+        self.items.append(_Problem(rank, st.file, st.where, st.raw_key, shown_value(st.key, value or ""), reason))
 
     def missing(self, sec: Section, key: str, reason: str) -> None:
         """A key the job lacks (or a value of storlab's making): named at its section's line."""
@@ -152,6 +173,14 @@ class FioJob:
 
 
 @dataclass
+class _S3:
+    """An http job (http_mode=s3) on storlab's s3 engine: where its objects start in the prefix's
+    range (range mode naming PREFIX/obj-N) and the AWS_* variables its settings give."""
+    first_byte: int = 0
+    environment: dict[str, str] = field(default_factory=dict, repr=False)
+
+
+@dataclass
 class FioPlan:
     """fio's jobs as storlab phases `[{"name", "groups": [{"name", "options"}]}]` (a meta-engine job
     is a `{"type": "meta", ...}` phase), with what only `storlab fio` does with them."""
@@ -160,6 +189,9 @@ class FioPlan:
     notes: list[str]                        # one line each: engine mappings and differences
     jobs: list[FioJob]
     source: str = "<text>"
+    # the AWS_* variables the s3 engine reads (fio's http_s3_keyid, http_s3_key, ...): set for the
+    # run only (FioTranslation.resolve), never in the job, its record or a printed line
+    environment: dict[str, str] = field(default_factory=dict, repr=False)
 
 
 def translate_sections(sections: list[Section], source: str = "<text>",
@@ -240,6 +272,8 @@ def translate_sections(sections: list[Section], source: str = "<text>",
                     problems.setting(job.s[fio_key], f"storlab applies {key} to the whole run; give every "
                                                      "job the same value")
                 out.run[key] = value
+        if job.s3 is not None:
+            _s3_run(out, job, problems)
         inv = job.invalidate()
         if inv is not None:
             if out.run.get("invalidate", inv) != inv:
@@ -298,6 +332,27 @@ def _steady_of(job: "_Job", problems: _Problems) -> dict[str, Any] | None:
         problems.setting(job.s.get(fio_key) or job.s["steadystate_duration"], reason)
         return None
     return out
+
+
+def _s3_run(out: FioPlan, job: "_Job", problems: _Problems) -> None:
+    """What an http job sets for the whole run: keep_objects (fio leaves the objects it wrote;
+    unlink=1 asks for them to go, storlab's default) and the AWS_* environment its engine reads
+    (one process environment: every http job must give the same)."""
+    keep = not job.flag("unlink")
+    if out.run.get("keep_objects", keep) != keep:
+        problems.setting(job.s.get("unlink") or job.s["ioengine"], "storlab keeps or removes the objects of "
+                                                                   "the whole run: give every http job the same unlink")
+    out.run["keep_objects"] = keep
+    for var, value in job.s3.environment.items():
+        if out.environment.get(var, value) != value:
+            key = {v: k for k, v in S3_ENVIRONMENT.items()}[var]
+            problems.setting(job.s.get(key) or job.s["ioengine"], "the s3 engine takes one set of credentials "
+                                                                  "and one region a run: give every http job the same")
+            return
+        out.environment[var] = value
+    note = S3_CREDENTIALS_NOTE if {"AWS_ACCESS_KEY_ID"} <= set(out.environment) else S3_ENV_NOTE
+    if note not in out.notes:
+        out.notes.append(note)
 
 
 def _exec_commands(phase: dict[str, Any], job: "_Job", problems: _Problems) -> None:
@@ -469,6 +524,7 @@ class _Job:
         self.all_files: list[str] = []
         self.notes: list[str] = []
         self.layout: list[dict[str, Any]] = []
+        self.s3: _S3 | None = None      # an http job: its object layout and environment
 
     # settings
     def raw(self, key: str) -> str | None:
@@ -545,6 +601,11 @@ class _Job:
             self.problems.setting(self.s["ioengine"], f"not supported ({DOCS}): storlab maps "
                                   f"{', '.join(ENGINES)} and the file/dir engines", self.problems.ENGINE)
             return None
+        stray = [k for k in self.s if k in HTTP_OPTIONS] if engine_base != "http" else []
+        for key in stray:
+            self.bad(key, f"an option of ioengine=http, not of {engine_base} (fio refuses it too)")
+        if stray or (engine_base == "http" and not self.http_mode()):
+            return None
         storlab_engine, line = ENGINES[engine_base]
         if line:
             self.notes.append(line)
@@ -557,7 +618,7 @@ class _Job:
             opts["seq_rewind"] = self.seq_rewind
         if not self.block_size(opts):
             return None
-        workers = self.targets(storlab_engine)
+        workers = self.s3_targets(opts) if engine_base == "http" else self.targets(storlab_engine)
         if workers is None:
             return None
         self.common(opts, storlab_engine)
@@ -758,6 +819,137 @@ class _Job:
                               "through its files)")
         return [(k, files, per_file) for k, files in clones]
 
+    def http_mode(self) -> bool:
+        """fio's http engine speaks webdav unless told otherwise; storlab translates S3 only."""
+        mode = self.word("http_mode") or "webdav"
+        if mode == "s3":
+            return True
+        why = (f"not supported ({DOCS}): storlab translates ioengine=http with http_mode=s3 only (its s3 "
+               f"engine); {mode} is not S3")
+        if self.has("http_mode"):
+            self.problems.setting(self.s["http_mode"], why, self.problems.ENGINE)
+        else:
+            self.problems.setting(self.s["ioengine"], why.replace(f"{mode} is not S3", "fio's default "
+                                  "http_mode is webdav: add http_mode=s3"), self.problems.ENGINE)
+        return False
+
+    def s3_targets(self, opts: dict[str, Any]) -> list[tuple[int, list[str], int | None]] | None:
+        """fio's http engine in S3 mode (engines/http.c) as an s3 target. fio sends each request to
+        http(s)://http_host + the object's path and signs it for path style, so filename is
+        /BUCKET/KEY (with a host BUCKET.s3.…, virtual-host style, it is /KEY). In block mode (fio's
+        default) each request is its own object KEY_OFFSET_BS: a PUT, a whole GET or a DELETE of bs
+        bytes, as storlab's objects of object_size = bs under the prefix KEY. In range mode the job
+        is the one object KEY of `size` bytes: reads are ranged GETs of bs inside it (storlab's
+        object_size = size), while each write PUTs bs bytes as the whole object, so a write (or
+        trim) matches only when bs = size. Every other combination is refused in one line."""
+        host = (self.raw("http_host") or "localhost").strip()     # fio's default host
+        https = self.word("https") or "off"
+        if https not in ("off", "on", "insecure"):
+            self.bad("https", f"{https!r} is not allowed; use off, on or insecure")
+            return None
+        if not re.fullmatch(r"[A-Za-z0-9._-]+(:\d+)?|\[[0-9A-Fa-f:.]+\](:\d+)?", host):
+            self.bad("http_host", "give HOST or HOST:PORT (fio puts filename right after it)")
+            return None
+        for key in ("directory", "nrfiles", "filename_format"):
+            if self.has(key):
+                self.bad(key, "ioengine=http names its object by filename=/BUCKET/KEY alone")
+                return None
+        if not self.has("filename"):
+            self.problems.missing(self.sec, "filename", "missing; ioengine=http names its object with "
+                                                        "filename=/BUCKET/KEY")
+            return None
+        names = split_list(self.raw("filename"))
+        if len(names) != 1:
+            self.bad("filename", "storlab's s3 target is one prefix a job: give one /BUCKET/KEY")
+            return None
+        name = names[0].strip()
+        virtual = re.fullmatch(r"([a-z0-9][a-z0-9.-]*?)\.(s3[.-].+)", host.lower())
+        if virtual:
+            bucket, endpoint_host, key = virtual[1], host[len(virtual[1]) + 1:], name.lstrip("/")
+            opts["virtual_host"] = True
+        else:
+            endpoint_host = host
+            bucket, _, key = name.lstrip("/").partition("/")
+        key = key.strip("/")
+        if not name.startswith("/") or not bucket or not key:
+            self.bad("filename", "give /BUCKET/KEY (/KEY with a virtual-host http_host): fio puts "
+                                 "filename right after http_host")
+            return None
+        if "bssplit" in opts or "bsrange" in opts:
+            which = "bsrange" if self.has("bsrange") else "bssplit" if self.has("bssplit") else "bs"
+            self.bad(which, "storlab's s3 objects take requests of one size: give one bs")
+            return None
+        if self.has("filesize"):
+            lo, _, hi = self.raw("filesize").partition("-")
+            per_file = self.size_of(self.s["filesize"], lo)
+            if hi and self.size_of(self.s["filesize"], hi) != per_file:
+                self.bad("filesize", "storlab's objects have one size; give one value")
+                return None
+        elif self.has("size"):
+            per_file = self.size("size")
+        else:
+            self.problems.missing(self.sec, "size", "missing; an S3 object has no size fio or storlab "
+                                                    "could find: give size")
+            return None
+        size_key = "filesize" if self.has("filesize") else "size"
+        offset = self.size("offset") if self.has("offset") else 0
+        bs = opts["bs"]
+        _, writes, trims = self._directions()
+        mode = self.word("http_object_mode") or "block"
+        s3 = _S3()
+        if mode == "block":
+            if per_file % bs or per_file == 0:
+                self.bad(size_key, f"{per_file} bytes is not a whole number of objects of bs ({bs} bytes): "
+                                   "in block mode every object is bs bytes")
+                return None
+            if offset % bs:
+                self.bad("offset", f"{offset} is not a multiple of bs ({bs}): in block mode objects start "
+                                   "at multiples of bs")
+                return None
+            prefix, object_size = key, bs
+            self.notes.append(S3_BLOCK_NOTE)
+        elif mode == "range":
+            if offset:
+                self.bad("offset", "in range mode the job is the one object from its first byte: "
+                                   "leave offset out")
+                return None
+            if (writes or trims) and bs != per_file:
+                self.bad("bs", f"in range mode fio's every {'write PUTs' if writes else 'trim DELETEs'} the "
+                               f"whole object ({bs} bytes each time); storlab's objects are whole: give "
+                               f"bs = {size_key} ({per_file}) or http_object_mode=block")
+                return None
+            if per_file % bs or per_file == 0:
+                self.bad(size_key, f"{per_file} bytes is not a multiple of bs ({bs}): a read stays inside "
+                                   "the object")
+                return None
+            named = re.fullmatch(r"(.+)/obj-(\d{12})", key)
+            if named:
+                prefix, s3.first_byte = named[1], int(named[2]) * per_file
+            else:
+                prefix = key
+                self.notes.append(S3_RANGE_NAME_NOTE)
+            object_size = per_file
+        else:
+            self.bad("http_object_mode", f"{mode!r} is not allowed; use block or range")
+            return None
+        opts["object_size"] = object_size
+        opts["endpoint"] = f"{'http' if https == 'off' else 'https'}://{endpoint_host}"
+        if https == "insecure":
+            opts["insecure"] = True
+        if self._directions()[0]:
+            self.notes.append(S3_MISSING_NOTE)
+        given = {k: (self.raw(k) or "") for k in S3_ENVIRONMENT if self.has(k)}
+        if ("http_s3_keyid" in given) != ("http_s3_key" in given):
+            missing = "http_s3_key" if "http_s3_keyid" in given else "http_s3_keyid"
+            self.problems.missing(self.sec, missing, "missing; give http_s3_keyid and http_s3_key together")
+            return None
+        s3.environment = {S3_ENVIRONMENT[k]: v for k, v in given.items()}
+        s3.environment.setdefault("AWS_REGION", "us-east-1")     # fio's default region
+        self.s3 = s3
+        url = f"s3://{bucket}/{prefix}"
+        self.all_files = [url]
+        return [(k, [url], per_file) for k in range(self.numjobs)]
+
     def _size_value(self, key: str, files: list[str]) -> int:
         """size/offset, where `N%` is a share of the existing file or device."""
         text = self.raw(key) or ""
@@ -774,12 +966,15 @@ class _Job:
         if _RW[self.rw] in ("rw", "randrw") or self.has("rwmixread") or self.has("rwmixwrite"):
             opts["rwmix_read"] = self.rwmix_read()
         depth = self.size("iodepth") if self.has("iodepth") else 1   # read (and refused when bad) for every engine, as fio does
-        opts["qd"] = depth if engine != "psync" else 1
+        opts["qd"] = depth if engine not in ("psync", "s3") else 1   # s3: fio's http engine is synchronous
+        if engine == "s3" and depth > 1:
+            self.notes.append(S3_QD_NOTE)
         last = self.later("direct", "buffered")
         direct = False
         if last is not None:
             direct = parse_bool(last.value) if last.key == "direct" else not parse_bool(last.value)
-        opts["direct"] = direct
+        if engine != "s3":       # fio's http engine opens no file: direct changes nothing there
+            opts["direct"] = direct
         sync = self.later("fsync", "fdatasync")
         if sync is not None:
             opts["fsync_every"] = self.size_of(sync)
@@ -905,6 +1100,11 @@ class _Job:
                 opts["buffer_pattern"] = fio_pattern_hex(self.raw("buffer_pattern") or "")
             except ValueError as e:
                 self.bad("buffer_pattern", str(e))
+            # fio's buffer_pattern turns scramble_buffers off (options.c, str_buffer_pattern_cb):
+            # the pattern is written as given unless scramble_buffers=1 comes after it
+            later = self.later("buffer_pattern", "scramble_buffers")
+            if not self.flag("refill_buffers"):
+                opts["scramble"] = later.key == "scramble_buffers" and self.flag("scramble_buffers")
         elif self.flag("zero_buffers"):
             opts["buffer_pattern"] = "0x00"
             if not self.has("scramble_buffers") and not self.flag("refill_buffers"):
@@ -968,6 +1168,8 @@ class _Job:
         time_based = self.flag("time_based") and "time" in opts
         per_file = workers[0][2]
         offset = self._size_value("offset", workers[0][1]) if self.has("offset") else 0
+        if self.s3 is not None:
+            offset += self.s3.first_byte      # range mode: where the object named in filename starts
         incr = self.size("offset_increment") if self.has("offset_increment") else 0
         nfiles = max(1, len(workers[0][1]))
         # bytes each worker moves: io_size/number_ios (per clone, split over its files) or loops
@@ -1056,6 +1258,8 @@ class _Job:
         return self.flag("invalidate") if self.has("invalidate") else None
 
     def unlink_paths(self) -> list[str]:
+        if self.s3 is not None:      # an http job's objects: keep_objects (_s3_run), not files
+            return []
         return list(self.all_files) if self.flag("unlink") else []
 
     def logs(self) -> dict[str, str]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["FioOption", "FIO_OPTIONS", "ALIASES", "ENGINES", "META_ENGINES", "REFUSED_ENGINES",
-           "status_of", "render_table", "write_docs"]
+           "HTTP_OPTIONS", "SECRET_OPTIONS", "REDACTED", "shown_value", "status_of", "render_table", "write_docs"]
 
 
 @dataclass(frozen=True)
@@ -44,17 +44,19 @@ ENGINES: dict[str, tuple[str, str]] = {
     "null": ("null", ""),
     "nbd": ("nbd", ""),
     "nfs": ("nfs", ""),
+    "http": ("s3", "http (http_mode=s3) → s3: the same PUTs, GETs and DELETEs of objects, one request in "
+                   "flight per job as fio's synchronous engine; object names differ (docs/fio.md)"),
 }
 # fio's file-system engines -> the storlab meta phases that time the same system calls
 META_ENGINES: dict[str, tuple[str, ...]] = {
     "filecreate": ("create",), "filestat": ("create", "stat"), "filedelete": ("create", "remove"),
     "dircreate": ("create",), "dirstat": ("create",), "dirdelete": ("create", "remove", "rmdir"),
 }
-_NETWORK = ("storlab reads files and block devices (psync, io_uring), NBD exports (nbd) and NFS files (nfs), "
-            "not this network storage")
+_NETWORK = ("storlab reads files and block devices (psync, io_uring), NBD exports (nbd), NFS files (nfs) "
+            "and S3 objects (http with http_mode=s3), not this network storage")
 _DEVICE = "storlab does file and block-device I/O (psync, io_uring), not this device interface"
 REFUSED_ENGINES: dict[str, str] = {
-    **{e: _NETWORK for e in ("net", "netsplice", "rdma", "http", "rbd", "rados", "gfapi",
+    **{e: _NETWORK for e in ("net", "netsplice", "rdma", "rbd", "rados", "gfapi",
                              "gfapi_async", "libhdfs", "dfs", "libiscsi", "ime_psync",
                              "ime_psyncv", "ime_aio", "windowsaio")},
     **{e: _DEVICE for e in ("sg", "io_uring_cmd", "xnvme", "libpmem", "dev-dax", "pmemblk", "mtd",
@@ -158,6 +160,31 @@ _ROWS: list[tuple[str, str, str]] = [
     ("ioengine", _M, "engine (see the engine table)"),
     ("uri", _M, "target, with ioengine=nbd (the export's nbd:// URI)"),
     ("nfs_url", _M, "the target's server and export, with ioengine=nfs: each file is nfs_url/filename"),
+    # --- the http engine's options (engines/http.c): http_mode=s3 runs on the s3 engine ---
+    ("http_mode", _M, "s3: the s3 engine; webdav (fio's default) and swift refused"),
+    ("http_host", _M, "endpoint http(s)://HOST[:PORT], path style: filename=/BUCKET/KEY; a host "
+                      "BUCKET.s3.… is virtual-host style (virtual_host, filename=/KEY)"),
+    ("https", _M, "the endpoint's scheme: off (fio's default) http://, on https://, insecure "
+                  "https:// with insecure (the certificate not checked)"),
+    ("http_object_mode", _M, "block (fio's default): one object per request, object_size = bs, "
+                             "names KEY/obj-N (fio: KEY_OFFSET_BS); range: the one object KEY "
+                             "(KEY/obj-000000000000 unless KEY is P/obj-N), object_size = size, "
+                             "ranged GETs; writes and trims only with bs = size"),
+    ("http_s3_keyid", _M, "AWS_ACCESS_KEY_ID of the run's environment (shown and recorded as <redacted>)"),
+    ("http_s3_key", _M, "AWS_SECRET_ACCESS_KEY of the run's environment (shown and recorded as <redacted>)"),
+    ("http_s3_security_token", _M, "AWS_SESSION_TOKEN of the run's environment (shown and recorded as "
+                                   "<redacted>)"),
+    ("http_s3_region", _M, "AWS_REGION of the run's environment (not given: us-east-1, fio's default)"),
+    ("http_s3_storage_class", _R, "storlab sends no x-amz-storage-class: objects get the server's "
+                                  "default class (STANDARD, fio's default, runs)"),
+    ("http_s3_sse_customer_key", _R, "storlab's s3 engine sends no server-side encryption (SSE-C) headers"),
+    ("http_s3_sse_customer_algorithm", _A, "used by fio only with http_s3_sse_customer_key (refused)"),
+    ("http_user", _R, "user and password are webdav's authentication; S3 requests are signed with "
+                      "http_s3_keyid and http_s3_key"),
+    ("http_pass", _R, "user and password are webdav's authentication; S3 requests are signed with "
+                      "http_s3_keyid and http_s3_key"),
+    ("http_swift_auth_token", _A, "used by fio only with http_mode=swift (refused)"),
+    ("http_verbose", _A, "curl's trace output; storlab prints no HTTP traces"),
     ("iodepth", _M, "qd (psync: 1, as fio's synchronous engines)"),
     ("iodepth_batch", _M, "uring.batch"),
     ("iodepth_batch_submit", _M, "uring.batch"),
@@ -369,6 +396,18 @@ _ROWS: list[tuple[str, str, str]] = [
 ]
 
 FIO_OPTIONS: dict[str, FioOption] = {name: FioOption(name, status, text) for name, status, text in _ROWS}
+
+# the http engine's own options: fio takes them only with ioengine=http
+HTTP_OPTIONS = frozenset(name for name, _, _ in _ROWS if name.startswith("http_") or name == "https")
+# values never printed, written to an emitted job or recorded in a result: credentials and keys
+SECRET_OPTIONS = frozenset({"http_s3_keyid", "http_s3_key", "http_s3_security_token", "http_pass",
+                            "http_s3_sse_customer_key", "http_swift_auth_token"})
+REDACTED = "<redacted>"
+
+
+def shown_value(name: str, value):
+    """A setting's value as it may be shown or recorded: a secret's is REDACTED."""
+    return REDACTED if ALIASES.get(name, name) in SECRET_OPTIONS and value not in (None, "") else value
 
 
 def status_of(name: str) -> FioOption | None:

@@ -16,7 +16,7 @@ from typing import Mapping
 
 from ...errors import UserError
 from ..translation import Refusal
-from .options import ALIASES
+from .options import ALIASES, shown_value
 
 __all__ = ["FioJobError", "Section", "Setting", "read_sections", "read_source", "expand_value",
            "canonical_name", "parse_fio_size", "parse_fio_time", "parse_bool", "split_list",
@@ -147,7 +147,7 @@ class Setting:
     def refusal(self, reason: str, more: list[str] | tuple[str, ...] = ()) -> Refusal:
         """This setting refused in the shared one-line wording."""
         value = self.raw_value if self.value is None else self.value
-        return Refusal(FORMAT, self.file, self.where, self.raw_key, "" if value is None else value,
+        return Refusal(FORMAT, self.file, self.where, self.raw_key, "" if value is None else shown_value(self.key, value),
                        reason, more)
 
 

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 from ..translation import Mapped, Translation, sha256_of
 from .cmdline import FioCommand, show_command
 from .map import FioPlan, translate_sections
-from .options import status_of
+from .options import shown_value, status_of
 from .parse import COMMAND_LINE, FORMAT, FioJobError, Section, parse_bool, read_source
 
 __all__ = ["FORMAT", "FioTranslation", "translate", "translate_command", "onto_targets", "job_of"]
@@ -29,6 +29,15 @@ __all__ = ["FORMAT", "FioTranslation", "translate", "translate_command", "onto_t
 class FioTranslation(Translation):
     """A fio translation; `plan` is what `storlab fio`'s report, unlink and logs need (not recorded)."""
     plan: FioPlan | None = field(default=None, repr=False, compare=False)
+
+    def resolve(self, cli_values=None):
+        """The validated job, as every translation's; an http job's credentials and region (fio's
+        http_s3_* settings) are put into this process's environment here, where the s3 engine
+        reads them when the run's plan is built: they are in no job, record or message."""
+        job = super().resolve(cli_values)
+        if self.plan is not None and self.plan.environment:
+            os.environ.update(self.plan.environment)
+        return job
 
 
 def translate(path_or_text: str | os.PathLike, environ: Mapping[str, str] | None = None,
@@ -89,11 +98,12 @@ def mapped_of(sections: list[Section], source: str) -> list[Mapped]:
                 continue
             alias = f"fio's {st.raw_key} is {st.key}" if st.raw_key.lower() != st.key else ""
             where = f"[{sec.name}]" + (f" in {os.path.basename(st.file)}" if st.file not in (source, COMMAND_LINE) else "")
+            value = shown_value(st.key, st.value)     # a credential is recorded as <redacted>
             if row.status == "mapped":
-                out.append(Mapped(st.raw_key, st.value, row.text, "translated", st.where,
+                out.append(Mapped(st.raw_key, value, row.text, "translated", st.where,
                                   "; ".join(x for x in (where, alias) if x)))
             else:
-                out.append(Mapped(st.raw_key, st.value, "", "accepted", st.where,
+                out.append(Mapped(st.raw_key, value, "", "accepted", st.where,
                                   "; ".join(x for x in (where, alias, row.text) if x)))
     return out
 
