@@ -212,3 +212,36 @@ def test_other_plan_commands_refuse_a_cluster_file(tmp_path, capsys):
     code = main(["plan", "geometry", str(path)])
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and "a cluster file" in err and err.count("\n") == 1
+
+
+def test_a_token_bucket_link_caps_the_rate_without_adding_transfer_time():
+    # tc htb / tbf meter a link: a lone request passes at memory speed while tokens last, so its time
+    # is the fixed delay (client overhead + round trip); the link only caps the rate it is held to
+    def cluster(rate, shaper):
+        link = Link("l", rate, rtt_s=100e-6, shaper=shaper)
+        return Cluster("t", 1, link, Server("srv", Link("s", rate, rtt_s=100e-6, shaper=shaper)))
+
+    fixed = HOST_REQUEST_OVERHEAD_S + 100e-6
+    fast = predict_cluster(cluster(10e9, "token-bucket"), ClusterLoad("read", 4096))
+    assert fast.iops == pytest.approx(1 / fixed)
+    wire = predict_cluster(cluster(10e9, "wire"), ClusterLoad("read", 4096))
+    assert wire.iops == pytest.approx(1 / (fixed + 4096 / (10e9 / 8 * 1448 / 1538)))
+    # at 100 Mbit/s the unmetered rate (1 / fixed) is above the cap: the cap holds, where a wire
+    # would add its 348 us transfer to every request
+    cap = 100e6 / 8 * 1448 / 1538 / 4096
+    slow = predict_cluster(cluster(100e6, "token-bucket"), ClusterLoad("read", 4096))
+    assert slow.iops == pytest.approx(cap) and slow.single_stream_bw_bytes == pytest.approx(cap * 4096)
+    assert "link" in slow.limiting
+    assert predict_cluster(cluster(100e6, "wire"), ClusterLoad("read", 4096)).iops == pytest.approx(
+        1 / (fixed + 1 / cap))
+
+
+def test_a_cluster_file_names_its_shaper_or_is_refused_in_one_line(tmp_path):
+    base = CLUSTER.replace('protocol = "nfs"', 'protocol = "nfs"\nshaper = "token-bucket"')
+    assert 'shaper = "token-bucket"' in base
+    path = tmp_path / "c.toml"
+    path.write_text(base)
+    assert load_cluster(str(path)).client_link.shaper == "token-bucket"
+    path.write_text(base.replace("token-bucket", "netem"))
+    with pytest.raises(StackError, match="shaper: 'netem'; allowed: wire"):
+        load_cluster(str(path))

@@ -293,22 +293,26 @@ class VersityServer:
     `buckets` are made before it starts; `tls` serves HTTPS with a self-signed certificate made
     by openssl. `srv.requests()` is its access log. `same_store_as` serves another server's
     folder with its keys (a second endpoint of one store). `max_requests` caps the requests it
-    serves at once: those beyond are answered 503 SlowDown.
+    serves at once: those beyond are answered 503 SlowDown. `place(argv) -> argv` runs the server
+    elsewhere (a cluster node's `Cluster.command`), serving on `address`.
     """
 
     def __init__(self, workdir: Path, buckets: tuple[str, ...] = ("bench",), *, tls: bool = False,
-                 same_store_as: VersityServer | None = None, max_requests: int | None = None) -> None:
+                 same_store_as: VersityServer | None = None, max_requests: int | None = None, place=None,
+                 address: str = "127.0.0.1") -> None:
         self.workdir = Path(workdir)
         self.root = same_store_as.root if same_store_as else self.workdir / "vgw-root"
         for bucket in buckets:
             (self.root / bucket).mkdir(parents=True, exist_ok=True)
         self.port = free_port()
+        self.place = place
+        self.address = address
         self.access_key = same_store_as.access_key if same_store_as else "STORLAB" + secrets.token_hex(6).upper()
         self.secret = same_store_as.secret if same_store_as else secrets.token_urlsafe(24)
         self.access_log = self.workdir / f"vgw-access-{self.port}.log"
         self.tls = tls
         # --keep-alive: without it the gateway closes the connection after every answer
-        self.args = [versitygw_path() or "versitygw", "--port", f"127.0.0.1:{self.port}", "--quiet", "--keep-alive",
+        self.args = [versitygw_path() or "versitygw", "--port", f"{address}:{self.port}", "--quiet", "--keep-alive",
                      "--access-log", str(self.access_log)]
         if max_requests:
             self.args += ["--max-requests", str(max_requests)]
@@ -323,7 +327,7 @@ class VersityServer:
 
     @property
     def endpoint(self) -> str:
-        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.address}:{self.port}"
 
     @property
     def env(self) -> dict[str, str]:
@@ -335,17 +339,24 @@ class VersityServer:
 
     def __enter__(self) -> VersityServer:
         env = {**os.environ, "ROOT_ACCESS_KEY_ID": self.access_key, "ROOT_SECRET_ACCESS_KEY": self.secret}
-        self.proc = subprocess.Popen(self.args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        argv = self.place(self.args) if self.place else self.args
+        self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"versitygw exited at start: {self.proc.stderr.read().strip()[-500:]}")
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return self
+            if self._listening():
+                return self
             time.sleep(0.05)
         self.__exit__(None, None, None)
         raise RuntimeError("versitygw did not start listening within 20 s")
+
+    def _listening(self) -> bool:
+        if self.place:
+            out = subprocess.run(self.place(["ss", "-Hltn"]), capture_output=True, text=True).stdout
+            return f"{self.address}:{self.port} " in out
+        with socket.socket() as s:
+            return s.connect_ex((self.address, self.port)) == 0
 
     # stopped as nbdkit is: SIGTERM, then SIGKILL after 10 s
     __exit__ = NbdServer.__exit__

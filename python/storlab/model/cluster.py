@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from ..jobs.tomlfile import TomlFileError, read_toml
 from ..units import UnitError, parse_duration, parse_rate
-from .network import PROTOCOLS, Cluster, Link, Server, parse_rate_bits
+from .network import PROTOCOLS, SHAPERS, Cluster, Link, Server, parse_rate_bits
 from .predict import Workload, predict
 from .stack import StackError, load_stack
 
@@ -20,7 +20,7 @@ __all__ = ["is_cluster_file", "load_cluster", "cluster_from_dict"]
 _TOP_KEYS = {"name", "description", "node", "fabric"}
 _NODE_KEYS = {"name", "role", "count", "cores", "cpu_per_request", "cpu_rate", "stack", "storage_bw", "storage_iops",
               "storage_latency"}
-_FABRIC_KEYS = {"name", "rate", "rates", "protocol", "mtu", "rtt", "window", "switch", "uplink", "uplinks"}
+_FABRIC_KEYS = {"name", "rate", "rates", "protocol", "mtu", "rtt", "window", "switch", "uplink", "uplinks", "shaper"}
 ROLES = ("client", "server")
 # the depth at which a server's stack is asked for its streaming rate (its ceiling for the cluster)
 STORAGE_PROBE_QD = 64
@@ -74,7 +74,15 @@ def _link(fabric: Mapping[str, Any], node: str, where: str, count: int = 1) -> L
                 _value(where, "rtt", fabric.get("rtt", "50us"), lambda v: parse_duration(v, "rtt")),
                 None if "window" not in fabric else _value(where, "window", fabric["window"],
                                                             lambda v: int(parse_rate(v, "window"))),
-                count)
+                count, _shaper(fabric, where))
+
+
+def _shaper(fabric: Mapping[str, Any], where: str) -> str:
+    shaper = fabric.get("shaper", "wire")
+    if shaper not in SHAPERS:
+        raise StackError(f"{where}: shaper: {shaper!r}; allowed: "
+                         + ", ".join(f"{k} ({v})" for k, v in SHAPERS.items()))
+    return str(shaper)
 
 
 def _cpu(node: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -163,7 +171,7 @@ def cluster_from_dict(data: Mapping[str, Any], source: str = "cluster", base_dir
     if "uplink" in fabric:
         uplink = Link(f"{fabric.get('name', 'fabric')}/uplink", parse_rate_bits(fabric["uplink"], f"{where}: uplink"),
                       first_client.protocol, first_client.mtu, 0.0,
-                      count=_value(where, "uplinks", fabric.get("uplinks", 1), _whole))
+                      count=_value(where, "uplinks", fabric.get("uplinks", 1), _whole), shaper=_shaper(fabric, where))
     switch = None if "switch" not in fabric else parse_rate_bits(fabric["switch"], f"{where}: switch")
     clients = by_role["client"]
     for other in clients[1:]:

@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .costs import HOST_REQUEST_OVERHEAD_S
 from .stack import StackError
 
-__all__ = ["PROTOCOLS", "Link", "Server", "Cluster", "ClusterLoad", "ClusterPrediction", "NetworkCapacity",
+__all__ = ["PROTOCOLS", "SHAPERS", "Link", "Server", "Cluster", "ClusterLoad", "ClusterPrediction", "NetworkCapacity",
            "payload_efficiency", "predict_cluster", "parse_rate_bits", "DEFAULT_RTT_S", "DEFAULT_MTU"]
 
 PROTOCOLS = {"tcp": "TCP/IP over Ethernet", "iscsi": "iSCSI over TCP/IP", "nfs": "NFS over TCP/IP",
@@ -42,6 +42,13 @@ PROTOCOLS = {"tcp": "TCP/IP over Ethernet", "iscsi": "iSCSI over TCP/IP", "nfs":
              "http": "HTTP/1.1 (S3) over TCP/IP", "https": "HTTPS (S3 over TLS) over TCP/IP",
              "fc": "Fibre Channel (SCSI, FCP)"}
 DEFAULT_MTU = 1500
+# How a link holds a request to its rate. A wire serialises: a request's bytes take size / rate on
+# it, in series with the round trip. A token bucket (Linux tc's htb and tbf, tc-htb(8) and
+# tc-tbf(8); the cluster testbed's links) only meters: bytes pass at memory speed while tokens
+# last and wait for tokens when they run out, so the link caps the rate without adding its
+# transfer time to a request that finds tokens; the time between requests refills the bucket.
+SHAPERS = {"wire": "serialises every request's bytes at the line rate",
+           "token-bucket": "meters the rate only (tc htb or tbf): no transfer time while tokens last"}
 # One round trip through one switch on a LAN when nothing else is queued: the order of a 10 GbE
 # ping between two hosts (tens of microseconds); a stack file states its own `rtt`.
 DEFAULT_RTT_S = 50e-6
@@ -117,9 +124,12 @@ class Link:
     rtt_s: float = DEFAULT_RTT_S
     window_bytes: int | None = None
     count: int = 1
+    shaper: str = "wire"        # wire | token-bucket (SHAPERS)
 
     def __post_init__(self) -> None:
         payload_efficiency(self.protocol, self.mtu, rate_bits=self.rate_bits)      # validates both
+        if self.shaper not in SHAPERS:
+            raise StackError(f"link {self.name!r}: shaper: {self.shaper!r}; allowed: {', '.join(SHAPERS)}")
         if not (self.rtt_s >= 0 and math.isfinite(self.rtt_s)):
             raise StackError(f"link {self.name!r}: rtt must be a finite time >= 0")
         if self.count < 1:
@@ -210,6 +220,7 @@ class _Station:
     servers: int             # instances (or cores) serving the requests that reach it
     bound: bool = False      # one instance per client: only that client's requests wait there
     why: str = ""
+    rate_only: bool = False  # a token-bucket link: caps the rate, adds no time to a lone request
 
 
 def _stations(cluster: Cluster, load: ClusterLoad) -> list[_Station]:
@@ -217,7 +228,8 @@ def _stations(cluster: Cluster, load: ClusterLoad) -> list[_Station]:
     client = cluster.client_link
     out = [_Station(f"{client.name} (client link)", size / client.payload_bytes_per_s(size), 1, bound=True,
                     why=f"{client.rate_bits / 1e9:g} Gbit/s {PROTOCOLS[client.protocol]}, payload "
-                        f"{payload_efficiency(client.protocol, client.mtu, size, client.rate_bits):.1%}")]
+                        f"{payload_efficiency(client.protocol, client.mtu, size, client.rate_bits):.1%}",
+                    rate_only=client.shaper == "token-bucket")]
     client_cpu = cluster.client_cpu_time_s(size)
     if client_cpu > 0:
         out.append(_Station("client CPU", client_cpu, cluster.client_cores, bound=True,
@@ -225,14 +237,16 @@ def _stations(cluster: Cluster, load: ClusterLoad) -> list[_Station]:
     if cluster.uplink is not None:
         up = cluster.uplink
         out.append(_Station(f"{up.name} (uplink)", size / up.payload_bytes_per_s(size), up.count,
-                            why=f"{up.count} x {up.rate_bits / 1e9:g} Gbit/s shared by {cluster.clients} clients"))
+                            why=f"{up.count} x {up.rate_bits / 1e9:g} Gbit/s shared by {cluster.clients} clients",
+                            rate_only=up.shaper == "token-bucket"))
     if cluster.switch_bits is not None:
         switch_payload = cluster.switch_bits / 8 * payload_efficiency(client.protocol, client.mtu, size,
                                                                       client.rate_bits)
         out.append(_Station("switch", size / switch_payload, 1, why=f"{cluster.switch_bits / 1e9:g} Gbit/s backplane"))
     srv = cluster.servers
     out.append(_Station(f"{srv.link.name} (server link)", size / srv.link.payload_bytes_per_s(size), srv.count,
-                        why=f"{srv.count} x {srv.link.rate_bits / 1e9:g} Gbit/s {PROTOCOLS[srv.link.protocol]}"))
+                        why=f"{srv.count} x {srv.link.rate_bits / 1e9:g} Gbit/s {PROTOCOLS[srv.link.protocol]}",
+                        rate_only=srv.link.shaper == "token-bucket"))
     cpu = srv.cpu_time_s(size)
     if cpu > 0:
         out.append(_Station(f"{srv.name} CPU", cpu, srv.count * srv.cores,
@@ -293,8 +307,11 @@ def predict_cluster(cluster: Cluster, load: ClusterLoad) -> ClusterPrediction:
         raise StackError(f"cluster: rw must be read or write, got {load.rw!r}")
     stations = _stations(cluster, load)
     capacities = {s.name: (s.servers / s.demand_s) * (cluster.clients if s.bound else 1) for s in stations}
-    bottleneck = min(stations, key=lambda s: capacities[s.name])
-    slowest = max(stations, key=lambda s: s.demand_s)
+    # token-bucket links only cap the rate (x below); the queue and a lone request's time are the
+    # other stages' (a cluster of token-bucket links alone: the lone request is the fixed delay)
+    timed = [s for s in stations if not s.rate_only] or [replace(min(stations, key=lambda s: s.demand_s), demand_s=0.0)]
+    bottleneck = min(timed, key=lambda s: capacities[s.name] if s.demand_s else math.inf)
+    slowest = max(timed, key=lambda s: s.demand_s)
     unloaded = _delay_s(cluster, load) + slowest.demand_s
     delay = max(0.0, unloaded - bottleneck.demand_s)
     per_client = load.threads * load.qd
@@ -308,6 +325,9 @@ def predict_cluster(cluster: Cluster, load: ClusterLoad) -> ClusterPrediction:
     # one stream: one request at a time over one client link, nothing else queued
     single = load.request_bytes / unloaded
     single_why = "round trip per request" if unloaded - slowest.demand_s >= slowest.demand_s else slowest.name
+    for s in stations:      # a metered link still holds one stream to its rate
+        if s.rate_only and load.request_bytes * s.servers / s.demand_s < single:
+            single, single_why = load.request_bytes * s.servers / s.demand_s, s.name
     window = cluster.client_link.window_bytes
     rtt = max(cluster.client_link.rtt_s, cluster.servers.link.rtt_s)
     if window and rtt > 0 and window / rtt < single:
