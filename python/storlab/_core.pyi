@@ -97,6 +97,16 @@ class MetaRun:
         """Names of the phases this run does, in order."""
 
     @property
+    def server(self) -> str | None:
+        """An s3:// target's endpoint URL(s), comma-separated, as the workers reach them (never a
+        credential); None for a directory."""
+
+    def is_new(self) -> bool:
+        """Whether none of the run's names existed when it was opened: an s3:// prefix held no
+        object (the LIST made when the run was opened); always True for a directory.
+        RuntimeError while a phase runs."""
+
+    @property
     def running(self) -> bool:
         """Whether a phase runs on the background thread (until `wait` has seen it end)."""
 

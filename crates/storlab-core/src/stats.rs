@@ -29,6 +29,9 @@ pub struct DirStats {
     pub series: Vec<[u64; SERIES_COLUMNS]>,
     /// Requests per size, [size, ops] sorted by size: kept when sizes vary (bssplit, bsrange).
     pub sizes: Vec<[u64; 2]>,
+    /// Time to first byte of reads, where the backend measures it (s3: issue to the first byte of
+    /// the GET's body); empty otherwise.
+    pub ttfb: Histogram,
 }
 
 impl DirStats {
@@ -93,6 +96,7 @@ impl DirStats {
         self.lat.merge(&o.lat);
         self.clat.merge(&o.clat);
         self.slat.merge(&o.slat);
+        self.ttfb.merge(&o.ttfb);
         if o.series.len() > self.series.len() {
             self.series.resize(o.series.len(), [0; SERIES_COLUMNS]);
         }
@@ -276,6 +280,12 @@ pub struct DirResult {
     /// Requests per size when sizes vary (bssplit, bsrange): fio's share of requests per size.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sizes: Vec<SizeCount>,
+    /// Time to first byte (reads of s3 targets): from the issue to the first byte of the response
+    /// body; absent where the backend does not measure it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttfb_ns: Option<LatencySummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttfb_hist: Option<Histo>,
 }
 
 /// The requests of one size in a direction.
@@ -305,6 +315,8 @@ impl DirResult {
             slat_hist: Histo::of(&s.slat),
             timeseries: TimeSeries::of(&s.series, seconds, interval_s),
             sizes: s.sizes.iter().map(|&[bs, ops]| SizeCount { bs, ops, share: if s.ops > 0 { ops as f64 / s.ops as f64 } else { 0.0 } }).collect(),
+            ttfb_ns: (s.ttfb.count() > 0).then(|| s.ttfb.summary()),
+            ttfb_hist: (s.ttfb.count() > 0).then(|| Histo::of(&s.ttfb)),
         }
     }
 }

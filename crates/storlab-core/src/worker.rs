@@ -729,6 +729,12 @@ impl<'a> Worker<'a> {
         if self.count_sizes {
             stats.count_size(len);
         }
+        // a remote backend may know when the answer's first byte came (s3's GETs)
+        if self.fd < 0 {
+            if let Some(ns) = self.backend.first_byte_ns(slot_id) {
+                stats.ttfb.record(ns);
+            }
+        }
         if split {
             let slat = slot.issued_ns.saturating_sub(slot.queued_ns);
             stats.record_split(len, slat, t_ns.saturating_sub(slot.issued_ns), interval);

@@ -24,6 +24,7 @@ struct MetaRun {
     run: Arc<Mutex<meta::MetaRun>>,
     workers: usize,
     phases: Vec<String>,
+    server: Option<String>,
     control: Mutex<Option<Arc<MetaControl>>>,
     thread: Mutex<Option<Background<Result<MetaPhaseResult>>>>,
     result: Mutex<Option<String>>,
@@ -48,6 +49,7 @@ impl MetaRun {
         Ok(MetaRun {
             workers: run.workers(),
             phases: run.spec().phases.iter().map(|p| p.name().to_string()).collect(),
+            server: run.server().map(str::to_string),
             run: Arc::new(Mutex::new(run)),
             control: Mutex::new(None),
             thread: Mutex::new(None),
@@ -64,6 +66,20 @@ impl MetaRun {
     #[getter]
     fn phases(&self) -> Vec<String> {
         self.phases.clone()
+    }
+
+    /// An s3:// target's endpoint URL(s), comma-separated, as the workers reach them (never a
+    /// credential); None for a directory.
+    #[getter]
+    fn server(&self) -> Option<String> {
+        self.server.clone()
+    }
+
+    /// Whether none of the run's names existed when it was opened: an s3:// prefix held no
+    /// object (the LIST made when the run was opened); always True for a directory, whose
+    /// folder its maker checks.
+    fn is_new(&self) -> PyResult<bool> {
+        Ok(self.idle()?.is_new())
     }
 
     /// Whether a phase is running on the background thread (until `wait` has seen it end).

@@ -1,6 +1,8 @@
 """The option table of the metadata benchmark (`storlab meta`, and `type = "meta"` phases of job
 files): its options, how a value is parsed, and how the command line, a job file and the defaults
 combine. Parsing validates only; measure/meta.py runs the benchmark with the resolved values.
+The target is a directory or an s3://BUCKET/PREFIX (then the phases are object requests: the
+default phases leave rename out and add list, and rename or mix are refused in one line).
 """
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from typing import Any, Mapping
 from .options import BY_NAME, Option, OptionError, parse_option
 
 __all__ = [
-    "META_OPTIONS", "META_BY_NAME", "FILE_PHASES", "PHASE_ORDER", "MIX_PHASE", "MIX_OPERATIONS", "MIX_OPTIONS",
+    "META_OPTIONS", "META_BY_NAME", "FILE_PHASES", "PHASE_ORDER", "MIX_PHASE", "LIST_PHASE", "S3_PHASES",
+    "S3_SHARED_OPTIONS", "NO_RENAME", "is_s3_target", "MIX_OPERATIONS", "MIX_OPTIONS",
     "SHARED_RUN_OPTIONS", "MPI_RUN_OPTIONS", "META_RUN_LEVEL", "parse_mix", "parse_meta_value",
     "resolve_meta_options", "render_reference",
 ]
@@ -19,7 +22,16 @@ FILE_PHASES = ("create", "stat", "read", "rename", "remove", "rmdir")
 # The operation-mix phase (measure/opmix.py, run in Python): after create, stat and read (it
 # works on the files create made) and before rename (which changes their names).
 MIX_PHASE = "mix"
-PHASE_ORDER = (*FILE_PHASES[:3], MIX_PHASE, *FILE_PHASES[3:])
+# Paged ListObjectsV2 over each thread's names: a phase of s3:// targets only, after read.
+LIST_PHASE = "list"
+PHASE_ORDER = (*FILE_PHASES[:3], LIST_PHASE, MIX_PHASE, *FILE_PHASES[3:])
+# The default phases of an s3:// target: no rename (S3 has none), the list added; mkdir and
+# rmdir run and say in their result that they were skipped (no directories on S3).
+S3_PHASES = ("create", "stat", "read", LIST_PHASE, "remove", "rmdir")
+# Options of `storlab run` for s3 targets that mean the same here; shared, not copied.
+S3_SHARED_OPTIONS = ("endpoint", "insecure", "virtual_host")
+NO_RENAME = ("rename: S3 has no rename (only a copy and a delete, two operations of other kinds); "
+             "leave rename out of --phases for an s3:// target")
 # The operations a mix draws from, with what one of them is (docs/meta.md).
 MIX_OPERATIONS = ("read", "write", "stat", "delete", "list")
 # Options of the mix phase: read in Python, not part of the engine's spec.
@@ -28,6 +40,11 @@ MIX_OPTIONS = ("mix", "mix_ops", "mix_time")
 SHARED_RUN_OPTIONS = ("json", "quiet", "store", "no_store", "tag", "note")
 # Options of `storlab run` that only an MPI launch of `storlab meta` reads (command line only).
 MPI_RUN_OPTIONS = ("rank_timeout",)
+
+
+def is_s3_target(target: Any) -> bool:
+    """Whether a meta target names the objects under an S3 prefix rather than a directory."""
+    return isinstance(target, str) and target.startswith("s3://")
 
 
 def _choices(**values: str) -> dict[str, str]:
@@ -72,8 +89,9 @@ def parse_mix(raw: Any, label: str = "mix") -> dict[str, float]:
 
 META_OPTIONS: tuple[Option, ...] = (
     Option("target", "str", "directory to work in: a new folder storlab-meta-<id> is made in it "
-           "and removed afterwards (default: the current directory)", default=None,
-           category="target", metavar="DIR"),
+           "and removed afterwards (default: the current directory); or s3://BUCKET/PREFIX: the "
+           "names become keys under PREFIX/storlab-meta-<id>/, each operation one request "
+           "(docs/object.md)", default=None, category="target", metavar="DIR|URL"),
     Option("threads", "int", "worker threads", default=1, minimum=1, maximum=4096, fio_name="numjobs"),
     Option("files", "int", "files each thread creates (mdtest -n)", default=10_000, minimum=1,
            maximum=2**32 - 1, unit="files", fio_name="nrfiles", cli_name="files_per_thread",
@@ -102,9 +120,11 @@ META_OPTIONS: tuple[Option, ...] = (
            "stat, read, rename and remove then work on every file created", default=False,
            category="timing"),
     Option("phases", "str", "file phases to run, comma-separated, in this order: "
-           + ",".join(PHASE_ORDER) + " (the tree is always made first; mix only with --mix; "
-           "default: all but mix, or all but mix,remove,rmdir with --keep; with --mix: "
-           "create,mix,remove,rmdir, or create,mix with --keep)", default=None, metavar="LIST"),
+           + ",".join(PHASE_ORDER) + " (the tree is always made first; mix only with --mix; list "
+           "only on s3:// targets, rename never there; default: all but list and mix, or all but "
+           "list,mix,remove,rmdir with --keep; with --mix: create,mix,remove,rmdir, or create,mix "
+           "with --keep; on s3://: " + ",".join(S3_PHASES) + ", or "
+           + ",".join(S3_PHASES[:4]) + " with --keep)", default=None, metavar="LIST"),
     Option("keep", "bool", "leave the files and directories in place, also after a failure or "
            "Ctrl-C (the working folder is printed)", default=False, category="safety"),
     Option("seed", "int", "seed of the random stat/read order and of the mix's draws", default=0x5EED, minimum=0,
@@ -113,6 +133,8 @@ META_OPTIONS: tuple[Option, ...] = (
            "fails the read (mdtest -X)", default=False),
     Option("name_prefix", "str", "prefix of every file and per-thread tree name; {rank} becomes "
            "the MPI rank (0 without MPI)", default=None, category="target", metavar="TEXT"),
+    Option("list_page", "int", "keys asked for per ListObjectsV2 request in the list phase (s3:// "
+           "targets; S3 returns at most 1000)", default=1000, minimum=1, maximum=1000, unit="keys"),
     Option("mix", "str", "run a mix phase after create (and stat, read): each thread draws its operations on its own "
            "files at these percentages (" + ",".join(MIX_OPERATIONS) + "; adding up to 100), a delete "
            "re-creates its file at once", default=None, metavar="OP=PCT,...", core=False,
@@ -122,6 +144,7 @@ META_OPTIONS: tuple[Option, ...] = (
            core=False),
     Option("mix_time", "duration", "time limit of the mix phase (with --mix-ops: whichever comes "
            "first)", default=None, category="timing", unit="s", minimum=0.001, core=False),
+    *(BY_NAME[name] for name in S3_SHARED_OPTIONS),
     *(BY_NAME[name] for name in SHARED_RUN_OPTIONS),
 )
 
@@ -150,22 +173,34 @@ def parse_meta_value(name: str, raw: Any) -> Any:
     return parse_option(opt, raw)
 
 
-def _parse_phases(raw: Any, keep: bool, mix: bool) -> tuple[str, ...]:
+def _parse_phases(raw: Any, keep: bool, mix: bool, s3: bool = False) -> tuple[str, ...]:
+    if s3 and mix:
+        raise OptionError("mix: the operation mix works on files in a directory; an s3:// target "
+                          "has its own phases (create,stat,read,list,remove)")
     if raw is None:
         if mix:     # the mix is what is measured: create makes its files, remove and rmdir end it
             return ("create", MIX_PHASE) if keep else ("create", MIX_PHASE, "remove", "rmdir")
+        if s3:
+            return S3_PHASES[:4] if keep else S3_PHASES
         return FILE_PHASES[:4] if keep else FILE_PHASES
     items = [p.strip() for p in (raw.split(",") if isinstance(raw, str) else raw)]
     unknown = [p for p in items if p not in PHASE_ORDER]
     if unknown:
         raise OptionError(f"phases: {', '.join(map(repr, unknown))} unknown; use some of "
                           f"{','.join(PHASE_ORDER)}")
+    if s3 and "rename" in items:
+        raise OptionError(NO_RENAME)
     if "create" not in items:
         raise OptionError("phases: must include create (the files the other phases work on)")
     if len(set(items)) != len(items) or items != sorted(items, key=PHASE_ORDER.index):
-        raise OptionError(f"phases: each at most once, in the order {','.join(PHASE_ORDER)}")
+        # the order of the phases this target has (a directory: no list; S3: no mix, no rename)
+        order = [p for p in PHASE_ORDER if p not in ((MIX_PHASE, "rename") if s3 else (LIST_PHASE,))]
+        raise OptionError(f"phases: each at most once, in the order {','.join(order)}")
     if "rmdir" in items and "remove" not in items:
         raise OptionError("phases: rmdir needs remove before it (directories must be empty)")
+    if not s3 and LIST_PHASE in items:
+        raise OptionError("phases: list is a phase of s3:// targets (paged ListObjectsV2); leave "
+                          "it out for a directory")
     if (MIX_PHASE in items) != mix:
         raise OptionError("phases: mix runs exactly when --mix is given: name it in --phases with "
                           "--mix, and not without")
@@ -189,7 +224,12 @@ def resolve_meta_options(cli: Mapping[str, Any] | None = None,
     mix = values["mix"] is not None
     if not mix and (values["mix_ops"] is not None or values["mix_time"] is not None):
         raise OptionError("mix_ops, mix_time: they limit the mix phase; give --mix too")
-    values["phases"] = _parse_phases(values["phases"], bool(values["keep"]), mix)
+    s3 = is_s3_target(values["target"])
+    if not s3:
+        given = [name for name in S3_SHARED_OPTIONS if values[name] not in (None, False)]
+        if given:
+            raise OptionError(f"{', '.join(given)}: for an s3://BUCKET/PREFIX target; the target is a directory")
+    values["phases"] = _parse_phases(values["phases"], bool(values["keep"]), mix, s3)
     return values
 
 

@@ -12,6 +12,10 @@ hooks, and assembles the result document (`storlab.run/1`, kind `meta`, docs/met
 Nothing is left behind unless `keep` is set: after the last phase, after a failure and after
 Ctrl-C, SIGTERM or SIGHUP the engine removes exactly the files and directories the run made; a
 signal during the removal is recorded, not raised, so the removal always runs to its end.
+
+On an s3://BUCKET/PREFIX target the working folder is the new prefix PREFIX/storlab-meta-<id>/
+(checked to hold no object before the first phase; nothing to make), each name a key under it and
+each operation one request (docs/object.md); the clean-up deletes every object of the run there.
 """
 from __future__ import annotations
 
@@ -24,7 +28,9 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from ..devices.safety import describe_path
 from ..document import RUN_SCHEMA, header
 from ..errors import TargetError, from_core
-from ..jobs.meta_options import FILE_PHASES, META_OPTIONS, META_RUN_LEVEL, MIX_PHASE, PHASE_ORDER
+from ..jobs.meta_options import (
+    FILE_PHASES, LIST_PHASE, META_OPTIONS, META_RUN_LEVEL, MIX_PHASE, PHASE_ORDER, is_s3_target,
+)
 from .aggregate import merge_meta_phase
 from .benchmark import Benchmark, PhaseHooks, run_benchmark, wait_for_phase
 from .checks import Finding
@@ -61,7 +67,10 @@ def meta_spec(values: Mapping[str, Any], workdir: str, *, rank: int = 0,
 
 
 def workdir_name(target: str, run_id: str) -> str:
-    """The run's own folder in the target directory: `storlab-meta-<id>`."""
+    """The run's own folder in the target directory (or its own prefix under an s3:// target):
+    `storlab-meta-<id>`."""
+    if is_s3_target(target):
+        return f"{target.rstrip('/')}/storlab-meta-{run_id[:12]}"
     return os.path.join(target, f"storlab-meta-{run_id[:12]}")
 
 
@@ -99,7 +108,7 @@ def meta_job_record(values: Mapping[str, Any], target: str, workdir: str) -> dic
         "workdir": workdir,
         "phases": ["mkdir", *values["phases"]],
         # fields of the run schema that have no meaning for a metadata run
-        "engine": "posix", "rw": None, "bs": None,
+        "engine": "s3" if is_s3_target(target) else "posix", "rw": None, "bs": None,
     })
     return job
 
@@ -117,7 +126,7 @@ def meta_findings(doc: dict[str, Any]) -> list[Finding]:
                 f"{min(items)}-{max(items)} of their items"
                 + (f" ({files} files each asked for); later phases work on exactly those"
                    if p["name"] == "create" else ""))))
-        elif p["complete"] and p["name"] in (*FILE_PHASES[:5], MIX_PHASE) and p["seconds"] < MIN_PHASE_SECONDS:
+        elif p["complete"] and p["name"] in (*FILE_PHASES[:5], LIST_PHASE, MIX_PHASE) and p["seconds"] < MIN_PHASE_SECONDS:
             short.append(f"{p['name']} {p['seconds'] * 1e3:.1f} ms")
     if short:
         out.append(Finding("short_phase", (
@@ -147,30 +156,42 @@ class MetaBenchmark(Benchmark):
     kind = "meta"
 
     def __post_init__(self) -> None:
-        self.target = os.path.abspath(self.values["target"] or os.getcwd())
+        self.s3 = is_s3_target(self.values["target"])
+        self.target = self.values["target"].rstrip("/") if self.s3 else os.path.abspath(self.values["target"] or os.getcwd())
         self.run = None                    # the engine's MetaRun, once prepared
         self.made_workdir = False
 
     def new_document(self, argv: Sequence[str]) -> dict[str, Any]:
         return {
             **header("meta", argv=argv, run_id=self.run_id), "job": {},
-            "environment": {**host_environment(), "engine": "posix", "io_uring": None, "targets": [],
-                            "directory": describe_path(self.target)},
+            "environment": {**host_environment(), "engine": "s3" if self.s3 else "posix", "io_uring": None,
+                            "targets": [], "directory": None if self.s3 else describe_path(self.target)},
             "warnings": [], "workers": self.values["threads"], "phases": [], "cleanup": None,
         }
 
     def prepare(self, doc: dict[str, Any]) -> None:
         from .. import _core
 
-        if self.workdir is None:
+        if self.workdir is None and self.s3:
+            # a prefix is made by the objects put under it: the run's own is checked new below
+            self.workdir = workdir_name(self.target, doc["run_id"])
+            self.made_workdir = True
+        elif self.workdir is None:
             self.workdir = make_workdir(self.target, doc["run_id"])
             self.made_workdir = True
         spec = meta_spec(self.values, self.workdir, rank=self.rank, shared_tree_owner=self.shared_tree_owner)
         try:
             self.run = _core.MetaRun(json.dumps(spec))
+            if self.s3 and self.made_workdir and not self.run.is_new():
+                self.run = None    # the objects there are not the run's: the clean-up leaves them
+                raise TargetError(f"target {self.workdir}: already holds objects; the run's own prefix must be new")
         except _core.CoreError as e:
             raise from_core(*e.args) from None
         doc["workers"] = self.run.workers
+        if self.s3:
+            # the prefix and the server, never a credential
+            doc["environment"]["targets"] = [{"path": self.workdir, "type": "s3", "server": self.run.server,
+                                              "endpoint": self.run.server, "size_bytes": 0}]
 
     def phases(self, doc: dict[str, Any]) -> Iterator[str]:
         mix_pending = MIX_PHASE in self.values["phases"]
@@ -228,7 +249,7 @@ class MetaBenchmark(Benchmark):
     def clean_up(self, doc: dict[str, Any], hooks: PhaseHooks) -> None:
         if self.run is not None:
             doc["cleanup"] = _cleanup(self.run, self.values, hooks)
-        if self.made_workdir and not (doc["cleanup"] or {}).get("error"):
+        if self.made_workdir and not self.s3 and not (doc["cleanup"] or {}).get("error"):
             remove_workdir(self.workdir, bool(self.values["keep"]))
 
     def finish(self, doc: dict[str, Any]) -> None:

@@ -83,6 +83,13 @@ def render_table(doc: dict[str, Any]) -> str:
         lines.insert(1, "mix: " + ",".join(f"{op}={pct:g}" for op, pct in job["mix"].items() if pct)
                      + " per thread, each " + (" or ".join(limits) or "10000 ops")
                      + " (shares: of the drawn operations; rates: over the mix phase's time)")
+    skipped = [p for p in doc.get("phases") or [] if p.get("skipped")]
+    if skipped:
+        lines.append(f"{', '.join(p['name'] for p in skipped)}: skipped: {skipped[0]['skipped']}")
+    for p in doc.get("phases") or []:
+        if p.get("requests") is not None:
+            lines.append(f"{p['name']}: {p['ops']} names in {p['requests']} LIST requests of up to "
+                         f"{job.get('list_page')} keys; its latencies are per request")
     if doc.get("complete") is False:
         detail = f": {doc['error']}" if doc.get("error") else ""
         lines.append(f"incomplete ({doc.get('stop_reason')}{detail}): figures cover the time until the stop")

@@ -58,6 +58,11 @@ def _phase_notes(phase: dict[str, Any]) -> list[str]:
             shown = ", ".join(f"{_size(e['bs'])} {100 * e['share']:.1f} %" for e in top[:6])
             rest = f" and {len(top) - 6} other sizes" if len(top) > 6 else ""
             out.append(f"{label}: {d} request sizes: {shown}{rest}")
+    ttfb = (phase.get("read") or {}).get("ttfb_ns")
+    if ttfb:
+        out.append(f"{label}: read time to first byte (issue to the first body byte): mean "
+                   f"{ttfb['mean'] / 1e3:,.0f} us, p50 {ttfb['p50'] / 1e3:,.0f} us, p99 {ttfb['p99'] / 1e3:,.0f} us, "
+                   f"max {ttfb['max'] / 1e3:,.0f} us")
     ss = phase.get("steadystate")
     if ss:
         state = (f"reached at {ss['attained_at_s']:.0f} s" if ss["attained"] else "not reached")

@@ -103,6 +103,12 @@ pub trait Engine {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+    /// The time to first byte, in ns, of the request of `slot` that just completed, where the
+    /// backend sees it apart from the whole request (s3: from `queue` to the first byte of a
+    /// GET's body); the worker records it with the completion, in the measured window only.
+    fn first_byte_ns(&self, _slot: u32) -> Option<u64> {
+        None
+    }
 }
 
 /// What a backend gets at set-up: the worker's open target and its slot buffers.

@@ -13,6 +13,11 @@
 //! request at offset o goes to object o / object_size at o % object_size. A write PUTs a whole
 //! object (a multipart upload above part_size), a trim DELETEs one, a read GETs a whole object or
 //! a byte range of one. A PUT is durable once answered, so `sync` has nothing to do.
+//!
+//! Time to first byte of each GET (from `queue`, the issue, to the first byte of the response
+//! body read by the helper) is kept per slot and handed to the worker with the completion
+//! (`first_byte_ns`), which records it in the read direction's `ttfb` histogram when the
+//! completion is measured (not in a ramp): `ttfb_ns` of the result, merged like the latencies.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
@@ -34,6 +39,8 @@ struct Job {
     offset: u64,
     len: u32,
     buf: SlotBuffer,
+    /// When the worker issued it (the start of its time to first byte).
+    issued: Instant,
 }
 
 struct SlotBuffer(*mut u8);
@@ -48,8 +55,9 @@ struct Layout {
     part_size: u64,
 }
 
-/// A finished request: its slot, and its bytes or the failure in words.
-type Done = (u32, std::result::Result<i64, String>);
+/// A finished request: its slot, its bytes or the failure in words, and a GET's time to first
+/// byte in ns.
+type Done = (u32, std::result::Result<i64, String>, Option<u64>);
 
 pub struct S3 {
     /// One sender per slot, to that slot's helper.
@@ -64,6 +72,8 @@ pub struct S3 {
     /// Per slot: why its last request failed, in words (the completion carries -EIO; the worker
     /// asks for this to say what the server answered).
     failures: Vec<Option<String>>,
+    /// Per slot: the time to first byte of its last completed GET (None for other requests).
+    first_byte: Vec<Option<u64>>,
 }
 
 impl S3 {
@@ -85,8 +95,8 @@ impl S3 {
                 .name(format!("s3-w{worker}-{slot}"))
                 .spawn(move || {
                     while let Ok(job) = rx.recv() {
-                        let result = serve(&client, &layout, &job, &stop);
-                        if done_tx.send((slot, result)).is_err() {
+                        let (result, ttfb) = serve(&client, &layout, &job, &stop);
+                        if done_tx.send((slot, result, ttfb)).is_err() {
                             return;
                         }
                     }
@@ -95,13 +105,14 @@ impl S3 {
             jobs.push(tx);
             helpers.push(helper);
         }
-        Ok(S3 { jobs, done, in_flight: 0, helpers, stop, client, layout, failures: vec![None; qd as usize] })
+        Ok(S3 { jobs, done, in_flight: 0, helpers, stop, client, layout, failures: vec![None; qd as usize], first_byte: vec![None; qd as usize] })
     }
 
     /// Hand over one finished request; a failed one completes with -EIO, its words kept for
     /// `failure_message`.
-    fn deliver(&mut self, (slot, result): Done, out: &mut Vec<Completion>) {
+    fn deliver(&mut self, (slot, result, ttfb): Done, out: &mut Vec<Completion>) {
         self.in_flight -= 1;
+        self.first_byte[slot as usize] = ttfb;
         let result = match result {
             Ok(bytes) => bytes,
             Err(message) => {
@@ -113,19 +124,23 @@ impl S3 {
     }
 }
 
-/// Do one request on a helper thread: bytes moved, or what went wrong in one line.
-fn serve(client: &Client, layout: &Layout, job: &Job, stop: &AtomicBool) -> std::result::Result<i64, String> {
+/// Do one request on a helper thread: bytes moved, or what went wrong in one line; and for a
+/// GET that succeeded, its time to first byte in ns.
+fn serve(client: &Client, layout: &Layout, job: &Job, stop: &AtomicBool) -> (std::result::Result<i64, String>, Option<u64>) {
     let (object, within) = (job.offset / layout.object_size, job.offset % layout.object_size);
     let key = layout.set.key(object);
     let len = job.len as usize;
     // SAFETY: the slot's buffer holds len bytes and is this helper's until the completion is reaped.
     let buf = unsafe { std::slice::from_raw_parts_mut(job.buf.0, len) };
+    let mut ttfb = None;
     let outcome = match job.dir {
-        Dir::Read => client.get_into(&key, within, buf, within == 0 && job.len as u64 == layout.object_size),
+        Dir::Read => client.get_into(&key, within, buf, within == 0 && job.len as u64 == layout.object_size).map(|first_byte| {
+            ttfb = Some(first_byte.saturating_duration_since(job.issued).as_nanos() as u64);
+        }),
         Dir::Write => client.put(&key, buf, layout.part_size, stop),
         Dir::Trim => client.delete(&key),
     };
-    outcome.map(|()| len as i64).map_err(|f| {
+    let result = outcome.map(|()| len as i64).map_err(|f| {
         let what = match job.dir {
             Dir::Read if len as u64 == layout.object_size => "GET".to_string(),
             Dir::Read => format!("GET of bytes {within}-{}", within + len as u64 - 1),
@@ -133,7 +148,8 @@ fn serve(client: &Client, layout: &Layout, job: &Job, stop: &AtomicBool) -> std:
             Dir::Trim => "DELETE".to_string(),
         };
         client.explain(&format!("s3://{}/{key}: {what}", layout.set.bucket), &f)
-    })
+    });
+    (result, ttfb)
 }
 
 impl Engine for S3 {
@@ -142,7 +158,7 @@ impl Engine for S3 {
     }
 
     unsafe fn queue(&mut self, r: &Request) -> Result<Queued> {
-        let job = Job { dir: r.dir, offset: r.offset, len: r.len, buf: SlotBuffer(r.buf) };
+        let job = Job { dir: r.dir, offset: r.offset, len: r.len, buf: SlotBuffer(r.buf), issued: Instant::now() };
         self.jobs[r.slot as usize].send(job).map_err(|_| Error::engine("s3: a helper thread has stopped"))?;
         self.in_flight += 1;
         Ok(Queued::Pending)
@@ -187,7 +203,7 @@ impl Engine for S3 {
             let (object, within) = (at / size, at % size);
             let n = ((size - within) as usize).min(buf.len() - done);
             let key = self.layout.set.key(object);
-            self.client.get_into(&key, within, &mut buf[done..done + n], false).map_err(|f| {
+            self.client.get_into(&key, within, &mut buf[done..done + n], false).map(drop).map_err(|f| {
                 Error::io(self.client.explain(&format!("s3://{}/{key}: read-back of {n} bytes at {within}", self.layout.set.bucket), &f))
             })?;
             done += n;
@@ -201,6 +217,10 @@ impl Engine for S3 {
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
         vec![("slowdown_retries", self.client.slowdowns.load(Ordering::Relaxed))]
+    }
+
+    fn first_byte_ns(&self, slot: u32) -> Option<u64> {
+        self.first_byte.get(slot as usize).copied().flatten()
     }
 }
 

@@ -245,7 +245,7 @@ pub fn read(dir: RawFd, path: &CStr, buf: &mut [u8], size: u64, expect: Option<&
 
 /// The index of the first byte of `got` that differs from `data` repeated, starting at `data[from]`;
 /// compared a run at a time (memcmp), so a 3,901-byte file costs what its copy costs.
-fn first_difference(got: &[u8], data: &[u8], from: usize) -> Option<usize> {
+pub(crate) fn first_difference(got: &[u8], data: &[u8], from: usize) -> Option<usize> {
     let (mut i, mut pos) = (0, from);
     while i < got.len() {
         let n = (got.len() - i).min(data.len() - pos);

@@ -41,7 +41,7 @@ pub struct MetaPhaseResult {
     pub seconds: f64,
     /// ops / seconds.
     pub ops_per_s: f64,
-    /// Per-operation latency (a create includes its write, fsync and close).
+    /// Per-operation latency (a create includes its write, fsync and close; list: per request).
     pub lat_ns: LatencySummary,
     pub lat_hist: Histo,
     /// Operations each worker finished (index = worker id).
@@ -58,6 +58,12 @@ pub struct MetaPhaseResult {
     /// fsync of the changed directories at the end of the phase (inside `seconds`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dir_sync: Option<SyncResult>,
+    /// list: the LIST requests made (`ops` counts the names they returned, `lat_ns` is per request).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    /// Why the phase did nothing where it has no meaning (mkdir and rmdir on an object store).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<&'static str>,
     /// Wall-clock time of the phase start (seconds since the Unix epoch), to line up MPI ranks.
     pub start_unix_s: f64,
     pub workers: Vec<MetaWorkerSummary>,
@@ -136,6 +142,8 @@ impl MetaPhaseResult {
             bw_bytes: rate(bytes),
             file_sync: sync_result(&file_sync),
             dir_sync: sync_result(&dir_sync),
+            requests: (phase == MetaPhase::List).then(|| done.iter().map(|w| w.requests).sum()),
+            skipped: None,
             start_unix_s,
             workers,
         }

@@ -1,5 +1,5 @@
-//! A metadata run: the target directory opened once, each worker's state carried from phase to
-//! phase, phases run one at a time (so an orchestrator can put a barrier between them, as mdtest
+//! A metadata run: its namespace (the target directory, or the objects under an s3:// prefix)
+//! opened once, each worker's state carried from phase to phase, phases run one at a time (so an orchestrator can put a barrier between them, as mdtest
 //! does between its phases across ranks), and the clean-up of whatever still exists.
 
 use serde::Serialize;
@@ -8,7 +8,8 @@ use crate::error::{Error, Result};
 
 use super::control::MetaControl;
 use super::names::Shape;
-use super::ops::Dir;
+use super::namespace::{LocalNamespace, Namespace};
+use super::objects::ObjectNamespace;
 use super::result::MetaPhaseResult;
 use super::spec::{DirMode, MetaPhase, MetaSpec};
 use super::worker::{self, owns_tree, PhaseCtx, WorkerPhase, WorkerState};
@@ -23,24 +24,46 @@ pub struct CleanupReport {
 pub struct MetaRun {
     spec: MetaSpec,
     shape: Shape,
-    /// The target directory, the anchor of every relative path.
-    base: Dir,
+    /// Where every name lives: the target directory, or the objects under an s3:// prefix.
+    ns: Box<dyn Namespace>,
+    /// The object namespace's endpoints (None for a directory), for the result's target record.
+    server: Option<String>,
     states: Vec<WorkerState>,
     next: usize,
 }
 
 impl MetaRun {
-    /// Validate the spec and open the target directory (which must exist).
+    /// Validate the spec and open its namespace: the target directory (which must exist), or
+    /// the s3:// prefix (a LIST there checks endpoint, credentials and bucket; nothing written).
     pub fn new(spec: MetaSpec) -> Result<MetaRun> {
         spec.validate()?;
-        let base = Dir::open(&spec.target).map_err(|e| Error::target(&spec.target, format!("cannot open the directory: {e}")))?;
+        let (ns, server): (Box<dyn Namespace>, Option<String>) = if spec.is_s3() {
+            let objects = ObjectNamespace::open(&spec)?;
+            let server = objects.server();
+            (Box::new(objects), Some(server))
+        } else {
+            (Box::new(LocalNamespace::open(&spec.target)?), None)
+        };
         Ok(MetaRun {
             shape: Shape::of(&spec),
             states: vec![WorkerState::default(); spec.threads as usize],
             spec,
-            base,
+            ns,
+            server,
             next: 0,
         })
+    }
+
+    /// An s3:// target's endpoint URL(s), comma-separated; None for a directory.
+    pub fn server(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
+    /// Whether none of the namespace's names existed when the run was opened: for an s3://
+    /// prefix, that it held no object (a run's own prefix must be new); a directory is checked
+    /// by its maker.
+    pub fn is_new(&self) -> bool {
+        self.ns.was_new()
     }
 
     pub fn spec(&self) -> &MetaSpec {
@@ -97,8 +120,8 @@ impl MetaRun {
             return Err(Error::spec(format!("meta: the control was made for {}, the next phase is {}", control.phase.name(), phase.name())));
         }
         self.next += 1;
-        let MetaRun { spec, shape, base, states, .. } = self;
-        let ctx = PhaseCtx { spec, shape, base, phase, control };
+        let MetaRun { spec, shape, ns, states, .. } = self;
+        let ctx = PhaseCtx { spec, shape, ns: ns.as_ref(), phase, control };
         let (outputs, panicked) = control.base.run_workers(
             states.iter_mut(),
             |w| format!("storlab-meta{w}"),
@@ -120,7 +143,11 @@ impl MetaRun {
             self.stop();
         }
         let stonewall = self.spec.stonewall.filter(|_| !self.spec.stonewall_create_only || phase == MetaPhase::Create);
-        Ok(MetaPhaseResult::merge(phase, &done, control.start(), control.base.start_unix_s(), stonewall, stop))
+        let mut result = MetaPhaseResult::merge(phase, &done, control.start(), control.base.start_unix_s(), stonewall, stop);
+        if matches!(phase, MetaPhase::Mkdir | MetaPhase::Rmdir) {
+            result.skipped = self.ns.no_dirs();
+        }
+        Ok(result)
     }
 
     /// Remove every file and directory of this run that still exists (not timed) and run no
@@ -130,12 +157,12 @@ impl MetaRun {
     /// is reported with its path.
     pub fn cleanup(&mut self) -> Result<CleanupReport> {
         self.stop();
-        let MetaRun { spec, shape, base, states, .. } = self;
-        let (spec, shape, base) = (&*spec, &*shape, &*base);
+        let MetaRun { spec, shape, ns, states, .. } = self;
+        let (spec, shape, ns) = (&*spec, &*shape, ns.as_ref());
         let one = |w: usize, st: &mut WorkerState| -> (u64, u64, Option<Error>) {
-            let (files, e1) = worker::remove_leftover_files(spec, shape, base, w, st);
+            let (files, e1) = worker::remove_leftover_files(spec, shape, ns, w, st);
             let (dirs, e2) = if spec.dir == DirMode::Unique && e1.is_none() {
-                worker::remove_tree(spec, shape, base, w, st)
+                worker::remove_tree(spec, shape, ns, w, st)
             } else {
                 (0, None)
             };
@@ -162,9 +189,16 @@ impl MetaRun {
             first_err = first_err.or(r.2);
         }
         if spec.dir == DirMode::Shared && owns_tree(spec, 0) && first_err.is_none() {
-            let (d, e) = worker::remove_tree(spec, shape, base, 0, &mut states[0]);
+            let (d, e) = worker::remove_tree(spec, shape, ns, 0, &mut states[0]);
             report.dirs_removed += d;
             first_err = e;
+        }
+        if first_err.is_none() {
+            // what the states do not know of (an object store: a PUT cut short by a failure)
+            match ns.sweep(spec) {
+                Ok(n) => report.files_removed += n,
+                Err(e) => first_err = Some(e),
+            }
         }
         match first_err {
             Some(e) => Err(e),

@@ -22,6 +22,8 @@ pub enum MetaPhase {
     Stat,
     /// Open each file, read `file_size` bytes, close.
     Read,
+    /// List the names of each tree a page at a time (s3 targets: ListObjectsV2).
+    List,
     /// Rename each file to a second name in the same directory.
     Rename,
     /// Unlink each file.
@@ -31,11 +33,12 @@ pub enum MetaPhase {
 }
 
 impl MetaPhase {
-    pub const ALL: [MetaPhase; 7] = [
+    pub const ALL: [MetaPhase; 8] = [
         MetaPhase::Mkdir,
         MetaPhase::Create,
         MetaPhase::Stat,
         MetaPhase::Read,
+        MetaPhase::List,
         MetaPhase::Rename,
         MetaPhase::Remove,
         MetaPhase::Rmdir,
@@ -47,6 +50,7 @@ impl MetaPhase {
             MetaPhase::Create => "create",
             MetaPhase::Stat => "stat",
             MetaPhase::Read => "read",
+            MetaPhase::List => "list",
             MetaPhase::Rename => "rename",
             MetaPhase::Remove => "remove",
             MetaPhase::Rmdir => "rmdir",
@@ -104,7 +108,15 @@ pub const BOUNDS: &[Bounds<MetaSpec>] = &[
     secs("stonewall", 0.001, |m| m.stonewall.map(Num::Real)),
     // i64's range: the largest seed a TOML job file can write
     ints("seed", Unit::Count, 0, i64::MAX as u64, |m| Some(Num::Int(m.seed))),
+    ints("list_page", Unit::Count, 1, MAX_LIST_PAGE as u64, |m| Some(Num::Int(m.list_page.into()))),
 ];
+
+/// The most keys one ListObjectsV2 request returns (S3's limit).
+pub const MAX_LIST_PAGE: u32 = 1000;
+/// The largest object a create PUTs on an s3 target: each thread holds one object's body.
+pub const MAX_OBJECT_BYTES: u64 = 1 << 30;
+/// What the spec says when rename is asked of an s3 target.
+pub const NO_RENAME: &str = "rename: S3 has no rename (only a copy and a delete, two operations of other kinds); leave rename out of --phases for an s3:// target";
 
 /// The allowed values of a choice option of the meta spec.
 pub fn choices(field: &str) -> Option<Vec<String>> {
@@ -118,7 +130,8 @@ pub fn choices(field: &str) -> Option<Vec<String>> {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MetaSpec {
-    /// Existing directory the trees are made in.
+    /// Existing directory the trees are made in, or the s3://BUCKET/PREFIX the names are keys
+    /// under (the run's own new prefix).
     pub target: String,
     /// Worker threads.
     pub threads: u32,
@@ -156,6 +169,14 @@ pub struct MetaSpec {
     pub name_prefix: String,
     /// Whether this process makes and removes the shared tree (only one MPI rank does).
     pub shared_tree_owner: bool,
+    /// s3:// targets: the endpoint URL(s), comma-separated (else from the AWS environment).
+    pub endpoint: Option<String>,
+    /// s3:// targets: do not check the endpoint's TLS certificate.
+    pub insecure: bool,
+    /// s3:// targets: address the bucket as BUCKET.HOST.
+    pub virtual_host: bool,
+    /// s3:// targets: keys per ListObjectsV2 request of the list phase.
+    pub list_page: u32,
 }
 
 impl Default for MetaSpec {
@@ -173,12 +194,17 @@ impl Default for MetaSpec {
             fsync_dirs: false,
             stonewall: None,
             stonewall_create_only: false,
-            phases: MetaPhase::ALL.to_vec(),
+            // every phase but list, which is for s3 targets
+            phases: MetaPhase::ALL.into_iter().filter(|p| *p != MetaPhase::List).collect(),
             keep: false,
             seed: 0x5EED,
             verify_read: false,
             name_prefix: String::new(),
             shared_tree_owner: true,
+            endpoint: None,
+            insecure: false,
+            virtual_host: false,
+            list_page: MAX_LIST_PAGE,
         }
     }
 }
@@ -213,10 +239,16 @@ impl MetaSpec {
         (0..=self.depth).map(|l| (self.fanout as u64).pow(l)).sum()
     }
 
+    /// Whether the target is the objects under an s3:// prefix rather than a directory.
+    pub fn is_s3(&self) -> bool {
+        self.target.starts_with("s3://")
+    }
+
     pub fn validate(&self) -> Result<()> {
         if self.target.is_empty() {
-            return Err(Error::spec("target: a directory is required"));
+            return Err(Error::spec("target: a directory or an s3://BUCKET/PREFIX is required"));
         }
+        self.check_namespace()?;
         rules::check_all(BOUNDS, self)?;
         let dirs = (0..=self.depth)
             .try_fold(0u64, |acc, l| (self.fanout as u64).checked_pow(l).and_then(|n| acc.checked_add(n)));
@@ -244,6 +276,30 @@ impl MetaSpec {
         }
         if self.phases.contains(&MetaPhase::Rmdir) && !self.phases.contains(&MetaPhase::Remove) {
             return Err(Error::spec("phases: rmdir needs remove before it (directories must be empty)"));
+        }
+        Ok(())
+    }
+
+    /// What an object store cannot do and a directory does not need, each refused in one line.
+    fn check_namespace(&self) -> Result<()> {
+        if !self.is_s3() {
+            if self.phases.contains(&MetaPhase::List) {
+                return Err(Error::spec("phases: list is a phase of s3:// targets (paged ListObjectsV2); leave it out for a directory"));
+            }
+            if self.endpoint.is_some() || self.insecure || self.virtual_host {
+                return Err(Error::spec("endpoint, insecure, virtual_host: options of an s3:// target; the target is a directory"));
+            }
+            return Ok(());
+        }
+        if self.phases.contains(&MetaPhase::Rename) {
+            return Err(Error::spec(NO_RENAME));
+        }
+        if self.fsync_files || self.fsync_dirs {
+            let name = if self.fsync_files { "fsync_files" } else { "fsync_dirs" };
+            return Err(Error::spec(format!("{name}: S3 has no fsync (a PUT is durable once answered) and no directories; leave it off for an s3:// target")));
+        }
+        if self.file_size > MAX_OBJECT_BYTES {
+            return Err(Error::spec(format!("file_size: {} bytes is more than an s3:// target's meta run writes per object; allowed: <= {MAX_OBJECT_BYTES}", self.file_size)));
         }
         Ok(())
     }
@@ -279,7 +335,7 @@ mod tests {
     #[test]
     fn defaults_are_valid_and_complete() {
         let s = spec("").unwrap();
-        assert_eq!(s.phases.len(), 7);
+        assert_eq!(s.phases.len(), 7, "every phase but list");
         assert_eq!(s.leaves(), 1);
         assert_eq!(s.tree_dirs(), 1);
         assert!(MetaSpec::field_names().contains(&"fsync_dirs".to_string()));
@@ -311,5 +367,20 @@ mod tests {
             assert!(e.message.contains(field), "{extra}: {}", e.message);
         }
         assert!(MetaSpec::from_json("{}").unwrap_err().message.contains("target"));
+    }
+
+    #[test]
+    fn an_s3_target_refuses_what_an_object_store_cannot_do_and_a_directory_refuses_list() {
+        let s3 = |extra: &str| MetaSpec::from_json(&format!(r#"{{"target": "s3://bench/p/x", "phases": ["mkdir", "create", "stat", "read", "list", "remove", "rmdir"]{extra}}}"#));
+        assert!(s3("").unwrap().is_s3());
+        let e = MetaSpec::from_json(r#"{"target": "s3://bench/p"}"#).unwrap_err().message;
+        assert_eq!(e, NO_RENAME);
+        assert!(e.starts_with("rename: S3 has no rename") && !e.contains('\n'));
+        assert!(s3(r#", "fsync_files": true"#).unwrap_err().message.starts_with("fsync_files: S3 has no fsync"));
+        assert!(s3(r#", "fsync_dirs": true"#).unwrap_err().message.starts_with("fsync_dirs:"));
+        assert!(s3(r#", "file_size": 2147483648"#).unwrap_err().message.starts_with("file_size:"));
+        assert!(s3(r#", "list_page": 1001"#).unwrap_err().message.starts_with("list_page:"));
+        assert!(spec(r#""phases": ["mkdir", "create", "list"]"#).unwrap_err().message.contains("list is a phase of s3:// targets"));
+        assert!(spec(r#""endpoint": "http://h:1""#).unwrap_err().message.starts_with("endpoint"));
     }
 }

@@ -1,8 +1,9 @@
 //! One worker thread of one metadata phase: set-up outside the clock (a descriptor table of its
-//! own, as each mdtest rank has; open its tree, format its name stems, shuffle its items), meet
-//! the others at the start barrier, then one system call per item with its latency recorded in
-//! the worker's own histogram. No allocation and no lock per
-//! operation; progress is published through relaxed stores to the worker's own cache line.
+//! own, as each mdtest rank has; open its tree in the run's namespace, format its name stems,
+//! shuffle its items), meet the others at the start barrier, then one operation per item (a
+//! system call on a directory, a request on an object store: `namespace`) with its latency
+//! recorded in the worker's own histogram. No lock per operation, and on a directory no
+//! allocation; progress is published through relaxed stores to the worker's own cache line.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -11,7 +12,8 @@ use crate::error::{Error, Result};
 use crate::histogram::Histogram;
 
 use super::names::{self, NameBuf, Shape};
-use super::ops::{self, Dir, OpError};
+use super::namespace::{Namespace, Tree};
+use super::ops::{self, OpError};
 use super::control::MetaControl;
 use super::spec::{DirMode, MetaPhase, MetaSpec, Order};
 
@@ -36,8 +38,8 @@ pub struct WorkerState {
 pub struct PhaseCtx<'a> {
     pub spec: &'a MetaSpec,
     pub shape: &'a Shape,
-    /// The target directory.
-    pub base: &'a Dir,
+    /// Where the names live: the target directory or the objects under an s3:// prefix.
+    pub ns: &'a dyn Namespace,
     pub phase: MetaPhase,
     pub control: &'a MetaControl,
 }
@@ -51,6 +53,8 @@ pub struct WorkerPhase {
     pub ops: u64,
     /// Bytes written (create) or read (read).
     pub bytes: u64,
+    /// LIST requests (list: `ops` counts the names they returned).
+    pub requests: u64,
     pub start: Instant,
     pub end: Instant,
     pub stonewalled: bool,
@@ -67,13 +71,8 @@ pub fn owns_tree(spec: &MetaSpec, w: usize) -> bool {
     }
 }
 
-fn ns(a: Instant, b: Instant) -> u64 {
+fn nanos(a: Instant, b: Instant) -> u64 {
     b.saturating_duration_since(a).as_nanos() as u64
-}
-
-/// The full path of a name relative to the target (for error messages only).
-fn full_path(spec: &MetaSpec, rel: &str) -> String {
-    format!("{}/{}", spec.target.trim_end_matches('/'), rel)
 }
 
 fn op_error(phase: MetaPhase, path: String, e: OpError) -> Error {
@@ -115,14 +114,14 @@ fn data_buffer(len: usize, seed: u64) -> Vec<u8> {
 /// Remove this worker's files that still exist ([removed, created)), ignoring ones already gone.
 /// Not timed: used before rmdir after a stonewalled remove, and by the clean-up. Returns the files
 /// removed and the first error.
-pub fn remove_leftover_files(spec: &MetaSpec, shape: &Shape, base: &Dir, w: usize, st: &mut WorkerState) -> (u64, Option<Error>) {
+pub fn remove_leftover_files(spec: &MetaSpec, shape: &Shape, ns: &dyn Namespace, w: usize, st: &mut WorkerState) -> (u64, Option<Error>) {
     if st.removed >= st.created {
         return (0, None);
     }
     let root_name = names::tree_root(spec, w);
-    let root = match Dir::open_at(base.fd(), &cstring(&root_name)) {
-        Ok(d) => d,
-        Err(e) => return (0, Some(Error::io(format!("clean-up: cannot open {}: {e}", full_path(spec, &root_name))))),
+    let mut root = match ns.tree(w, &root_name) {
+        Ok(t) => t,
+        Err(e) => return (0, Some(Error::io(format!("clean-up: {}", e.message)))),
     };
     let (stem_f, stem_r) = names::stems(spec, w);
     let mut name = NameBuf::new();
@@ -130,14 +129,15 @@ pub fn remove_leftover_files(spec: &MetaSpec, shape: &Shape, base: &Dir, w: usiz
     for i in st.removed..st.created {
         let stem = if i < st.renamed { &stem_r } else { &stem_f };
         let p = name.file(shape, stem, i);
-        match ops::unlink(root.fd(), p) {
+        match root.remove(p) {
             Ok(()) => removed += 1,
             Err(e) if e.errno() == Some(libc::ENOENT) => {}
             Err(e) => {
                 if first_err.is_none() {
                     first_err = Some(Error::io(format!(
-                        "clean-up: unlink of {} failed: {}",
-                        full_path(spec, &format!("{root_name}/{}", name.text())),
+                        "clean-up: {} of {} failed: {}",
+                        e.step,
+                        ns.full(&format!("{root_name}/{}", name.text())),
                         e.err
                     )));
                 }
@@ -151,18 +151,21 @@ pub fn remove_leftover_files(spec: &MetaSpec, shape: &Shape, base: &Dir, w: usiz
 }
 
 /// Remove the directories of this worker's tree that exist, deepest first. Not timed.
-pub fn remove_tree(spec: &MetaSpec, shape: &Shape, base: &Dir, w: usize, st: &mut WorkerState) -> (u64, Option<Error>) {
+pub fn remove_tree(spec: &MetaSpec, shape: &Shape, ns: &dyn Namespace, w: usize, st: &mut WorkerState) -> (u64, Option<Error>) {
+    if ns.no_dirs().is_some() {
+        return (0, None);
+    }
     let mut name = NameBuf::new();
     name.set_head(names::tree_root(spec, w).as_bytes());
     let mut removed = 0;
     while st.dirs > 0 {
         let (level, index) = shape.bfs(st.dirs - 1);
         let p = name.dir(shape, level, index);
-        match ops::rmdir(base.fd(), p) {
+        match ns.rmdir(p) {
             Ok(()) => removed += 1,
             Err(e) if e.errno() == Some(libc::ENOENT) => {}
             Err(e) => {
-                let msg = format!("clean-up: rmdir of {} failed: {}", full_path(spec, &name.text()), e.err);
+                let msg = format!("clean-up: rmdir of {} failed: {}", ns.full(&name.text()), e.err);
                 return (removed, Some(Error::io(msg)));
             }
         }
@@ -171,33 +174,28 @@ pub fn remove_tree(spec: &MetaSpec, shape: &Shape, base: &Dir, w: usize, st: &mu
     (removed, None)
 }
 
-fn cstring(s: &str) -> std::ffi::CString {
-    std::ffi::CString::new(s).expect("names never contain NUL (checked in the spec)")
-}
-
 /// Run worker `w`'s part of a phase. Always reaches the start barrier exactly once, even when its
 /// set-up fails, so no other thread waits forever. Returns the statistics of what was done also
 /// when an operation failed, with the error beside them.
 pub fn run(ctx: &PhaseCtx<'_>, w: usize, st: &mut WorkerState) -> (WorkerPhase, Option<Error>) {
-    let (spec, shape, phase, control) = (ctx.spec, ctx.shape, ctx.phase, ctx.control);
+    let (spec, shape, phase, control, ns) = (ctx.spec, ctx.shape, ctx.phase, ctx.control, ctx.ns);
     let root_name = names::tree_root(spec, w);
     let owner = owns_tree(spec, w);
+    // a namespace without directories has no tree to make or remove: those phases skip
+    let dirs = ns.no_dirs().is_none();
 
     // --- set-up, outside the clock -----------------------------------------------------------
-    let setup: Result<Option<Dir>> = (|| {
+    let setup: Result<Option<Box<dyn Tree + '_>>> = (|| {
         // first, so every descriptor this worker opens lives (and dies) in its own table
         ops::private_descriptor_table();
-        if phase == MetaPhase::Rmdir {
+        if phase == MetaPhase::Rmdir && dirs {
             // A stonewalled remove left files behind; the directories must be empty for rmdir.
-            if let (_, Some(e)) = remove_leftover_files(spec, shape, ctx.base, w, st) {
+            if let (_, Some(e)) = remove_leftover_files(spec, shape, ns, w, st) {
                 return Err(e);
             }
         }
         if phase.is_item_phase() {
-            let c = cstring(&root_name);
-            return Dir::open_at(ctx.base.fd(), &c)
-                .map(Some)
-                .map_err(|e| Error::io(format!("{} cannot start: cannot open {}: {e}", phase.name(), full_path(spec, &root_name))));
+            return ns.tree(w, &root_name).map(Some).map_err(|e| Error::io(format!("{} cannot start: {}", phase.name(), e.message)));
         }
         Ok(None)
     })();
@@ -206,7 +204,7 @@ pub fn run(ctx: &PhaseCtx<'_>, w: usize, st: &mut WorkerState) -> (WorkerPhase, 
         MetaPhase::Stat | MetaPhase::Read => st.created,
         MetaPhase::Rename => st.created - st.renamed,
         MetaPhase::Remove => st.created - st.removed,
-        MetaPhase::Mkdir | MetaPhase::Rmdir => 0,
+        MetaPhase::Mkdir | MetaPhase::Rmdir | MetaPhase::List => 0,
     };
     let order = visit_order(spec, phase, w, items);
     let chunk = spec.file_size.min(MAX_CHUNK_BYTES) as usize;
@@ -226,10 +224,11 @@ pub fn run(ctx: &PhaseCtx<'_>, w: usize, st: &mut WorkerState) -> (WorkerPhase, 
         dir_sync: Histogram::new(),
         ops: 0,
         bytes: 0,
+        requests: 0,
         start: Instant::now(),
         end: Instant::now(),
         stonewalled: false,
-        tree_root: full_path(spec, &root_name),
+        tree_root: ns.full(&root_name),
         first_item: match phase {
             MetaPhase::Create => st.created,
             MetaPhase::Rename => st.renamed,
@@ -243,7 +242,7 @@ pub fn run(ctx: &PhaseCtx<'_>, w: usize, st: &mut WorkerState) -> (WorkerPhase, 
     control.base.ready.wait();
     let start = control.start();
     out.start = start.max(Instant::now());
-    let root = match setup {
+    let mut root = match setup {
         Ok(r) => r,
         Err(e) => {
             out.end = out.start;
@@ -271,7 +270,7 @@ pub fn run(ctx: &PhaseCtx<'_>, w: usize, st: &mut WorkerState) -> (WorkerPhase, 
                 failure = Some(op_error(phase, $path, e));
                 break;
             }
-            out.lat.record(ns(t0, t1));
+            out.lat.record(nanos(t0, t1));
             out.ops += 1;
             $done;
             progress.publish(out.bytes, out.ops, 0);
@@ -286,75 +285,107 @@ pub fn run(ctx: &PhaseCtx<'_>, w: usize, st: &mut WorkerState) -> (WorkerPhase, 
     }
 
     match phase {
-        MetaPhase::Mkdir if owner => {
+        MetaPhase::Mkdir if owner && dirs => {
             name.set_head(root_name.as_bytes());
             for pos in st.dirs..shape.total_dirs() {
                 let (level, index) = shape.bfs(pos);
                 let p = name.dir(shape, level, index);
-                timed!(ops::mkdir(ctx.base.fd(), p), full_path(spec, &name.text()), st.dirs = pos + 1);
+                timed!(ns.mkdir(p), ns.full(&name.text()), st.dirs = pos + 1);
             }
         }
-        MetaPhase::Rmdir if owner => {
+        MetaPhase::Rmdir if owner && dirs => {
             name.set_head(root_name.as_bytes());
             while st.dirs > 0 {
                 let (level, index) = shape.bfs(st.dirs - 1);
                 let p = name.dir(shape, level, index);
-                timed!(ops::rmdir(ctx.base.fd(), p), full_path(spec, &name.text()), st.dirs -= 1);
+                timed!(ns.rmdir(p), ns.full(&name.text()), st.dirs -= 1);
             }
         }
-        MetaPhase::Mkdir | MetaPhase::Rmdir => {} // a shared tree is made by its owner alone
+        // a shared tree is made by its owner alone; an object store has no tree to make
+        MetaPhase::Mkdir | MetaPhase::Rmdir => {}
         MetaPhase::Create => {
-            let dir = root.as_ref().expect("item phases open the tree root").fd();
+            let tree = root.as_mut().expect("item phases open the tree root");
             let fsync = spec.fsync_files;
             for i in st.created..spec.files {
                 let p = name.file(shape, &stem_f, i);
                 let sync = if fsync { Some(&mut out.file_sync) } else { None };
                 timed!(
-                    ops::create(dir, p, &data, size, sync),
-                    full_path(spec, &format!("{root_name}/{}", name.text())),
+                    tree.create(p, &data, size, sync),
+                    ns.full(&format!("{root_name}/{}", name.text())),
                     { st.created = i + 1; out.bytes += size }
                 );
             }
         }
         MetaPhase::Stat | MetaPhase::Read => {
-            let dir = root.as_ref().expect("item phases open the tree root").fd();
+            let tree = root.as_mut().expect("item phases open the tree root");
             let is_read = phase == MetaPhase::Read;
             for k in 0..items {
                 let i = order.as_ref().map_or(k, |o| o[k as usize] as u64);
                 let stem = if i < st.renamed { &stem_r } else { &stem_f };
                 let p = name.file(shape, stem, i);
                 timed!(
-                    if is_read { ops::read(dir, p, &mut data, size, expect.as_deref()) } else { ops::stat(dir, p, size) },
-                    full_path(spec, &format!("{root_name}/{}", name.text())),
+                    if is_read { tree.read(p, &mut data, size, expect.as_deref()) } else { tree.stat(p, size) },
+                    ns.full(&format!("{root_name}/{}", name.text())),
                     if is_read { out.bytes += size }
                 );
             }
         }
+        MetaPhase::List if owner => {
+            // one request a page; the phase's operations are the names listed
+            let tree = root.as_mut().expect("item phases open the tree root");
+            let mut token: Option<String> = None;
+            loop {
+                let t0 = Instant::now();
+                let r = tree.list_page(token.as_deref(), spec.list_page);
+                let t1 = Instant::now();
+                match r {
+                    Ok((listed, next)) => {
+                        out.lat.record(nanos(t0, t1));
+                        out.requests += 1;
+                        out.ops += listed;
+                        token = next;
+                    }
+                    Err(e) => {
+                        failure = Some(op_error(phase, ns.full(&root_name), e));
+                        break;
+                    }
+                }
+                progress.publish(out.bytes, out.ops, 0);
+                if token.is_none() || stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                if deadline.is_some_and(|d| t1 >= d) {
+                    out.stonewalled = true;
+                    break;
+                }
+            }
+        }
+        MetaPhase::List => {} // a shared tree is listed by its owner alone
         MetaPhase::Rename => {
-            let dir = root.as_ref().expect("item phases open the tree root").fd();
+            let tree = root.as_mut().expect("item phases open the tree root");
             for i in st.renamed..st.created {
                 let from = name.file(shape, &stem_f, i);
                 let to = name2.file(shape, &stem_r, i);
                 timed!(
-                    ops::rename(dir, from, to),
-                    full_path(spec, &format!("{root_name}/{} -> {}", name.text(), name2.text())),
+                    tree.rename(from, to),
+                    ns.full(&format!("{root_name}/{} -> {}", name.text(), name2.text())),
                     st.renamed = i + 1
                 );
             }
         }
         MetaPhase::Remove => {
-            let dir = root.as_ref().expect("item phases open the tree root").fd();
+            let tree = root.as_mut().expect("item phases open the tree root");
             for i in st.removed..st.created {
                 let stem = if i < st.renamed { &stem_r } else { &stem_f };
                 let p = name.file(shape, stem, i);
-                timed!(ops::unlink(dir, p), full_path(spec, &format!("{root_name}/{}", name.text())), st.removed = i + 1);
+                timed!(tree.remove(p), ns.full(&format!("{root_name}/{}", name.text())), st.removed = i + 1);
             }
         }
     }
 
     // --- directory fsync, inside the timed window ----------------------------------------------
     if spec.fsync_dirs && failure.is_none() && !stop.load(Ordering::Relaxed) {
-        failure = fsync_changed_dirs(ctx, w, owner, &root, &mut name, &mut out).err();
+        failure = fsync_changed_dirs(ctx, w, owner, &mut root, &mut name, &mut out).err();
     }
     out.end = Instant::now();
     progress.publish(out.bytes, out.ops, 0);
@@ -362,15 +393,15 @@ pub fn run(ctx: &PhaseCtx<'_>, w: usize, st: &mut WorkerState) -> (WorkerPhase, 
 }
 
 /// fsync every directory whose entries this worker changed in the phase.
-fn fsync_changed_dirs(ctx: &PhaseCtx<'_>, w: usize, owner: bool, root: &Option<Dir>, name: &mut NameBuf, out: &mut WorkerPhase) -> Result<()> {
-    let (spec, shape, phase) = (ctx.spec, ctx.shape, ctx.phase);
+fn fsync_changed_dirs(ctx: &PhaseCtx<'_>, w: usize, owner: bool, root: &mut Option<Box<dyn Tree + '_>>, name: &mut NameBuf, out: &mut WorkerPhase) -> Result<()> {
+    let (spec, shape, phase, ns) = (ctx.spec, ctx.shape, ctx.phase, ctx.ns);
     let root_name = names::tree_root(spec, w);
     let fail = |path: String, e: OpError| Error::io(format!("{} of {path} failed at directory fsync: {}", phase.name(), e.err));
-    let dot = cstring(".");
+    let dot = std::ffi::CString::new(".").expect("no NUL");
     match phase {
         MetaPhase::Mkdir | MetaPhase::Rmdir if owner && out.ops > 0 => {
             // the target holds the tree root's entry
-            ops::fsync_dir(ctx.base.fd(), &dot, &mut out.dir_sync).map_err(|e| fail(spec.target.clone(), e))?;
+            ns.fsync_dir(&dot, &mut out.dir_sync).map_err(|e| fail(spec.target.clone(), e))?;
             if phase == MetaPhase::Mkdir {
                 // every directory above the leaves got new entries
                 name.set_head(root_name.as_bytes());
@@ -378,17 +409,17 @@ fn fsync_changed_dirs(ctx: &PhaseCtx<'_>, w: usize, owner: bool, root: &Option<D
                 for pos in 0..inner {
                     let (level, index) = shape.bfs(pos);
                     let p = name.dir(shape, level, index);
-                    ops::fsync_dir(ctx.base.fd(), p, &mut out.dir_sync).map_err(|e| fail(full_path(spec, &name.text()), e))?;
+                    ns.fsync_dir(p, &mut out.dir_sync).map_err(|e| fail(ns.full(&name.text()), e))?;
                 }
             }
         }
         MetaPhase::Create | MetaPhase::Rename | MetaPhase::Remove if out.ops > 0 => {
-            let dir = root.as_ref().expect("item phases open the tree root").fd();
+            let tree = root.as_mut().expect("item phases open the tree root");
             name.set_head(b".");
             // consecutive items go round-robin over the leaves
             for k in 0..shape.leaves.min(out.ops) {
                 let p = name.leaf_dir(shape, (out.first_item + k) % shape.leaves);
-                ops::fsync_dir(dir, p, &mut out.dir_sync).map_err(|e| fail(full_path(spec, &format!("{root_name}/{}", name.text())), e))?;
+                tree.fsync_dir(p, &mut out.dir_sync).map_err(|e| fail(ns.full(&format!("{root_name}/{}", name.text())), e))?;
             }
         }
         _ => {}

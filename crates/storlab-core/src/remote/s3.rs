@@ -1,5 +1,6 @@
-//! An S3 client over one endpoint: the requests the s3 engine and its plan make (GET whole or
-//! ranged, PUT, multipart upload, paged LIST, DELETE, DeleteObjects for clean-up), each signed with AWS Signature V4 by
+//! An S3 client over one endpoint: the requests the s3 engine, its plan and the metadata
+//! benchmark make (GET whole or ranged, HEAD, PUT, multipart upload, paged LIST, DELETE,
+//! DeleteObjects for clean-up), each signed with AWS Signature V4 by
 //! rusty-s3 (query-string signing: nothing to sign in the body, so a PUT streams the slot's
 //! buffer as it is) and sent by ureq over HTTP/1.1 connections it keeps alive.
 //!
@@ -10,7 +11,7 @@
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusty_s3::actions::{CompleteMultipartUpload, CreateMultipartUpload, DeleteObjectsResponse, ListObjectsV2, ObjectIdentifier};
 use rusty_s3::{Bucket, S3Action, UrlStyle};
@@ -38,6 +39,10 @@ pub enum Failure {
     /// The run is stopping: a multipart upload was abandoned (and aborted).
     Stopped,
 }
+
+/// What `get_each` hands each piece of a body to: its offset in the object and its bytes; an
+/// Err (in words) ends the request.
+pub type BodyChunk<'a> = &'a mut dyn FnMut(u64, &[u8]) -> Result<(), String>;
 
 /// One object found by a LIST: its key and size.
 pub struct Listed {
@@ -110,7 +115,10 @@ impl Client {
     }
 
     /// GET `key` (the bytes [from, from + buf.len()) with a Range header unless `whole`) into `buf`.
-    pub fn get_into(&self, key: &str, from: u64, buf: &mut [u8], whole: bool) -> Result<(), Failure> {
+    /// Returns when the first byte of the body arrived (time to first byte: ureq hands over the
+    /// response once its headers are read; the first body read then returns what came with or
+    /// after them).
+    pub fn get_into(&self, key: &str, from: u64, buf: &mut [u8], whole: bool) -> Result<Instant, Failure> {
         let url = self.bucket.get_object(Some(&self.access.credentials), key).sign(SIGNED_FOR).to_string();
         let range = format!("bytes={from}-{}", from + buf.len() as u64 - 1);
         let mut response = self.exchange(url, &|u| {
@@ -118,11 +126,54 @@ impl Client {
             if whole { r.call() } else { r.header("range", &range).call() }
         })?;
         let mut reader = response.body_mut().as_reader();
-        reader.read_exact(buf).map_err(|e| Failure::Protocol(format!("object {key}: its body ended early ({e})")))?;
+        let short = |e: std::io::Error| Failure::Protocol(format!("object {key}: its body ended early ({e})"));
+        let mut first_byte = Instant::now();
+        let mut got = 0;
+        while got < buf.len() {
+            let n = reader.read(&mut buf[got..]).map_err(short)?;
+            if n == 0 {
+                return Err(short(std::io::ErrorKind::UnexpectedEof.into()));
+            }
+            if got == 0 {
+                first_byte = Instant::now();
+            }
+            got += n;
+        }
         let mut extra = [0u8; 1];
         match reader.read(&mut extra) {
-            Ok(0) => Ok(()),
+            Ok(0) => Ok(first_byte),
             _ => Err(Failure::Protocol(format!("object {key} is longer than the {} bytes asked for", buf.len()))),
+        }
+    }
+
+    /// GET the whole of `key` and hand its body to `chunk` a piece at a time (each piece at most
+    /// `buf.len()` bytes, read into `buf`); returns the bytes the body held. `chunk` may refuse a
+    /// piece (a verification failure), which ends the request with its words.
+    pub fn get_each(&self, key: &str, buf: &mut [u8], chunk: BodyChunk<'_>) -> Result<u64, Failure> {
+        let url = self.bucket.get_object(Some(&self.access.credentials), key).sign(SIGNED_FOR).to_string();
+        let mut response = self.exchange(url, &|u| self.agent.get(u).call())?;
+        let mut reader = response.body_mut().as_reader();
+        let mut at = 0u64;
+        loop {
+            let n = reader.read(buf).map_err(|e| Failure::Protocol(format!("object {key}: reading its body failed ({e})")))?;
+            if n == 0 {
+                return Ok(at);
+            }
+            chunk(at, &buf[..n]).map_err(Failure::Protocol)?;
+            at += n as u64;
+        }
+    }
+
+    /// HEAD `key`: its size, or None when there is no such object (HTTP 404).
+    pub fn head(&self, key: &str) -> Result<Option<u64>, Failure> {
+        let url = self.bucket.head_object(Some(&self.access.credentials), key).sign(SIGNED_FOR).to_string();
+        match self.exchange(url, &|u| self.agent.head(u).call()) {
+            Ok(response) => {
+                let length = response.headers().get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+                length.map(Some).ok_or_else(|| Failure::Protocol(format!("HEAD of {key}: no Content-Length in the answer")))
+            }
+            Err(Failure::Status { status: 404, .. }) => Ok(None),
+            Err(f) => Err(f),
         }
     }
 
@@ -197,38 +248,54 @@ impl Client {
         let mut found = Vec::new();
         let mut token: Option<String> = None;
         loop {
-            let mut action = self.bucket.list_objects_v2(Some(&self.access.credentials));
-            action.with_prefix(prefix);
-            if let Some(t) = &token {
-                action.with_continuation_token(t.as_str());
-            }
-            let url = action.sign(SIGNED_FOR).to_string();
-            let mut response = self.exchange(url, &|u| self.agent.get(u).call())?;
-            let text = response.body_mut().with_config().limit(64 << 20).read_to_string().map_err(Failure::Transport)?;
-            let page = ListObjectsV2::parse_response(&text).map_err(|e| Failure::Protocol(format!("ListObjectsV2's answer: {e}")))?;
-            found.extend(page.contents.into_iter().map(|c| Listed { key: c.key, size: c.size }));
-            match page.next_continuation_token {
+            let (page, next) = self.list_page(prefix, token.as_deref(), None)?;
+            found.extend(page);
+            match next {
                 Some(t) => token = Some(t),
                 None => return Ok(found),
             }
         }
     }
 
+    /// One ListObjectsV2 request: up to `max_keys` objects (the server's default, 1000, when
+    /// None) under `prefix` from `token` on, and the token of the next page if there is one.
+    pub fn list_page(&self, prefix: &str, token: Option<&str>, max_keys: Option<usize>) -> Result<(Vec<Listed>, Option<String>), Failure> {
+        let mut action = self.bucket.list_objects_v2(Some(&self.access.credentials));
+        action.with_prefix(prefix);
+        if let Some(t) = token {
+            action.with_continuation_token(t);
+        }
+        if let Some(n) = max_keys {
+            action.with_max_keys(n);
+        }
+        let url = action.sign(SIGNED_FOR).to_string();
+        let mut response = self.exchange(url, &|u| self.agent.get(u).call())?;
+        let text = response.body_mut().with_config().limit(64 << 20).read_to_string().map_err(Failure::Transport)?;
+        let page = ListObjectsV2::parse_response(&text).map_err(|e| Failure::Protocol(format!("ListObjectsV2's answer: {e}")))?;
+        let listed = page.contents.into_iter().map(|c| Listed { key: c.key, size: c.size }).collect();
+        Ok((listed, page.next_continuation_token))
+    }
+
     /// A failure in one line: what was being done, on what, and what to do about it.
     pub fn explain(&self, what: &str, failure: &Failure) -> String {
+        format!("{what}: {}", self.reason(failure))
+    }
+
+    /// Why a request failed and what to do about it, in words (no subject: the caller names it).
+    pub fn reason(&self, failure: &Failure) -> String {
         let endpoint = &self.endpoint;
         match failure {
             Failure::Status { status: 403, code } => format!(
-                "{what}: access denied ({}) at {endpoint} for access key id {}; check the secret key (AWS_SECRET_ACCESS_KEY or the profile's) and what the key may do",
+                "access denied ({}) at {endpoint} for access key id {}; check the secret key (AWS_SECRET_ACCESS_KEY or the profile's) and what the key may do",
                 if code.is_empty() { "HTTP 403".to_string() } else { format!("HTTP 403 {code}") }, self.access.credentials.key()
             ),
             Failure::Status { code, .. } if code == "NoSuchBucket" => {
-                format!("{what}: bucket '{}' does not exist at {endpoint}; create it first", self.bucket.name())
+                format!("bucket '{}' does not exist at {endpoint}; create it first", self.bucket.name())
             }
-            Failure::Status { status, code } => format!("{what}: {endpoint} answered HTTP {status} {code}").trim_end().to_string(),
-            Failure::Transport(e) => format!("{what}: {}", self.transport(e)),
-            Failure::Protocol(m) => format!("{what}: {m}"),
-            Failure::Stopped => format!("{what}: stopped by a signal (the multipart upload was aborted)"),
+            Failure::Status { status, code } => format!("{endpoint} answered HTTP {status} {code}").trim_end().to_string(),
+            Failure::Transport(e) => self.transport(e),
+            Failure::Protocol(m) => m.clone(),
+            Failure::Stopped => "stopped by a signal (the multipart upload was aborted)".to_string(),
         }
     }
 
