@@ -268,6 +268,30 @@ def test_a_failed_plan_removes_the_objects_it_laid_out(tmp_path):
     assert len(puts) == 4 and left == {}
 
 
+def test_a_sweep_over_object_size_and_depth_runs_every_point_and_leaves_nothing(tmp_path):
+    """The s3-benchmark matrix as `storlab sweep`: object sizes (bs, one object per request) x
+    requests outstanding, writes then reads; every point moves its bytes and the prefix is empty
+    at the end."""
+    out = tmp_path / "sweep.json"
+    with VersityServer(tmp_path) as srv:
+        r = subprocess.run([sys.executable, "-m", "storlab", "sweep", "--target", URL, "--endpoint", srv.endpoint,
+                            "--rw", "write,read", "--bs", "64k,1m", "--qd", "1,8", "--size", "4m", "--no-store",
+                            "--quiet", "--json", str(out)], capture_output=True, text=True, env=srv.env, timeout=300)
+        left = srv.objects("bench", "p")
+        puts = [x for x in logged(srv) if x[0] == "PutObject"]
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    points, runs = doc["points"], {run["run_id"]: run for run in doc["runs"]}
+    assert len(points) == 8 and {p["status"] for p in points} == {"done"} and left == {}
+    for point in points:
+        (phase,) = runs[point["run_id"]]["phases"]
+        direction, bs = point["params"]["rw"], point["params"]["bs"]
+        assert phase[direction]["bytes"] > 0 and phase[direction]["bytes"] % bs == 0
+        assert runs[point["run_id"]]["environment"]["engine"] == "s3"
+    # each write point PUT whole objects of its bs: 64 of 64 KiB or 4 of 1 MiB per pass at least
+    assert {size for _, _, status, size in puts if status == 200} == {64 << 10, MiB}
+
+
 def test_connections_are_kept_alive_across_requests(tmp_path):
     """256 GETs at qd 2 open a handful of connections, not one each: a connection closed leaves a
     TIME-WAIT socket behind on this host, counted before and after."""
