@@ -242,3 +242,60 @@ def meta_option_rules() -> str:
 
 def validate_meta_spec(spec_json: str) -> None:
     """Validate a meta spec without touching the system; raises CoreError (kind "spec")."""
+
+
+class ObjectStore:
+    """The objects under one s3://BUCKET[/PREFIX] (crates/storlab-py/src/objects.rs), reached with
+    the engine's S3 client: keys are relative to the prefix, every request releases the GIL.
+    Raises CoreError: kind "target" when the store cannot be set up (URL, endpoint, credentials),
+    "spec" for a bad part_size, "io" when a request fails (one line; never the secret)."""
+
+    def __init__(self, url: str, endpoint: str | None = None, insecure: bool = False, virtual_host: bool = False,
+                 connections: int = 8, part_size: int = 8388608) -> None:
+        """Open `url` at `endpoint` (else AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or AWS's regional
+        endpoint; the first of several), with the credentials the AWS CLI would use; nothing is sent."""
+
+    @property
+    def url(self) -> str:
+        """The URL the store was opened with (no trailing slash)."""
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint the requests go to (no credentials in it)."""
+
+    @property
+    def bucket(self) -> str:
+        """The bucket."""
+
+    @property
+    def prefix(self) -> str:
+        """The prefix, without a trailing slash ("" for the bucket's top)."""
+
+    @property
+    def part_size(self) -> int:
+        """Bytes per part of a multipart upload (a PUT above it is one)."""
+
+    @property
+    def slowdowns(self) -> int:
+        """Requests answered 503 (SlowDown) and retried so far."""
+
+    def put(self, key: str, data: bytes) -> None:
+        """PUT `data` as `key` (a multipart upload above part_size)."""
+
+    def get(self, key: str, offset: int = 0, length: int | None = None, whole: bool = False) -> bytes:
+        """`length` bytes of `key` from `offset` (a ranged GET; with `whole`, `length` is the object's
+        size and the GET has no Range header); without `length`, to the object's end (its size found
+        by a LIST first)."""
+
+    def size_of(self, key: str) -> int | None:
+        """The size of `key`, None when there is no such object (a LIST of the key as prefix)."""
+
+    def list(self, prefix: str = "") -> list[tuple[str, int]]:
+        """[(key, size)] of every object whose key starts with `prefix`, in key order, keys
+        relative to the store's prefix."""
+
+    def delete(self, key: str) -> None:
+        """DELETE `key` (no error when there is no such object)."""
+
+    def delete_many(self, keys: list[str]) -> None:
+        """DELETE `keys`, a thousand a request."""

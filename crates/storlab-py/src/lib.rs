@@ -15,6 +15,7 @@ use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
 use pyo3::prelude::*;
 
 mod meta;
+mod objects;
 
 use storlab_core::blocksize;
 use storlab_core::distribution::RandomDistribution;
@@ -386,5 +387,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hist_index, m)?)?;
     m.add_function(wrap_pyfunction!(hist_bounds, m)?)?;
     meta::register(m)?;
+    objects::register(m)?;
     Ok(())
 }

@@ -2,7 +2,7 @@
 files): its options, how a value is parsed, and how the command line, a job file and the defaults
 combine. Parsing validates only; measure/meta.py runs the benchmark with the resolved values.
 The target is a directory or an s3://BUCKET/PREFIX (then the phases are object requests: the
-default phases leave rename out and add list, and rename or mix are refused in one line).
+default phases leave rename out and add list, and rename is refused in one line).
 """
 from __future__ import annotations
 
@@ -174,9 +174,6 @@ def parse_meta_value(name: str, raw: Any) -> Any:
 
 
 def _parse_phases(raw: Any, keep: bool, mix: bool, s3: bool = False) -> tuple[str, ...]:
-    if s3 and mix:
-        raise OptionError("mix: the operation mix works on files in a directory; an s3:// target "
-                          "has its own phases (create,stat,read,list,remove)")
     if raw is None:
         if mix:     # the mix is what is measured: create makes its files, remove and rmdir end it
             return ("create", MIX_PHASE) if keep else ("create", MIX_PHASE, "remove", "rmdir")
@@ -193,8 +190,8 @@ def _parse_phases(raw: Any, keep: bool, mix: bool, s3: bool = False) -> tuple[st
     if "create" not in items:
         raise OptionError("phases: must include create (the files the other phases work on)")
     if len(set(items)) != len(items) or items != sorted(items, key=PHASE_ORDER.index):
-        # the order of the phases this target has (a directory: no list; S3: no mix, no rename)
-        order = [p for p in PHASE_ORDER if p not in ((MIX_PHASE, "rename") if s3 else (LIST_PHASE,))]
+        # the order of the phases this target has (a directory: no list; S3: no rename)
+        order = [p for p in PHASE_ORDER if p not in (("rename",) if s3 else (LIST_PHASE,))]
         raise OptionError(f"phases: each at most once, in the order {','.join(order)}")
     if "rmdir" in items and "remove" not in items:
         raise OptionError("phases: rmdir needs remove before it (directories must be empty)")

@@ -23,6 +23,10 @@ pipeline, a compute time per batch and checkpoints), so it has its own tables, w
     [checkpoint.transformer]  a transformer's shape and parallelism (DLIO's `model:` section):
                   the checkpoint's files and bytes per rank follow DLIO's rules
                   (jobs/checkpoint_layout.py) instead of model_size + optimizer_size
+    [storage]     how an object store is reached when dataset.folder or checkpoint.folder is an
+                  s3://BUCKET/PREFIX URL: endpoint (comma-separated for several), insecure,
+                  virtual_host, library (the client library a DLIO config named; recorded only).
+                  Credentials are never here: they are found as the AWS CLI finds them.
 
 Every value is checked here; a bad one is a `WorkloadError` naming the field (`dataset.files`)
 and what is allowed. Nothing here touches the disk.
@@ -30,6 +34,7 @@ and what is allowed. Nothing here touches the disk.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
@@ -37,9 +42,9 @@ from ..errors import UserError
 from . import mlperf_v3
 from .checkpoint_layout import TransformerSpec, check_transformer, rank_files
 
-__all__ = ["WorkloadError", "ParquetSpec", "ParquetColumn", "DatasetSpec", "ReaderSpec", "TrainSpec", "EvalSpec",
-           "CheckpointSpec", "WorkloadSpec", "FORMATS", "PARQUET_DTYPES", "SHUFFLES", "spec_from_table",
-           "dataset_size_rule", "TABLES"]
+__all__ = ["WorkloadError", "StorageSpec", "is_object_url", "ParquetSpec", "ParquetColumn", "DatasetSpec",
+           "ReaderSpec", "TrainSpec", "EvalSpec", "CheckpointSpec", "WorkloadSpec", "FORMATS", "PARQUET_DTYPES",
+           "SHUFFLES", "spec_from_table", "dataset_size_rule", "TABLES", "OBJECT_LIBRARIES"]
 
 FORMATS = ("npz", "npy", "hdf5", "tfrecord", "indexed_binary", "jpeg", "parquet")
 # a parquet column's value types and their bytes (MLPerf Storage v3.0's dlrm and flux columns)
@@ -50,7 +55,10 @@ PARQUET_READ_MODES = ("row_group", "default")
 PARQUET_COMPRESSIONS = ("none", "snappy", "gzip", "zstd", "lz4")
 SHUFFLES = ("off", "seed", "random")
 CHECKPOINT_RANKS = ("all", "zero")
-TABLES = ("workload", "dataset", "reader", "train", "evaluation", "checkpoint")
+TABLES = ("workload", "dataset", "reader", "train", "evaluation", "checkpoint", "storage")
+OBJECT_SCHEME = "s3://"
+# the client libraries MLPerf Storage v3.0's object configs name; storlab's own S3 client does the requests
+OBJECT_LIBRARIES = ("s3dlio", "minio", "s3torchconnector")
 
 # MLPerf Storage's dataset rule (Rules §3.1.2)
 HOST_MEMORY_MULTIPLIER = mlperf_v3.HOST_MEMORY_MULTIPLIER
@@ -195,6 +203,25 @@ class CheckpointSpec:
 
 
 @dataclass
+class StorageSpec:
+    """How the object store of an s3:// dataset or checkpoint folder is reached (no credentials:
+    those come from the environment, as the AWS CLI finds them)."""
+    endpoint: str = ""                   # http(s)://HOST[:PORT], comma-separated; "" = AWS_ENDPOINT_URL(_S3) or AWS's
+    insecure: bool = False               # no TLS certificate check (a self-signed test server)
+    virtual_host: bool = False           # BUCKET.HOST addressing instead of HOST/BUCKET
+    library: str = ""                    # the library a DLIO config named (recorded; storlab's client runs)
+
+    @property
+    def is_default(self) -> bool:
+        return self == StorageSpec()
+
+
+def is_object_url(folder: str) -> bool:
+    """Whether a dataset or checkpoint folder names objects (s3://BUCKET/PREFIX) rather than a path."""
+    return folder.startswith(OBJECT_SCHEME)
+
+
+@dataclass
 class WorkloadSpec:
     name: str = "workload"
     au_threshold: float = 0.9
@@ -206,6 +233,7 @@ class WorkloadSpec:
     train: TrainSpec = field(default_factory=TrainSpec)
     evaluation: EvalSpec = field(default_factory=EvalSpec)
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
+    storage: StorageSpec = field(default_factory=StorageSpec)
     train_enabled: bool = True
     generate: bool = False               # DLIO's workflow.generate_data (alone: a datagen run)
     scaled: dict[str, Any] = field(default_factory=dict)  # what --scale changed, from what
@@ -223,8 +251,11 @@ class WorkloadSpec:
             del d["checkpoint"]["transformer"]
         if self.dataset.format != "parquet":
             del d["dataset"]["parquet"]
-        return {"workload": top, "dataset": d["dataset"], "reader": d["reader"], "train": d["train"],
-                "evaluation": d["evaluation"], "checkpoint": d["checkpoint"]}
+        out = {"workload": top, "dataset": d["dataset"], "reader": d["reader"], "train": d["train"],
+               "evaluation": d["evaluation"], "checkpoint": d["checkpoint"]}
+        if not self.storage.is_default:
+            out["storage"] = d["storage"]
+        return out
 
     @property
     def mode(self) -> str:
@@ -255,7 +286,7 @@ class WorkloadSpec:
 
 
 _SECTIONS = {"dataset": DatasetSpec, "reader": ReaderSpec, "train": TrainSpec, "evaluation": EvalSpec,
-             "checkpoint": CheckpointSpec}
+             "checkpoint": CheckpointSpec, "storage": StorageSpec}
 _TOP = {"name": str, "au_threshold": float, "accelerator": str, "accelerators": int, "seed": int, "train": bool, "generate": bool}
 
 
@@ -428,6 +459,7 @@ def validate(spec: WorkloadSpec) -> WorkloadSpec:
                             "(a JPEG file holds one image, as DLIO writes it)")
     if not d.folder:
         raise WorkloadError("dataset.folder: an empty path is not allowed; name a folder")
+    _check_place("dataset.folder", d.folder)
     if not d.file_prefix or "/" in d.file_prefix or d.file_prefix.startswith("."):
         raise WorkloadError(f"dataset.file_prefix: {d.file_prefix!r} is not allowed; use a plain file-name prefix")
     _positive("reader.batch_size", r.batch_size)
@@ -479,11 +511,48 @@ def validate(spec: WorkloadSpec) -> WorkloadSpec:
         _positive("checkpoint.steps_between", c.steps_between, allow_zero=True)
         if not c.folder:
             raise WorkloadError("checkpoint.folder: an empty path is not allowed; name a folder")
+        _check_place("checkpoint.folder", c.folder)
+    _check_storage(spec)
     if spec.train_enabled and spec.steps_per_epoch(spec.accelerators) < 1:
         raise WorkloadError(
             f"reader.batch_size: {r.batch_size} x {spec.accelerators} accelerator(s) needs more samples than the "
             f"dataset's {d.samples} (dataset.files x dataset.samples_per_file); not one step per epoch")
     return spec
+
+
+_BUCKET = re.compile(r"^[a-z0-9._-]{3,63}$")
+
+
+def _check_place(where: str, folder: str) -> None:
+    """A folder is a local path or s3://BUCKET[/PREFIX] (the engine's URL rule, remote/s3_config.rs);
+    another scheme (az://, gs://, file://) is refused."""
+    scheme = folder.split("://", 1)[0] if "://" in folder else ""
+    if scheme and not is_object_url(folder):
+        raise WorkloadError(f"{where}: {folder!r} is not allowed; use a local path or s3://BUCKET/PREFIX "
+                            f"(storlab reaches S3 and S3-compatible object stores only)")
+    if not scheme:
+        return
+    bucket, _, prefix = folder[len(OBJECT_SCHEME):].partition("/")
+    if not _BUCKET.match(bucket):
+        raise WorkloadError(f"{where}: {folder!r} names bucket {bucket!r}; a bucket name is 3 to 63 lowercase letters, "
+                            "digits, '.', '-' (form s3://BUCKET/PREFIX)")
+    parts = prefix.rstrip("/").split("/") if prefix.rstrip("/") else []
+    if any(p in ("", ".", "..") for p in parts) or any(c in prefix for c in "?#"):
+        raise WorkloadError(f"{where}: {folder!r} has an empty, '.' or '..' part or a query; the form is "
+                            "s3://BUCKET/PREFIX")
+
+
+def _check_storage(spec: WorkloadSpec) -> None:
+    s = spec.storage
+    for endpoint in filter(None, (e.strip() for e in s.endpoint.split(","))):
+        rest = endpoint.split("://", 1)[1] if endpoint.startswith(("http://", "https://")) else None
+        if rest is None or not rest.rstrip("/") or any(c in rest.rstrip("/") for c in "/?#@ "):
+            shown = endpoint.split("@")[-1] if "@" in endpoint else endpoint
+            raise WorkloadError(f"storage.endpoint: {shown!r} is not allowed; use http://HOST[:PORT] or "
+                                "https://HOST[:PORT], several separated by commas")
+    if s.library and s.library not in OBJECT_LIBRARIES:
+        raise WorkloadError(f"storage.library: {s.library!r} is not allowed; use one of: {', '.join(OBJECT_LIBRARIES)} "
+                            "(recorded only: storlab's own S3 client makes the requests)")
 
 
 def _check_transformer_checkpoint(c: CheckpointSpec) -> None:

@@ -7,7 +7,8 @@ The hot loop is native (crates/storlab-core/src/meta); `MetaBenchmark` is the me
 benchmark protocol (benchmark.py): it turns the resolved options (jobs/meta_options.py) into the
 engine's spec, makes the working folder, runs the phases one at a time with progress, signals and
 hooks, and assembles the result document (`storlab.run/1`, kind `meta`, docs/meta.md). With
-`--mix` an operation-mix phase (opmix.py, Python threads) runs between read and rename.
+`--mix` an operation-mix phase (opmix.py, Python threads) runs between read and rename; on an
+s3:// target it works on the objects create made, through the Python object client.
 
 Nothing is left behind unless `keep` is set: after the last phase, after a failure and after
 Ctrl-C, SIGTERM or SIGHUP the engine removes exactly the files and directories the run made; a
@@ -29,13 +30,19 @@ from ..devices.safety import describe_path
 from ..document import RUN_SCHEMA, header
 from ..errors import TargetError, from_core
 from ..jobs.meta_options import (
-    FILE_PHASES, LIST_PHASE, META_OPTIONS, META_RUN_LEVEL, MIX_PHASE, PHASE_ORDER, is_s3_target,
+    FILE_PHASES,
+    LIST_PHASE,
+    META_OPTIONS,
+    META_RUN_LEVEL,
+    MIX_PHASE,
+    PHASE_ORDER,
+    is_s3_target,
 )
 from .aggregate import merge_meta_phase
 from .benchmark import Benchmark, PhaseHooks, run_benchmark, wait_for_phase
 from .checks import Finding
 from .environment import host_environment
-from .opmix import MixLayout, OpMixRun
+from .opmix import MixLayout, ObjectMixLayout, ObjectMixRun, OpMixRun, open_object_store
 
 __all__ = [
     "MetaBenchmark", "meta_spec", "make_workdir", "remove_workdir", "workdir_name", "meta_job_record",
@@ -211,6 +218,14 @@ class MetaBenchmark(Benchmark):
         """The mix phase over the files the create phase of this process finished."""
         create = next(p for p in doc["phases"] if p["name"] == "create")
         spec_prefix = meta_spec(self.values, self.workdir, rank=self.rank)["name_prefix"]
+        if self.s3:
+            # the same names as keys under the run's prefix, through the Python object client
+            store = open_object_store(self.workdir, endpoint=self.values.get("endpoint") or None,
+                                      insecure=bool(self.values.get("insecure")),
+                                      virtual_host=bool(self.values.get("virtual_host")),
+                                      connections=self.values["threads"])
+            objects = ObjectMixLayout(store, self.values["dir"], self.values["depth"], self.values["fanout"], spec_prefix)
+            return ObjectMixRun(self.values, objects, create["items_per_worker"], rank=self.rank)
         layout = MixLayout(self.workdir, self.values["dir"], self.values["depth"], self.values["fanout"], spec_prefix)
         return OpMixRun(self.values, layout, create["items_per_worker"], rank=self.rank)
 
@@ -233,7 +248,8 @@ class MetaBenchmark(Benchmark):
             # Ctrl-C just after a phase ended still stops the run
             doc.update(complete=False, stop_reason="interrupted" if result["error"] is None else "error",
                        error=result["error"])
-            self.run.stop()
+            if self.run is not None:
+                self.run.stop()
 
     def summarise(self, doc: dict[str, Any]) -> None:
         pass  # the phases are independent operations: nothing spans them

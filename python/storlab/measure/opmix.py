@@ -10,6 +10,14 @@ delete re-creates its file at once (timed apart, as `recreate`), so the tree kee
 create made and the engine's later phases and clean-up find exactly what they expect.
 `OpMixRun` offers the phase interface of the engine's `MetaRun` (start, wait, interrupt,
 progress, result_json) so MetaBenchmark, its hooks and the MPI orchestrator drive it unchanged.
+
+On an s3://BUCKET/PREFIX target `ObjectMixRun` draws the same mix over objects named as the files
+(`ObjectMixLayout`: the keys under the prefix are the paths under the working folder), through
+the engine's S3 client (storlab._core.ObjectStore, the GIL released in each request): read =
+GET of the whole object, write = PUT, stat = a LIST of the key (S3 has no stat; a HEAD is not in
+the client), delete = DELETE then a PUT re-creating it (timed apart as `recreate`, as locally),
+list = LIST of the leaf's prefix. `make_objects` and `remove_objects` put and remove the objects
+the mix draws from when no create phase made them.
 """
 from __future__ import annotations
 
@@ -26,7 +34,8 @@ from typing import Any, Mapping, Sequence
 
 from . import stats
 
-__all__ = ["DEFAULT_MIX_OPS", "MixLayout", "OpMixRun", "merge_mix"]
+__all__ = ["DEFAULT_MIX_OPS", "MixLayout", "OpMixRun", "merge_mix", "ObjectMixLayout", "ObjectMixRun",
+           "open_object_store", "make_objects", "remove_objects"]
 
 DEFAULT_MIX_OPS = 10_000      # operations per thread when neither mix_ops nor mix_time is given
 RECREATE = "recreate"         # the re-create that follows each delete: reported, not drawn
@@ -54,6 +63,61 @@ class MixLayout:
 
     def file(self, worker: int, item: int) -> str:
         return os.path.join(self.leaf_dir(worker, item), f"{self.prefix}f{worker}.{item}")
+
+
+@dataclass(frozen=True)
+class ObjectMixLayout:
+    """MixLayout's names as keys under an object store's prefix (`store`: storlab._core.ObjectStore):
+    the working folder is the prefix, a leaf folder a key prefix ending in '/'."""
+    store: Any
+    dir_mode: str
+    depth: int
+    fanout: int
+    prefix: str
+
+    def leaf_dir(self, worker: int, item: int) -> str:
+        return MixLayout("", self.dir_mode, self.depth, self.fanout, self.prefix).leaf_dir(worker, item) + "/"
+
+    def file(self, worker: int, item: int) -> str:
+        return MixLayout("", self.dir_mode, self.depth, self.fanout, self.prefix).file(worker, item)
+
+
+def open_object_store(url: str, endpoint: str | None = None, insecure: bool = False, virtual_host: bool = False,
+                      connections: int = 8) -> Any:
+    """The objects of an s3:// target (storlab._core.ObjectStore); a bad URL, endpoint or missing
+    credentials raise storlab's TargetError in one line."""
+    from .. import _core
+    from ..errors import from_core
+
+    try:
+        return _core.ObjectStore(url, endpoint=endpoint, insecure=insecure, virtual_host=virtual_host,
+                                 connections=connections)
+    except _core.CoreError as e:
+        raise from_core(*e.args) from None
+
+
+def _object_call(layout: ObjectMixLayout, fn: str, *args: Any) -> Any:
+    from .. import _core
+    from ..errors import from_core
+
+    try:
+        return getattr(layout.store, fn)(*args)
+    except _core.CoreError as e:
+        raise from_core(*e.args) from None
+
+
+def make_objects(layout: ObjectMixLayout, items_per_worker: Sequence[int], data: bytes) -> None:
+    """PUT every object the mix draws from (worker w's items 0..n-1), `data` each."""
+    for w, n in enumerate(items_per_worker):
+        for i in range(n):
+            _object_call(layout, "put", layout.file(w, i), data)
+
+
+def remove_objects(layout: ObjectMixLayout, items_per_worker: Sequence[int]) -> int:
+    """DELETE the mix's objects (a thousand a request); how many were asked."""
+    keys = [layout.file(w, i) for w, n in enumerate(items_per_worker) for i in range(n)]
+    _object_call(layout, "delete_many", keys)
+    return len(keys)
 
 
 class MixFailure(Exception):
@@ -274,6 +338,54 @@ class OpMixRun:
                         for w, t in enumerate(self.tallies)],
             "mix": mix,
         }
+
+
+class ObjectMixRun(OpMixRun):
+    """The mix over objects (ObjectMixLayout): each operation one or two S3 requests."""
+
+    def _request(self, op: str, key: str, call: str, *args: Any) -> Any:
+        from .. import _core
+
+        try:
+            return getattr(self.layout.store, call)(*args)
+        except _core.CoreError as e:
+            raise MixFailure(f"mix {op} of {key} failed: {e.args[1]}") from None
+
+    def _read(self, tally: ThreadTally, w: int, item: int) -> None:
+        key = self.layout.file(w, item)
+        started = time.perf_counter_ns()
+        got = len(self._request("read", key, "get", key, 0, self.file_size, True))   # empty objects too: a GET
+        tally.record("read", started)
+        tally.read_bytes += got
+
+    def _put_object(self, tally: ThreadTally, op: str, key: str) -> None:
+        started = time.perf_counter_ns()
+        self._request(op, key, "put", key, self.data)
+        tally.record(op, started)
+        tally.write_bytes += self.file_size
+
+    def _write(self, tally: ThreadTally, w: int, item: int) -> None:
+        self._put_object(tally, "write", self.layout.file(w, item))
+
+    def _stat(self, tally: ThreadTally, w: int, item: int) -> None:
+        key = self.layout.file(w, item)
+        started = time.perf_counter_ns()
+        if self._request("stat", key, "size_of", key) is None:
+            raise MixFailure(f"mix stat of {key} failed: no such object at {self.layout.store.url}")
+        tally.record("stat", started)
+
+    def _delete(self, tally: ThreadTally, w: int, item: int) -> None:
+        key = self.layout.file(w, item)
+        started = time.perf_counter_ns()
+        self._request("delete", key, "delete", key)
+        tally.record("delete", started)
+        self._put_object(tally, RECREATE, key)
+
+    def _list(self, tally: ThreadTally, w: int, item: int) -> None:
+        prefix = self.layout.leaf_dir(w, item)
+        started = time.perf_counter_ns()
+        self._request("list", prefix, "list", prefix)
+        tally.record("list", started)
 
 
 def _latency(buckets: list[list[int]], ends: Sequence[Sequence[int]]) -> dict[str, Any]:

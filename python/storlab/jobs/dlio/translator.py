@@ -6,10 +6,13 @@ key (`translated`), nothing that changes a byte storlab reads (`accepted`, the n
 or a refusal (a `Refusal` naming the file, line, key and value). A key DLIO does not know is
 refused too. MLPerf Storage v2.0's renamed keys (record_length_bytes, ...) and its `model:`
 mapping are read as well, and v3.0's: JPEG and parquet datasets (`dataset.parquet`: row groups,
-columns and which of them are read). Two kinds of v3.0 file are refused whole, in one line:
-object storage (a storage_type or storage library other than the local file system: storlab's
-object-storage engine is not built yet) and the vector-database benchmark's configs (they need
-a Milvus server). A file named WORKLOAD_ACCELERATOR.yaml (unet3d_b200.yaml) names the
+columns and which of them are read). v3.0's object-storage keys (storage_type s3 or object,
+storage_root = the bucket, storage_options.endpoint_url, endpoint_uris, storage_library s3dlio,
+minio or s3torchconnector; under `storage:` or `reader:`) become s3://BUCKET/PREFIX folders and a
+[storage] table (`_object_storage`): the dataset folder and a relative checkpoint folder are
+prefixes under the root; what storlab cannot reach (az://, gs://, other protocols, credentials
+written in the file) is refused in one line naming the key. The vector-database benchmark's
+configs are refused whole (they need a Milvus server). A file named WORKLOAD_ACCELERATOR.yaml (unet3d_b200.yaml) names the
 accelerator it is written for (`workload.accelerator`). `++workload.KEY=VALUE` overrides
 (DLIO's Hydra syntax) are applied before translation with `overrides`.
 """
@@ -17,11 +20,12 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from typing import Any, Callable
 
 from ..mlperf_v3 import accelerator_of_name
 from ..translation import Mapped, Refusal, Translation, sha256_of
-from ..workload import FORMATS, PARQUET_DTYPES, WorkloadError, spec_from_table
+from ..workload import FORMATS, OBJECT_LIBRARIES, PARQUET_DTYPES, WorkloadError, spec_from_table
 
 FORMAT = "dlio"
 MAX_YAML_BYTES = 1 << 20
@@ -46,11 +50,13 @@ _DLIO_IGNORES = "DLIO 2.0 does not read this key (ignored, as DLIO ignores it)"
 _SHUFFLE = {"off": "off", "seed": "seed", "random": "random", False: "off", True: "seed"}
 _CKPT_TYPE = {"all_ranks": "all", "rank_zero": "zero"}
 _DLIO_FORMATS_REFUSED = {"csv", "png", "synthetic", "hdf5_opt"}
-# keys of MLPerf Storage v3.0's object-storage configs (s3dlio, minio, s3torchconnector)
-_OBJECT_KEYS = ("storage.storage_type", "reader.storage_type", "storage.storage_library", "reader.storage_library",
-                "storage.protocol", "reader.protocol", "reader.data_loader_root", "storage.endpoint_uris",
-                "reader.endpoint_uris")
-_OBJECT_REFUSAL = "object storage: storlab's object engine is not built yet; use storage_type: local_fs (POSIX)"
+# the storage keys of MLPerf Storage v3.0's configs, under `storage:` or `reader:` (s3dlio, minio,
+# s3torchconnector): read by _object_storage before the other keys
+_OBJECT_NAMES = ("storage_type", "storage_root", "storage_library", "protocol", "storage_options", "endpoint_uris",
+                 "load_balance_strategy", "use_mpi_endpoint_distribution", "data_loader_root")
+_OBJECT_TYPES = ("s3", "object", "s3dlio")          # storage_type values that mean objects (s3dlio: by its root)
+_LOCAL_TYPES = ("local_fs", "file", "posix")
+_NOT_REACHED = "storlab reaches S3 and S3-compatible object stores (s3://) and local file systems only"
 # top-level keys of MLPerf Storage's vector-database benchmark configs (vdb_benchmark)
 _VDB_KEYS = ("database", "index", "backend", "search", "ground_truth", "query")
 _VDB_REFUSAL = ("a vector-database benchmark config: it needs a Milvus server (with etcd and MinIO), which storlab "
@@ -254,12 +260,14 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any] | None, str, str]] = {
     "output.log_file": ("", None, ACCEPT, "storlab keeps results in its store and --json"),
     "profiling.profiler": ("", None, ACCEPT, "DLIO's profiler is not run"),
     "profiling.iostat_devices": ("", None, ACCEPT, "DLIO's profiler is not run"),
-    "storage.storage_type": ("", None, "refuse-unless:local_fs", "only a local (POSIX) file system is emulated"),
     "storage.storage_root": ("", None, "root", "prefixes dataset.folder and checkpoint.folder"),
     "hydra": ("", None, ACCEPT, "Hydra's own settings"),
+    "generator.num_workers": ("", None, ACCEPT, "MLPerf Storage v3.0's generation threads; storlab generates with "
+                              "its own pool (the files and objects are the same)"),
+    "generator.buffer_size": ("", None, ACCEPT, "generation detail; the files and objects are the same"),
 }
 _MAPPINGS = {"workflow", "dataset", "reader", "train", "evaluation", "checkpoint", "metric", "output",
-             "profiling", "storage"}
+             "profiling", "storage", "generator"}
 
 
 def _load(text: str, source: str):
@@ -339,12 +347,15 @@ def translate_text(text: str, source: str = "<text>", sha: str | None = None,
         raise Refusal(FORMAT, source, None, "(file)", "", "holds no workload keys (empty, or comments only); "
                       "a DLIO workload sets at least its model, dataset and workflow")
     _refuse_other_benchmarks(flat, source)
+    notes_early: list[str] = []
+    mapped_early: list[Mapped] = []
+    object_root, storage = _object_storage(flat, source, mapped_early, notes_early)
     _parquet_compression(flat)
     _parquet_record_length(flat)
     table: dict[str, dict[str, Any]] = {"workload": {}, "dataset": {}, "reader": {}, "train": {}, "evaluation": {},
-                                        "checkpoint": {}}
-    mapped: list[Mapped] = []
-    notes: list[str] = []
+                                        "checkpoint": {}, "storage": {}}
+    mapped: list[Mapped] = mapped_early
+    notes: list[str] = notes_early
     refused: list[tuple[str, Any, int, str]] = []
     root = ""
     ckpt: dict[str, Any] = {}
@@ -420,10 +431,28 @@ def translate_text(text: str, source: str = "<text>", sha: str | None = None,
     _checkpoint_sizes(ckpt, ckpt_lines, table, mapped, notes)
     if model:
         _transformer(model, flat, table, mapped, notes, source)
-    if root:
+    for section, name in (("dataset", "folder"), ("checkpoint", "folder")):
+        folder = table[section].get(name)
+        key = {"dataset": "dataset.data_folder", "checkpoint": "checkpoint.checkpoint_folder"}[section]
+        if isinstance(folder, str) and folder.startswith("file://"):
+            table[section][name] = folder = folder[len("file://"):]
+        if isinstance(folder, str) and ("${" in folder or ("://" in folder and not folder.startswith("s3://"))):
+            value, line = flat.get(key, (folder, 0))
+            raise Refusal(FORMAT, source, line or None, key, value,
+                          "a Hydra interpolation is not resolved; write the path" if "${" in folder else _NOT_REACHED)
+    if object_root:
+        for section, name in (("dataset", "folder"), ("checkpoint", "folder")):
+            folder = table[section].get(name, {"dataset": "./data/", "checkpoint": "./checkpoints/"}[section])
+            if section == "checkpoint" and name not in table[section] and not table["checkpoint"].get("enabled"):
+                continue
+            table[section][name] = _under_root(object_root, folder)
+        table["storage"] = storage
+    elif root:
         for section, name in (("dataset", "folder"), ("checkpoint", "folder")):
             folder = table[section].get(name, {"dataset": "./data/", "checkpoint": "./checkpoints/"}[section])
             table[section][name] = os.path.join(root, folder)
+    elif storage:
+        table["storage"] = storage
     # DLIO's defaults where storlab's differ
     table["checkpoint"].setdefault("ranks", "zero")
     table["checkpoint"].setdefault("after_epoch", 1)
@@ -462,27 +491,155 @@ def _parquet_summary(table: dict[str, Any]) -> str:
 
 
 def _refuse_other_benchmarks(flat: dict[str, tuple[Any, int]], source: str) -> None:
-    """Refuse in one line what is not a file-system DLIO workload: an object-storage config (named
-    at its storage_type, or the storage key that makes it one) or a vector-database config."""
+    """Refuse in one line a vector-database config: not a DLIO workload."""
     vdb = [k for k in _VDB_KEYS if k in flat]
     if "database" in flat or (vdb and "dataset.num_vectors" in flat):
         key = vdb[0]
         raise Refusal(FORMAT, source, flat[key][1] or None, key, "(mapping)" if isinstance(flat[key][0], dict)
                       else flat[key][0], _VDB_REFUSAL)
-    found = [k for k in _OBJECT_KEYS if k in flat and not _local(k, flat[k][0])]
-    root = flat.get("storage.storage_root", ("", 0))[0]
-    if isinstance(root, str) and "://" in root:
-        found.append("storage.storage_root")
-    if found:
-        key = next((k for k in found if k.endswith("storage_type")), found[0])
-        value, line = flat[key]
-        raise Refusal(FORMAT, source, line or None, key, value, _OBJECT_REFUSAL if key.endswith("storage_type") else
-                      f"storage_type object: {_OBJECT_REFUSAL.split(': ', 1)[1]}")
 
 
-def _local(key: str, value: Any) -> bool:
-    """Whether a storage key's value still means the local file system."""
-    return key.endswith("storage_type") and value in ("local_fs", None)
+def _under_root(root: str, folder: str) -> str:
+    """A DLIO folder under an object root (s3://BUCKET[/PREFIX]): an s3:// folder as it is, an
+    absolute path stays a local path (as os.path.join keeps it), a relative one a prefix under the root."""
+    if folder.startswith("s3://") or folder.startswith("/"):
+        return folder
+    parts = [p for p in folder.split("/") if p not in ("", ".")]
+    return "/".join([root.rstrip("/"), *parts])
+
+
+def _object_storage(flat: dict[str, tuple[Any, int]], source: str, mapped: list[Mapped],
+                    notes: list[str]) -> tuple[str, dict[str, Any]]:
+    """MLPerf Storage v3.0's storage keys (under `storage:` or `reader:`), taken out of `flat`:
+    (the object root s3://BUCKET[/PREFIX], or "" when the data is on a file system, and the
+    [storage] table). A file:// root is a local root (left as storage.storage_root). What storlab
+    cannot reach is refused in one line naming the key; a credential written in the file is
+    refused without its value being shown."""
+    got: dict[str, tuple[str, Any, int]] = {}
+    for section in ("storage", "reader"):
+        for name in _OBJECT_NAMES:
+            key = f"{section}.{name}"
+            if key in flat:
+                value, line = flat.pop(key)
+                got.setdefault(name, (key, value, line))
+    if not got:
+        return "", {}
+
+    def refuse(name: str, reason: str, shown: Any = None) -> Refusal:
+        key, value, line = got[name]
+        return Refusal(FORMAT, source, line or None, key, value if shown is None else shown, reason)
+
+    def accept(name: str, storlab: str, note: str) -> None:
+        key, value, line = got[name]
+        mapped.append(Mapped(key, "(mapping)" if isinstance(value, dict) else value, storlab,
+                             "translated" if storlab else ACCEPT, line or None, note))
+
+    kind = str(got["storage_type"][1]).lower() if "storage_type" in got else ""
+    root_name = "storage_root" if "storage_root" in got else "data_loader_root" if "data_loader_root" in got else ""
+    root = str(got[root_name][1]).strip() if root_name else ""
+    scheme = root.split("://", 1)[0].lower() if "://" in root else ""
+    if kind and kind not in _OBJECT_TYPES + _LOCAL_TYPES:
+        raise refuse("storage_type", f"is not allowed; use one of: {', '.join(_LOCAL_TYPES + _OBJECT_TYPES)}")
+    if scheme and scheme not in ("s3", "file"):
+        raise refuse(root_name, _NOT_REACHED)
+    if "protocol" in got and str(got["protocol"][1]).lower() not in ("s3", "file"):
+        raise refuse("protocol", f"is not allowed; use s3 or file ({_NOT_REACHED})")
+    objects = scheme == "s3" or (not scheme and kind in ("s3", "object")) or         (kind == "s3dlio" and scheme != "file" and bool(root))
+    if not objects:
+        # a file system: the root (a path, or file://PATH) prefixes the folders as DLIO's storage_root does
+        for name in [n for n in got if n != root_name]:
+            accept(name, "", "the local file system: storlab reads it with its own calls")
+        if root_name:
+            _key, value, line = got[root_name]
+            flat["storage.storage_root"] = (root[len("file://"):] if scheme == "file" else root, line)
+        return "", {}
+    if root_name == "data_loader_root" and "storage_root" in got:
+        root = str(got["storage_root"][1])
+    if not root:
+        raise refuse("storage_type", "object storage needs storage.storage_root (the bucket, or s3://BUCKET/PREFIX)")
+    url = root if scheme == "s3" else f"s3://{root.strip('/')}"
+    bucket = url[len("s3://"):].split("/", 1)[0]
+    if not re.match(r"^[a-z0-9._-]{3,63}$", bucket):
+        raise refuse(root_name, f"names bucket {bucket!r}; a bucket name is 3 to 63 lowercase letters, digits, '.', '-'")
+    storage: dict[str, Any] = {}
+    accept(root_name, f"dataset.folder, checkpoint.folder under {url.rstrip('/')}",
+           "the bucket (and prefix) the dataset and a relative checkpoint folder are prefixes of")
+    if "storage_type" in got:
+        accept("storage_type", "", "objects: storlab's S3 client (the engine's) makes the requests")
+    if "protocol" in got:
+        accept("protocol", "", "S3")
+    if "storage_root" in got and root_name != "storage_root":
+        accept("storage_root", "", "the root")
+    if "data_loader_root" in got and root_name != "data_loader_root":
+        accept("data_loader_root", "", "the root is storage_root")
+    if kind == "s3dlio" and "storage_library" not in got:
+        storage["library"] = "s3dlio"           # v3.0's storage_type: s3dlio names the library
+    if "storage_library" in got:
+        library = str(got["storage_library"][1])
+        if library not in OBJECT_LIBRARIES:
+            raise refuse("storage_library", f"is not allowed; use one of: {', '.join(OBJECT_LIBRARIES)}")
+        storage["library"] = library
+        accept("storage_library", f"storage.library = {library!r}", "recorded: storlab's own S3 client makes the "
+                                                                   "same GET and PUT requests")
+    endpoints: list[str] = []
+    options = got.get("storage_options", ("", None, 0))[1] or {}
+    if "storage_options" in got and not isinstance(options, dict):
+        raise refuse("storage_options", "must be a mapping")
+    for name, value in options.items():
+        key = f"{got['storage_options'][0]}.{name}"
+        line = got["storage_options"][2]
+        text = "" if value is None else str(value).strip()
+        if name in ("access_key_id", "secret_access_key", "session_token"):
+            if text and not text.startswith("${"):
+                raise Refusal(FORMAT, source, line or None, key, "(hidden)",
+                              "credentials are not read from a workload file; set AWS_ACCESS_KEY_ID and "
+                              "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) in the environment")
+            mapped.append(Mapped(key, "(hidden)", "", ACCEPT, line or None, "credentials come from the environment "
+                                 "or ~/.aws, as the AWS CLI finds them"))
+        elif name == "endpoint_url":
+            if text and not text.startswith("${"):
+                endpoints.append(text)
+            mapped.append(Mapped(key, value, f"storage.endpoint = {text!r}" if text else "", "translated" if text
+                                 else ACCEPT, line or None, "" if text else "empty: AWS_ENDPOINT_URL(_S3) or AWS's"))
+        elif name == "s3_max_attempts":
+            mapped.append(Mapped(key, value, "", ACCEPT, line or None, "storlab's client retries a 503 (SlowDown) up to "
+                                 "12 times with back-off and counts the retries; other failures end the run"))
+        elif name == "region":
+            mapped.append(Mapped(key, value, "", ACCEPT, line or None, "the region signed for is AWS_REGION's (or the "
+                                 "profile's, else us-east-1)"))
+        elif name in ("s3_force_path_style", "secure"):
+            if not isinstance(value, bool):
+                raise Refusal(FORMAT, source, line or None, key, value, "is not allowed; use true or false")
+            if name == "s3_force_path_style" and not value:
+                storage["virtual_host"] = True
+            if name == "secure" and not value:
+                storage["insecure"] = True
+            mapped.append(Mapped(key, value, f"storage.{'virtual_host' if name == 's3_force_path_style' else 'insecure'}"
+                                 f" = {not value}", "translated", line or None, "secure false: the server's "
+                                 "certificate is not checked" if name == "secure" else ""))
+        else:
+            raise Refusal(FORMAT, source, line or None, key, value, "not a storage option storlab knows; allowed: "
+                          "endpoint_url, region, access_key_id, secret_access_key, s3_force_path_style, secure, "
+                          "s3_max_attempts")
+    if "endpoint_uris" in got:
+        uris = got["endpoint_uris"][1]
+        if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
+            raise refuse("endpoint_uris", "must be a list of http(s)://HOST[:PORT]")
+        endpoints = list(uris)
+        accept("endpoint_uris", f"storage.endpoint = {','.join(uris)!r}", "requests are dealt round-robin over "
+                                                                          "the endpoints")
+    if "load_balance_strategy" in got:
+        if str(got["load_balance_strategy"][1]) != "round_robin":
+            raise refuse("load_balance_strategy", "is not allowed; use round_robin (storlab deals requests "
+                                                  "round-robin over the endpoints)")
+        accept("load_balance_strategy", "", "round-robin")
+    if "use_mpi_endpoint_distribution" in got:
+        accept("use_mpi_endpoint_distribution", "", "every rank deals its requests over every endpoint")
+    if endpoints:
+        storage["endpoint"] = ",".join(endpoints)
+    notes.append(f"objects: the dataset and checkpoints are objects under {url.rstrip('/')} (one object per file, "
+                 "GETs to read, PUTs to write; credentials from the environment)")
+    return url.rstrip("/"), storage
 
 
 def _parquet_compression(flat: dict[str, tuple[Any, int]]) -> None:

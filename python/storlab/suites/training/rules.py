@@ -22,7 +22,7 @@ from typing import Any
 
 from ...jobs import mlperf_v3 as v3
 from ...jobs.translation import sha256_of
-from ...jobs.workload import WorkloadSpec
+from ...jobs.workload import WorkloadSpec, is_object_url
 
 __all__ = ["NOT_A_SUBMISSION", "check_training", "check_checkpoint", "check_generation", "check_runs", "df_line",
            "provenance", "config_hash", "code_hash", "SITE_KEYS", "judge", "judge_runs", "run_summary"]
@@ -104,7 +104,14 @@ def df_line(path: str) -> dict[str, Any]:
 
 
 def check_log_folder(data_folder: str, log_folder: str, section: str) -> dict[str, Any]:
-    """The results and logs on a file system other than the data's, as `df` shows them."""
+    """The results and logs on a file system other than the data's, as `df` shows them (data on
+    objects, an s3:// folder, is on no file system of this host)."""
+    if is_object_url(data_folder):
+        log = df_line(log_folder)
+        result = _check("log folder on another file system than the data (df)", section, True,
+                        f"data on objects at {data_folder}; log {log['path']} on {log['filesystem']} ({log['mounted_on']})")
+        result["df"] = {"data": data_folder, "log": log["df"]}
+        return result
     data, log = df_line(data_folder), df_line(log_folder)
     passed = data["device"] != log["device"]
     result = _check("log folder on another file system than the data (df)", section, passed,
@@ -151,12 +158,13 @@ def check_checkpoint(spec: WorkloadSpec, doc: dict[str, Any], *, folder: str, lo
     per_client = ck["bytes_per_checkpoint"] / max(1, hosts)
     per_host_memory = client_memory_bytes / max(1, hosts)
     big = per_client > v3.CHECKPOINT_MEMORY_MULTIPLIER * per_host_memory
-    fs = _filesystem_type(folder)
+    fs = "s3 objects" if is_object_url(folder) else _filesystem_type(folder)    # objects: no page cache here
     cleared = c.count_read > 0 and c.count_write > 0 and fs not in ("tmpfs", "ramfs")
     detail = (f"{_gib(per_client)} per client per checkpoint against 3 x {_gib(per_host_memory)} of memory: "
               + ("more" if big else "not more"))
     if not big:
-        detail += ("; the cache was cleared between write and read (fadvise DONTNEED on every file)" if cleared else
+        detail += ("; read back from objects (no page cache of this host holds them)" if cleared and is_object_url(folder)
+                   else "; the cache was cleared between write and read (fadvise DONTNEED on every file)" if cleared else
                    f"; the cache could not be cleared ({fs or 'no read-back'}: its pages are the storage)"
                    if c.count_read else "; nothing read back")
     checks = [_check("checkpoint data per client > 3 x its memory, or the cache cleared between write and read",

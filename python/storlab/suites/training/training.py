@@ -27,11 +27,18 @@ Each evaluation is a row (phase "evaluation", its start and end since the run be
 training epochs (phase "training"), and the time series carries its steps in series of their own
 (`eval_au`, `eval_samples_per_s`, and `phase` per interval), never in training's `au`.
 
+A dataset on objects (an s3:// dataset.folder, the storage seam storage.py) is read by
+`_ObjectReader` instead: a sample that is its whole object is one GET of it, a sample inside a
+larger object one ranged GET of its bytes (transfer_size does not split it: one request per
+sample, as DLIO's object readers make), indexed_binary's index objects one GET each, and a
+parquet row group the ranged GETs of its column chunks (the footer read with ranged GETs too).
+
 Accelerators: `accelerators` per process (threads); under MPI every rank runs that many, the
 barrier spans all of them, and rank 0 merges the figures.
 """
 from __future__ import annotations
 
+import io
 import math
 import os
 import threading
@@ -207,6 +214,90 @@ class _Reader:
         for fd in self.fds.values():
             os.close(fd)
         self.fds.clear()
+
+
+class _ObjectFile(io.RawIOBase):
+    """An object as a read-only seekable file, each read one ranged GET (pyarrow reads a parquet
+    footer through it)."""
+
+    def __init__(self, place, key: str, size: int):
+        super().__init__()
+        self.place, self.key, self.size, self.pos = place, key, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.pos = max(0, {0: offset, 1: self.pos + offset, 2: self.size + offset}[whence])
+        return self.pos
+
+    def readinto(self, b) -> int:
+        n = max(0, min(len(b), self.size - self.pos))
+        if n:
+            b[:n] = self.place.get(self.key, self.pos, n)
+            self.pos += n
+        return n
+
+
+class _ObjectReader:
+    """_Reader's reads as GETs of the dataset's objects (Dataset.paths are their keys)."""
+
+    def __init__(self, dataset: Dataset, indexed: int = 0, row_group: int = 0, columns_read: list[bool] | None = None):
+        self.place = dataset.place
+        self.keys = dataset.paths
+        self.sizes = [lay.size for lay in dataset.layouts]
+        self.indexed = indexed
+        self.index: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.row_group = row_group
+        self.columns_read = columns_read or []
+        self.groups: dict[int, list[list[tuple[int, int]]]] = {}
+        self.held: tuple[int, int] | None = None
+
+    def read(self, f: int, offset: int, length: int) -> int:
+        if self.row_group:
+            return self._read_row_group(f, offset // length // self.row_group if self.row_group > 0 else -1)
+        if self.indexed:
+            if f not in self.index:
+                self.index[f] = tuple(np.frombuffer(self.place.get(k, 0, self.indexed * 8, whole=True), dtype="=i8")
+                                      for k in FORMATS["indexed_binary"].side_paths(self.keys[f]))
+            offsets, sizes = self.index[f]
+            k = offset // length
+            offset, length = int(offsets[k]), int(sizes[k])
+        return self._get(f, offset, length)
+
+    def _get(self, f: int, offset: int, length: int) -> int:
+        data = self.place.get(self.keys[f], offset, length, whole=offset == 0 and length == self.sizes[f])
+        if len(data) != length:
+            raise OSError(f"{self.place.url}/{self.keys[f]}: {len(data)} bytes at {offset}, not {length} (the dataset changed?)")
+        return length
+
+    def _read_row_group(self, f: int, g: int) -> int:
+        if self.held == (f, g):
+            return 0
+        if f not in self.groups:
+            footer = io.BufferedReader(_ObjectFile(self.place, self.keys[f], self.sizes[f]), buffer_size=1 << 16)
+            self.groups[f] = read_parquet_ranges(footer, self.columns_read)
+        ranges = self.groups[f][g] if g >= 0 else [r for group in self.groups[f] for r in group]
+        done = sum(self._get(f, offset, size) for offset, size in ranges)
+        self.held = (f, g)
+        return done
+
+    def close(self) -> None:
+        pass
+
+
+def _reader(dataset: Dataset, max_len: int, transfer: int, many: bool, indexed: int, row_group: int,
+            columns: list[bool]) -> _Reader | _ObjectReader:
+    """The reader of the dataset's storage: files (pread) or objects (GET)."""
+    if dataset.place is not None:
+        return _ObjectReader(dataset, indexed, row_group, columns)
+    return _Reader(dataset.paths, max_len, transfer, many, indexed, row_group, columns)
 
 
 class Trainer:
@@ -385,7 +476,7 @@ class Trainer:
                        for f, o, n in zip(plan.file[lo:hi], plan.offset[lo:hi], plan.length[lo:hi]))
 
         def worker(r: int) -> None:
-            reader = _Reader(self.dataset.paths, self.max_len, spec.reader.transfer_size, many, indexed, row_group, columns)
+            reader = _reader(self.dataset, self.max_len, spec.reader.transfer_size, many, indexed, row_group, columns)
             mine = 0
             try:
                 for j in range(r, plan.steps, nthreads):
@@ -408,7 +499,8 @@ class Trainer:
             factor = max(1, math.ceil(spec.reader.prefetch / nthreads))
             slots = [threading.Semaphore(factor) for _ in range(nthreads)]
             readers = [threading.Thread(target=worker, args=(r,), daemon=True) for r in range(nthreads)]
-        own = None if nthreads else _Reader(self.dataset.paths, self.max_len, spec.reader.transfer_size, many, indexed, row_group, columns)
+        own = None if nthreads else _reader(self.dataset, self.max_len, spec.reader.transfer_size, many, indexed, row_group,
+                                            columns)
         blocks = [Block(time.monotonic())]          # DLIO starts the block before the loader
         for t in readers:
             t.start()

@@ -93,17 +93,20 @@ def _run(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str], None], 
     if spec.mode == "checkpoint":
         if spec.generate:             # DLIO generates the dataset first when generate_data is on
             t_gen = time.monotonic()
-            dataset = ds.prepare(spec.dataset, comm=ranks if ranks.size > 1 else None, notify=notify)
+            dataset = ds.prepare(spec.dataset, comm=ranks if ranks.size > 1 else None, notify=notify,
+                                 storage=spec.storage)
             _generation(doc, dataset, dataset_size_rule(spec, total, memory), time.monotonic() - t_gen)
         return _checkpoint_run(spec, doc, ranks, notify)
     stop_flag = None
     t_gen = time.monotonic()
-    dataset = ds.prepare(spec.dataset, comm=ranks if ranks.size > 1 else None, notify=notify, stop=stop_flag)
+    dataset = ds.prepare(spec.dataset, comm=ranks if ranks.size > 1 else None, notify=notify, stop=stop_flag,
+                         storage=spec.storage)
     rule = dataset_size_rule(spec, total, memory)
     if spec.mode == "generate":
         return _generate_run(spec, doc, dataset, rule, time.monotonic() - t_gen) if ranks.rank == 0 else None
     mode = drop_cache or spec.train.drop_cache
     drop = mode == "always" or (mode == "auto" and not rule["compliant"])
+    drop = drop and dataset.place is None      # objects: no page cache of this host holds them
     doc["dataset"] = {**dataset.record(), "seconds_to_prepare": round(time.monotonic() - t_gen, 3),
                       "size_rule": rule, "cache_dropped_each_epoch": drop}
     doc["compliant"] = bool(rule["compliant"]) and not spec.scaled
@@ -115,8 +118,12 @@ def _run(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str], None], 
     doc["noncompliant_reasons"] = reasons
     ck_folder = ""
     if spec.checkpoint.enabled:
-        ck_folder = ckpt.check_folder(spec.checkpoint.folder) if ranks.rank == 0 else os.path.abspath(spec.checkpoint.folder)
+        ck_folder = ckpt.check_folder(spec.checkpoint.folder, spec.storage) if ranks.rank == 0 else \
+            ckpt.open_folder(spec.checkpoint.folder, spec.storage)
         ranks.barrier()
+    doc["storage"] = {"dataset": doc["dataset"]["storage"]}
+    if spec.checkpoint.enabled:
+        doc["storage"]["checkpoint"] = _storage_of(ck_folder)
     trainer = Trainer(spec, dataset, local=spec.accelerators, rank=ranks.rank, ranks=ranks.size,
                       mpi_any=_stop_vote(ranks) if ranks.size > 1 else None, drop_cache=drop,
                       checkpoint_folder=ck_folder, notify=notify)
@@ -184,6 +191,12 @@ def _run(spec: WorkloadSpec, *, argv: list[str], notify: Callable[[str], None], 
     return doc
 
 
+def _storage_of(folder: Any) -> dict[str, Any]:
+    """Where checkpoints went, as the result records it (an object place's URL, endpoint, bucket
+    and prefix; never a credential)."""
+    return folder.record() if hasattr(folder, "record") else {"type": "local", "folder": folder}
+
+
 def _generate_run(spec: WorkloadSpec, doc: dict[str, Any], dataset: ds.Dataset, rule: dict[str, Any],
                   seconds: float) -> dict[str, Any]:
     """A generate-only workload (DLIO's generate_data without train or checkpoint, `mlpstorage
@@ -202,6 +215,7 @@ def _generation(doc: dict[str, Any], dataset: ds.Dataset, rule: dict[str, Any], 
     written = dataset.generated
     doc["dataset"] = {**dataset.record(), "seconds_to_prepare": round(seconds, 3), "size_rule": rule,
                       "cache_dropped_each_epoch": False}
+    doc["storage"] = {"dataset": doc["dataset"]["storage"]}
     doc["generation"] = {
         "generated": written, "files": (dataset.spec.files + dataset.spec.eval_files) if written else 0,
         "bytes": dataset.bytes if written else 0, "seconds": round(dataset.seconds, 6) if written else 0.0,
@@ -237,7 +251,7 @@ def _checkpoint_run(spec: WorkloadSpec, doc: dict[str, Any], ranks: Ranks, notif
     sizes = {g: ckpt.file_bytes(ck, g, writers) for g in mine}
     files = {g: len(s) for g, s in sizes.items()}
     per = ckpt.shard_bytes(ck, writers) if not ck.is_transformer else None
-    folder = ckpt.check_folder(ck.folder) if ranks.rank == 0 else os.path.abspath(ck.folder)
+    folder = ckpt.check_folder(ck.folder, spec.storage) if ranks.rank == 0 else ckpt.open_folder(ck.folder, spec.storage)
     ranks.barrier()
     results: list[dict[str, Any]] = []
     tag = ranks.bcast(f"{spec.name}-{doc['run_id'][:8]}")   # one name per checkpoint, rank 0's run id
@@ -314,7 +328,9 @@ def _checkpoint_run(spec: WorkloadSpec, doc: dict[str, Any], ranks: Ranks, notif
         "fraction_written": (writers / ck.ranks_total) if ck.ranks_total else 1.0,
         "write_gb_per_s": _mean([r["gb_per_s"] for r in writes]), "read_gb_per_s": _mean([r["gb_per_s"] for r in reads]),
         "write_seconds": _mean([r["seconds"] for r in writes]), "read_seconds": _mean([r["seconds"] for r in reads]),
+        "storage": _storage_of(folder),
     }
+    doc.setdefault("storage", {})["checkpoint"] = doc["checkpoint"]["storage"]
     if ck.is_transformer:
         layout = checkpoint_sizes(ck.transformer, ck.world(writers))
         doc["checkpoint"]["transformer"] = {**layout, "scale": ck.scale}
