@@ -22,6 +22,7 @@ from ..jobs.tables.plan import BARE_DEVICE, COMMANDS, DEFAULT_CHUNK, DEFAULT_REC
 from ..model.advice import PlanWarning, stack_warnings, with_default_rebuild
 from ..model.cluster import is_cluster_file
 from ..model.geometry import geometry_report
+from ..model.kvcache import is_kvcache_workload, kvcache_load, kvcache_option, predict_kvcache
 from ..model.performance import performance_of, with_cap_chain
 from ..model.predict import Device, Prediction, Workload, predict
 from ..model.quantities import HOURS_PER_YEAR, mtbf_h_from_afr
@@ -42,6 +43,7 @@ from ..output.json import write_json
 from ..output.plan_document import (
     cluster_point,
     curve_point,
+    kvcache_payload,
     plain,
     plan_document,
     recommend_payload,
@@ -302,6 +304,8 @@ def run_perf_workload(args: argparse.Namespace) -> int:
         if value:
             raise UsageError(f"{flag} draws the curve and is not used with --workload (the workload sets its requests, "
                              "concurrency and data set)")
+    if is_kvcache_workload(args.workload):
+        return run_perf_kvcache(args)
     spec, source = workload_spec(args.workload)
     if spec.mode == "generate":
         raise UsageError(f"--workload: {spec.name} only generates its dataset (no training, no checkpoint); "
@@ -317,6 +321,26 @@ def run_perf_workload(args: argparse.Namespace) -> int:
         _emit_json("perf", payload, warnings, args.json)
         return 0
     print("\n".join(plan_text.workload_lines(forecast, title, warnings)))
+    return 0
+
+
+def run_perf_kvcache(args: argparse.Namespace) -> int:
+    """plan perf --workload kvcache_N: the KV-cache benchmark's figures for one rank on the stack."""
+    for flag, value in (("--accelerators", args.accelerators), ("--max-accelerators", args.max_accelerators)):
+        if value is not None:
+            raise UsageError(f"{flag} is for a training or checkpoint workload; {args.workload} is a KV-cache option "
+                             "(its users set the concurrency)")
+    load = kvcache_load(kvcache_option(args.workload))
+    stack, devices, title = _workload_target(args)
+    forecast = predict_kvcache(stack, load, devices, mirror_read=args.mirror_read or "balanced")
+    warnings = stack_warnings(stack) if stack is not None else []
+    if args.json:
+        payload = {"stack_name": stack.name if stack else BARE_DEVICE,
+                   "layout": stack.raid.layout.text if stack else BARE_DEVICE,
+                   "workload": kvcache_payload(forecast)}
+        _emit_json("perf", payload, warnings, args.json)
+        return 0
+    print("\n".join(plan_text.kvcache_lines(forecast, title, warnings)))
     return 0
 
 
@@ -434,11 +458,27 @@ def run_recommend(args: argparse.Namespace) -> int:
 
 
 def _training_need(args: argparse.Namespace) -> dict[str, Any]:
-    """recommend's training need: --workload with --accelerators, both or neither."""
+    """recommend's training need: --workload with --accelerators (a KV-cache option: with
+    --tokens-per-s), both or neither."""
     if args.workload is None:
         if args.accelerators is not None:
             raise UsageError("--accelerators needs --workload (the workload whose accelerators the layouts feed)")
+        if args.tokens_per_s is not None:
+            raise UsageError("--tokens-per-s needs --workload kvcache_N (the KV-cache option whose tokens/s the "
+                             "layouts reach)")
         return {}
+    if is_kvcache_workload(args.workload):
+        option = kvcache_option(args.workload)
+        if args.accelerators is not None:
+            raise UsageError(f"--accelerators is for a training workload; {args.workload} is a KV-cache option: "
+                             "give --tokens-per-s N")
+        if args.tokens_per_s is None:
+            raise UsageError(f"--workload {args.workload} needs --tokens-per-s N (the tokens per second the layouts "
+                             "must reach)")
+        return {"kvcache": kvcache_load(option), "tokens_per_s": args.tokens_per_s}
+    if args.tokens_per_s is not None:
+        raise UsageError(f"--tokens-per-s is for a KV-cache option (kvcache_N); {args.workload} is not one: "
+                         "give --accelerators N")
     if args.accelerators is None:
         raise UsageError("--workload needs --accelerators N (the accelerators the layouts must feed)")
     spec, _ = workload_spec(args.workload)

@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UserError
+from ..jobs.kvcache_job import BUILTINS as KV_BUILTINS
 from ..jobs.sample_bytes import jpeg_file_bytes, parquet_call_bytes, parquet_read_row_bytes
 from ..jobs.workload import WorkloadSpec
 from ..jobs.workload_job import builtins, load_workload
+from .kvcache import WORKLOAD_PREFIX
 from .predict import Device
 from .stack import Stack
 from .training import (
@@ -42,7 +44,8 @@ def workload_spec(name: str) -> tuple[WorkloadSpec, str]:
     translator), for --workload."""
     if name not in builtins() and not name.endswith((".yaml", ".yml", ".toml")):
         raise UserError(f"--workload: {name!r} is not a built-in workload or a DLIO .yaml / storlab .toml file; "
-                        f"built-ins: {', '.join(builtins())}")
+                        f"built-ins: {', '.join(builtins())}; KV cache: "
+                        + ", ".join(f"{WORKLOAD_PREFIX}{n}" for n in KV_BUILTINS))
     spec, _, source = load_workload(name)
     return spec, source
 

@@ -8,12 +8,14 @@ from typing import Any, Sequence
 
 from ..document import header, plan_schema
 from ..model.advice import PlanWarning
+from ..model.kvcache import KvForecast
 from ..model.network import ClusterPrediction
 from ..model.predict import Prediction
 from ..model.training import AcceleratorPoint, CheckpointForecast, EvaluationForecast, TrainingLoad
 from ..model.training_load import WorkloadForecast
 
-__all__ = ["plan_document", "plain", "curve_point", "cluster_point", "workload_payload", "recommend_payload"]
+__all__ = ["plan_document", "plain", "curve_point", "cluster_point", "workload_payload", "kvcache_payload",
+           "recommend_payload"]
 
 
 def plan_document(command: str, payload: Any, warnings: Sequence[PlanWarning]) -> dict[str, Any]:
@@ -115,6 +117,31 @@ def workload_payload(f: WorkloadForecast, source: str) -> dict[str, Any]:
     return wl
 
 
+def kvcache_payload(f: KvForecast) -> dict[str, Any]:
+    """The `workload` section of plan perf --workload kvcache_N's document: the benchmark's four
+    figures for one rank (and the write bandwidth), the load they come from, what limits them."""
+    load, option = f.load, f.load.option
+    return {
+        "name": load.name, "source": f"storlab kvcache --option {option.number}", "kind": "kvcache",
+        "option": option.record(),
+        "load": {"users": load.concurrency, "mean_object_bytes": load.mean_object_bytes,
+                 "memory_bytes": load.memory_bytes, "read_hit_memory": load.read_hit_memory,
+                 "write_spill": load.write_spill, "read_objects_per_request": load.read_objects_per_request,
+                 "write_objects_per_request": load.write_objects_per_request,
+                 "read_bytes_per_request": load.read_bytes_per_request,
+                 "write_bytes_per_request": load.write_bytes_per_request,
+                 "generation_tokens_per_request": load.generation_tokens_per_request,
+                 "sleep_s_per_request": load.sleep_s, "request_bytes": load.request_bytes},
+        "read_bw_bytes": f.read_bw_bytes, "write_bw_bytes": f.write_bw_bytes, "read_p95_s": f.read_p95_s,
+        "write_p95_s": f.write_p95_s, "tokens_per_s": plain(f.tokens_per_s), "requests_per_s": f.requests_per_s,
+        "storage_s_per_request": f.storage_s_per_request, "storage_busy": f.storage_busy, "limiting": f.limiting,
+        "assumptions": list(f.assumptions),
+        "definition": "per rank, as storlab kvcache reports a rank: read_bw_bytes the storage tier's read bytes per "
+                      "second, read_p95_s and write_p95_s one object's device time, tokens_per_s generated tokens "
+                      "over the requests' summed storage time (docs/model.md, KV cache)",
+    }
+
+
 def recommend_payload(result: Any, needs: Any, dataset_size: str) -> dict[str, Any]:
     """plan recommend's document payload: the candidates, the Pareto set and the training need."""
     payload = {"candidates_considered": result.candidates_considered, "feasible": result.feasible,
@@ -123,4 +150,6 @@ def recommend_payload(result: Any, needs: Any, dataset_size: str) -> dict[str, A
     if needs.training is not None:
         payload["workload"] = {"name": needs.training.name, "accelerators": needs.accelerators,
                                "au_threshold": needs.training.au_threshold, "dataset_size": dataset_size}
+    if needs.kvcache is not None:
+        payload["workload"] = {"name": needs.kvcache.name, "kind": "kvcache", "tokens_per_s": needs.tokens_per_s}
     return payload

@@ -1,5 +1,5 @@
 """`storlab plan` results as text: geometry, reliability, performance and its curve, a workload's
-forecast (accelerators fed, evaluation, checkpoint), a recommendation, a device profile. Each
+forecast (accelerators fed, evaluation, checkpoint; a KV-cache option's figures), a recommendation, a device profile. Each
 function takes the model's result objects and returns lines; output/plan_document.py gives the
 same results as a document."""
 from __future__ import annotations
@@ -8,13 +8,14 @@ import math
 from typing import Any, Sequence
 
 from ..model.advice import PlanWarning
+from ..model.kvcache import KvForecast
 from ..model.quantities import HOURS_PER_YEAR
 from ..model.training import AcceleratorPoint, CheckpointForecast, EvaluationForecast, TrainingLoad
 from ..model.training_load import WorkloadForecast
 from ..units import format_si_bytes, format_size
 
 __all__ = ["warning_lines", "geometry_lines", "reliability_lines", "perf_lines", "curve_lines", "cluster_lines", "workload_lines",
-           "recommend_lines", "profile_point_line", "profile_lines", "mb", "pct", "ms"]
+           "kvcache_lines", "recommend_lines", "profile_point_line", "profile_lines", "mb", "pct", "ms"]
 
 
 def warning_lines(warnings: Sequence[PlanWarning]) -> list[str]:
@@ -242,6 +243,27 @@ def workload_lines(f: WorkloadForecast, title: str, warnings: Sequence[PlanWarni
 
 # --- recommend, profile --------------------------------------------------------------------------
 
+def kvcache_lines(f: KvForecast, title: str, warnings: Sequence[PlanWarning]) -> list[str]:
+    """A KV-cache option's four figures per rank, the load behind them and what limits them."""
+    load, option = f.load, f.load.option
+
+    def seconds(x: float | None) -> str:
+        return "-" if x is None else f"{x:.4g} s"
+
+    out = [f"{load.name} ({option.name}) on {title}: KV cache, {option.model} ({load.kv_bytes_per_token:,} bytes per "
+           f"token), {load.concurrency} users per rank",
+           f"  per request: {load.read_objects_per_request:.3g} object reads and {load.write_objects_per_request:.3g} "
+           f"writes on storage of {format_size(int(load.mean_object_bytes))} on average "
+           f"({format_size(int(load.read_bytes_per_request))} read, {format_size(int(load.write_bytes_per_request))} "
+           f"written), {load.generation_tokens_per_request:.0f} tokens generated",
+           f"  read_bw_bytes {mb(f.read_bw_bytes)}  tokens_per_s {f.tokens_per_s:.4g}  read_p95_s "
+           f"{seconds(f.read_p95_s)}  write_p95_s {seconds(f.write_p95_s)}",
+           f"  {f.requests_per_s:.4g} requests/s, {f.storage_s_per_request:.4g} s of storage per request, storage "
+           f"{pct(f.storage_busy)} busy; limited by {f.limiting}"]
+    out += [f"  assumption: {a}" for a in f.assumptions]
+    return out + warning_lines(warnings)
+
+
 def recommend_lines(result: Any, needs: Any, drive: Any, drives: int, bays: int, controllers: int,
                     objectives: Sequence[tuple[str, str, Any]]) -> list[str]:
     """The Pareto set of layouts, each with its scores on `objectives` (key, label, format)."""
@@ -251,6 +273,9 @@ def recommend_lines(result: Any, needs: Any, drive: Any, drives: int, bays: int,
     if needs.training is not None:
         out.insert(0, f"layouts feeding {needs.accelerators} {needs.training.name} accelerators at AU >= "
                       f"{pct(needs.training.au_threshold)} (the workload's threshold):")
+    if needs.kvcache is not None:
+        out.insert(0, f"layouts reaching {needs.tokens_per_s:g} tokens/s on {needs.kvcache.name} "
+                      f"({needs.kvcache.option.name}, {needs.kvcache.concurrency} users):")
     if result.note:
         out.append(f"  note: {result.note}")
     for c in result.pareto:
@@ -263,6 +288,9 @@ def recommend_lines(result: Any, needs: Any, drive: Any, drives: int, bays: int,
             fed = f"{t.accelerators}" if t.accelerators < t.bound else f"{t.bound} or more"
             out.append(f"    accelerators: feeds {fed}; AU {t.au_at_need:.3f} at {needs.accelerators}; "
                        f"storage limited by {t.limiting}")
+        if c.kvcache is not None:
+            out.append(f"    kv cache: {c.kvcache.tokens_per_s:.4g} tokens/s, read {mb(c.kvcache.read_bw_bytes)}; "
+                       f"limited by {c.kvcache.limiting}")
         if c.misses:
             out.append(f"    misses: {'; '.join(c.misses)}")
         if c.equivalent:

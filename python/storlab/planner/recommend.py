@@ -11,6 +11,9 @@ Hard needs (minimum capacity, bandwidth, IOPS, MTTDL, maximum annual loss probab
 A training workload (`plan recommend --workload NAME --accelerators N`) is one more hard need: the
 layout must feed N accelerators at the workload's AU threshold (model/training.py); each candidate
 carries the accelerators it is predicted to feed and the component that limits it.
+A KV-cache option (`plan recommend --workload kvcache_N --tokens-per-s T`) is one likewise: the
+layout's predicted tokens per second (model/kvcache.py) must reach T; each candidate carries its
+tokens per second, read bandwidth and the component that limits it.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 
 from ..model.advice import DEFAULT_REBUILD_RATE_BYTES, PlanWarning, stack_warnings
 from ..model.geometry import capacity_of, is_power_of_two
+from ..model.kvcache import KvLoad, predict_kvcache
 from ..model.notation import MAX_MIRROR_COPIES, RAID_LEVELS, parse_raid
 from ..model.performance import performance_of
 from ..model.quantities import HOURS_PER_YEAR
@@ -28,7 +32,7 @@ from ..units import format_si_bytes, format_size
 
 __all__ = ["Needs", "Inventory", "Candidate", "Recommendation", "recommend", "candidate_count", "OBJECTIVES",
            "DEFAULT_CHUNKS", "DEFAULT_LEVELS", "DEFAULT_REBUILD_RATE_BYTES", "MAX_INVENTORY_DRIVES", "MAX_BAYS",
-           "MAX_CONTROLLERS", "MAX_CANDIDATES", "TrainingFit"]
+           "MAX_CONTROLLERS", "MAX_CANDIDATES", "TrainingFit", "KvFit"]
 
 DEFAULT_CHUNKS = (64 * 1024, 128 * 1024, 256 * 1024, 512 * 1024, 1024 * 1024)
 DEFAULT_LEVELS = (5, 6, 10, 50, 60)
@@ -69,6 +73,8 @@ class Needs:
     random_request_bytes: int = 4096
     training: TrainingLoad | None = None       # feed `accelerators` of this workload at its AU threshold
     accelerators: int | None = None
+    kvcache: KvLoad | None = None              # reach `tokens_per_s` of this KV-cache option
+    tokens_per_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +119,7 @@ class Candidate:
     equivalent: tuple[str, ...] = ()
     warnings: tuple[PlanWarning, ...] = ()     # on the Pareto set: geometry, reliability, path
     training: "TrainingFit | None" = None      # with a training need: what the layout feeds
+    kvcache: "KvFit | None" = None             # with a KV-cache need: the tokens/s it reaches
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,15 @@ class TrainingFit:
     accelerators: int
     bound: int
     au_at_need: float
+    limiting: str
+
+
+@dataclass(frozen=True)
+class KvFit:
+    """A candidate against a KV-cache need: its predicted tokens per second and read bandwidth
+    (model/kvcache.py) and what limits them."""
+    tokens_per_s: float
+    read_bw_bytes: float
     limiting: str
 
 
@@ -222,8 +238,15 @@ def _training_fit(stack: Stack, needs: Needs) -> TrainingFit | None:
     return TrainingFit(fed.fed, bound, at.au, at.limiting)
 
 
+def _kv_fit(stack: Stack, needs: Needs) -> KvFit | None:
+    if needs.kvcache is None or needs.tokens_per_s is None:
+        return None
+    fc = predict_kvcache(stack, needs.kvcache, tails=False)
+    return KvFit(fc.tokens_per_s, fc.read_bw_bytes, fc.limiting)
+
+
 def _misses(scores: dict[str, float], annual_loss: float, needs: Needs,
-            training: TrainingFit | None = None) -> tuple[str, ...]:
+            training: TrainingFit | None = None, kvcache: KvFit | None = None) -> tuple[str, ...]:
     misses = []
     checks = (("usable_bytes", needs.usable_bytes), ("seq_read_bw_bytes", needs.seq_read_bw_bytes),
               ("seq_write_bw_bytes", needs.seq_write_bw_bytes), ("random_read_iops", needs.random_read_iops),
@@ -238,6 +261,10 @@ def _misses(scores: dict[str, float], annual_loss: float, needs: Needs,
     if training is not None and needs.training is not None and training.au_at_need < needs.training.au_threshold:
         misses.append(f"feeds {training.accelerators} {needs.training.name} accelerators < {needs.accelerators} "
                       f"(AU {training.au_at_need:.2f} at {needs.accelerators}; limited by {training.limiting})")
+    if kvcache is not None and needs.kvcache is not None and needs.tokens_per_s is not None \
+            and kvcache.tokens_per_s < needs.tokens_per_s:
+        misses.append(f"{needs.kvcache.name} tokens/s {kvcache.tokens_per_s:.4g} < {needs.tokens_per_s:.4g} "
+                      f"(limited by {kvcache.limiting})")
     return tuple(misses)
 
 
@@ -281,8 +308,10 @@ def recommend(inventory: Inventory, needs: Needs = Needs()) -> Recommendation:
     for stack, how, used in built:
         scores, annual_loss = _score(stack, needs)
         training = _training_fit(stack, needs)
+        kvcache = _kv_fit(stack, needs)
         scored.append(Candidate(stack, how, used, inventory.drives - used, scores, annual_loss,
-                                _misses(scores, annual_loss, needs, training), training=training))
+                                _misses(scores, annual_loss, needs, training, kvcache), training=training,
+                                kvcache=kvcache))
     feasible = [c for c in scored if not c.misses]
     pool, note = (feasible, "") if feasible else (scored, "no candidate meets every need; showing the best trade-offs and what each misses")
     # identical scores: keep the first, list the others as equivalent
@@ -294,9 +323,11 @@ def recommend(inventory: Inventory, needs: Needs = Needs()) -> Recommendation:
         first = same[0]
         representatives.append(Candidate(first.stack, first.description, first.drives_used, first.spares,
                                          first.scores, first.annual_loss_probability, first.misses,
-                                         equivalent=tuple(c.description for c in same[1:]), training=first.training))
+                                         equivalent=tuple(c.description for c in same[1:]), training=first.training,
+                                         kvcache=first.kvcache))
     front = [c for c in representatives if not any(_dominates(o.scores, c.scores) for o in representatives)]
     front = [Candidate(c.stack, c.description, c.drives_used, c.spares, c.scores, c.annual_loss_probability,
-                       c.misses, _reasons(c, front), c.equivalent, _warnings(c.stack, needs), c.training) for c in front]
+                       c.misses, _reasons(c, front), c.equivalent, _warnings(c.stack, needs), c.training, c.kvcache)
+             for c in front]
     front.sort(key=lambda c: (-c.scores["usable_bytes"], -c.scores["mttdl_h"]))
     return Recommendation(len(scored), len(feasible), tuple(front), note)

@@ -229,10 +229,15 @@ TRAINING_WORKLOAD = command_row(
     "(unet3d_h100, resnet50_h100, llama3_8b, ...), a DLIO workload YAML or a storlab workload TOML. perf: the "
     "accelerators the stack feeds at the workload's AU threshold, and the eval phase apart when the workload "
     "evaluates (a checkpoint: its write and read seconds), STACK may be 'device' for one bare device; recommend: "
-    "layouts feeding --accelerators", metavar="NAME|FILE", category="training")
+    "layouts feeding --accelerators. kvcache_1, kvcache_2, kvcache_3: the KV-cache benchmark's options (storlab "
+    "kvcache --option N): perf its read bandwidth, P95s and tokens/s; recommend: layouts reaching --tokens-per-s",
+    metavar="NAME|FILE", category="training")
 ACCELERATORS = command_row("accelerators", "int", "with --workload: perf predicts AU and pass or fail at this "
                            "many accelerators (a checkpoint: its ranks); recommend keeps the layouts that feed them",
                            minimum=1, maximum=MAX_PLAN_ACCELERATORS, metavar="N", category="training")
+TOKENS_PER_S = command_row("tokens_per_s", "float", "with --workload kvcache_N: recommend keeps the layouts "
+                           "whose predicted tokens per second (the benchmark's: generated tokens over the requests' "
+                           "storage time) reach this", minimum=1e-9, maximum=1e12, metavar="N", category="training")
 DATASET_SIZE = command_row(
     "dataset_size", "choice", "with --workload: the steps per epoch the prediction assumes (AU leaves the first "
     "step out, so a short epoch reads higher)", default="rule", category="training",
@@ -297,7 +302,8 @@ COMMANDS: tuple[CommandTable, ...] = (
                     parse=_period_h, unit="h", metavar="TIME", category="needs"),
         command_row("max_annual_loss", "probability", "need: maximum probability of loss per year, e.g. 1e-4",
                     parse=_probability, metavar="P", category="needs"),
-        REQUEST, MTTR, REBUILD_RATE, *DRIVE_OPTIONS, TRAINING_WORKLOAD, ACCELERATORS, DATASET_SIZE, JSON)),
+        REQUEST, MTTR, REBUILD_RATE, *DRIVE_OPTIONS, TRAINING_WORKLOAD, ACCELERATORS, TOKENS_PER_S, DATASET_SIZE,
+        JSON)),
     CommandTable("plan profile", "measure a device or file (request size x queue depth, direct I/O) and fit "
                  "the model's figures for it: a device profile for `plan perf --profile` and diagnose", (
         command_row("target", "str", "block device or file to measure (read only unless --allow-destroy names "

@@ -20,48 +20,24 @@ import math
 import random
 from dataclasses import dataclass, field
 
+# kv-cache.py's user templates, draws and constants live in model/kvcache.py (the model works the
+# benchmark's load out from the same users); re-exported here for the emulation
+from ...model.kvcache import (  # noqa: F401
+    CONTINUE_P,
+    DECODE_BATCH_TOKENS,
+    INTERACTIVE_P,
+    MAX_TURNS,
+    PREFILL_ONLY_TOKENS,
+    RESPONSIVE_THRESHOLD,
+    SYSTEM_PROMPT_P,
+    SYSTEM_PROMPTS,
+    TEMPLATES,
+    User,
+    mixed_users,
+)
+
 __all__ = ["User", "Request", "mixed_users", "RequestStream", "DECODE_BATCH_TOKENS", "PREFILL_ONLY_TOKENS",
            "MAX_TURNS", "SYSTEM_PROMPTS"]
-
-# (context tokens, generation tokens, think time s), kv-cache.py's DEFAULT_USER_TEMPLATES
-TEMPLATES = {
-    "chatbot": ((512, 4096), (50, 200), (0.1, 0.5)),
-    "coding": ((4096, 25000), (100, 500), (0.2, 1.0)),
-    "document": ((4096, 16384), (200, 800), (0.3, 1.5)),
-}
-INTERACTIVE_P, RESPONSIVE_THRESHOLD = 0.15, 0.50      # QoS mix: 15 % interactive, 35 % responsive, 50 % batch
-CONTINUE_P = 0.8                   # a conversation goes on with this probability
-MAX_TURNS = 50                     # conversation.py's max_turns_per_conv
-PREFILL_ONLY_TOKENS = 10_000       # from this context size on a request is prefill only (no decode reads)
-DECODE_BATCH_TOKENS = 32           # decode reads the object once per 32 generated tokens (plus once)
-SYSTEM_PROMPT_P = 0.2              # prefix_cache.py's system_prompt_hit_probability
-# the three system prompts' token counts (words, as prefix_cache.py counts them)
-SYSTEM_PROMPTS = (len("You are a helpful assistant.".split()),
-                  len("You are an AI assistant helping with coding tasks.".split()),
-                  len("You are a professional writing assistant.".split()))
-
-
-@dataclass(frozen=True)
-class User:
-    user_id: str
-    kind: str                      # chatbot | coding | document
-    qos: str                       # interactive | responsive | batch
-    context_tokens: int
-    generation_tokens: int
-    think_time_s: float
-
-
-def mixed_users(count: int, seed: int) -> list[User]:
-    """`count` users drawn as kv-cache.py draws them after `random.seed(seed)`."""
-    rng = random.Random(seed)
-    users = []
-    for i in range(count):
-        kind = rng.choice(["chatbot", "coding", "document"])
-        r = rng.random()
-        qos = "interactive" if r < INTERACTIVE_P else "responsive" if r < RESPONSIVE_THRESHOLD else "batch"
-        ctx, gen, think = TEMPLATES[kind]
-        users.append(User(f"user_{i:04d}", kind, qos, rng.randint(*ctx), rng.randint(*gen), rng.uniform(*think)))
-    return users
 
 
 @dataclass(frozen=True)
