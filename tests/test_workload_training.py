@@ -111,18 +111,20 @@ def test_read_threads_zero_reads_in_the_consumer(shm_folder):
 
 def test_evaluation_reads_the_eval_files_and_is_reported_apart(shm_folder):
     spec = spec_from_table(table(shm_folder, train__epochs=4, train__computation_time=0.005, dataset__eval_files=12,
-                                 evaluation__enabled=True, evaluation__batch_size=3, evaluation__computation_time=0.02,
+                                 evaluation__enabled=True, evaluation__batch_size=3, evaluation__computation_time=0.05,
                                  evaluation__after_epoch=2, evaluation__epochs_between=2, workload__accelerators=2,
+                                 workload__au_threshold=0.8,
                                  reader__sample_shuffle="seed"))
     doc = run_workload(spec, argv=["test"])
     ev = doc["evaluation"]
     # DLIO: evaluations after epochs 2 and 4; 12 samples / batch 3 / 2 accelerators = 2 steps each
     assert [e["epoch"] for e in ev["evaluations"]] == [2, 4] and ev["steps_per_evaluation"] == 2
     assert all(e["steps"] == 2 and len(e["au_per_accelerator"]) == 2 for e in ev["evaluations"])
-    # tmpfs: the eval compute (0.02 s a batch, no barrier) keeps the accelerators busy
-    assert ev["au"] >= 0.9 and ev["passed"]
-    # 2 accelerators x 3 samples / 0.02 s = at most 300 samples/s
-    assert 150 < ev["samples_per_s"] <= 305
+    # tmpfs: the eval compute (0.05 s a batch, no barrier) keeps the accelerators busy (a bar with
+    # room for a loaded machine: one measured step each, so a few ms of scheduling weigh)
+    assert ev["au"] >= 0.8 and ev["passed"]
+    # 2 accelerators x 3 samples / 0.05 s = at most 120 samples/s
+    assert 60 < ev["samples_per_s"] <= 122
     assert ev["mib_per_s"] == pytest.approx(ev["samples_per_s"] * (64 << 10) / 2**20)
     # every training sample once per epoch, every eval sample once per evaluation
     read = sum(a["bytes_read"] for a in doc["per_accelerator"])
