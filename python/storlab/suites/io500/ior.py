@@ -21,7 +21,7 @@ from .engine import io_run, run_io
 from .state import GIB, Io500Run, PhaseOutcome
 
 __all__ = ["node_layout", "ior_rank_offset", "write_phase", "read_phase", "rnd4k_read_phase", "make_sparse",
-           "room_per_rank", "fsync_file", "NO_ENGINE_FSYNC"]
+           "room_per_rank", "fsync_file", "score_bandwidth", "NO_ENGINE_FSYNC"]
 
 # IOR -R as io500 asks for it: writes carry one seeded fill, reads compare every byte with it
 VERIFY_FILL = {"verify": "fill", "verify_readback": False}
@@ -31,6 +31,15 @@ NO_ENGINE_FSYNC = {"fsync_end": False}
 
 
 # -- which rank reads what another rank wrote ------------------------------------------------------
+
+def score_bandwidth(out: PhaseOutcome, total_bytes: int, errors: int, first_error: str) -> None:
+    """An IOR phase's score as io500 gives it: the bytes of every rank over the phase's seconds,
+    in GiB/s; any error invalidates the phase, with io500's words, and names the first."""
+    out.score = total_bytes / out.seconds / GIB
+    if errors:
+        out.invalid.append(f"Errors ({errors}) occured during phase in IOR. This invalidates your run.")
+        out.error = first_error or "I/O error"
+
 def node_layout(hosts: Sequence[str]) -> tuple[int, int, bool]:
     """(nodes, ranks on rank 0's node, block mapping) of the ranks' host names, as IOR and mdtest
     find them (GetNumNodes, GetNumTasksOnNode0, QueryNodeMapping: block when rank 1 shares rank 0's
@@ -150,14 +159,10 @@ def write_phase(run: Io500Run, out: PhaseOutcome, t0: float, hard: bool) -> None
     else:
         run.easy_pairs = top
     total_bytes = sum(t[0] for t in totals)
-    n_errors = sum(t[1] for t in totals) + sum(c[2] for c in counts)
     stonewall_time = max(c[1] for c in counts)
     stonewall_bytes = sum(c[0] for c in counts) * xfer
-    out.score = total_bytes / out.seconds / GIB
-    if n_errors:
-        msg = next((c[3] for c in counts if c[3]), "")
-        out.invalid.append(f"Errors ({n_errors}) occured during phase in IOR. This invalidates your run.")
-        out.error = msg or "I/O error"
+    score_bandwidth(out, total_bytes, sum(t[1] for t in totals) + sum(c[2] for c in counts),
+                    next((c[3] for c in counts if c[3]), ""))
     if out.seconds < sw:
         out.invalid.append(f"Write phase needed {out.seconds:f}s instead of stonewall {sw}s. "
                            f"Stonewall was hit at {stonewall_time:.1f}s")
@@ -196,11 +201,7 @@ def read_phase(run: Io500Run, out: PhaseOutcome, t0: float, hard: bool) -> None:
                                res.get("error") or first_bad, checked.get("checked_blocks", 0), bad))
     out.seconds = run.end(t0)
     total = sum(g[0] for g in got)
-    out.score = total / out.seconds / GIB
-    errors = sum(g[1] for g in got)
-    if errors:
-        out.invalid.append(f"Errors ({errors}) occured during phase in IOR. This invalidates your run.")
-        out.error = next((g[2] for g in got if g[2]), "I/O error")
+    score_bandwidth(out, total, sum(g[1] for g in got), next((g[2] for g in got if g[2]), ""))
     out.details = {"bytes": total, "transfer_bytes": xfer, "pairs_per_rank": pairs,
                    "verified_transfers": sum(g[3] for g in got), "mismatched_transfers": sum(g[4] for g in got),
                    "rank_offset": offset, "read_from": [(r + offset) % run.size for r in range(run.size)]}

@@ -29,7 +29,7 @@ import stat
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -305,17 +305,7 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
         os.replace(tmp, path)           # the data file last: its index files are in place before it
         layouts[i] = lay
 
-    pool = ThreadPoolExecutor(max_workers=workers)
-    futures = [pool.submit(one, i) for i in mine]
-    try:
-        for fut in futures:
-            fut.result()
-    except BaseException:            # Ctrl-C or a failed file: stop queued files; the marker stays
-        for fut in futures:
-            fut.cancel()
-        pool.shutdown(wait=True)
-        raise
-    pool.shutdown(wait=True)
+    _each_on_threads(workers, one, mine)
     if stop is not None and stop.is_set():
         raise KeyboardInterrupt
     gathered = layouts
@@ -534,19 +524,10 @@ def _prepare_objects(spec: DatasetSpec, place: ObjectPlace, *, threads: int, com
                     os.unlink(t)
         layouts[i] = lay
 
-    pool = ThreadPoolExecutor(max_workers=workers)
-    futures = [pool.submit(one, i) for i in mine]
     try:
-        for fut in futures:
-            fut.result()
-    except BaseException:            # Ctrl-C or a failed object: stop queued files; the marker stays
-        for fut in futures:
-            fut.cancel()
-        pool.shutdown(wait=True)
+        _each_on_threads(workers, one, mine)
+    finally:
         shutil.rmtree(scratch, ignore_errors=True)
-        raise
-    pool.shutdown(wait=True)
-    shutil.rmtree(scratch, ignore_errors=True)
     if stop is not None and stop.is_set():
         raise KeyboardInterrupt
     gathered = layouts
@@ -564,3 +545,20 @@ def _prepare_objects(spec: DatasetSpec, place: ObjectPlace, *, threads: int, com
     all_layouts = [gathered[i] for i in range(len(names))] if rank == 0 else \
         [FileLayout(*f[1:5]) for f in json.loads(place.get(MANIFEST))["files"]]
     return Dataset(place.url, spec, names, all_layouts, True, decision["why"], time.monotonic() - t0, place=place)
+
+
+def _each_on_threads(workers: int, one: Callable[[int], None], items: Iterable[int]) -> None:
+    """one(i) for every item on `workers` threads. On Ctrl-C or a failed item the queued items are
+    cancelled and the running ones finished before the exception goes on (the marker of an
+    unfinished generation stays)."""
+    pool = ThreadPoolExecutor(max_workers=workers)
+    futures = [pool.submit(one, i) for i in items]
+    try:
+        for fut in futures:
+            fut.result()
+    except BaseException:
+        for fut in futures:
+            fut.cancel()
+        raise
+    finally:
+        pool.shutdown(wait=True)
