@@ -306,13 +306,7 @@ def prepare(spec: DatasetSpec, *, threads: int = 0, comm: Any = None,
         layouts[i] = lay
 
     _each_on_threads(workers, one, mine)
-    if stop is not None and stop.is_set():
-        raise KeyboardInterrupt
-    gathered = layouts
-    if ranks > 1:
-        gathered = {}
-        for part in comm.gather(layouts) or []:
-            gathered.update(part)
+    gathered = _gathered_layouts(layouts, stop, ranks, comm)
     if rank == 0:
         files = [[names[i], *asdict(gathered[i]).values()] for i in range(len(names))]
         _remove_stale(folder, {os.path.relpath(p, folder) for n in names
@@ -528,13 +522,7 @@ def _prepare_objects(spec: DatasetSpec, place: ObjectPlace, *, threads: int, com
         _each_on_threads(workers, one, mine)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    if stop is not None and stop.is_set():
-        raise KeyboardInterrupt
-    gathered = layouts
-    if ranks > 1:
-        gathered = {}
-        for part in comm.gather(layouts) or []:
-            gathered.update(part)
+    gathered = _gathered_layouts(layouts, stop, ranks, comm)
     if rank == 0:
         files = [[names[i], *asdict(gathered[i]).values()] for i in range(len(names))]
         keep = {k for n in names for k in (n, *companion_paths(spec, n))} | {PARTIAL}
@@ -562,3 +550,16 @@ def _each_on_threads(workers: int, one: Callable[[int], None], items: Iterable[i
         raise
     finally:
         pool.shutdown(wait=True)
+
+
+def _gathered_layouts(layouts: dict, stop: Any, ranks: int, comm: Any) -> dict:
+    """Every rank's file layouts by index, on rank 0 (this rank's alone without MPI); a stop asked
+    for while the files were written ends the generation here."""
+    if stop is not None and stop.is_set():
+        raise KeyboardInterrupt
+    if ranks <= 1:
+        return layouts
+    gathered: dict = {}
+    for part in comm.gather(layouts) or []:
+        gathered.update(part)
+    return gathered
