@@ -138,6 +138,10 @@ def main() -> int:
                 for _ in range(args.rounds):
                     for tool in ("io500", "storlab"):
                         runs[tool].append(run_one(tool, n, ini, res, prefix, 30 * args.stonewall + 300))
+                        # what a run left (the ior files of a timestamped datadir) goes before the
+                        # next, so every round starts on the same empty file system
+                        shutil.rmtree(data, ignore_errors=True)
+                        os.makedirs(data)
                         time.sleep(1)
                 med = {tool: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for tool, rs in runs.items()}
                 figures.append({"fs": fs, "ranks": n, "stonewall_s": args.stonewall, "rounds": args.rounds,
