@@ -244,6 +244,14 @@ def validate_meta_spec(spec_json: str) -> None:
     """Validate a meta spec without touching the system; raises CoreError (kind "spec")."""
 
 
+def scan_dirs(dirs: list[str], name_contains: str | None = None, size: int | None = None,
+              newer_than: float | None = None) -> tuple[list[str], int, int, int]:
+    """find's scan of `dirs`, not below them (crates/storlab-core/src/meta/scan.rs): (the
+    sub-directories, files looked at, files found, errors). A file is found when its name contains
+    `name_contains`, its size is `size` and its modification time is later than `newer_than`
+    (each None: any); only files whose name matches are stat'ed. Releases the GIL."""
+
+
 class ObjectStore:
     """The objects under one s3://BUCKET[/PREFIX] (crates/storlab-py/src/objects.rs), reached with
     the engine's S3 client: keys are relative to the prefix, every request releases the GIL.

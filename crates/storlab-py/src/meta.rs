@@ -215,8 +215,22 @@ fn validate_meta_spec(spec_json: &str) -> PyResult<()> {
     MetaSpec::from_json(spec_json).map(|_| ()).map_err(to_py)
 }
 
+/// find's scan of `dirs` (not below; meta::scan): (sub-directories, files looked at, files found,
+/// errors). A file is found when its name contains `name_contains`, its size is `size` and its
+/// modification time is later than `newer_than` (each None: any). The GIL is released meanwhile.
+#[pyfunction]
+#[pyo3(signature = (dirs, name_contains=None, size=None, newer_than=None))]
+fn scan_dirs(py: Python<'_>, dirs: Vec<String>, name_contains: Option<String>, size: Option<u64>,
+             newer_than: Option<f64>) -> (Vec<String>, u64, u64, u64) {
+    let criteria = meta::scan::FindCriteria { name_contains, size, newer_than };
+    let t = py.detach(move || meta::scan::scan_paths(&dirs, &criteria));
+    let subdirs = t.subdirs.into_iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    (subdirs, t.looked, t.found, t.errors)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<MetaRun>()?;
+    m.add_function(wrap_pyfunction!(scan_dirs, m)?)?;
     m.add_function(wrap_pyfunction!(meta_spec_field_names, m)?)?;
     m.add_function(wrap_pyfunction!(validate_meta_spec, m)?)?;
     m.add_function(wrap_pyfunction!(meta_option_rules, m)?)?;

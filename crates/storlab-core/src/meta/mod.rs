@@ -9,6 +9,8 @@
 //! between phases) → `worker` threads doing one operation per item (names from `names`) →
 //! `result` merged per phase. The front end runs one phase at a time and calls `cleanup` unless
 //! the user asked to keep the files.
+//!
+//! `scan` is find's directory scan (io500's find phase): names, sizes and times, no benchmark.
 
 pub mod control;
 pub mod names;
@@ -17,6 +19,7 @@ pub mod objects;
 pub mod ops;
 pub mod result;
 pub mod run;
+pub mod scan;
 pub mod spec;
 pub mod worker;
 

@@ -8,55 +8,27 @@ looks in mdtest-easy by name only, find-hard in mdtest-hard with find's criteria
 """
 from __future__ import annotations
 
-import fnmatch
 import os
 from typing import Sequence
 
+from ..._core import scan_dirs
 from ...jobs.io500.translator import HARD_FILE_SIZE
 from .state import Io500Run, PhaseOutcome
 
 __all__ = ["FIND_NAME", "find_files", "timestamp_phase", "find_phase"]
 
+# find's -name: io500's *01*, a name holding "01"
 FIND_NAME = "*01*"
+FIND_NAME_CONTAINS = "01"
 
 
-def find_files(dirs: Sequence[str], newer_than: float | None, size: int | None,
-               pattern: str = FIND_NAME) -> tuple[list[str], int, int, int]:
+def find_files(dirs: Sequence[str], newer_than: float | None, size: int | None) -> tuple[list[str], int, int, int]:
     """Look at the entries of `dirs` (not below): (sub-folders, files looked at, files found, errors).
-    A file is found when its name matches `pattern`, its size is `size` and its mtime is later
+    A file is found when its name holds "01" (FIND_NAME), its size is `size` and its mtime is later
     than `newer_than` (None: any); the name is tested first, so only matching names are stat'ed
-    (find -O1), and none when neither size nor time is asked for."""
-    subdirs: list[str] = []
-    total = found = errors = 0
-    needle = pattern.strip("*") if pattern.startswith("*") and pattern.endswith("*") and "*" not in pattern[1:-1] \
-        and "?" not in pattern and "[" not in pattern else None
-    for d in dirs:
-        try:
-            with os.scandir(d) as it:
-                for e in it:
-                    try:
-                        if e.is_dir(follow_symlinks=False):
-                            subdirs.append(e.path)
-                            continue
-                    except OSError:
-                        errors += 1
-                        continue
-                    total += 1
-                    name = e.name
-                    if (needle in name) if needle is not None else fnmatch.fnmatchcase(name, pattern):
-                        if size is None and newer_than is None:
-                            found += 1
-                            continue
-                        try:
-                            st = e.stat(follow_symlinks=False)
-                        except OSError:
-                            errors += 1
-                            continue
-                        if (size is None or st.st_size == size) and (newer_than is None or st.st_mtime > newer_than):
-                            found += 1
-        except OSError:
-            errors += 1
-    return subdirs, total, found, errors
+    (find -O1). The engine scans (meta/scan.rs: readdir's entry types, no stat for the rest), with
+    the GIL released."""
+    return scan_dirs(list(dirs), FIND_NAME_CONTAINS, size, newer_than)
 
 
 def timestamp_phase(run: Io500Run, out: PhaseOutcome, t0: float) -> None:
