@@ -1,5 +1,6 @@
 """`storlab kvcache`, MLPerf Storage v3.0's KV-cache benchmark: the models' KV sizes against the
-published formula, the users kv-cache.py draws with seed 42, the .npy objects (numpy.load reads
+published formula, the users kv-cache.py draws with seed 42, kv-cache.py's own one-user requests
+moving through our tiers the bytes kv-cache.py moved for them, the .npy objects (numpy.load reads
 them with the model's shape), the tiers' placement, the built-in options run scaled down on tmpfs
 with the four headline figures, repeatable bytes from the seed, refusals in one line, the folder
 under test left as it was, and Ctrl-C keeping the trials done."""
@@ -21,10 +22,13 @@ from storlab.jobs.kvcache_job import BUILTINS, MODELS, resolve_options
 from storlab.suites.kvcache.objects import BLOCK_BYTES, CHUNK_BYTES, Contents, npy_header, write_object
 from storlab.suites.kvcache.run import aggregate_option, aggregate_trial
 from storlab.suites.kvcache.tiers import KvCache
-from storlab.suites.kvcache.users import SYSTEM_PROMPTS, RequestStream, mixed_users
+from storlab.suites.kvcache.trial import serve_request
+from storlab.suites.kvcache.users import SYSTEM_PROMPTS, RequestStream, kv_cache_py_requests, mixed_users
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = Path("/work/shared/reference/mlperf-storage-v3/kv_cache_benchmark")
+# a runnable kv-cache.py (its kv_cache package whole), e.g. the copy benchmarks/vs_kvcache.py runs
+PEER = Path(os.environ.get("STORLAB_KVCACHE_PEER", REFERENCE))
 SCALED = ["--users", "2", "--duration", "2s", "--scale", "0.01", "--inter-option-delay", "0"]
 
 
@@ -218,24 +222,65 @@ def test_seed_makes_the_byte_counts_repeatable(tmp_path, shm_dir):
     assert counts("--seed", "7") != first
 
 
-def test_kv_cache_py_writes_objects_of_the_same_user_for_the_same_seed(tmp_path, shm_dir):
-    # With one user and prefix caching and multi-turn off, kv-cache.py's first request is drawn from
-    # its user alone: its one object's size must be one our user 0 (seed 42) can have.
-    script = REFERENCE / "kv-cache.py"
-    missing = [str(p.relative_to(REFERENCE)) for p in (script, REFERENCE / "kv_cache" / "benchmark.py",
-                                                       REFERENCE / "kv_cache" / "config.py",
-                                                       REFERENCE / "kv_cache" / "conversation.py") if not p.exists()]
+def kv_cache_py(tmp_path: Path, *flags: str) -> dict:
+    """Run the kv-cache.py copy at PEER ($STORLAB_KVCACHE_PEER, else the reference copy) with GPU and
+    CPU tiers off and model llama3.1-8b, its cache in a fresh folder under tmp_path (it refuses
+    folders under /dev and deletes every .npy in its folder); its summary, or a skip saying why."""
+    missing = [f for f in ("kv-cache.py", "kv_cache/benchmark.py", "kv_cache/config.py", "kv_cache/conversation.py")
+               if not (PEER / f).exists()]
     if missing:
-        pytest.skip(f"kv-cache.py cannot run here: the reference copy lacks {', '.join(missing)}")
-    out = tmp_path / "ref.json"
-    p = subprocess.run([sys.executable, str(script), "--model", "llama3.1-8b", "--num-users", "1", "--duration", "30",
-                        "--gpu-mem-gb", "0", "--cpu-mem-gb", "0", "--generation-mode", "none", "--seed", "42",
-                        "--max-requests", "1", "--disable-multi-turn", "--disable-prefix-caching",
-                        "--cache-dir", shm_dir, "--output", str(out)], capture_output=True, text=True, timeout=300,
-                       cwd=REFERENCE)
+        pytest.skip(f"kv-cache.py cannot run here: {PEER} lacks {', '.join(missing)} (set STORLAB_KVCACHE_PEER "
+                    "to a whole copy, e.g. the one benchmarks/vs_kvcache.py runs)")
+    out, cache = tmp_path / "peer.json", tmp_path / "peer-cache"
+    p = subprocess.run([sys.executable, "kv-cache.py", "--model", "llama3.1-8b", "--duration", "120", "--gpu-mem-gb", "0",
+                        "--cpu-mem-gb", "0", "--generation-mode", "none", *flags, "--cache-dir", str(cache),
+                        "--output", str(out)], capture_output=True, text=True, timeout=600, cwd=PEER)
     if p.returncode != 0:
         pytest.skip(f"kv-cache.py does not run here: {p.stderr.strip().splitlines()[-1:]}")
-    stats = json.loads(out.read_text())["summary"]["cache_stats"]
+    return json.loads(out.read_text())["summary"]
+
+
+def replay_kv_cache_py(folder: str, seed: int, requests: int) -> tuple[int, int, int, int]:
+    """kv-cache.py's one-user request stream (prefix caching off) served by our tiers, GPU and CPU
+    off: (storage bytes written, read, writes, reads)."""
+    cache = KvCache(folder, MODELS["llama3.1-8b"], {"gpu": 0, "cpu": 0, "storage": 8 << 30}, Contents(seed), 16)
+    stream = kv_cache_py_requests(seed)
+    for _ in range(requests):
+        assert serve_request(cache, stream.next()) is not None
+    s = cache.stats
+    cache.remove_all()
+    return s.write_bytes["storage"], s.read_bytes["storage"], s.storage_writes, s.storage_reads
+
+
+def test_kv_cache_py_one_user_requests_through_our_tiers_move_its_bytes(shm_dir):
+    # kv-cache.py (the copy benchmarks/vs_kvcache.py runs, docs/kvcache.md), twice each:
+    # `--seed 39 --num-users 1 --disable-prefix-caching --max-requests 8`, GPU and CPU 0, wrote
+    # 394,526,720 bytes in 8 objects and read 1,605,238,784 in 37 reads; its requests, served by our
+    # tiers, must move exactly those (earlier turns re-read, decode reads one per 32 tokens plus one)
+    stream = kv_cache_py_requests(39)
+    first = [stream.next() for _ in range(3)]
+    assert [(r.key, r.context_tokens, r.generation_tokens, len(r.previous)) for r in first] == [
+        ("conv_user_0000_1_turn_1", 156, 56, 0), ("conv_user_0000_1_turn_2", 571, 27, 1),
+        ("conv_user_0000_2_turn_1", 191, 70, 0)]
+    assert replay_kv_cache_py(shm_dir, 39, 8) == (394_526_720, 1_605_238_784, 8, 37)
+    assert os.listdir(shm_dir) == []
+
+
+def test_kv_cache_py_run_here_moves_the_bytes_our_tiers_move_for_its_requests(tmp_path, shm_dir):
+    # the same check against a live kv-cache.py, when one can run here
+    s = kv_cache_py(tmp_path, "--seed", "39", "--num-users", "1", "--disable-prefix-caching", "--max-requests", "8")
+    c = s["cache_stats"]
+    theirs = (round(c["tier_storage_kv_bytes_written_gb"] * 2**30), round(c["tier_storage_kv_bytes_read_gb"] * 2**30),
+              c["write_iops"], c["read_iops"])
+    assert s["total_requests"] == 8 and replay_kv_cache_py(shm_dir, 39, 8) == theirs
+
+
+def test_kv_cache_py_writes_objects_of_the_same_user_for_the_same_seed(tmp_path):
+    # With one user and prefix caching and multi-turn off, kv-cache.py's first request is drawn from
+    # its user alone: its one object's size must be one our user 0 (seed 42) can have.
+    s = kv_cache_py(tmp_path, "--num-users", "1", "--seed", "42", "--max-requests", "1", "--disable-multi-turn",
+                    "--disable-prefix-caching")
+    stats = s["cache_stats"]
     user = mixed_users(1, 42)[0]
     tokens, rest = divmod(stats["total_write_bytes"], MODELS["llama3.1-8b"].kv_bytes_per_token)
     assert rest == 0 and max(1, user.context_tokens // 4) <= tokens <= user.context_tokens

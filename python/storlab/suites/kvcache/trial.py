@@ -31,7 +31,7 @@ from .objects import Contents
 from .tiers import KvCache
 from .users import Request, RequestStream, mixed_users
 
-__all__ = ["TrialSettings", "run_trial", "GENERATION_S_PER_TOKEN", "percentile_95"]
+__all__ = ["TrialSettings", "run_trial", "serve_request", "GENERATION_S_PER_TOKEN", "percentile_95"]
 
 GENERATION_S_PER_TOKEN = {"none": 0.0, "fast": 0.002, "realistic": 0.030}
 
@@ -57,7 +57,7 @@ def percentile_95(samples: list[float]) -> float | None:
     return float(np.percentile(np.asarray(samples), 95)) if samples else None
 
 
-def _serve(cache: KvCache, request: Request) -> float | None:
+def serve_request(cache: KvCache, request: Request) -> float | None:
     """One request's storage work: its summed latency, or None when the trial stopped first."""
     latency = 0.0
     for key in request.previous:
@@ -102,7 +102,7 @@ def run_trial(option: KvOption, settings: TrialSettings, folder: str, contents: 
                 request = stream.next()
                 if stop.wait(request.think_s):
                     return
-                latency = _serve(cache, request)
+                latency = serve_request(cache, request)
                 if latency is None or stop.wait(request.generation_tokens * generation_s):
                     return
                 with lock:

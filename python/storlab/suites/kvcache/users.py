@@ -13,6 +13,13 @@ are the seed's alone. The draws per request are kv-cache.py's: think time x U(0.
 conversation goes on with probability 0.8 (at most 50 turns); context in [ctx/4, ctx] and
 generation in [gen/4, gen] tokens; a request of 10000 context tokens or more is prefill only; one
 request in five opens with one of three system prompts, whose tokens are taken off the context.
+
+kv-cache.py repeats its own bytes for a seed in one case only: one user with prefix caching off
+(`--num-users 1 --disable-prefix-caching`), where its one `random` goes on from the users' draws
+to that user's requests and nothing else draws from it. (With prefix caching on, its workers'
+draws fall between the user's by thread timing: two runs with seed 42, one user, 3 requests wrote
+3,177,054,208 and 3,177,840,640 bytes.) `kv_cache_py_requests` is that case's request stream, so
+the tiers can be checked against kv-cache.py byte for byte (benchmarks/vs_kvcache.py).
 """
 from __future__ import annotations
 
@@ -36,8 +43,8 @@ from ...model.kvcache import (  # noqa: F401
     mixed_users,
 )
 
-__all__ = ["User", "Request", "mixed_users", "RequestStream", "DECODE_BATCH_TOKENS", "PREFILL_ONLY_TOKENS",
-           "MAX_TURNS", "SYSTEM_PROMPTS"]
+__all__ = ["User", "Request", "mixed_users", "RequestStream", "kv_cache_py_requests", "DECODE_BATCH_TOKENS",
+           "PREFILL_ONLY_TOKENS", "MAX_TURNS", "SYSTEM_PROMPTS"]
 
 
 @dataclass(frozen=True)
@@ -57,17 +64,19 @@ class Request:
 
 @dataclass
 class RequestStream:
-    """One user's requests, in order, from the user's own generator."""
+    """One user's requests, in order, from the user's own generator (or from `rng` when given)."""
     user: User
     seed: int
     scale: float = 1.0             # a scaled-down trial: token counts times this
-    rng: random.Random = field(init=False)
+    rng: random.Random | None = None
+    system_prompts: bool = True    # False: kv-cache.py's --disable-prefix-caching (no draw for them)
     conversations: int = field(default=0, init=False)
     conversation: str | None = field(default=None, init=False)
     turns: list[str] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
-        self.rng = random.Random(f"storlab-kvcache/{self.seed}/{self.user.user_id}")
+        if self.rng is None:
+            self.rng = random.Random(f"storlab-kvcache/{self.seed}/{self.user.user_id}")
 
     def _tokens(self, n: int) -> int:
         return n if self.scale == 1.0 else max(1, round(n * self.scale))
@@ -87,6 +96,22 @@ class RequestStream:
         key = f"{self.conversation}_turn_{len(self.turns) + 1}"
         self.turns.append(key)
         decode = context < PREFILL_ONLY_TOKENS
-        if rng.random() < SYSTEM_PROMPT_P:
+        if self.system_prompts and rng.random() < SYSTEM_PROMPT_P:
             context = max(0, context - rng.choice(SYSTEM_PROMPTS))
         return Request(key, previous, self._tokens(context) if context else 0, generation, decode, think)
+
+
+def kv_cache_py_requests(seed: int) -> RequestStream:
+    """The requests of kv-cache.py's one user with `--seed SEED --num-users 1
+    --disable-prefix-caching` (multi-turn on, no RAG), in its order: its `random` after
+    `random.seed(SEED)` and the user's draws goes on with, per request, the think time, whether
+    the conversation goes on (from the second request), the context and the generation tokens."""
+    rng = random.Random(seed)
+    kind = rng.choice(["chatbot", "coding", "document"])    # mixed_users' draws for one user, again
+    rng.random()
+    ctx, gen, think = TEMPLATES[kind]
+    drawn = (kind, rng.randint(*ctx), rng.randint(*gen), rng.uniform(*think))
+    user = mixed_users(1, seed)[0]
+    if drawn != (user.kind, user.context_tokens, user.generation_tokens, user.think_time_s):
+        raise RuntimeError(f"kv_cache_py_requests: the user drawn again {drawn} is not mixed_users' {user}")
+    return RequestStream(user, seed, rng=rng, system_prompts=False)
