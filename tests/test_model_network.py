@@ -245,3 +245,64 @@ def test_a_cluster_file_names_its_shaper_or_is_refused_in_one_line(tmp_path):
     path.write_text(base.replace("token-bucket", "netem"))
     with pytest.raises(StackError, match="shaper: 'netem'; allowed: wire"):
         load_cluster(str(path))
+
+
+def test_a_user_space_client_pays_no_block_layer():
+    # a lone 4 KiB request over a metered link: a kernel client's time is the block layer's overhead
+    # + the round trip + the server's CPU; a user-space client (libnfs, libnbd, an S3 library) has
+    # client_request_overhead_s = 0: the round trip and the CPU only
+    link = Link("l", 10e9, rtt_s=20e-6, shaper="token-bucket")
+    srv = Server("srv", link, cpu_per_request_s=60e-6)
+    kernel = predict_cluster(Cluster("t", 1, link, srv), ClusterLoad("read", 4096))
+    user = predict_cluster(Cluster("t", 1, link, srv, client_request_overhead_s=0.0), ClusterLoad("read", 4096))
+    assert kernel.iops == pytest.approx(1 / (HOST_REQUEST_OVERHEAD_S + 20e-6 + 60e-6))
+    assert user.iops == pytest.approx(1 / (20e-6 + 60e-6))
+    with pytest.raises(StackError, match="client_request_overhead"):
+        Cluster("t", 1, link, srv, client_request_overhead_s=-1e-6)
+
+
+def test_two_cores_serve_two_lone_clients_side_by_side_then_queue():
+    # one station of 2 cores at D = 1.8 ms per request and a fixed Z = 0.2 ms, 2 clients one request
+    # each: Seidmann's multi-server with Schweitzer's estimate gives R = D/2 (1 + Q/2) + D/2 with
+    # Q = 2 R / (Z + R), i.e. 2 R^2 + (2 Z - 3 D) R - 2 D Z = 0; alone, R = D
+    d, z = 1.8e-3, 0.2e-3
+    link = Link("l", 10e9, rtt_s=z, shaper="token-bucket")
+    srv = Server("srv", link, cores=2, cpu_per_request_s=d)
+
+    def cluster(n):
+        return Cluster("t", n, link, srv, client_request_overhead_s=0.0)
+
+    assert predict_cluster(cluster(1), ClusterLoad("read", 4096)).iops == pytest.approx(1 / (z + d))
+    r = (-(2 * z - 3 * d) + ((2 * z - 3 * d) ** 2 + 16 * d * z) ** 0.5) / 4
+    two = predict_cluster(cluster(2), ClusterLoad("read", 4096))
+    assert two.iops == pytest.approx(2 / (z + r), rel=1e-6)
+    assert 1.2 / (z + d) < two.iops < 2 / (z + d)     # more than one core's worth, less than two lone ones
+    many = predict_cluster(cluster(64), ClusterLoad("read", 4096))
+    assert many.iops == pytest.approx(2 / d, rel=0.02) and many.limiting == "srv CPU"
+
+
+def test_a_measured_request_rate_caps_the_server_beside_its_cpu():
+    # the CPU alone carries 2 / 50 us = 40,000 requests/s; measured, the server carries 16,000 at
+    # most: a deep load gets 16,000, named as the measured rate. A lone request takes the round trip
+    # and its slowest stage (a request's stages overlap, the model's rule): the measured rate's
+    # 62.5 us per request, not the CPU's 50 us
+    link = Link("l", 10e9, rtt_s=20e-6, shaper="token-bucket")
+    srv = Server("srv", link, cores=2, cpu_per_request_s=50e-6, max_iops=16_000)
+    deep = predict_cluster(Cluster("t", 4, link, srv, client_request_overhead_s=0.0), ClusterLoad("read", 4096, qd=16))
+    assert deep.iops == pytest.approx(16_000, rel=0.01) and deep.limiting == "srv (measured requests/s)"
+    lone = predict_cluster(Cluster("t", 1, link, srv, client_request_overhead_s=0.0), ClusterLoad("read", 4096))
+    assert lone.iops == pytest.approx(1 / (20e-6 + 62.5e-6))
+    with pytest.raises(StackError, match="max_iops"):
+        Server("srv", link, max_iops=0)
+
+
+def test_a_cluster_file_states_a_user_space_client_and_a_measured_server():
+    import tomllib
+    text = (CLUSTER.replace('name = "n1"\nrole = "client"', 'name = "n1"\nrole = "client"\nrequest_overhead = "0us"')
+            .replace('name = "n2"\nrole = "client"', 'name = "n2"\nrole = "client"\nrequest_overhead = "0us"')
+            .replace('cores = 4', 'cores = 4\nmax_iops = 16000'))
+    c = cluster_from_dict(tomllib.loads(text))
+    assert c.client_request_overhead_s == 0.0 and c.servers.max_iops == 16000
+    assert cluster_from_dict(tomllib.loads(CLUSTER)).client_request_overhead_s == HOST_REQUEST_OVERHEAD_S
+    with pytest.raises(StackError, match="request_overhead is a client's key"):
+        cluster_from_dict(tomllib.loads(CLUSTER.replace('cores = 4', 'cores = 4\nrequest_overhead = "0us"')))

@@ -19,7 +19,7 @@ __all__ = ["is_cluster_file", "load_cluster", "cluster_from_dict"]
 
 _TOP_KEYS = {"name", "description", "node", "fabric"}
 _NODE_KEYS = {"name", "role", "count", "cores", "cpu_per_request", "cpu_rate", "stack", "storage_bw", "storage_iops",
-              "storage_latency"}
+              "storage_latency", "max_iops", "request_overhead"}
 _FABRIC_KEYS = {"name", "rate", "rates", "protocol", "mtu", "rtt", "window", "switch", "uplink", "uplinks", "shaper"}
 ROLES = ("client", "server")
 # the depth at which a server's stack is asked for its streaming rate (its ceiling for the cluster)
@@ -118,6 +118,10 @@ def _server(node: Mapping[str, Any], link: Link, count: int, base_dir: str, rw: 
     if "storage_latency" in node:
         kwargs["storage_latency_s"] = _value(where, "storage_latency", node["storage_latency"],
                                              lambda v: parse_duration(v, "storage_latency"))
+    if "max_iops" in node:
+        kwargs["max_iops"] = _value(where, "max_iops", node["max_iops"], float)
+    if "request_overhead" in node:
+        raise StackError(f"{where}: request_overhead is a client's key (its fixed time per request)")
     return Server(str(node["name"]), link, count=count, **kwargs)
 
 
@@ -178,9 +182,17 @@ def cluster_from_dict(data: Mapping[str, Any], source: str = "cluster", base_dir
         if _cpu(other, f"[[node]] {other['name']}") != _cpu(clients[0], ""):
             raise StackError(f"[[node]] {other['name']}: a client unlike {clients[0]['name']!r}; the model takes "
                              "equal clients")
-    if any(k in n for n in clients for k in ("stack", "storage_bw", "storage_iops", "storage_latency")):
+    if any(k in n for n in clients for k in ("stack", "storage_bw", "storage_iops", "storage_latency", "max_iops")):
         raise StackError(f"{source}: a client node has storage keys; only servers hold the storage")
     client_cpu = {f"client_{k}": v for k, v in _cpu(clients[0], f"[[node]] {clients[0]['name']}").items()}
+    if any(n.get("request_overhead") != clients[0].get("request_overhead") for n in clients[1:]):
+        raise StackError(f"[[node]] {clients[0]['name']}: clients with unequal request_overhead; the model takes "
+                         "equal clients")
+    if "request_overhead" in clients[0]:
+        # a user-space client (libnfs, libnbd, an S3 library) passes no block layer: "0us"
+        client_cpu["client_request_overhead_s"] = _value(
+            f"[[node]] {clients[0]['name']}", "request_overhead", clients[0]["request_overhead"],
+            lambda v: parse_duration(v, "request_overhead"))
     return Cluster(str(data.get("name", source)), len(client_links), first_client, server, switch, uplink,
                    tuple(client_links), **client_cpu)
 
