@@ -215,26 +215,23 @@ def measure(server: ProtocolServer, clients: int, pattern: tuple, seconds: float
     of the server node's processes (over the whole run, less their idle rate) and of the client's
     (the run's own, over its phase)."""
     name, rw, bs, threads, qd = pattern
-    if not cpu:
-        doc = server.run_on(list(CLIENTS[:clients]), ["run", *server.args(bs), "--rw", rw, "--bs", str(bs),
-                                                      "--threads", str(threads), "--qd", str(qd),
-                                                      "--time", f"{seconds}s"])
-        (phase,) = doc["phases"]
-        return {"bw_bytes": phase["read"]["bw_bytes"], "iops": phase["read"]["iops"]}
-    idle_from, idle_cpu = time.monotonic(), node_cpu_s(server.c, "srv")
-    time.sleep(1.0)
-    idle_rate = (node_cpu_s(server.c, "srv") - idle_cpu) / (time.monotonic() - idle_from)
-    started, server_cpu = time.monotonic(), node_cpu_s(server.c, "srv")
-    doc = server.run_on(list(CLIENTS[:clients]), ["run", *server.args(bs), "--rw", rw, "--bs", str(bs),
-                                                  "--threads", str(threads), "--qd", str(qd), "--time", f"{seconds}s"])
-    server_cpu = node_cpu_s(server.c, "srv") - server_cpu - idle_rate * (time.monotonic() - started)
-    (phase,) = doc["phases"]
+    argv = ["run", *server.args(bs), "--rw", rw, "--bs", str(bs), "--threads", str(threads), "--qd", str(qd),
+            "--time", f"{seconds}s"]
+    if cpu:     # the server node's processes' CPU when idle, to take off what the run adds
+        idle_from, idle_cpu = time.monotonic(), node_cpu_s(server.c, "srv")
+        time.sleep(1.0)
+        idle_rate = (node_cpu_s(server.c, "srv") - idle_cpu) / (time.monotonic() - idle_from)
+        started, server_cpu = time.monotonic(), node_cpu_s(server.c, "srv")
+    (phase,) = server.run_on(list(CLIENTS[:clients]), argv)["phases"]
     out = {"bw_bytes": phase["read"]["bw_bytes"], "iops": phase["read"]["iops"]}
+    if not cpu:
+        return out
+    server_cpu = node_cpu_s(server.c, "srv") - server_cpu - idle_rate * (time.monotonic() - started)
     requests = phase["read"].get("ops") or 0
-    cpu = phase.get("cpu") or {}
-    if requests and "self_user_s" in cpu:
+    usage = phase.get("cpu") or {}
+    if requests and "self_user_s" in usage:
         out["server_cpu_per_request_s"] = max(0.0, server_cpu) / requests
-        out["client_cpu_per_request_s"] = (cpu["self_user_s"] + cpu["self_system_s"]) / requests
+        out["client_cpu_per_request_s"] = (usage["self_user_s"] + usage["self_system_s"]) / requests
     return out
 
 
