@@ -223,7 +223,8 @@ fn validate_meta_spec(spec_json: &str) -> PyResult<()> {
 fn scan_dirs(py: Python<'_>, dirs: Vec<String>, name_contains: Option<String>, size: Option<u64>,
              newer_than: Option<f64>) -> (Vec<String>, u64, u64, u64) {
     let criteria = meta::scan::FindCriteria { name_contains, size, newer_than };
-    let t = py.detach(move || meta::scan::scan_paths(&dirs, &criteria));
+    let dirs: Vec<std::path::PathBuf> = dirs.into_iter().map(Into::into).collect();
+    let t = py.detach(move || meta::scan::scan_dirs(&dirs, &criteria));
     let subdirs = t.subdirs.into_iter().map(|p| p.to_string_lossy().into_owned()).collect();
     (subdirs, t.looked, t.found, t.errors)
 }

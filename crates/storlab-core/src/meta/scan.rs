@@ -118,12 +118,6 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// `scan_dirs` over paths given as strings (the bindings' form).
-pub fn scan_paths(dirs: &[String], criteria: &FindCriteria) -> ScanTotals {
-    let dirs: Vec<PathBuf> = dirs.iter().map(|d| Path::new(d).to_path_buf()).collect();
-    scan_dirs(&dirs, criteria)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,7 +151,7 @@ mod tests {
 
     #[test]
     fn a_missing_directory_is_an_error_not_a_panic() {
-        let t = scan_paths(&["/nonexistent/storlab-scan".to_string()], &FindCriteria::default());
+        let t = scan_dirs(&[PathBuf::from("/nonexistent/storlab-scan")], &FindCriteria::default());
         assert_eq!((t.looked, t.errors), (0, 1));
     }
 }

@@ -19,7 +19,7 @@ __all__ = ["FIND_NAME", "find_files", "timestamp_phase", "find_phase"]
 
 # find's -name: io500's *01*, a name holding "01"
 FIND_NAME = "*01*"
-FIND_NAME_CONTAINS = "01"
+FIND_NAME_CONTAINS = FIND_NAME.strip("*")
 
 
 def find_files(dirs: Sequence[str], newer_than: float | None, size: int | None) -> tuple[list[str], int, int, int]:
