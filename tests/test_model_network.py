@@ -306,3 +306,19 @@ def test_a_cluster_file_states_a_user_space_client_and_a_measured_server():
     assert cluster_from_dict(tomllib.loads(CLUSTER)).client_request_overhead_s == HOST_REQUEST_OVERHEAD_S
     with pytest.raises(StackError, match="request_overhead is a client's key"):
         cluster_from_dict(tomllib.loads(CLUSTER.replace('cores = 4', 'cores = 4\nrequest_overhead = "0us"')))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (('cores = 4', 'cores = 4\nmax_iops = "x"'), "max_iops: expected requests/s, a number > 0, got 'x'"),
+    (('cores = 4', 'cores = 4\nmax_iops = 0'), "max_iops: expected requests/s, a number > 0, got 0"),
+    (('name = "n1"\nrole = "client"', 'name = "n1"\nrole = "client"\nrequest_overhead = "abc"'),
+     "request_overhead"),
+    (('name = "n1"\nrole = "client"', 'name = "n1"\nrole = "client"\nrequest_overhead = "0us"'),
+     "unequal request_overhead"),
+    (('name = "n1"\nrole = "client"', 'name = "n1"\nrole = "client"\nmax_iops = 10'), "storage keys"),
+])
+def test_bad_request_overhead_and_max_iops_are_refused_in_one_line(edit, message):
+    import tomllib
+    with pytest.raises(StackError, match=message) as e:
+        cluster_from_dict(tomllib.loads(CLUSTER.replace(*edit)))
+    assert "\n" not in str(e.value)

@@ -52,6 +52,12 @@ def _value(where: str, key: str, raw: Any, parse) -> Any:
         raise StackError(f"{where}: {key}: {e}") from None
 
 
+def _requests_per_s(raw: Any) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 < raw < float("inf"):
+        raise ValueError(f"expected requests/s, a number > 0, got {raw!r}")
+    return float(raw)
+
+
 def _whole(raw: Any) -> int:
     if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= 65536:
         raise ValueError(f"expected a whole number from 1 to 65536, got {raw!r}")
@@ -119,7 +125,7 @@ def _server(node: Mapping[str, Any], link: Link, count: int, base_dir: str, rw: 
         kwargs["storage_latency_s"] = _value(where, "storage_latency", node["storage_latency"],
                                              lambda v: parse_duration(v, "storage_latency"))
     if "max_iops" in node:
-        kwargs["max_iops"] = _value(where, "max_iops", node["max_iops"], float)
+        kwargs["max_iops"] = _value(where, "max_iops", node["max_iops"], _requests_per_s)
     if "request_overhead" in node:
         raise StackError(f"{where}: request_overhead is a client's key (its fixed time per request)")
     return Server(str(node["name"]), link, count=count, **kwargs)
