@@ -45,7 +45,7 @@ from .predict import Device, Prediction, Workload, predict
 from .queueing import Station, solve_closed
 from .stack import Stack
 
-__all__ = ["User", "mixed_users", "TEMPLATES", "INTERACTIVE_P", "RESPONSIVE_THRESHOLD", "CONTINUE_P", "MAX_TURNS",
+__all__ = ["User", "mixed_users", "draw_users", "TEMPLATES", "INTERACTIVE_P", "RESPONSIVE_THRESHOLD", "CONTINUE_P", "MAX_TURNS",
            "PREFILL_ONLY_TOKENS", "DECODE_BATCH_TOKENS", "SYSTEM_PROMPT_P", "SYSTEM_PROMPTS", "CHUNK_BYTES",
            "GENERATION_S_PER_TOKEN", "MEMORY_FILL", "MEMORY_MAX_OBJECT", "WORKLOAD_PREFIX", "is_kvcache_workload",
            "kvcache_option", "UserLoad", "KvLoad", "kvcache_load", "KvForecast", "predict_kvcache",
@@ -85,7 +85,11 @@ class User:
 
 def mixed_users(count: int, seed: int) -> list[User]:
     """`count` users drawn as kv-cache.py draws them after `random.seed(seed)`."""
-    rng = random.Random(seed)
+    return draw_users(count, random.Random(seed))
+
+
+def draw_users(count: int, rng: random.Random) -> list[User]:
+    """`count` users drawn from `rng` as kv-cache.py draws them (its generator goes on from there)."""
     users = []
     for i in range(count):
         kind = rng.choice(["chatbot", "coding", "document"])

@@ -40,6 +40,7 @@ from ...model.kvcache import (  # noqa: F401
     SYSTEM_PROMPTS,
     TEMPLATES,
     User,
+    draw_users,
     mixed_users,
 )
 
@@ -107,11 +108,5 @@ def kv_cache_py_requests(seed: int) -> RequestStream:
     `random.seed(SEED)` and the user's draws goes on with, per request, the think time, whether
     the conversation goes on (from the second request), the context and the generation tokens."""
     rng = random.Random(seed)
-    kind = rng.choice(["chatbot", "coding", "document"])    # mixed_users' draws for one user, again
-    rng.random()
-    ctx, gen, think = TEMPLATES[kind]
-    drawn = (kind, rng.randint(*ctx), rng.randint(*gen), rng.uniform(*think))
-    user = mixed_users(1, seed)[0]
-    if drawn != (user.kind, user.context_tokens, user.generation_tokens, user.think_time_s):
-        raise RuntimeError(f"kv_cache_py_requests: the user drawn again {drawn} is not mixed_users' {user}")
+    (user,) = draw_users(1, rng)
     return RequestStream(user, seed, rng=rng, system_prompts=False)
