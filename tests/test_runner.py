@@ -148,3 +148,56 @@ def test_a_job_file_mixes_io_and_metadata_phases(tmp_path, monkeypatch):
     assert create["kind"] == "meta" and create["ops"] == 240
     assert doc["job"]["phases"][1]["type"] == "meta"
     assert list(tmp_path.iterdir()) == [f]  # scratch file and metadata tree removed
+
+
+def _phase_run(shm_dir):
+    """An engine phase of 1 MiB of null reads with a 1 ms delay each (256 requests: ~0.26 s)."""
+    import json
+
+    from storlab import _core
+    from storlab.measure.runner import checked_spec
+
+    job = resolve_job({"target": [f"{shm_dir}/armed.dat"], "size": "1m", "engine": "null", "null_delay": "1ms",
+                       "no_store": True})
+    return _core.PhaseRun(json.dumps(checked_spec(job.phases[0], ())))
+
+
+def _threads_of_this_process() -> int:
+    import os
+
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_an_armed_phase_waits_at_the_start_line_until_started(shm_dir):
+    run = _phase_run(shm_dir)
+    run.arm()
+    run.arm()                                  # arming twice changes nothing
+    assert run.wait(0.3) is False              # set up, not released: nothing moves
+    assert run.progress()[:3] == (0, 0, 0.0)
+    run.start()
+    while not run.wait(0.5):
+        pass
+    import json
+
+    result = json.loads(run.result_json())
+    assert result["complete"] and result["read"]["bytes"] == 1 << 20
+    # the clock started at the release, not at arming: 256 requests of 1 ms, not 0.3 s more
+    assert result["seconds"] < 0.25 + 256e-3
+    with pytest.raises(RuntimeError, match="already started"):
+        run.start()
+
+
+def test_an_armed_phase_dropped_unstarted_ends_its_threads(shm_dir):
+    import gc
+    import time
+
+    before = _threads_of_this_process()
+    run = _phase_run(shm_dir)
+    run.arm()
+    assert _threads_of_this_process() > before     # the coordinator and its worker wait
+    del run
+    gc.collect()
+    deadline = time.monotonic() + 5
+    while _threads_of_this_process() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _threads_of_this_process() == before

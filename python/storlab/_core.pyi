@@ -33,8 +33,9 @@ class CoreError(Exception):
 
 
 class PhaseRun:
-    """One I/O phase. Construction builds the plan (targets opened, sized and laid out) on a
-    thread of its own; `start` runs it on a background thread."""
+    """One I/O phase. Construction builds the plan (targets opened, sized and laid out) with the
+    GIL released, running Python's signal handlers every 50 ms between layout chunks; `arm` sets
+    its workers up on background threads, waiting at the start line; `start` releases them."""
 
     def __init__(self, spec_json: str) -> None:
         """Build the plan of the phase spec `spec_json`. A signal whose handler raises (Ctrl-C,
@@ -48,8 +49,13 @@ class PhaseRun:
     def targets_json(self) -> str:
         """What the plan found out about each target (type, size, created ...), as a JSON list."""
 
+    def arm(self) -> None:
+        """Create and set up the phase's coordinator and workers on background threads, waiting at
+        the start line for `start` (nothing if armed already)."""
+
     def start(self) -> None:
-        """Start the phase on a background thread; RuntimeError if it was started before."""
+        """Start the phase (arming it first if `arm` was not called): its clock starts now;
+        RuntimeError if it was started before."""
 
     def wait(self, timeout_s: float) -> bool:
         """Wait up to `timeout_s` seconds with the GIL released; True once the phase has ended.

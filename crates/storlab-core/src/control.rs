@@ -4,7 +4,7 @@
 //! on it, not on each other.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Barrier, Mutex, OnceLock};
+use std::sync::{Barrier, Condvar, Mutex, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -13,6 +13,21 @@ use crate::error::Error;
 use crate::plan::Plan;
 use crate::stats::WorkerProgress;
 
+/// What a long step that can be stopped (laying a plan's files out, a multipart upload) asks
+/// between its chunks: whether to stop now. A flag another thread sets is one; the Python
+/// bindings pass a check that runs Python's signal handlers on the calling thread itself, so a
+/// plan builds on the thread that asked for it, with no second thread to hand over to (a
+/// hand-over costs a scheduling round where ranks outnumber the cores).
+pub trait Cancel {
+    fn requested(&self) -> bool;
+}
+
+impl Cancel for AtomicBool {
+    fn requested(&self) -> bool {
+        self.load(Ordering::Relaxed)
+    }
+}
+
 /// Shared between the coordinator, the workers and the front end.
 pub struct Control {
     /// Ask workers to stop issuing (Ctrl-C or another worker's error).
@@ -20,8 +35,15 @@ pub struct Control {
     pub interrupted: AtomicBool,
     pub error: Mutex<Option<Error>>,
     pub progress: Vec<WorkerProgress>,
-    /// Workers plus the coordinator meet here before the clock starts.
+    /// Workers plus the coordinator meet here once every worker is set up (buffers, engine).
     pub ready: Barrier,
+    /// The start line: set up and met, the workers wait here until the phase is released, which
+    /// starts the clock. The coordinator releases it at once, unless the front end `hold`s it to
+    /// release it itself (`release`): an MPI rank arms its phase before the ranks' barrier, so
+    /// the barrier's end starts I/O, not thread creation and set-up.
+    held: AtomicBool,
+    released: Mutex<bool>,
+    release_signal: Condvar,
     start: OnceLock<Instant>,
     /// The same moment on the wall clock (seconds since the Unix epoch), to line up MPI ranks.
     start_unix_s: OnceLock<f64>,
@@ -51,6 +73,9 @@ impl Control {
             error: Mutex::new(None),
             progress: slots_per_worker.iter().map(|&qd| WorkerProgress::with_slots(qd)).collect(),
             ready: Barrier::new(workers + 1),
+            held: AtomicBool::new(false),
+            released: Mutex::new(false),
+            release_signal: Condvar::new(),
             start: OnceLock::new(),
             start_unix_s: OnceLock::new(),
             finished: AtomicBool::new(false),
@@ -64,8 +89,36 @@ impl Control {
         Control::new(&qds)
     }
 
+    /// The front end will release the phase itself (`release`); call before `run_phase`.
+    pub fn hold(&self) {
+        self.held.store(true, Ordering::SeqCst);
+    }
+
+    /// Start the clock and let the workers go (once; later calls change nothing).
+    pub fn release(&self) {
+        let mut released = self.released.lock().unwrap_or_else(|p| p.into_inner());
+        if !*released {
+            self.set_start();
+            *released = true;
+            self.release_signal.notify_all();
+        }
+    }
+
+    /// Whether the phase was released (its clock started).
+    pub fn is_released(&self) -> bool {
+        *self.released.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wait at the start line until the phase is released.
+    pub(crate) fn wait_for_release(&self) {
+        let mut released = self.released.lock().unwrap_or_else(|p| p.into_inner());
+        while !*released {
+            released = self.release_signal.wait(released).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
     /// Start the phase clock (monotonic and wall clock, the same moment); once per phase.
-    pub(crate) fn set_start(&self) {
+    fn set_start(&self) {
         let _ = self.start.set(Instant::now());
         let unix = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
         let _ = self.start_unix_s.set(unix);
@@ -118,8 +171,9 @@ impl Control {
     }
 
     /// One phase's threads, for the I/O engine and the metadata benchmark alike: one scoped
-    /// thread per worker (named `name(i)`) runs `work(i, input)`, the coordinator starts the clock,
-    /// meets the workers at the start line, runs `coordinate` (the stall watch) and joins them.
+    /// thread per worker (named `name(i)`) runs `work(i, input)`, the coordinator starts the clock
+    /// (or, when the front end holds the phase, meets the set-up workers and waits for the
+    /// release), runs `coordinate` (the stall watch) and joins them.
     /// A worker's error is recorded here (which stops the others), and every worker is marked
     /// done however it ends, a panic included, so a watch loop on the progress always ends.
     /// Returns each worker's output in worker order (None when it panicked) and whether any did;
@@ -161,8 +215,13 @@ impl Control {
                         .expect("spawn a worker thread")
                 })
                 .collect();
-            self.set_start();
-            self.ready.wait();
+            if self.held.load(Ordering::SeqCst) {
+                self.ready.wait();
+                self.wait_for_release();
+            } else {
+                self.release();
+                self.ready.wait();
+            }
             coordinate();
             handles.into_iter().map(|h| h.join()).collect()
         });

@@ -32,6 +32,7 @@ pub(crate) mod verify;
 pub(crate) mod worker;
 pub(crate) mod workload;
 
+pub use control::Cancel;
 pub use error::{Error, ErrorKind, Result};
 pub use plan::Plan;
 pub use run::{run_phase, Control, PhaseOutcome, PhaseResult};

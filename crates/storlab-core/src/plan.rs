@@ -12,12 +12,13 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::buffer::{AlignedBuf, Scrambler};
+use crate::control::Cancel;
 use crate::error::{Error, Result};
 use crate::iolog::Replay;
 use crate::rbw::{Channel, Role};
@@ -307,15 +308,15 @@ fn fill_range(path: &str, from: u64, to: u64, g: &GroupSpec, build: &mut Build,
 /// Preallocation goes this many bytes at a time, so a cancel is seen within one chunk.
 const PREALLOCATE_CHUNK: u64 = 256 << 20;
 
-fn check_cancel(path: &str, cancel: &AtomicBool) -> Result<()> {
-    if cancel.load(Ordering::Relaxed) {
+fn check_cancel(path: &str, cancel: &dyn Cancel) -> Result<()> {
+    if cancel.requested() {
         return Err(Error::interrupted(format!("{path}: laying out stopped by a signal")));
     }
     Ok(())
 }
 
 /// Allocate [0, len) of the file in chunks (a file system without fallocate gets a plain size).
-fn preallocate(f: &File, path: &str, len: u64, cancel: &AtomicBool) -> Result<()> {
+fn preallocate(f: &File, path: &str, len: u64, cancel: &dyn Cancel) -> Result<()> {
     let mut off = 0u64;
     while off < len {
         check_cancel(path, cancel)?;
@@ -367,7 +368,7 @@ fn check_free_space(path: &str, need: u64) -> Result<()> {
 /// What one plan build carries along: the cancel flag, the write-safety gate and the files it created (removed again if
 /// the build fails or is cancelled, so nothing half-laid-out is left behind).
 struct Build<'a> {
-    cancel: &'a AtomicBool,
+    cancel: &'a dyn Cancel,
     created: Vec<String>,
     gate: IdentityGate,
     /// Scrambles laid-out chunks: one for the whole build, so chunks of every file differ.
@@ -873,9 +874,9 @@ impl Plan {
         Plan::build_cancellable(spec, &AtomicBool::new(false))
     }
 
-    /// `build`, stopped between layout chunks once `cancel` is set (an `Interrupted` error). On any
+    /// `build`, stopped between layout chunks once `cancel` asks (an `Interrupted` error). On any
     /// error the files this build created are removed.
-    pub fn build_cancellable(spec: PhaseSpec, cancel: &AtomicBool) -> Result<Plan> {
+    pub fn build_cancellable(spec: PhaseSpec, cancel: &dyn Cancel) -> Result<Plan> {
         let gate = IdentityGate::new(&spec.checked);
         let mut build = Build { cancel, created: Vec::new(), gate, scrambler: Scrambler::new(0xFEED) };
         let plan = Plan::build_in(spec, &mut build);

@@ -280,6 +280,7 @@ impl<'a> Worker<'a> {
         });
         let iolog_writer = iolog_path.as_ref().map(|p| iolog::Writer::create(p, &target.path, now));
         control.ready.wait();
+        control.wait_for_release();
         let backend = backend?;
         let mut iolog_writer = iolog_writer.transpose()?;
 

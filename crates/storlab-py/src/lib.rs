@@ -3,7 +3,7 @@
 //! errors to one Python exception carrying (kind, message), kind being `ErrorKind::as_str`. Long calls wake up often enough to let
 //! Python's signal handlers run: building a plan (laying out a large file) stops on a signal.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
@@ -23,7 +23,7 @@ use storlab_core::histogram;
 use storlab_core::iolog::Replay;
 use storlab_core::rules::{self, Num};
 use storlab_core::spec::Rw;
-use storlab_core::{run_phase, Control, Error, ErrorKind, PhaseOutcome, PhaseSpec, Plan};
+use storlab_core::{run_phase, Cancel, Control, Error, ErrorKind, PhaseOutcome, PhaseSpec, Plan};
 
 create_exception!(_core, CoreError, PyException, "An engine error: args are (kind, message).");
 
@@ -51,6 +51,49 @@ pub(crate) fn spawn_background<T: Send + 'static>(name: &str, work: impl FnOnce(
         })
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start the {name} thread: {e}")))?;
     Ok(Background { handle, ended })
+}
+
+/// The cancel check of a plan built on the calling thread (`PhaseRun::new`): at most every
+/// `SIGNAL_CHECK` it takes the GIL for a moment and runs Python's signal handlers, which only run
+/// on the main thread; the first exception one raises stops the build and is kept to be raised.
+/// Building there rather than on a thread of its own saves two hand-overs per phase, each a
+/// scheduling round where MPI ranks outnumber the cores.
+struct SignalCheck {
+    next: Mutex<std::time::Instant>,
+    raised: Mutex<Option<PyErr>>,
+}
+
+impl SignalCheck {
+    fn new() -> Self {
+        SignalCheck { next: Mutex::new(std::time::Instant::now() + SIGNAL_CHECK), raised: Mutex::new(None) }
+    }
+
+    fn raised(&self) -> Option<PyErr> {
+        self.raised.lock().unwrap().take()
+    }
+}
+
+impl Cancel for SignalCheck {
+    fn requested(&self) -> bool {
+        if self.raised.lock().unwrap().is_some() {
+            return true;
+        }
+        let now = std::time::Instant::now();
+        {
+            let mut next = self.next.lock().unwrap();
+            if now < *next {
+                return false;
+            }
+            *next = now + SIGNAL_CHECK;
+        }
+        match Python::attach(|py| py.check_signals()) {
+            Ok(()) => false,
+            Err(signal) => {
+                *self.raised.lock().unwrap() = Some(signal);
+                true
+            }
+        }
+    }
 }
 
 /// Where a background thread stands after `join_within`.
@@ -110,31 +153,21 @@ struct PhaseRun {
 
 #[pymethods]
 impl PhaseRun {
-    /// Build the plan on a thread of its own, checking for signals every 50 ms: a signal whose
-    /// handler raises (Ctrl-C, SIGTERM) cancels the layout, waits until the build has removed the
-    /// files it created, and raises that exception here.
+    /// Build the plan on this thread with the GIL released; between layout chunks, every 50 ms,
+    /// it runs Python's signal handlers (`SignalCheck`): one that raises (Ctrl-C, SIGTERM) stops
+    /// the layout, the build removes the files it created, and that exception is raised here.
     #[new]
     fn new(py: Python<'_>, spec_json: &str) -> PyResult<PhaseRun> {
         let spec = PhaseSpec::from_json(spec_json).map_err(to_py)?;
-        let cancel = Arc::new(AtomicBool::new(false));
-        let flag = cancel.clone();
-        let slot = Mutex::new(Some(spawn_background("storlab-layout", move || Plan::build_cancellable(spec, &flag))?));
-        let plan = loop {
-            match join_within(py, &slot, 0.5, "layout") {
-                Ok(Joined::Done(plan)) => break plan.map_err(to_py)?,
-                Ok(Joined::Running) => {}
-                Ok(Joined::NotStarted) => return Err(PyRuntimeError::new_err("layout thread lost")),
-                Err(signal) => {
-                    cancel.store(true, Ordering::SeqCst);
-                    // Further signals are the handler's business now: wait the cancel out.
-                    let running = slot.lock().unwrap().take();
-                    if let Some(bg) = running {
-                        py.detach(move || { let _ = bg.handle.join(); });
-                    }
-                    return Err(signal);
-                }
-            }
-        };
+        let check = SignalCheck::new();
+        let built = py.detach(|| Plan::build_cancellable(spec, &check));
+        // A signal seen between chunks, or one that failed a system call of the build (EINTR)
+        // before the next look: the signal is what the caller hears of.
+        let signal = check.raised().or_else(|| if built.is_err() { py.check_signals().err() } else { None });
+        if let Some(signal) = signal {
+            return Err(signal);
+        }
+        let plan = built.map_err(to_py)?;
         let control = Arc::new(Control::for_plan(&plan));
         Ok(PhaseRun { plan: Arc::new(plan), control, thread: Mutex::new(None), result: Mutex::new(None), outcome: Mutex::new(None) })
     }
@@ -149,14 +182,27 @@ impl PhaseRun {
         self.plan.workers.len()
     }
 
-    /// Start the phase on a background thread.
-    fn start(&self) -> PyResult<()> {
+    /// Set the phase up without starting it: its coordinator and workers are created and set up
+    /// (buffers, engine) on threads of their own and wait at the start line for `start`. Under
+    /// MPI a rank arms before the ranks' barrier, so the barrier's end starts I/O at once.
+    fn arm(&self) -> PyResult<()> {
         let mut t = self.thread.lock().unwrap();
         if t.is_some() || self.result.lock().unwrap().is_some() {
-            return Err(PyRuntimeError::new_err("phase already started"));
+            return Ok(());   // armed (or run) already
         }
+        self.control.hold();
         let (plan, control) = (self.plan.clone(), self.control.clone());
         *t = Some(spawn_background("storlab-phase", move || run_phase(&plan, &control))?);
+        Ok(())
+    }
+
+    /// Start the phase (arming it first when `arm` was not called): the clock starts now.
+    fn start(&self) -> PyResult<()> {
+        if self.control.is_released() {
+            return Err(PyRuntimeError::new_err("phase already started"));
+        }
+        self.arm()?;
+        self.control.release();
         Ok(())
     }
 
@@ -232,6 +278,17 @@ impl PhaseRun {
     /// The phase result as JSON, once `wait` returned True.
     fn result_json(&self) -> Option<String> {
         self.result.lock().unwrap().clone()
+    }
+}
+
+impl Drop for PhaseRun {
+    /// A phase armed but never started (an exception between `arm` and `start`): its threads
+    /// are waiting at the start line; released with the stop flag set, they end at once.
+    fn drop(&mut self) {
+        if !self.control.is_released() {
+            self.control.interrupt();
+            self.control.release();
+        }
     }
 }
 

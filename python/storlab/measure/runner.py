@@ -486,6 +486,9 @@ class IoBenchmark(Benchmark):
             from .steady import SteadyState
 
             steady = SteadyState.of(settings)
+        # Its workers set up and waiting at the start line before the ranks' barrier (MPI), so
+        # the barrier's end starts I/O, not thread creation.
+        run.arm()
         hooks.before_start(phase, run)
         cpu_before = CpuSample.now()
         run.start()

@@ -9,12 +9,14 @@
 //! access key id may be named, the secret and signed URLs never are.
 
 use std::io::Read;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rusty_s3::actions::{CompleteMultipartUpload, CreateMultipartUpload, DeleteObjectsResponse, ListObjectsV2, ObjectIdentifier};
 use rusty_s3::{Bucket, S3Action, UrlStyle};
+
+use crate::control::Cancel;
 
 use super::s3_config::{Access, AwsEnvironment, ObjectSet};
 
@@ -179,7 +181,7 @@ impl Client {
 
     /// PUT `data` as `key`: one request up to `part_size`, a multipart upload above it (aborted
     /// if a part fails or `stop` is set between parts, so no unfinished upload is left).
-    pub fn put(&self, key: &str, data: &[u8], part_size: u64, stop: &AtomicBool) -> Result<(), Failure> {
+    pub fn put(&self, key: &str, data: &[u8], part_size: u64, stop: &dyn Cancel) -> Result<(), Failure> {
         if data.len() as u64 <= part_size {
             let url = self.bucket.put_object(Some(&self.access.credentials), key).sign(SIGNED_FOR).to_string();
             self.exchange(url, &|u| self.agent.put(u).send(data))?;
@@ -198,10 +200,10 @@ impl Client {
         uploaded
     }
 
-    fn put_parts(&self, key: &str, upload_id: &str, data: &[u8], part_size: u64, stop: &AtomicBool) -> Result<(), Failure> {
+    fn put_parts(&self, key: &str, upload_id: &str, data: &[u8], part_size: u64, stop: &dyn Cancel) -> Result<(), Failure> {
         let mut etags = Vec::new();
         for (i, part) in data.chunks(part_size as usize).enumerate() {
-            if stop.load(Ordering::Relaxed) {
+            if stop.requested() {
                 return Err(Failure::Stopped);
             }
             let number = u16::try_from(i + 1).map_err(|_| Failure::Protocol("more than 10000 parts".into()))?;
