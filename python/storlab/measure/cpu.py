@@ -13,12 +13,18 @@ from typing import Any
 _FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
+_proc_stat_fd: int | None = None   # kept open: a pread costs a quarter of an open, read and close
+
+
 def _host_jiffies() -> dict[str, int] | None:
+    global _proc_stat_fd
     try:
-        with open("/proc/stat") as f:
-            parts = f.readline().split()
+        if _proc_stat_fd is None:
+            _proc_stat_fd = os.open("/proc/stat", os.O_RDONLY | os.O_CLOEXEC)
+        head = os.pread(_proc_stat_fd, 512, 0)   # the kernel makes the file anew at offset 0
     except OSError:
         return None
+    parts = head.split(b"\n", 1)[0].decode("ascii", "replace").split()
     if not parts or parts[0] != "cpu":
         return None
     values = [int(x) for x in parts[1:1 + len(_FIELDS)]]
