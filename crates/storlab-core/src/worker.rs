@@ -1110,6 +1110,32 @@ mod phase_tests {
         }
     }
 
+    /// A held phase: its workers set up and wait at the start line, issuing nothing and with no
+    /// clock, until the front end releases it; the clock starts at the release.
+    #[test]
+    fn a_held_phase_issues_nothing_until_released() {
+        let target = scratch("held");
+        let g = GroupSpec { target: vec![target.clone()], size: Some(64 << 12), rw: Rw::Read, engine: EngineKind::Null,
+                            null_delay: 0.001, ..Default::default() };
+        let plan = Plan::build(PhaseSpec { name: "t".into(), groups: vec![g], checked: None }).expect("plan");
+        let control = Control::for_plan(&plan);
+        control.hold();
+        std::thread::scope(|s| {
+            let running = s.spawn(|| run_phase(&plan, &control));
+            std::thread::sleep(std::time::Duration::from_millis(150));
+            assert_eq!(control.progress_totals(), (0, 0, 0), "nothing issued before the release");
+            assert_eq!(control.elapsed_s(), 0.0, "no clock before the release");
+            let released = std::time::Instant::now();
+            control.release();
+            let r = running.join().unwrap().result;
+            assert!(r.complete, "{:?}", r.error);
+            assert_eq!(r.read.as_ref().unwrap().bytes, 64 << 12);
+            // 64 requests of 1 ms: the phase's time runs from the release, not from the spawn
+            assert!(r.seconds <= released.elapsed().as_secs_f64() + 1e-3, "{} s", r.seconds);
+        });
+        std::fs::remove_file(&target).unwrap();
+    }
+
     #[test]
     fn thinktime_pauses_every_thinktime_blocks_requests() {
         let (target, log) = (scratch("think"), scratch("think.log"));
