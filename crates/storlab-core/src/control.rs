@@ -13,21 +13,6 @@ use crate::error::Error;
 use crate::plan::Plan;
 use crate::stats::WorkerProgress;
 
-/// What a long step that can be stopped (laying a plan's files out, a multipart upload) asks
-/// between its chunks: whether to stop now. A flag another thread sets is one; the Python
-/// bindings pass a check that runs Python's signal handlers on the calling thread itself, so a
-/// plan builds on the thread that asked for it, with no second thread to hand over to (a
-/// hand-over costs a scheduling round where ranks outnumber the cores).
-pub trait Cancel {
-    fn requested(&self) -> bool;
-}
-
-impl Cancel for AtomicBool {
-    fn requested(&self) -> bool {
-        self.load(Ordering::Relaxed)
-    }
-}
-
 /// Shared between the coordinator, the workers and the front end.
 pub struct Control {
     /// Ask workers to stop issuing (Ctrl-C or another worker's error).

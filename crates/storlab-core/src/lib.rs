@@ -8,6 +8,7 @@
 
 pub mod blocksize;
 pub(crate) mod buffer;
+pub mod cancel;
 pub mod control;
 pub mod cpus;
 pub mod distribution;
@@ -32,7 +33,7 @@ pub(crate) mod verify;
 pub(crate) mod worker;
 pub(crate) mod workload;
 
-pub use control::Cancel;
+pub use cancel::Cancel;
 pub use error::{Error, ErrorKind, Result};
 pub use plan::Plan;
 pub use run::{run_phase, Control, PhaseOutcome, PhaseResult};

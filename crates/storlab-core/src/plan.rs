@@ -18,7 +18,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::buffer::{AlignedBuf, Scrambler};
-use crate::control::Cancel;
+use crate::cancel::Cancel;
 use crate::error::{Error, Result};
 use crate::iolog::Replay;
 use crate::rbw::{Channel, Role};

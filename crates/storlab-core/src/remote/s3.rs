@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use rusty_s3::actions::{CompleteMultipartUpload, CreateMultipartUpload, DeleteObjectsResponse, ListObjectsV2, ObjectIdentifier};
 use rusty_s3::{Bucket, S3Action, UrlStyle};
 
-use crate::control::Cancel;
+use crate::cancel::Cancel;
 
 use super::s3_config::{Access, AwsEnvironment, ObjectSet};
 
