@@ -122,11 +122,15 @@ S400_IC = {  # (direction, KiB): (1 host, 2 hosts, 4 hosts) MB/s, in-cache (128 
 }
 
 
-def _ported_stack(hosts: int, backend_bytes_per_s: float | None = None):
-    """hosts RAID groups, each behind its own 2 Gb FC port (bw 212.5 MB/s); members share the
-    backend rate evenly (unlimited when None)."""
-    port = Component("fc-port", kind="link", count=hosts, read_bw_bytes=FC2_MB * MB, write_bw_bytes=FC2_MB * MB,
-                     groups=1)
+def _ported_stack(hosts: int, backend_bytes_per_s: float | None = None, host_rate: float | None = None):
+    """hosts RAID groups, each behind its own 2 Gb FC port (200 MB/s); members share the backend
+    rate evenly (unlimited when None). `host_rate`: each port's host works on a request's bytes at
+    this rate per core, before the request leaves (GUPFS_HOST_CORES cores); None: no host cost."""
+    port = Component("fc-port", kind="link", count=1 if host_rate else hosts, read_bw_bytes=FC2_MB * MB,
+                     write_bw_bytes=FC2_MB * MB, groups=1)
+    if host_rate:
+        port = Component("host", kind="host", count=hosts, cores=GUPFS_HOST_CORES, cpu_rate_bytes=host_rate,
+                         children=(port,))
     path = Component("fabric", children=(port,))
     stack = stack_from_notation("R0/4", 256 * KiB, drive=DRIVE, count=hosts, aggregate="none", path=path)
     per_member = FAST if backend_bytes_per_s is None else backend_bytes_per_s / (4 * hosts)
@@ -136,9 +140,45 @@ def _ported_stack(hosts: int, backend_bytes_per_s: float | None = None):
 HOST_AND_HBA_S = HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S   # the model adds these to a cache hit
 
 
+# The GUPFS hosts (D.2.1, E.3.2): dual 2.2 GHz Xeon, Linux 2.4, raw devices, QLA2340 HBA.
+GUPFS_HOST_CORES = 2
+# D.3.6, one client, 1 MB requests to one RAID-5 LUN, in-cache (2100 MB) and out of cache:
+MPTIO_ONE_CLIENT = {  # processes: (IC write, IC read, OC write, OC read) MB/s
+    1: (93.23, 110.19, 91.76, 103.46), 2: (180.67, 184.96, 170.94, 181.09),
+    4: (187.50, 189.61, 186.43, 189.41), 8: (188.35, 189.78, 188.37, 189.74),
+}
+MPTIO_COLUMNS = (("write", "in"), ("read", "in"), ("write", "out"), ("read", "out"))
+
+
+def _s400_fit(direction: str) -> tuple[float, float]:
+    """(L s, host seconds per byte) of a direction, from two figures of the same hosts and node:
+    the 1 KB one-host figure with 4 processes (D.3.3) fixes the per-request time L (the host's
+    bytes are few there), the 1 MB one-process figure (D.3.6) the host's time per byte. A
+    synchronous raw request costs its process time in proportion to its bytes (pinning the user
+    buffer, the 2.4 kernel's buffer heads and its kiobuf steps) before the next one leaves; four
+    processes overlap it with each other's transfers, one process cannot. Both are calibration."""
+    one = MPTIO_ONE_CLIENT[1][1 if direction == "read" else 0]
+    per_byte = 0.0
+    for _ in range(8):      # L and the host's time per byte each move the other a little
+        lat = _latency_from(KiB, S400_IC[(direction, 1)][0], 4, FC2_MB * MB) - per_byte * KiB
+        per_byte = (MiB / (one * MB) - lat - MiB / (FC2_MB * MB)) / MiB
+    return lat, per_byte
+
+
 def s400_latency(direction: str) -> float:
     """The node's per-request time from the 1 KB one-host figure of a direction (calibration)."""
-    return _latency_from(KiB, S400_IC[(direction, 1)][0], 4, FC2_MB * MB)
+    return _s400_fit(direction)[0]
+
+
+def gupfs_host_rate(direction: str) -> float:
+    """Bytes/s one core of a GUPFS host gets through for a direction's raw requests (calibration)."""
+    return 1.0 / _s400_fit(direction)[1]
+
+
+def _host_rates(latency: Latencies | None) -> dict[str, float | None]:
+    """The host's rate per direction in-study; none when leave-one-study-out holds GUPFS out (no
+    other study states or measures its hosts' time per byte)."""
+    return {d: (gupfs_host_rate(d) if latency is None else None) for d in ("read", "write")}
 
 
 def s400_rows(latency: Latencies | None = None) -> list[Row]:
@@ -147,11 +187,12 @@ def s400_rows(latency: Latencies | None = None) -> list[Row]:
     (in-study) or from `latency` (leave-one-study-out); the model adds the host's and the HBA's
     own time to a cache hit, so the cache's own time is the rest."""
     rows = []
+    host = _host_rates(latency)
     for direction in ("read", "write"):
         lat = s400_latency(direction) if latency is None else latency[direction]
         for kib in (1, 4, 16, 64, 1024):
             for i, hosts in enumerate((1, 2, 4)):
-                stack, per_member = _ported_stack(hosts)
+                stack, per_member = _ported_stack(hosts, host_rate=host[direction])
                 device = Device(per_member, per_member, FAST, FAST, lat, "backend", shared_time=False, queues=False)
                 cache = ControllerCache(4 * 10**9, FAST, FAST, latency_s=max(0.0, lat - HOST_AND_HBA_S))
                 w = Workload(direction, kib * KiB, qd=4, threads=hosts, working_set_bytes=128 * 10**6)
@@ -159,6 +200,70 @@ def s400_rows(latency: Latencies | None = None) -> list[Row]:
                 role = CALIBRATION if latency is None and kib == 1 and hosts == 1 else VALIDATION
                 rows.append(Row("3PAR S400 node, in-cache", f"{direction} {kib}K, {hosts} host(s)", p.bw_bytes / MB,
                                 S400_IC[(direction, kib)][i], p.limiting, GUPFS_STUDY, role))
+    return rows
+
+
+# D.3.7: one RAID-1 and one RAID-5 LUN on the same spindles, 1 MB requests, 1 to 8 clients, each
+# on its own 2 Gb port (hosts 1-4 on slot 1 of nodes 0-3, hosts 5-8 on slot 5 of the same nodes),
+# T processes per client; in-cache 2100 MB, out of cache 50400 MB in all. The base tables (the
+# _R and _Z variants repeat them with other read orders).
+RAID_COMPARISON = {  # (cache, processes per client): per clients 1-8, (write R1, write R5, read R1, read R5)
+    ("in", 1): ((92.11, 90.91, 109.66, 109.49), (174.53, 171.64, 215.71, 214.40), (263.30, 257.86, 313.76, 311.76),
+                (338.03, 331.55, 410.22, 407.93), (416.28, 408.51, 504.87, 503.64), (466.76, 459.50, 606.75, 594.33),
+                (519.15, 507.12, 691.92, 679.85), (547.00, 524.46, 784.11, 759.79)),
+    ("in", 2): ((177.69, 175.30, 188.71, 186.11), (338.65, 327.72, 365.88, 366.97), (471.33, 449.32, 549.11, 548.04),
+                (594.95, 567.80, 714.05, 704.35), (673.69, 651.66, 828.61, 825.44), (694.26, 673.82, 956.18, 655.84),
+                (731.73, 706.86, 1061.80, 1042.01), (780.74, 759.01, 1233.64, 1204.70)),
+    ("out", 1): ((90.39, 89.06, 82.70, 104.07), (178.16, 172.68, 163.12, 207.02), (253.89, 250.52, 224.30, 299.11),
+                 (326.06, 318.68, 272.01, 398.93), (388.59, 364.63, 354.17, 441.50), (433.49, 408.34, 422.83, 477.25),
+                 (458.73, 427.60, 405.79, 485.68), (541.18, 489.95, 506.94, 539.15)),
+    ("out", 2): ((175.45, 168.62, 155.89, 186.34), (325.70, 303.43, 259.33, 360.07), (450.97, 404.86, 400.39, 417.59),
+                 (548.72, 462.83, 483.36, 513.70), (574.08, 485.58, 641.50, 562.43), (570.22, 517.53, 675.84, 605.41),
+                 (685.45, 588.87, 730.11, 633.41), (729.46, 620.51, 827.18, 689.04)),
+    ("out", 4): ((188.25, 186.60, 188.25, 188.04), (373.39, 358.92, 372.11, 368.08), (534.69, 491.27, 547.70, 512.76),
+                 (667.41, 585.03, 699.36, 625.62), (657.57, 580.01, 821.62, 710.03), (668.07, 576.60, 881.16, 761.92),
+                 (693.88, 679.24, 953.18, 773.27), (733.30, 694.98, 952.63, 851.83)),
+}
+RAID_COLUMNS = (("write", "R1"), ("write", "R5"), ("read", "R1"), ("read", "R5"))
+S400_CACHE_BYTES = 16 * 10**9   # D.2.2: four controller nodes with 4 GB each
+
+
+def _mptio(direction: str, where: str, clients: int, processes: int, latency: Latencies | None):
+    """MPTIO on the S400: `processes` synchronous 1 MB requests per client, each client on its own
+    port and host. In cache as the S400 rows (the cache's time is L less the host's and the HBA's);
+    out of cache the back end's ~800 MB/s (the report's figure for the S400) spread over the LUN."""
+    lat = s400_latency(direction) if latency is None else latency[direction]
+    host = _host_rates(latency)[direction]
+    if where == "in":
+        stack, _ = _ported_stack(clients, host_rate=host)
+        device = Device(FAST, FAST, FAST, FAST, lat, "backend", shared_time=False, queues=False)
+        cache = ControllerCache(S400_CACHE_BYTES, FAST, FAST, latency_s=max(0.0, lat - HOST_AND_HBA_S))
+        working_set = 2100 * 10**6
+    else:
+        stack, per_member = _ported_stack(clients, S400_BACKEND_MB * MB, host)
+        device = Device(per_member, per_member, FAST, FAST, lat, "backend share", shared_time=False, queues=False)
+        cache, working_set = None, 50400 * 10**6
+    w = Workload(direction, MiB, qd=1, threads=processes * clients, working_set_bytes=working_set)
+    return predict(stack, w, [device], cache=cache)
+
+
+def mptio_rows(latency: Latencies | None = None) -> list[Row]:
+    """D.3.6's one-client rows (1 to 8 processes; its one-process in-cache figures are the host's
+    calibration) and D.3.7's base tables."""
+    rows = []
+    for processes, figures in MPTIO_ONE_CLIENT.items():
+        for (direction, where), measured in zip(MPTIO_COLUMNS, figures):
+            p = _mptio(direction, where, 1, processes, latency)
+            role = CALIBRATION if latency is None and processes == 1 and where == "in" else VALIDATION
+            rows.append(Row("S400 MPTIO 1 MB, one client", f"{where}-cache {direction}, {processes} process(es)",
+                            p.bw_bytes / MB, measured, p.limiting, GUPFS_STUDY, role))
+    for (where, processes), table in RAID_COMPARISON.items():
+        for clients, figures in enumerate(table, start=1):
+            for (direction, raid), measured in zip(RAID_COLUMNS, figures):
+                p = _mptio(direction, where, clients, processes, latency)
+                rows.append(Row("S400 MPTIO 1 MB, RAID-1 vs RAID-5",
+                                f"{where}-cache {direction} {raid}, {processes} process(es), {clients} client(s)",
+                                p.bw_bytes / MB, measured, p.limiting, GUPFS_STUDY))
     return rows
 
 
@@ -171,10 +276,11 @@ YOTTA = {  # (hosts, cache, direction): MB/s
 YOTTA_BACKEND_MB = 800     # the report: out-of-cache "limited by their bandwidth to their backend disks, ~800 MB/s"
 
 
-def yotta_rows() -> list[Row]:
+def yotta_rows(latency: Latencies | None = None) -> list[Row]:
     rows = []
+    host = _host_rates(latency)
     for (hosts, where, direction), measured in YOTTA.items():
-        stack, per_member = _ported_stack(hosts, YOTTA_BACKEND_MB * MB)
+        stack, per_member = _ported_stack(hosts, YOTTA_BACKEND_MB * MB, host[direction])
         # the back end's stated aggregate (~800 MB/s) is a ceiling, not a service time: no queue
         device = Device(per_member, per_member, FAST, FAST, 1e-4, "backend share", shared_time=False, queues=False)
         per_host = 512 * 10**6 if where == "in" else (8 if hosts == 1 else 4) * 10**9
@@ -244,8 +350,9 @@ SINGLE_PORT_KIB = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 
 
 def single_port_latency(series: str, direction: str) -> float:
-    """A series' per-request time from its 1 KB figure (calibration)."""
-    return _latency_from(KiB, SINGLE_PORT[(series, direction)][0], 4, FC2_MB * MB)
+    """A series' per-request time from its 1 KB figure (calibration), less the host's time for
+    the request's bytes (the same hosts as the S400's)."""
+    return _latency_from(KiB, SINGLE_PORT[(series, direction)][0], 4, FC2_MB * MB) - KiB / gupfs_host_rate(direction)
 
 
 def single_port_rows(latency: Latencies | None = None) -> list[Row]:
@@ -254,9 +361,10 @@ def single_port_rows(latency: Latencies | None = None) -> list[Row]:
     (leave-one-study-out), the port's 200 MB/s from seed 001; the closed network with the port as
     its queue predicts the other sizes."""
     rows = []
+    host = _host_rates(latency)
     for (series, direction), figures in SINGLE_PORT.items():
         lat = single_port_latency(series, direction) if latency is None else latency[direction]
-        stack, _ = _ported_stack(1)
+        stack, _ = _ported_stack(1, host_rate=host[direction])
         device = Device(FAST, FAST, FAST, FAST, lat, "storage device", shared_time=False, queues=False)
         for kib, measured in zip(SINGLE_PORT_KIB, figures):
             p = predict(stack, Workload(direction, kib * KiB, qd=4), [device])
@@ -308,7 +416,8 @@ def gpfs_rows() -> list[Row]:
 
 
 def all_rows() -> list[Row]:
-    return engenio_rows() + s400_rows() + yotta_rows() + p690_rows() + single_port_rows() + gpfs_rows()
+    return (engenio_rows() + s400_rows() + mptio_rows() + yotta_rows() + p690_rows() + single_port_rows()
+            + gpfs_rows())
 
 
 def calibrations() -> dict[tuple[str, str, str], tuple[float, str]]:
@@ -341,7 +450,8 @@ def leave_one_out_rows() -> dict[str, list[Row]]:
     gupfs = default_latency(GUPFS_STUDY)
     return {ENGENIO_STUDY: engenio_rows(engenio),
             P690_STUDY: p690_rows(),
-            GUPFS_STUDY: s400_rows(gupfs) + yotta_rows() + single_port_rows(gupfs) + gpfs_rows()}
+            GUPFS_STUDY: (s400_rows(gupfs) + mptio_rows(gupfs) + yotta_rows(gupfs) + single_port_rows(gupfs)
+                          + gpfs_rows())}
 
 
 # Figures whose binding limit is an input the study does not state: the model cannot express them
@@ -354,6 +464,10 @@ UNSTATED = [
      "and states no limit"),
     ("Yotta Yotta GSX 2400", r"out-cache (read|write), 2 host\(s\)", "out of cache, 2 hosts on one blade",
      "the share of the back end that one blade reaches is not stated"),
+    ("S400 MPTIO 1 MB, RAID-1 vs RAID-5", r"out-cache .*", "out of cache, every row",
+     "the spindles behind the two LUNs (the same spindles for both) are not stated; out of cache they, not "
+     "the ports or the back end's stated aggregate, set the rate (RAID-1 reads 83 MB/s with one process, RAID-5 "
+     "104)"),
 ]
 # Why each remaining miss misses (study, figure pattern, reason)
 MISS_REASONS = [
@@ -370,6 +484,13 @@ MISS_REASONS = [
                                                               "800 MB/s\" (the 5 and 7-client runs are within)"),
     ("3PAR S400 node, in-cache", r"write 1024K, 2 host\(s\)", "the node's write ceiling (345 MB/s) already binds "
                                                              "at two hosts; not stated"),
+    ("S400 MPTIO 1 MB, RAID-1 vs RAID-5", r"in-cache write .*, [5-8] client\(s\)",
+     "in-cache writes level off once two hosts share each controller node (about 530 MB/s at 8 hosts with one "
+     "process each, 770 with two), below the node's write ceiling of D.3.3 (345 MB/s a node); the report "
+     "states no limit"),
+    ("S400 MPTIO 1 MB, RAID-1 vs RAID-5", r"in-cache read R5, 2 process\(es\), 6 client\(s\)",
+     "one run: RAID-1 on the same spindles gave 956 MB/s, and the table's two repeats of this run 963 and "
+     "1,067 MB/s"),
 ]
 
 
@@ -401,6 +522,9 @@ def render(rows: list[Row]) -> str:
     unstated = [f"* {study}, {label}: {reason}" for study, _, label, reason in UNSTATED]
     calibrated = [f"* {series}, {direction}: L = {value * 1e3:.3f} ms from {figures} ({study})"
                   for (study, series, direction), (value, figures) in calibrations().items()]
+    calibrated += [f"* GUPFS hosts, {d}: host time {1e9 / gupfs_host_rate(d):.2f} ns per byte "
+                   f"({MiB / gupfs_host_rate(d) * 1e3:.2f} ms per MiB) from S400 MPTIO 1 MB, one client, "
+                   f"in-cache {d}, 1 process, with the S400's L ({GUPFS_STUDY})" for d in ("read", "write")]
     loso = leave_one_out_rows()
     loso_lines = []
     for study in STUDIES:
@@ -411,10 +535,10 @@ def render(rows: list[Row]) -> str:
     every = [r for held in loso.values() for r in held]
     return (f"Generated by `benchmarks/model_seeds.py`. Validation set (figures no constant was taken from): "
             f"{_within(validation)} within 15 %; of the {len(expressible)} the model can express from the stated "
-            f"inputs, {_within(expressible)}. Calibration set (the figures the per-request times come from): "
+            f"inputs, {_within(expressible)}. Calibration set (the figures the constants come from): "
             f"{_within(calibration)}. Leave-one-study-out (each study predicted with the other studies' "
-            f"per-request times, its calibration figures included): {_within(every)}.\n\n"
-            + "Per-request times taken from figures (the calibration set):\n\n" + "\n".join(calibrated)
+            f"constants only, its calibration figures included): {_within(every)}.\n\n"
+            + "Constants taken from figures (the calibration set):\n\n" + "\n".join(calibrated)
             + "\n\nLeave-one-study-out (L: the median of the other studies' calibrations, read / write):\n\n"
             + "| held-out study | L read / write (ms) | within 15 % | of the expressible |\n|---|---|---|---|\n"
             + "\n".join(loso_lines) + "\n\n" + table

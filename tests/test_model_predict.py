@@ -285,3 +285,25 @@ def test_a_bad_cache_table_names_the_key(table, words):
     with pytest.raises(StackError) as e:
         stack_from_dict(data)
     assert words in str(e.value) and "[cache]" in str(e.value)
+
+
+def test_a_hosts_time_per_byte_is_paid_by_each_thread_and_overlapped_by_several():
+    # a host (kind host) with cpu_rate 250 MB/s on 2 cores above a 200 MB/s port and a device with a
+    # 0.5 ms per-request time: one thread pays host time, latency and transfer in series
+    port = Component("port", kind="link", read_bw_bytes=200 * MB, groups=1)
+    host = Component("host", kind="host", cores=2, cpu_rate_bytes=250 * MB, children=(port,))
+    stack = stack_from_notation("R0/4", 256 * KiB, drive=DRIVE, aggregate="none", path=host)
+    d = dev(bw=1e12, iops=1e12, latency_s=0.0005, shared_time=False, queues=False)
+    one = predict(stack, Workload("read", MiB, qd=1), [d])
+    assert one.bw_bytes == pytest.approx(MiB / (0.0005 + MiB / 250e6 + MiB / 200e6))
+    assert one.limiting == "queue depth"
+    # eight threads overlap it: the port binds, not the host's 2 cores (500 MB/s)
+    eight = predict(stack, Workload("read", MiB, qd=1, threads=8), [d])
+    assert eight.bw_bytes == pytest.approx(200 * MB, rel=0.02)
+    assert eight.limiting == "host/port"
+    # without the port, the cores bind: 2 x 250 MB/s
+    alone = Component("host", kind="host", cores=2, cpu_rate_bytes=250 * MB, groups=1)
+    stack = stack_from_notation("R0/4", 256 * KiB, drive=DRIVE, aggregate="none", path=alone)
+    deep = predict(stack, Workload("read", MiB, qd=1, threads=16), [d])
+    assert deep.bw_bytes == pytest.approx(500 * MB, rel=0.02)
+    assert deep.limiting == "host"

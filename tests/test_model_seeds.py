@@ -40,3 +40,10 @@ def test_hand_checked_rows(seeds):
     per_byte = (t512 - t16) / (496 * 1024)
     expected = 256 * 1024 / (t16 + 240 * 1024 * per_byte) / 1e6
     assert rows[("Engenio 8+1, 1 thread", "read 256K")].predicted_mb == pytest.approx(expected)
+    # MPTIO, one process: 1 MiB / (L + the host's time for the bytes + the port's transfer), in series
+    lat, per_byte = seeds._s400_fit("read")
+    one = 1024 * 1024 / (lat + 1024 * 1024 * per_byte + 1024 * 1024 / 200e6) / 1e6
+    table = "S400 MPTIO 1 MB, RAID-1 vs RAID-5"
+    assert rows[(table, "in-cache read R5, 1 process(es), 1 client(s)")].predicted_mb == pytest.approx(one)
+    # clients on hosts and ports of their own add up
+    assert rows[(table, "in-cache read R5, 1 process(es), 4 client(s)")].predicted_mb == pytest.approx(4 * one)
