@@ -307,3 +307,21 @@ def test_a_hosts_time_per_byte_is_paid_by_each_thread_and_overlapped_by_several(
     deep = predict(stack, Workload("read", MiB, qd=1, threads=16), [d])
     assert deep.bw_bytes == pytest.approx(500 * MB, rel=0.02)
     assert deep.limiting == "host"
+
+
+def test_two_streams_into_one_shared_controller_wait_beside_their_own_adapters():
+    # seed 001's Table 1 shape: one 370 MB/s controller over two arrays, each behind its own
+    # 195 MB/s adapter, one 4 MiB stream on each. Alone a stream takes L + S / 195 MB/s; with two,
+    # each waits at the controller (MVA: D Q(1), D = S / 370 MB/s), but that wait runs beside its
+    # own adapter's longer transfer (S / 195 - S / 370), so it costs nothing here
+    adapters = Component("adapter", kind="adapter", count=2, read_bw_bytes=195 * MB, groups=1)
+    ctl = Component("ctl", read_bw_bytes=370 * MB, children=(adapters,))
+    stack = stack_from_notation("R0/4", 256 * KiB, drive=DRIVE, count=2, aggregate="none", path=ctl)
+    d = dev(bw=1e12, iops=1e12, latency_s=0.003, shared_time=False, queues=False)
+    size = 4 * MiB
+    alone = 0.003 + size / 195e6
+    demand = size / 370e6
+    wait = demand * demand / alone                       # D Q(1), Q(1) = D / (Z + D) = D / alone
+    assert wait < size / 195e6 - demand
+    two = predict(stack, Workload("read", size, qd=1, threads=2), [d])
+    assert two.bw_bytes == pytest.approx(2 * size / alone)      # 342 MB/s, under the controller's 370

@@ -136,3 +136,25 @@ def test_a_file_server_s_cpu_caps_small_requests_per_request_and_large_ones_per_
     # one request at a time pays the CPU time on top of the drives'
     one = predict(stack, Workload("randread", 4096, qd=1))
     assert one.latency_mean_s > 100e-6 + 4096 / 500e6
+
+
+def test_a_wait_beside_the_requests_own_transfer_is_hidden_up_to_the_overlap():
+    # one station D = 10 ms; Z = 1 ms fixed + 15 ms of the request's own slower transfer (overlap)
+    st = [Station("shared", 0.010)]
+    plain = solve_closed(st, 0.016, 2)
+    hidden = solve_closed(st, 0.016, 2, overlap_s=0.015)
+    # n = 1: no wait, nothing to hide: X = 1 / (Z + D) either way
+    assert solve_closed(st, 0.016, 1, overlap_s=0.015).throughput == pytest.approx(1 / 0.026)
+    # n = 2: R = D (1 + Q(1)), Q(1) = D / (Z + D); the wait D Q(1) = 3.85 ms < 15 ms is all hidden
+    q1 = 0.010 / 0.026
+    r2 = 0.010 * (1 + q1)
+    assert plain.throughput == pytest.approx(2 / (0.016 + r2))
+    assert hidden.throughput == pytest.approx(2 / (0.016 + r2 - 0.010 * q1))
+    # with many requests the station's capacity binds all the same, never exceeded
+    deep = solve_closed(st, 0.016, 50, overlap_s=0.015)
+    assert deep.throughput == pytest.approx(100, rel=1e-3) and deep.throughput <= 100 * (1 + 1e-12)
+
+
+def test_the_overlap_must_be_part_of_the_delay():
+    with pytest.raises(ValueError, match="overlap"):
+        solve_closed([Station("s", 0.01)], 0.001, 2, overlap_s=0.002)

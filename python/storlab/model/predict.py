@@ -369,6 +369,13 @@ def _unloaded_time(stack: Stack | None, cost: _RequestCost, workload: Workload,
     """Time of one request with nothing else in the system: the fixed latency plus its transfer on
     the slowest stage it crosses (members, cache, path components: the bytes stream through them at
     once, so the slowest stage sets the transfer, not their sum)."""
+    fixed, transfer = _unloaded_parts(stack, cost, workload, cache)
+    return fixed + transfer
+
+
+def _unloaded_parts(stack: Stack | None, cost: _RequestCost, workload: Workload,
+                    cache: ControllerCache | None) -> tuple[float, float]:
+    """The unloaded time as (fixed latency and CPU, transfer on the slowest stage)."""
     request = workload.request_bytes
     stages: list[float] = []
     latency = 0.0
@@ -402,7 +409,7 @@ def _unloaded_time(stack: Stack | None, cost: _RequestCost, workload: Workload,
             latency = HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S + cache.latency_s
         stages.append(request / (cache.write_bw_bytes if workload.is_write else cache.read_bw_bytes))
     stages += _path_transfer_times(stack, workload, cost, cache is not None)
-    return latency + _path_cpu_time(stack, workload) + max(stages, default=0.0)
+    return latency + _path_cpu_time(stack, workload), max(stages, default=0.0)
 
 
 def _path_cpu_time(stack: Stack | None, workload: Workload) -> float:
@@ -571,18 +578,28 @@ def _bound_devices(stack: Stack | None, stations: list[Station], member_names: s
     others = [st for st in stations if st not in members]
     if any(st.servers % k for st in others):
         return None         # a station above the devices (one host bus, one server): shared
-    per_device = [Station(st.name, st.demand_s, st.servers // k) for st in others]
+    per_device = [dataclasses.replace(st, servers=st.servers // k) for st in others]
     if members:
         keep = members[:max(1, len(members) // k)]
-        per_device += [Station(st.name, st.demand_s * k, st.servers) for st in keep]
+        per_device += [dataclasses.replace(st, demand_s=st.demand_s * k) for st in keep]
     return [per_device] * k
+
+
+def _overlap(stations: list[Station], transfer_s: float) -> float:
+    """How much of a request's wait at the one station it queues at can run beside its own
+    transfer elsewhere: its slowest stage's time beyond its service at the station (a stream on its
+    own adapter into a shared controller keeps moving while it waits for its share). With several
+    stations the waits are not all beside that one transfer: none."""
+    if len(stations) != 1:
+        return 0.0
+    return max(0.0, transfer_s - stations[0].demand_s)
 
 
 def _station_member(name: str, member_names: set[str]) -> bool:
     return name in member_names or name.split(" (stripe group")[0] in member_names
 
 
-def _solve_bound(devices: list[list[Station]], delay: float, workload: Workload):
+def _solve_bound(devices: list[list[Station]], delay: float, workload: Workload, transfer_s: float):
     """The devices' networks solved apart, thread i on device i mod k, each with its qd
     outstanding; their throughputs add (the solution reported is the sum's)."""
     k = len(devices)
@@ -590,7 +607,8 @@ def _solve_bound(devices: list[list[Station]], delay: float, workload: Workload)
     for d, stations in enumerate(devices):
         threads = workload.threads // k + (1 if d < workload.threads % k else 0)
         if threads:
-            solutions.append(solve_closed(stations, delay, threads * workload.qd))
+            overlap = min(delay, _overlap(stations, transfer_s))
+            solutions.append(solve_closed(stations, delay, threads * workload.qd, overlap))
     x = sum(sol.throughput for sol in solutions)
     busiest = max(solutions, key=lambda sol: sol.response_s)
     return dataclasses.replace(busiest, customers=workload.outstanding, throughput=x,
@@ -623,19 +641,21 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     count = len(cost.members)
     parallelism = {member_name(i, d, count): d.parallelism for i, d in enumerate(cost.members) if d.queues}
     stations = _stations(resources, cost, workload, parallelism, servers_of, fans_of)
-    unloaded = _unloaded_time(stack, cost, workload, cache)
+    fixed, transfer = _unloaded_parts(stack, cost, workload, cache)
+    unloaded = fixed + transfer
     # a thread's time between requests is a delay of the closed network like the unloaded latency
     delay = max(0.0, unloaded - sum(st.demand_s for st in stations)) + workload.think_s
+    overlap = min(delay, _overlap(stations, transfer))
     components = list(resources)
     network = None
     bound = _bound_devices(stack, stations, set(parallelism))
     if unloaded > 0 or stations:
         if bound:
-            network = _solve_bound(bound, delay, workload)
+            network = _solve_bound(bound, delay, workload, transfer)
             assumptions.append(f"each thread works on its own device (thread i on device i mod {len(bound)}): "
                                "the devices' queues are independent")
         else:
-            network = solve_closed(stations, delay, workload.outstanding)
+            network = solve_closed(stations, delay, workload.outstanding, overlap)
         why = (f"{workload.outstanding} outstanding / {unloaded * 1e3:.3g} ms per request unloaded"
                + (f" + {workload.think_s * 1e3:.3g} ms between requests" if workload.think_s else "")
                + (f", queueing at {', '.join(st.name for st in stations)}" if stations else ""))
@@ -654,8 +674,8 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
         busiest = min(resources_out, key=lambda c: (round(c.headroom_fraction, 9), order[c.kind]))
         twice = Workload(workload.rw, workload.request_bytes, 2 * workload.qd, workload.threads,
                          workload.working_set_bytes, workload.think_s)
-        doubled = min([(_solve_bound(bound, delay, twice) if bound
-                        else solve_closed(stations, delay, 2 * workload.outstanding)).throughput,
+        doubled = min([(_solve_bound(bound, delay, twice, transfer) if bound
+                        else solve_closed(stations, delay, 2 * workload.outstanding, overlap)).throughput,
                        *(c.capacity_iops for c in resources_out)])
         if busiest.headroom_fraction <= QUEUE_DEPTH_MARGIN or doubled <= rate * (1 + QUEUE_DEPTH_GAIN):
             tightest = busiest

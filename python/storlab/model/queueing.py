@@ -10,6 +10,15 @@ exactly by mean-value analysis (Reiser & Lavenberg 1980):
     X(n)   = n / (Z + sum_k R_k(n))           Little's law over the whole cycle
     Q_k(n) = X(n) * R_k(n)                    Little's law at station k
 
+A request's wait at a station can also run beside work of its own that the station does not
+see (`overlap_s`, a part of Z: its transfer through its own, unshared stages beyond its service
+at the shared one). That much of its waits is hidden:
+
+    X(n)   = n / (Z + sum_k R_k(n) - min(overlap, sum_k (R_k(n) - D_k)))
+
+Two streams, each through its own 195 MB/s adapter into one 370 MB/s controller, each get the
+controller's half while their adapters carry them: the controller's queue costs them little.
+
 A station with `servers` > 1 (a drive with several actuators, an SSD's channels, a server's CPU
 cores) uses Seidmann's approximation: a queue of demand D / c plus a pure delay D (c - 1) / c,
 exact at n = 1 and for n -> infinity. Hand-checkable cases: at n = 1, X = 1 / (Z + sum D);
@@ -62,26 +71,43 @@ class NetworkSolution:
     bottleneck: str                     # the station with the highest utilisation ("" if none)
 
 
-def solve_closed(stations: list[Station], delay_s: float, customers: int) -> NetworkSolution:
+def solve_closed(stations: list[Station], delay_s: float, customers: int, overlap_s: float = 0.0) -> NetworkSolution:
     """Exact MVA (Seidmann for multi-server stations) of `customers` requests cycling through
-    `delay_s` and the stations."""
+    `delay_s` and the stations; up to `overlap_s` of a request's waits run beside its own work in
+    the delay."""
     if customers < 1:
         raise ValueError("customers must be at least 1")
     if not (delay_s >= 0 and math.isfinite(delay_s)):
         raise ValueError("delay must be a finite non-negative time")
+    if not 0 <= overlap_s <= delay_s:
+        raise ValueError("overlap must be a non-negative part of the delay")
     queueing = [(s, s.demand_s / s.servers) for s in stations]
     extra_delay = delay_s + sum(s.demand_s * (s.servers - 1) / s.servers for s in stations)
     n_max = min(customers, MAX_CUSTOMERS)
     q = [0.0] * len(queueing)
     x = 0.0
     r = [0.0] * len(queueing)
+
+    def cycle_of(r: list[float]) -> float:
+        waits = sum(ri - d for ri, (_, d) in zip(r, queueing))
+        return extra_delay + sum(r) - min(overlap_s, waits)
+
+    capacity = min((s.capacity for s in stations), default=math.inf)
+    busiest = max(range(len(queueing)), key=lambda i: queueing[i][1], default=None)
     for n in range(1, n_max + 1):
         r = [d * (1.0 + q[i]) for i, (_, d) in enumerate(queueing)]
-        cycle = extra_delay + sum(r)
+        cycle = cycle_of(r)
         x = n / cycle if cycle > 0 else math.inf
         q = [x * ri for ri in r]
+        if x > capacity and busiest is not None:
+            # a wait hidden beside the request's own transfer can run the cycle ahead of the busiest
+            # station near saturation: hold it at its capacity and queue the requests it cannot
+            # serve there (the n still add up)
+            x = capacity
+            q = [x * ri for ri in r]
+            q[busiest] += n - x * cycle
     if customers > n_max and math.isfinite(x):
-        x = min(customers / (extra_delay + sum(r)), min((s.capacity for s in stations), default=math.inf))
+        x = min(customers / cycle_of(r), min((s.capacity for s in stations), default=math.inf))
     if not math.isfinite(x):
         return NetworkSolution(customers, math.inf, 0.0, 0.0, {s.name: 0.0 for s in stations},
                                {s.name: 0.0 for s in stations}, "")
