@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from storlab.diagnose.fabric import (
     FabricSettings,
+    at_once,
     build_fabric_rows,
     fabric_findings,
     link_from_goodput,
@@ -101,6 +102,22 @@ def _codes(pairs, aggregate, storage, protocol, clients) -> tuple[set[str], list
 
 
 LINK = 23.9e6       # one TCP stream's payload over a 200 Mbit/s shaped link
+
+
+def _timed(host: str, value: float, start: float, seconds: float) -> dict:
+    """A node's result with its measured phase's wall clock, as a probe's run document has it."""
+    return {**_probe(host, value), "document": {"phases": [{"start_unix_s": start, "seconds": seconds}]}}
+
+
+def test_clients_at_once_are_their_bytes_over_the_span_from_first_start_to_last_end():
+    # side by side: the span is each one's, so the figure is the sum of the rates
+    assert at_once([_timed("c1", 4e6, 100.0, 2.0), _timed("c2", 4e6, 100.0, 2.0)]) == pytest.approx(8e6)
+    # the second client starts 1 s late: 8 + 8 MB over 3 s, not 4 + 4 MB/s (IOR's aggregate); the
+    # sum of the rates would count the second alone's second twice
+    assert at_once([_timed("c1", 4e6, 100.0, 2.0), _timed("c2", 4e6, 101.0, 2.0)]) == pytest.approx(16e6 / 3)
+    # without the wall clock (results given by hand): the sum of the rates
+    assert at_once([_probe("c1", 4e6), _probe("c2", 5e6)]) == pytest.approx(9e6)
+    assert at_once([]) == 0.0
 
 
 def test_a_healthy_fabric_has_no_finding_and_every_row_near_its_prediction():

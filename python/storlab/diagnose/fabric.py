@@ -14,8 +14,11 @@ network model (model/network.py):
    server's protocol work as 3 measured it when it lost, and the storage measured in 1).
 
 The lowest rank of each node speaks for the node (as in `storlab net`); the clients read at the
-same time after a barrier, each its own share of the target (participants), and their rates add
-up. Only reads: the target holds the data it exports.
+same time after a barrier, each its own share of the target (participants). A layer's "at once"
+figure is IOR's aggregate: every client's bytes over the span from the first client's start to
+the last one's end (their phases' wall clocks), not the sum of their rates, which overstates it
+when one client sets up later and the other reads alone for a while. Only reads: the target holds
+the data it exports.
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ from .probes import SEQ_READ, Probe, ProbeResult, Workload, run_probe
 from .run import SCHEMA, probe_time
 
 __all__ = ["FabricSettings", "ClientsPrediction", "diagnose_fabric", "predict_clients", "link_from_goodput",
-           "fabric_findings", "model_protocol"]
+           "fabric_findings", "model_protocol", "at_once"]
 
 # the server's store is read as a server process reads it: blocking reads on several threads
 # (nbdkit's and ganesha's workers), one request each. (io_uring with 1 MiB requests on a throttled
@@ -219,6 +222,25 @@ def _by_host(results: list[dict[str, Any]] | None) -> dict[str, float]:
     return {r["host"]: float(r["probe"]["value"] or 0.0) for r in results or [] if "probe" in r}
 
 
+def at_once(results: list[dict[str, Any]] | None) -> float:
+    """Every node's bytes over the span from the first start to the last end of their measured
+    phases (IOR's aggregate: total bytes / (last end - first start)). A result without its phase's
+    wall clock falls back to the sum of the rates."""
+    measured = [r for r in results or [] if "probe" in r]
+    spans = []
+    for r in measured:
+        phases = (r.get("document") or {}).get("phases") or []
+        phase = phases[-1] if phases else {}
+        start, seconds = phase.get("start_unix_s"), phase.get("seconds")
+        if start is None or not seconds:
+            return sum(_by_host(measured).values())
+        spans.append((float(start), float(start) + float(seconds), float(r["probe"]["value"] or 0.0) * seconds))
+    if not spans:
+        return 0.0
+    window = max(end for _, end, _ in spans) - min(start for start, _, _ in spans)
+    return sum(b for _, _, b in spans) / window if window > 0 else sum(_by_host(measured).values())
+
+
 def _row(layer: str, subject: str, w: Workload, measured: float | None, predicted: float | None = None,
          limited_by: str | None = None, rule: str | None = None, run_id: str | None = None) -> Row:
     return Row(layer, subject, w.name, "bytes/s", measured, predicted, limited_by, rule, run_id)
@@ -278,7 +300,7 @@ def build_fabric_rows(settings: FabricSettings, clients: list[str], protocol: st
             + ("the server link as all clients at once carried it" if shared else
                "the server link not seen to limit (all clients at once reached the pairs' sum)"))
     prot = measured.get("protocol")
-    prot_value = sum(_by_host(prot).values()) if prot else None
+    prot_value = at_once(prot) if prot else None
     if prot:
         p = predict_clients(ctx.links, server, ctx.load)
         rows.append(_row("protocol", f"{settings.memory_target} (memory export), {len(prot)} client(s) at once", w,
@@ -299,7 +321,7 @@ def build_fabric_rows(settings: FabricSettings, clients: list[str], protocol: st
             predicted = predict_clients(ctx.links, replace(server, storage_bytes_per_s=ctx.storage), ctx.load)
             rule += f"; the server's storage as measured on it ({fmt(ctx.storage, 'bytes/s')})"
         per = _by_host(view)
-        rows.append(_row("clients", f"{settings.target}, {len(view)} client(s) at once", w, sum(per.values()),
+        rows.append(_row("clients", f"{settings.target}, {len(view)} client(s) at once", w, at_once(view),
                          predicted.total, predicted.limited_by, rule))
         # each client's own row is predicted only where nothing shared caps the clients: a shared
         # station's rate is not divided by any rule the clients keep
