@@ -203,19 +203,24 @@ def _host_rates(latency: Latencies | None) -> dict[str, float]:
     return {d: p690_host_rate() for d in ("read", "write")}
 
 
+def _raw_target(where: str, lat: float, cache_bytes: int, backend_per_member: float):
+    """(device, cache) of a raw LUN with per-request time `lat`: in cache its controller's cache
+    answers (the cache's own time is L less the host's and the HBA's, which the model adds to a
+    hit); out of cache each member streams its share of the back end."""
+    if where == "in":
+        return (Device(FAST, FAST, FAST, FAST, lat, "backend", shared_time=False, queues=False),
+                ControllerCache(cache_bytes, FAST, FAST, latency_s=max(0.0, lat - HOST_AND_HBA_S)))
+    return Device(backend_per_member, backend_per_member, FAST, FAST, lat, "backend share", shared_time=False,
+                  queues=False), None
+
+
 def _s400_point(direction: str, kib: int, hosts: int, lat: float, host_rate: float, where: str):
     """PIORAW on one S400 node: `hosts` hosts with 4 processes each, each host on its own port; in
     cache the node's cache answers (its time is L less the host's and the HBA's), out of cache the
     back end's ~800 MB/s (the report's figure for the S400) spread over the LUN."""
-    if where == "in":
-        stack, _ = _ported_stack(hosts, host_rate=host_rate)
-        device = Device(FAST, FAST, FAST, FAST, lat, "backend", shared_time=False, queues=False)
-        cache = ControllerCache(4 * 10**9, FAST, FAST, latency_s=max(0.0, lat - HOST_AND_HBA_S))
-        working_set = 128 * 10**6
-    else:
-        stack, per_member = _ported_stack(hosts, S400_BACKEND_MB * MB, host_rate)
-        device = Device(per_member, per_member, FAST, FAST, lat, "backend share", shared_time=False, queues=False)
-        cache, working_set = None, 16 * 10**9
+    stack, per_member = _ported_stack(hosts, None if where == "in" else S400_BACKEND_MB * MB, host_rate)
+    device, cache = _raw_target(where, lat, 4 * 10**9, per_member)
+    working_set = 128 * 10**6 if where == "in" else 16 * 10**9
     return predict(stack, Workload(direction, kib * KiB, qd=4, threads=hosts, working_set_bytes=working_set),
                    [device], cache=cache)
 
@@ -297,15 +302,9 @@ def _mptio(direction: str, where: str, clients: int, processes: int, latency: La
     out of cache the back end's ~800 MB/s (the report's figure for the S400) spread over the LUN."""
     lat = s400_latency(direction) if latency is None else latency[direction]
     host = _host_rates(latency)[direction]
-    if where == "in":
-        stack, _ = _ported_stack(clients, host_rate=host)
-        device = Device(FAST, FAST, FAST, FAST, lat, "backend", shared_time=False, queues=False)
-        cache = ControllerCache(S400_CACHE_BYTES, FAST, FAST, latency_s=max(0.0, lat - HOST_AND_HBA_S))
-        working_set = 2100 * 10**6
-    else:
-        stack, per_member = _ported_stack(clients, S400_BACKEND_MB * MB, host)
-        device = Device(per_member, per_member, FAST, FAST, lat, "backend share", shared_time=False, queues=False)
-        cache, working_set = None, 50400 * 10**6
+    stack, per_member = _ported_stack(clients, None if where == "in" else S400_BACKEND_MB * MB, host)
+    device, cache = _raw_target(where, lat, S400_CACHE_BYTES, per_member)
+    working_set = 2100 * 10**6 if where == "in" else 50400 * 10**6
     w = Workload(direction, MiB, qd=1, threads=processes * clients, working_set_bytes=working_set)
     return predict(stack, w, [device], cache=cache)
 
@@ -410,15 +409,8 @@ def yotta_16_rows(latency: Latencies | None = None) -> list[Row]:
         lat = yotta_16_latency(direction) if latency is None else latency[direction]
         stack = _yotta_16_stack(host[direction])
         for kib, measured in zip(YOTTA_SIZES_KIB, figures):
-            if where == "in":
-                device = Device(FAST, FAST, FAST, FAST, lat, "backend", shared_time=False, queues=False)
-                cache = ControllerCache(16 * 512 * 10**6, FAST, FAST, latency_s=max(0.0, lat - HOST_AND_HBA_S))
-                working_set = 16 * 256 * 10**6
-            else:
-                per_member = YOTTA_BACKEND_MB * MB / (4 * 16)
-                device = Device(per_member, per_member, FAST, FAST, lat, "backend share", shared_time=False,
-                                queues=False)
-                cache, working_set = None, 16 * 4 * 10**9
+            device, cache = _raw_target(where, lat, 16 * 512 * 10**6, YOTTA_BACKEND_MB * MB / (4 * 16))
+            working_set = 16 * 256 * 10**6 if where == "in" else 16 * 4 * 10**9
             w = Workload(direction, kib * KiB, qd=1, threads=64, working_set_bytes=working_set)
             p = predict(stack, w, [device], cache=cache)
             role = CALIBRATION if latency is None and where == "in" and kib == 1 else VALIDATION

@@ -364,18 +364,11 @@ def member_name(index: int, device: Device, count: int) -> str:
     return f"member[{index}] {device.name}" if count > 1 else device.name
 
 
-def _unloaded_time(stack: Stack | None, cost: _RequestCost, workload: Workload,
-                   cache: ControllerCache | None) -> float:
-    """Time of one request with nothing else in the system: the fixed latency plus its transfer on
-    the slowest stage it crosses (members, cache, path components: the bytes stream through them at
-    once, so the slowest stage sets the transfer, not their sum)."""
-    fixed, transfer = _unloaded_parts(stack, cost, workload, cache)
-    return fixed + transfer
-
-
 def _unloaded_parts(stack: Stack | None, cost: _RequestCost, workload: Workload,
                     cache: ControllerCache | None) -> tuple[float, float]:
-    """The unloaded time as (fixed latency and CPU, transfer on the slowest stage)."""
+    """Time of one request with nothing else in the system, as (the fixed latency and CPU time, its
+    transfer on the slowest stage it crosses): members, cache and path components stream its bytes
+    at once, so the slowest stage sets the transfer, not their sum."""
     request = workload.request_bytes
     stages: list[float] = []
     latency = 0.0
@@ -585,14 +578,14 @@ def _bound_devices(stack: Stack | None, stations: list[Station], member_names: s
     return [per_device] * k
 
 
-def _overlap(stations: list[Station], transfer_s: float) -> float:
+def _overlap(stations: list[Station], transfer_s: float, delay_s: float) -> float:
     """How much of a request's wait at the one station it queues at can run beside its own
     transfer elsewhere: its slowest stage's time beyond its service at the station (a stream on its
-    own adapter into a shared controller keeps moving while it waits for its share). With several
-    stations the waits are not all beside that one transfer: none."""
+    own adapter into a shared controller keeps moving while it waits for its share), at most the
+    delay it is part of. With several stations the waits are not all beside that one transfer: none."""
     if len(stations) != 1:
         return 0.0
-    return max(0.0, transfer_s - stations[0].demand_s)
+    return min(delay_s, max(0.0, transfer_s - stations[0].demand_s))
 
 
 def _station_member(name: str, member_names: set[str]) -> bool:
@@ -607,8 +600,8 @@ def _solve_bound(devices: list[list[Station]], delay: float, workload: Workload,
     for d, stations in enumerate(devices):
         threads = workload.threads // k + (1 if d < workload.threads % k else 0)
         if threads:
-            overlap = min(delay, _overlap(stations, transfer_s))
-            solutions.append(solve_closed(stations, delay, threads * workload.qd, overlap))
+            solutions.append(solve_closed(stations, delay, threads * workload.qd,
+                                          _overlap(stations, transfer_s, delay)))
     x = sum(sol.throughput for sol in solutions)
     busiest = max(solutions, key=lambda sol: sol.response_s)
     return dataclasses.replace(busiest, customers=workload.outstanding, throughput=x,
@@ -645,7 +638,7 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     unloaded = fixed + transfer
     # a thread's time between requests is a delay of the closed network like the unloaded latency
     delay = max(0.0, unloaded - sum(st.demand_s for st in stations)) + workload.think_s
-    overlap = min(delay, _overlap(stations, transfer))
+    overlap = _overlap(stations, transfer, delay)
     components = list(resources)
     network = None
     bound = _bound_devices(stack, stations, set(parallelism))

@@ -107,7 +107,7 @@ def solve_closed(stations: list[Station], delay_s: float, customers: int, overla
             q = [x * ri for ri in r]
             q[busiest] += n - x * cycle
     if customers > n_max and math.isfinite(x):
-        x = min(customers / cycle_of(r), min((s.capacity for s in stations), default=math.inf))
+        x = min(customers / cycle_of(r), capacity)
     if not math.isfinite(x):
         return NetworkSolution(customers, math.inf, 0.0, 0.0, {s.name: 0.0 for s in stations},
                                {s.name: 0.0 for s in stations}, "")
