@@ -237,8 +237,9 @@ def at_once(results: list[dict[str, Any]] | None) -> float:
         spans.append((float(start), float(start) + float(seconds), float(r["probe"]["value"] or 0.0) * seconds))
     if not spans:
         return 0.0
+    # every span is longer than 0 s (a phase without seconds fell back above), so the window is too
     window = max(end for _, end, _ in spans) - min(start for start, _, _ in spans)
-    return sum(b for _, _, b in spans) / window if window > 0 else sum(_by_host(measured).values())
+    return sum(b for _, _, b in spans) / window
 
 
 def _row(layer: str, subject: str, w: Workload, measured: float | None, predicted: float | None = None,
