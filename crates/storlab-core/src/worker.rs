@@ -1063,7 +1063,11 @@ mod phase_tests {
             let allowed = 0.5 * (rate / 4096) as f64 + 1.0;
             assert!((ios.len() as f64) <= allowed, "qd {qd}: {} requests in 0.5 s, the rate allows {allowed}", ios.len());
             assert!(ios.len() as f64 >= 0.8 * allowed, "qd {qd}: only {} of {allowed} requests", ios.len());
-            assert_eq!(r.write.as_ref().unwrap().ops as usize, ios.len());
+            // The log holds every issue; the statistics hold what completed by the deadline, so up
+            // to a queue's worth issued just before it (and drained after it) are logged only.
+            let measured = r.write.as_ref().unwrap().ops as usize;
+            assert!(measured <= ios.len() && ios.len() - measured <= qd as usize,
+                    "qd {qd}: {measured} measured, {} logged", ios.len());
             let _ = std::fs::remove_file(&target);
             let _ = std::fs::remove_file(&log);
         }
