@@ -40,6 +40,13 @@ def test_hand_checked_rows(seeds):
     per_byte = (t512 - t16) / (496 * 1024)
     expected = 256 * 1024 / (t16 + 240 * 1024 * per_byte) / 1e6
     assert rows[("Engenio 8+1, 1 thread", "read 256K")].predicted_mb == pytest.approx(expected)
+    # the 4+1 LUN through the same connection: one thread as the 8+1's; four threads with tag
+    # queueing keep the connection busy (B = 1 / per_byte); without it, one command at a time
+    assert rows[("Engenio 4+1, 1 thread, A350", "read 256K")].predicted_mb == pytest.approx(expected)
+    assert rows[("Engenio 2882 4+1", "read 512K, 4 threads, XFS on XVM, CTQ")].predicted_mb == \
+        pytest.approx(1 / per_byte / 1e6, rel=0.01)
+    assert rows[("Engenio 2882 4+1", "read 256K, 4 threads, XFS on XVM, no CTQ")].predicted_mb == \
+        pytest.approx(expected)
     # MPTIO, one process: 1 MiB / (L + the host's time for the bytes + the port's transfer), in series
     lat, per_byte = seeds._s400_fit("read")
     one = 1024 * 1024 / (lat + 1024 * 1024 * per_byte + 1024 * 1024 / 200e6) / 1e6
