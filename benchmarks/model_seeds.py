@@ -24,7 +24,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "python")]
 from storlab.model.costs import HBA_REQUEST_OVERHEAD_S, HOST_REQUEST_OVERHEAD_S  # noqa: E402
 from storlab.model.network import DEFAULT_RTT_S, Link  # noqa: E402
 from storlab.model.predict import ControllerCache, Device, Workload, predict  # noqa: E402
-from storlab.model.stack import Component, DriveType, stack_from_notation  # noqa: E402
+from storlab.model.stack import UNSTATED_CACHE_RATE, Component, DriveType, stack_from_notation  # noqa: E402
 
 MB = 10**6
 KiB = 1024
@@ -193,19 +193,53 @@ S400_R1 = {  # D.3.1: one host, one port, 4 processes, a RAID-1 LUN, in cache (2
 S400_KIB = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 
 
-def _ported_stack(hosts: int, backend_bytes_per_s: float | None = None, host_rate: float | None = None):
+def _ported_stack(hosts: int, backend_bytes_per_s: float | None = None, host_rate: float | None = None,
+                  nodes: tuple[int, ...] | None = None):
     """hosts RAID groups, each behind its own 2 Gb FC port (200 MB/s); members share the backend
     rate evenly (unlimited when None). `host_rate`: each port's host works on a request's bytes at
-    this rate per core, before the request leaves (GUPFS_HOST_CORES cores); None: no host cost."""
-    port = Component("fc-port", kind="link", count=1 if host_rate else hosts, read_bw_bytes=FC2_MB * MB,
-                     write_bw_bytes=FC2_MB * MB, groups=1)
-    if host_rate:
-        port = Component("host", kind="host", count=hosts, cores=GUPFS_HOST_CORES, cpu_rate_bytes=host_rate,
-                         children=(port,))
-    path = Component("fabric", children=(port,))
+    this rate per core, before the request leaves (GUPFS_HOST_CORES cores); None: no host cost.
+    `nodes`: how many of the hosts' ports sit on each S400 controller node (s400_nodes)."""
+    def ports(count: int) -> Component:
+        port = Component("fc-port", kind="link", count=1 if host_rate else count, read_bw_bytes=FC2_MB * MB,
+                         write_bw_bytes=FC2_MB * MB, groups=1)
+        if host_rate:
+            return Component("host", kind="host", count=count, cores=GUPFS_HOST_CORES, cpu_rate_bytes=host_rate,
+                             children=(port,))
+        return port
+    path = Component("fabric", children=(ports(hosts),) if nodes is None else s400_nodes(nodes, ports))
     stack = stack_from_notation("R0/4", 256 * KiB, drive=DRIVE, count=hosts, aggregate="none", path=path)
     per_member = FAST if backend_bytes_per_s is None else backend_bytes_per_s / (4 * hosts)
     return stack, per_member
+
+
+# The S400's controller nodes (D.2.2: four). D.3.3 found one node's ceiling with four hosts on its
+# ports: "about 345 MB/s for writes and 405 MB/s for reads" (the 1 MB figures are the calibration).
+# The nodes work in pairs (0 and 1, 2 and 3) that mirror each other's write cache (the 3PAR
+# guides: "Within the pair, nodes mirror their write cache to each other"), so each node of a busy
+# pair carries both nodes' cached writes; in D.3.3 the partner of the one node in use carried only
+# the copies. Their time per request is in the LUN's L (the device's), hence no CPU time here.
+S400_NODE_KIB = 1024
+S400_NODE_MB = {d: S400_IC[(d, S400_NODE_KIB)][2] for d in ("read", "write")}   # D.3.3: 4 hosts, 1 MB
+S400_NODE_PAIRS = ((0, 1), (2, 3))
+
+
+def s400_nodes(hosts_per_node: tuple[int, ...], ports) -> tuple[Component, ...]:
+    """The node pairs in use, each node holding the ports of its hosts (`ports(count)`)."""
+    pairs = []
+    for p, pair in enumerate(S400_NODE_PAIRS):
+        members = tuple(Component(f"node {n}", kind="controller node", read_bw_bytes=S400_NODE_MB["read"] * MB,
+                                  write_bw_bytes=S400_NODE_MB["write"] * MB, cpu_per_request_s=0.0,
+                                  mirror_writes=True, children=(ports(hosts_per_node[n]),))
+                        for n in pair if n < len(hosts_per_node) and hosts_per_node[n])
+        if members:
+            pairs.append(Component(f"node pair {p}", children=members))
+    return tuple(pairs)
+
+
+def spread_over_nodes(clients: int) -> tuple[int, ...]:
+    """Hosts per node when host i sits on node (i - 1) mod 4, as D.3.4, D.3.5 and D.3.7 place them
+    (hosts 1-4 on nodes 0-3, 5-8 on the same nodes' second slot, and so on)."""
+    return tuple(len(range(n, clients, 4)) for n in range(4))
 
 
 HOST_AND_HBA_S = HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S   # the model adds these to a cache hit
@@ -260,16 +294,19 @@ def _raw_target(where: str, lat: float, cache_bytes: int, backend_per_member: fl
     hit); out of cache each member streams its share of the back end."""
     if where == "in":
         return (Device(FAST, FAST, FAST, FAST, lat, "backend", shared_time=False, queues=False),
-                ControllerCache(cache_bytes, FAST, FAST, latency_s=max(0.0, lat - HOST_AND_HBA_S)))
+                ControllerCache(cache_bytes, UNSTATED_CACHE_RATE, UNSTATED_CACHE_RATE,
+                                latency_s=max(0.0, lat - HOST_AND_HBA_S)))
     return Device(backend_per_member, backend_per_member, FAST, FAST, lat, "backend share", shared_time=False,
                   queues=False), None
 
 
-def _s400_point(direction: str, kib: int, hosts: int, lat: float, host_rate: float, where: str):
+def _s400_point(direction: str, kib: int, hosts: int, lat: float, host_rate: float, where: str,
+                in_study: bool = True):
     """PIORAW on one S400 node: `hosts` hosts with 4 processes each, each host on its own port; in
     cache the node's cache answers (its time is L less the host's and the HBA's), out of cache the
     back end's ~800 MB/s (the report's figure for the S400) spread over the LUN."""
-    stack, per_member = _ported_stack(hosts, None if where == "in" else S400_BACKEND_MB * MB, host_rate)
+    stack, per_member = _ported_stack(hosts, None if where == "in" else S400_BACKEND_MB * MB, host_rate,
+                                      nodes=(hosts,) if in_study else None)
     device, cache = _raw_target(where, lat, 4 * 10**9, per_member)
     working_set = 128 * 10**6 if where == "in" else 16 * 10**9
     return predict(stack, Workload(direction, kib * KiB, qd=4, threads=hosts, working_set_bytes=working_set),
@@ -287,12 +324,13 @@ def s400_rows(latency: Latencies | None = None) -> list[Row]:
         for where, table in (("in", S400_IC), ("out", S400_OC)):
             for kib in S400_KIB:
                 for i, hosts in enumerate((1, 2, 4)):
-                    p = _s400_point(direction, kib, hosts, lat, host[direction], where)
-                    role = CALIBRATION if latency is None and (where, kib, hosts) == ("in", 1, 1) else VALIDATION
+                    p = _s400_point(direction, kib, hosts, lat, host[direction], where, latency is None)
+                    calibrating = (where, kib, hosts) in (("in", 1, 1), ("in", S400_NODE_KIB, 4))
+                    role = CALIBRATION if latency is None and calibrating else VALIDATION
                     rows.append(Row(f"3PAR S400 node, {where}-cache", f"{direction} {kib}K, {hosts} host(s)",
                                     p.bw_bytes / MB, table[(direction, kib)][i], p.limiting, GUPFS_STUDY, role))
         for kib in S400_KIB:
-            p = _s400_point(direction, kib, 1, lat, host[direction], "in")
+            p = _s400_point(direction, kib, 1, lat, host[direction], "in", latency is None)
             rows.append(Row("3PAR S400 port, RAID-1 LUN, in-cache", f"{direction} {kib}K", p.bw_bytes / MB,
                             S400_R1[kib][1 if direction == "read" else 0], p.limiting, GUPFS_STUDY))
     return rows
@@ -353,7 +391,8 @@ def _mptio(direction: str, where: str, clients: int, processes: int, latency: La
     out of cache the back end's ~800 MB/s (the report's figure for the S400) spread over the LUN."""
     lat = s400_latency(direction) if latency is None else latency[direction]
     host = _host_rates(latency)[direction]
-    stack, per_member = _ported_stack(clients, None if where == "in" else S400_BACKEND_MB * MB, host)
+    stack, per_member = _ported_stack(clients, None if where == "in" else S400_BACKEND_MB * MB, host,
+                                      nodes=spread_over_nodes(clients) if latency is None else None)
     device, cache = _raw_target(where, lat, S400_CACHE_BYTES, per_member)
     working_set = 2100 * 10**6 if where == "in" else 50400 * 10**6
     w = Workload(direction, MiB, qd=1, threads=processes * clients, working_set_bytes=working_set)
@@ -658,10 +697,11 @@ S400_BACKEND_MB = 800      # the report: out of cache, "limited by their bandwid
 GPFS_COLUMNS = (("write", "in"), ("write", "out"), ("read", "in"), ("read", "out"))
 
 
-def gpfs_rows() -> list[Row]:
+def gpfs_rows(in_study: bool = True) -> list[Row]:
     """NSD mode: every client's I/O passes one NSD server with one 2 Gb port to the LUN, so the
     port binds (the report: "the single NSD was the bottleneck ... about 200 MB/s"). SAN mode:
-    each client on its own port, the back end's ~800 MB/s out of cache."""
+    each client on its own port and its port on a node as D.3.5 places them (the node ceilings
+    only in-study: they come from D.3.3), the back end's ~800 MB/s out of cache."""
     rows = []
     for mode, table in (("NSD", GPFS_NSD), ("SAN", GPFS_SAN)):
         for clients, figures in table.items():
@@ -673,7 +713,8 @@ def gpfs_rows() -> list[Row]:
                                                 path=Component("nsd-server", children=(port,)))
                     per_member = FAST if where == "in" else S400_BACKEND_MB * MB / (4 * clients)
                 else:
-                    stack, per_member = _ported_stack(clients, None if where == "in" else S400_BACKEND_MB * MB)
+                    stack, per_member = _ported_stack(clients, None if where == "in" else S400_BACKEND_MB * MB,
+                                                      nodes=spread_over_nodes(clients) if in_study else None)
                 device = Device(per_member, per_member, FAST, FAST, 1e-4, "backend share", shared_time=False,
                                 queues=False)
                 w = Workload(direction, MiB, qd=1, threads=4 * clients)
@@ -744,7 +785,7 @@ def leave_one_out_rows() -> dict[str, list[Row]]:
                          + striped_lv_rows({d: gupfs_host_rate(d) for d in ("read", "write")})),
             GUPFS_STUDY: (s400_rows(gupfs) + mptio_rows(gupfs) + s400_scaling_rows(gupfs) + yotta_rows(gupfs) + yotta_16_rows(gupfs)
                           + single_port_rows(gupfs) + iperf_rows()
-                          + gpfs_rows())}
+                          + gpfs_rows(in_study=False))}
 
 
 # Figures whose binding limit is an input the study does not state: the model cannot express them
@@ -753,11 +794,12 @@ UNSTATED = [
     ("Engenio 2882 4+1", r"write .*", "writes, 4 and 8 threads",
      "the 2882's write rate is not stated (the slides state only the 5884's); four threads write 54 to 77 "
      "MB/s to it, below one thread's 137 to 151 on the 5884"),
-    ("3PAR S400 node, in-cache", r".*, 4 host\(s\)", "4 hosts, every size",
-     "the node's own ceiling (about 405 MB/s read, 345 MB/s write, seen only in this column) is not stated"),
-    ("GPFS SAN mode, S400", r"(in|out)-cache write, [4-8] client\(s\)", "writes, 4 to 8 clients",
-     "GPFS writes to one shared LUN level off (about 700 MB/s in cache, 520 out); the report suspects tuning "
-     "and states no limit"),
+    ("3PAR S400 node, in-cache", r"(read|write) (1|4|16)K, 4 host\(s\)", "4 hosts, 1 KB to 16 KB",
+     "the node's request-rate ceiling is not stated (D.3.3 gives its bandwidth, the calibration above, "
+     "and four hosts' small requests stop short of one host's four times)"),
+    ("GPFS SAN mode, S400", r"out-cache write, [4-8] client\(s\)", "out-of-cache writes, 4 to 8 clients",
+     "GPFS writes to one shared LUN out of cache level off at about 520 MB/s, below the node pairs' and the "
+     "back end's limits; the report suspects tuning and states no limit"),
     ("Yotta Yotta GSX 2400", r"out-cache (read|write), 2 host\(s\)", "out of cache, 2 hosts on one blade",
      "the share of the back end that one blade reaches is not stated"),
     ("3PAR S400 node, out-cache", r".*", "one node out of cache, every row",
@@ -793,17 +835,19 @@ MISS_REASONS = [
     ("p690 RIO2 profile", r".*PHB1.*", "the PHB rule of thumb (450 MB/s) is 30 % below what PHB1 carried"),
     ("GPFS SAN mode, S400", r"out-cache read, 6 client\(s\)", "one run above the back end's stated \"about "
                                                               "800 MB/s\" (the 5 and 7-client runs are within)"),
-    ("3PAR S400 node, in-cache", r"write (1024|4096|16384)K, 2 host\(s\)", "the node's write ceiling (345 MB/s) "
-                                                                         "already binds at two hosts; not stated"),
+    ("S400 MPTIO 1 MB, 16 LUNs", r"in-cache write, 16 client\(s\)",
+     "16 clients wrote 886 to 900 MB/s in cache, above the 688 MB/s that D.3.3's node ceiling allows two "
+     "node pairs that mirror their writes, where D.3.7 (at most 781) and GPFS (at most 731) stay within 15 % of it; with 8 processes "
+     "on each of 16 clients, the 2 GB region leaves 16 MB a process, a run of under a second"),
+    ("S400 MPTIO 1 MB, one LUN", r"in-cache write, 16 client\(s\)", "as with 16 LUNs"),
     ("S400 MPTIO 1 MB, 16 LUNs", r".*, (2|4|8|16) client\(s\)",
      "2 and 4 clients on four nodes got the same (about 240 MB/s written, 360 read in cache), 8 and 16 about "
      "twice and three times that; D.3.7's clients on the same ports reached 700 MB/s with 2 processes each "
      "where 4 clients here, with 8 each, got 361; the report gives no reason"),
     ("S400 MPTIO 1 MB, one LUN", r".*, (2|4|8|16) client\(s\)", "as with 16 LUNs"),
-    ("S400 MPTIO 1 MB, RAID-1 vs RAID-5", r"in-cache write .*, [5-8] client\(s\)",
-     "in-cache writes level off once two hosts share each controller node (about 530 MB/s at 8 hosts with one "
-     "process each, 770 with two), below the node's write ceiling of D.3.3 (345 MB/s a node); the report "
-     "states no limit"),
+    ("S400 MPTIO 1 MB, RAID-1 vs RAID-5", r"in-cache write .*, 1 process\(es\), [78] client\(s\)",
+     "one process a client: each node pair's mirrored write cache is near its limit and the closed network "
+     "takes the transfers' times as exponential, so the waits it adds are a little short of the measured"),
     ("Yotta Yotta GSX 2400, 16 hosts", r"out-cache read .*",
      "64 streams on one 16-disk RAID 0 with an 8 KB stripe depth: the disks seek between streams and give "
      "about 590 MB/s, not the back end's ~800 MB/s that the report states for 8 hosts' MPTIO; the disks' own "
@@ -852,6 +896,9 @@ def render(rows: list[Row]) -> str:
     calibrated += [f"* GUPFS hosts, {d}: host time {1e9 / gupfs_host_rate(d):.2f} ns per byte "
                    f"({MiB / gupfs_host_rate(d) * 1e3:.2f} ms per MiB) from S400 MPTIO 1 MB, one client, "
                    f"in-cache {d}, 1 process, with the S400's L ({GUPFS_STUDY})" for d in ("read", "write")]
+    calibrated.append(f"* 3PAR S400 controller node, read and write: ceilings {S400_NODE_MB['read']:.1f} and "
+                      f"{S400_NODE_MB['write']:.1f} MB/s from the in-cache read and write {S400_NODE_KIB}K, 4 "
+                      f"hosts, one node (D.3.3); each pair of nodes mirrors its cached writes ({GUPFS_STUDY})")
     calibrated.append(f"* p690 host, read and write: host time {1e9 / p690_host_rate():.3f} ns per byte from the "
                       f"striped LV's one-thread read ({P690_STUDY})")
     loso = leave_one_out_rows()

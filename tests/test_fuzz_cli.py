@@ -335,7 +335,8 @@ def stack_table(keys: list[str]) -> st.SearchStrategy[dict]:
 @given(drive=stack_table(["capacity", "mtbf", "afr", "ber", "sector", "seq_read", "random_iops", "rotational"]),
        raid=stack_table(["layout", "drives", "chunk", "span_chunk", "count", "engine", "mttr", "rebuild_rate"]),
        volume=stack_table(["aggregate", "inter_chunk"]),
-       components=st.lists(stack_table(["name", "parent", "count", "bw", "iops", "groups", "raid_engine"]),
+       components=st.lists(stack_table(["name", "parent", "count", "bw", "iops", "groups", "raid_engine",
+                                        "mirror_writes"]),
                            max_size=3),
        sub=st.sampled_from(["geometry", "reliability", "perf", "script"]))
 def test_stack_files_give_an_answer_or_one_line_error(workdir, drive, raid, volume, components, sub):

@@ -325,3 +325,63 @@ def test_two_streams_into_one_shared_controller_wait_beside_their_own_adapters()
     assert wait < size / 195e6 - demand
     two = predict(stack, Workload("read", size, qd=1, threads=2), [d])
     assert two.bw_bytes == pytest.approx(2 * size / alone)      # 342 MB/s, under the controller's 370
+
+
+def _mirrored_pair(mirror: bool, hosts=(1, 1)) -> Component:
+    """Two controllers of one array, each with its own ports (one device each) under it."""
+    nodes = tuple(Component(f"ctl {n}", kind="controller", read_bw_bytes=400 * MB, write_bw_bytes=300 * MB,
+                            cpu_per_request_s=0.0, mirror_writes=mirror,
+                            children=(Component(f"port {n}", kind="link", count=h, read_bw_bytes=200 * MB,
+                                                write_bw_bytes=200 * MB, groups=1),))
+                  for n, h in enumerate(hosts) if h)
+    return Component("array", children=(Component("pair", children=nodes),))
+
+
+def test_a_mirrored_write_cache_gives_the_pair_one_controllers_writes():
+    # each cached write lands in both controllers of the pair (the 3PAR guides: "Within the pair,
+    # nodes mirror their write cache to each other"): four streams through four 200 MB/s ports into
+    # two 300 MB/s controllers write 300 MB/s in all mirrored and 600 without; reads are not mirrored
+    d = dev(bw=1e12, iops=1e12, latency_s=0.0005, shared_time=False, queues=False)
+    for mirror, writes in ((True, 300 * MB), (False, 600 * MB)):
+        stack = stack_from_notation("R0/4", 256 * KiB, drive=DRIVE, count=4, aggregate="none",
+                                    path=_mirrored_pair(mirror, (2, 2)))
+        w = predict(stack, Workload("write", MiB, qd=8, threads=4), [d])
+        r = predict(stack, Workload("read", MiB, qd=8, threads=4), [d])
+        assert w.bw_bytes == pytest.approx(writes, rel=1e-3), mirror
+        assert r.bw_bytes == pytest.approx(800 * MB, rel=1e-3), mirror
+    # one controller in use: its partner only takes the copies, so it keeps its whole 300 MB/s
+    alone = stack_from_notation("R0/4", 256 * KiB, drive=DRIVE, count=2, aggregate="none",
+                                path=_mirrored_pair(True, (2, 0)))
+    assert predict(alone, Workload("write", MiB, qd=8, threads=2), [d]).bw_bytes == pytest.approx(300 * MB, rel=1e-3)
+
+
+def test_independent_branches_add_their_own_rates():
+    # two controller pairs of one array share nothing: three streams on one pair (300 MB/s of
+    # mirrored writes between them) and one on the other (its 200 MB/s port) write 500 MB/s, not
+    # four times the slowest stream's 100
+    pair = _mirrored_pair(True, (2, 1)).children[0]
+    other = Component("other pair", children=(_mirrored_pair(True, (1, 0)).children[0].children[0],))
+    stack = stack_from_notation("R0/4", 256 * KiB, drive=DRIVE, count=4, aggregate="none",
+                                path=Component("array", children=(pair, other)))
+    d = dev(bw=1e12, iops=1e12, latency_s=0.0005, shared_time=False, queues=False)
+    p = predict(stack, Workload("write", MiB, qd=8, threads=4), [d])
+    assert p.bw_bytes == pytest.approx(500 * MB, rel=1e-3)
+    assert p.limiting == "array/pair/ctl 0"
+    assert any("share no limit" in a for a in p.assumptions)
+    # a root with a limit of its own is shared: no split, the symmetric solution stands
+    capped = stack_from_notation("R0/4", 256 * KiB, drive=DRIVE, count=4, aggregate="none",
+                                 path=Component("array", write_bw_bytes=10_000 * MB, children=(pair, other)))
+    q = predict(capped, Workload("write", MiB, qd=8, threads=4), [d])
+    assert q.bw_bytes == pytest.approx(4 * 100 * MB, rel=1e-3)
+
+
+def test_a_request_pays_the_cpu_time_of_one_branch_not_of_both():
+    # two controllers side by side (two templates under one parent): a request crosses one of them,
+    # so one controller's default time per request is added, not two
+    from storlab.model.costs import CONTROLLER_REQUEST_LATENCY_S
+    sides = tuple(Component(f"ctl {n}", kind="controller", groups=1) for n in range(2))
+    stack = stack_from_notation("R0/4", 256 * KiB, drive=DRIVE, count=2, path=Component("array", children=sides))
+    d = dev(bw=1e12, iops=1e12, latency_s=0.001, shared_time=False, queues=False)
+    p = predict(stack, Workload("randread", 4 * KiB, qd=1), [d])
+    # (a device's own latency is seen from the host: it holds the host's and the HBA's time)
+    assert p.latency_mean_s == pytest.approx(0.001 + CONTROLLER_REQUEST_LATENCY_S, rel=1e-3)

@@ -54,3 +54,8 @@ def test_hand_checked_rows(seeds):
     assert rows[(table, "in-cache read R5, 1 process(es), 1 client(s)")].predicted_mb == pytest.approx(one)
     # clients on hosts and ports of their own add up
     assert rows[(table, "in-cache read R5, 1 process(es), 4 client(s)")].predicted_mb == pytest.approx(4 * one)
+    # the S400's node pairs mirror their cached writes: eight clients, two on each node, write two
+    # pairs' worth, each one node's ceiling from D.3.3 (344.12 MB/s); their reads are not mirrored
+    gpfs = "GPFS SAN mode, S400"
+    assert rows[(gpfs, "in-cache write, 8 client(s)")].predicted_mb == pytest.approx(2 * 344.12, rel=1e-3)
+    assert rows[(gpfs, "in-cache read, 8 client(s)")].predicted_mb > 4 * 344.12

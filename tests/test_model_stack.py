@@ -74,6 +74,7 @@ def test_component_tree_from_parent_rows_expands_counts():
     ([{"name": "a", "groups": 2}], "components carry 2 RAID groups but the stack has 1"),
     ([{"name": "a", "groups": 1, "bw": "1GB/s", "read": "1GB/s"}], r"give bw \(both directions\) or read/write"),
     ([{"name": "a", "groups": 1}, {"name": "a", "parent": "a"}], "name used twice"),
+    ([{"name": "a", "groups": 1, "mirror_writes": "yes"}], "mirror_writes: expected true or false"),
 ])
 def test_component_errors(rows, message):
     with pytest.raises(StackError, match=message):
@@ -103,3 +104,27 @@ def test_mttr_required_for_reliability():
 def test_component_limits_must_be_positive():
     with pytest.raises(StackError, match="read limit must be positive"):
         Component("x", read_bw_bytes=0)
+
+
+def test_a_mirrored_controller_pair_carries_both_halves_of_the_writes():
+    # a pair of controllers mirroring their write cache (mirror_writes): each carries its own
+    # group's writes and its partner's copies, so the pair writes one controller's 1300 MB/s; its
+    # reads are not mirrored (performance_of, the ceilings)
+    from storlab.model.performance import performance_of
+    from storlab.model.stack import write_carried_groups
+    rows = [{"name": "host"},
+            {"name": "array", "parent": "host"},
+            {"name": "ctl", "parent": "array", "count": 2, "read": "2000MB/s", "write": "1300MB/s",
+             "raid_engine": True, "mirror_writes": True, "groups": 1}]
+    data = {**MINIMAL, "raid": {"layout": "R6/12", "chunk": "512k", "count": 2},
+            "volume": {"aggregate": "stripe", "inter_chunk": "1MiB"}, "component": rows}
+    stack = stack_from_dict(data)
+    carried = write_carried_groups(stack.instances())
+    # host, array and each controller carry both groups' writes (a controller alone would carry one)
+    assert list(carried.values()) == [2, 2, 2, 2]
+    mirrored = performance_of(stack)
+    rows[2]["mirror_writes"] = False
+    plain = performance_of(stack_from_dict(data))
+    assert mirrored.value("seq_write") == pytest.approx(min(1300e6, plain.value("seq_write")))
+    assert plain.value("seq_write") > 1300e6
+    assert mirrored.value("seq_read") == plain.value("seq_read")

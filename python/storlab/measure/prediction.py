@@ -77,7 +77,7 @@ def _stack_summary(stack: Stack) -> dict[str, Any]:
             seen.append(t.name)
             components.append({"name": t.name, "kind": t.kind, "read_bw_bytes": t.read_bw_bytes,
                                "write_bw_bytes": t.write_bw_bytes, "iops": t.iops,
-                               "raid_engine": t.raid_engine})
+                               "raid_engine": t.raid_engine, "mirror_writes": t.mirror_writes})
     return {
         "name": stack.name, "description": stack.description, "layout": stack.raid.layout.text,
         "count": stack.raid.count, "chunk_bytes": stack.raid.chunk_bytes, "engine": stack.raid.engine,

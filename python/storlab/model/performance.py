@@ -22,7 +22,7 @@ from typing import Iterable
 
 from ..errors import UserError
 from .geometry import AlignmentReport, Geometry, analyse_alignment, geometry_of
-from .stack import MAX_COMPONENT_DEPTH, Component, ComponentInstance, Stack, StackError
+from .stack import MAX_COMPONENT_DEPTH, Component, ComponentInstance, Stack, StackError, write_carried_groups
 
 __all__ = [
     "DriveLevelRates", "ComponentLoad", "MetricResult", "PerfReport", "drive_level_rates", "performance_of",
@@ -234,6 +234,13 @@ def _solve_metric(stack: Stack, root: ComponentInstance | None, metric: str, dri
     groups_under = {id(i): len(i.all_group_ids()) for i in instances}
     caps_host = {id(i): component_capacity_host(i, metric, amplification, ops_per_request, request_bytes)
                  for i in instances}
+    # a mirrored write cache carries a partner's writes beside its own: of its capacity, the share
+    # of the groups it carries that are its own is left for the groups under it
+    carried = write_carried_groups(root) if metric.endswith("write") else {}
+    mirrored = {key: n / groups_under[key] for key, n in carried.items() if n > groups_under[key]}
+    for key, share in mirrored.items():
+        if caps_host[key] is not None:
+            caps_host[key] /= share
     independent_value, independent_flow, independent_limiting = _independent_flow(root, caps_host, per_group)
     unequal_paths_value = None
     if mode == "lockstep":
@@ -248,7 +255,7 @@ def _solve_metric(stack: Stack, root: ComponentInstance | None, metric: str, dri
         if metric.startswith("seq"):
             # bandwidth in the component's own bytes: parity and RMW reads included below the engine
             capacity = i.template.cap_bw_bytes("read" if metric == "seq_read" else "write")
-            load = flow[id(i)] * (amplification if i.carries_parity else 1.0)
+            load = flow[id(i)] * (amplification if i.carries_parity else 1.0) * mirrored.get(id(i), 1.0)
         else:
             # IOPS are reported as host IOPS: the most the component lets through versus what it carries
             capacity = caps_host[id(i)]

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from .costs import CONTROLLER_KINDS, CONTROLLER_REQUEST_LATENCY_S, HBA_REQUEST_OVERHEAD_S, HOST_REQUEST_OVERHEAD_S
 from .geometry import analyse_alignment, geometry_of
 from .queueing import Station, solve_closed
-from .stack import ControllerCache, DriveType, Stack, StackError
+from .stack import UNSTATED_CACHE_RATE, Component, ControllerCache, DriveType, Stack, StackError, count_groups, write_carried_groups
 
 __all__ = ["Device", "Workload", "ControllerCache", "ComponentCapacity", "Prediction", "predict",
            "WORKLOAD_PATTERNS", "MIRROR_READ_POLICIES", "member_name"]
@@ -407,20 +407,24 @@ def _unloaded_parts(stack: Stack | None, cost: _RequestCost, workload: Workload,
 
 def _path_cpu_time(stack: Stack | None, workload: Workload) -> float:
     """CPU seconds a request costs on its way: each level of the path with a CPU cost (a file
-    server, an NSD server, a controller) works on it before passing it on (one instance per level).
-    An array controller that states no CPU cost takes costs.CONTROLLER_REQUEST_LATENCY_S."""
+    server, an NSD server, a controller) works on it before passing it on. A request crosses one
+    instance per level, so the costs add along a branch from the host to its groups, never across
+    siblings (two controllers of a pair are two branches); the slowest branch is taken. An array
+    controller that states no CPU cost takes costs.CONTROLLER_REQUEST_LATENCY_S."""
     root = None if stack is None else stack.instances()
     if root is None:
         return 0.0
-    by_template: dict[str, float] = {}
-    for inst in root.walk():
+
+    def slowest(inst, above: float) -> float:
         template = inst.template
         t = template.cpu_time_s(workload.request_bytes)
         if t is None and (template.raid_engine or template.kind in CONTROLLER_KINDS):
             t = CONTROLLER_REQUEST_LATENCY_S
-        if t is not None and inst.all_group_ids():
-            by_template[template.name] = t
-    return sum(by_template.values())
+        here = above + (t or 0.0)
+        best = here if inst.group_ids else 0.0
+        return max([best] + [slowest(child, here) for child in inst.children])
+
+    return slowest(root, 0.0)
 
 
 def _reading_members(cost: _RequestCost, workload: Workload) -> list[Device]:
@@ -531,9 +535,11 @@ def _path_capacities(stack: Stack | None, workload: Workload, cost: _RequestCost
     groups = stack.raid.groups
     touched = groups_touched(stack, workload.request_bytes)
     fans_of = {} if fans_of is None else fans_of
+    # a mirrored write cache carries its partner's writes too: the groups it carries, not its own
+    carried = write_carried_groups(root) if workload.is_write else None
     out = []
     for inst in root.walk():
-        under = len(inst.all_group_ids())
+        under = len(inst.all_group_ids()) if carried is None else carried[id(inst)]
         factor = _path_factor(inst, workload, cost, cached)
         if not under or factor == 0:
             continue
@@ -608,6 +614,79 @@ def _solve_bound(devices: list[list[Station]], delay: float, workload: Workload,
                                response_s=workload.outstanding / x if x else busiest.response_s)
 
 
+def _independent_branches(stack: Stack | None, cache: ControllerCache | None,
+                          read_members) -> list[tuple[Component, int, int]] | None:
+    """A volume of separate devices (aggregate none) under a host-side root that states no limit:
+    the subtrees under the root, each as (its template with count 1, its first group, its groups).
+    Threads on different branches share nothing that binds, so each branch is a queueing network of
+    its own and their rates add whatever the others carry (two controller pairs of one array, one
+    pair loaded more than the other). None when the branches are all alike (the symmetric solution
+    is already theirs), when the root or a cache with limits of its own is shared by them, or when
+    a branch holds part of a device."""
+    if stack is None or stack.path is None or stack.volume.aggregate != "none" or read_members is not None:
+        return None
+    root = stack.path
+    if (root.read_bw_bytes is not None or root.write_bw_bytes is not None or root.iops is not None
+            or root.cpu_time_s(1) is not None or root.groups):
+        return None
+    if cache is not None and (cache.iops is not None
+                              or min(cache.read_bw_bytes, cache.write_bw_bytes) < UNSTATED_CACHE_RATE):
+        return None
+    branches, first, spans = [], 0, stack.raid.layout.spans
+    for child in root.children:
+        for i in range(child.count):
+            one = dataclasses.replace(child, count=1, name=child.name if child.count == 1 else f"{child.name}[{i + 1}]")
+            groups = count_groups(one)
+            if groups % spans:
+                return None
+            if groups:
+                branches.append((one, first, groups, child))
+            first += groups
+    if len({(child, groups) for _, _, groups, child in branches}) < 2:
+        return None
+    return [(one, start, groups) for one, start, groups, _ in branches]
+
+
+def _predict_branches(stack: Stack, workload: Workload, devices: list[Device] | None,
+                      branches: list[tuple[Component, int, int]], cache: ControllerCache | None,
+                      mirror_read: str) -> Prediction:
+    """Each independent branch predicted on its own with the threads that land on it (thread i on
+    device i mod k, as for separate devices), the rates added. A component's capacity is scaled so
+    that its headroom is its own branch's; names other than path components carry their branch."""
+    groups_per_device = stack.raid.groups // stack.raid.devices
+    k = stack.raid.devices
+    per_group = stack.raid.layout.span
+    parts: list[tuple[str, int, Prediction]] = []
+    for template, first, groups in branches:
+        low, high = first // groups_per_device, (first + groups) // groups_per_device
+        threads = sum(1 for i in range(workload.threads) if low <= i % k < high)
+        if not threads:
+            continue
+        sub = dataclasses.replace(stack, path=dataclasses.replace(stack.path, children=(template,)),
+                                  raid=dataclasses.replace(stack.raid, count=groups // stack.raid.layout.spans))
+        sub_devices = devices
+        if devices is not None and len(devices) > 1:
+            sub_devices = devices[first * per_group:(first + groups) * per_group]
+        prediction = predict(sub, dataclasses.replace(workload, threads=threads), sub_devices, cache=cache,
+                             mirror_read=mirror_read)
+        parts.append((f"{stack.path.name}/{template.name}", threads, prediction))
+    rate = sum(p.iops for _, _, p in parts)
+    components, assumptions = [], []
+    for branch, _, p in parts:
+        scale = rate / p.iops if p.iops > 0 else 1.0
+        for c in p.components:
+            name = c.name if c.kind == "path" else f"{branch}: {c.name}"
+            components.append(ComponentCapacity(name, c.kind, c.capacity_iops * scale, c.headroom_fraction, c.why))
+        assumptions += [a for a in p.assumptions if a not in assumptions]
+    assumptions.append(f"the {len(parts)} branches under {stack.path.name} share no limit: each is a queueing "
+                       "network of its own with the threads on its devices, and their rates add")
+    slowest = min(parts, key=lambda part: part[2].iops / part[1])[2]
+    mean = max(0.0, workload.outstanding / rate - workload.think_s) if rate > 0 else slowest.latency_mean_s
+    return Prediction(workload, rate, rate * workload.request_bytes, slowest.limiting, tuple(components),
+                      tuple(assumptions), latency_mean_s=mean,
+                      latency_tail_s=max(mean, max(p.latency_tail_s for _, _, p in parts)))
+
+
 def predict(stack: Stack | None, workload: Workload, devices: list[Device] | None = None, *,
             cache: ControllerCache | None = None, mirror_read: str = "balanced",
             read_members: tuple[int, ...] | Mapping[int, float] | None = None) -> Prediction:
@@ -621,6 +700,9 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     assumptions: list[str] = []
     if cache is None and stack is not None:
         cache = stack.cache         # the stack's own [cache] component
+    branches = _independent_branches(stack, cache, read_members)
+    if branches is not None:
+        return _predict_branches(stack, workload, devices, branches, cache, mirror_read)
     cost = _request_cost(stack, workload, devices, mirror_read, assumptions, read_members)
     resources: list[tuple[str, str, float, str]] = []
     if cache is not None:

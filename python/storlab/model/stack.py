@@ -206,6 +206,10 @@ class Component:
     cpu_per_request_s: float | None = None
     cpu_rate_bytes: float | None = None      # bytes/s one core copies/checksums/sends
     cores: int = 1
+    # Write-back cache mirrored between partners: the mirrored instances under one parent instance
+    # (a controller pair, a node pair) copy each other's cached writes, so each carries its own
+    # writes and a partner's (write_carried_groups). Reads are not mirrored.
+    mirror_writes: bool = False
 
     def __post_init__(self) -> None:
         if self.count < 1:
@@ -263,6 +267,25 @@ class ComponentInstance:
         return tuple(ids)
 
 
+def write_carried_groups(root: ComponentInstance) -> dict[int, float]:
+    """RAID groups whose writes each instance carries (by id()): the groups under it, and for a
+    mirrored instance (`mirror_writes`) also a partner's copies. Each cached write is copied to one
+    other mirrored instance under the same parent, so with n such siblings an instance carries its
+    own groups plus 1 / (n - 1) of theirs: a pair carries both halves each; alone (its partner not
+    in the stack, or idle) it carries its own."""
+    carried: dict[int, float] = {}
+    for inst in root.walk():
+        carried.setdefault(id(inst), float(len(inst.all_group_ids())))
+        mirrored = [c for c in inst.children if c.template.mirror_writes]
+        if len(mirrored) < 2:
+            continue
+        total = sum(len(c.all_group_ids()) for c in mirrored)
+        for c in mirrored:
+            own = len(c.all_group_ids())
+            carried[id(c)] = own + (total - own) / (len(mirrored) - 1)
+    return carried
+
+
 @dataclass(frozen=True)
 class ControllerCache:
     """A RAID controller's (or array's) cache, a component of the stack: its size, the rates it
@@ -313,7 +336,7 @@ class Stack:
             raise StackError(f"volume: aggregate = {self.volume.aggregate!r} needs at least 2 RAID devices; "
                              f"{self.raid.layout.text} x {self.raid.count} makes 1")
         if self.path is not None:
-            attached = _count_groups(self.path)
+            attached = count_groups(self.path)
             if attached != self.raid.groups:
                 raise StackError(f"path: components carry {attached} RAID groups but the stack has "
                                  f"{self.raid.groups} ({self.raid.layout.text} x {self.raid.count}); "
@@ -367,9 +390,9 @@ def _count_instances(component: Component, multiplier: int = 1) -> int:
     return total
 
 
-def _count_groups(component: Component, multiplier: int = 1) -> int:
+def count_groups(component: Component, multiplier: int = 1) -> int:
     own = component.groups * multiplier
-    return own + sum(_count_groups(child, multiplier * child.count) for child in component.children)
+    return own + sum(count_groups(child, multiplier * child.count) for child in component.children)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -386,7 +409,7 @@ _RAID_KEYS = {"layout", "drives", "chunk", "span_chunk", "count", "engine", "mtt
 _VOLUME_KEYS = {"aggregate", "inter_chunk"}
 _FS_KEYS = {"type", "block"}
 _COMPONENT_KEYS = {"name", "kind", "parent", "count", "bw", "read", "write", "iops", "groups", "raid_engine",
-                   "cpu_per_request", "cpu_rate", "cores"}
+                   "cpu_per_request", "cpu_rate", "cores", "mirror_writes"}
 
 
 def _check_keys(table: Mapping[str, Any], allowed: set[str], where: str) -> None:
@@ -528,6 +551,7 @@ def _components_from_list(rows: Any) -> Component:
             _convert(where, "cpu_per_request", row["cpu_per_request"], lambda v: parse_duration(v, "cpu_per_request")),
             "cpu_rate_bytes": None if "cpu_rate" not in row else _convert(where, "cpu_rate", row["cpu_rate"], parse_rate),
             "cores": _convert(where, "cores", row.get("cores", 1), _int),
+            "mirror_writes": _convert(where, "mirror_writes", row.get("mirror_writes", False), _bool),
         }
         by_name[name] = fields
         parents[name] = None if row.get("parent") is None else str(row["parent"])
