@@ -802,9 +802,11 @@ UNSTATED = [
      "back end's limits; the report suspects tuning and states no limit"),
     ("Yotta Yotta GSX 2400", r"out-cache (read|write), 2 host\(s\)", "out of cache, 2 hosts on one blade",
      "the share of the back end that one blade reaches is not stated"),
-    ("3PAR S400 node, out-cache", r".*", "one node out of cache, every row",
-     "the spindles behind the LUN are not stated; out of cache they, not the ports, set the write rate (four "
-     "hosts write less than one) and the node's read-ahead sets the read rate"),
+    ("3PAR S400 node, out-cache", r"write .*", "one node out of cache, writes",
+     "the spindles behind the LUN are not stated; out of cache they, not the ports or the node, set the "
+     "write rate (four hosts write less than one from 64 KB on)"),
+    ("3PAR S400 node, out-cache", r"read (1|4|16)K, 4 host\(s\)", "one node out of cache, reads of 1 KB to "
+     "16 KB by 4 hosts", "as in cache: the node's request-rate ceiling is not stated"),
     ("S400 MPTIO 1 MB, RAID-1 vs RAID-5", r"out-cache .*", "out of cache, every row",
      "the spindles behind the two LUNs (the same spindles for both) are not stated; out of cache they, not "
      "the ports or the back end's stated aggregate, set the rate (RAID-1 reads 83 MB/s with one process, RAID-5 "
@@ -845,6 +847,9 @@ MISS_REASONS = [
      "twice and three times that; D.3.7's clients on the same ports reached 700 MB/s with 2 processes each "
      "where 4 clients here, with 8 each, got 361; the report gives no reason"),
     ("S400 MPTIO 1 MB, one LUN", r".*, (2|4|8|16) client\(s\)", "as with 16 LUNs"),
+    ("3PAR S400 node, out-cache", r"read (1|4)K, 2 host\(s\)",
+     "out of cache a small read now and then waits for the read-ahead: one host's 1 and 4 KB reads are "
+     "already 7 to 8 % below the same in cache (the per-request time comes from in cache), two hosts' 15 %"),
     ("S400 MPTIO 1 MB, RAID-1 vs RAID-5", r"in-cache write .*, 1 process\(es\), [78] client\(s\)",
      "one process a client: each node pair's mirrored write cache is near its limit and the closed network "
      "takes the transfers' times as exponential, so the waits it adds are a little short of the measured"),
