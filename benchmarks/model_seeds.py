@@ -93,6 +93,16 @@ def engenio_fit(direction: str) -> tuple[float, float]:
     return 1 / per_byte, t16 - 16 * KiB * per_byte
 
 
+def _engenio_lun(direction: str, latency: Latencies | None) -> Device:
+    """The Engenio LUN seen from the host: in-study B and L from the 8+1 curve's calibration; given
+    `latency` (leave-one-study-out), that L and the connection's stated raw rate for B."""
+    if latency is None:
+        bw, lat = engenio_fit(direction)
+    else:
+        bw, lat = ENGENIO_FC_RAW_MB * MB, latency[direction]
+    return _line(bw, lat, "LUN")
+
+
 def engenio_rows(latency: Latencies | None = None) -> list[Row]:
     """One thread of direct sequential I/O keeps one request outstanding: rate = R / (L + R / B).
     In-study: B and L per direction come from the 16K and 512K figures (calibration); the four
@@ -100,11 +110,7 @@ def engenio_rows(latency: Latencies | None = None) -> list[Row]:
     B the connection's stated raw rate, and all six sizes are predicted."""
     rows = []
     for index, direction in ((1, "read"), (0, "write")):
-        if latency is None:
-            bw, lat = engenio_fit(direction)
-        else:
-            bw, lat = ENGENIO_FC_RAW_MB * MB, latency[direction]
-        device = _line(bw, lat, "LUN")
+        device = _engenio_lun(direction, latency)
         for kib in (16, 32, 64, 128, 256, 512):
             role = CALIBRATION if latency is None and kib in (16, 512) else VALIDATION
             p = predict(None, Workload(direction, kib * KiB, qd=1), [device])
@@ -145,11 +151,7 @@ def engenio_4plus1_rows(latency: Latencies | None = None) -> list[Row]:
     time (the host holds the others): one outstanding. No figure here is a calibration figure."""
     rows = []
     for index, direction in ((1, "read"), (0, "write")):
-        if latency is None:
-            bw, lat = engenio_fit(direction)
-        else:
-            bw, lat = ENGENIO_FC_RAW_MB * MB, latency[direction]
-        device = _line(bw, lat, "LUN")
+        device = _engenio_lun(direction, latency)
         for host, table in ENGENIO_HOSTS.items():
             for kib, figures in table.items():
                 p = predict(None, Workload(direction, kib * KiB, qd=1), [device])
