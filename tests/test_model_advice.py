@@ -124,6 +124,24 @@ def test_a_controller_saturated_both_ways_warns():
     assert "about 12 drives saturate it and the other 12" in warning.message
 
 
+def test_a_mirrored_controller_pair_counts_its_partners_writes():
+    # two controllers of a pair, 1,300 MB/s each way, 24 drives each: reads saturate each (24 x 130
+    # > 1,300) and, mirrored, each carries both halves of the writes: 2,600 MB/s of drive writes
+    # for one controller's 1,300, so half the drives add nothing either way. Without the mirror the
+    # writes still add (24 drives write 20 x 65 = 1,300 MB/s, just its limit): no warning
+    drive = DriveType("NL-SAS", capacity_bytes=2 * 10**12, mtbf_h=600_000, seq_read_bw_bytes=130 * MB,
+                      seq_write_bw_bytes=65 * MB)
+
+    def stack(mirror):
+        ctl = Component("ctl", kind="controller", count=2, read_bw_bytes=1300 * MB, write_bw_bytes=1300 * MB,
+                        raid_engine=True, mirror_writes=mirror, groups=2)
+        return stack_from_notation("R60/12/24", 512 * K, drive=drive, count=2, mttr_h=24,
+                                   path=Component("host", kind="host", children=(ctl,)))
+    assert "controller-oversubscribed" not in codes(stack_warnings(stack(False)))
+    [warning] = [w for w in stack_warnings(stack(True)) if w.code == "controller-oversubscribed"]
+    assert "about 12 drives saturate it and the other 12" in warning.message
+
+
 # --- host buses against the array (Engenio O300 / O350 / A350 with a 5884) ------------------------
 
 def _host_over_5884(buses_mb):

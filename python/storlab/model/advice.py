@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from ..units import format_si_bytes
 from .geometry import MAX_EVALUATED_PIECES, geometry_flags, geometry_of
 from .notation import RaidNotation, parse_raid
-from .performance import PerfReport, component_capacity_host, performance_of
+from .performance import PerfReport, component_capacity_host, mirror_shares, performance_of
 from .quantities import HOURS_PER_YEAR
 from .reliability import ReliabilityReport, reliability_of
 from .stack import DEFAULT_DRIVE, ComponentInstance, Stack, stack_from_notation
@@ -191,6 +191,7 @@ def path_warnings(stack: Stack, perf: PerfReport) -> list[PlanWarning]:
     # below the adapter's limit: drives that still add throughput in one direction are not wasted,
     # so a controller saturated in one direction only is not oversubscribed
     worst: dict[str, tuple[float, str]] = {}
+    mirrored = {metric: mirror_shares(root, metric) for metric, _, _ in directions}
     for name, instances in _per_template(root).items():
         template = instances[0].template
         if not (template.raid_engine or template.kind in CONTROLLER_KINDS):
@@ -205,6 +206,7 @@ def path_warnings(stack: Stack, perf: PerfReport) -> list[PlanWarning]:
                 cap = component_capacity_host(instance, metric, amplification, 1.0, perf.seq_request_bytes)
                 if cap is None:
                     break
+                cap /= mirrored[metric].get(id(instance), 1.0)      # a partner's mirrored writes take the rest
                 delivered = under * perf.drives.value(metric) / groups
                 saturating = math.ceil(drives_under * cap / delivered)
                 if saturating >= drives_under:

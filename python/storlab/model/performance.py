@@ -167,6 +167,17 @@ def component_capacity_host(instance: ComponentInstance, metric: str, amplificat
     return min(limits) if limits else None
 
 
+def mirror_shares(root: ComponentInstance, metric: str) -> dict[int, float]:
+    """For a write metric, each mirrored instance (by id()) that carries a partner's writes beside
+    its own: the groups it carries over its own. Of its capacity, 1 / share is left for the groups
+    under it (stack.write_carried_groups)."""
+    if not metric.endswith("write"):
+        return {}
+    carried = write_carried_groups(root)
+    return {id(i): carried[id(i)] / len(i.all_group_ids()) for i in root.walk()
+            if i.all_group_ids() and carried[id(i)] > len(i.all_group_ids())}
+
+
 def _lockstep_flow(instances: list[ComponentInstance], caps_host: dict[int, float | None],
                    groups_under: dict[int, int], groups: int, drives_value: float
                    ) -> tuple[float, dict[int, float], str]:
@@ -234,10 +245,7 @@ def _solve_metric(stack: Stack, root: ComponentInstance | None, metric: str, dri
     groups_under = {id(i): len(i.all_group_ids()) for i in instances}
     caps_host = {id(i): component_capacity_host(i, metric, amplification, ops_per_request, request_bytes)
                  for i in instances}
-    # a mirrored write cache carries a partner's writes beside its own: of its capacity, the share
-    # of the groups it carries that are its own is left for the groups under it
-    carried = write_carried_groups(root) if metric.endswith("write") else {}
-    mirrored = {key: n / groups_under[key] for key, n in carried.items() if n > groups_under[key]}
+    mirrored = mirror_shares(root, metric)
     for key, share in mirrored.items():
         if caps_host[key] is not None:
             caps_host[key] /= share
