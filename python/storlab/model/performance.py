@@ -174,8 +174,8 @@ def mirror_shares(root: ComponentInstance, metric: str) -> dict[int, float]:
     if not metric.endswith("write"):
         return {}
     carried = write_carried_groups(root)
-    return {id(i): carried[id(i)] / len(i.all_group_ids()) for i in root.walk()
-            if i.all_group_ids() and carried[id(i)] > len(i.all_group_ids())}
+    own = {id(i): len(i.all_group_ids()) for i in root.walk()}
+    return {key: carried[key] / n for key, n in own.items() if n and carried[key] > n}
 
 
 def _lockstep_flow(instances: list[ComponentInstance], caps_host: dict[int, float | None],

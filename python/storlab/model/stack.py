@@ -273,16 +273,15 @@ def write_carried_groups(root: ComponentInstance) -> dict[int, float]:
     other mirrored instance under the same parent, so with n such siblings an instance carries its
     own groups plus 1 / (n - 1) of theirs: a pair carries both halves each; alone (its partner not
     in the stack, or idle) it carries its own."""
-    carried: dict[int, float] = {}
+    own = {id(inst): len(inst.all_group_ids()) for inst in root.walk()}
+    carried = {key: float(n) for key, n in own.items()}
     for inst in root.walk():
-        carried.setdefault(id(inst), float(len(inst.all_group_ids())))
-        mirrored = [c for c in inst.children if c.template.mirror_writes]
+        mirrored = [id(c) for c in inst.children if c.template.mirror_writes]
         if len(mirrored) < 2:
             continue
-        total = sum(len(c.all_group_ids()) for c in mirrored)
-        for c in mirrored:
-            own = len(c.all_group_ids())
-            carried[id(c)] = own + (total - own) / (len(mirrored) - 1)
+        total = sum(own[key] for key in mirrored)
+        for key in mirrored:
+            carried[key] = own[key] + (total - own[key]) / (len(mirrored) - 1)
     return carried
 
 
