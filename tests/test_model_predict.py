@@ -266,12 +266,44 @@ def test_a_stack_file_cache_is_used_by_predict():
     assert ahead.bw_bytes == pytest.approx(400 * MB, rel=0.01)
     one = predict(stack, Workload("read", 64 * KiB, working_set_bytes=100 * 2**30))
     assert one.iops == pytest.approx(1 / (fixed + 64 * KiB / (400 * MB)), rel=1e-6)
-    # without read-ahead the same request waits for its drive (one 64 KiB chunk at 150 MB/s)
+    # a sweep whose size is not given is taken as beyond the cache: read-ahead serves it the same
+    unsized = predict(stack, Workload("read", 64 * KiB))
+    assert unsized.iops == pytest.approx(one.iops, rel=1e-9)
+    # without the controller's read-ahead the drives' own look-ahead streams the sweep: the four
+    # data drives' 600 MB/s stay behind the cache's 400 MB/s, and the request has no cache time
     import dataclasses
     plain = dataclasses.replace(stack, cache=dataclasses.replace(stack.cache, read_ahead=False))
-    waits = predict(plain, Workload("read", 64 * KiB, working_set_bytes=100 * 2**30))
-    assert waits.iops == pytest.approx(1 / (HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S + 64 * KiB / (150 * MB)),
-                                       rel=1e-6)
+    drives = predict(plain, Workload("read", 64 * KiB, working_set_bytes=100 * 2**30))
+    seq_fixed = HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S
+    assert drives.iops == pytest.approx(1 / (seq_fixed + 64 * KiB / (400 * MB)), rel=1e-6)
+    # members that do not read ahead: the request waits for its drive (one 64 KiB chunk at 150 MB/s)
+    no_look = dataclasses.replace(Device.from_drive(plain.drive), look_ahead=False)
+    waits = predict(plain, Workload("read", 64 * KiB, working_set_bytes=100 * 2**30), [no_look])
+    assert waits.iops == pytest.approx(1 / (seq_fixed + 64 * KiB / (150 * MB)), rel=1e-6)
+
+
+def test_drive_look_ahead_streams_a_sequential_read_over_the_stripe():
+    # Ruemmler and Wilkes 1994 (read-ahead into the drive's buffer): a 16 KiB sequential read at
+    # QD1 lands on one drive of an R5 4+1 (64 KiB chunk); while the stream is on the other drives
+    # each reads its next piece ahead, so the stream takes the 4 data drives' 4 x 150 MB/s
+    import dataclasses
+    stack = stack_from_notation("R5/5", 64 * KiB, drive=DRIVE)
+    drive = Device.from_drive(stack.drive)
+    assert drive.look_ahead and stack.drive.rotational
+    fixed = drive.latency_for(True)
+    ahead = predict(stack, Workload("read", 16 * KiB))
+    assert ahead.iops == pytest.approx(1 / (fixed + 16 * KiB / (4 * DRIVE.seq_read_bw_bytes)), rel=1e-6)
+    # the same drives without look-ahead: each request waits for its piece at one drive's rate
+    plain = predict(stack, Workload("read", 16 * KiB), [dataclasses.replace(drive, look_ahead=False)])
+    assert plain.iops == pytest.approx(1 / (fixed + 16 * KiB / DRIVE.seq_read_bw_bytes), rel=1e-6)
+    # writes and random reads are not helped: a write waits for its media, a random read seeks
+    for rw in ("write", "randread"):
+        a = predict(stack, Workload(rw, 16 * KiB))
+        b = predict(stack, Workload(rw, 16 * KiB), [dataclasses.replace(drive, look_ahead=False)])
+        assert a.iops == pytest.approx(b.iops, rel=1e-9), rw
+    # a solid-state drive does not read ahead
+    ssd = dataclasses.replace(stack.drive, rotational=False)
+    assert not Device.from_drive(ssd).look_ahead
 
 
 @pytest.mark.parametrize("table, words", [

@@ -65,7 +65,12 @@ class Device:
     parallelism: requests it serves at once (actuators, flash channels, the controller's queue
     slots); its IOPS and bandwidth are the device's totals.
     sequential_latency_s: the fixed time of a request that needs no seek (a contiguous piece of a
-    sequential stream); None: latency_s. A profile measures both."""
+    sequential stream); None: latency_s. A profile measures both.
+    look_ahead: after a read the device goes on reading the following sectors into its own buffer
+    (a spinning drive's read look-ahead, on unless the caching mode page's DRA bit is set: SCSI
+    Block Commands; Ruemmler and Wilkes, "An Introduction to Disk Drive Modeling", 1994), so a
+    sequential stream's next piece on it is in the buffer when the request arrives, if the drive
+    had the time. False for a rate limiter or a measured profile (what it measured holds it)."""
     read_bw_bytes: float
     write_bw_bytes: float
     read_iops: float
@@ -77,6 +82,7 @@ class Device:
     queues: bool = True
     parallelism: int = 1
     sequential_latency_s: float | None = None
+    look_ahead: bool = False
 
     def __post_init__(self) -> None:
         for label in ("read_bw_bytes", "write_bw_bytes", "read_iops", "write_iops", "latency_s"):
@@ -100,10 +106,12 @@ class Device:
         """A stack's drive type; without a latency, one random read's time (1 / random read IOPS),
         which is the service time of a drive that serves one request at a time (a spinning
         drive's seek and rotation, costs.random_service_s). A request of a sequential stream
-        needs no seek: its fixed time is the host's per-request overhead (costs.py)."""
+        needs no seek: its fixed time is the host's per-request overhead (costs.py). A spinning
+        drive reads ahead of a sequential stream (look_ahead)."""
         return cls(drive.seq_read_bw_bytes, drive.seq_write_bw_bytes, drive.random_read_iops,
                    drive.random_write_iops, latency_s if latency_s is not None else 1.0 / drive.random_read_iops,
-                   drive.name, sequential_latency_s=HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S)
+                   drive.name, sequential_latency_s=HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S,
+                   look_ahead=drive.rotational)
 
 
 @dataclass(frozen=True)
@@ -309,14 +317,15 @@ def _apply_cache(cost: _RequestCost, workload: Workload, cache: ControllerCache,
     elif in_cache:
         cost.member_fraction = 0.0
         assumptions.append("in-cache reads: every read hits after the first pass")
-    elif working is None:
+    elif workload.is_random and working is None:
         assumptions.append("working set not given: taken as far beyond the cache (no hits)")
     elif workload.is_random:
         cost.member_fraction = 1.0 - cache.size_bytes / working
         assumptions.append(f"random reads hit the cache in proportion {1 - cost.member_fraction:.0%}")
     elif cache.read_ahead:
         # the controller prefetches the stream: each request finds its data in the cache, the
-        # members stream ahead of it at their rate
+        # members stream ahead of it at their rate. A sweep whose size is not given is taken as
+        # larger than the cache, which is where read-ahead matters
         cost.served_by_cache = True
         assumptions.append("sequential sweep larger than the cache: read-ahead serves it from the cache at "
                            "the members' rate")
@@ -386,6 +395,12 @@ def _unloaded_parts(stack: Stack | None, cost: _RequestCost, workload: Workload,
         if touched >= serving:      # every member takes part: the slowest finishes the request
             latency = max(latencies)
             stages.append(per_touched / min(rates))
+        elif sequential and not workload.is_write and all(d.look_ahead for d in members):
+            # a sequential read reaches a few members at a time, each in turn: while the others
+            # serve, each member reads its next piece ahead into its buffer, so the stream takes the
+            # serving members' combined rate, not one member's
+            latency = sum(latencies) / len(members)
+            stages.append(request / (serving * min(rates)))
         else:                       # one or a few members: the average member
             latency = sum(latencies) / len(members)
             stages.append(sum(per_touched / r for r in rates) / len(members))
