@@ -4,7 +4,8 @@
 Every prediction is `storlab.model.predict` on the inputs the studies state; where a study does not
 state an input the model needs, the assumption is named in the table. One kind of constant is taken
 from figures: the per-request time L of a storage device seen from the host (the time of one request
-beyond its transfer). Each series that needs it names the figures it comes from; those figures are
+beyond its transfer; a mirrored controller's write L follows from its read L through the partner's
+copy). Each series that needs it names the figures it comes from; those figures are
 the calibration set and never count as validation. Every other figure is the validation set. Then
 leave-one-study-out: for each study, L comes from the other studies' calibration figures only (the
 median per direction) and every figure of the held-out study, its own calibration figures included,
@@ -257,24 +258,44 @@ MPTIO_ONE_CLIENT = {  # processes: (IC write, IC read, OC write, OC read) MB/s
 MPTIO_COLUMNS = (("write", "in"), ("read", "in"), ("write", "out"), ("read", "out"))
 
 
+def mirrored_write_latency(read_latency_s: float) -> float:
+    """A write's per-request time on a node that mirrors its cached writes, from its reads': the
+    partner handles the copy as a request of its own before the write is acknowledged, so the
+    node's own share of L (L less the host's and the HBA's time) counts twice (as predict times a
+    write through a `mirror_writes` instance)."""
+    return read_latency_s + max(0.0, read_latency_s - HOST_AND_HBA_S)
+
+
 def _s400_fit(direction: str) -> tuple[float, float]:
     """(L s, host seconds per byte) of a direction, from two figures of the same hosts and node:
-    the 1 KB one-host figure with 4 processes (D.3.3) fixes the per-request time L (the host's
-    bytes are few there), the 1 MB one-process figure (D.3.6) the host's time per byte. A
-    synchronous raw request costs its process time in proportion to its bytes (pinning the user
-    buffer, the 2.4 kernel's buffer heads and its kiobuf steps) before the next one leaves; four
-    processes overlap it with each other's transfers, one process cannot. Both are calibration."""
+    the 1 KB one-host read figure with 4 processes (D.3.3) fixes the per-request time L (the
+    host's bytes are few there; a write's L follows from it, mirrored_write_latency), the 1 MB
+    one-process figure (D.3.6) of the direction the host's time per byte. A synchronous raw
+    request costs its process time in proportion to its bytes (pinning the user buffer, the 2.4
+    kernel's buffer heads and its kiobuf steps) before the next one leaves; four processes overlap
+    it with each other's transfers, one process cannot. These three figures are calibration."""
     one = MPTIO_ONE_CLIENT[1][1 if direction == "read" else 0]
     per_byte = 0.0
     for _ in range(8):      # L and the host's time per byte each move the other a little
-        lat = _latency_from(KiB, S400_IC[(direction, 1)][0], 4, FC2_MB * MB) - per_byte * KiB
+        lat = _latency_from(KiB, S400_IC[("read", 1)][0], 4, FC2_MB * MB) - per_byte * KiB
+        if direction == "write":
+            lat = mirrored_write_latency(s400_latency("read"))
         per_byte = (MiB / (one * MB) - lat - MiB / (FC2_MB * MB)) / MiB
     return lat, per_byte
 
 
 def s400_latency(direction: str) -> float:
-    """The node's per-request time from the 1 KB one-host figure of a direction (calibration)."""
+    """The node's per-request time: reads' from the 1 KB one-host read figure (calibration),
+    writes' from it through the mirror (mirrored_write_latency)."""
     return _s400_fit(direction)[0]
+
+
+def _s400_lat(direction: str, latency: Latencies | None) -> float:
+    """The S400's L of a direction, in-study or from leave-one-study-out's read L (a mirrored
+    write's follows from the read's either way)."""
+    if latency is None:
+        return s400_latency(direction)
+    return latency["read"] if direction == "read" else mirrored_write_latency(latency["read"])
 
 
 def gupfs_host_rate(direction: str) -> float:
@@ -322,12 +343,13 @@ def s400_rows(latency: Latencies | None = None) -> list[Row]:
     rows = []
     host = _host_rates(latency)
     for direction in ("read", "write"):
-        lat = s400_latency(direction) if latency is None else latency[direction]
+        lat = _s400_lat(direction, latency)
         for where, table in (("in", S400_IC), ("out", S400_OC)):
             for kib in S400_KIB:
                 for i, hosts in enumerate((1, 2, 4)):
                     p = _s400_point(direction, kib, hosts, lat, host[direction], where, latency is None)
-                    calibrating = (where, kib, hosts) in (("in", 1, 1), ("in", S400_NODE_KIB, 4))
+                    calibrating = (where, kib, hosts) in ((("in", 1, 1),) if direction == "read" else ()) + (
+                        ("in", S400_NODE_KIB, 4),)
                     role = CALIBRATION if latency is None and calibrating else VALIDATION
                     rows.append(Row(f"3PAR S400 node, {where}-cache", f"{direction} {kib}K, {hosts} host(s)",
                                     p.bw_bytes / MB, table[(direction, kib)][i], p.limiting, GUPFS_STUDY, role))
@@ -391,7 +413,7 @@ def _mptio(direction: str, where: str, clients: int, processes: int, latency: La
     """MPTIO on the S400: `processes` synchronous 1 MB requests per client, each client on its own
     port and host. In cache as the S400 rows (the cache's time is L less the host's and the HBA's);
     out of cache the back end's ~800 MB/s (the report's figure for the S400) spread over the LUN."""
-    lat = s400_latency(direction) if latency is None else latency[direction]
+    lat = _s400_lat(direction, latency)
     host = _host_rates(latency)[direction]
     stack, per_member = _ported_stack(clients, None if where == "in" else S400_BACKEND_MB * MB, host,
                                       nodes=spread_over_nodes(clients) if latency is None else None)
@@ -758,8 +780,9 @@ def calibrations() -> dict[tuple[str, str, str], tuple[float, str]]:
     for direction in ("read", "write"):
         out[(ENGENIO_STUDY, "Engenio 8+1, 1 thread", direction)] = (engenio_fit(direction)[1],
                                                                     f"{direction} 16K and 512K")
-        out[(GUPFS_STUDY, "3PAR S400 node, in-cache", direction)] = (s400_latency(direction),
-                                                                     f"{direction} 1K, 1 host")
+        if direction == "read":     # a write's follows from it through the mirror
+            out[(GUPFS_STUDY, "3PAR S400 node, in-cache", direction)] = (s400_latency(direction),
+                                                                         f"{direction} 1K, 1 host")
         out[(GUPFS_STUDY, "Yotta Yotta GSX 2400, 16 hosts", direction)] = (yotta_16_latency(direction),
                                                                            f"in-cache {direction} 1K")
         for series in ("SRP", "FC"):

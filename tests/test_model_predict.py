@@ -387,6 +387,26 @@ def test_a_mirrored_write_cache_gives_the_pair_one_controllers_writes():
     assert predict(alone, Workload("write", MiB, qd=8, threads=2), [d]).bw_bytes == pytest.approx(300 * MB, rel=1e-3)
 
 
+def test_a_mirrored_write_waits_for_the_partners_copy():
+    # a mirrored write is acknowledged once the partner holds the copy, which the partner handles
+    # as a request of its own: the controller's 0.3 ms per request counts twice for a write (the
+    # S400: 1 KB writes 1.24 ms a request against 0.61 ms for reads), once for a read or unmirrored
+    import dataclasses
+    d = dev(bw=1e12, iops=1e12, latency_s=0.0005, shared_time=False, queues=False)
+
+    def timed(mirror: bool, rw: str) -> float:
+        pair = _mirrored_pair(mirror, (1, 1))
+        nodes = tuple(dataclasses.replace(n, cpu_per_request_s=0.3e-3) for n in pair.children[0].children)
+        path = Component("array", children=(Component("pair", children=nodes),))
+        stack = stack_from_notation("R0/4", 256 * KiB, drive=DRIVE, count=2, aggregate="none", path=path)
+        return predict(stack, Workload(rw, 4 * KiB), [d]).latency_mean_s
+
+    transfer = 4 * KiB / (200 * MB)
+    assert timed(True, "write") == pytest.approx(0.0005 + 0.6e-3 + transfer, rel=1e-6)
+    assert timed(False, "write") == pytest.approx(0.0005 + 0.3e-3 + transfer, rel=1e-6)
+    assert timed(True, "read") == pytest.approx(0.0005 + 0.3e-3 + transfer, rel=1e-6)
+
+
 def test_independent_branches_add_their_own_rates():
     # two controller pairs of one array share nothing: three streams on one pair (300 MB/s of
     # mirrored writes between them) and one on the other (its 200 MB/s port) write 500 MB/s, not

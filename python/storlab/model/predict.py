@@ -425,21 +425,27 @@ def _path_cpu_time(stack: Stack | None, workload: Workload) -> float:
     server, an NSD server, a controller) works on it before passing it on. A request crosses one
     instance per level, so the costs add along a branch from the host to its groups, never across
     siblings (two controllers of a pair are two branches); the slowest branch is taken. An array
-    controller that states no CPU cost takes costs.CONTROLLER_REQUEST_LATENCY_S."""
+    controller that states no CPU cost takes costs.CONTROLLER_REQUEST_LATENCY_S.
+    A write through a mirrored instance (`mirror_writes`, with a partner under the same parent) is
+    acknowledged only once the partner holds its copy, and the partner handles the copy as a
+    request of its own: the instance's time per request counts twice (its bytes cross to the
+    partner as they arrive, so the transfer is not repeated)."""
     root = None if stack is None else stack.instances()
     if root is None:
         return 0.0
 
-    def slowest(inst, above: float) -> float:
+    def slowest(inst, above: float, partnered: bool) -> float:
         template = inst.template
         t = template.cpu_time_s(workload.request_bytes)
         if t is None and (template.raid_engine or template.kind in CONTROLLER_KINDS):
             t = CONTROLLER_REQUEST_LATENCY_S
-        here = above + (t or 0.0)
+        here = above + (t or 0.0) * (2 if partnered else 1)
         best = here if inst.group_ids else 0.0
-        return max([best] + [slowest(child, here) for child in inst.children])
+        mirrored = workload.is_write and sum(c.template.mirror_writes for c in inst.children) >= 2
+        return max([best] + [slowest(child, here, mirrored and child.template.mirror_writes)
+                             for child in inst.children])
 
-    return slowest(root, 0.0)
+    return slowest(root, 0.0, False)
 
 
 def _reading_members(cost: _RequestCost, workload: Workload) -> list[Device]:
