@@ -197,12 +197,11 @@ S400_KIB = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 
 
 def _ported_stack(hosts: int, backend_bytes_per_s: float | None = None, host_rate: float | None = None,
-                  nodes: tuple[int, ...] | None = None, direction: str = "read"):
+                  nodes: tuple[int, ...] | None = None):
     """hosts RAID groups, each behind its own 2 Gb FC port (200 MB/s); members share the backend
     rate evenly (unlimited when None). `host_rate`: each port's host works on a request's bytes at
     this rate per core, before the request leaves (GUPFS_HOST_CORES cores); None: no host cost.
-    `nodes`: how many of the hosts' ports sit on each S400 controller node (s400_nodes, with its
-    ceilings for `direction`)."""
+    `nodes`: how many of the hosts' ports sit on each S400 controller node (s400_nodes)."""
     def ports(count: int) -> Component:
         port = Component("fc-port", kind="link", count=1 if host_rate else count, read_bw_bytes=FC2_MB * MB,
                          write_bw_bytes=FC2_MB * MB, groups=1)
@@ -210,7 +209,7 @@ def _ported_stack(hosts: int, backend_bytes_per_s: float | None = None, host_rat
             return Component("host", kind="host", count=count, cores=GUPFS_HOST_CORES, cpu_rate_bytes=host_rate,
                              children=(port,))
         return port
-    path = Component("fabric", children=(ports(hosts),) if nodes is None else s400_nodes(nodes, ports, direction))
+    path = Component("fabric", children=(ports(hosts),) if nodes is None else s400_nodes(nodes, ports))
     stack = stack_from_notation("R0/4", 256 * KiB, drive=DRIVE, count=hosts, aggregate="none", path=path)
     per_member = FAST if backend_bytes_per_s is None else backend_bytes_per_s / (4 * hosts)
     return stack, per_member
@@ -224,21 +223,20 @@ def _ported_stack(hosts: int, backend_bytes_per_s: float | None = None, host_rat
 # the copies. Their time per request is in the LUN's L (the device's), hence no CPU time here.
 S400_NODE_KIB = 1024
 S400_NODE_MB = {d: S400_IC[(d, S400_NODE_KIB)][2] for d in ("read", "write")}   # D.3.3: 4 hosts, 1 MB
-# Its request-rate ceiling the same way: the requests/s of D.3.3's four hosts at 1 KB in cache, where
-# 16 requests in flight stop well short of four times one host's (the two calibration figures). The
-# write ceiling is half the read's, as a write's mirror copy costs the node a second request's
-# handling (mirrored_write_latency), but each is taken from its own figure.
-S400_NODE_IOPS = {d: S400_IC[(d, 1)][2] * MB / KiB for d in ("read", "write")}
+# Its request-rate ceiling the same way: the reads/s of D.3.3's four hosts at 1 KB in cache, where 16
+# requests in flight stop well short of four times one host's (a calibration figure). A mirrored
+# write costs the node two handlings (predict), so the write ceiling is half of it: the four-host
+# 1 KB write figure is validation.
+S400_NODE_IOPS = S400_IC[("read", 1)][2] * MB / KiB
 S400_NODE_PAIRS = ((0, 1), (2, 3))
 
 
-def s400_nodes(hosts_per_node: tuple[int, ...], ports, direction: str) -> tuple[Component, ...]:
-    """The node pairs in use, each node holding the ports of its hosts (`ports(count)`), with the
-    node's ceilings for `direction`'s requests."""
+def s400_nodes(hosts_per_node: tuple[int, ...], ports) -> tuple[Component, ...]:
+    """The node pairs in use, each node holding the ports of its hosts (`ports(count)`)."""
     pairs = []
     for p, pair in enumerate(S400_NODE_PAIRS):
         members = tuple(Component(f"node {n}", kind="controller node", read_bw_bytes=S400_NODE_MB["read"] * MB,
-                                  write_bw_bytes=S400_NODE_MB["write"] * MB, iops=S400_NODE_IOPS[direction],
+                                  write_bw_bytes=S400_NODE_MB["write"] * MB, iops=S400_NODE_IOPS,
                                   cpu_per_request_s=0.0, mirror_writes=True, children=(ports(hosts_per_node[n]),))
                         for n in pair if n < len(hosts_per_node) and hosts_per_node[n])
         if members:
@@ -267,9 +265,9 @@ MPTIO_COLUMNS = (("write", "in"), ("read", "in"), ("write", "out"), ("read", "ou
 
 def mirrored_write_latency(read_latency_s: float) -> float:
     """A write's per-request time on a node that mirrors its cached writes, from its reads': the
-    partner handles the copy as a request of its own before the write is acknowledged, so the
-    node's own share of L (L less the host's and the HBA's time) counts twice (as predict times a
-    write through a `mirror_writes` instance)."""
+    node handles the write and then the copy before it acknowledges, so its own share of L (L less
+    the host's and the HBA's time) counts twice (as predict times a write through a
+    `mirror_writes` instance)."""
     return read_latency_s + max(0.0, read_latency_s - HOST_AND_HBA_S)
 
 
@@ -336,7 +334,7 @@ def _s400_point(direction: str, kib: int, hosts: int, lat: float, host_rate: flo
     cache the node's cache answers (its time is L less the host's and the HBA's), out of cache the
     back end's ~800 MB/s (the report's figure for the S400) spread over the LUN."""
     stack, per_member = _ported_stack(hosts, None if where == "in" else S400_BACKEND_MB * MB, host_rate,
-                                      nodes=(hosts,) if in_study else None, direction=direction)
+                                      nodes=(hosts,) if in_study else None)
     device, cache = _raw_target(where, lat, 4 * 10**9, per_member)
     working_set = 128 * 10**6 if where == "in" else 16 * 10**9
     return predict(stack, Workload(direction, kib * KiB, qd=4, threads=hosts, working_set_bytes=working_set),
@@ -356,7 +354,7 @@ def s400_rows(latency: Latencies | None = None) -> list[Row]:
                 for i, hosts in enumerate((1, 2, 4)):
                     p = _s400_point(direction, kib, hosts, lat, host[direction], where, latency is None)
                     calibrating = (where, kib, hosts) in ((("in", 1, 1),) if direction == "read" else ()) + (
-                        ("in", S400_NODE_KIB, 4), ("in", 1, 4))
+                        ("in", S400_NODE_KIB, 4),) + ((("in", 1, 4),) if direction == "read" else ())
                     role = CALIBRATION if latency is None and calibrating else VALIDATION
                     rows.append(Row(f"3PAR S400 node, {where}-cache", f"{direction} {kib}K, {hosts} host(s)",
                                     p.bw_bytes / MB, table[(direction, kib)][i], p.limiting, GUPFS_STUDY, role))
@@ -423,8 +421,7 @@ def _mptio(direction: str, where: str, clients: int, processes: int, latency: La
     lat = _s400_lat(direction, latency)
     host = _host_rates(latency)[direction]
     stack, per_member = _ported_stack(clients, None if where == "in" else S400_BACKEND_MB * MB, host,
-                                      nodes=spread_over_nodes(clients) if latency is None else None,
-                                      direction=direction)
+                                      nodes=spread_over_nodes(clients) if latency is None else None)
     device, cache = _raw_target(where, lat, S400_CACHE_BYTES, per_member)
     working_set = 2100 * 10**6 if where == "in" else 50400 * 10**6
     w = Workload(direction, MiB, qd=1, threads=processes * clients, working_set_bytes=working_set)
@@ -746,8 +743,7 @@ def gpfs_rows(in_study: bool = True) -> list[Row]:
                     per_member = FAST if where == "in" else S400_BACKEND_MB * MB / (4 * clients)
                 else:
                     stack, per_member = _ported_stack(clients, None if where == "in" else S400_BACKEND_MB * MB,
-                                                      nodes=spread_over_nodes(clients) if in_study else None,
-                                                      direction=direction)
+                                                      nodes=spread_over_nodes(clients) if in_study else None)
                 device = Device(per_member, per_member, FAST, FAST, 1e-4, "backend share", shared_time=False,
                                 queues=False)
                 w = Workload(direction, MiB, qd=1, threads=4 * clients)
@@ -933,9 +929,9 @@ def render(rows: list[Row]) -> str:
                    f"in-cache {d}, 1 process, with the S400's L ({GUPFS_STUDY})" for d in ("read", "write")]
     calibrated.append(f"* 3PAR S400 controller node, read and write: ceilings {S400_NODE_MB['read']:.1f} and "
                       f"{S400_NODE_MB['write']:.1f} MB/s from the in-cache read and write {S400_NODE_KIB}K, 4 "
-                      f"hosts, one node (D.3.3), and request-rate ceilings {S400_NODE_IOPS['read']:,.0f} and "
-                      f"{S400_NODE_IOPS['write']:,.0f} requests/s from the in-cache read and write 1K, 4 hosts; "
-                      f"each pair of nodes mirrors its cached writes ({GUPFS_STUDY})")
+                      f"hosts, one node (D.3.3), and a request-rate ceiling of {S400_NODE_IOPS:,.0f} reads/s "
+                      f"from the in-cache read 1K, 4 hosts (a mirrored write costs two handlings: half as many "
+                      f"writes); each pair of nodes mirrors its cached writes ({GUPFS_STUDY})")
     calibrated.append(f"* p690 host, read and write: host time {1e9 / p690_host_rate():.3f} ns per byte from the "
                       f"striped LV's one-thread read ({P690_STUDY})")
     loso = leave_one_out_rows()

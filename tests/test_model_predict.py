@@ -407,6 +407,26 @@ def test_a_mirrored_write_waits_for_the_partners_copy():
     assert timed(True, "read") == pytest.approx(0.0005 + 0.3e-3 + transfer, rel=1e-6)
 
 
+def test_a_mirrored_write_costs_its_controller_two_handlings():
+    # each write costs its controller its own handling and the copy's, and each partner's copy one
+    # more: two busy controllers of 9,000 requests/s write 2 x 9,000 / 3 = 6,000/s and read 18,000;
+    # one alone (the S400 node of D.3.3: 18,721 reads/s, 9,463 writes/s) writes half its reads
+    import dataclasses
+    d = dev(bw=1e12, iops=1e12, latency_s=1e-5, shared_time=False, queues=False)
+
+    def rate(mirror: bool, rw: str, hosts=(2, 2)) -> float:
+        pair = _mirrored_pair(mirror, hosts)
+        nodes = tuple(dataclasses.replace(n, iops=9000.0) for n in pair.children[0].children)
+        path = Component("array", children=(Component("pair", children=nodes),))
+        stack = stack_from_notation("R0/4", 256 * KiB, drive=DRIVE, count=sum(hosts), aggregate="none", path=path)
+        return predict(stack, Workload(rw, 4 * KiB, qd=64, threads=sum(hosts)), [d]).iops
+
+    assert rate(True, "randwrite") == pytest.approx(6000, rel=0.02)
+    assert rate(True, "randread") == pytest.approx(18000, rel=0.02)
+    assert rate(False, "randwrite") == pytest.approx(18000, rel=0.02)
+    assert rate(True, "randwrite", (2, 0)) == pytest.approx(4500, rel=0.02)
+
+
 def test_independent_branches_add_their_own_rates():
     # two controller pairs of one array share nothing: three streams on one pair (300 MB/s of
     # mirrored writes between them) and one on the other (its 200 MB/s port) write 500 MB/s, not

@@ -426,26 +426,24 @@ def _path_cpu_time(stack: Stack | None, workload: Workload) -> float:
     instance per level, so the costs add along a branch from the host to its groups, never across
     siblings (two controllers of a pair are two branches); the slowest branch is taken. An array
     controller that states no CPU cost takes costs.CONTROLLER_REQUEST_LATENCY_S.
-    A write through a mirrored instance (`mirror_writes`, with a partner under the same parent) is
-    acknowledged only once the partner holds its copy, and the partner handles the copy as a
-    request of its own: the instance's time per request counts twice (its bytes cross to the
-    partner as they arrive, so the transfer is not repeated)."""
+    A write through a mirrored instance (`mirror_writes`) is acknowledged only once its partner
+    holds the copy: the instance handles the write and then the copy (sending it, taking the
+    partner's acknowledgement), two handlings in series, so its time per request counts twice (the
+    bytes cross to the partner as they arrive, so the transfer is not repeated)."""
     root = None if stack is None else stack.instances()
     if root is None:
         return 0.0
 
-    def slowest(inst, above: float, partnered: bool) -> float:
+    def slowest(inst, above: float) -> float:
         template = inst.template
         t = template.cpu_time_s(workload.request_bytes)
         if t is None and (template.raid_engine or template.kind in CONTROLLER_KINDS):
             t = CONTROLLER_REQUEST_LATENCY_S
-        here = above + (t or 0.0) * (2 if partnered else 1)
+        here = above + (t or 0.0) * (2 if workload.is_write and template.mirror_writes else 1)
         best = here if inst.group_ids else 0.0
-        mirrored = workload.is_write and sum(c.template.mirror_writes for c in inst.children) >= 2
-        return max([best] + [slowest(child, here, mirrored and child.template.mirror_writes)
-                             for child in inst.children])
+        return max([best] + [slowest(child, here) for child in inst.children])
 
-    return slowest(root, 0.0, False)
+    return slowest(root, 0.0)
 
 
 def _reading_members(cost: _RequestCost, workload: Workload) -> list[Device]:
@@ -568,12 +566,17 @@ def _path_capacities(stack: Stack | None, workload: Workload, cost: _RequestCost
         bw = inst.template.cap_bw_bytes("write" if workload.is_write else "read")
         if bw is not None:
             limits.append((bw / (workload.request_bytes * factor) * groups / under, "bandwidth"))
+        # a mirrored write costs its instance two handlings (its own and the copy's) and a
+        # partner's copy one: its request work is the groups it carries with its own counted twice
+        handled = under
+        if workload.is_write and inst.template.mirror_writes:
+            handled = under + len(inst.all_group_ids())
         if inst.template.iops is not None:
             ops = (cost.write_ops if workload.is_write else cost.pieces) if inst.carries_parity else 1.0
-            limits.append((inst.template.iops / ops * groups / under, "IOPS"))
+            limits.append((inst.template.iops / ops * groups / handled, "IOPS"))
         cpu = inst.template.cpu_capacity(workload.request_bytes * factor)
         if cpu is not None:
-            limits.append((cpu * groups / under, f"CPU ({inst.template.cores} core(s))"))
+            limits.append((cpu * groups / handled, f"CPU ({inst.template.cores} core(s))"))
         if limits:
             cap, why = min(limits)
             out.append((inst.path, "path", cap, why))
