@@ -280,12 +280,17 @@ def _s400_fit(direction: str) -> tuple[float, float]:
     kernel's buffer heads and its kiobuf steps) before the next one leaves; four processes overlap
     it with each other's transfers, one process cannot. These three figures are calibration."""
     one = MPTIO_ONE_CLIENT[1][1 if direction == "read" else 0]
+
+    def host_per_byte(lat: float) -> float:
+        return (MiB / (one * MB) - lat - MiB / (FC2_MB * MB)) / MiB
+
+    if direction == "write":
+        lat = mirrored_write_latency(_s400_fit("read")[0])
+        return lat, host_per_byte(lat)
     per_byte = 0.0
     for _ in range(8):      # L and the host's time per byte each move the other a little
         lat = _latency_from(KiB, S400_IC[("read", 1)][0], 4, FC2_MB * MB) - per_byte * KiB
-        if direction == "write":
-            lat = mirrored_write_latency(s400_latency("read"))
-        per_byte = (MiB / (one * MB) - lat - MiB / (FC2_MB * MB)) / MiB
+        per_byte = host_per_byte(lat)
     return lat, per_byte
 
 
@@ -353,8 +358,11 @@ def s400_rows(latency: Latencies | None = None) -> list[Row]:
             for kib in S400_KIB:
                 for i, hosts in enumerate((1, 2, 4)):
                     p = _s400_point(direction, kib, hosts, lat, host[direction], where, latency is None)
-                    calibrating = (where, kib, hosts) in ((("in", 1, 1),) if direction == "read" else ()) + (
-                        ("in", S400_NODE_KIB, 4),) + ((("in", 1, 4),) if direction == "read" else ())
+                    # the node's bandwidth from 1 MB in both directions; L and its request rate
+                    # from 1 KB reads (a write's follow through the mirror)
+                    point = (where, kib, hosts)
+                    calibrating = point == ("in", S400_NODE_KIB, 4) or (
+                        direction == "read" and point in (("in", 1, 1), ("in", 1, 4)))
                     role = CALIBRATION if latency is None and calibrating else VALIDATION
                     rows.append(Row(f"3PAR S400 node, {where}-cache", f"{direction} {kib}K, {hosts} host(s)",
                                     p.bw_bytes / MB, table[(direction, kib)][i], p.limiting, GUPFS_STUDY, role))

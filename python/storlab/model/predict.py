@@ -395,15 +395,15 @@ def _unloaded_parts(stack: Stack | None, cost: _RequestCost, workload: Workload,
         if touched >= serving:      # every member takes part: the slowest finishes the request
             latency = max(latencies)
             stages.append(per_touched / min(rates))
-        elif sequential and not workload.is_write and all(d.look_ahead for d in members):
-            # a sequential read reaches a few members at a time, each in turn: while the others
-            # serve, each member reads its next piece ahead into its buffer, so the stream takes the
-            # serving members' combined rate, not one member's
-            latency = sum(latencies) / len(members)
-            stages.append(request / (serving * min(rates)))
         else:                       # one or a few members: the average member
             latency = sum(latencies) / len(members)
-            stages.append(sum(per_touched / r for r in rates) / len(members))
+            if sequential and not workload.is_write and all(d.look_ahead for d in members):
+                # a sequential read reaches a few members at a time, each in turn: while the others
+                # serve, each member reads its next piece ahead into its buffer, so the stream takes
+                # the serving members' combined rate, not one member's
+                stages.append(request / (serving * min(rates)))
+            else:
+                stages.append(sum(per_touched / r for r in rates) / len(members))
         if workload.is_write and cost.write_reads > 0:
             # read-modify-write (or reconstruct-write): the old data and parity are read before the
             # new data and parity are written, two passes in series, each with its own positioning
