@@ -28,6 +28,7 @@ from storlab.schemas import validate
 from testbed import Limits, Testbed, testbed_unavailable
 from testbed.cluster import Cluster, Fabric, cluster_unavailable, mpi_unavailable
 from testbed.servers import NbdServer, nbd_unavailable
+from testbed.throttle import dev_numbers
 
 REPO = Path(__file__).resolve().parents[1]
 MiB = 1 << 20
@@ -104,9 +105,15 @@ def _codes(pairs, aggregate, storage, protocol, clients) -> tuple[set[str], list
 LINK = 23.9e6       # one TCP stream's payload over a 200 Mbit/s shaped link
 
 
-def _timed(host: str, value: float, start: float, seconds: float) -> dict:
-    """A node's result with its measured phase's wall clock, as a probe's run document has it."""
-    return {**_probe(host, value), "document": {"phases": [{"start_unix_s": start, "seconds": seconds}]}}
+def _timed(host: str, value: float, start: float, seconds: float, connect: float | None = None,
+           offset: float = 0.0) -> dict:
+    """A node's result with its measured phase's wall clock, as a probe's run document has it:
+    its worker measures from `connect` s after the phase starts (None: no worker recorded), on a
+    clock `offset` s behind rank 0's."""
+    phase = {"start_unix_s": start, "seconds": seconds}
+    if connect is not None:
+        phase["workers"] = [{"start_s": connect, "end_s": connect + seconds}]
+    return {**_probe(host, value), "clock_offset_s": offset, "document": {"phases": [phase]}}
 
 
 def test_clients_at_once_are_their_bytes_over_the_span_from_first_start_to_last_end():
@@ -115,6 +122,13 @@ def test_clients_at_once_are_their_bytes_over_the_span_from_first_start_to_last_
     # the second client starts 1 s late: 8 + 8 MB over 3 s, not 4 + 4 MB/s (IOR's aggregate); the
     # sum of the rates would count the second alone's second twice
     assert at_once([_timed("c1", 4e6, 100.0, 2.0), _timed("c2", 4e6, 101.0, 2.0)]) == pytest.approx(16e6 / 3)
+    # both phases start together, but the second client connects 1 s later and measures from
+    # then: its worker's span counts, not its phase's start (the regression: clients at once read
+    # above the throttle that limits them both)
+    assert at_once([_timed("c1", 4e6, 100.0, 2.0, 0.1), _timed("c2", 4e6, 100.0, 2.0, 1.1)]) == pytest.approx(16e6 / 3)
+    # a node's clock runs 1 s behind rank 0's: its times are moved onto rank 0's clock
+    assert at_once([_timed("c1", 4e6, 100.0, 2.0, 0.0), _timed("c2", 4e6, 99.0, 2.0, 0.0, offset=1.0)]) \
+        == pytest.approx(8e6)
     # without the wall clock (results given by hand): the sum of the rates
     assert at_once([_probe("c1", 4e6), _probe("c2", 5e6)]) == pytest.approx(9e6)
     assert at_once([]) == 0.0
@@ -237,11 +251,12 @@ class CpuQuota:
 
 
 def _diagnose(*, rates: dict[str, int] | None = None, server_bps: int = FAST_BPS, disk: Limits | None = None,
-              cpu_share: float | None = None, tmp: Path) -> dict:
+              cpu_share: float | None = None, tmp: Path) -> tuple[dict, str]:
     """Two clients and a server; nbdkit exporting a loop device (cache=none: each read reaches the
     device) and 128 MiB of memory; `storlab diagnose` under mpiexec with a rank on each node, all
     inside the testbed's blkio cgroup (so the loop device's limit holds for the server's process and
-    the storage probe alike); the document."""
+    the storage probe alike); the document, and the bytes the device read for the cgroup (what
+    the throttle let through: beside the clients' figures when a finding is unexpected)."""
     with Testbed() as bed:
         (dev,) = bed.add_devices(1, EXPORT_BYTES, disk)
         bed.fill(dev, EXPORT_BYTES)
@@ -267,7 +282,8 @@ def _diagnose(*, rates: dict[str, int] | None = None, server_bps: int = FAST_BPS
                     text, err = child.communicate(timeout=240)
                     assert child.returncode == 0, err[-3000:]
                     print(text)
-                    return json.loads(out.read_text())
+                    served = bed.throttle.read_bytes(dev_numbers(dev))
+                    return json.loads(out.read_text()), f"the device read {served} bytes for the cgroup"
             finally:
                 if quota:
                     quota.__exit__(None, None, None)
@@ -290,10 +306,10 @@ def _named(doc: dict) -> set[str]:
     ("healthy", {}, None, None),
 ], ids=["slow-client-link", "oversubscribed-server-link", "server-cpu", "slow-disk", "healthy"])
 def test_the_losing_layer_is_named_on_the_cluster(case, kwargs, expected, layer, tmp_path):
-    doc = _diagnose(tmp=tmp_path, **kwargs)
+    doc, served = _diagnose(tmp=tmp_path, **kwargs)
     validate(doc)
     assert doc["complete"], doc.get("error")
-    assert _named(doc) == ({expected} if expected else set()), (case, doc["findings"])
+    assert _named(doc) == ({expected} if expected else set()), (case, doc["findings"], doc["layers"], served)
     if expected:
         (finding,) = [f for f in doc["findings"] if f["code"] == expected]
         assert finding["layer"] == layer

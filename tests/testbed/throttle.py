@@ -68,6 +68,10 @@ class Throttle:
     def limit(self, devnum: str, limits: Limits) -> None:
         raise NotImplementedError
 
+    def read_bytes(self, devnum: str) -> int | None:
+        """Bytes the device has read for this cgroup's processes so far (None: not counted)."""
+        raise NotImplementedError
+
     def add_pid(self, pid: int) -> None:
         (self.path / "cgroup.procs").write_text(f"{pid}\n")
 
@@ -112,6 +116,13 @@ class BlkioV1(Throttle):
                 (self.path / f"blkio.throttle.{key}_device").write_text(f"{devnum} {value}\n")
         self.limited.append(devnum)
 
+    def read_bytes(self, devnum: str) -> int | None:
+        for line in (self.path / "blkio.throttle.io_service_bytes").read_text().splitlines():
+            words = line.split()
+            if len(words) == 3 and words[0] == devnum and words[1] == "Read":
+                return int(words[2])
+        return None
+
 
 class IoMaxV2(Throttle):
     """cgroup v2: one io.max line 'MAJ:MIN rbps=.. wbps=.. riops=.. wiops=..' (max = unlimited);
@@ -135,6 +146,14 @@ class IoMaxV2(Throttle):
                 f"riops={word(limits.read_iops)} wiops={word(limits.write_iops)}\n")
         (self.path / "io.max").write_text(line)
         self.limited.append(devnum)
+
+    def read_bytes(self, devnum: str) -> int | None:
+        for line in (self.path / "io.stat").read_text().splitlines():
+            words = line.split()
+            if words and words[0] == devnum:
+                fields = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+                return int(fields["rbytes"]) if "rbytes" in fields else None
+        return None
 
 
 def detect_throttle(name: str, root: str | os.PathLike[str] = CGROUP_ROOT) -> Throttle:

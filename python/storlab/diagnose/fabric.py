@@ -16,7 +16,7 @@ network model (model/network.py):
 The lowest rank of each node speaks for the node (as in `storlab net`); the clients read at the
 same time after a barrier, each its own share of the target (participants). A layer's "at once"
 figure is IOR's aggregate: every client's bytes over the span from the first client's start to
-the last one's end (their phases' wall clocks), not the sum of their rates, which overstates it
+the last one's end (their workers' measured spans, on rank 0's clock), not the sum of their rates, which overstates it
 when one client sets up later and the other reads alone for a while. Only reads: the target holds
 the data it exports.
 """
@@ -130,7 +130,8 @@ def _measure_on(ranks: Ranks, mine: bool, host: str, measure: Callable[[], Probe
     if mine:
         try:
             r = measure()
-            result = {"host": host, "probe": r.to_dict(), "document": r.document}
+            result = {"host": host, "probe": r.to_dict(), "document": r.document,
+                      "clock_offset_s": ranks.clock_offset_s}
         except StorlabError as e:
             result = {"host": host, "error": f"{host}: {e}"}
     return [r for r in ranks.allgather(result) if r is not None]
@@ -224,8 +225,11 @@ def _by_host(results: list[dict[str, Any]] | None) -> dict[str, float]:
 
 def at_once(results: list[dict[str, Any]] | None) -> float:
     """Every node's bytes over the span from the first start to the last end of their measured
-    phases (IOR's aggregate: total bytes / (last end - first start)). A result without its phase's
-    wall clock falls back to the sum of the rates."""
+    phases (IOR's aggregate: total bytes / (last end - first start)). A node's span is its
+    workers' measured time, from the first worker's start to the last one's end, on rank 0's
+    clock: a phase starts its clock before the workers connect to the target, and a node that
+    connects later than another measures later too (its phase's start would shorten the span by
+    the difference). A result without its phase's wall clock falls back to the sum of the rates."""
     measured = [r for r in results or [] if "probe" in r]
     spans = []
     for r in measured:
@@ -234,7 +238,12 @@ def at_once(results: list[dict[str, Any]] | None) -> float:
         start, seconds = phase.get("start_unix_s"), phase.get("seconds")
         if start is None or not seconds:
             return sum(_by_host(measured).values())
-        spans.append((float(start), float(start) + float(seconds), float(r["probe"]["value"] or 0.0) * seconds))
+        base = float(start) + float(r.get("clock_offset_s") or 0.0)
+        workers = phase.get("workers") or []
+        first = min((float(w["start_s"]) for w in workers), default=0.0)
+        last = max((float(w["end_s"]) for w in workers), default=float(seconds))
+        spans.append((base + first, base + max(last, first + float(seconds)),
+                      float(r["probe"]["value"] or 0.0) * seconds))
     if not spans:
         return 0.0
     # every span is longer than 0 s (a phase without seconds fell back above), so the window is too
