@@ -87,6 +87,37 @@ def test_clients_saturate_their_links_then_the_server_link():
     assert many.bw_bytes < 16 * 1e9 * payload
 
 
+def _windowed(protocol: str, window: int = 64 * 1024, rtt: float = 1e-3) -> Cluster:
+    client = Link("c", 1e9, protocol=protocol, rtt_s=rtt, window_bytes=window)
+    return Cluster("t", 1, client, Server("srv", Link("s", 10e9, protocol=protocol, rtt_s=rtt)),
+                   client_request_overhead_s=0.0)
+
+
+def test_a_tcp_connection_carries_one_window_per_round_trip():
+    # 64 KiB per 1 ms: 65.5 MB/s a connection, below the 117.7 MB/s a 1 Gbit/s link carries
+    per_connection = 64 * 1024 / 1e-3
+    one = predict_cluster(_windowed("tcp"), ClusterLoad("read", MiB, threads=1, qd=4))
+    assert one.bw_bytes == pytest.approx(per_connection, rel=0.01) and one.limiting == "TCP window"
+    # a TCP stream per thread: two windows fill the link
+    two = predict_cluster(_windowed("tcp"), ClusterLoad("read", MiB, threads=2, qd=4))
+    assert two.bw_bytes == pytest.approx(125e6 * 1448 / 1538, rel=0.02) and two.limiting == "c (client link)"
+    # an iSCSI session (and an NFS mount) puts every thread on one connection: one window for all
+    for protocol in ("iscsi", "nfs"):
+        many = predict_cluster(_windowed(protocol), ClusterLoad("read", MiB, threads=8, qd=4))
+        assert many.bw_bytes == pytest.approx(per_connection, rel=0.01), protocol
+    # S3 over HTTP/1.1: a connection per request in flight
+    http = predict_cluster(_windowed("http"), ClusterLoad("read", MiB, threads=2, qd=4))
+    assert http.bw_bytes > 1.5 * per_connection and http.limiting == "c (client link)"
+    # a lone request takes its window-bound transfer: 16 round trips for 1 MiB, beside one for the request
+    lone = predict_cluster(_windowed("tcp"), ClusterLoad("read", MiB))
+    assert lone.single_stream_bw_bytes == pytest.approx(MiB / (1e-3 + MiB / per_connection))
+    assert lone.single_stream_limiting == "TCP window"
+    # Fibre Channel has no window; a window large against the round trip binds nothing
+    assert predict_cluster(_windowed("fc"), ClusterLoad("read", MiB, threads=1, qd=4)).limiting != "TCP window"
+    wide = predict_cluster(_windowed("tcp", window=4 * MiB), ClusterLoad("read", MiB, threads=1, qd=4))
+    assert wide.limiting == "c (client link)"
+
+
 def test_a_shared_switch_and_uplink_are_named_when_they_bind():
     switch = predict_cluster(_cluster(8, switch=4e9), ClusterLoad("read", MiB, threads=8))
     assert switch.limiting == "switch" and switch.bw_bytes == pytest.approx(4e9 * 1448 / 1538 / 8, rel=0.01)

@@ -59,3 +59,12 @@ def test_hand_checked_rows(seeds):
     gpfs = "GPFS SAN mode, S400"
     assert rows[(gpfs, "in-cache write, 8 client(s)")].predicted_mb == pytest.approx(2 * 344.12, rel=1e-3)
     assert rows[(gpfs, "in-cache read, 8 client(s)")].predicted_mb > 4 * 344.12
+    # iperf over GigE: one stream's round trip from its default-window figure, so two streams through
+    # the hop carry about two windows per round trip, and a 256 KB window fills the link (a 1,500-byte
+    # MTU's TCP payload, 1448 of 1538 bytes of a 1 Gbit/s line)
+    rtt = seeds.iperf_gige_rtt("through the E7i")
+    assert rtt == pytest.approx(85.3 * 1024 * 8 / 361e6, rel=0.01)
+    two = rows[("iperf, GigE (Mb/s)", "through the E7i, 85.3 KB window, 2 stream(s), 25->26")].predicted_mb
+    assert 1.8 * 361 < two < 2 * 361
+    wide = rows[("iperf, GigE (Mb/s)", "one switch, 256 KB window, 1 stream(s), 25->26")].predicted_mb
+    assert wide == pytest.approx(1000 * 1448 / 1538, rel=0.01)

@@ -23,7 +23,11 @@ Payload efficiency per protocol, from the framing each standard defines (no meas
   of at most 2,048 data bytes carries 36 bytes of delimiters, header and CRC and is followed by at
   least 6 idle words (24 bytes): 2,048 of 2,108 (97.2 %); 2GFC (2.125 Gbaud) carries 206 MB/s.
 A request costs its link one round trip (the command out, the status or data back) besides its
-transfer; a TCP stream carries at most one window per round trip (the bandwidth-delay product).
+transfer; a TCP connection carries at most one window per round trip (the bandwidth-delay
+product: throughput <= window / RTT, RFC 7323 section 1; Mathis et al., "The Macroscopic Behavior
+of the TCP Congestion Avoidance Algorithm", 1997). How many connections a client's requests share
+is the protocol's (CONNECTIONS): a window is a limit per connection, so a protocol that puts every
+thread's requests on one connection holds them all to one window.
 """
 from __future__ import annotations
 
@@ -35,13 +39,24 @@ from .costs import HOST_REQUEST_OVERHEAD_S
 from .stack import StackError
 
 __all__ = ["PROTOCOLS", "SHAPERS", "Link", "Server", "Cluster", "ClusterLoad", "ClusterPrediction", "NetworkCapacity",
-           "payload_efficiency", "predict_cluster", "parse_rate_bits", "DEFAULT_RTT_S", "DEFAULT_MTU"]
+           "payload_efficiency", "predict_cluster", "CONNECTIONS", "connections_per_client", "parse_rate_bits",
+           "DEFAULT_RTT_S", "DEFAULT_MTU"]
 
 PROTOCOLS = {"tcp": "TCP/IP over Ethernet", "iscsi": "iSCSI over TCP/IP", "nfs": "NFS over TCP/IP",
              "nbd": "NBD over TCP/IP",
              "http": "HTTP/1.1 (S3) over TCP/IP", "https": "HTTPS (S3 over TLS) over TCP/IP",
              "fc": "Fibre Channel (SCSI, FCP)"}
 DEFAULT_MTU = 1500
+# The TCP connections a client's requests travel on, per protocol (a stated window holds each):
+# - thread: one per thread (iperf -P streams; a block client's or libnbd's handle per thread);
+# - client: one per client and server, every thread's requests on it (an iSCSI session has one
+#   connection unless multiple connections per session are negotiated, RFC 7143 section 4.2; an
+#   NFS mount one unless `nconnect` is set, nfs(5));
+# - request: one per request in flight (HTTP/1.1 carries one request at a time on a connection,
+#   RFC 9112 section 9.3, so an S3 client keeps a pooled connection per request it has open);
+# - None: no TCP window (Fibre Channel paces frames with buffer credits, not a window).
+CONNECTIONS = {"tcp": "thread", "iscsi": "client", "nfs": "client", "nbd": "thread", "http": "request",
+               "https": "request", "fc": None}
 # How a link holds a request to its rate. A wire serialises: a request's bytes take size / rate on
 # it, in series with the round trip. A token bucket (Linux tc's htb and tbf, tc-htb(8) and
 # tc-tbf(8); the cluster testbed's links) only meters: bytes pass at memory speed while tokens
@@ -246,6 +261,9 @@ def _stations(cluster: Cluster, load: ClusterLoad) -> list[_Station]:
                     why=f"{client.rate_bits / 1e9:g} Gbit/s {PROTOCOLS[client.protocol]}, payload "
                         f"{payload_efficiency(client.protocol, client.mtu, size, client.rate_bits):.1%}",
                     rate_only=client.shaper == "token-bucket")]
+    window = _window_station(cluster, load)
+    if window is not None:
+        out.append(window)
     client_cpu = cluster.client_cpu_time_s(size)
     if client_cpu > 0:
         out.append(_Station("client CPU", client_cpu, cluster.client_cores, bound=True,
@@ -279,6 +297,28 @@ def _stations(cluster: Cluster, load: ClusterLoad) -> list[_Station]:
         out.append(_Station(f"{srv.name} (measured requests/s)", 1 / srv.max_iops, srv.count,
                             why=f"{srv.count} x {srv.max_iops:,.0f} requests/s at most, measured"))
     return out
+
+
+def connections_per_client(protocol: str, load: ClusterLoad) -> int | None:
+    """The TCP connections one client's requests share (CONNECTIONS); None: no window applies."""
+    kind = CONNECTIONS[protocol]
+    if kind is None:
+        return None
+    return {"thread": load.threads, "client": 1, "request": load.threads * load.qd}[kind]
+
+
+def _window_station(cluster: Cluster, load: ClusterLoad) -> _Station | None:
+    """A stated window: each of a client's connections carries one window per round trip, so a
+    request's bytes take size x RTT / window on its connection (a wire-like stage: a lone request
+    takes that long too), and the client's connections serve its requests side by side."""
+    link = cluster.client_link
+    window = link.window_bytes
+    connections = connections_per_client(link.protocol, load)
+    rtt = max(link.rtt_s, cluster.servers.link.rtt_s)
+    if not window or connections is None or rtt <= 0:
+        return None
+    return _Station("TCP window", load.request_bytes * rtt / window, connections, bound=True,
+                    why=f"{connections} connection(s) per client, {window:,} B per {rtt * 1e6:.3g} us round trip")
 
 
 def _delay_s(cluster: Cluster, load: ClusterLoad) -> float:
@@ -348,9 +388,5 @@ def predict_cluster(cluster: Cluster, load: ClusterLoad) -> ClusterPrediction:
     for s in stations:      # a metered link still holds one stream to its rate
         if s.rate_only and load.request_bytes * s.servers / s.demand_s < single:
             single, single_why = load.request_bytes * s.servers / s.demand_s, s.name
-    window = cluster.client_link.window_bytes
-    rtt = max(cluster.client_link.rtt_s, cluster.servers.link.rtt_s)
-    if window and rtt > 0 and window / rtt < single:
-        single, single_why = window / rtt, f"TCP window {window} B per {rtt * 1e6:.3g} us round trip"
     return ClusterPrediction(load, cluster.clients, x, x * load.request_bytes, limiting, tuple(components),
                              single, single_why, cluster.clients * per_client / x)
