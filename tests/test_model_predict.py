@@ -108,6 +108,25 @@ def test_in_cache_reads_run_at_the_cache_rate_and_out_of_cache_at_the_members():
     assert 0.85 * 9 * 150 / 0.75 < p.iops < 9 * 150 / 0.75
 
 
+def test_a_cache_without_a_named_controller_takes_the_default_controller_time():
+    # a RAID notation given a cache names no controller; the cache's controller still takes its
+    # time for every request: one 4 KiB hit at depth one is the host's 50 us, the HBA's 20 us and
+    # the default controller's 200 us (costs.py), not 70 us
+    from storlab.model.costs import CONTROLLER_REQUEST_LATENCY_S, HBA_REQUEST_OVERHEAD_S, HOST_REQUEST_OVERHEAD_S
+    stack = stack_from_notation("R5/9", 128 * KiB, drive=DRIVE)
+    hit = Workload("randread", 4096, working_set_bytes=10**8)
+    p = predict(stack, hit, [dev()], cache=ControllerCache(10**9, 700 * MB, 700 * MB))
+    lone = HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S + CONTROLLER_REQUEST_LATENCY_S
+    assert p.iops == pytest.approx(1 / (lone + 4096 / (700 * MB)))
+    # a cache that states its latency states the controller's time; a named controller brings its own
+    stated = predict(stack, hit, [dev()], cache=ControllerCache(10**9, 700 * MB, 700 * MB, latency_s=50e-6))
+    assert stated.iops == pytest.approx(1 / (120e-6 + 4096 / (700 * MB)))
+    named = stack_from_notation("R5/9", 128 * KiB, drive=DRIVE,
+                                path=Component("raid", kind="controller", cpu_per_request_s=10e-6, groups=1))
+    p = predict(named, hit, [dev()], cache=ControllerCache(10**9, 700 * MB, 700 * MB))
+    assert p.iops == pytest.approx(1 / (80e-6 + 4096 / (700 * MB)))
+
+
 def test_write_back_coalesces_partial_sequential_writes_into_full_stripes():
     # 8+1 at 128 KiB (1 MiB stripe): 256 KiB sequential writes are partial stripes (RMW without a
     # cache); a write-back cache out of cache destages full stripes: 9/8 drive bytes per host byte

@@ -417,7 +417,22 @@ def _unloaded_parts(stack: Stack | None, cost: _RequestCost, workload: Workload,
             latency = HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S + cache.latency_s
         stages.append(request / (cache.write_bw_bytes if workload.is_write else cache.read_bw_bytes))
     stages += _path_transfer_times(stack, workload, cost, cache is not None)
-    return latency + _path_cpu_time(stack, workload), max(stages, default=0.0)
+    controller = _implied_controller_time(stack, cache)
+    return latency + _path_cpu_time(stack, workload) + controller, max(stages, default=0.0)
+
+
+def _implied_controller_time(stack: Stack | None, cache: ControllerCache | None) -> float:
+    """A controller cache is a controller's: where the stack names no controller (a RAID notation
+    given a --controller-cache), its requests still pass one, which takes the time every request
+    spends in an array controller when nothing states it (costs.CONTROLLER_REQUEST_LATENCY_S, as a
+    named controller does in _path_cpu_time). A cache that states its latency states it."""
+    if cache is None or cache.latency_s > 0:
+        return 0.0
+    root = None if stack is None else stack.instances()
+    if root is not None and any(inst.template.raid_engine or inst.template.kind in CONTROLLER_KINDS
+                                for inst in root.walk()):
+        return 0.0
+    return CONTROLLER_REQUEST_LATENCY_S
 
 
 def _path_cpu_time(stack: Stack | None, workload: Workload) -> float:

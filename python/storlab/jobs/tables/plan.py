@@ -215,8 +215,9 @@ CACHE_OPTIONS: tuple[Option, ...] = (
                 metavar="SIZE", category="cache"),
     command_row("controller_cache_rate", "rate", "rate the cache serves hits and absorbs writes at (default: no limit of "
                 "its own; the path above it binds)", minimum=1, unit="bytes/s", metavar="RATE", category="cache"),
-    command_row("controller_cache_latency", "duration", "time of one request served from the cache, nothing queued "
-                "(default 0: not stated)", minimum=0, maximum=1, unit="s", metavar="TIME", category="cache"),
+    command_row("controller_cache_latency", "duration", "the controller's time for one request served from the "
+                "cache, nothing queued (default: a named controller's own, else 0.2 ms, the model's default "
+                "controller time)", minimum=0, maximum=1, unit="s", metavar="TIME", category="cache"),
     command_row("read_ahead", "bool", "the controller prefetches sequential reads (served at the cache's "
                 "latency, the members streaming behind)", default=False, category="cache"),
     command_row("write_through", "bool", "the cache does not acknowledge writes: every write waits for the "
