@@ -106,14 +106,32 @@ LINK = 23.9e6       # one TCP stream's payload over a 200 Mbit/s shaped link
 
 
 def _timed(host: str, value: float, start: float, seconds: float, connect: float | None = None,
-           offset: float = 0.0) -> dict:
+           offset: float = 0.0, series: tuple[float, list[float]] | None = None) -> dict:
     """A node's result with its measured phase's wall clock, as a probe's run document has it:
     its worker measures from `connect` s after the phase starts (None: no worker recorded), on a
-    clock `offset` s behind rank 0's."""
+    clock `offset` s behind rank 0's; `series`: its reads' time series (interval, bytes/s each)."""
     phase = {"start_unix_s": start, "seconds": seconds}
     if connect is not None:
         phase["workers"] = [{"start_s": connect, "end_s": connect + seconds}]
+    if series is not None:
+        phase["read"] = {"timeseries": {"interval_s": series[0], "bw_bytes": series[1]}}
     return {**_probe(host, value), "clock_offset_s": offset, "document": {"phases": [phase]}}
+
+
+def test_clients_at_once_count_what_they_moved_while_all_of_them_read():
+    # two clients share 8 MB/s; c2 connects 0.5 s after c1, and when c1's 3.5 s end, its requests
+    # still in flight hold the share it had for 0.5 s more (served, not counted), to c2's end: c1
+    # reads 8 MB/s alone, then 4; c2 4 throughout. Series in 0.5 s steps from each phase's start.
+    c1 = _timed("c1", 16e6 / 3.5, 100.0, 3.5, 0.0, series=(0.5, [8e6] + [4e6] * 6))
+    c2 = _timed("c2", 14e6 / 3.5, 100.0, 3.5, 0.5, series=(0.5, [0.0] + [4e6] * 7))
+    # while both read (100.5 to 103.5) they moved 8 MB/s together, the rate they share
+    assert at_once([c1, c2]) == pytest.approx(8e6)
+    # without series, IOR's union: 30 MB over 4 s, the drain counted against them
+    plain = [_timed("c1", 16e6 / 3.5, 100.0, 3.5, 0.0), _timed("c2", 14e6 / 3.5, 100.0, 3.5, 0.5)]
+    assert at_once(plain) == pytest.approx(30e6 / 4.0)
+    # overlapping too little (under half the shortest span): the union again
+    late = _timed("c2", 14e6 / 3.5, 103.0, 3.5, 0.0, series=(0.5, [4e6] * 7))
+    assert at_once([c1, late]) == pytest.approx((16e6 + 14e6) / 6.5)
 
 
 def test_clients_at_once_are_their_bytes_over_the_span_from_first_start_to_last_end():
@@ -252,8 +270,10 @@ class CpuQuota:
 
 def _diagnose(*, rates: dict[str, int] | None = None, server_bps: int = FAST_BPS, disk: Limits | None = None,
               cpu_share: float | None = None, tmp: Path) -> tuple[dict, str]:
-    """Two clients and a server; nbdkit exporting a loop device (cache=none: each read reaches the
-    device) and 128 MiB of memory; `storlab diagnose` under mpiexec with a rank on each node, all
+    """Two clients and a server; nbdkit exporting a loop device (cache=none and fadvise=random: each
+    read reaches the device, and only its own bytes do: a read-ahead beyond a request would be
+    dropped from the cache with it and read again, spending the throttle's budget on bytes no
+    client receives) and 128 MiB of memory; `storlab diagnose` under mpiexec with a rank on each node, all
     inside the testbed's blkio cgroup (so the loop device's limit holds for the server's process and
     the storage probe alike); the document, and the bytes the device read for the cgroup (what
     the throttle let through: beside the clients' figures when a finding is unexpected)."""
@@ -270,7 +290,7 @@ def _diagnose(*, rates: dict[str, int] | None = None, server_bps: int = FAST_BPS
                 cpu = _joining(quota.path / "cgroup.procs" if quota else None)
                 place = lambda argv: c.command("srv", blkio(cpu(argv)))                  # noqa: E731
                 srv = c.address("srv")
-                with NodeNbd(tmp, 10809, ["cache=none"], plugin="file", backing=Path(dev), log=False, place=place,
+                with NodeNbd(tmp, 10809, ["cache=none", "fadvise=random"], plugin="file", backing=Path(dev), log=False, place=place,
                              address=srv, read_only=True), \
                         NodeNbd(tmp, 10810, [], plugin="memory", size="128M", log=False, place=place, address=srv):
                     out = tmp / "diagnose.json"

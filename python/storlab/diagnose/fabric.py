@@ -15,10 +15,11 @@ network model (model/network.py):
 
 The lowest rank of each node speaks for the node (as in `storlab net`); the clients read at the
 same time after a barrier, each its own share of the target (participants). A layer's "at once"
-figure is IOR's aggregate: every client's bytes over the span from the first client's start to
-the last one's end (their workers' measured spans, on rank 0's clock), not the sum of their rates, which overstates it
-when one client sets up later and the other reads alone for a while. Only reads: the target holds
-the data it exports.
+figure is what the clients moved while all of them read (Xdd's de-skewed rate: each client's
+time series inside [latest start, earliest end], on rank 0's clock), not the sum of their rates,
+which overstates it when one client sets up later and the other reads alone for a while, nor
+IOR's union of their spans, which counts against them the requests an early finisher still has
+in flight while the others go on. Only reads: the target holds the data it exports.
 """
 from __future__ import annotations
 
@@ -164,7 +165,8 @@ def diagnose_fabric(ranks: Ranks, settings: FabricSettings) -> tuple[dict[str, A
     def client_probe(layer: str, url: str) -> Callable[[], ProbeResult]:
         index = clients.index(host) if host in clients else 0
         return lambda: run_probe(Probe(layer, f"{host}: {url}", w, [url], seconds, network=True,
-                                       extra={"participants": n, "participant_base": index}), settings.argv)
+                                       extra={"participants": n, "participant_base": index,
+                                              "interval": CLIENT_INTERVAL_S}), settings.argv)
 
     steps: list[tuple[str, bool, Callable[[], ProbeResult] | None, str]] = []
     if settings.backing:
@@ -223,32 +225,78 @@ def _by_host(results: list[dict[str, Any]] | None) -> dict[str, float]:
     return {r["host"]: float(r["probe"]["value"] or 0.0) for r in results or [] if "probe" in r}
 
 
+# The time-series interval of the client probes: fine enough that the bytes each client moved while
+# all of them read (at_once's de-skew window) are counted to a few percent of a probe of seconds
+CLIENT_INTERVAL_S = 0.05
+# the de-skew window stands for the clients at once when it holds at least this share of the
+# shortest client's measured span; with less overlap the union (IOR's aggregate) is taken
+DESKEW_MIN_OVERLAP = 0.5
+
+
+def _span(r: dict[str, Any]) -> tuple[float, float, float, dict[str, Any]] | None:
+    """(first start, last end, bytes, phase) of a node's measured phase on rank 0's clock: its
+    workers' measured time, from the first worker's start to the last one's end (a phase starts its
+    clock before the workers connect to the target). None without the phase's wall clock."""
+    phases = (r.get("document") or {}).get("phases") or []
+    phase = phases[-1] if phases else {}
+    start, seconds = phase.get("start_unix_s"), phase.get("seconds")
+    if start is None or not seconds:
+        return None
+    base = float(start) + float(r.get("clock_offset_s") or 0.0)
+    workers = phase.get("workers") or []
+    first = min((float(w["start_s"]) for w in workers), default=0.0)
+    last = max((float(w["end_s"]) for w in workers), default=float(seconds))
+    return (base + first, base + max(last, first + float(seconds)),
+            float(r["probe"]["value"] or 0.0) * float(seconds), phase)
+
+
+def _bytes_between(phase: dict[str, Any], base: float, a: float, b: float) -> float | None:
+    """Bytes the phase moved between a and b (rank 0's clock; its intervals count from `base`, the
+    ramp's end), from its time series: an interval partly inside counts in proportion."""
+    total, found = 0.0, False
+    for direction in ("read", "write"):
+        series = (phase.get(direction) or {}).get("timeseries") or {}
+        step, rates = series.get("interval_s"), series.get("bw_bytes")
+        if not step or rates is None:
+            continue
+        found = True
+        for k, rate in enumerate(rates):
+            lo, hi = base + k * step, base + (k + 1) * step
+            inside = min(hi, b) - max(lo, a)
+            if inside > 0:
+                total += float(rate) * inside
+    return total if found else None
+
+
 def at_once(results: list[dict[str, Any]] | None) -> float:
-    """Every node's bytes over the span from the first start to the last end of their measured
-    phases (IOR's aggregate: total bytes / (last end - first start)). A node's span is its
-    workers' measured time, from the first worker's start to the last one's end, on rank 0's
-    clock: a phase starts its clock before the workers connect to the target, and a node that
-    connects later than another measures later too (its phase's start would shorten the span by
-    the difference). A result without its phase's wall clock falls back to the sum of the rates."""
+    """What every node moved while all of them worked: Xdd's de-skewed rate, the bytes of each
+    node's time series inside [latest start, earliest end] over that window (docs/mpi.md). The
+    nodes start within a barrier's skew but connect at their own pace, and a time-based probe's
+    requests still in flight at its end are served, uncounted, while a later node goes on: over
+    the union of their spans (IOR's aggregate, total bytes / (last end - first start)) those
+    drained requests would count against the clients. The union is taken where the nodes overlap
+    too little (DESKEW_MIN_OVERLAP) or a node has no time series; a result without its phase's
+    wall clock falls back to the sum of the rates."""
     measured = [r for r in results or [] if "probe" in r]
-    spans = []
-    for r in measured:
-        phases = (r.get("document") or {}).get("phases") or []
-        phase = phases[-1] if phases else {}
-        start, seconds = phase.get("start_unix_s"), phase.get("seconds")
-        if start is None or not seconds:
-            return sum(_by_host(measured).values())
-        base = float(start) + float(r.get("clock_offset_s") or 0.0)
-        workers = phase.get("workers") or []
-        first = min((float(w["start_s"]) for w in workers), default=0.0)
-        last = max((float(w["end_s"]) for w in workers), default=float(seconds))
-        spans.append((base + first, base + max(last, first + float(seconds)),
-                      float(r["probe"]["value"] or 0.0) * seconds))
+    spans = [_span(r) for r in measured]
+    if any(s is None for s in spans):
+        return sum(_by_host(measured).values())
     if not spans:
         return 0.0
+    a, b = max(s[0] for s in spans), min(s[1] for s in spans)
+    shortest = min(s[1] - s[0] for s in spans)
+    if b - a >= DESKEW_MIN_OVERLAP * shortest:
+        inside = []
+        for r, (_, _, _, phase) in zip(measured, spans):
+            # the time series counts from the ramp's end after the phase's start
+            base = (float(phase["start_unix_s"]) + float(r.get("clock_offset_s") or 0.0)
+                    + float(phase.get("ramp_s") or 0.0))
+            inside.append(_bytes_between(phase, base, a, b))
+        if all(x is not None for x in inside):
+            return sum(inside) / (b - a)
     # every span is longer than 0 s (a phase without seconds fell back above), so the window is too
-    window = max(end for _, end, _ in spans) - min(start for start, _, _ in spans)
-    return sum(b for _, _, b in spans) / window
+    window = max(s[1] for s in spans) - min(s[0] for s in spans)
+    return sum(s[2] for s in spans) / window
 
 
 def _row(layer: str, subject: str, w: Workload, measured: float | None, predicted: float | None = None,
