@@ -278,6 +278,24 @@ def test_a_cluster_file_names_its_shaper_or_is_refused_in_one_line(tmp_path):
         load_cluster(str(path))
 
 
+def test_a_cluster_file_states_its_connections_or_is_refused_in_one_line(tmp_path):
+    # an NFS mount shares one connection; libnfs (storlab's nfs engine) opens one per thread, and
+    # the fabric says so: with a window stated, eight threads then carry eight windows, not one
+    base = CLUSTER.replace('rtt = "100us"', 'rtt = "1ms"\nwindow = "64KiB"')
+    path = tmp_path / "c.toml"
+    path.write_text(base)
+    mount = load_cluster(str(path))
+    path.write_text(base.replace('window = "64KiB"', 'window = "64KiB"\nconnections = "thread"'))
+    libnfs = load_cluster(str(path))
+    assert mount.client_link.connections is None and libnfs.client_link.connections == "thread"
+    load = ClusterLoad("read", MiB, threads=8, qd=2)
+    assert predict_cluster(mount, load).limiting == "TCP window"
+    assert predict_cluster(libnfs, load).bw_bytes > 1.5 * predict_cluster(mount, load).bw_bytes
+    path.write_text(base.replace('window = "64KiB"', 'window = "64KiB"\nconnections = "session"'))
+    with pytest.raises(StackError, match="connections: 'session'; allowed: thread"):
+        load_cluster(str(path))
+
+
 def test_a_user_space_client_pays_no_block_layer():
     # a lone 4 KiB request over a metered link: a kernel client's time is the block layer's overhead
     # + the round trip + the server's CPU; a user-space client (libnfs, libnbd, an S3 library) has

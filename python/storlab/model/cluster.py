@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from ..jobs.tomlfile import TomlFileError, read_toml
 from ..units import UnitError, parse_duration, parse_rate
-from .network import PROTOCOLS, SHAPERS, Cluster, Link, Server, parse_rate_bits
+from .network import CONNECTION_KINDS, PROTOCOLS, SHAPERS, Cluster, Link, Server, parse_rate_bits
 from .predict import Workload, predict
 from .stack import StackError, load_stack
 
@@ -20,7 +20,8 @@ __all__ = ["is_cluster_file", "load_cluster", "cluster_from_dict"]
 _TOP_KEYS = {"name", "description", "node", "fabric"}
 _NODE_KEYS = {"name", "role", "count", "cores", "cpu_per_request", "cpu_rate", "stack", "storage_bw", "storage_iops",
               "storage_latency", "max_iops", "request_overhead"}
-_FABRIC_KEYS = {"name", "rate", "rates", "protocol", "mtu", "rtt", "window", "switch", "uplink", "uplinks", "shaper"}
+_FABRIC_KEYS = {"name", "rate", "rates", "protocol", "mtu", "rtt", "window", "connections", "switch", "uplink",
+                "uplinks", "shaper"}
 ROLES = ("client", "server")
 # the depth at which a server's stack is asked for its streaming rate (its ceiling for the cluster)
 STORAGE_PROBE_QD = 64
@@ -80,7 +81,15 @@ def _link(fabric: Mapping[str, Any], node: str, where: str, count: int = 1) -> L
                 _value(where, "rtt", fabric.get("rtt", "50us"), lambda v: parse_duration(v, "rtt")),
                 None if "window" not in fabric else _value(where, "window", fabric["window"],
                                                             lambda v: int(parse_rate(v, "window"))),
-                count, _shaper(fabric, where))
+                count, _shaper(fabric, where), _connections(fabric, where))
+
+
+def _connections(fabric: Mapping[str, Any], where: str) -> str | None:
+    kind = fabric.get("connections")
+    if kind is not None and kind not in CONNECTION_KINDS:
+        raise StackError(f"{where}: connections: {kind!r}; allowed: "
+                         + ", ".join(f"{k} ({v})" for k, v in CONNECTION_KINDS.items()))
+    return None if kind is None else str(kind)
 
 
 def _shaper(fabric: Mapping[str, Any], where: str) -> str:

@@ -39,7 +39,7 @@ from .costs import HOST_REQUEST_OVERHEAD_S
 from .stack import StackError
 
 __all__ = ["PROTOCOLS", "SHAPERS", "Link", "Server", "Cluster", "ClusterLoad", "ClusterPrediction", "NetworkCapacity",
-           "payload_efficiency", "predict_cluster", "CONNECTIONS", "connections_per_client", "parse_rate_bits",
+           "payload_efficiency", "predict_cluster", "CONNECTIONS", "CONNECTION_KINDS", "connections_per_client", "parse_rate_bits",
            "DEFAULT_RTT_S", "DEFAULT_MTU"]
 
 PROTOCOLS = {"tcp": "TCP/IP over Ethernet", "iscsi": "iSCSI over TCP/IP", "nfs": "NFS over TCP/IP",
@@ -55,8 +55,12 @@ DEFAULT_MTU = 1500
 # - request: one per request in flight (HTTP/1.1 carries one request at a time on a connection,
 #   RFC 9112 section 9.3, so an S3 client keeps a pooled connection per request it has open);
 # - None: no TCP window (Fibre Channel paces frames with buffer credits, not a window).
+# A link may state its own (`connections`): a user-space NFS client such as libnfs, storlab's nfs
+# engine, opens one per thread.
 CONNECTIONS = {"tcp": "thread", "iscsi": "client", "nfs": "client", "nbd": "thread", "http": "request",
                "https": "request", "fc": None}
+CONNECTION_KINDS = {"thread": "one TCP connection per thread", "client": "one per client, every thread on it",
+                    "request": "one per request in flight"}
 # How a link holds a request to its rate. A wire serialises: a request's bytes take size / rate on
 # it, in series with the round trip. A token bucket (Linux tc's htb and tbf, tc-htb(8) and
 # tc-tbf(8); the cluster testbed's links) only meters: bytes pass at memory speed while tokens
@@ -140,6 +144,7 @@ class Link:
     window_bytes: int | None = None
     count: int = 1
     shaper: str = "wire"        # wire | token-bucket (SHAPERS)
+    connections: str | None = None   # thread | client | request (CONNECTION_KINDS); None: the protocol's
 
     def __post_init__(self) -> None:
         payload_efficiency(self.protocol, self.mtu, rate_bits=self.rate_bits)      # validates both
@@ -149,6 +154,9 @@ class Link:
             raise StackError(f"link {self.name!r}: rtt must be a finite time >= 0")
         if self.count < 1:
             raise StackError(f"link {self.name!r}: count must be at least 1")
+        if self.connections is not None and self.connections not in CONNECTION_KINDS:
+            raise StackError(f"link {self.name!r}: connections: {self.connections!r}; allowed: "
+                             + ", ".join(f"{k} ({v})" for k, v in CONNECTION_KINDS.items()))
 
     def payload_bytes_per_s(self, request_bytes: int) -> float:
         return self.rate_bits / 8 * payload_efficiency(self.protocol, self.mtu, request_bytes, self.rate_bits)
@@ -299,11 +307,12 @@ def _stations(cluster: Cluster, load: ClusterLoad) -> list[_Station]:
     return out
 
 
-def connections_per_client(protocol: str, load: ClusterLoad) -> int | None:
-    """The TCP connections one client's requests share (CONNECTIONS); None: no window applies."""
-    kind = CONNECTIONS[protocol]
-    if kind is None:
+def connections_per_client(link: Link, load: ClusterLoad) -> int | None:
+    """The TCP connections one client's requests share over `link` (its own `connections`, else
+    its protocol's, CONNECTIONS); None: no window applies (Fibre Channel)."""
+    if CONNECTIONS[link.protocol] is None:
         return None
+    kind = link.connections or CONNECTIONS[link.protocol]
     return {"thread": load.threads, "client": 1, "request": load.threads * load.qd}[kind]
 
 
@@ -313,7 +322,7 @@ def _window_station(cluster: Cluster, load: ClusterLoad) -> _Station | None:
     takes that long too), and the client's connections serve its requests side by side."""
     link = cluster.client_link
     window = link.window_bytes
-    connections = connections_per_client(link.protocol, load)
+    connections = connections_per_client(link, load)
     rtt = max(link.rtt_s, cluster.servers.link.rtt_s)
     if not window or connections is None or rtt <= 0:
         return None
