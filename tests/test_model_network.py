@@ -169,6 +169,8 @@ def test_a_cluster_file_uses_the_testbeds_names():
     (("role = \"server\"", "role = \"nas\""), "role: 'nas'; allowed: client, server"),
     (("rate = \"1gbit\"", "rate = \"fast\""), "not a link rate"),
     (("cores = 4", "cores = 4\ndisks = 3"), "unknown key 'disks'"),
+    # the key once, though its parser names it too
+    (("rtt = \"100us\"", "rtt = \"100us\"\nwindow = \"85.3KiB\""), "1: window: '85.3KiB' is not a whole number"),
 ])
 def test_a_bad_cluster_file_is_one_line_naming_the_key(tmp_path, capsys, change, words):
     path = tmp_path / "bad.toml"

@@ -50,7 +50,8 @@ def _value(where: str, key: str, raw: Any, parse) -> Any:
     try:
         return parse(raw)
     except (UnitError, ValueError, TypeError) as e:
-        raise StackError(f"{where}: {key}: {e}") from None
+        message = str(e)        # a parser that names the key already says "key: ..."
+        raise StackError(f"{where}: {key}: {message.removeprefix(f'{key}: ')}") from None
 
 
 def _requests_per_s(raw: Any) -> float:

@@ -35,6 +35,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 
+from ..units import format_duration
 from .costs import HOST_REQUEST_OVERHEAD_S
 from .stack import StackError
 
@@ -327,7 +328,7 @@ def _window_station(cluster: Cluster, load: ClusterLoad) -> _Station | None:
     if not window or connections is None or rtt <= 0:
         return None
     return _Station("TCP window", load.request_bytes * rtt / window, connections, bound=True,
-                    why=f"{connections} connection(s) per client, {window:,} B per {rtt * 1e6:.3g} us round trip")
+                    why=f"{connections} connection(s) per client, {window:,} B per {format_duration(rtt)} round trip")
 
 
 def _delay_s(cluster: Cluster, load: ClusterLoad) -> float:
