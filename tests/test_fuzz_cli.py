@@ -159,10 +159,12 @@ def tiny_run(target: str) -> list[str]:
 
 
 # Options the tiny workload pins (fuzzed by the validation-level test instead, which runs nothing).
+# The exec hooks run their value as a shell command: a generated "yes" once wrote its endless
+# output to read.prerun.txt until the disk was full (tests/test_exec_hooks.py runs real hooks).
 PINNED = {"engine", "target", "size", "time", "passes", "pass_delay", "ramp", "start_delay", "null_delay",
           "cache", "threads", "qd", "offset", "no_store", "quiet", "store", "fio", "json", "io_size",
           "io_total", "segments", "block", "participants", "participant_base", "stack", "allow_destroy",
-          "bs", "rank_timeout", "reorder", "stall_after", "interval"}
+          "bs", "rank_timeout", "reorder", "stall_after", "interval", "exec_prerun", "exec_postrun"}
 OUTPUTS = ["-", "out.json", "adir", "missing/out.json", "/proc/storlab-out.json", "/dev/null", "adir/x/y.json"]
 
 
