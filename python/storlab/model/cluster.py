@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from ..jobs.tomlfile import TomlFileError, read_toml
 from ..units import UnitError, parse_duration, parse_rate
-from .network import CONNECTION_KINDS, PROTOCOLS, SHAPERS, Cluster, Link, Server, parse_rate_bits
+from .network import PROTOCOLS, SHAPERS, Cluster, Link, Server, connection_kind, parse_rate_bits
 from .predict import Workload, predict
 from .stack import StackError, load_stack
 
@@ -82,15 +82,7 @@ def _link(fabric: Mapping[str, Any], node: str, where: str, count: int = 1) -> L
                 _value(where, "rtt", fabric.get("rtt", "50us"), lambda v: parse_duration(v, "rtt")),
                 None if "window" not in fabric else _value(where, "window", fabric["window"],
                                                             lambda v: int(parse_rate(v, "window"))),
-                count, _shaper(fabric, where), _connections(fabric, where))
-
-
-def _connections(fabric: Mapping[str, Any], where: str) -> str | None:
-    kind = fabric.get("connections")
-    if kind is not None and kind not in CONNECTION_KINDS:
-        raise StackError(f"{where}: connections: {kind!r}; allowed: "
-                         + ", ".join(f"{k} ({v})" for k, v in CONNECTION_KINDS.items()))
-    return None if kind is None else str(kind)
+                count, _shaper(fabric, where), _value(where, "connections", fabric.get("connections"), connection_kind))
 
 
 def _shaper(fabric: Mapping[str, Any], where: str) -> str:

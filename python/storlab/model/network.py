@@ -40,8 +40,8 @@ from .costs import HOST_REQUEST_OVERHEAD_S
 from .stack import StackError
 
 __all__ = ["PROTOCOLS", "SHAPERS", "Link", "Server", "Cluster", "ClusterLoad", "ClusterPrediction", "NetworkCapacity",
-           "payload_efficiency", "predict_cluster", "CONNECTIONS", "CONNECTION_KINDS", "connections_per_client", "parse_rate_bits",
-           "DEFAULT_RTT_S", "DEFAULT_MTU"]
+           "payload_efficiency", "predict_cluster", "CONNECTIONS", "CONNECTION_KINDS", "connection_kind",
+           "connections_per_client", "parse_rate_bits", "DEFAULT_RTT_S", "DEFAULT_MTU"]
 
 PROTOCOLS = {"tcp": "TCP/IP over Ethernet", "iscsi": "iSCSI over TCP/IP", "nfs": "NFS over TCP/IP",
              "nbd": "NBD over TCP/IP",
@@ -62,6 +62,13 @@ CONNECTIONS = {"tcp": "thread", "iscsi": "client", "nfs": "client", "nbd": "thre
                "https": "request", "fc": None}
 CONNECTION_KINDS = {"thread": "one TCP connection per thread", "client": "one per client, every thread on it",
                     "request": "one per request in flight"}
+
+
+def connection_kind(value: object) -> str | None:
+    """A link's stated `connections`, checked (None: the protocol's); ValueError names the values."""
+    if value is not None and value not in CONNECTION_KINDS:
+        raise ValueError(f"{value!r}; allowed: " + ", ".join(f"{k} ({v})" for k, v in CONNECTION_KINDS.items()))
+    return None if value is None else str(value)
 # How a link holds a request to its rate. A wire serialises: a request's bytes take size / rate on
 # it, in series with the round trip. A token bucket (Linux tc's htb and tbf, tc-htb(8) and
 # tc-tbf(8); the cluster testbed's links) only meters: bytes pass at memory speed while tokens
@@ -155,9 +162,10 @@ class Link:
             raise StackError(f"link {self.name!r}: rtt must be a finite time >= 0")
         if self.count < 1:
             raise StackError(f"link {self.name!r}: count must be at least 1")
-        if self.connections is not None and self.connections not in CONNECTION_KINDS:
-            raise StackError(f"link {self.name!r}: connections: {self.connections!r}; allowed: "
-                             + ", ".join(f"{k} ({v})" for k, v in CONNECTION_KINDS.items()))
+        try:
+            connection_kind(self.connections)
+        except ValueError as e:
+            raise StackError(f"link {self.name!r}: connections: {e}") from None
 
     def payload_bytes_per_s(self, request_bytes: int) -> float:
         return self.rate_bits / 8 * payload_efficiency(self.protocol, self.mtu, request_bytes, self.rate_bits)
@@ -324,7 +332,7 @@ def _window_station(cluster: Cluster, load: ClusterLoad) -> _Station | None:
     link = cluster.client_link
     window = link.window_bytes
     connections = connections_per_client(link, load)
-    rtt = max(link.rtt_s, cluster.servers.link.rtt_s)
+    rtt = _round_trip_s(cluster)
     if not window or connections is None or rtt <= 0:
         return None
     return _Station("TCP window", load.request_bytes * rtt / window, connections, bound=True,
@@ -336,8 +344,12 @@ def _delay_s(cluster: Cluster, load: ClusterLoad) -> float:
     kernel client, 0 for a user-space one: Cluster.client_request_overhead_s), the round trips of
     the links it crosses (the client's and the server's are one path: the larger round trip) and the
     server storage's time per request."""
-    rtt = max(cluster.client_link.rtt_s, cluster.servers.link.rtt_s)
-    return cluster.client_request_overhead_s + rtt + cluster.servers.storage_latency_s
+    return cluster.client_request_overhead_s + _round_trip_s(cluster) + cluster.servers.storage_latency_s
+
+
+def _round_trip_s(cluster: Cluster) -> float:
+    """A request's round trip: the client's and the server's links are one path, the larger one's."""
+    return max(cluster.client_link.rtt_s, cluster.servers.link.rtt_s)
 
 
 def _solve(stations: list[_Station], delay_s: float, clients: int, per_client: int) -> tuple[float, dict[str, float]]:
