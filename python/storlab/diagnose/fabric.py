@@ -233,10 +233,22 @@ CLIENT_INTERVAL_S = 0.05
 DESKEW_MIN_OVERLAP = 0.5
 
 
-def _span(r: dict[str, Any]) -> tuple[float, float, float, dict[str, Any]] | None:
-    """(first start, last end, bytes, phase) of a node's measured phase on rank 0's clock: its
-    workers' measured time, from the first worker's start to the last one's end (a phase starts its
-    clock before the workers connect to the target). None without the phase's wall clock."""
+@dataclass(frozen=True)
+class _Span:
+    """A node's measured phase on rank 0's clock: its workers' first start and last end, the bytes
+    it moved, the moment its time series counts from (the phase's start plus its ramp) and the
+    phase itself."""
+    start: float
+    end: float
+    bytes: float
+    series_origin: float
+    phase: dict[str, Any]
+
+
+def _span(r: dict[str, Any]) -> _Span | None:
+    """A node's _Span: its workers' measured time, from the first worker's start to the last one's
+    end (a phase starts its clock before the workers connect to the target). None without the
+    phase's wall clock."""
     phases = (r.get("document") or {}).get("phases") or []
     phase = phases[-1] if phases else {}
     start, seconds = phase.get("start_unix_s"), phase.get("seconds")
@@ -246,22 +258,22 @@ def _span(r: dict[str, Any]) -> tuple[float, float, float, dict[str, Any]] | Non
     workers = phase.get("workers") or []
     first = min((float(w["start_s"]) for w in workers), default=0.0)
     last = max((float(w["end_s"]) for w in workers), default=float(seconds))
-    return (base + first, base + max(last, first + float(seconds)),
-            float(r["probe"]["value"] or 0.0) * float(seconds), phase)
+    return _Span(base + first, base + max(last, first + float(seconds)),
+                 float(r["probe"]["value"] or 0.0) * float(seconds), base + float(phase.get("ramp_s") or 0.0), phase)
 
 
-def _bytes_between(phase: dict[str, Any], base: float, a: float, b: float) -> float | None:
-    """Bytes the phase moved between a and b (rank 0's clock; its intervals count from `base`, the
-    ramp's end), from its time series: an interval partly inside counts in proportion."""
+def _bytes_between(span: _Span, a: float, b: float) -> float | None:
+    """Bytes the node moved between a and b (rank 0's clock), from its time series: an interval
+    partly inside counts in proportion. None without a time series."""
     total, found = 0.0, False
     for direction in ("read", "write"):
-        series = (phase.get(direction) or {}).get("timeseries") or {}
+        series = (span.phase.get(direction) or {}).get("timeseries") or {}
         step, rates = series.get("interval_s"), series.get("bw_bytes")
         if not step or rates is None:
             continue
         found = True
         for k, rate in enumerate(rates):
-            lo, hi = base + k * step, base + (k + 1) * step
+            lo, hi = span.series_origin + k * step, span.series_origin + (k + 1) * step
             inside = min(hi, b) - max(lo, a)
             if inside > 0:
                 total += float(rate) * inside
@@ -283,20 +295,13 @@ def at_once(results: list[dict[str, Any]] | None) -> float:
         return sum(_by_host(measured).values())
     if not spans:
         return 0.0
-    a, b = max(s[0] for s in spans), min(s[1] for s in spans)
-    shortest = min(s[1] - s[0] for s in spans)
-    if b - a >= DESKEW_MIN_OVERLAP * shortest:
-        inside = []
-        for r, (_, _, _, phase) in zip(measured, spans):
-            # the time series counts from the ramp's end after the phase's start
-            base = (float(phase["start_unix_s"]) + float(r.get("clock_offset_s") or 0.0)
-                    + float(phase.get("ramp_s") or 0.0))
-            inside.append(_bytes_between(phase, base, a, b))
+    a, b = max(s.start for s in spans), min(s.end for s in spans)
+    if b - a >= DESKEW_MIN_OVERLAP * min(s.end - s.start for s in spans):
+        inside = [_bytes_between(s, a, b) for s in spans]
         if all(x is not None for x in inside):
             return sum(inside) / (b - a)
     # every span is longer than 0 s (a phase without seconds fell back above), so the window is too
-    window = max(s[1] for s in spans) - min(s[0] for s in spans)
-    return sum(s[2] for s in spans) / window
+    return sum(s.bytes for s in spans) / (max(s.end for s in spans) - min(s.start for s in spans))
 
 
 def _row(layer: str, subject: str, w: Workload, measured: float | None, predicted: float | None = None,
