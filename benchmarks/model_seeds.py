@@ -16,6 +16,7 @@ is predicted with it. Deterministic: no measurement runs here.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from dataclasses import dataclass
@@ -771,15 +772,12 @@ IPERF_DEFAULT_WINDOW = 85.3     # KB: "TCP window size: 85.3 KByte (default)", L
 def iperf_rows() -> list[Row]:
     """TCP payload over Fast Ethernet from the framing alone (network.py: Ethernet, IPv4, TCP with
     timestamps at the 1,500-byte MTU, the largest Fast Ethernet carries); a stream's window over the
-    LAN's round trip binds nothing. Reported in Mb/s, as iperf does."""
+    LAN's round trip (the model's default) binds nothing. Reported in Mb/s, as iperf does."""
     rows = []
     for (window, streams), measured in IPERF_100.items():
-        link = Link("fast-ethernet", 100e6, "tcp", 1500)
-        window_bytes = float(window.split()[0]) * IPERF_KB
-        per_stream = min(link.payload_bytes_per_s(1 << 20), window_bytes / DEFAULT_RTT_S)
-        predicted = min(streams * per_stream, link.payload_bytes_per_s(1 << 20)) * 8 / 1e6
+        predicted, limiting = _iperf(100e6, DEFAULT_RTT_S, float(window.split()[0]), streams)
         rows.append(Row("iperf, 10/100 Ethernet (Mb/s)", f"{window}, {streams} stream(s)", predicted, measured,
-                        "link (TCP/IP framing)", GUPFS_STUDY))
+                        limiting, GUPFS_STUDY))
     return rows
 
 
@@ -800,17 +798,19 @@ IPERF_GIGE = {
 IPERF_GIGE_PATHS = ("one switch", "through the E7i")
 
 
-def _iperf_gige(rtt_s: float, window_kb: float, streams: int) -> tuple[float, str]:
-    """Mb/s of `streams` iperf streams over GigE (MTU 1,500: the study states none) with this
-    window and round trip: a TCP stream per thread, each always with data in flight (a deep queue
-    of large writes: the per-request round trip is hidden, the window per round trip is not)."""
+def _iperf(rate_bits: float, rtt_s: float, window_kb: float, streams: int) -> tuple[float, str]:
+    """Mb/s of `streams` iperf streams over Ethernet at this line rate (MTU 1,500: the study states
+    none) with this window and round trip, and what limits them: a TCP stream per thread, each
+    always with data in flight (a deep queue of large writes: the per-request round trip is hidden,
+    the window per round trip is not)."""
     def link(name: str) -> Link:
-        return Link(name, 1e9, "tcp", 1500, rtt_s=rtt_s, window_bytes=int(window_kb * IPERF_KB))
-    cluster = Cluster("gige", 1, link("gige"), Server("receiver", link("receiver")), client_request_overhead_s=0.0)
+        return Link(name, rate_bits, "tcp", 1500, rtt_s=rtt_s, window_bytes=int(window_kb * IPERF_KB))
+    cluster = Cluster("iperf", 1, link("sender"), Server("receiver", link("receiver")), client_request_overhead_s=0.0)
     p = predict_cluster(cluster, ClusterLoad("write", MiB, threads=streams, qd=8))
     return p.bw_bytes * 8 / 1e6, p.limiting
 
 
+@functools.lru_cache(maxsize=None)
 def iperf_gige_rtt(path: str) -> float:
     """One stream's round trip on a path, from its default-window figure guscn25 -> guscn26 (the
     calibration): the round trip at which one window per round trip carries what iperf measured
@@ -820,7 +820,7 @@ def iperf_gige_rtt(path: str) -> float:
     lo, hi = 1e-6, 1.0
     for _ in range(100):
         mid = (lo * hi) ** 0.5
-        lo, hi = (mid, hi) if _iperf_gige(mid, IPERF_DEFAULT_WINDOW, 1)[0] > measured else (lo, mid)
+        lo, hi = (mid, hi) if _iperf(1e9, mid, IPERF_DEFAULT_WINDOW, 1)[0] > measured else (lo, mid)
     return (lo * hi) ** 0.5
 
 
@@ -833,7 +833,7 @@ def iperf_gige_rows(in_study: bool = True) -> list[Row]:
         for (where, window, streams, direction), measured in IPERF_GIGE.items():
             if where != path:
                 continue
-            predicted, limiting = _iperf_gige(rtt, window, streams)
+            predicted, limiting = _iperf(1e9, rtt, window, streams)
             role = (CALIBRATION if in_study and (window, streams, direction) == (IPERF_DEFAULT_WINDOW, 1, "25->26")
                     else VALIDATION)
             rows.append(Row("iperf, GigE (Mb/s)", f"{path}, {window:g} KB window, {streams} stream(s), {direction}",
