@@ -298,6 +298,11 @@ def test_a_cluster_file_states_its_connections_or_is_refused_in_one_line(tmp_pat
         load_cluster(str(path))
 
 
+def test_a_link_built_in_python_refuses_unknown_connections():
+    with pytest.raises(StackError, match="link 'c': connections: 'session'; allowed: thread"):
+        Link("c", 1e9, connections="session")
+
+
 def test_a_user_space_client_pays_no_block_layer():
     # a lone 4 KiB request over a metered link: a kernel client's time is the block layer's overhead
     # + the round trip + the server's CPU; a user-space client (libnfs, libnbd, an S3 library) has
