@@ -3,7 +3,10 @@ queue depth, striping over members, a slow member, RAID 5 small writes, mirrors 
 controller cache in and out of cache, and shared path components."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
+from storlab.model.performance import performance_of
 from storlab.model.predict import ControllerCache, Device, Workload, predict
 from storlab.model.stack import Component, DriveType, StackError, stack_from_dict, stack_from_notation
 
@@ -130,13 +133,40 @@ def test_a_cache_without_a_named_controller_takes_the_default_controller_time():
 def test_write_back_coalesces_partial_sequential_writes_into_full_stripes():
     # 8+1 at 128 KiB (1 MiB stripe): 256 KiB sequential writes are partial stripes (RMW without a
     # cache); a write-back cache out of cache destages full stripes: 9/8 drive bytes per host byte
-    stack = stack_from_notation("R5/9", 128 * KiB, drive=DRIVE)
+    stack = stack_from_notation("R5/9", 128 * KiB, drive=DRIVE, engine="md")
     cache = ControllerCache(10**9, 2000 * MB, 2000 * MB)
     d = dev(latency_s=0.0001)
     without = predict(stack, Workload("write", 256 * KiB, qd=8), [d])
     with_cache = predict(stack, Workload("write", 256 * KiB, qd=8, working_set_bytes=10**11), [d], cache=cache)
     assert with_cache.bw_bytes == pytest.approx(8 * 100 * MB, rel=0.02)
     assert without.bw_bytes < with_cache.bw_bytes / 2
+    write_through = predict(stack, Workload("write", 256 * KiB, qd=8), [d],
+                            cache=dataclasses.replace(cache, write_back=False))
+    assert write_through.bw_bytes == pytest.approx(without.bw_bytes, rel=0.01)
+
+
+def test_a_raid_controller_gathers_sequential_writes_unless_it_is_said_to_write_through():
+    # A hardware RAID controller writes back by default (Stack.gathers_sequential_writes): the same
+    # partial-stripe stream through one whose cache the stack does not describe reaches the drives
+    # as full stripes, where md (parity per request) and a stated write-through cache read first
+    d = dev(latency_s=0.0001)
+    w = Workload("write", 256 * KiB, qd=8)
+    controller = stack_from_notation("R5/9", 128 * KiB, drive=DRIVE)
+    md = stack_from_notation("R5/9", 128 * KiB, drive=DRIVE, engine="md")
+    through = dataclasses.replace(controller, cache=ControllerCache(10**9, 2000 * MB, 2000 * MB, write_back=False))
+    assert controller.gathers_sequential_writes and not md.gathers_sequential_writes
+    assert not through.gathers_sequential_writes
+    gathered = predict(controller, w, [d])
+    assert gathered.bw_bytes == pytest.approx(8 * 100 * MB, rel=0.02)
+    assert any("write-back cache, on by default" in a for a in gathered.assumptions)
+    for stack in (md, through):
+        assert predict(stack, w, [d]).bw_bytes < gathered.bw_bytes / 2
+    # random writes are not gathered: the controller's read-modify-write stays
+    rnd = Workload("randwrite", 16 * KiB, qd=8)
+    assert predict(controller, rnd, [d]).bw_bytes == pytest.approx(predict(md, rnd, [d]).bw_bytes)
+    # the ceilings agree: the sequential write ceiling of a 256 KiB stream is the drives' full-stripe rate
+    assert performance_of(controller, 256 * KiB).value("seq_write") == pytest.approx(8 * DRIVE.seq_write_bw_bytes)
+    assert performance_of(md, 256 * KiB).value("seq_write") < 4 * DRIVE.seq_write_bw_bytes
 
 
 TWO_ADAPTERS = """

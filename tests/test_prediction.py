@@ -54,6 +54,14 @@ def r5_stack(tmp_path):
     return str(path)
 
 
+@pytest.fixture
+def r5_write_through_stack(tmp_path):
+    """The same stack whose controller is said to write through: nothing gathers partial stripes."""
+    path = tmp_path / "r5-write-through.toml"
+    path.write_text(R5_STACK + '[cache]\nsize = "1GiB"\nwrite_back = false\n')
+    return str(path)
+
+
 def job(rw: str, bs: int, threads: int = 1, qd: int = 1, engine: str = "io_uring",
         rwmix_read: int = 50, **extra) -> dict:
     """A job record as the runner stores it: the first group's options flat, plus the phases."""
@@ -99,8 +107,8 @@ def test_full_stripe_sequential_write_is_capped_by_the_adapter(r5_stack):
     assert a["full_stripe_fraction"] == 1.0 and a["write_penalty"] == pytest.approx(9 / 8)
 
 
-def test_partial_stripe_sequential_write_pays_read_modify_write(r5_stack):
-    phase = predict_for_run(r5_stack, job("write", 256 * KiB, qd=4))["phases"][0]
+def test_partial_stripe_sequential_write_pays_read_modify_write(r5_write_through_stack):
+    phase = predict_for_run(r5_write_through_stack, job("write", 256 * KiB, qd=4))["phases"][0]
     a = phase["alignment"]
     assert a["partial_stripe_fraction"] == 1.0 and a["rmw_fraction"] == 1.0
     assert a["write_amplification"] == pytest.approx(3.0)
@@ -108,6 +116,18 @@ def test_partial_stripe_sequential_write_pays_read_modify_write(r5_stack):
     assert phase["model_value"] == pytest.approx(600 * MB)
     assert 0.95 * 600 * MB < phase["value"] <= 600 * MB
     assert phase["limiting_component"].startswith("member[")
+
+
+def test_a_controller_gathers_partial_stripe_sequential_writes_by_default(r5_stack):
+    # the stack states no cache: its RAID controller writes back, as one does by default, so the
+    # 256 KiB stream reaches the drives as full stripes (9/8 drive bytes per host byte, 1600 MB/s of
+    # drives) and the adapter's 1000 MB/s binds, as it does for 1 MiB requests
+    phase = predict_for_run(r5_stack, job("write", 256 * KiB, qd=4))["phases"][0]
+    a = phase["alignment"]
+    assert a["full_stripe_fraction"] == 1.0 and a["rmw_fraction"] == 0.0
+    assert a["write_amplification"] == pytest.approx(9 / 8)
+    assert phase["model_value"] == pytest.approx(1000 * MB)
+    assert phase["limiting_component"] == "host/adapter"
 
 
 def test_random_rates_and_the_concurrency_bound(r5_stack):
@@ -155,12 +175,14 @@ def test_every_phase_is_predicted_and_measured_from_its_direction(r5_stack):
     assert measured_value(result, m["phases"][0]) is None      # this phase wrote nothing
 
 
-def test_notes_say_what_the_model_leaves_out(r5_stack):
-    notes = " ".join(predict_for_run(r5_stack, job("write", 256 * KiB, engine="null",
-                                                   direct=False))["notes"])
+def test_notes_say_what_the_model_leaves_out(r5_stack, r5_write_through_stack):
+    notes = " ".join(predict_for_run(r5_write_through_stack, job("write", 256 * KiB, engine="null",
+                                                                 direct=False))["notes"])
     assert "engine null does no I/O" in notes
     assert "page cache" not in notes            # the null engine has none
-    assert "partial-stripe" in notes
+    assert "costed as separate partial-stripe writes" in notes
+    notes = " ".join(predict_for_run(r5_stack, job("write", 256 * KiB))["notes"])
+    assert "costed as full stripes: the write-back cache gathers them" in notes
     notes = " ".join(predict_for_run(r5_stack, job("randread", 4 * KiB, direct=False))["notes"])
     assert "page cache" in notes and "requests in flight" in notes
     assert "partial-stripe" not in notes

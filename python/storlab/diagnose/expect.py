@@ -88,7 +88,8 @@ def _model_value(level: str, rates: dict[str, float], *, rw: str, request_bytes:
                  chunk_bytes: int, figure: str, mirror_read: str,
                  read_members: tuple[int, ...] | dict[int, float] | None = None,
                  profile: DeviceProfile | None = None) -> tuple[float, str]:
-    stack = stack_from_notation(f"{_NOTATION[level]}/{len(rates)}", chunk_bytes)
+    # software RAID (btrfs, md): parity is computed per request in flight, no controller cache gathers stripes
+    stack = stack_from_notation(f"{_NOTATION[level]}/{len(rates)}", chunk_bytes, engine="md")
     p = predict(stack, ModelWorkload(rw, request_bytes, qd, workers), _devices(rates, figure, profile),
                 mirror_read=mirror_read,
                 read_members=read_members if level in _MIRRORED else None)

@@ -7,7 +7,9 @@ Mapping of a run's workload onto the model (per phase, from the phase's first gr
 - rw / randrw          -> the read/write mix at rwmix_read: each host byte (or I/O) takes 1/rate of
   the back end, so the mix is the harmonic mean 1 / (r / R + w / W) (model.performance.mixed_iops).
 Writes carry the geometry's partial-stripe penalty at bs: sequential requests smaller than (or not
-aligned to) the full stripe are costed as read-modify-write / reconstruct-write stripe writes.
+aligned to) the full stripe are costed as read-modify-write / reconstruct-write stripe writes, unless
+a write-back cache gathers them into full stripes (a stated one, or a RAID controller's by default:
+Stack.gathers_sequential_writes).
 
 The rate of each direction is `model.predict` for the run's requests in flight (threads x targets,
 each with qd outstanding; psync keeps one): the closed queueing network over the drives and the
@@ -22,7 +24,7 @@ import os
 from typing import Any, Mapping, Sequence
 
 from ..errors import SpecError
-from ..model import StackError, capacity_of, geometry_of, load_stack, mixed_iops, performance_of
+from ..model import StackError, analyse_alignment, capacity_of, geometry_of, load_stack, mixed_iops, performance_of
 from ..model.performance import MetricResult, PerfReport
 from ..model.predict import Workload, predict
 from ..model.stack import Stack
@@ -203,11 +205,16 @@ def _notes(stack: Stack, job: Mapping[str, Any], phases: Sequence[dict[str, Any]
     if job.get("direct") is False and engine != "null":
         notes.append("buffered I/O (direct = false): reads may be served from the page cache and "
                      "writes absorbed by it, so measured rates can exceed the prediction.")
+    geometry = geometry_of(stack)
     if any(p["metric"] in ("seq_write_bw_bytes", "seq_mixed_bw_bytes")
-           and p.get("alignment", {}).get("partial_stripe_fraction", 0) > 0 for p in phases):
-        notes.append("sequential writes that do not fill whole stripes are costed as separate "
-                     "partial-stripe writes; a write-back cache or md's stripe cache may merge "
-                     "them into full stripes.")
+           and analyse_alignment(geometry, p["bs"], "sequential").partial_stripe_fraction > 0 for p in phases):
+        if stack.gathers_sequential_writes:
+            notes.append("sequential writes that do not fill whole stripes are costed as full stripes: the "
+                         "write-back cache gathers them (a RAID controller's, on by default, where the stack "
+                         "has no [cache] table; write_back = false says it has none).")
+        else:
+            notes.append("sequential writes that do not fill whole stripes are costed as separate "
+                         "partial-stripe writes; md's stripe cache may merge them into full stripes.")
     notes.append("each rate is model.predict's for the requests in flight (a closed queueing network "
                  "over the drives and the path, docs/model.md \"Expected rates\"); model_value is the "
                  "stack's ceiling at the request size (performance_of).")

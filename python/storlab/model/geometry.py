@@ -12,6 +12,7 @@ Rules (docs/model.md explains them):
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -224,6 +225,26 @@ class AlignmentReport:
         return self.disk_ops_per_write / self.data_chunk_writes_per_write
 
 
+def full_stripe_write_amplification(geometry: Geometry) -> float:
+    """Drive bytes written per host byte when every stripe is written whole: the data with its
+    share of parity and copies, nothing read first."""
+    return (geometry.data_drives + geometry.parity_drives) * geometry.copies / geometry.data_drives
+
+
+def gathered_into_full_stripes(geometry: Geometry, report: AlignmentReport) -> AlignmentReport:
+    """The same writes gathered into whole stripes before they reach the drives, as a write-back
+    cache drains a sequential stream (Stack.gathers_sequential_writes): each drive byte written
+    once with its share of parity, no read before the write; reads are unchanged."""
+    amplification = full_stripe_write_amplification(geometry)
+    if report.write_amplification <= amplification:
+        return report
+    return dataclasses.replace(
+        report, full_stripe_fraction=1.0, partial_stripe_fraction=0.0, rmw_fraction=0.0, rcw_fraction=0.0,
+        requests_all_full_fraction=1.0, disk_reads_per_write=0.0,
+        disk_writes_per_write=max(1.0, report.disk_reads_per_read) * amplification,
+        write_amplification=amplification)
+
+
 @dataclass
 class _Tally:
     stripes: int = 0
@@ -407,10 +428,12 @@ def geometry_flags(stack: Stack, geometry: Geometry, request_bytes: int | None =
         # even requests aligned to their own size: do they still leave partial stripes on some group?
         aligned = analyse_alignment(geometry, request_bytes, "aligned")
         if aligned.full_stripe_fraction < 1.0:
+            gathered = ("; the write-back cache gathers a sequential stream's into full stripes, random ones pay"
+                        if stack.gathers_sequential_writes else "")
             flags.append(Flag("partial-stripe-requests", (
                 f"{format_size(request_bytes)} requests, even aligned to their size, write partial stripes "
-                f"({_percent(aligned.partial_stripe_fraction)} of stripe writes need parity reads); group stripe "
-                f"{format_size(group_sw)}, volume full stripe {format_size(geometry.full_stripe_bytes)}")))
+                f"({_percent(aligned.partial_stripe_fraction)} of stripe writes need parity reads{gathered}); "
+                f"group stripe {format_size(group_sw)}, volume full stripe {format_size(geometry.full_stripe_bytes)}")))
     return flags
 
 

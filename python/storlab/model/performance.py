@@ -1,10 +1,12 @@
 """Throughput and bottleneck of a stack: sequential bandwidth and random IOPS from the drives, with the
 write penalties of the geometry, then capped by every component on the hardware path.
 
-Drive level (steady state, no cache; OSTEP's table extended to RAID 6, modelling-and-linux.md §2.2):
+Drive level (steady state, no cache hits; OSTEP's table extended to RAID 6, modelling-and-linux.md §2.2):
 - sequential read  = data drives x drive sequential read rate;
 - sequential write = all drives x drive write rate / write amplification (drive bytes moved per host
   byte: (d + p) / d for full stripes, more for partial stripes), i.e. d x rate for full stripes;
+  behind a write-back cache (a stated one, or a RAID controller's by default:
+  Stack.gathers_sequential_writes) a sequential stream reaches the drives as full stripes;
 - random read IOPS = drives that hold data (all, with rotating parity or mirrors; N - p with dedicated
   parity) x drive IOPS / chunk pieces per request;
 - random write IOPS = all drives x drive IOPS / drive operations per request (4 for a small RAID 5
@@ -21,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable
 
 from ..errors import UserError
-from .geometry import AlignmentReport, Geometry, analyse_alignment, geometry_of
+from .geometry import AlignmentReport, Geometry, analyse_alignment, gathered_into_full_stripes, geometry_of
 from .stack import MAX_COMPONENT_DEPTH, Component, ComponentInstance, Stack, StackError, write_carried_groups
 
 __all__ = [
@@ -59,6 +61,8 @@ def drive_level_rates(stack: Stack, geometry: Geometry, seq_request_bytes: int, 
     drives_total = stack.raid.drives
     data_total = groups * layout.data_drives_per_span
     seq = analyse_alignment(geometry, seq_request_bytes, seq_pattern)
+    if seq_pattern == "sequential" and stack.gathers_sequential_writes:
+        seq = gathered_into_full_stripes(geometry, seq)
     rnd = analyse_alignment(geometry, random_request_bytes, random_pattern)
     seq_read = data_total * drive.seq_read_bw_bytes
     seq_write = min(data_total * drive.seq_write_bw_bytes,

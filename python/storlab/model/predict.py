@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .costs import CONTROLLER_KINDS, CONTROLLER_REQUEST_LATENCY_S, HBA_REQUEST_OVERHEAD_S, HOST_REQUEST_OVERHEAD_S
-from .geometry import analyse_alignment, geometry_of
+from .geometry import AlignmentReport, analyse_alignment, gathered_into_full_stripes, geometry_of
 from .queueing import Station, solve_closed
 from .stack import UNSTATED_CACHE_RATE, Component, ControllerCache, DriveType, Stack, StackError, count_groups, write_carried_groups
 
@@ -220,7 +220,8 @@ class _RequestCost:
     write_amp: float
     write_ops: float
     write_reads: float
-    full_stripe_amp: float
+    gathered: AlignmentReport | None    # the same writes gathered into whole stripes (a write-back
+                                        # cache draining a sequential stream); None: a bare device
     member_fraction: float = 1.0        # share of requests that reach the members (the rest hit the cache)
     read_set: list[int] | None = None   # members reads reach (a mirror read one copy per thread, or
                                         # the copies a run was seen to read); None: by serving_read
@@ -235,7 +236,7 @@ def _request_cost(stack: Stack | None, workload: Workload, devices: list[Device]
     if stack is None:
         if not devices or len(devices) != 1:
             raise StackError("a bare device needs exactly one Device")
-        return _RequestCost(list(devices), 1.0, 1.0, 1.0, 1.0, 0.0, 1.0)
+        return _RequestCost(list(devices), 1.0, 1.0, 1.0, 1.0, 0.0, None)
     n = stack.raid.drives
     if devices is None:
         members = [Device.from_drive(stack.drive)] * n
@@ -283,9 +284,9 @@ def _request_cost(stack: Stack | None, workload: Workload, devices: list[Device]
     elif level.mirrored and serving_read < n:
         step = int(round(n / serving_read))
         read_set = [i for i in range(n) if i % step == 0]
-    full_stripe_amp = (geometry.data_drives + geometry.parity_drives) * geometry.copies / geometry.data_drives
     return _RequestCost(members, serving_read, alignment.disk_reads_per_read, alignment.write_amplification,
-                        alignment.disk_ops_per_write, alignment.disk_reads_per_write, full_stripe_amp,
+                        alignment.disk_ops_per_write, alignment.disk_reads_per_write,
+                        gathered_into_full_stripes(geometry, alignment),
                         read_set=read_set, read_shares=read_shares)
 
 
@@ -310,9 +311,7 @@ def _apply_cache(cost: _RequestCost, workload: Workload, cache: ControllerCache,
             cost.served_by_cache = True
             assumptions.append("out-of-cache writes: acknowledged by the write-back cache, which drains at "
                                "the members' rate")
-            if not workload.is_random and cost.write_amp > cost.full_stripe_amp:
-                cost.write_amp, cost.write_reads = cost.full_stripe_amp, 0.0
-                cost.write_ops = max(1.0, cost.pieces) * cost.full_stripe_amp
+            if not workload.is_random and _gather_full_stripes(cost):
                 assumptions.append("write-back coalesces sequential writes into full stripes")
     elif in_cache:
         cost.member_fraction = 0.0
@@ -332,6 +331,16 @@ def _apply_cache(cost: _RequestCost, workload: Workload, cache: ControllerCache,
     else:
         assumptions.append("sequential sweep larger than the cache, no read-ahead: no hits")
     return min(limits)
+
+
+def _gather_full_stripes(cost: _RequestCost) -> bool:
+    """A sequential stream's writes gathered into whole stripes before they reach the members
+    (geometry.gathered_into_full_stripes); True where that changes their cost."""
+    g = cost.gathered
+    if g is None or cost.write_amp <= g.write_amplification:
+        return False
+    cost.write_amp, cost.write_ops, cost.write_reads = g.write_amplification, g.disk_ops_per_write, g.disk_reads_per_write
+    return True
 
 
 def _serving(cost: _RequestCost, workload: Workload) -> float:
@@ -747,6 +756,11 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     if cache is not None:
         cap, why = _apply_cache(cost, workload, cache, assumptions)
         resources.append(("cache", "cache", cap, why))
+    elif (stack is not None and stack.gathers_sequential_writes and workload.is_write and not workload.is_random
+          and _gather_full_stripes(cost)):
+        assumptions.append("the RAID controller's write-back cache, on by default and not described here, gathers "
+                           "sequential writes into full stripes (a [cache] table with write_back = false says it "
+                           "has none)")
     members = _member_capacities(cost, workload)
     resources += members
     servers_of: dict[str, int] = {}

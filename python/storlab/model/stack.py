@@ -342,6 +342,22 @@ class Stack:
                                  f"set groups = N on the components the drives hang under")
 
     @property
+    def gathers_sequential_writes(self) -> bool:
+        """Whether a sequential stream's writes reach the members gathered into whole stripes (no
+        read before the write): behind a stated write-back cache, and behind a RAID controller
+        (engine "controller") whose cache the stack does not describe. A hardware RAID controller
+        writes back by default (MegaRAID Storage Manager, the PERC family's: "WB: Write Back write
+        policy (default)", write-through only while its battery is absent or charging), and the
+        Engenio study advises to "coalesce smaller than even stripe width I/O's in write cache".
+        Only the gathering is taken from the undescribed cache: its size, latency and what it does
+        to random writes are not stated, so those stay as the drives serve them. Linux md computes
+        parity for each request in flight. A controller without a write-back cache is stated as
+        one: a [cache] table with write_back = false."""
+        if self.cache is not None:
+            return self.cache.write_back
+        return self.raid.engine == "controller"
+
+    @property
     def mttr_h(self) -> float:
         """Hours to rebuild one failed drive: given, or capacity / rebuild rate."""
         if self.raid.mttr_h is not None:
