@@ -179,8 +179,24 @@ def test_working_set_without_a_cache_is_refused(capsys):
     # issue 36: --working-set was accepted and changed nothing
     code, out, err = run(capsys, "perf", "R5/9", "--working-set", "1G")
     assert code == 2 and out == ""
-    assert err == ("storlab plan: error: --working-set needs a controller cache: give --controller-cache SIZE or a [cache] "
-                   "table in the stack file\n")
+    assert err == ("storlab plan: error: --working-set needs a controller cache size: give --controller-cache SIZE or a "
+                   "[cache] table with a size in the stack file\n")
+    code, out, err = run(capsys, "perf", "R5/9", "--write-through", "--working-set", "1G")
+    assert code == 2 and "--working-set needs a controller cache size" in err
+
+
+def test_write_through_alone_says_the_controller_does_not_write_back(capsys):
+    # a RAID controller writes back by default, gathering a sequential stream into full stripes;
+    # --write-through alone says it does not: the 1 MiB writes to the 5 MiB stripe read first
+    argv = ("perf", "R6/12", "--request", "1m", "--rw", "write", "--qd", "8", "--json")
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    gathered = json.loads(out)["curve"][0]
+    code, out, _ = run(capsys, *argv, "--write-through")
+    assert code == 0
+    through = json.loads(out)["curve"][0]
+    assert through["bw_bytes"] < gathered["bw_bytes"] / 2
+    assert any("write-through" in a for a in through["assumptions"])
 
 
 def test_the_cache_flags_reach_the_curve(capsys):

@@ -356,7 +356,7 @@ def test_drive_look_ahead_streams_a_sequential_read_over_the_stripe():
 
 
 @pytest.mark.parametrize("table, words", [
-    ('[cache]\nbw = "1GB/s"\n', "size is required"),
+    ('[cache]\nsize = "0"\n', "size: must be positive"),
     ('[cache]\nsize = "1GiB"\nflush = true\n', "unknown key 'flush'"),
     ('[cache]\nsize = "1GiB"\nwrite_back = "yes"\n', "write_back: expected true or false"),
 ])
@@ -366,6 +366,22 @@ def test_a_bad_cache_table_names_the_key(table, words):
     with pytest.raises(StackError) as e:
         stack_from_dict(data)
     assert words in str(e.value) and "[cache]" in str(e.value)
+
+
+def test_a_cache_without_a_size_writes_through_or_reads_ahead_but_holds_no_working_set():
+    import tomllib
+    data = tomllib.loads('[raid]\nlayout = "R5/9"\nchunk = "128KiB"\n[cache]\nwrite_back = false\n')
+    stack = dataclasses.replace(stack_from_dict(data), drive=DRIVE)
+    assert stack.cache.size_bytes is None and not stack.gathers_sequential_writes
+    d = dev(latency_s=0.0001)
+    # a controller said to write through: the partial-stripe stream reads before it writes, as md's does
+    md = stack_from_notation("R5/9", 128 * KiB, drive=DRIVE, engine="md")
+    w = Workload("write", 256 * KiB, qd=8)
+    assert predict(stack, w, [d]).bw_bytes == pytest.approx(predict(md, w, [d]).bw_bytes, rel=0.01)
+    # no working set fits a cache of no stated size: random reads miss
+    r = predict(stack, Workload("randread", 4 * KiB, qd=8, working_set_bytes=10**6), [d])
+    assert any("cache size not given" in a for a in r.assumptions)
+    assert not any("in-cache" in a for a in r.assumptions)
 
 
 def test_a_hosts_time_per_byte_is_paid_by_each_thread_and_overlapped_by_several():

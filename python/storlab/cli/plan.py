@@ -206,16 +206,16 @@ def _curve(stack: Stack, args: argparse.Namespace, full_stripe: int) -> list[Pre
 
 def _with_cache(stack: Stack, args: argparse.Namespace) -> Stack:
     """The stack with the cache the flags give (--controller-cache and its companions over the stack file's
-    [cache]); --working-set needs one, since only a cache makes it matter."""
+    [cache]). The companions alone describe the controller's cache without a size (--write-through: a
+    controller that does not write back); --working-set needs a size, since only then does it matter."""
     given = {"--controller-cache-rate": args.controller_cache_rate,
              "--controller-cache-latency": args.controller_cache_latency,
              "--read-ahead": args.read_ahead or None, "--write-through": args.write_through or None}
     cache = stack.cache
-    if args.controller_cache is None and cache is None:
-        for flag, value in (*given.items(), ("--working-set", args.working_set)):
-            if value is not None:
-                raise UsageError(f"{flag} needs a controller cache: give --controller-cache SIZE or a [cache] "
-                                 "table in the stack file")
+    if args.working_set is not None and args.controller_cache is None and (cache is None or cache.size_bytes is None):
+        raise UsageError("--working-set needs a controller cache size: give --controller-cache SIZE or a [cache] "
+                         "table with a size in the stack file")
+    if args.controller_cache is None and cache is None and all(v is None for v in given.values()):
         return stack
     changes: dict[str, Any] = {}
     if args.controller_cache is not None:

@@ -295,7 +295,7 @@ def _apply_cache(cost: _RequestCost, workload: Workload, cache: ControllerCache,
     """What the cache lets reach the members (updates cost); returns the cache's own capacity."""
     request = workload.request_bytes
     working = workload.working_set_bytes
-    in_cache = working is not None and working <= cache.size_bytes
+    in_cache = working is not None and cache.size_bytes is not None and working <= cache.size_bytes
     rate = cache.write_bw_bytes if workload.is_write else cache.read_bw_bytes
     limits = [(rate / request, "bandwidth")]
     if cache.iops is not None:
@@ -318,6 +318,8 @@ def _apply_cache(cost: _RequestCost, workload: Workload, cache: ControllerCache,
         assumptions.append("in-cache reads: every read hits after the first pass")
     elif workload.is_random and working is None:
         assumptions.append("working set not given: taken as far beyond the cache (no hits)")
+    elif workload.is_random and cache.size_bytes is None:
+        assumptions.append("cache size not given: the working set taken as beyond it (no hits)")
     elif workload.is_random:
         cost.member_fraction = 1.0 - cache.size_bytes / working
         assumptions.append(f"random reads hit the cache in proportion {1 - cost.member_fraction:.0%}")

@@ -294,8 +294,10 @@ class ControllerCache:
     read_ahead: a sequential read stream is prefetched, so its requests are served from the cache
     at the cache's latency while the members stream at their rate (the studies: out-of-cache
     reads "very similar to in-cache reads" with "a very intelligent read-ahead", 3PAR S400).
-    latency_s: one request served from the cache with nothing queued (0: not stated)."""
-    size_bytes: int
+    latency_s: one request served from the cache with nothing queued (0: not stated).
+    size_bytes None: not stated (a controller said to write through, or to read ahead, with no
+    size given): no working set is taken to fit in it."""
+    size_bytes: int | None
     read_bw_bytes: float
     write_bw_bytes: float
     write_back: bool = True
@@ -304,7 +306,7 @@ class ControllerCache:
     read_ahead: bool = False
 
     def __post_init__(self) -> None:
-        if self.size_bytes <= 0:
+        if self.size_bytes is not None and self.size_bytes <= 0:
             raise StackError(f"cache: size must be positive, got {self.size_bytes!r}")
         for label in ("read_bw_bytes", "write_bw_bytes"):
             value = getattr(self, label)
@@ -352,7 +354,7 @@ class Stack:
         Only the gathering is taken from the undescribed cache: its size, latency and what it does
         to random writes are not stated, so those stay as the drives serve them. Linux md computes
         parity for each request in flight. A controller without a write-back cache is stated as
-        one: a [cache] table with write_back = false."""
+        one: a [cache] table with write_back = false (plan perf --write-through)."""
         if self.cache is not None:
             return self.cache.write_back
         return self.raid.engine == "controller"
@@ -611,12 +613,11 @@ def _bool(value: Any) -> bool:
 
 
 def cache_from_dict(table: Mapping[str, Any], where: str = "[cache]") -> ControllerCache:
-    """The [cache] table: size (required), bw or read/write, iops, latency, write_back, read_ahead."""
+    """The [cache] table: size, bw or read/write, iops, latency, write_back, read_ahead. Without a
+    size nothing is taken to fit in it (a controller said to write through, say)."""
     _check_keys(table, _CACHE_KEYS, where)
-    if "size" not in table:
-        raise StackError(f"{where}: size is required (e.g. size = \"4GiB\")")
-    size = _convert(where, "size", table["size"], lambda v: parse_size(v, "size"))
-    if size <= 0:
+    size = None if "size" not in table else _convert(where, "size", table["size"], lambda v: parse_size(v, "size"))
+    if size is not None and size <= 0:
         raise StackError(f"{where}: size: must be positive, got {table['size']!r}")
     bw = table.get("bw")
     rates = {key: UNSTATED_CACHE_RATE if table.get(key, bw) is None else

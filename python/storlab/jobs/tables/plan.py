@@ -220,8 +220,9 @@ CACHE_OPTIONS: tuple[Option, ...] = (
                 "controller time)", minimum=0, maximum=1, unit="s", metavar="TIME", category="cache"),
     command_row("read_ahead", "bool", "the controller prefetches sequential reads (served at the cache's "
                 "latency, the members streaming behind)", default=False, category="cache"),
-    command_row("write_through", "bool", "the cache does not acknowledge writes: every write waits for the "
-                "members", default=False, category="cache"),
+    command_row("write_through", "bool", "the controller does not write back (a RAID controller does by default, "
+                "gathering a sequential stream into full stripes): every write waits for the members; needs no "
+                "--controller-cache", default=False, category="cache"),
 )
 
 # A training or checkpoint workload (storlab workload's built-ins, DLIO YAML, storlab TOML) to size for
