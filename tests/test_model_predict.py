@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from storlab.model.costs import ARRAY_REQUEST_OVERHEAD_S, CONTROLLER_REQUEST_LATENCY_S
 from storlab.model.performance import performance_of
 from storlab.model.predict import ControllerCache, Device, Workload, predict
 from storlab.model.stack import Component, DriveType, StackError, stack_from_dict, stack_from_notation
@@ -249,15 +250,17 @@ def _adapters(count: int, mb: float) -> Component:
 def test_a_striped_request_splits_over_the_adapters_that_carry_its_pieces():
     # 16 R0/2 groups striped with a 1 MiB inter-chunk, each behind its own 100 MB/s adapter, fast
     # drives: one 16 MiB read puts 1 MiB on every adapter at once, so one thread at QD1 takes
-    # L + 1 MiB / 100 MB/s per request (L: the host's and HBA's time), not L + 16 MiB / 100 MB/s
-    from storlab.model.costs import HBA_REQUEST_OVERHEAD_S, HOST_REQUEST_OVERHEAD_S
+    # L + 1 MiB / 100 MB/s per request (L: the host's, the HBA's and the controller's time, which
+    # the RAID 0 groups imply), not L + 16 MiB / 100 MB/s
+    from storlab.model.costs import CONTROLLER_REQUEST_LATENCY_S, HBA_REQUEST_OVERHEAD_S, HOST_REQUEST_OVERHEAD_S
     from storlab.model.predict import groups_touched
     fast = DriveType("fast", 10**12, 1e6, seq_read_bw_bytes=1e10, seq_write_bw_bytes=1e10)
     stack = stack_from_notation("R0/2", 512 * KiB, drive=fast, count=16, aggregate="stripe", inter_chunk_bytes=MiB,
                                 path=_adapters(16, 100))
     assert groups_touched(stack, 16 * MiB) == 16 and groups_touched(stack, MiB) == 1
     one = predict(stack, Workload("read", 16 * MiB, qd=1))
-    expected = 16 * MiB / (HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S + MiB / (100 * MB))
+    expected = 16 * MiB / (HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S + CONTROLLER_REQUEST_LATENCY_S
+                           + MiB / (100 * MB))
     assert one.bw_bytes == pytest.approx(expected, rel=1e-6)
     assert one.bw_bytes > 10 * 100 * MB          # not one adapter's rate
     # enough threads reach the sixteen adapters' 1,600 MB/s, never more
@@ -339,7 +342,8 @@ def test_drive_look_ahead_streams_a_sequential_read_over_the_stripe():
     stack = stack_from_notation("R5/5", 64 * KiB, drive=DRIVE)
     drive = Device.from_drive(stack.drive)
     assert drive.look_ahead and stack.drive.rotational
-    fixed = drive.latency_for(True)
+    # the drive's sequential time and the time of the controller its parity implies (costs.py)
+    fixed = drive.latency_for(True) + CONTROLLER_REQUEST_LATENCY_S
     ahead = predict(stack, Workload("read", 16 * KiB))
     assert ahead.iops == pytest.approx(1 / (fixed + 16 * KiB / (4 * DRIVE.seq_read_bw_bytes)), rel=1e-6)
     # the same drives without look-ahead: each request waits for its piece at one drive's rate
@@ -366,6 +370,31 @@ def test_a_bad_cache_table_names_the_key(table, words):
     with pytest.raises(StackError) as e:
         stack_from_dict(data)
     assert words in str(e.value) and "[cache]" in str(e.value)
+
+
+def test_the_implied_controller_acknowledges_writes_to_datasheet_drives():
+    # R5/9 of datasheet drives names no controller: the one its parity implies writes back, so a
+    # lone 4 KiB sequential write is acknowledged after the host's, the HBA's and the controller's
+    # time (costs.py: 0.27 ms, the Engenio write L), the drives draining behind
+    stack = stack_from_notation("R5/9", 128 * KiB, drive=DRIVE)
+    one = predict(stack, Workload("write", 4 * KiB))
+    assert one.iops == pytest.approx(1 / ARRAY_REQUEST_OVERHEAD_S, rel=0.01)
+    assert any("acknowledges writes" in a for a in one.assumptions)
+    # a lone random write no longer waits for its read-modify-write: the members' drain binds it
+    through = dataclasses.replace(stack, cache=ControllerCache(10**9, 1e15, 1e15, write_back=False))
+    rnd = Workload("randwrite", 4 * KiB)
+    assert predict(stack, rnd).iops > 1.5 * predict(through, rnd).iops
+    # reads pass the same controller, whose cache is not described: no hits, its time
+    read = Workload("read", 4 * KiB)
+    assert predict(stack, read).iops == pytest.approx(predict(through, read).iops, rel=1e-6)
+    # measured members (a profile, an array seen from its host) hold what was in front of them, and
+    # a stack that names its controller states its cache: neither implies one
+    measured = predict(stack, rnd, [dev()])
+    assert not any("acknowledges writes" in a for a in measured.assumptions)
+    named = dataclasses.replace(stack, path=Component("raid", kind="controller", groups=1))
+    assert not any("acknowledges writes" in a for a in predict(named, rnd).assumptions)
+    md = stack_from_notation("R5/9", 128 * KiB, drive=DRIVE, engine="md")
+    assert not any("acknowledges writes" in a for a in predict(md, rnd).assumptions)
 
 
 def test_a_cache_without_a_size_writes_through_or_reads_ahead_but_holds_no_working_set():

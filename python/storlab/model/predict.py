@@ -35,7 +35,17 @@ from dataclasses import dataclass
 from .costs import CONTROLLER_KINDS, CONTROLLER_REQUEST_LATENCY_S, HBA_REQUEST_OVERHEAD_S, HOST_REQUEST_OVERHEAD_S
 from .geometry import AlignmentReport, analyse_alignment, gathered_into_full_stripes, geometry_of
 from .queueing import Station, solve_closed
-from .stack import UNSTATED_CACHE_RATE, Component, ControllerCache, DriveType, Stack, StackError, count_groups, write_carried_groups
+from .stack import (
+    IMPLIED_WRITE_BACK,
+    UNSTATED_CACHE_RATE,
+    Component,
+    ControllerCache,
+    DriveType,
+    Stack,
+    StackError,
+    count_groups,
+    write_carried_groups,
+)
 
 __all__ = ["Device", "Workload", "ControllerCache", "ComponentCapacity", "Prediction", "predict",
            "WORKLOAD_PATTERNS", "MIRROR_READ_POLICIES", "member_name"]
@@ -70,7 +80,10 @@ class Device:
     (a spinning drive's read look-ahead, on unless the caching mode page's DRA bit is set: SCSI
     Block Commands; Ruemmler and Wilkes, "An Introduction to Disk Drive Modeling", 1994), so a
     sequential stream's next piece on it is in the buffer when the request arrives, if the drive
-    had the time. False for a rate limiter or a measured profile (what it measured holds it)."""
+    had the time. False for a rate limiter or a measured profile (what it measured holds it).
+    from_datasheet: a stack's drive type (Device.from_drive): its figures are the drive's own, so a
+    RAID controller the stack implies puts its write-back cache in front of it (predict). False for
+    a measured device or an array seen from its host, whose figures hold what was in front of them."""
     read_bw_bytes: float
     write_bw_bytes: float
     read_iops: float
@@ -83,6 +96,7 @@ class Device:
     parallelism: int = 1
     sequential_latency_s: float | None = None
     look_ahead: bool = False
+    from_datasheet: bool = False
 
     def __post_init__(self) -> None:
         for label in ("read_bw_bytes", "write_bw_bytes", "read_iops", "write_iops", "latency_s"):
@@ -111,7 +125,7 @@ class Device:
         return cls(drive.seq_read_bw_bytes, drive.seq_write_bw_bytes, drive.random_read_iops,
                    drive.random_write_iops, latency_s if latency_s is not None else 1.0 / drive.random_read_iops,
                    drive.name, sequential_latency_s=HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S,
-                   look_ahead=drive.rotational)
+                   look_ahead=drive.rotational, from_datasheet=True)
 
 
 @dataclass(frozen=True)
@@ -428,20 +442,29 @@ def _unloaded_parts(stack: Stack | None, cost: _RequestCost, workload: Workload,
             latency = HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S + cache.latency_s
         stages.append(request / (cache.write_bw_bytes if workload.is_write else cache.read_bw_bytes))
     stages += _path_transfer_times(stack, workload, cost, cache is not None)
-    controller = _implied_controller_time(stack, cache)
+    controller = _implied_controller_time(stack, cache, cost.members)
     return latency + _path_cpu_time(stack, workload) + controller, max(stages, default=0.0)
 
 
-def _implied_controller_time(stack: Stack | None, cache: ControllerCache | None) -> float:
-    """A controller cache is a controller's: where the stack names no controller (a RAID notation
-    given a --controller-cache), its requests still pass one, which takes the time every request
-    spends in an array controller when nothing states it (costs.CONTROLLER_REQUEST_LATENCY_S, as a
-    named controller does in _path_cpu_time). A cache that states its latency states it."""
-    if cache is None or cache.latency_s > 0:
+def _names_no_controller(stack: Stack) -> bool:
+    """No component of the stack's path is an array controller (a RAID notation such as R5/9)."""
+    root = stack.instances()
+    return root is None or not any(inst.template.raid_engine or inst.template.kind in CONTROLLER_KINDS
+                                   for inst in root.walk())
+
+
+def _implied_controller_time(stack: Stack | None, cache: ControllerCache | None, members: list[Device]) -> float:
+    """A controller cache is a controller's, and so is the parity of a RAID whose engine is a
+    controller: where the stack names no controller (a RAID notation such as R5/9, or one given a
+    --controller-cache), its requests still pass one, which takes the time every request spends in
+    an array controller when nothing states it (costs.CONTROLLER_REQUEST_LATENCY_S, as a named
+    controller does in _path_cpu_time). A cache that states its latency states it. Without a cache,
+    only in front of datasheet drives: measured members (a profile, an array seen from its host)
+    hold the time of what was in front of them; Linux md has no controller."""
+    if (stack is not None and not _names_no_controller(stack)) or (cache is not None and cache.latency_s > 0):
         return 0.0
-    root = None if stack is None else stack.instances()
-    if root is not None and any(inst.template.raid_engine or inst.template.kind in CONTROLLER_KINDS
-                                for inst in root.walk()):
+    if cache is None and (stack is None or stack.raid.engine != "controller"
+                          or not all(d.from_datasheet for d in members)):
         return 0.0
     return CONTROLLER_REQUEST_LATENCY_S
 
@@ -750,6 +773,15 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     assumptions: list[str] = []
     if cache is None and stack is not None:
         cache = stack.cache         # the stack's own [cache] component
+        datasheet = devices is None or all(d.from_datasheet for d in devices)
+        if (cache is None and workload.is_write and datasheet and stack.gathers_sequential_writes
+                and _names_no_controller(stack)):
+            # the controller of a RAID of datasheet drives, which the stack does not describe: it
+            # writes back by default (Stack.gathers_sequential_writes), acknowledging at its own time.
+            # Measured members (a profile, an array seen from its host) hold what was in front of them
+            cache = IMPLIED_WRITE_BACK
+            assumptions.append("the RAID controller's write-back cache, on by default and not described here, "
+                               "acknowledges writes and drains them to the drives (--write-through says it has none)")
     branches = _independent_branches(stack, cache, read_members)
     if branches is not None:
         return _predict_branches(stack, workload, devices, branches, cache, mirror_read)

@@ -351,9 +351,9 @@ class Stack:
         writes back by default (MegaRAID Storage Manager, the PERC family's: "WB: Write Back write
         policy (default)", write-through only while its battery is absent or charging), and the
         Engenio study advises to "coalesce smaller than even stripe width I/O's in write cache".
-        Only the gathering is taken from the undescribed cache: its size, latency and what it does
-        to random writes are not stated, so those stay as the drives serve them. Linux md computes
-        parity for each request in flight. A controller without a write-back cache is stated as
+        In front of datasheet drives the undescribed cache also acknowledges writes
+        (IMPLIED_WRITE_BACK, predict); its size is not stated. Linux md computes parity for each
+        request in flight. A controller without a write-back cache is stated as
         one: a [cache] table with write_back = false (plan perf --write-through)."""
         if self.cache is not None:
             return self.cache.write_back
@@ -420,6 +420,10 @@ _CACHE_KEYS = {"size", "bw", "read", "write", "iops", "latency", "write_back", "
 # A cache whose rates are not given serves at a rate that binds nothing: the path above it (the
 # host ports, the controller's own limits) then sets the rate of hits.
 UNSTATED_CACHE_RATE = 1e15
+# The cache of a RAID controller the stack implies but does not describe (a RAID notation such as
+# R5/9, parity by a controller): it writes back, as such a controller does by default
+# (Stack.gathers_sequential_writes); its size, rates and latency are not stated.
+IMPLIED_WRITE_BACK = ControllerCache(None, UNSTATED_CACHE_RATE, UNSTATED_CACHE_RATE)
 _DRIVE_KEYS = {"name", "capacity", "mtbf", "afr", "ber", "sector", "seq_read", "seq_write", "seq",
                "random_iops", "random_read_iops", "random_write_iops", "rotational"}
 _RAID_KEYS = {"layout", "drives", "chunk", "span_chunk", "count", "engine", "mttr", "rebuild_rate"}
