@@ -152,7 +152,8 @@ def model_for(case: StackCase, latency_s: float):
     path = None
     if case.shared_bps is not None:
         path = Component("bus", kind="link", read_bw_bytes=case.shared_bps, write_bw_bytes=case.shared_bps, groups=1)
-    return stack_from_notation(case.layout, BTRFS_STRIPE, drive=drive, path=path), devices
+    # btrfs computes its RAID in the kernel, as md does: no controller, no controller cache
+    return stack_from_notation(case.layout, BTRFS_STRIPE, drive=drive, path=path, engine="md"), devices
 
 
 def run_case(case: StackCase, seconds: float, latency_s: float) -> list[Row]:

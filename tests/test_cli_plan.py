@@ -197,6 +197,11 @@ def test_write_through_alone_says_the_controller_does_not_write_back(capsys):
     through = json.loads(out)["curve"][0]
     assert through["bw_bytes"] < gathered["bw_bytes"] / 2
     assert any("write-through" in a for a in through["assumptions"])
+    # the text curve prints what its points assume, each once
+    code, out, _ = run(capsys, *argv[:-1], "--rw", "write,randwrite")
+    assert code == 0
+    line = "  assumption: the RAID controller's write-back cache, on by default and not described here"
+    assert sum(1 for row in out.splitlines() if row.startswith(line)) == 1
 
 
 def test_the_cache_flags_reach_the_curve(capsys):

@@ -121,6 +121,8 @@ def curve_lines(points: Sequence[Any]) -> list[str]:
         w = p.workload
         out.append(f"  {w.rw:<9} {format_size(w.request_bytes):>9} {w.threads:>7} {w.qd:>5} {_rate_cells(p)} "
                    f"{ms(p.latency_tail_s):>9}  {p.limiting}")
+    # what the points assume (a cache's hits, the controller a RAID implies), each once
+    out += [f"  assumption: {a}" for a in dict.fromkeys(a for p in points for a in p.assumptions)]
     return out
 
 
