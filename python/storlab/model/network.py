@@ -69,6 +69,8 @@ def connection_kind(value: object) -> str | None:
     if value is not None and value not in CONNECTION_KINDS:
         raise ValueError(f"{value!r}; allowed: " + ", ".join(f"{k} ({v})" for k, v in CONNECTION_KINDS.items()))
     return None if value is None else str(value)
+
+
 # How a link holds a request to its rate. A wire serialises: a request's bytes take size / rate on
 # it, in series with the round trip. A token bucket (Linux tc's htb and tbf, tc-htb(8) and
 # tc-tbf(8); the cluster testbed's links) only meters: bytes pass at memory speed while tokens

@@ -325,8 +325,6 @@ def _apply_cache(cost: _RequestCost, workload: Workload, cache: ControllerCache,
             cost.served_by_cache = True
             assumptions.append("out-of-cache writes: acknowledged by the write-back cache, which drains at "
                                "the members' rate")
-            if not workload.is_random and _gather_full_stripes(cost):
-                assumptions.append("write-back coalesces sequential writes into full stripes")
     elif in_cache:
         cost.member_fraction = 0.0
         assumptions.append("in-cache reads: every read hits after the first pass")
@@ -453,20 +451,26 @@ def _names_no_controller(stack: Stack) -> bool:
                                    for inst in root.walk())
 
 
+def _implies_controller(stack: Stack | None, devices: list[Device] | None) -> bool:
+    """The stack's parity is a controller's that the stack does not name, in front of datasheet
+    drives (`devices` None: the stack's drive type). Measured members (a profile, an array seen from
+    its host) hold the time and the cache of what was in front of them; Linux md has no controller."""
+    return (stack is not None and stack.raid.engine == "controller"
+            and all(d.from_datasheet for d in devices or ()) and _names_no_controller(stack))
+
+
 def _implied_controller_time(stack: Stack | None, cache: ControllerCache | None, members: list[Device]) -> float:
     """A controller cache is a controller's, and so is the parity of a RAID whose engine is a
     controller: where the stack names no controller (a RAID notation such as R5/9, or one given a
     --controller-cache), its requests still pass one, which takes the time every request spends in
     an array controller when nothing states it (costs.CONTROLLER_REQUEST_LATENCY_S, as a named
-    controller does in _path_cpu_time). A cache that states its latency states it. Without a cache,
-    only in front of datasheet drives: measured members (a profile, an array seen from its host)
-    hold the time of what was in front of them; Linux md has no controller."""
-    if (stack is not None and not _names_no_controller(stack)) or (cache is not None and cache.latency_s > 0):
-        return 0.0
-    if cache is None and (stack is None or stack.raid.engine != "controller"
-                          or not all(d.from_datasheet for d in members)):
-        return 0.0
-    return CONTROLLER_REQUEST_LATENCY_S
+    controller does in _path_cpu_time). A cache that states its latency states it; without a cache,
+    only the controller of _implies_controller."""
+    if cache is None:
+        implied = _implies_controller(stack, members)
+    else:
+        implied = cache.latency_s == 0 and (stack is None or _names_no_controller(stack))
+    return CONTROLLER_REQUEST_LATENCY_S if implied else 0.0
 
 
 def _path_cpu_time(stack: Stack | None, workload: Workload) -> float:
@@ -773,12 +777,9 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     assumptions: list[str] = []
     if cache is None and stack is not None:
         cache = stack.cache         # the stack's own [cache] component
-        datasheet = devices is None or all(d.from_datasheet for d in devices)
-        if (cache is None and workload.is_write and datasheet and stack.gathers_sequential_writes
-                and _names_no_controller(stack)):
-            # the controller of a RAID of datasheet drives, which the stack does not describe: it
-            # writes back by default (Stack.gathers_sequential_writes), acknowledging at its own time.
-            # Measured members (a profile, an array seen from its host) hold what was in front of them
+        if cache is None and workload.is_write and _implies_controller(stack, devices):
+            # the controller the stack does not describe writes back by default
+            # (Stack.gathers_sequential_writes), acknowledging at its own time
             cache = IMPLIED_WRITE_BACK
             assumptions.append("the RAID controller's write-back cache, on by default and not described here, "
                                "acknowledges writes and drains them to the drives (--write-through says it has none)")
@@ -790,9 +791,13 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     if cache is not None:
         cap, why = _apply_cache(cost, workload, cache, assumptions)
         resources.append(("cache", "cache", cap, why))
-    elif (stack is not None and stack.gathers_sequential_writes and workload.is_write and not workload.is_random
-          and _gather_full_stripes(cost)):
-        assumptions.append("the RAID controller's write-back cache, on by default and not described here, gathers "
+    # a write-back cache (the one given, or the undescribed one of a RAID controller) gathers a
+    # sequential stream's writes into full stripes before they reach the members
+    gathers = cache.write_back if cache is not None else stack is not None and stack.gathers_sequential_writes
+    if (gathers and workload.is_write and not workload.is_random and cost.member_fraction > 0
+            and _gather_full_stripes(cost)):
+        assumptions.append("write-back coalesces sequential writes into full stripes" if cache is not None else
+                           "the RAID controller's write-back cache, on by default and not described here, gathers "
                            "sequential writes into full stripes (a [cache] table with write_back = false says it "
                            "has none)")
     members = _member_capacities(cost, workload)
