@@ -5,13 +5,16 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from storlab.model.costs import DRIVE_REORDER_DEPTH, reordered_positioning_fraction
 from storlab.model.performance import METRICS, SHARING_MODES, mixed_iops, performance_of, with_cap_chain
 from storlab.model.stack import Component, DriveType, load_stack, stack_from_notation
 
 K, M = 1024, 1024 * 1024
 MB = 10**6
 STACKS = Path(__file__).resolve().parents[1] / "examples" / "stacks"
-S, R = 100 * MB, 200.0          # per-drive sequential bytes/s and random IOPS
+S, R = 100 * MB, 200.0          # per-drive sequential bytes/s and random IOPS (one request at a time)
+# the random ceilings are with each spinning drive's queue as deep as it reorders: R x G
+G = 1 / reordered_positioning_fraction(DRIVE_REORDER_DEPTH)
 DRIVE = DriveType("test", capacity_bytes=10**12, mtbf_h=1e6, seq_read_bw_bytes=S, seq_write_bw_bytes=S,
                   random_read_iops=R, random_write_iops=R)
 
@@ -33,15 +36,26 @@ def test_ostep_table(layout, seq_read, seq_write, random_read, random_write):
     report = perf(layout)
     assert report.value("seq_read") == pytest.approx(seq_read)
     assert report.value("seq_write") == pytest.approx(seq_write)
-    assert report.value("random_read") == pytest.approx(random_read)
-    assert report.value("random_write") == pytest.approx(random_write)
+    assert report.value("random_read") == pytest.approx(random_read * G)
+    assert report.value("random_write") == pytest.approx(random_write * G)
     assert all(m.limiting == "drives" for m in report.metrics.values())
+    # the textbook figure, one request at a time on each drive, is printed beside it
+    assert f"one request at a time {random_read:,.0f} IOPS" in report.metrics["random_read"].drives_note
+
+
+def test_random_ceilings_of_drives_that_do_not_reorder_are_the_textbook_figures():
+    ssd = DriveType("ssd", capacity_bytes=10**12, mtbf_h=1e6, seq_read_bw_bytes=S, seq_write_bw_bytes=S,
+                    random_read_iops=R, random_write_iops=R, rotational=False)
+    report = performance_of(stack_from_notation("R5/4", 64 * K, drive=ssd))
+    assert report.value("random_read") == pytest.approx(4 * R)
+    assert report.value("random_write") == pytest.approx(R)
+    assert report.metrics["random_read"].drives_note == ""
 
 
 def test_groups_multiply():
     # RAID x0 with G groups = G x group value: R60/6/18 = 3 x (4 data drives)
     assert perf("R60/6/18").value("seq_read") == pytest.approx(12 * S)
-    assert perf("R60/6/18").value("random_write") == pytest.approx(18 * R / 6)
+    assert perf("R60/6/18").value("random_write") == pytest.approx(18 * R * G / 6)
 
 
 def test_partial_stripe_writes_cost_bandwidth():

@@ -551,3 +551,24 @@ def test_a_request_pays_the_cpu_time_of_one_branch_not_of_both():
     p = predict(stack, Workload("randread", 4 * KiB, qd=1), [d])
     # (a device's own latency is seen from the host: it holds the host's and the HBA's time)
     assert p.latency_mean_s == pytest.approx(0.001 + CONTROLLER_REQUEST_LATENCY_S, rel=1e-3)
+
+
+def test_a_datasheet_spinning_drive_reorders_its_queue_and_a_measured_device_keeps_what_it_measured():
+    # a datasheet drive's IOPS are one request at a time; queued deeper it serves the soonest
+    # first (costs.reordered_positioning_fraction). A measured device (a profile, an array seen from
+    # its host) reorders nothing more: its figures already hold its queueing
+    from storlab.model.costs import DRIVE_REORDER_DEPTH
+    drive = Device.from_drive(DRIVE)
+    assert drive.reorder_depth == DRIVE_REORDER_DEPTH
+    ssd = Device.from_drive(DriveType("ssd", 10**12, 1e6, random_read_iops=50_000, rotational=False))
+    assert ssd.reorder_depth == 1
+    measured = dataclasses.replace(drive, reorder_depth=1, from_datasheet=False)
+    rates = {qd: (predict(None, Workload("randread", 4 * KiB, qd=qd), [drive]).iops,
+                  predict(None, Workload("randread", 4 * KiB, qd=qd), [measured]).iops) for qd in (1, 4, 16)}
+    assert rates[1][0] == pytest.approx(rates[1][1])
+    assert rates[1][0] < rates[4][0] < rates[16][0] < 2.5 * rates[1][0]
+    assert rates[16][1] == pytest.approx(rates[1][1], rel=0.01)
+    # sequential pieces need no positioning: nothing to reorder
+    seq = [predict(None, Workload("read", MiB, qd=qd), [drive]).bw_bytes for qd in (1, 16)]
+    seq_measured = [predict(None, Workload("read", MiB, qd=qd), [measured]).bw_bytes for qd in (1, 16)]
+    assert seq == pytest.approx(seq_measured)

@@ -7,6 +7,7 @@ import math
 import os
 
 import pytest
+from storlab.model.costs import reordered_positioning_fraction
 from storlab.model.predict import Device, Workload, predict
 from storlab.model.queueing import Station, solve_closed
 from storlab.model.stack import DriveType, load_stack, stack_from_notation
@@ -102,7 +103,12 @@ def test_spinning_drive_random_reads_are_seek_bound_and_sequential_reads_stream(
     seq = predict(stack, Workload("read", 1 << 20, qd=8))
     rnd = predict(stack, Workload("randread", 4096, qd=64))
     assert seq.bw_bytes == pytest.approx(4 * 150e6, rel=0.01)
-    assert rnd.iops < 4 * 80 and rnd.iops > 0.8 * 4 * 80
+    # one request at a time: below four drives' stated 80 IOPS (each request also transfers)
+    alone = predict(stack, Workload("randread", 4096, qd=1))
+    assert 0.9 * 80 < alone.iops < 80
+    # 64 outstanding put 16 on each drive, which serves the soonest first: more than the stated
+    # IOPS, at most what 16 queued allow
+    assert 4 * 80 < rnd.iops < 4 * 80 / reordered_positioning_fraction(16)
     assert math.isfinite(rnd.latency_tail_s)
 
 
@@ -158,3 +164,31 @@ def test_a_wait_beside_the_requests_own_transfer_is_hidden_up_to_the_overlap():
 def test_the_overlap_must_be_part_of_the_delay():
     with pytest.raises(ValueError, match="overlap"):
         solve_closed([Station("s", 0.01)], 0.001, 2, overlap_s=0.002)
+
+
+# --- a station that reorders its queue (a spinning drive's rotational position ordering) ----------
+
+def test_a_reordering_station_alone_is_the_plain_station_at_one_request():
+    plain = Station("drive", 0.0127)
+    reordering = Station("drive", 0.0127, positioning_s=0.0125, reorder_depth=32)
+    assert solve_closed([reordering], 0.001, 1).throughput == pytest.approx(solve_closed([plain], 0.001, 1).throughput)
+
+
+def test_a_reordering_station_serves_faster_the_more_it_holds_and_stops_at_its_depth():
+    d, p = 0.0127, 0.0125
+    st = Station("drive", d, positioning_s=p, reorder_depth=32)
+    x = {n: solve_closed([st], 0.0, n).throughput for n in (1, 2, 4, 16, 32, 64, 256)}
+    # it chooses among those left when one finishes: with two outstanding, the other one alone
+    assert x[2] == pytest.approx(x[1])
+    assert all(x[a] < x[b] for a, b in ((2, 4), (4, 16), (16, 32)))
+    # with no delay every request waits at the drive: n - 1 left to choose from when one finishes
+    assert x[16] == pytest.approx(1 / (d - p * (1 - reordered_positioning_fraction(15))), rel=0.01)
+    # beyond its depth it chooses among 32 at most: its capacity, never more
+    assert x[256] == pytest.approx(st.capacity, rel=1e-6)
+    assert x[64] <= st.capacity * (1 + 1e-9)
+    assert st.capacity == pytest.approx(1 / (d - p * (1 - reordered_positioning_fraction(32))))
+
+
+def test_a_station_that_does_not_reorder_ignores_its_queue():
+    st = Station("limiter", 0.01, positioning_s=0.01, reorder_depth=1)
+    assert solve_closed([st], 0.0, 64).throughput == pytest.approx(100.0)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable
 
 from ..errors import UserError
+from .costs import DRIVE_REORDER_DEPTH, reordered_positioning_fraction
 from .geometry import AlignmentReport, Geometry, analyse_alignment, gathered_into_full_stripes, geometry_of
 from .stack import MAX_COMPONENT_DEPTH, Component, ComponentInstance, Stack, StackError, write_carried_groups
 
@@ -48,6 +49,7 @@ class DriveLevelRates:
     random_write_iops: float
     seq_write: AlignmentReport
     random_write: AlignmentReport
+    reorder_gain: float = 1.0       # random IOPS of a drive queued as deep as it reorders / its stated IOPS
 
     def value(self, metric: str) -> float:
         return {"seq_read": self.seq_read_bw_bytes, "seq_write": self.seq_write_bw_bytes,
@@ -68,13 +70,17 @@ def drive_level_rates(stack: Stack, geometry: Geometry, seq_request_bytes: int, 
     seq_write = min(data_total * drive.seq_write_bw_bytes,
                     drives_total * drive.seq_write_bw_bytes / seq.write_amplification)
     readers = drives_total - (groups * layout.level.parity_drives if layout.level.dedicated_parity else 0)
-    random_read = readers * drive.random_read_iops / rnd.disk_reads_per_read
-    random_write = drives_total * drive.random_write_iops / rnd.disk_ops_per_write
+    # a spinning drive's stated IOPS are one request at a time; the most it serves is with its
+    # queue as deep as it reorders (costs.reordered_positioning_fraction; predict's curve)
+    gain = 1.0 / reordered_positioning_fraction(DRIVE_REORDER_DEPTH) if drive.rotational else 1.0
+    read_iops, write_iops = drive.random_read_iops * gain, drive.random_write_iops * gain
+    random_read = readers * read_iops / rnd.disk_reads_per_read
+    random_write = drives_total * write_iops / rnd.disk_ops_per_write
     if layout.level.dedicated_parity:
         # each stripe write reads and writes its group's one parity drive (OSTEP: RAID 4 = R / 2)
         parity_drive_ops_per_request = 2 * rnd.stripe_writes_per_request
-        random_write = min(random_write, groups * drive.random_write_iops / parity_drive_ops_per_request)
-    return DriveLevelRates(seq_read, seq_write, random_read, random_write, seq, rnd)
+        random_write = min(random_write, groups * write_iops / parity_drive_ops_per_request)
+    return DriveLevelRates(seq_read, seq_write, random_read, random_write, seq, rnd, gain)
 
 
 def mixed_iops(read_iops: float, write_iops: float, read_fraction: float) -> float:
@@ -116,6 +122,7 @@ class MetricResult:
     # lockstep only: what the paths carry with independent streams, when more than `value`
     unequal_paths_value: float | None = None
     note: str = ""                  # both figures in words, when unequal_paths_value is set
+    drives_note: str = ""           # how the drives' figure is reached (command reordering), in words
 
 
 @dataclass(frozen=True)
@@ -329,4 +336,12 @@ def performance_of(stack: Stack, seq_request_bytes: int | None = None, random_re
                                       drives.random_write.write_amplification,
                                       drives.random_write.disk_ops_per_write, random_request_bytes, mode),
     }
+    if drives.reorder_gain != 1.0:
+        # the conventional figure too: each drive at its stated IOPS, one request at a time
+        for key in ("random_read", "random_write"):
+            m = metrics[key]
+            why = (f"{DRIVE_REORDER_DEPTH} requests queued at each drive, which it reorders: x{drives.reorder_gain:.1f} "
+                   f"its stated IOPS; one request at a time {m.value / drives.reorder_gain:,.0f} IOPS at most "
+                   f"(docs/model.md, \"Command reordering\"; the curve, --qd, shows the depth between)")
+            metrics[key] = replace(m, drives_note=why)
     return PerfReport(stack.name, stack.raid.layout.text, mode, seq_request, random_request_bytes, drives, metrics)

@@ -32,7 +32,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .costs import CONTROLLER_KINDS, CONTROLLER_REQUEST_LATENCY_S, HBA_REQUEST_OVERHEAD_S, HOST_REQUEST_OVERHEAD_S
+from .costs import (
+    CONTROLLER_KINDS,
+    CONTROLLER_REQUEST_LATENCY_S,
+    DRIVE_REORDER_DEPTH,
+    HBA_REQUEST_OVERHEAD_S,
+    HOST_REQUEST_OVERHEAD_S,
+    reordered_positioning_fraction,
+)
 from .geometry import AlignmentReport, analyse_alignment, gathered_into_full_stripes, geometry_of
 from .queueing import Station, solve_closed
 from .stack import (
@@ -83,7 +90,11 @@ class Device:
     had the time. False for a rate limiter or a measured profile (what it measured holds it).
     from_datasheet: a stack's drive type (Device.from_drive): its figures are the drive's own, so a
     RAID controller the stack implies puts its write-back cache in front of it (predict). False for
-    a measured device or an array seen from its host, whose figures hold what was in front of them."""
+    a measured device or an array seen from its host, whose figures hold what was in front of them.
+    reorder_depth: how many queued random requests it chooses among, serving first the one it
+    reaches soonest (a spinning drive's rotational position ordering, costs.DRIVE_REORDER_DEPTH):
+    its positioning time (1 / IOPS) shrinks as its queue grows. 1: it serves in arrival order, or
+    what it measured already holds its queueing (a profile, an array seen from its host)."""
     read_bw_bytes: float
     write_bw_bytes: float
     read_iops: float
@@ -97,6 +108,7 @@ class Device:
     sequential_latency_s: float | None = None
     look_ahead: bool = False
     from_datasheet: bool = False
+    reorder_depth: int = 1
 
     def __post_init__(self) -> None:
         for label in ("read_bw_bytes", "write_bw_bytes", "read_iops", "write_iops", "latency_s"):
@@ -105,6 +117,8 @@ class Device:
                 raise StackError(f"device {self.name!r}: {label} must be a positive finite number, got {value!r}")
         if self.parallelism < 1:
             raise StackError(f"device {self.name!r}: parallelism must be at least 1, got {self.parallelism!r}")
+        if self.reorder_depth < 1:
+            raise StackError(f"device {self.name!r}: reorder_depth must be at least 1, got {self.reorder_depth!r}")
         if self.sequential_latency_s is not None and not (self.sequential_latency_s >= 0
                                                           and math.isfinite(self.sequential_latency_s)):
             raise StackError(f"device {self.name!r}: sequential_latency_s must be a finite time >= 0")
@@ -121,11 +135,13 @@ class Device:
         which is the service time of a drive that serves one request at a time (a spinning
         drive's seek and rotation, costs.random_service_s). A request of a sequential stream
         needs no seek: its fixed time is the host's per-request overhead (costs.py). A spinning
-        drive reads ahead of a sequential stream (look_ahead)."""
+        drive reads ahead of a sequential stream (look_ahead) and reorders the random requests queued
+        at it (reorder_depth): its IOPS are those of one request at a time."""
         return cls(drive.seq_read_bw_bytes, drive.seq_write_bw_bytes, drive.random_read_iops,
                    drive.random_write_iops, latency_s if latency_s is not None else 1.0 / drive.random_read_iops,
                    drive.name, sequential_latency_s=HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S,
-                   look_ahead=drive.rotational, from_datasheet=True)
+                   look_ahead=drive.rotational, from_datasheet=True,
+                   reorder_depth=DRIVE_REORDER_DEPTH if drive.rotational else 1)
 
 
 @dataclass(frozen=True)
@@ -202,8 +218,10 @@ class _MemberLoad:
     write_bytes: float
 
 
-def _member_capacity(device: Device, load: _MemberLoad, sequential: bool) -> tuple[float, str]:
-    """Host requests/s this member can carry, and the limit that binds."""
+def _member_capacity(device: Device, load: _MemberLoad, sequential: bool) -> tuple[float, str, float]:
+    """Host requests/s this member can carry with one request at a time, the limit that binds, and
+    the share of its time per host request that is positioning (seek and rotation: what reordering
+    its queue shortens; 0 where its limits are kept per direction or a sequential piece needs none)."""
     ops = 0.0 if sequential and not device.counts_every_request else 1.0
     terms = [("read IOPS", ops * load.read_ops / device.read_iops),
              ("write IOPS", ops * load.write_ops / device.write_iops),
@@ -219,9 +237,10 @@ def _member_capacity(device: Device, load: _MemberLoad, sequential: bool) -> tup
         write_t = combine(terms[1][1], terms[3][1])
         total = read_t + write_t
         why = "time (reads and writes share it)"
-        return (math.inf if total == 0 else 1.0 / total), why
+        positioning = 0.0 if sequential or total == 0 else (terms[0][1] + terms[1][1]) / total
+        return (math.inf if total == 0 else 1.0 / total), why, positioning
     busiest = max(terms, key=lambda t: t[1])
-    return (math.inf if busiest[1] == 0 else 1.0 / busiest[1]), busiest[0]
+    return (math.inf if busiest[1] == 0 else 1.0 / busiest[1]), busiest[0], 0.0
 
 
 @dataclass
@@ -362,8 +381,29 @@ def _serving(cost: _RequestCost, workload: Workload) -> float:
     return float(len(cost.members)) if workload.is_write else cost.serving_read
 
 
-def _member_capacities(cost: _RequestCost, workload: Workload) -> list[tuple[str, str, float, str]]:
-    """Each member's capacity in host requests/s, the work of a request spread evenly."""
+@dataclass(frozen=True)
+class _Reordering:
+    """A member that reorders its queue: its capacity with one request at a time, the share of its
+    time that is positioning, and how deep it reorders."""
+    alone_capacity: float
+    positioning_fraction: float
+    depth: int
+
+
+def _member_ops_in_flight(cost: _RequestCost, workload: Workload) -> float:
+    """Member operations one host request has in flight at once: its pieces for a read; for a write
+    its reads, then its writes (a read-modify-write), at once otherwise."""
+    if workload.is_write:
+        return max(1.0, cost.write_reads, cost.write_ops - cost.write_reads)
+    return max(1.0, cost.pieces)
+
+
+def _member_capacities(cost: _RequestCost, workload: Workload,
+                       reordering: dict[str, _Reordering] | None = None) -> list[tuple[str, str, float, str]]:
+    """Each member's capacity in host requests/s, the work of a request spread evenly; a member that
+    reorders its queue with as many queued as the workload could ever put on it (every outstanding
+    request's operations; the queueing network finds how many it holds: predict's rate is never
+    above it), recorded in `reordering`."""
     if cost.member_fraction == 0:
         return []
     count, fraction, request = len(cost.members), cost.member_fraction, workload.request_bytes
@@ -386,8 +426,17 @@ def _member_capacities(cost: _RequestCost, workload: Workload) -> list[tuple[str
             # pieces), so the volume's rate is at most its capacity / share
             share = cost.read_shares[i] * serving
             member_load = _MemberLoad(load.read_ops * share, 0.0, load.read_bytes * share, 0.0)
-        cap, why = _member_capacity(device, member_load, not workload.is_random)
-        out.append((member_name(i, device, count), "member", cap, why))
+        cap, why, positioning = _member_capacity(device, member_load, not workload.is_random)
+        name = member_name(i, device, count)
+        if device.reorder_depth > 1 and positioning > 0 and math.isfinite(cap):
+            queued = min(device.reorder_depth, workload.outstanding * _member_ops_in_flight(cost, workload))
+            if reordering is not None:
+                reordering[name] = _Reordering(cap, positioning, device.reorder_depth)
+            if queued > 1:
+                fraction = reordered_positioning_fraction(queued, depth=device.reorder_depth)
+                cap = cap / (1.0 - positioning * (1.0 - fraction))
+                why += f", {queued:.3g} queued reordered (seek and rotation x {fraction:.2f})"
+        out.append((name, "member", cap, why))
     return out
 
 
@@ -508,12 +557,25 @@ def _reading_members(cost: _RequestCost, workload: Workload) -> list[Device]:
 
 def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, workload: Workload,
               member_parallelism: dict[str, int], servers_of: dict[str, int],
-              fans_of: dict[str, int]) -> list[Station]:
+              fans_of: dict[str, int], reordering: dict[str, _Reordering] | None = None) -> list[Station]:
     """The queueing stations of the network: the bottleneck resource only (the others are crossed
     below their limit and, streaming, overlap with it: their time is in the unloaded delay). A
     member set that small requests reach one member at a time is one station per member (each
     request queues at the member it lands on); a striped request that keeps every member busy
-    queues once, at the slowest. Rate limiters (queues=False) are no stations."""
+    queues once, at the slowest. Rate limiters (queues=False) are no stations. A member that
+    reorders its queue is a station of its demand with one request at a time, whose positioning
+    shortens as its queue grows (queueing.Station)."""
+    reordering = reordering or {}
+
+    def member_station(station_name: str, member: str, cap: float, servers: int, members_per_request: float) -> Station:
+        how = reordering.get(member)
+        if how is None or servers != 1:
+            return Station(station_name, servers / cap, servers)
+        demand = 1.0 / how.alone_capacity
+        # each request queued at the station puts this many operations on each of its members
+        per_request = _member_ops_in_flight(cost, workload) / max(1.0, members_per_request)
+        return Station(station_name, demand, 1, demand * how.positioning_fraction, how.depth, per_request)
+
     finite = [r for r in resources if math.isfinite(r[2])]
     if not finite:
         return []
@@ -529,7 +591,7 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
             servers = member_parallelism.get(name)
             return [] if servers is None else [Station(name, servers / cap, servers)]
         if spread <= 1.0 and len(members) > 1:
-            return [Station(n, member_parallelism[n] / c, member_parallelism[n]) for n, _, c, _ in members]
+            return [member_station(n, n, c, member_parallelism[n], 1.0) for n, _, c, _ in members]
         # a request forks over `spread` members and joins at the slowest: the member set works as
         # members / spread independent groups, each at the pace of the slowest member and each
         # visited by 1 / groups of the requests (so each one's demand is 1 / the set's capacity)
@@ -537,8 +599,8 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
         if servers is None:
             return []
         groups = max(1, round(len(members) / max(1.0, spread)))
-        return [Station(name if groups == 1 else f"{name} (stripe group {g + 1} of {groups})",
-                        servers / cap, servers) for g in range(groups)]
+        return [member_station(name if groups == 1 else f"{name} (stripe group {g + 1} of {groups})",
+                               name, cap, servers, spread) for g in range(groups)]
     servers = servers_of.get(name, 1)
     # a request whose pieces cross `fan` of the equal instances at once uses them together (a
     # fork-join over the stripe): servers / fan such teams, each busy (servers / fan) / cap per
@@ -657,7 +719,8 @@ def _bound_devices(stack: Stack | None, stations: list[Station], member_names: s
     per_device = [dataclasses.replace(st, servers=st.servers // k) for st in others]
     if members:
         keep = members[:max(1, len(members) // k)]
-        per_device += [dataclasses.replace(st, demand_s=st.demand_s * k) for st in keep]
+        per_device += [dataclasses.replace(st, demand_s=st.demand_s * k, positioning_s=st.positioning_s * k)
+                       for st in keep]
     return [per_device] * k
 
 
@@ -800,14 +863,15 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
                            "the RAID controller's write-back cache, on by default and not described here, gathers "
                            "sequential writes into full stripes (a [cache] table with write_back = false says it "
                            "has none)")
-    members = _member_capacities(cost, workload)
+    reordering: dict[str, _Reordering] = {}
+    members = _member_capacities(cost, workload, reordering)
     resources += members
     servers_of: dict[str, int] = {}
     fans_of: dict[str, int] = {}
     resources += _path_capacities(stack, workload, cost, cache is not None, servers_of, fans_of)
     count = len(cost.members)
     parallelism = {member_name(i, d, count): d.parallelism for i, d in enumerate(cost.members) if d.queues}
-    stations = _stations(resources, cost, workload, parallelism, servers_of, fans_of)
+    stations = _stations(resources, cost, workload, parallelism, servers_of, fans_of, reordering)
     fixed, transfer = _unloaded_parts(stack, cost, workload, cache)
     unloaded = fixed + transfer
     # a thread's time between requests is a delay of the closed network like the unloaded latency

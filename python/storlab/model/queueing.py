@@ -24,6 +24,14 @@ cores) uses Seidmann's approximation: a queue of demand D / c plus a pure delay 
 exact at n = 1 and for n -> infinity. Hand-checkable cases: at n = 1, X = 1 / (Z + sum D);
 as n grows, X -> c / D_max, the bottleneck's capacity (never above it).
 
+A station that reorders its queue (a spinning drive's rotational position ordering) serves a
+request faster the more it can choose from: `positioning_s` of its demand (seek and rotation) is
+shortened to costs.reordered_positioning_fraction(q) of itself, q the requests it chooses among
+(at most `reorder_depth`). By the arrival theorem a request that finishes there leaves the queue an
+arrival sees with one customer fewer, so at population n the station chooses among
+max(1, Q_k(n - 1)): the demand at n is D_k - P_k (1 - f(Q_k(n - 1))); exact at n = 1, and as n
+grows the capacity tends to c / (D_k - P_k (1 - f(depth))).
+
 The tail estimate: with the queueing time of the busiest station exponential (M/M/1-like), the
 p-th percentile response time is Z + sum D + W_max * ln(1 / (1 - p)), W_max the mean wait at the
 busiest station: a mean and the 99th percentile from one formula; for deterministic service (a
@@ -34,6 +42,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .costs import reordered_positioning_fraction
+
 __all__ = ["Station", "NetworkSolution", "solve_closed", "TAIL_PERCENTILE", "MAX_CUSTOMERS"]
 
 TAIL_PERCENTILE = 0.99
@@ -43,21 +53,48 @@ MAX_CUSTOMERS = 1_000_000      # MVA walks n = 1..N; beyond this the asymptote i
 @dataclass(frozen=True)
 class Station:
     """One queueing centre: its demand per request (seconds of service one host request needs
-    there, visits included) and how many requests it serves at once."""
+    there, visits included) and how many requests it serves at once. positioning_s: the part of the
+    demand that a station reordering its queue shortens (a spinning drive's seek and rotation);
+    reorder_depth: how many queued requests it chooses among (1: in arrival order);
+    reorder_per_request: how many of those each request queued at the station brings (a team of
+    drives that a request's operations cross: its operations on each drive)."""
     name: str
     demand_s: float
     servers: int = 1
+    positioning_s: float = 0.0
+    reorder_depth: int = 1
+    reorder_per_request: float = 1.0    # requests it chooses among per request queued at the station
 
     def __post_init__(self) -> None:
         if not (self.demand_s >= 0 and math.isfinite(self.demand_s)):
             raise ValueError(f"station {self.name!r}: demand must be a finite non-negative time")
         if self.servers < 1:
             raise ValueError(f"station {self.name!r}: servers must be at least 1")
+        if not 0 <= self.positioning_s <= self.demand_s:
+            raise ValueError(f"station {self.name!r}: positioning must be a part of the demand")
+        if self.reorder_depth < 1 or not self.reorder_per_request > 0:
+            raise ValueError(f"station {self.name!r}: reorder depth must be at least 1, and a request bring some")
+
+    @property
+    def reorders(self) -> bool:
+        return self.reorder_depth > 1 and self.positioning_s > 0
+
+    def demand_choosing_among(self, queued: float) -> float:
+        """Its demand when it chooses among `queued` requests (the demand itself if it does not reorder)."""
+        if not self.reorders:
+            return self.demand_s
+        fraction = reordered_positioning_fraction(queued * self.reorder_per_request, depth=self.reorder_depth)
+        return self.demand_s - self.positioning_s * (1.0 - fraction)
+
+    def capacity_with(self, customers: int) -> float:
+        """Requests per second it serves when never idle with at most `customers` in the network."""
+        demand = self.demand_choosing_among(customers)
+        return math.inf if demand == 0 else self.servers / demand
 
     @property
     def capacity(self) -> float:
-        """Requests per second it serves when never idle."""
-        return math.inf if self.demand_s == 0 else self.servers / self.demand_s
+        """Requests per second it serves when never idle (queued as deep as it reorders)."""
+        return self.capacity_with(self.reorder_depth)
 
 
 @dataclass(frozen=True)
@@ -92,9 +129,13 @@ def solve_closed(stations: list[Station], delay_s: float, customers: int, overla
         waits = sum(ri - d for ri, (_, d) in zip(r, queueing))
         return extra_delay + sum(r) - min(overlap_s, waits)
 
-    capacity = min((s.capacity for s in stations), default=math.inf)
+    capacity = min((s.capacity_with(customers) for s in stations), default=math.inf)
     busiest = max(range(len(queueing)), key=lambda i: queueing[i][1], default=None)
+    reordering = any(s.reorders for s in stations)
     for n in range(1, n_max + 1):
+        if reordering:
+            # a reordering station serves faster the more it chooses among (see the module's text)
+            queueing = [(s, s.demand_choosing_among(q[i]) / s.servers) for i, (s, _) in enumerate(queueing)]
         r = [d * (1.0 + q[i]) for i, (_, d) in enumerate(queueing)]
         cycle = cycle_of(r)
         x = n / cycle if cycle > 0 else math.inf
@@ -111,7 +152,7 @@ def solve_closed(stations: list[Station], delay_s: float, customers: int, overla
     if not math.isfinite(x):
         return NetworkSolution(customers, math.inf, 0.0, 0.0, {s.name: 0.0 for s in stations},
                                {s.name: 0.0 for s in stations}, "")
-    utilisation = {s.name: min(1.0, x * s.demand_s / s.servers) for s in stations}
+    utilisation = {s.name: min(1.0, x * d) for s, d in queueing}
     queue_length = {s.name: x * r[i] + x * s.demand_s * (s.servers - 1) / s.servers
                     for i, s in enumerate(stations)}
     response = customers / x

@@ -155,8 +155,9 @@ def perf_lines(stack: Any, report: Any, points: Sequence[Any], warnings: Sequenc
         fmt = mb if metric.unit == "bytes/s" else (lambda v: f"{v:,.0f} IOPS")
         out.append(f"  {metric.metric:<13} {fmt(metric.value):>16}   drives alone {fmt(metric.drives_value)}; "
                    f"limited by {metric.limiting}")
-        if metric.note:
-            out.append(f"      {metric.note}")
+        for note in (metric.drives_note, metric.note):
+            if note:
+                out.append(f"      {note}")
         for c in metric.components:
             if c.capacity is None:
                 continue

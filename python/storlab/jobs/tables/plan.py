@@ -161,9 +161,10 @@ DRIVE_OPTIONS: tuple[Option, ...] = (
                 unit="bytes/s", metavar="RATE", category="drive"),
     command_row("drive_write", "rate", "drive sequential write rate (default: the read rate)", minimum=1,
                 unit="bytes/s", metavar="RATE", category="drive"),
-    command_row("drive_iops", "count", "drive random read IOPS (and write, unless --drive-write-iops)",
+    command_row("drive_iops", "count", "drive random read IOPS, one request at a time (and write, unless "
+                "--drive-write-iops); a spinning drive serves more with a deeper queue, which it reorders",
                 minimum=1, metavar="N", category="drive"),
-    command_row("drive_write_iops", "count", "drive random write IOPS", minimum=1, metavar="N",
+    command_row("drive_write_iops", "count", "drive random write IOPS, one request at a time", minimum=1, metavar="N",
                 category="drive"),
     command_row("ssd", "bool", "non-rotational drives (scheduler none)", default=False, category="drive"),
 )
