@@ -75,3 +75,15 @@ def test_inventory_validation():
         Inventory(DRIVE, 12, 12)
     with pytest.raises(StackError, match="unknown RAID level 7"):
         Inventory(DRIVE, 12, 12, levels=(7,), mttr_h=10)
+
+
+def test_random_iops_are_sized_one_request_at_a_time_on_each_drive():
+    # a spinning drive serves more with a deeper queue (plan perf's ceiling), but a layout is sized
+    # as a spreadsheet sizes it: R5/12 random reads = 12 x 100, writes = 12 x 100 / 4
+    result = recommend(Inventory(DRIVE, 12, 12, levels=(5,), chunks=(64 * K,), rebuild_rate_bytes=50e6),
+                       Needs(request_bytes=1024 * K))
+    r5 = next(c for c in result.pareto if c.description.startswith("R5/12,"))
+    assert r5.scores["random_read_iops"] == pytest.approx(1200)
+    assert r5.scores["random_write_iops"] == pytest.approx(300)
+    assert not recommend(Inventory(DRIVE, 12, 12, levels=(5,), chunks=(64 * K,), rebuild_rate_bytes=50e6),
+                         Needs(random_read_iops=1300)).feasible

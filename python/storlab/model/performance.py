@@ -123,6 +123,8 @@ class MetricResult:
     unequal_paths_value: float | None = None
     note: str = ""                  # both figures in words, when unequal_paths_value is set
     drives_note: str = ""           # how the drives' figure is reached (command reordering), in words
+    one_at_a_time_value: float | None = None   # random metrics of drives that reorder: the value with one
+                                               # request at a time on each drive (the textbook figure)
 
 
 @dataclass(frozen=True)
@@ -343,5 +345,6 @@ def performance_of(stack: Stack, seq_request_bytes: int | None = None, random_re
             why = (f"{DRIVE_REORDER_DEPTH} requests queued at each drive, which it reorders: x{drives.reorder_gain:.1f} "
                    f"its stated IOPS; one request at a time {m.value / drives.reorder_gain:,.0f} IOPS at most "
                    f"(docs/model.md, \"Command reordering\"; the curve, --qd, shows the depth between)")
-            metrics[key] = replace(m, drives_note=why)
+            metrics[key] = replace(m, drives_note=why,
+                                   one_at_a_time_value=min(m.value, m.drives_value / drives.reorder_gain))
     return PerfReport(stack.name, stack.raid.layout.text, mode, seq_request, random_request_bytes, drives, metrics)

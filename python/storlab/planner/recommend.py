@@ -23,7 +23,7 @@ from ..model.advice import DEFAULT_REBUILD_RATE_BYTES, PlanWarning, stack_warnin
 from ..model.geometry import capacity_of, is_power_of_two
 from ..model.kvcache import KvLoad, predict_kvcache
 from ..model.notation import MAX_MIRROR_COPIES, RAID_LEVELS, parse_raid
-from ..model.performance import performance_of
+from ..model.performance import MetricResult, performance_of
 from ..model.quantities import HOURS_PER_YEAR
 from ..model.reliability import reliability_of
 from ..model.stack import Component, DriveType, Stack, StackError, stack_from_notation
@@ -210,6 +210,11 @@ def _candidates(inventory: Inventory) -> list[tuple[Stack, str, int]]:
     return out
 
 
+def _sizing_iops(metric: MetricResult) -> float:
+    """A random metric as recommend sizes it: one request at a time on each drive."""
+    return metric.value if metric.one_at_a_time_value is None else metric.one_at_a_time_value
+
+
 def _score(stack: Stack, needs: Needs) -> tuple[dict[str, float], float]:
     perf = performance_of(stack, seq_request_bytes=needs.request_bytes, random_request_bytes=needs.random_request_bytes)
     reliability = reliability_of(stack)
@@ -217,8 +222,10 @@ def _score(stack: Stack, needs: Needs) -> tuple[dict[str, float], float]:
         "usable_bytes": float(capacity_of(stack).usable_bytes),
         "seq_read_bw_bytes": perf.value("seq_read"),
         "seq_write_bw_bytes": perf.value("seq_write"),
-        "random_read_iops": perf.value("random_read"),
-        "random_write_iops": perf.value("random_write"),
+        # sized as a spreadsheet sizes them: one request at a time on each drive (a deeper queue,
+        # which a spinning drive reorders, serves more: plan perf --qd shows how much)
+        "random_read_iops": _sizing_iops(perf.metrics["random_read"]),
+        "random_write_iops": _sizing_iops(perf.metrics["random_write"]),
         "mttdl_h": reliability.mttdl_h,
     }
     return scores, reliability.annual_loss_probability
