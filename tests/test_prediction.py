@@ -10,7 +10,7 @@ from storlab.cli.main import main
 from storlab.jobs.job import resolve_job
 from storlab.measure.prediction import measured_value, predict_for_run
 from storlab.measure.runner import run_job
-from storlab.model.costs import CONTROLLER_REQUEST_LATENCY_S
+from storlab.model.costs import CONTROLLER_REQUEST_LATENCY_S, DRIVE_REORDER_DEPTH, reordered_positioning_fraction
 
 MB = 10**6
 KiB = 1024
@@ -54,6 +54,18 @@ def r5_stack(tmp_path):
     return str(path)
 
 
+# The same drives serving their queue in arrival order (not spinning: no rotational position
+# ordering), so the random figures below are the closed forms worked out by hand
+R5_FCFS_STACK = R5_STACK.replace('random_iops = 100\n', 'random_iops = 100\nrotational = false\n')
+
+
+@pytest.fixture
+def r5_fcfs_stack(tmp_path):
+    path = tmp_path / "r5-fcfs.toml"
+    path.write_text(R5_FCFS_STACK)
+    return str(path)
+
+
 @pytest.fixture
 def r5_write_through_stack(tmp_path):
     """The same stack whose controller is said to write through: nothing gathers partial stripes."""
@@ -85,12 +97,17 @@ def test_sequential_read_is_capped_by_the_adapter_which_is_named(r5_stack):
     assert phase["measured_as"] == {"quantity": "bw_bytes", "directions": ["read"]}
 
 
-def test_stack_figures_at_the_runs_request_size(r5_stack):
+def test_stack_figures_at_the_runs_request_size(r5_stack, r5_fcfs_stack):
+    fcfs = predict_for_run(r5_fcfs_stack, job("randread", 4 * KiB, qd=32))["predicted"]
+    assert fcfs["rand_read_iops"] == pytest.approx(900)
+    assert fcfs["rand_write_iops"] == pytest.approx(225)
+    # spinning drives reorder up to 32 queued requests: the random ceilings are that much higher
     m = predict_for_run(r5_stack, job("randread", 4 * KiB, qd=32))
     p = m["predicted"]
+    gain = 1 / reordered_positioning_fraction(DRIVE_REORDER_DEPTH)
     assert p["seq_read_bw_bytes"] == pytest.approx(1000 * MB)
-    assert p["rand_read_iops"] == pytest.approx(900)
-    assert p["rand_write_iops"] == pytest.approx(225)
+    assert p["rand_read_iops"] == pytest.approx(900 * gain)
+    assert p["rand_write_iops"] == pytest.approx(225 * gain)
     assert p["limiting"]["seq_read_bw_bytes"] == "host/adapter"
     assert p["limiting"]["rand_read_iops"] == "drives"
     s = m["stack"]
@@ -130,7 +147,8 @@ def test_a_controller_gathers_partial_stripe_sequential_writes_by_default(r5_sta
     assert phase["limiting_component"] == "host/adapter"
 
 
-def test_random_rates_and_the_concurrency_bound(r5_stack):
+def test_random_rates_and_the_concurrency_bound(r5_fcfs_stack):
+    r5_stack = r5_fcfs_stack
     # 32 requests in flight over 9 equal drives, each request one drive visit: the balanced closed
     # network's throughput N / (N + K - 1) x 1 / D = 32 / 40 x 900 = 720 IOPS (Lazowska et al.,
     # "Quantitative System Performance", 1984, balanced job bounds); the 70 us host overhead per
@@ -154,7 +172,17 @@ def test_random_rates_and_the_concurrency_bound(r5_stack):
     assert one_write["value"] == pytest.approx(1 / (0.020 + CONTROLLER_REQUEST_LATENCY_S), rel=0.01)
 
 
-def test_mixed_random_is_the_harmonic_mix(r5_stack):
+def test_spinning_drives_that_reorder_serve_more_than_the_closed_form_of_arrival_order(r5_stack):
+    # 32 in flight over 9 spinning drives, each holding about 3.5 to choose from: above the 720
+    # IOPS of drives serving in arrival order, below the 900 x (the gain of 32 queued) ceiling
+    deep = predict_for_run(r5_stack, job("randread", 4 * KiB, qd=32))["phases"][0]
+    assert 720 * 1.2 < deep["value"] < 900 / reordered_positioning_fraction(DRIVE_REORDER_DEPTH)
+    one = predict_for_run(r5_stack, job("randread", 4 * KiB, qd=1))["phases"][0]
+    assert one["value"] == pytest.approx(1 / (0.010 + CONTROLLER_REQUEST_LATENCY_S), rel=0.01)
+
+
+def test_mixed_random_is_the_harmonic_mix(r5_fcfs_stack):
+    r5_stack = r5_fcfs_stack
     phase = predict_for_run(r5_stack, job("randrw", 4 * KiB, qd=32, rwmix_read=70))["phases"][0]
     assert phase["metric"] == "rand_mixed_iops"
     r, w = phase["by_direction"]["read"]["value"], phase["by_direction"]["write"]["value"]
@@ -256,7 +284,7 @@ def test_a_stack_cache_meets_the_runs_size(tmp_path):
     # 800e6 / 4096 = 195,312 IOPS once enough are in flight: each also spends the cache's
     # controller's 0.2 ms, so 128 of them), one over 100 GiB reaches the drives
     path = tmp_path / "cached.toml"
-    no_adapter = R5_STACK.split("[[component]]")[0]     # the drives and the RAID only
+    no_adapter = R5_FCFS_STACK.split("[[component]]")[0]     # the drives and the RAID only
     path.write_text(no_adapter + '[cache]\nsize = "1GiB"\nbw = "800MB/s"\n')
     small = predict_for_run(str(path), job("randread", 4 * KiB, threads=4, qd=32, size=64 << 20))["phases"][0]
     assert small["value"] == pytest.approx(800e6 / 4096, rel=1e-4) and small["limiting_component"] == "cache"
