@@ -29,8 +29,10 @@ request faster the more it can choose from: `positioning_s` of its demand (seek 
 shortened to costs.reordered_positioning_fraction(q) of itself, q the requests it chooses among
 (at most `reorder_depth`). By the arrival theorem a request that finishes there leaves the queue an
 arrival sees with one customer fewer, so at population n the station chooses among
-max(1, Q_k(n - 1)): the demand at n is D_k - P_k (1 - f(Q_k(n - 1))); exact at n = 1, and as n
-grows the capacity tends to c / (D_k - P_k (1 - f(depth))).
+max(1, Q_k(n - 1)) requests, each bringing `reorder_per_request` to choose among (a team of drives
+that a request's operations cross: its operations on each): the demand at n is
+D_k - P_k (1 - f(Q_k(n - 1) r_k)); exact at n = 1, and as n grows the capacity tends to
+c / (D_k - P_k (1 - f(depth))).
 
 The tail estimate: with the queueing time of the busiest station exponential (M/M/1-like), the
 p-th percentile response time is Z + sum D + W_max * ln(1 / (1 - p)), W_max the mean wait at the
@@ -131,11 +133,15 @@ def solve_closed(stations: list[Station], delay_s: float, customers: int, overla
 
     capacity = min((s.capacity_with(customers) for s in stations), default=math.inf)
     busiest = max(range(len(queueing)), key=lambda i: queueing[i][1], default=None)
-    reordering = any(s.reorders for s in stations)
+    # a reordering station serves faster the more it chooses among (see the module's text), up to
+    # the queue at which it chooses among as many as it reorders; past it, its demand is fixed
+    deepest = [s.reorder_depth / s.reorder_per_request if s.reorders else 0.0 for s in stations]
+    reordering = [i for i, s in enumerate(stations) if s.reorders]
     for n in range(1, n_max + 1):
         if reordering:
-            # a reordering station serves faster the more it chooses among (see the module's text)
-            queueing = [(s, s.demand_choosing_among(q[i]) / s.servers) for i, (s, _) in enumerate(queueing)]
+            for i in reordering:
+                queueing[i] = (stations[i], stations[i].demand_choosing_among(q[i]) / stations[i].servers)
+            reordering = [i for i in reordering if q[i] < deepest[i]]
         r = [d * (1.0 + q[i]) for i, (_, d) in enumerate(queueing)]
         cycle = cycle_of(r)
         x = n / cycle if cycle > 0 else math.inf
