@@ -142,3 +142,26 @@ def test_the_cluster_is_removed_when_its_holder_is_interrupted(sig):
         p.kill()
     assert rc == 128 + sig
     assert set(leftovers()) - before == set()
+
+
+def test_a_program_ended_by_sigterm_inside_a_cluster_leaves_no_namespace():
+    # a benchmark or test stopped by `timeout` while its cluster lives: SIGTERM tears the cluster
+    # down as it does during the build, not only in the holder's command line
+    before = set(leftovers())
+    program = ("import sys, time\n"
+               "sys.path[:0] = ['tests']\n"
+               "from testbed.cluster import Cluster, Fabric\n"
+               "with Cluster(['n1', 'n2'], [Fabric('storage', None, {})]) as c:\n"
+               "    print(c.tag, flush=True)\n"
+               "    time.sleep(60)\n")
+    p = subprocess.Popen([sys.executable, "-c", program], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        tag = p.stdout.readline().strip()
+        assert tag, p.stderr.read()
+        assert set(leftovers()) - before, "the cluster was not there while it lived"
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+    finally:
+        p.kill()
+    assert set(leftovers()) - before == set()

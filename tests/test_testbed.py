@@ -174,3 +174,37 @@ def test_the_cli_removes_its_stack_when_interrupted(signum):
     with open("/proc/mounts") as f:
         assert workdir not in f.read()
     assert workdir not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+
+
+@pytest.mark.root
+@pytest.mark.loop
+def test_a_program_ended_by_sigterm_inside_a_testbed_leaves_nothing():
+    # a benchmark stopped by `timeout` left its btrfs mount and loop devices: SIGTERM killed Python
+    # without unwinding `with Testbed()`. While a testbed lives, SIGTERM raises SystemExit instead
+    _skip_without_testbed()
+    root = Path(__file__).resolve().parents[1]
+    program = ("import sys, time\n"
+               "sys.path[:0] = ['tests']\n"
+               "from testbed import Testbed\n"
+               "with Testbed() as bed:\n"
+               "    members = bed.add_devices(2, 160 << 20)\n"
+               "    mnt = bed.btrfs(members, 'raid1')\n"
+               "    print(bed.workdir, flush=True)\n"
+               "    time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", program], cwd=root, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    workdir = proc.stdout.readline().strip()
+    assert workdir and os.path.isdir(workdir), proc.stderr.read() if proc.poll() is not None else workdir
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert not os.path.exists(workdir)
+    with open("/proc/mounts") as f:
+        assert workdir not in f.read()
+    assert workdir not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    # a testbed that ends normally gives SIGTERM back its handler of before
+    before = signal.getsignal(signal.SIGTERM)
+    with Testbed():
+        if before is signal.SIG_DFL:
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -88,19 +88,37 @@ class Testbed:
         self.buses: dict[str, SharedBus] = {}
         self.children: list[subprocess.Popen] = []
         self._cgroup_made = False
+        self._term_handler_before = None
 
     # -- lifetime -------------------------------------------------------------------------------
     def __enter__(self) -> "Testbed":
+        # SIGTERM (a timeout, a job scheduler) would end the process without unwinding this block,
+        # leaving its loop devices and mounts: while it lives and nothing else handles SIGTERM, the
+        # signal raises SystemExit here, and __exit__ tears down
+        if _main_thread() and signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            self._term_handler_before = signal.signal(signal.SIGTERM, _exit_on_term)
         try:
             self.throttle.create()
         except FileExistsError:
+            self._restore_term_handler()
             raise TestbedError(f"cgroup {self.throttle.path} exists; a previous testbed was not removed "
                                f"(rmdir it, or pass another name)") from None
+        except BaseException:
+            self._restore_term_handler()
+            raise
         self._cgroup_made = True
         return self
 
+    def _restore_term_handler(self) -> None:
+        if self._term_handler_before is not None:
+            signal.signal(signal.SIGTERM, self._term_handler_before)
+            self._term_handler_before = None
+
     def __exit__(self, *exc) -> None:
-        self.teardown()
+        try:
+            self.teardown()
+        finally:
+            self._restore_term_handler()
 
     def teardown(self) -> list[str]:
         """Remove everything, in reverse order; every step is tried, the problems are returned."""
@@ -288,6 +306,10 @@ class Testbed:
         if child.returncode != 0:
             raise TestbedError(f"storlab {' '.join(argv)}: exit {child.returncode}: {err.strip()[-400:]}")
         return json.loads(out.read_text())
+
+
+def _exit_on_term(signum, frame):   # noqa: ARG001 - a signal handler's signature
+    raise SystemExit(128 + signum)
 
 
 def _main_thread() -> bool:

@@ -114,6 +114,7 @@ class Cluster:
         self.run_dir = RUN_ROOT / self.tag
         self.helper = self.run_dir / "bootstrap-exec"
         self._made: list[tuple[str, str]] = []      # (kind, name), in the order made, removed in reverse
+        self._term_handler_before = None            # SIGTERM's handler before the cluster, while it lives
 
     # -- names ------------------------------------------------------------------------------------
     def netns(self, node: str) -> str:
@@ -153,18 +154,29 @@ class Cluster:
             signal.signal(signal.SIGTERM, _raise_interrupt)   # a SIGTERM mid-build still tears down
         except ValueError:                                     # not the main thread: leave it
             previous = None
+        # where nothing else handled SIGTERM, it keeps tearing down while the cluster lives (a
+        # program ended by `timeout` would otherwise leave its namespaces): restored in __exit__
+        keep = previous is signal.SIG_DFL
         try:
             self._build()
         except BaseException:
             self.close()
-            raise
-        finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
+            raise
+        if keep:
+            self._term_handler_before = previous
+        elif previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         return self
 
     def __exit__(self, *exc) -> None:
-        self.close()
+        try:
+            self.close()
+        finally:
+            if self._term_handler_before is not None:
+                signal.signal(signal.SIGTERM, self._term_handler_before)
+                self._term_handler_before = None
 
     def _build(self) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
