@@ -572,3 +572,21 @@ def test_a_datasheet_spinning_drive_reorders_its_queue_and_a_measured_device_kee
     seq = [predict(None, Workload("read", MiB, qd=qd), [drive]).bw_bytes for qd in (1, 16)]
     seq_measured = [predict(None, Workload("read", MiB, qd=qd), [measured]).bw_bytes for qd in (1, 16)]
     assert seq == pytest.approx(seq_measured)
+
+
+def test_random_writes_behind_write_back_drain_at_the_drives_rate_whatever_the_host_keeps_outstanding():
+    # the implied controller's write-back cache acknowledges; out of cache the host waits for a free
+    # slot while the controller destages many stripes at once: R5/9's nine drives at 80 IOPS each,
+    # four operations per 4 KiB write (read data and parity, write both), 9 x 80 / 4 = 180 at QD1
+    stack = stack_from_notation("R5/9", 64 * KiB, drive=DRIVE)
+    one = predict(stack, Workload("randwrite", 4 * KiB, qd=1))
+    per_op = 1 / DRIVE.random_write_iops + 4 * KiB / DRIVE.seq_write_bw_bytes
+    assert one.iops == pytest.approx(9 / (4 * per_op), rel=1e-6)
+    assert one.limiting.startswith("member[")
+    # write-through: each write's read-modify-write in series, then the drives' queues
+    write_through = ControllerCache(None, 1e12, 1e12, write_back=False)
+    assert predict(stack, Workload("randwrite", 4 * KiB, qd=1), cache=write_through).iops < one.iops / 3
+    # deeper, each drive holds more to reorder: more, never above the ceiling
+    from storlab.model.performance import performance_of
+    deep = predict(stack, Workload("randwrite", 4 * KiB, qd=64))
+    assert one.iops < deep.iops <= performance_of(stack, random_request_bytes=4 * KiB).value("random_write")

@@ -398,12 +398,13 @@ def _member_ops_in_flight(cost: _RequestCost, workload: Workload) -> float:
     return max(1.0, cost.pieces)
 
 
-def _member_capacities(cost: _RequestCost, workload: Workload,
-                       reordering: dict[str, _Reordering] | None = None) -> list[tuple[str, str, float, str]]:
+def _member_capacities(cost: _RequestCost, workload: Workload, reordering: dict[str, _Reordering] | None = None,
+                       written_share: float = 1.0) -> list[tuple[str, str, float, str]]:
     """Each member's capacity in host requests/s, the work of a request spread evenly; a member that
     reorders its queue with as many queued as the workload could ever put on it (every outstanding
     request's operations; the queueing network finds how many it holds: predict's rate is never
-    above it), recorded in `reordering`."""
+    above it), recorded in `reordering`. Random writes drained behind a write-back cache reach
+    `written_share` of the members (separate devices with fewer threads than devices)."""
     if cost.member_fraction == 0:
         return []
     count, fraction, request = len(cost.members), cost.member_fraction, workload.request_bytes
@@ -429,13 +430,21 @@ def _member_capacities(cost: _RequestCost, workload: Workload,
         cap, why, positioning = _member_capacity(device, member_load, not workload.is_random)
         name = member_name(i, device, count)
         if device.reorder_depth > 1 and positioning > 0 and math.isfinite(cap):
-            queued = min(device.reorder_depth, workload.outstanding * _member_ops_in_flight(cost, workload))
+            in_flight = workload.outstanding * _member_ops_in_flight(cost, workload)
+            if cost.served_by_cache and workload.is_random:
+                # drained behind a write-back cache, no queueing network finds the member's queue
+                # (_stations): the operations in flight spread evenly over the members written
+                in_flight = max(1.0, in_flight / (count * written_share))
+            queued = min(device.reorder_depth, in_flight)
             if reordering is not None:
                 reordering[name] = _Reordering(cap, positioning, device.reorder_depth)
             if queued > 1:
                 fraction = reordered_positioning_fraction(queued, depth=device.reorder_depth)
                 cap = cap / (1.0 - positioning * (1.0 - fraction))
                 why += f", {queued:.3g} queued reordered (seek and rotation x {fraction:.2f})"
+        if cost.served_by_cache and workload.is_random and written_share < 1.0:
+            # the volume's capacity: only the members of the devices the threads write drain
+            cap *= written_share
         out.append((name, "member", cap, why))
     return out
 
@@ -583,6 +592,12 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
     if kind == "member":
         members = [r for r in finite if r[1] == "member" and r[0] in member_parallelism]
         if not members:
+            return []
+        if cost.served_by_cache and workload.is_random:
+            # random writes a write-back cache acknowledges: the host waits for a free cache slot, not
+            # in the members' queues; with the cache full of dirty stripes the controller destages
+            # many at once and keeps every member busy, so the members bound the rate by their
+            # capacity (a component of the prediction), whatever the host keeps outstanding
             return []
         spread = cost.write_ops if workload.is_write else cost.pieces
         if not workload.is_random:
@@ -864,7 +879,11 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
                            "sequential writes into full stripes (a [cache] table with write_back = false says it "
                            "has none)")
     reordering: dict[str, _Reordering] = {}
-    members = _member_capacities(cost, workload, reordering)
+    # separate devices (aggregate none) with fewer threads than devices: thread i writes device i
+    written_share = 1.0
+    if stack is not None and stack.volume.aggregate == "none" and stack.raid.devices > workload.threads:
+        written_share = workload.threads / stack.raid.devices
+    members = _member_capacities(cost, workload, reordering, written_share)
     resources += members
     servers_of: dict[str, int] = {}
     fans_of: dict[str, int] = {}
