@@ -590,3 +590,8 @@ def test_random_writes_behind_write_back_drain_at_the_drives_rate_whatever_the_h
     from storlab.model.performance import performance_of
     deep = predict(stack, Workload("randwrite", 4 * KiB, qd=64))
     assert one.iops < deep.iops <= performance_of(stack, random_request_bytes=4 * KiB).value("random_write")
+
+
+def test_a_device_refuses_a_reorder_depth_below_one():
+    with pytest.raises(StackError, match="reorder_depth"):
+        dataclasses.replace(Device.from_drive(DRIVE), reorder_depth=0)

@@ -192,3 +192,10 @@ def test_a_reordering_station_serves_faster_the_more_it_holds_and_stops_at_its_d
 def test_a_station_that_does_not_reorder_ignores_its_queue():
     st = Station("limiter", 0.01, positioning_s=0.01, reorder_depth=1)
     assert solve_closed([st], 0.0, 64).throughput == pytest.approx(100.0)
+
+
+def test_a_station_refuses_a_positioning_beyond_its_demand_or_a_depth_below_one():
+    with pytest.raises(ValueError, match="positioning"):
+        Station("drive", 0.01, positioning_s=0.02, reorder_depth=32)
+    with pytest.raises(ValueError, match="reorder depth"):
+        Station("drive", 0.01, positioning_s=0.005, reorder_depth=0)

@@ -208,3 +208,23 @@ def test_a_program_ended_by_sigterm_inside_a_testbed_leaves_nothing():
         if before is signal.SIG_DFL:
             assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+@pytest.mark.root
+@pytest.mark.loop
+def test_a_testbed_that_cannot_start_gives_sigterm_back():
+    # its cgroup is left from an earlier testbed: the refusal restores SIGTERM's handler of before
+    _skip_without_testbed()
+    from testbed import TestbedError
+    name = f"storlab-testbed-restart-{os.getpid()}"
+    earlier, again = Testbed(name=name), Testbed(name=name)
+    earlier.throttle.create()
+    try:
+        before = signal.getsignal(signal.SIGTERM)
+        with pytest.raises(TestbedError, match="exists"):
+            again.__enter__()
+        assert signal.getsignal(signal.SIGTERM) is before
+    finally:
+        earlier.throttle.remove()
+        again.teardown()
+        earlier.teardown()

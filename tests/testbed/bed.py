@@ -95,7 +95,7 @@ class Testbed:
         # SIGTERM (a timeout, a job scheduler) would end the process without unwinding this block,
         # leaving its loop devices and mounts: while it lives and nothing else handles SIGTERM, the
         # signal raises SystemExit here, and __exit__ tears down
-        if _main_thread() and signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        if _main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
             self._term_handler_before = signal.signal(signal.SIGTERM, _exit_on_term)
         try:
             self.throttle.create()

@@ -13,6 +13,7 @@ __all__ = ["HOST_REQUEST_OVERHEAD_S", "HBA_REQUEST_OVERHEAD_S", "ARRAY_REQUEST_O
            "CONTROLLER_REQUEST_LATENCY_S", "CONTROLLER_KINDS",
            "NEARLINE_SEEK_S", "NEARLINE_RPM", "ENTERPRISE_SEEK_S", "ENTERPRISE_RPM", "rotation_s",
            "random_service_s", "SINGLE_TRACK_SEEK_S", "DRIVE_REORDER_DEPTH", "reordered_positioning_fraction",
+           "reordered_time",
            "GIGE_PAYLOAD_BYTES", "FC2_PAYLOAD_BYTES", "write_penalty", "FILE_OPEN_S"]
 
 # The host's own time per request: system call, block layer, driver submit and completion. The
@@ -140,6 +141,13 @@ def reordered_positioning_fraction(queued: float, seek_s: float = NEARLINE_SEEK_
         return f_low
     f_high = _expected_soonest(low + 1, seek_s, rpm, single_track_s) / alone
     return f_low + (q - low) * (f_high - f_low)
+
+
+def reordered_time(time_s: float, positioning_s: float, queued: float, depth: int = DRIVE_REORDER_DEPTH) -> float:
+    """A drive's time per request, `positioning_s` of it seek and rotation, when it chooses among
+    `queued` requests (reordered_positioning_fraction): the one formula of the queueing station and
+    of a member's capacity."""
+    return time_s - positioning_s * (1.0 - reordered_positioning_fraction(queued, depth=depth))
 
 
 def write_penalty(level: int, copies: int = 2) -> int:

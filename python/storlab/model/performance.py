@@ -342,9 +342,9 @@ def performance_of(stack: Stack, seq_request_bytes: int | None = None, random_re
         # the conventional figure too: each drive at its stated IOPS, one request at a time
         for key in ("random_read", "random_write"):
             m = metrics[key]
+            one = min(m.value, m.drives_value / drives.reorder_gain)
             why = (f"{DRIVE_REORDER_DEPTH} requests queued at each drive, which it reorders: x{drives.reorder_gain:.1f} "
-                   f"its stated IOPS; one request at a time {m.value / drives.reorder_gain:,.0f} IOPS at most "
+                   f"its stated IOPS; one request at a time {one:,.0f} IOPS at most "
                    f"(docs/model.md, \"Command reordering\"; the curve, --qd, shows the depth between)")
-            metrics[key] = replace(m, drives_note=why,
-                                   one_at_a_time_value=min(m.value, m.drives_value / drives.reorder_gain))
+            metrics[key] = replace(m, drives_note=why, one_at_a_time_value=one)
     return PerfReport(stack.name, stack.raid.layout.text, mode, seq_request, random_request_bytes, drives, metrics)

@@ -39,6 +39,7 @@ from .costs import (
     HBA_REQUEST_OVERHEAD_S,
     HOST_REQUEST_OVERHEAD_S,
     reordered_positioning_fraction,
+    reordered_time,
 )
 from .geometry import AlignmentReport, analyse_alignment, gathered_into_full_stripes, geometry_of
 from .queueing import Station, solve_closed
@@ -398,7 +399,7 @@ def _member_ops_in_flight(cost: _RequestCost, workload: Workload) -> float:
     return max(1.0, cost.pieces)
 
 
-def _member_capacities(cost: _RequestCost, workload: Workload, reordering: dict[str, _Reordering] | None = None,
+def _member_capacities(cost: _RequestCost, workload: Workload, reordering: dict[str, _Reordering],
                        written_share: float = 1.0) -> list[tuple[str, str, float, str]]:
     """Each member's capacity in host requests/s, the work of a request spread evenly; a member that
     reorders its queue with as many queued as the workload could ever put on it (every outstanding
@@ -436,11 +437,10 @@ def _member_capacities(cost: _RequestCost, workload: Workload, reordering: dict[
                 # (_stations): the operations in flight spread evenly over the members written
                 in_flight = max(1.0, in_flight / (count * written_share))
             queued = min(device.reorder_depth, in_flight)
-            if reordering is not None:
-                reordering[name] = _Reordering(cap, positioning, device.reorder_depth)
+            reordering[name] = _Reordering(cap, positioning, device.reorder_depth)
             if queued > 1:
+                cap = 1.0 / reordered_time(1.0 / cap, positioning / cap, queued, device.reorder_depth)
                 fraction = reordered_positioning_fraction(queued, depth=device.reorder_depth)
-                cap = cap / (1.0 - positioning * (1.0 - fraction))
                 why += f", {queued:.3g} queued reordered (seek and rotation x {fraction:.2f})"
         if cost.served_by_cache and workload.is_random and written_share < 1.0:
             # the volume's capacity: only the members of the devices the threads write drain

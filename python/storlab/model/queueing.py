@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .costs import reordered_positioning_fraction
+from .costs import reordered_time
 
 __all__ = ["Station", "NetworkSolution", "solve_closed", "TAIL_PERCENTILE", "MAX_CUSTOMERS"]
 
@@ -85,8 +85,8 @@ class Station:
         """Its demand when it chooses among `queued` requests (the demand itself if it does not reorder)."""
         if not self.reorders:
             return self.demand_s
-        fraction = reordered_positioning_fraction(queued * self.reorder_per_request, depth=self.reorder_depth)
-        return self.demand_s - self.positioning_s * (1.0 - fraction)
+        return reordered_time(self.demand_s, self.positioning_s, queued * self.reorder_per_request,
+                              self.reorder_depth)
 
     def capacity_with(self, customers: int) -> float:
         """Requests per second it serves when never idle with at most `customers` in the network."""
