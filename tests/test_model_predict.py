@@ -580,8 +580,8 @@ def test_random_writes_behind_write_back_drain_at_the_drives_rate_whatever_the_h
     # four operations per 4 KiB write (read data and parity, write both), 9 x 80 / 4 = 180 at QD1
     stack = stack_from_notation("R5/9", 64 * KiB, drive=DRIVE)
     one = predict(stack, Workload("randwrite", 4 * KiB, qd=1))
-    per_op = 1 / DRIVE.random_write_iops + 4 * KiB / DRIVE.seq_write_bw_bytes
-    assert one.iops == pytest.approx(9 / (4 * per_op), rel=1e-6)
+    # a 4 KiB operation takes the data sheet's 1 / IOPS, its transfer included (they were taken at 4 KiB)
+    assert one.iops == pytest.approx(9 * DRIVE.random_write_iops / 4, rel=1e-6)
     assert one.limiting.startswith("member[")
     # write-through: each write's read-modify-write in series, then the drives' queues
     write_through = ControllerCache(None, 1e12, 1e12, write_back=False)
@@ -595,3 +595,56 @@ def test_random_writes_behind_write_back_drain_at_the_drives_rate_whatever_the_h
 def test_a_device_refuses_a_reorder_depth_below_one():
     with pytest.raises(StackError, match="reorder_depth"):
         dataclasses.replace(Device.from_drive(DRIVE), reorder_depth=0)
+
+
+def test_a_datasheet_iops_figure_holds_its_4k_transfer():
+    # data sheets state random IOPS with 4 KiB requests: a 4 KiB random read alone takes 1 / IOPS,
+    # a 64 KiB one its positioning (1 / IOPS less 4 KiB's transfer) plus 64 KiB's transfer
+    from storlab.model.costs import DATASHEET_IOPS_REQUEST_BYTES
+    assert DATASHEET_IOPS_REQUEST_BYTES == 4 * KiB
+    drive = Device.from_drive(DRIVE)
+    assert predict(None, Workload("randread", 4 * KiB), [drive]).iops == pytest.approx(DRIVE.random_read_iops)
+    positioning = 1 / DRIVE.random_read_iops - 4 * KiB / DRIVE.seq_read_bw_bytes
+    assert predict(None, Workload("randread", 64 * KiB), [drive]).iops == pytest.approx(
+        1 / (positioning + 64 * KiB / DRIVE.seq_read_bw_bytes))
+    # an SSD at its data sheet's depth reaches its stated IOPS, not IOPS less a transfer on top
+    ssd = DriveType("ssd", 10**12, 1e6, seq_read_bw_bytes=500 * MB, random_read_iops=75_000, rotational=False)
+    deep = predict(None, Workload("randread", 4 * KiB, qd=32), [Device.from_drive(ssd)])
+    assert deep.iops == pytest.approx(75_000, rel=0.01)
+    # figures whose IOPS x 4 KiB exceed the bandwidth still leave each request a fixed time
+    odd = Device.from_drive(dataclasses.replace(ssd, random_read_iops=200_000))
+    assert odd.positioning_s(write=False) == pytest.approx(0.01 / 200_000)
+
+
+def test_an_ssd_with_a_stated_latency_serves_iops_x_latency_at_once():
+    # a data sheet's 80 us QD1 read latency and 75,000 IOPS at depth: six requests at once
+    # (Little's law), each 80 us alone; a 1 MiB read alone spreads over every channel at the
+    # device's bandwidth, not over one sixth of it
+    ssd = DriveType("ssd", 10**12, 1e6, seq_read_bw_bytes=500 * MB, random_read_iops=75_000, rotational=False,
+                    read_latency_s=80e-6)
+    device = Device.from_drive(ssd)
+    assert device.parallelism == 6 and device.reorder_depth == 1
+    rates = {qd: predict(None, Workload("randread", 4 * KiB, qd=qd), [device]) for qd in (1, 2, 32)}
+    assert rates[1].iops == pytest.approx(1 / 80e-6)
+    # two at once nearly double it (the multi-server approximation queues a little: within 5 %)
+    assert 0.95 * 2 / 80e-6 <= rates[2].iops <= 2 / 80e-6
+    assert 0.97 * 75_000 <= rates[32].iops <= 75_000 * (1 + 1e-9)
+    big = predict(None, Workload("randread", MiB), [device])
+    assert big.iops == pytest.approx(1 / (80e-6 - 4 * KiB / (500 * MB) + MiB / (500 * MB)))
+    # the same bandwidth through a device of six units read one request at a time as before: a
+    # measured profile's parallelism serves a large request at the whole bandwidth too
+    profile_like = dataclasses.replace(device, from_datasheet=False)
+    assert predict(None, Workload("read", MiB), [profile_like]).bw_bytes == pytest.approx(big.bw_bytes, rel=0.01)
+    # flash has no seek to save: sequential 4 KiB requests count against the IOPS too, and take
+    # the drive's fixed time
+    seq = predict(None, Workload("read", 4 * KiB), [device])
+    assert seq.iops == pytest.approx(rates[1].iops)
+
+
+def test_an_ssd_without_a_stated_latency_says_it_serves_one_at_a_time():
+    ssd = DriveType("ssd", 10**12, 1e6, seq_read_bw_bytes=500 * MB, random_read_iops=75_000, rotational=False)
+    stack = stack_from_notation("R0/1", 64 * KiB, drive=ssd)
+    p = predict(stack, Workload("randread", 4 * KiB, qd=4))
+    assert any("read latency is not stated" in a for a in p.assumptions)
+    stated = stack_from_notation("R0/1", 64 * KiB, drive=dataclasses.replace(ssd, read_latency_s=80e-6))
+    assert not any("read latency" in a for a in predict(stated, Workload("randread", 4 * KiB, qd=4)).assumptions)

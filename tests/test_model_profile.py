@@ -32,6 +32,21 @@ def test_the_fit_recovers_a_disk_s_figures_and_predicts_its_points_back():
     assert profile.mean_abs_error < 0.05
 
 
+def test_the_fit_recovers_a_flash_device_of_several_units_and_predicts_its_points_back():
+    # six units of 80 us each and 500 MB/s in all: its 4 KiB ceiling holds that transfer (the
+    # profile's IOPS were measured with 4 KiB requests), and a 1 MiB request at QD1 is served at the
+    # whole bandwidth, not a sixth of it
+    flash = Device(500e6, 500e6, 75_000.0, 75_000.0, 72e-6, "flash", parallelism=6, iops_request_bytes=4096,
+                   counts_every_request=True)
+    profile = fit_profile(_points(flash), name="flash")
+    assert profile.parallelism == 6
+    assert profile.device().iops_request_bytes == 4096
+    random = [e for p, e in zip(profile.points, profile.errors) if p.rw == "randread"]
+    assert max(abs(e) for e in random) < 0.01
+    big = predict(None, Workload("randread", 1 << 20), [profile.device()])
+    assert big.bw_bytes == pytest.approx(1 / (1 / 500e6 + 72e-6 / (1 << 20)), rel=0.1)
+
+
 def test_a_median_far_below_the_mean_at_qd1_is_a_rate_limiter():
     profile = fit_profile(_points(DISK, p50_share=0.03))
     assert not profile.queues and not profile.device().queues

@@ -42,6 +42,9 @@ def test_drives_key_resolves_x():
     ({**MINIMAL, "volume": {"aggregate": "stripe"}}, "volume: aggregate = 'stripe' needs at least 2 RAID devices"),
     ({**MINIMAL, "volume": {"aggregate": "mirror"}}, "volume: aggregate must be one of stripe, concat, none"),
     ({**MINIMAL, "filesystem": {"type": "zfs"}}, "filesystem: type must be one of xfs, ext4, btrfs, none"),
+    ({**MINIMAL, "drive": {"capacity": "2TB", "read_latency": "0us"}},
+     "[drive]: drive 'drive': read_latency 0 s is out of range; allowed: above 0 to 1 s"),
+    ({**MINIMAL, "drive": {"capacity": "2TB", "read_latency": "fast"}}, "[drive]: read_latency: read_latency: cannot read"),
 ])
 def test_validation_messages(data, message):
     with pytest.raises(StackError) as info:

@@ -92,7 +92,8 @@ def _stack_summary(stack: Stack) -> dict[str, Any]:
         "drive": {"name": drive.name, "seq_read_bw_bytes": drive.seq_read_bw_bytes,
                   "seq_write_bw_bytes": drive.seq_write_bw_bytes,
                   "random_read_iops": drive.random_read_iops,
-                  "random_write_iops": drive.random_write_iops, "rotational": drive.rotational},
+                  "random_write_iops": drive.random_write_iops, "rotational": drive.rotational,
+                  "read_latency_s": drive.read_latency_s},
         "components": components,
     }
 

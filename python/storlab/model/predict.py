@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from .costs import (
     CONTROLLER_KINDS,
     CONTROLLER_REQUEST_LATENCY_S,
+    DATASHEET_IOPS_REQUEST_BYTES,
     DRIVE_REORDER_DEPTH,
     HBA_REQUEST_OVERHEAD_S,
     HOST_REQUEST_OVERHEAD_S,
@@ -95,7 +96,10 @@ class Device:
     reorder_depth: how many queued random requests it chooses among, serving first the one it
     reaches soonest (a spinning drive's rotational position ordering, costs.DRIVE_REORDER_DEPTH):
     its positioning time (1 / IOPS) shrinks as its queue grows. 1: it serves in arrival order, or
-    what it measured already holds its queueing (a profile, an array seen from its host)."""
+    what it measured already holds its queueing (a profile, an array seen from its host).
+    iops_request_bytes: the request size the IOPS figures were taken at, whose transfer they include
+    (a data sheet's "random 4 KB read IOPS"): a random request's positioning is 1 / IOPS less that
+    transfer (positioning_s). 0: the IOPS figures are positioning alone."""
     read_bw_bytes: float
     write_bw_bytes: float
     read_iops: float
@@ -110,6 +114,7 @@ class Device:
     look_ahead: bool = False
     from_datasheet: bool = False
     reorder_depth: int = 1
+    iops_request_bytes: int = 0
 
     def __post_init__(self) -> None:
         for label in ("read_bw_bytes", "write_bw_bytes", "read_iops", "write_iops", "latency_s"):
@@ -120,9 +125,20 @@ class Device:
             raise StackError(f"device {self.name!r}: parallelism must be at least 1, got {self.parallelism!r}")
         if self.reorder_depth < 1:
             raise StackError(f"device {self.name!r}: reorder_depth must be at least 1, got {self.reorder_depth!r}")
+        if self.iops_request_bytes < 0:
+            raise StackError(f"device {self.name!r}: iops_request_bytes must be at least 0, "
+                             f"got {self.iops_request_bytes!r}")
         if self.sequential_latency_s is not None and not (self.sequential_latency_s >= 0
                                                           and math.isfinite(self.sequential_latency_s)):
             raise StackError(f"device {self.name!r}: sequential_latency_s must be a finite time >= 0")
+
+    def positioning_s(self, write: bool) -> float:
+        """The fixed time of one random request, before its transfer: 1 / IOPS less the transfer of
+        the request size the IOPS were taken at. Never below a hundredth of 1 / IOPS: figures whose
+        IOPS times that size exceed the bandwidth (inconsistent, or taken at another size) still
+        leave every request a fixed cost."""
+        iops, bw = (self.write_iops, self.write_bw_bytes) if write else (self.read_iops, self.read_bw_bytes)
+        return max(1.0 / iops - self.iops_request_bytes / bw, 0.01 / iops)
 
     def latency_for(self, sequential: bool) -> float:
         """The fixed time of one request with nothing queued."""
@@ -131,18 +147,34 @@ class Device:
         return self.latency_s
 
     @classmethod
-    def from_drive(cls, drive: DriveType, latency_s: float | None = None) -> "Device":
-        """A stack's drive type; without a latency, one random read's time (1 / random read IOPS),
-        which is the service time of a drive that serves one request at a time (a spinning
-        drive's seek and rotation, costs.random_service_s). A request of a sequential stream
-        needs no seek: its fixed time is the host's per-request overhead (costs.py). A spinning
-        drive reads ahead of a sequential stream (look_ahead) and reorders the random requests queued
-        at it (reorder_depth): its IOPS are those of one request at a time."""
+    def from_drive(cls, drive: DriveType) -> "Device":
+        """A stack's drive type. Its IOPS are a data sheet's, taken with 4 KiB requests
+        (costs.DATASHEET_IOPS_REQUEST_BYTES), so they include that transfer: a random request's fixed
+        time is 1 / IOPS less it (positioning_s; a spinning drive's seek and rotation,
+        costs.random_service_s), one request at a time. A drive whose data sheet states a read
+        latency (an SSD's: one 4 KiB read with nothing queued) serves IOPS x that latency requests at
+        once (its flash channels and dies, Little's law at the IOPS figure), each with the stated
+        latency's fixed time. A request of a sequential stream needs no seek on a spinning drive: its
+        fixed time is the host's per-request overhead (costs.py); flash has no seek to save, so
+        there every request, sequential or not, takes the fixed time and counts against the IOPS
+        (counts_every_request). A spinning drive reads ahead of a sequential stream
+        (look_ahead) and reorders the random requests queued at it (reorder_depth): its IOPS are
+        those of one request at a time."""
+        size = DATASHEET_IOPS_REQUEST_BYTES
+        positioning = max(1.0 / drive.random_read_iops - size / drive.seq_read_bw_bytes,
+                          0.01 / drive.random_read_iops)
+        parallelism = 1
+        latency = positioning
+        if drive.read_latency_s is not None:
+            latency = max(drive.read_latency_s - size / drive.seq_read_bw_bytes, 0.01 * drive.read_latency_s)
+            parallelism = max(1, round(drive.random_read_iops * drive.read_latency_s))
         return cls(drive.seq_read_bw_bytes, drive.seq_write_bw_bytes, drive.random_read_iops,
-                   drive.random_write_iops, latency_s if latency_s is not None else 1.0 / drive.random_read_iops,
-                   drive.name, sequential_latency_s=HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S,
-                   look_ahead=drive.rotational, from_datasheet=True,
-                   reorder_depth=DRIVE_REORDER_DEPTH if drive.rotational else 1)
+                   drive.random_write_iops, latency, drive.name,
+                   counts_every_request=not drive.rotational,
+                   sequential_latency_s=HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S if drive.rotational else None,
+                   look_ahead=drive.rotational, from_datasheet=True, parallelism=parallelism,
+                   reorder_depth=DRIVE_REORDER_DEPTH if drive.rotational and parallelism == 1 else 1,
+                   iops_request_bytes=size)
 
 
 @dataclass(frozen=True)
@@ -224,13 +256,14 @@ def _member_capacity(device: Device, load: _MemberLoad, sequential: bool) -> tup
     the share of its time per host request that is positioning (seek and rotation: what reordering
     its queue shortens; 0 where its limits are kept per direction or a sequential piece needs none)."""
     ops = 0.0 if sequential and not device.counts_every_request else 1.0
-    terms = [("read IOPS", ops * load.read_ops / device.read_iops),
-             ("write IOPS", ops * load.write_ops / device.write_iops),
+    terms = [("read IOPS", ops * load.read_ops * device.positioning_s(write=False)),
+             ("write IOPS", ops * load.write_ops * device.positioning_s(write=True)),
              ("read bandwidth", load.read_bytes / device.read_bw_bytes),
              ("write bandwidth", load.write_bytes / device.write_bw_bytes)]
     if device.shared_time:
         # one mechanism: a request's operations take turns. A random operation costs its
-        # positioning (1 / IOPS: seek and rotation on a spinning drive, costs.random_service_s)
+        # positioning (1 / IOPS less the transfer the IOPS figure includes, Device.positioning_s:
+        # seek and rotation on a spinning drive, costs.random_service_s)
         # plus its transfer; a sequential piece its transfer only (or its IOPS share where the
         # device counts every request)
         combine = (lambda a, b: a + b) if not sequential else max
@@ -274,6 +307,10 @@ def _request_cost(stack: Stack | None, workload: Workload, devices: list[Device]
     n = stack.raid.drives
     if devices is None:
         members = [Device.from_drive(stack.drive)] * n
+        if not stack.drive.rotational and stack.drive.read_latency_s is None:
+            assumptions.append("the SSDs' read latency is not stated: each serves one request at a time in "
+                               "1 / IOPS; state its data sheet's QD1 read latency (--drive-latency, or the "
+                               "stack's [drive] read_latency) and it serves IOPS x latency requests at once")
     elif len(devices) == 1:
         members = list(devices) * n
     elif len(devices) == n:
@@ -399,8 +436,24 @@ def _member_ops_in_flight(cost: _RequestCost, workload: Workload) -> float:
     return max(1.0, cost.pieces)
 
 
+def _member_servers(device: Device, load: _MemberLoad, sequential: bool, cap: float) -> int:
+    """Requests a member serves at once for this workload: at most its parallelism, and no more than
+    keep it at its capacity: by Little's law, its capacity in operations/s times the time one
+    operation takes alone, its fixed time plus its transfer at the device's whole bandwidth (a flash
+    device spreads one large request over all its channels). So a 1 MiB read on an SSD of six
+    units is served one at a time at the full bandwidth, not six at once at a sixth of it each
+    (queueing.py's multi-server station, with the operation's own service time)."""
+    ops = load.read_ops + load.write_ops
+    if device.parallelism == 1 or ops <= 0 or not math.isfinite(cap):
+        return device.parallelism
+    per_op = (device.latency_for(sequential)
+              + (load.read_bytes / device.read_bw_bytes + load.write_bytes / device.write_bw_bytes) / ops)
+    return max(1, min(device.parallelism, round(per_op * ops * cap)))
+
+
 def _member_capacities(cost: _RequestCost, workload: Workload, reordering: dict[str, _Reordering],
-                       written_share: float = 1.0) -> list[tuple[str, str, float, str]]:
+                       written_share: float = 1.0, servers: dict[str, int] | None = None
+                       ) -> list[tuple[str, str, float, str]]:
     """Each member's capacity in host requests/s, the work of a request spread evenly; a member that
     reorders its queue with as many queued as the workload could ever put on it (every outstanding
     request's operations; the queueing network finds how many it holds: predict's rate is never
@@ -430,6 +483,8 @@ def _member_capacities(cost: _RequestCost, workload: Workload, reordering: dict[
             member_load = _MemberLoad(load.read_ops * share, 0.0, load.read_bytes * share, 0.0)
         cap, why, positioning = _member_capacity(device, member_load, not workload.is_random)
         name = member_name(i, device, count)
+        if servers is not None:
+            servers[name] = _member_servers(device, member_load, not workload.is_random, cap)
         if device.reorder_depth > 1 and positioning > 0 and math.isfinite(cap):
             in_flight = workload.outstanding * _member_ops_in_flight(cost, workload)
             if cost.served_by_cache and workload.is_random:
@@ -883,13 +938,15 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     written_share = 1.0
     if stack is not None and stack.volume.aggregate == "none" and stack.raid.devices > workload.threads:
         written_share = workload.threads / stack.raid.devices
-    members = _member_capacities(cost, workload, reordering, written_share)
+    member_servers: dict[str, int] = {}
+    members = _member_capacities(cost, workload, reordering, written_share, member_servers)
     resources += members
     servers_of: dict[str, int] = {}
     fans_of: dict[str, int] = {}
     resources += _path_capacities(stack, workload, cost, cache is not None, servers_of, fans_of)
     count = len(cost.members)
-    parallelism = {member_name(i, d, count): d.parallelism for i, d in enumerate(cost.members) if d.queues}
+    parallelism = {name: member_servers.get(name, d.parallelism)
+                   for name, d in ((member_name(i, d, count), d) for i, d in enumerate(cost.members)) if d.queues}
     stations = _stations(resources, cost, workload, parallelism, servers_of, fans_of, reordering)
     fixed, transfer = _unloaded_parts(stack, cost, workload, cache)
     unloaded = fixed + transfer

@@ -70,10 +70,14 @@ class DeviceProfile:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def device(self, name: str | None = None) -> Device:
+        """The model's device. Its IOPS ceilings were measured with the smallest random requests, so
+        they include that transfer (Device.iops_request_bytes)."""
+        random_sizes = [p.request_bytes for p in self.points if p.rw.startswith("rand")]
         return Device(self.read_bw_bytes, self.write_bw_bytes, self.read_iops, self.write_iops, self.latency_s,
                       name or self.name, shared_time=self.queues, counts_every_request=not self.queues,
                       queues=self.queues, parallelism=self.parallelism,
-                      sequential_latency_s=self.sequential_latency_s)
+                      sequential_latency_s=self.sequential_latency_s,
+                      iops_request_bytes=min(random_sizes, default=0))
 
     @property
     def mean_abs_error(self) -> float:

@@ -40,6 +40,7 @@ MAX_DRIVE_BYTES = 10**15            # 1 PB: no single drive comes near (the larg
 MIN_MTBF_H, MAX_MTBF_H = 1.0, 1e9   # data sheets quote 10^5 .. 2.5 x 10^6 h; 10^9 h is 114,000 years
 MAX_DRIVE_BW_BYTES = 1e12           # 1 TB/s per drive: a hundred times the fastest NVMe device
 MAX_DRIVE_IOPS = 1e9                # a thousand times the fastest NVMe device
+MAX_DRIVE_LATENCY_S = 1.0           # a drive's read latency: far beyond any data sheet's
 MIN_SECTOR_BYTES, MAX_SECTOR_BYTES = 512, 64 * 1024
 MAX_CHUNK_BYTES = 1 << 30           # 1 GiB chunk / inter-chunk: above what md, LVM or a controller takes
 MAX_MTTR_H = 10 * 8760.0            # a rebuild of ten years is no rebuild
@@ -65,6 +66,8 @@ class DriveType:
     random_read_iops: float = 80.0           # one drive, small random reads
     random_write_iops: float = 80.0
     rotational: bool = True
+    read_latency_s: float | None = None      # the data sheet's read latency: one 4 KiB random read with
+                                             # nothing else queued (an SSD's; None: 1 / random read IOPS)
 
     def __post_init__(self) -> None:
         where = f"drive {self.name!r}"
@@ -87,6 +90,9 @@ class DriveType:
                 ("random_write_iops", self.random_write_iops, MAX_DRIVE_IOPS, "IOPS")):
             if not 0 < value <= high:
                 raise StackError(f"{where}: {label} {value:g} is out of range; allowed: above 0 to {high:g} {unit}")
+        if self.read_latency_s is not None and not 0 < self.read_latency_s <= MAX_DRIVE_LATENCY_S:
+            raise StackError(f"{where}: read_latency {self.read_latency_s:g} s is out of range; allowed: above 0 "
+                             f"to {MAX_DRIVE_LATENCY_S:g} s")
 
 
 # A 2 TB nearline SAS drive with the assumptions of the Dell reliability study (MTBF 600,000 h,
@@ -425,7 +431,7 @@ UNSTATED_CACHE_RATE = 1e15
 # (Stack.gathers_sequential_writes); its size, rates and latency are not stated.
 IMPLIED_WRITE_BACK = ControllerCache(None, UNSTATED_CACHE_RATE, UNSTATED_CACHE_RATE)
 _DRIVE_KEYS = {"name", "capacity", "mtbf", "afr", "ber", "sector", "seq_read", "seq_write", "seq",
-               "random_iops", "random_read_iops", "random_write_iops", "rotational"}
+               "random_iops", "random_read_iops", "random_write_iops", "rotational", "read_latency"}
 _RAID_KEYS = {"layout", "drives", "chunk", "span_chunk", "count", "engine", "mttr", "rebuild_rate"}
 _VOLUME_KEYS = {"aggregate", "inter_chunk"}
 _FS_KEYS = {"type", "block"}
@@ -500,6 +506,9 @@ def drive_from_dict(table: Mapping[str, Any], where: str = "[drive]") -> DriveTy
             kwargs[attr] = _convert(where, key, value, _float)
     if "rotational" in table:
         kwargs["rotational"] = bool(table["rotational"])
+    if "read_latency" in table:
+        kwargs["read_latency_s"] = _convert(where, "read_latency", table["read_latency"],
+                                            lambda v: parse_duration(v, "read_latency"))
     try:
         return DriveType(**kwargs)
     except StackError as e:

@@ -167,6 +167,10 @@ DRIVE_OPTIONS: tuple[Option, ...] = (
     command_row("drive_write_iops", "count", "drive random write IOPS, one request at a time", minimum=1, metavar="N",
                 category="drive"),
     command_row("ssd", "bool", "non-rotational drives (scheduler none)", default=False, category="drive"),
+    command_row("drive_latency", "duration", "drive read latency from its data sheet: one 4 KiB random read "
+                "with nothing queued, e.g. 80us (an SSD's; the drive then serves IOPS x latency requests at "
+                "once); default: 1 / --drive-iops, one at a time", minimum=1e-9, maximum=1, unit="s",
+                metavar="TIME", category="drive"),
 )
 
 LAYOUT_OPTIONS: tuple[Option, ...] = (
