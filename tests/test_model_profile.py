@@ -47,6 +47,25 @@ def test_the_fit_recovers_a_flash_device_of_several_units_and_predicts_its_point
     assert big.bw_bytes == pytest.approx(1 / (1 / 500e6 + 72e-6 / (1 << 20)), rel=0.1)
 
 
+def test_the_fit_keeps_one_request_s_own_rate_where_several_in_flight_move_more(tmp_path):
+    # a memory-backed device: each request copied on one CPU at 4.5 GB/s, 17 GB/s with several in
+    # flight. The QD1 line's slope is the one request's rate; the ceiling stays the total
+    memory = Device(17e9, 17e9, 200_000.0, 200_000.0, 50e-6, "memory", parallelism=8, iops_request_bytes=4096,
+                    request_bw_bytes=4.5e9)
+    profile = fit_profile(_points(memory), name="memory")
+    assert profile.request_bw_bytes == pytest.approx(4.5e9, rel=0.05)
+    assert profile.read_bw_bytes == pytest.approx(17e9, rel=0.05)
+    random = [e for p, e in zip(profile.points, profile.errors) if p.rw == "randread"]
+    assert max(abs(e) for e in random) < 0.05
+    one = predict(None, Workload("randread", 1 << 20), [profile.device()])
+    assert one.bw_bytes == pytest.approx(1 / (1 / 4.5e9 + 50e-6 / (1 << 20)), rel=0.05)
+    path = str(tmp_path / "memory.json")
+    save_profile(profile, path)
+    assert load_profile(path).request_bw_bytes == pytest.approx(profile.request_bw_bytes)
+    # a disk's single request already streams at its bandwidth: nothing recorded
+    assert fit_profile(_points(DISK)).request_bw_bytes is None
+
+
 def test_a_median_far_below_the_mean_at_qd1_is_a_rate_limiter():
     profile = fit_profile(_points(DISK, p50_share=0.03))
     assert not profile.queues and not profile.device().queues

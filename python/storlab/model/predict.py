@@ -99,7 +99,11 @@ class Device:
     what it measured already holds its queueing (a profile, an array seen from its host).
     iops_request_bytes: the request size the IOPS figures were taken at, whose transfer they include
     (a data sheet's "random 4 KB read IOPS"): a random request's positioning is 1 / IOPS less that
-    transfer (positioning_s). 0: the IOPS figures are positioning alone."""
+    transfer (positioning_s). 0: the IOPS figures are positioning alone.
+    request_bw_bytes: the rate one request transfers at with nothing else in flight, where that is
+    below the device's bandwidth (one of its units: a memory-backed device copies one request on one
+    CPU; a profile measures it, the slope of its QD1 line); None: the device's bandwidth (a disk, a
+    flash device spreading a request over every channel). Its bandwidth still bounds the total."""
     read_bw_bytes: float
     write_bw_bytes: float
     read_iops: float
@@ -115,6 +119,7 @@ class Device:
     from_datasheet: bool = False
     reorder_depth: int = 1
     iops_request_bytes: int = 0
+    request_bw_bytes: float | None = None
 
     def __post_init__(self) -> None:
         for label in ("read_bw_bytes", "write_bw_bytes", "read_iops", "write_iops", "latency_s"):
@@ -125,6 +130,9 @@ class Device:
             raise StackError(f"device {self.name!r}: parallelism must be at least 1, got {self.parallelism!r}")
         if self.reorder_depth < 1:
             raise StackError(f"device {self.name!r}: reorder_depth must be at least 1, got {self.reorder_depth!r}")
+        if self.request_bw_bytes is not None and not (self.request_bw_bytes > 0
+                                                       and math.isfinite(self.request_bw_bytes)):
+            raise StackError(f"device {self.name!r}: request_bw_bytes must be a positive finite rate")
         if self.iops_request_bytes < 0:
             raise StackError(f"device {self.name!r}: iops_request_bytes must be at least 0, "
                              f"got {self.iops_request_bytes!r}")
@@ -139,6 +147,11 @@ class Device:
         leave every request a fixed cost."""
         iops, bw = (self.write_iops, self.write_bw_bytes) if write else (self.read_iops, self.read_bw_bytes)
         return max(1.0 / iops - self.iops_request_bytes / bw, 0.01 / iops)
+
+    def request_rate(self, write: bool) -> float:
+        """Bytes/s one request transfers at with nothing else in flight."""
+        bw = self.write_bw_bytes if write else self.read_bw_bytes
+        return bw if self.request_bw_bytes is None else min(bw, self.request_bw_bytes)
 
     def latency_for(self, sequential: bool) -> float:
         """The fixed time of one request with nothing queued."""
@@ -447,7 +460,7 @@ def _member_servers(device: Device, load: _MemberLoad, sequential: bool, cap: fl
     if device.parallelism == 1 or ops <= 0 or not math.isfinite(cap):
         return device.parallelism
     per_op = (device.latency_for(sequential)
-              + (load.read_bytes / device.read_bw_bytes + load.write_bytes / device.write_bw_bytes) / ops)
+              + (load.read_bytes / device.request_rate(False) + load.write_bytes / device.request_rate(True)) / ops)
     return max(1, min(device.parallelism, round(per_op * ops * cap)))
 
 
@@ -526,7 +539,7 @@ def _unloaded_parts(stack: Stack | None, cost: _RequestCost, workload: Workload,
     if touched:
         per_touched = request * (cost.write_amp if workload.is_write else 1.0) / touched
         members = _reading_members(cost, workload)
-        rates = [d.write_bw_bytes if workload.is_write else d.read_bw_bytes for d in members]
+        rates = [d.request_rate(workload.is_write) for d in members]
         latencies = [d.latency_for(sequential) for d in members]
         if touched >= serving:      # every member takes part: the slowest finishes the request
             latency = max(latencies)

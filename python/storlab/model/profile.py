@@ -9,6 +9,8 @@ What is fitted (least squares where there are several points, docs/model.md "Dev
   bandwidth (the most bytes per second at the largest size, or the line's rate if higher);
 - its parallelism: requests it serves at once, from Little's law at the IOPS ceiling,
   round(IOPS x service time of one small request), at least 1;
+- one request's own transfer rate, the slope of the QD1 line, where it is below the bandwidth
+  ceiling (a device that moves more bytes with several requests in flight than with one);
 - whether it queues (a drive, a controller) or is a rate limiter (a token bucket such as the
   blkio throttle): a lone request of a rate limiter usually passes at once and now and then waits
   for the next budget, so its median latency at QD1 is far below its mean (below a tenth); a
@@ -68,6 +70,8 @@ class DeviceProfile:
     points: tuple[ProfilePoint, ...] = ()
     errors: tuple[float, ...] = ()      # predicted / measured - 1 at each point, with this profile
     notes: tuple[str, ...] = field(default_factory=tuple)
+    request_bw_bytes: float | None = None   # one request's own rate, nothing else in flight (the QD1
+                                            # line's slope), where below the bandwidth; None: that
 
     def device(self, name: str | None = None) -> Device:
         """The model's device. Its IOPS ceilings were measured with the smallest random requests, so
@@ -77,7 +81,7 @@ class DeviceProfile:
                       name or self.name, shared_time=self.queues, counts_every_request=not self.queues,
                       queues=self.queues, parallelism=self.parallelism,
                       sequential_latency_s=self.sequential_latency_s,
-                      iops_request_bytes=min(random_sizes, default=0))
+                      iops_request_bytes=min(random_sizes, default=0), request_bw_bytes=self.request_bw_bytes)
 
     @property
     def mean_abs_error(self) -> float:
@@ -157,8 +161,14 @@ def fit_profile(points: list[ProfilePoint], name: str = "profile") -> DeviceProf
             queues = False
             notes.append(f"median latency at QD1 is {share:.0%} of the mean: a rate limiter (token bucket), "
                          "not a queue")
+    # one request alone transfers at the QD1 line's rate; a device that reaches more with several
+    # in flight (a memory-backed device copying each on its own CPU) keeps that rate per request
+    line = rnd_line or seq_line
+    request_bw = None
+    if line is not None and line[1] > 0 and 1.0 / line[1] < min(read_bw, write_bw):
+        request_bw = 1.0 / line[1]
     profile = DeviceProfile(name, read_bw, write_bw, read_iops, write_iops, latency, seq_latency, parallelism,
-                            queues, tuple(good), (), tuple(notes))
+                            queues, tuple(good), (), tuple(notes), request_bw_bytes=request_bw)
     device = profile.device()
     errors = []
     for p in good:
@@ -209,7 +219,7 @@ def load_profile(path: str) -> DeviceProfile:
         fields = {k: data[k] for k in ("name", "read_bw_bytes", "write_bw_bytes", "read_iops", "write_iops",
                                        "latency_s", "sequential_latency_s", "parallelism", "queues")}
         profile = DeviceProfile(**fields, points=points, errors=tuple(data.get("errors", ())),
-                                notes=tuple(data.get("notes", ())))
+                                notes=tuple(data.get("notes", ())), request_bw_bytes=data.get("request_bw_bytes"))
         profile.device()        # the model's own checks of every figure
     except (KeyError, TypeError) as e:
         raise ProfileError(f"{path}: profile field missing or wrong: {e}") from None
