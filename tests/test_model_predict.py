@@ -648,3 +648,48 @@ def test_an_ssd_without_a_stated_latency_says_it_serves_one_at_a_time():
     assert any("read latency is not stated" in a for a in p.assumptions)
     stated = stack_from_notation("R0/1", 64 * KiB, drive=dataclasses.replace(ssd, read_latency_s=80e-6))
     assert not any("read latency" in a for a in predict(stated, Workload("randread", 4 * KiB, qd=4)).assumptions)
+
+
+def test_a_large_random_request_positions_each_drive_once():
+    # a 4 MiB random read over twelve drives with 64 KiB chunks is 64 pieces, but each drive's five
+    # or six lie in consecutive stripe rows, contiguous on it: one positioning and 341 KiB to move
+    # per drive, not five or six positionings (before: 15 IOPS at QD1, a quarter of this)
+    stack = stack_from_notation("R0/12", 64 * KiB, drive=DRIVE)
+    plain = dataclasses.replace(Device.from_drive(DRIVE), reorder_depth=1, revolution_s=0.0)
+    p = predict(stack, Workload("randread", 4 * MiB), [plain])
+    positioning = 1 / DRIVE.random_read_iops - 4 * KiB / DRIVE.seq_read_bw_bytes
+    alone = CONTROLLER_REQUEST_LATENCY_S + positioning + 4 * MiB / 12 / DRIVE.seq_read_bw_bytes
+    assert p.iops == pytest.approx(1 / alone, rel=0.02)
+    # a throttle counts every piece it is sent (the blkio throttle counts bios): 8 of 16 per member
+    throttled = Device(1e12, 1e12, 800.0, 800.0, 1e-4, "t", shared_time=False, counts_every_request=True,
+                       queues=False)
+    two = stack_from_notation("R0/2", 64 * KiB, drive=DRIVE)
+    assert predict(two, Workload("randread", MiB, qd=8), [throttled]).iops == pytest.approx(2 * 800 / 16)
+
+
+def test_a_random_request_over_several_spinning_drives_waits_for_the_slowest_to_turn():
+    # unsynchronised spindles: each of the k drives waits a uniform part of a revolution, the
+    # slowest k / (k + 1) of one where one drive waits half
+    from storlab.model.costs import revolution_of, slowest_rotation_extra
+    drive = Device.from_drive(DRIVE)
+    positioning = 1 / DRIVE.random_read_iops - 4 * KiB / DRIVE.seq_read_bw_bytes
+    assert drive.revolution_s == pytest.approx(revolution_of(positioning))
+    assert drive.revolution_s == pytest.approx(60 / 7200, rel=0.02)     # the 7.2K rpm proportions
+    assert slowest_rotation_extra(1, 1.0) == 0 and slowest_rotation_extra(3, 1.0) == pytest.approx(0.25)
+    stack = stack_from_notation("R0/12", 64 * KiB, drive=DRIVE)
+    spinning = predict(stack, Workload("randread", MiB), [drive]).latency_mean_s
+    still = predict(stack, Workload("randread", MiB), [dataclasses.replace(drive, revolution_s=0.0)]).latency_mean_s
+    assert spinning - still == pytest.approx(drive.revolution_s * 11 / 26, rel=1e-6)
+    # one drive per request: nothing to wait for; flash: no rotation at all
+    assert predict(stack, Workload("randread", 4 * KiB), [drive]).latency_mean_s == pytest.approx(
+        predict(stack, Workload("randread", 4 * KiB), [dataclasses.replace(drive, revolution_s=0.0)]).latency_mean_s)
+    ssd = Device.from_drive(DriveType("ssd", 10**12, 1e6, random_read_iops=50_000, rotational=False))
+    assert ssd.revolution_s == 0.0
+    # a small RAID 5 write through: the reads of data and parity, then their writes, each pass on
+    # two drives at once
+    r5 = stack_from_notation("R5/9", 64 * KiB, drive=DRIVE)
+    through = ControllerCache(None, 1e12, 1e12, write_back=False)
+    rmw = predict(r5, Workload("randwrite", 4 * KiB), [drive], cache=through).latency_mean_s
+    rmw_still = predict(r5, Workload("randwrite", 4 * KiB), [dataclasses.replace(drive, revolution_s=0.0)],
+                        cache=through).latency_mean_s
+    assert rmw - rmw_still == pytest.approx(2 * drive.revolution_s / 6, rel=1e-6)

@@ -41,6 +41,8 @@ from .costs import (
     HOST_REQUEST_OVERHEAD_S,
     reordered_positioning_fraction,
     reordered_time,
+    revolution_of,
+    slowest_rotation_extra,
 )
 from .geometry import AlignmentReport, analyse_alignment, gathered_into_full_stripes, geometry_of
 from .queueing import Station, solve_closed
@@ -103,7 +105,11 @@ class Device:
     request_bw_bytes: the rate one request transfers at with nothing else in flight, where that is
     below the device's bandwidth (one of its units: a memory-backed device copies one request on one
     CPU; a profile measures it, the slope of its QD1 line); None: the device's bandwidth (a disk, a
-    flash device spreading a request over every channel). Its bandwidth still bounds the total."""
+    flash device spreading a request over every channel). Its bandwidth still bounds the total.
+    revolution_s: one revolution of a spinning drive (costs.revolution_of); a random request whose
+    pieces land on several at once waits for the slowest to turn to its sector
+    (costs.slowest_rotation_extra). 0: no rotation to wait for (flash, a measured device whose
+    latency already holds it)."""
     read_bw_bytes: float
     write_bw_bytes: float
     read_iops: float
@@ -120,6 +126,7 @@ class Device:
     reorder_depth: int = 1
     iops_request_bytes: int = 0
     request_bw_bytes: float | None = None
+    revolution_s: float = 0.0
 
     def __post_init__(self) -> None:
         for label in ("read_bw_bytes", "write_bw_bytes", "read_iops", "write_iops", "latency_s"):
@@ -187,7 +194,7 @@ class Device:
                    sequential_latency_s=HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S if drive.rotational else None,
                    look_ahead=drive.rotational, from_datasheet=True, parallelism=parallelism,
                    reorder_depth=DRIVE_REORDER_DEPTH if drive.rotational and parallelism == 1 else 1,
-                   iops_request_bytes=size)
+                   iops_request_bytes=size, revolution_s=revolution_of(positioning) if drive.rotational else 0.0)
 
 
 @dataclass(frozen=True)
@@ -442,11 +449,26 @@ class _Reordering:
 
 
 def _member_ops_in_flight(cost: _RequestCost, workload: Workload) -> float:
-    """Member operations one host request has in flight at once: its pieces for a read; for a write
-    its reads, then its writes (a read-modify-write), at once otherwise."""
+    """Member operations one host request has in flight at once on the members that position for
+    it (_extents): its extents for a read; for a write its reads, then its writes (a
+    read-modify-write), at once otherwise."""
+    reads, writes = _extents(cost, workload)
     if workload.is_write:
-        return max(1.0, cost.write_reads, cost.write_ops - cost.write_reads)
-    return max(1.0, cost.pieces)
+        return max(1.0, reads, writes)
+    return max(1.0, reads)
+
+
+def _extents(cost: _RequestCost, workload: Workload) -> tuple[float, float]:
+    """Member operations per host request that each need a positioning, (reads, writes): one per
+    member a request touches, not one per chunk piece. A member's pieces of one request lie in
+    consecutive stripe rows, which are contiguous on it (a RAID 5/6 member skips its parity chunk
+    between them), so it reads or writes them in one pass: a 1 MiB request over twelve drives with
+    64 KiB chunks positions each drive once, with 64 or 128 KiB to move. A device that counts every
+    request (a throttle counting bios) counts pieces instead (_member_capacities)."""
+    if workload.is_write:
+        count = float(len(cost.members))
+        return min(cost.write_reads, count), min(cost.write_ops - cost.write_reads, count)
+    return min(cost.pieces, _serving(cost, workload)), 0.0
 
 
 def _member_servers(device: Device, load: _MemberLoad, sequential: bool, cap: float) -> int:
@@ -476,24 +498,29 @@ def _member_capacities(cost: _RequestCost, workload: Workload, reordering: dict[
         return []
     count, fraction, request = len(cost.members), cost.member_fraction, workload.request_bytes
     serving = _serving(cost, workload)
+    extent_reads, extent_writes = _extents(cost, workload)
     if workload.is_write:
         total_bytes = request * cost.write_amp * fraction
         reads, writes = cost.write_reads * fraction, (cost.write_ops - cost.write_reads) * fraction
         read_share = reads / (reads + writes) if reads + writes else 0.0
-        load = _MemberLoad(reads / count, writes / count, total_bytes * read_share / count,
-                           total_bytes * (1 - read_share) / count)
+        pieces = _MemberLoad(reads / count, writes / count, total_bytes * read_share / count,
+                             total_bytes * (1 - read_share) / count)
+        extents = dataclasses.replace(pieces, read_ops=extent_reads * fraction / count,
+                                      write_ops=extent_writes * fraction / count)
     else:
-        load = _MemberLoad(cost.pieces * fraction / serving, 0.0, request * fraction / serving, 0.0)
+        pieces = _MemberLoad(cost.pieces * fraction / serving, 0.0, request * fraction / serving, 0.0)
+        extents = dataclasses.replace(pieces, read_ops=extent_reads * fraction / serving)
     out = []
     for i, device in enumerate(cost.members):
         if not workload.is_write and cost.read_set is not None and i not in cost.read_set:
             continue    # a copy this workload does not read
-        member_load = load
+        # a disk positions once for each request's extent on it; a throttle counts every piece
+        member_load = pieces if device.counts_every_request else extents
         if not workload.is_write and cost.read_shares:
             # the member carries its recorded share of the reads: share x (the volume's bytes and
             # pieces), so the volume's rate is at most its capacity / share
             share = cost.read_shares[i] * serving
-            member_load = _MemberLoad(load.read_ops * share, 0.0, load.read_bytes * share, 0.0)
+            member_load = _MemberLoad(member_load.read_ops * share, 0.0, member_load.read_bytes * share, 0.0)
         cap, why, positioning = _member_capacity(device, member_load, not workload.is_random)
         name = member_name(i, device, count)
         if servers is not None:
@@ -553,12 +580,19 @@ def _unloaded_parts(stack: Stack | None, cost: _RequestCost, workload: Workload,
                 stages.append(request / (serving * min(rates)))
             else:
                 stages.append(sum(per_touched / r for r in rates) / len(members))
+        revolution = max(d.revolution_s for d in members)
         if workload.is_write and cost.write_reads > 0:
             # read-modify-write (or reconstruct-write): the old data and parity are read before the
             # new data and parity are written, two passes in series, each with its own positioning
             # (Chen et al., "RAID: High-Performance, Reliable Secondary Storage", 1994: a small
             # RAID 5 write is a read and a write of data and parity, the writes waiting on the reads)
             latency *= 2
+            if workload.is_random:
+                latency += (slowest_rotation_extra(cost.write_reads, revolution)
+                            + slowest_rotation_extra(cost.write_ops - cost.write_reads, revolution))
+        elif workload.is_random:
+            # a random request's pieces on several spinning drives at once: it ends with the slowest
+            latency += slowest_rotation_extra(touched, revolution)
     if cache is not None:
         if cost.member_fraction == 0 or cost.served_by_cache:
             # served from the cache: the host's and the HBA's own time per request still apply
