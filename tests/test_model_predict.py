@@ -639,6 +639,15 @@ def test_an_ssd_with_a_stated_latency_serves_iops_x_latency_at_once():
     # the drive's fixed time
     seq = predict(None, Workload("read", 4 * KiB), [device])
     assert seq.iops == pytest.approx(rates[1].iops)
+    # a write takes the read latency unless the data sheet states its own (a write lands in the
+    # SSD's buffer): 20 us alone, and the stated write IOPS at depth
+    same = Device.from_drive(dataclasses.replace(ssd, random_write_iops=75_000, seq_write_bw_bytes=500 * MB))
+    assert predict(None, Workload("randwrite", 4 * KiB), [same]).iops == pytest.approx(1 / 80e-6)
+    buffered = Device.from_drive(dataclasses.replace(ssd, write_latency_s=20e-6, random_write_iops=60_000,
+                                                     seq_write_bw_bytes=500 * MB))
+    assert predict(None, Workload("randwrite", 4 * KiB), [buffered]).iops == pytest.approx(1 / 20e-6)
+    assert predict(None, Workload("randwrite", 4 * KiB, qd=32), [buffered]).iops == pytest.approx(60_000, rel=0.01)
+    assert predict(None, Workload("randread", 4 * KiB), [buffered]).iops == pytest.approx(1 / 80e-6)
 
 
 def test_an_ssd_without_a_stated_latency_says_it_serves_one_at_a_time():

@@ -18,6 +18,13 @@ def test_minimal_stack_from_dict_units():
     assert stack.mttr_h == pytest.approx(40000 / 3600)
 
 
+def test_a_drive_s_data_sheet_latencies_are_read_from_the_stack_file():
+    stack = stack_from_dict({**MINIMAL, "drive": {"capacity": "2TB", "rotational": False, "read_latency": "80us",
+                                                  "write_latency": "20us"}})
+    assert stack.drive.read_latency_s == pytest.approx(80e-6)
+    assert stack.drive.write_latency_s == pytest.approx(20e-6)
+
+
 def test_afr_converts_to_mtbf_with_the_exponential_model():
     # 1,000,000 h MTBF: AFR = 1 - exp(-8760 / 1e6) = 0.8721743 %; and 0.876 % (= 8760/MTBF, the linear
     # rule) gives MTBF = -8760 / ln(1 - 0.00876) = 995,614 h.
@@ -45,6 +52,8 @@ def test_drives_key_resolves_x():
     ({**MINIMAL, "drive": {"capacity": "2TB", "read_latency": "0us"}},
      "[drive]: drive 'drive': read_latency 0 s is out of range; allowed: above 0 to 1 s"),
     ({**MINIMAL, "drive": {"capacity": "2TB", "read_latency": "fast"}}, "[drive]: read_latency: read_latency: cannot read"),
+    ({**MINIMAL, "drive": {"capacity": "2TB", "write_latency": "2s"}},
+     "[drive]: drive 'drive': write_latency 2 s is out of range; allowed: above 0 to 1 s"),
 ])
 def test_validation_messages(data, message):
     with pytest.raises(StackError) as info:

@@ -87,6 +87,8 @@ class Device:
     slots); its IOPS and bandwidth are the device's totals.
     sequential_latency_s: the fixed time of a request that needs no seek (a contiguous piece of a
     sequential stream); None: latency_s. A profile measures both.
+    write_latency_s: the fixed time of a random write where it differs from a read's (an SSD's data
+    sheet states both: a write lands in its buffer); None: latency_s.
     look_ahead: after a read the device goes on reading the following sectors into its own buffer
     (a spinning drive's read look-ahead, on unless the caching mode page's DRA bit is set: SCSI
     Block Commands; Ruemmler and Wilkes, "An Introduction to Disk Drive Modeling", 1994), so a
@@ -121,6 +123,7 @@ class Device:
     queues: bool = True
     parallelism: int = 1
     sequential_latency_s: float | None = None
+    write_latency_s: float | None = None
     look_ahead: bool = False
     from_datasheet: bool = False
     reorder_depth: int = 1
@@ -160,10 +163,12 @@ class Device:
         bw = self.write_bw_bytes if write else self.read_bw_bytes
         return bw if self.request_bw_bytes is None else min(bw, self.request_bw_bytes)
 
-    def latency_for(self, sequential: bool) -> float:
+    def latency_for(self, sequential: bool, write: bool = False) -> float:
         """The fixed time of one request with nothing queued."""
         if sequential and self.sequential_latency_s is not None:
             return self.sequential_latency_s
+        if write and self.write_latency_s is not None:
+            return self.write_latency_s
         return self.latency_s
 
     @classmethod
@@ -185,13 +190,17 @@ class Device:
                           0.01 / drive.random_read_iops)
         parallelism = 1
         latency = positioning
+        write_latency = None
         if drive.read_latency_s is not None:
             latency = max(drive.read_latency_s - size / drive.seq_read_bw_bytes, 0.01 * drive.read_latency_s)
             parallelism = max(1, round(drive.random_read_iops * drive.read_latency_s))
+        if drive.write_latency_s is not None:
+            write_latency = max(drive.write_latency_s - size / drive.seq_write_bw_bytes, 0.01 * drive.write_latency_s)
         return cls(drive.seq_read_bw_bytes, drive.seq_write_bw_bytes, drive.random_read_iops,
                    drive.random_write_iops, latency, drive.name,
                    counts_every_request=not drive.rotational,
                    sequential_latency_s=HOST_REQUEST_OVERHEAD_S + HBA_REQUEST_OVERHEAD_S if drive.rotational else None,
+                   write_latency_s=write_latency,
                    look_ahead=drive.rotational, from_datasheet=True, parallelism=parallelism,
                    reorder_depth=DRIVE_REORDER_DEPTH if drive.rotational and parallelism == 1 else 1,
                    iops_request_bytes=size, revolution_s=revolution_of(positioning) if drive.rotational else 0.0)
@@ -481,7 +490,7 @@ def _member_servers(device: Device, load: _MemberLoad, sequential: bool, cap: fl
     ops = load.read_ops + load.write_ops
     if device.parallelism == 1 or ops <= 0 or not math.isfinite(cap):
         return device.parallelism
-    per_op = (device.latency_for(sequential)
+    per_op = (device.latency_for(sequential, write=load.write_ops > load.read_ops)
               + (load.read_bytes / device.request_rate(False) + load.write_bytes / device.request_rate(True)) / ops)
     return max(1, min(device.parallelism, round(per_op * ops * cap)))
 
@@ -567,7 +576,7 @@ def _unloaded_parts(stack: Stack | None, cost: _RequestCost, workload: Workload,
         per_touched = request * (cost.write_amp if workload.is_write else 1.0) / touched
         members = _reading_members(cost, workload)
         rates = [d.request_rate(workload.is_write) for d in members]
-        latencies = [d.latency_for(sequential) for d in members]
+        latencies = [d.latency_for(sequential, workload.is_write) for d in members]
         if touched >= serving:      # every member takes part: the slowest finishes the request
             latency = max(latencies)
             stages.append(per_touched / min(rates))

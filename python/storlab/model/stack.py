@@ -68,6 +68,7 @@ class DriveType:
     rotational: bool = True
     read_latency_s: float | None = None      # the data sheet's read latency: one 4 KiB random read with
                                              # nothing else queued (an SSD's; None: 1 / random read IOPS)
+    write_latency_s: float | None = None     # the same for a write (None: the read latency)
 
     def __post_init__(self) -> None:
         where = f"drive {self.name!r}"
@@ -90,9 +91,10 @@ class DriveType:
                 ("random_write_iops", self.random_write_iops, MAX_DRIVE_IOPS, "IOPS")):
             if not 0 < value <= high:
                 raise StackError(f"{where}: {label} {value:g} is out of range; allowed: above 0 to {high:g} {unit}")
-        if self.read_latency_s is not None and not 0 < self.read_latency_s <= MAX_DRIVE_LATENCY_S:
-            raise StackError(f"{where}: read_latency {self.read_latency_s:g} s is out of range; allowed: above 0 "
-                             f"to {MAX_DRIVE_LATENCY_S:g} s")
+        for label, latency in (("read_latency", self.read_latency_s), ("write_latency", self.write_latency_s)):
+            if latency is not None and not 0 < latency <= MAX_DRIVE_LATENCY_S:
+                raise StackError(f"{where}: {label} {latency:g} s is out of range; allowed: above 0 "
+                                 f"to {MAX_DRIVE_LATENCY_S:g} s")
 
 
 # A 2 TB nearline SAS drive with the assumptions of the Dell reliability study (MTBF 600,000 h,
@@ -431,7 +433,8 @@ UNSTATED_CACHE_RATE = 1e15
 # (Stack.gathers_sequential_writes); its size, rates and latency are not stated.
 IMPLIED_WRITE_BACK = ControllerCache(None, UNSTATED_CACHE_RATE, UNSTATED_CACHE_RATE)
 _DRIVE_KEYS = {"name", "capacity", "mtbf", "afr", "ber", "sector", "seq_read", "seq_write", "seq",
-               "random_iops", "random_read_iops", "random_write_iops", "rotational", "read_latency"}
+               "random_iops", "random_read_iops", "random_write_iops", "rotational", "read_latency",
+               "write_latency"}
 _RAID_KEYS = {"layout", "drives", "chunk", "span_chunk", "count", "engine", "mttr", "rebuild_rate"}
 _VOLUME_KEYS = {"aggregate", "inter_chunk"}
 _FS_KEYS = {"type", "block"}
@@ -506,9 +509,9 @@ def drive_from_dict(table: Mapping[str, Any], where: str = "[drive]") -> DriveTy
             kwargs[attr] = _convert(where, key, value, _float)
     if "rotational" in table:
         kwargs["rotational"] = bool(table["rotational"])
-    if "read_latency" in table:
-        kwargs["read_latency_s"] = _convert(where, "read_latency", table["read_latency"],
-                                            lambda v: parse_duration(v, "read_latency"))
+    for key in ("read_latency", "write_latency"):
+        if key in table:
+            kwargs[f"{key}_s"] = _convert(where, key, table[key], lambda v, key=key: parse_duration(v, key))
     try:
         return DriveType(**kwargs)
     except StackError as e:

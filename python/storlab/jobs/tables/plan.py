@@ -169,8 +169,11 @@ DRIVE_OPTIONS: tuple[Option, ...] = (
     command_row("ssd", "bool", "non-rotational drives (scheduler none)", default=False, category="drive"),
     command_row("drive_latency", "duration", "drive read latency from its data sheet: one 4 KiB random read "
                 "with nothing queued, e.g. 80us (an SSD's; the drive then serves IOPS x latency requests at "
-                "once); default: 1 / --drive-iops, one at a time", minimum=1e-9, maximum=1, unit="s",
-                metavar="TIME", category="drive"),
+                "once; and write, unless --drive-write-latency); default: 1 / --drive-iops, one at a time",
+                minimum=1e-9, maximum=1, unit="s", metavar="TIME", category="drive"),
+    command_row("drive_write_latency", "duration", "drive write latency from its data sheet: one 4 KiB random "
+                "write with nothing queued, e.g. 20us (an SSD's buffer takes it)", minimum=1e-9, maximum=1,
+                unit="s", metavar="TIME", category="drive"),
 )
 
 LAYOUT_OPTIONS: tuple[Option, ...] = (
