@@ -657,6 +657,15 @@ def test_an_ssd_without_a_stated_latency_says_it_serves_one_at_a_time():
     assert any("read latency is not stated" in a for a in p.assumptions)
     stated = stack_from_notation("R0/1", 64 * KiB, drive=dataclasses.replace(ssd, read_latency_s=80e-6))
     assert not any("read latency" in a for a in predict(stated, Workload("randread", 4 * KiB, qd=4)).assumptions)
+    # behind the controller a RAID notation implies, whose own request rate nobody stated
+    assert any("states no request rate of its own" in a for a in p.assumptions)
+    spinning = stack_from_notation("R0/1", 64 * KiB, drive=DRIVE)
+    assert not any("request rate of its own" in a for a in predict(spinning, Workload("randread", 4 * KiB)).assumptions)
+    # figures that cannot both hold: 75,000 x 4 KiB is 307 MB/s, above the default 150 MB/s write rate
+    odd = stack_from_notation("R0/1", 64 * KiB, drive=dataclasses.replace(ssd, random_write_iops=75_000))
+    said = predict(odd, Workload("randwrite", 4 * KiB)).assumptions
+    assert any("random write IOPS x 4 KiB (307 MB/s) exceed their sequential write rate (150 MB/s)" in a for a in said)
+    assert not any("random read IOPS x 4 KiB" in a for a in said + p.assumptions)
 
 
 def test_a_large_random_request_positions_each_drive_once():

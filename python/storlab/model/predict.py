@@ -336,6 +336,13 @@ def _request_cost(stack: Stack | None, workload: Workload, devices: list[Device]
     n = stack.raid.drives
     if devices is None:
         members = [Device.from_drive(stack.drive)] * n
+        drive = stack.drive
+        for label, iops, rate in (("read", drive.random_read_iops, drive.seq_read_bw_bytes),
+                                  ("write", drive.random_write_iops, drive.seq_write_bw_bytes)):
+            if iops * DATASHEET_IOPS_REQUEST_BYTES > rate:
+                assumptions.append(f"the drives' random {label} IOPS x 4 KiB ({iops * DATASHEET_IOPS_REQUEST_BYTES / 1e6:,.0f} "
+                                   f"MB/s) exceed their sequential {label} rate ({rate / 1e6:,.0f} MB/s): small "
+                                   f"requests are held to the rate (state both from the data sheet)")
         if not stack.drive.rotational and stack.drive.read_latency_s is None:
             assumptions.append("the SSDs' read latency is not stated: each serves one request at a time in "
                                "1 / IOPS; state its data sheet's QD1 read latency (--drive-latency, or the "
@@ -972,6 +979,11 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
             cache = IMPLIED_WRITE_BACK
             assumptions.append("the RAID controller's write-back cache, on by default and not described here, "
                                "acknowledges writes and drains them to the drives (--write-through says it has none)")
+    if (stack is not None and not stack.drive.rotational and devices is None
+            and _implies_controller(stack, devices)):
+        assumptions.append("the RAID controller the layout implies states no request rate of its own, so "
+                           "none limits here; with flash drives a controller's often binds first (name it in a "
+                           "stack file's [[component]] with iops, or cpu_per_request and cores)")
     branches = _independent_branches(stack, cache, read_members)
     if branches is not None:
         return _predict_branches(stack, workload, devices, branches, cache, mirror_read)
