@@ -70,6 +70,10 @@ def test_a_median_far_below_the_mean_at_qd1_is_a_rate_limiter():
     profile = fit_profile(_points(DISK, p50_share=0.03))
     assert not profile.queues and not profile.device().queues
     assert any("rate limiter" in n for n in profile.notes)
+    # a throttle's IOPS budget is one request's share whatever its size: its 4 KiB ceiling holds
+    # no transfer to take off (only a mechanism's positioning does)
+    device = profile.device()
+    assert predict(None, Workload("randread", 4096, qd=16), [device]).iops == pytest.approx(profile.read_iops)
 
 
 def test_a_profile_round_trips_through_its_file_and_feeds_the_model(tmp_path):

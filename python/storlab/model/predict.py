@@ -285,8 +285,12 @@ def _member_capacity(device: Device, load: _MemberLoad, sequential: bool) -> tup
     the share of its time per host request that is positioning (seek and rotation: what reordering
     its queue shortens; 0 where its limits are kept per direction or a sequential piece needs none)."""
     ops = 0.0 if sequential and not device.counts_every_request else 1.0
-    terms = [("read IOPS", ops * load.read_ops * device.positioning_s(write=False)),
-             ("write IOPS", ops * load.write_ops * device.positioning_s(write=True)),
+    # one mechanism: an operation's positioning, its transfer apart; limits kept per direction (a
+    # throttle): one operation's share of the IOPS budget, whatever its size
+    read_op, write_op = ((device.positioning_s(write=False), device.positioning_s(write=True)) if device.shared_time
+                         else (1.0 / device.read_iops, 1.0 / device.write_iops))
+    terms = [("read IOPS", ops * load.read_ops * read_op),
+             ("write IOPS", ops * load.write_ops * write_op),
              ("read bandwidth", load.read_bytes / device.read_bw_bytes),
              ("write bandwidth", load.write_bytes / device.write_bw_bytes)]
     if device.shared_time:
