@@ -64,6 +64,10 @@ def test_the_fit_keeps_one_request_s_own_rate_where_several_in_flight_move_more(
     assert load_profile(path).request_bw_bytes == pytest.approx(profile.request_bw_bytes)
     # a disk's single request already streams at its bandwidth: nothing recorded
     assert fit_profile(_points(DISK)).request_bw_bytes is None
+    # plan profile prints it
+    from storlab.output.plan_text import profile_lines
+    assert any("one request alone 4,5" in line for line in profile_lines("mem", 18, 2, profile, None))
+    assert not any("one request alone" in line for line in profile_lines("d", 18, 2, fit_profile(_points(DISK)), None))
 
 
 def test_a_median_far_below_the_mean_at_qd1_is_a_rate_limiter():

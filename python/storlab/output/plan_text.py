@@ -313,7 +313,8 @@ def profile_lines(target: str, points: int, time_s: float, profile: Any, output:
            f"  read {mb(profile.read_bw_bytes)}, {profile.read_iops:,.0f} IOPS; write {mb(profile.write_bw_bytes)}, "
            f"{profile.write_iops:,.0f} IOPS",
            f"  per request: {ms(profile.latency_s)} random, {ms(profile.sequential_latency_s)} sequential; "
-           f"parallelism {profile.parallelism}; {'queues' if profile.queues else 'rate limiter (no queue)'}",
+           f"parallelism {profile.parallelism}; {'queues' if profile.queues else 'rate limiter (no queue)'}"
+           + ("" if profile.request_bw_bytes is None else f"; one request alone {mb(profile.request_bw_bytes)}"),
            f"  fit error: mean {profile.mean_abs_error:.1%}, worst {profile.max_abs_error:.1%} over the points"]
     out += [f"  note: {n}" for n in profile.notes]
     if output:
