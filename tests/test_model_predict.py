@@ -711,3 +711,20 @@ def test_a_random_request_over_several_spinning_drives_waits_for_the_slowest_to_
     rmw_still = predict(r5, Workload("randwrite", 4 * KiB), [dataclasses.replace(drive, revolution_s=0.0)],
                         cache=through).latency_mean_s
     assert rmw - rmw_still == pytest.approx(2 * drive.revolution_s / 6, rel=1e-6)
+
+
+def test_several_sequential_streams_on_spinning_drives_say_what_is_left_if_nothing_reads_ahead():
+    # the prediction takes each stream as read ahead (the drives' look-ahead, a controller's
+    # read-ahead); the rate if every piece repositioned between the other streams' is printed
+    stack = stack_from_notation("R6/12", 512 * KiB, drive=DRIVE)
+    eight = predict(stack, Workload("read", MiB, threads=8))
+    scattered = predict(stack, Workload("randread", MiB, threads=8))
+    said = [a for a in eight.assumptions if "8 sequential streams share the drives" in a]
+    assert len(said) == 1 and f"falls to {scattered.bw_bytes / 1e6:,.1f} MB/s" in said[0]
+    assert scattered.bw_bytes < 0.85 * eight.bw_bytes
+    # one stream, writes (gathered by the write-back cache), flash: nothing to say
+    assert not any("streams share" in a for a in predict(stack, Workload("read", MiB)).assumptions)
+    assert not any("streams share" in a for a in predict(stack, Workload("write", MiB, threads=8)).assumptions)
+    ssd = DriveType("ssd", 10**12, 1e6, seq_read_bw_bytes=500 * MB, random_read_iops=75_000, rotational=False)
+    flash = stack_from_notation("R6/12", 512 * KiB, drive=ssd)
+    assert not any("streams share" in a for a in predict(flash, Workload("read", MiB, threads=8)).assumptions)

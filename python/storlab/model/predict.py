@@ -70,6 +70,9 @@ MIRROR_READ_POLICIES = ("balanced", "per-thread")
 # (past the knee of the curve more depth only lengthens the queue)
 QUEUE_DEPTH_MARGIN = 0.01
 QUEUE_DEPTH_GAIN = 0.05
+# several sequential streams on spinning drives: the rate if nothing read ahead of each stream is
+# printed beside the prediction when it is below this share of it
+STREAMS_SCATTER_SHOWN = 0.85
 
 
 @dataclass(frozen=True)
@@ -1063,5 +1066,17 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     mean = max(unloaded, workload.outstanding / rate - think) if rate > 0 and math.isfinite(rate) else unloaded
     in_network = network.response_s - think if network else 0.0
     tail = max(mean, (network.tail_s - think) * (mean / in_network)) if network and in_network > 0 else mean
+    if (not workload.is_random and not workload.is_write and workload.threads > 1 and cost.member_fraction > 0
+            and any(d.revolution_s > 0 for d in cost.members)):
+        # several sequential streams on spinning drives: each streams only while something reads
+        # ahead of it; the prediction assumes something does, and says what is left if nothing does
+        scattered = predict(stack, dataclasses.replace(workload, rw="randread"), devices, cache=cache,
+                            mirror_read=mirror_read, read_members=read_members).iops
+        if scattered < STREAMS_SCATTER_SHOWN * rate:
+            assumptions.append(
+                f"{workload.threads} sequential streams share the drives: each streams as long as the drives' "
+                f"look-ahead or the controller reads ahead of it; if nothing does, each stream's pieces wait for "
+                f"a seek between the others' and the rate falls to {scattered * workload.request_bytes / 1e6:,.1f} MB/s "
+                f"(random reads of this size; firmware decides, the data sheets state neither)")
     return Prediction(workload, rate, rate * workload.request_bytes, limiting, out, tuple(assumptions),
                       latency_mean_s=mean, latency_tail_s=tail)
