@@ -611,8 +611,8 @@ def _unloaded_parts(stack: Stack | None, cost: _RequestCost, workload: Workload,
             # RAID 5 write is a read and a write of data and parity, the writes waiting on the reads)
             latency *= 2
             if workload.is_random:
-                latency += (slowest_rotation_extra(cost.write_reads, revolution)
-                            + slowest_rotation_extra(cost.write_ops - cost.write_reads, revolution))
+                reads, writes = _extents(cost, workload)
+                latency += slowest_rotation_extra(reads, revolution) + slowest_rotation_extra(writes, revolution)
         elif workload.is_random:
             # a random request's pieces on several spinning drives at once: it ends with the slowest
             latency += slowest_rotation_extra(touched, revolution)
@@ -724,7 +724,8 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
             # many at once and keeps every member busy, so the members bound the rate by their
             # capacity (a component of the prediction), whatever the host keeps outstanding
             return []
-        spread = cost.write_ops if workload.is_write else cost.pieces
+        # members one request keeps busy at once (its pieces beyond that are contiguous on them)
+        spread = min(cost.write_ops if workload.is_write else cost.pieces, float(len(members)))
         if not workload.is_random:
             # a sequential stream visits the stripe groups in turn, never two requests on one
             # group while another idles: the set works as one station at its capacity
