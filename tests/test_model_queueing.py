@@ -64,6 +64,28 @@ def test_tail_is_above_the_mean_and_grows_with_queueing():
     assert heavy.response_s == pytest.approx(32 * 0.005)
 
 
+def test_the_tail_of_a_saturated_station_is_an_erlang_wait_not_an_exponential_one():
+    # 32 requests at one disk and nothing else: each waits for the 31 others, a sum of 31 services
+    # (Erlang), whose 99th percentile is about 1.4 x its mean; the exponential figure would be 4.6
+    heavy = solve_closed([Station("d", 0.005)], 0.0, 32)
+    wait = heavy.response_s - 0.005
+    assert 1.3 * wait < heavy.tail_s - 0.005 < 1.6 * wait
+
+
+def test_the_wait_multiple_has_the_m_m_1_and_the_erlang_limits():
+    from storlab.model.queueing import wait_quantile_multiple
+    # many requests, light use: the M/M/1 wait, P(W > t) = rho exp(-(1 - rho) t / S): its 99th
+    # percentile is ln(100 rho) / rho times its mean
+    for rho in (0.5, 0.9):
+        assert wait_quantile_multiple(100_000, 1.0, 100_000 / rho) == pytest.approx(math.log(100 * rho) / rho,
+                                                                                  rel=0.01)
+    # all at the station: an Erlang wait of N - 1 services (its p99 from the gamma quantile:
+    # 15 services, mean 15, p99 about 25)
+    assert wait_quantile_multiple(16, 1.0, 0.0) == pytest.approx(25.0 / 15.0, rel=0.03)
+    # nobody else: nothing to wait for
+    assert wait_quantile_multiple(1, 1.0, 1.0) == 1.0
+
+
 def test_bad_stations_are_refused():
     with pytest.raises(ValueError):
         Station("x", -1.0)

@@ -39,6 +39,7 @@ from .costs import (
     DRIVE_REORDER_DEPTH,
     HBA_REQUEST_OVERHEAD_S,
     HOST_REQUEST_OVERHEAD_S,
+    positioning_scv,
     reordered_positioning_fraction,
     reordered_time,
     revolution_of,
@@ -708,7 +709,10 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
         demand = 1.0 / how.alone_capacity
         # each request queued at the station puts this many operations on each of its members
         per_request = _member_ops_in_flight(cost, workload) / max(1.0, members_per_request)
-        return Station(station_name, demand, 1, demand * how.positioning_fraction, how.depth, per_request)
+        # a spinning drive's service: its positioning varies (costs.positioning_scv), its transfer not
+        scv = positioning_scv() * how.positioning_fraction ** 2
+        return Station(station_name, demand, 1, demand * how.positioning_fraction, how.depth, per_request,
+                       service_scv=scv)
 
     finite = [r for r in resources if math.isfinite(r[2])]
     if not finite:
@@ -748,7 +752,9 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
     # request; fan = 1 is one instance per request, fan = servers one team of all
     fan = max(1, min(servers, fans_of.get(name, 1)))
     teams = max(1, servers // fan)
-    return [Station(name, teams / cap, teams)]
+    # a path component moves a request of one size at its rate, or spends its CPU time on it: the
+    # same time for every request
+    return [Station(name, teams / cap, teams, service_scv=0.0)]
 
 
 def _path_factor(inst, workload: Workload, cost: _RequestCost, cached: bool) -> float:

@@ -34,10 +34,23 @@ that a request's operations cross: its operations on each): the demand at n is
 D_k - P_k (1 - f(Q_k(n - 1) r_k)); exact at n = 1, and as n grows the capacity tends to
 c / (D_k - P_k (1 - f(depth))).
 
-The tail estimate: with the queueing time of the busiest station exponential (M/M/1-like), the
-p-th percentile response time is Z + sum D + W_max * ln(1 / (1 - p)), W_max the mean wait at the
-busiest station: a mean and the 99th percentile from one formula; for deterministic service (a
-throttle, a drive streaming) it is an upper estimate.
+The tail estimate: the wait at the busiest station is spread as in the finite-source queue of
+that station alone (the machine-repairman model, M/M/1//N: Kleinrock, "Queueing Systems", vol. 1,
+1975, section 3.10), its service S = D / c and the rest of the cycle a think time: an arrival finds
+K of the other N - 1 requests there, P(K = k) proportional to (N - 1)! / (N - 1 - k)! (S / Z)^k,
+and waits for their K exponential services (memoryless). The p-th percentile of that wait, as a
+multiple of its mean, scales a request's mean wait in the network W (its waits at every station:
+a request at one of twelve equal drives waits at the one it visits); the response time's
+percentile is the mean response plus W times (that multiple - 1). The distribution of K depends
+on S / Z only, so a station that a share of the requests visit gives the same multiple. With many requests and a light load K
+is geometric and the wait exponential (the M/M/1 figure, ln(1 / (1 - p)) / rho times its mean);
+with the station saturated every arrival finds the N - 1 others and waits for N - 1 services, an
+Erlang wait, narrow around its mean (16 requests at one disk: p99 1.6 x the mean wait, not 4.6).
+The multiple comes from the wait's mean and variance with a gamma distribution (Wilson and
+Hilferty's approximation of its quantile) beyond the arrivals that find nobody there. A service
+that varies less than an exponential one (`service_scv`, its squared coefficient of variation: a
+spinning drive's positioning about 0.2, a fixed transfer 0) narrows the wait: k services then
+vary by scv x k S^2 instead of k S^2.
 """
 from __future__ import annotations
 
@@ -46,7 +59,7 @@ from dataclasses import dataclass
 
 from .costs import reordered_time
 
-__all__ = ["Station", "NetworkSolution", "solve_closed", "TAIL_PERCENTILE", "MAX_CUSTOMERS"]
+__all__ = ["Station", "NetworkSolution", "solve_closed", "wait_quantile_multiple", "TAIL_PERCENTILE", "MAX_CUSTOMERS"]
 
 TAIL_PERCENTILE = 0.99
 MAX_CUSTOMERS = 1_000_000      # MVA walks n = 1..N; beyond this the asymptote is exact to 1 ppm
@@ -66,6 +79,8 @@ class Station:
     positioning_s: float = 0.0
     reorder_depth: int = 1
     reorder_per_request: float = 1.0    # requests it chooses among per request queued at the station
+    service_scv: float = 1.0            # squared coefficient of variation of one service (1: exponential,
+                                        # MVA's; 0: a fixed transfer), for the tail only
 
     def __post_init__(self) -> None:
         if not (self.demand_s >= 0 and math.isfinite(self.demand_s)):
@@ -74,6 +89,8 @@ class Station:
             raise ValueError(f"station {self.name!r}: servers must be at least 1")
         if not 0 <= self.positioning_s <= self.demand_s:
             raise ValueError(f"station {self.name!r}: positioning must be a part of the demand")
+        if not (self.service_scv >= 0 and math.isfinite(self.service_scv)):
+            raise ValueError(f"station {self.name!r}: service_scv must be a finite number >= 0")
         if self.reorder_depth < 1 or not self.reorder_per_request > 0:
             raise ValueError(f"station {self.name!r}: reorder depth must be at least 1, and a request bring some")
 
@@ -108,6 +125,77 @@ class NetworkSolution:
     utilisation: dict[str, float]       # each station's busy share (0..1)
     queue_length: dict[str, float]      # each station's mean number present
     bottleneck: str                     # the station with the highest utilisation ("" if none)
+
+
+def wait_quantile_multiple(customers: int, service_s: float, elsewhere_s: float,
+                           percentile: float = TAIL_PERCENTILE, service_scv: float = 1.0) -> float:
+    """The `percentile` of the wait at one FCFS station of mean service `service_s`, as a multiple
+    of the mean wait, when `customers` requests cycle between it and `elsewhere_s` of other time
+    (the finite-source queue M/M/1//N, see the module's text); each service's squared coefficient of
+    variation `service_scv` (1: exponential). 1 when nobody waits."""
+    others = customers - 1
+    if others < 1 or service_s <= 0:
+        return 1.0
+    # P(K = k) over the other requests found there: ratio (others - k + 1) S / Z from k - 1 to k
+    # (all of them when Z = 0); summed over a window of k wide enough to hold the mass
+    if elsewhere_s <= 0:
+        weights = {others: 0.0}
+    else:
+        load = service_s / elsewhere_s
+        mode = min(others, max(0, int(others + 1 - 1 / load)))
+        width = int(60 + 12 * math.sqrt(min(others, 1 / load) + 1))
+        low, high = max(0, mode - width), min(others, mode + width)
+        weights = {mode: 0.0}
+        for k in range(mode + 1, high + 1):
+            weights[k] = weights[k - 1] + math.log((others - k + 1) * load)
+        for k in range(mode - 1, low - 1, -1):
+            weights[k] = weights[k + 1] - math.log((others - k) * load)
+    top = max(weights.values())
+    probability = {k: math.exp(w - top) for k, w in weights.items()}
+    total = sum(probability.values())
+    nobody = probability.get(0, 0.0) / total
+    busy = {k: p / total for k, p in probability.items() if k > 0}
+    if not busy or nobody >= percentile:
+        return 1.0
+    found = sum(busy.values())
+    mean_k = sum(k * p for k, p in busy.items()) / found
+    var_k = sum(k * k * p for k, p in busy.items()) / found - mean_k ** 2
+    # the wait of an arrival that finds k: k services; over k: mean k S, variance
+    # (scv E k + Var k) S^2, taken as a gamma distribution (its shape from the two); nothing varies:
+    # the wait is its mean
+    mean = mean_k * service_s
+    spread = service_scv * mean_k + max(0.0, var_k)
+    if spread <= 1e-12 * mean_k ** 2:
+        return 1.0 / found
+    shape = mean_k ** 2 / spread
+    level = (percentile - nobody) / (1 - nobody)
+    z = _normal_quantile(level)
+    quantile = mean * max(0.0, 1 - 1 / (9 * shape) + z * math.sqrt(1 / (9 * shape))) ** 3
+    mean_wait = mean * found
+    return quantile / mean_wait
+
+
+def _normal_quantile(p: float) -> float:
+    """The standard normal quantile (Acklam's rational approximation, relative error below 1.2e-9)."""
+    a = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02,
+         -3.066479806614716e+01, 2.506628277459239e+00)
+    b = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01,
+         -1.328068155288572e+01)
+    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00, -2.549732539343734e+00,
+         4.374664141464968e+00, 2.938163982698783e+00)
+    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00)
+    if p < 0.02425:
+        q = math.sqrt(-2 * math.log(p))
+        return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / \
+               ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
+    if p > 1 - 0.02425:
+        q = math.sqrt(-2 * math.log(1 - p))
+        return -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / \
+                ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
+    q = p - 0.5
+    t = q * q
+    return (((((a[0] * t + a[1]) * t + a[2]) * t + a[3]) * t + a[4]) * t + a[5]) * q / \
+           (((((b[0] * t + b[1]) * t + b[2]) * t + b[3]) * t + b[4]) * t + 1)
 
 
 def solve_closed(stations: list[Station], delay_s: float, customers: int, overlap_s: float = 0.0) -> NetworkSolution:
@@ -162,9 +250,17 @@ def solve_closed(stations: list[Station], delay_s: float, customers: int, overla
     queue_length = {s.name: x * r[i] + x * s.demand_s * (s.servers - 1) / s.servers
                     for i, s in enumerate(stations)}
     response = customers / x
-    unloaded = delay_s + sum(s.demand_s for s in stations)
     waits = [r[i] - d for i, (_, d) in enumerate(queueing)]
     worst_wait = max(waits, default=0.0)
-    tail = unloaded + max(0.0, response - unloaded - worst_wait) + worst_wait * math.log(1 / (1 - TAIL_PERCENTILE))
+    tail = response
+    if worst_wait > 0:
+        # spread as at the busiest station (its queue's distribution depends on its demand against
+        # the rest of the cycle only, whatever share of the requests visit it); the wait spread is
+        # a request's whole wait: at one of several equal members it waits at the one it visits
+        worst = waits.index(worst_wait)
+        elsewhere = max(0.0, response - r[worst])
+        multiple = wait_quantile_multiple(customers, queueing[worst][1], elsewhere,
+                                          service_scv=stations[worst].service_scv)
+        tail = response + sum(max(0.0, w) for w in waits) * (multiple - 1.0)
     bottleneck = max(stations, key=lambda s: s.demand_s / s.servers).name if stations else ""
     return NetworkSolution(customers, x, response, max(tail, response), utilisation, queue_length, bottleneck)
