@@ -54,6 +54,31 @@ def test_reordering_matches_drawing_the_requests():
         assert reordered_positioning_fraction(q) == pytest.approx(_simulated_soonest(q) / alone, rel=0.03)
 
 
+def _simulated_slowest(members: int, trials: int = 20000, seed: int = 11) -> list[float]:
+    """Positioning times of the slowest of `members` random positionings, drawn as above."""
+    import random
+    rng = random.Random(seed)
+    revolution = 2 * rotation_s(NEARLINE_RPM)
+    b = (NEARLINE_SEEK_S - SINGLE_TRACK_SEEK_S) / (8 / 15)
+    return sorted(max(SINGLE_TRACK_SEEK_S + b * abs(rng.random() - rng.random()) ** 0.5 + rng.random() * revolution
+                      for _ in range(members)) for _ in range(trials))
+
+
+def test_the_spread_of_a_positioning_and_of_the_slowest_of_several_matches_drawing_them():
+    from storlab.model.costs import positioning_scv, slowest_positioning_spread
+    alone = NEARLINE_SEEK_S + rotation_s(NEARLINE_RPM)
+    one = _simulated_slowest(1)
+    mean = sum(one) / len(one)
+    variance = sum((t - mean) ** 2 for t in one) / len(one)
+    assert positioning_scv() == pytest.approx(variance / mean ** 2, rel=0.05)
+    for members in (1, 12):
+        drawn = _simulated_slowest(members)
+        p99 = drawn[int(0.99 * len(drawn))]
+        spread = (p99 - sum(drawn) / len(drawn)) / alone
+        assert slowest_positioning_spread(members) == pytest.approx(spread, abs=0.03)
+    assert slowest_positioning_spread(12) < slowest_positioning_spread(1)
+
+
 def test_reordering_starts_at_one_falls_with_the_queue_and_stops_at_the_depth():
     fractions = [reordered_positioning_fraction(q) for q in range(1, 33)]
     assert fractions[0] == 1.0

@@ -728,3 +728,19 @@ def test_several_sequential_streams_on_spinning_drives_say_what_is_left_if_nothi
     ssd = DriveType("ssd", 10**12, 1e6, seq_read_bw_bytes=500 * MB, random_read_iops=75_000, rotational=False)
     flash = stack_from_notation("R6/12", 512 * KiB, drive=ssd)
     assert not any("streams share" in a for a in predict(flash, Workload("read", MiB, threads=8)).assumptions)
+
+
+def test_a_spinning_drive_s_p99_at_qd1_holds_its_positioning_spread():
+    # one random read alone: its seek and rotation vary (costs.slowest_positioning_spread), so the
+    # p99 lies above the mean; flash and a measured device give the mean
+    from storlab.model.costs import slowest_positioning_spread
+    drive = Device.from_drive(DRIVE)
+    p = predict(None, Workload("randread", 4 * KiB), [drive])
+    assert p.latency_tail_s - p.latency_mean_s == pytest.approx(
+        drive.positioning_s(write=False) * slowest_positioning_spread(1), rel=1e-6)
+    ssd = Device.from_drive(DriveType("ssd", 10**12, 1e6, random_read_iops=50_000, rotational=False))
+    flat = predict(None, Workload("randread", 4 * KiB), [ssd])
+    assert flat.latency_tail_s == pytest.approx(flat.latency_mean_s)
+    # a sequential stream needs no positioning
+    seq = predict(None, Workload("read", MiB), [drive])
+    assert seq.latency_tail_s == pytest.approx(seq.latency_mean_s)

@@ -43,6 +43,7 @@ from .costs import (
     reordered_positioning_fraction,
     reordered_time,
     revolution_of,
+    slowest_positioning_spread,
     slowest_rotation_extra,
 )
 from .geometry import AlignmentReport, analyse_alignment, gathered_into_full_stripes, geometry_of
@@ -628,6 +629,22 @@ def _unloaded_parts(stack: Stack | None, cost: _RequestCost, workload: Workload,
     return latency + _path_cpu_time(stack, workload) + controller, max(stages, default=0.0)
 
 
+def _positioning_spread(cost: _RequestCost, workload: Workload) -> float:
+    """How far the 99th percentile of a random request's own positioning on spinning drives lies
+    above its mean (costs.slowest_positioning_spread: the slowest of the drives it keeps busy at
+    once; a read-modify-write's two passes each). 0 where no spinning drive positions for the host:
+    sequential pieces, flash, measured devices, writes a write-back cache acknowledges."""
+    if not workload.is_random or cost.served_by_cache or cost.member_fraction == 0:
+        return 0.0
+    spinning = [d for d in _reading_members(cost, workload) if d.revolution_s > 0]
+    if not spinning:
+        return 0.0
+    positioning = max(d.positioning_s(workload.is_write) for d in spinning)
+    reads, writes = _extents(cost, workload)
+    passes = [reads, writes] if workload.is_write and cost.write_reads > 0 else [max(reads, writes)]
+    return math.sqrt(sum((positioning * slowest_positioning_spread(max(1, round(k)))) ** 2 for k in passes))
+
+
 def _names_no_controller(stack: Stack) -> bool:
     """No component of the stack's path is an array controller (a RAID notation such as R5/9)."""
     root = stack.instances()
@@ -1073,6 +1090,10 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     mean = max(unloaded, workload.outstanding / rate - think) if rate > 0 and math.isfinite(rate) else unloaded
     in_network = network.response_s - think if network else 0.0
     tail = max(mean, (network.tail_s - think) * (mean / in_network)) if network and in_network > 0 else mean
+    own = _positioning_spread(cost, workload)
+    if own > 0:
+        # a request's own positioning varies too, independently of the waits
+        tail = mean + math.hypot(tail - mean, own)
     if (not workload.is_random and not workload.is_write and workload.threads > 1 and cost.member_fraction > 0
             and any(d.revolution_s > 0 for d in cost.members)):
         # several sequential streams on spinning drives: each streams only while something reads
