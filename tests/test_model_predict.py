@@ -725,6 +725,12 @@ def test_several_sequential_streams_on_spinning_drives_say_what_is_left_if_nothi
     # one stream, writes (gathered by the write-back cache), flash: nothing to say
     assert not any("streams share" in a for a in predict(stack, Workload("read", MiB)).assumptions)
     assert not any("streams share" in a for a in predict(stack, Workload("write", MiB, threads=8)).assumptions)
+    # with no write-back cache the drives' own write cache decides
+    through = ControllerCache(None, 1e12, 1e12, write_back=False)
+    raw = predict(stack, Workload("write", MiB, threads=8), cache=through)
+    random_writes = predict(stack, Workload("randwrite", MiB, threads=8), cache=through)
+    said = [a for a in raw.assumptions if "the drives' write cache gathers it" in a]
+    assert len(said) == 1 and f"falls to {random_writes.bw_bytes / 1e6:,.1f} MB/s (random writes" in said[0]
     ssd = DriveType("ssd", 10**12, 1e6, seq_read_bw_bytes=500 * MB, random_read_iops=75_000, rotational=False)
     flash = stack_from_notation("R6/12", 512 * KiB, drive=ssd)
     assert not any("streams share" in a for a in predict(flash, Workload("read", MiB, threads=8)).assumptions)

@@ -1094,17 +1094,21 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     if own > 0:
         # a request's own positioning varies too, independently of the waits
         tail = mean + math.hypot(tail - mean, own)
-    if (not workload.is_random and not workload.is_write and workload.threads > 1 and cost.member_fraction > 0
+    written_back = workload.is_write and (cost.served_by_cache or gathers)
+    if (not workload.is_random and not written_back and workload.threads > 1 and cost.member_fraction > 0
             and any(d.revolution_s > 0 for d in cost.members)):
         # several sequential streams on spinning drives: each streams only while something reads
-        # ahead of it; the prediction assumes something does, and says what is left if nothing does
-        scattered = predict(stack, dataclasses.replace(workload, rw="randread"), devices, cache=cache,
-                            mirror_read=mirror_read, read_members=read_members).iops
+        # ahead of it (or, writing with no write-back cache, while the drives' own write cache
+        # gathers it); the prediction assumes so, and says what is left if nothing does
+        scattered = predict(stack, dataclasses.replace(workload, rw="randwrite" if workload.is_write else "randread"),
+                            devices, cache=cache, mirror_read=mirror_read, read_members=read_members).iops
+        helper = ("the drives' write cache gathers it" if workload.is_write
+                  else "the drives' look-ahead or the controller reads ahead of it")
         if scattered < STREAMS_SCATTER_SHOWN * rate:
             assumptions.append(
-                f"{workload.threads} sequential streams share the drives: each streams as long as the drives' "
-                f"look-ahead or the controller reads ahead of it; if nothing does, each stream's pieces wait for "
-                f"a seek between the others' and the rate falls to {scattered * workload.request_bytes / 1e6:,.1f} MB/s "
-                f"(random reads of this size; firmware decides, the data sheets state neither)")
+                f"{workload.threads} sequential streams share the drives: each streams as long as {helper}; if "
+                f"nothing does, each stream's pieces wait for a seek between the others' and the rate falls to "
+                f"{scattered * workload.request_bytes / 1e6:,.1f} MB/s (random {'writes' if workload.is_write else 'reads'} "
+                f"of this size; firmware decides, the data sheets state neither)")
     return Prediction(workload, rate, rate * workload.request_bytes, limiting, out, tuple(assumptions),
                       latency_mean_s=mean, latency_tail_s=tail)
