@@ -128,12 +128,17 @@ def _positioning_survival(seek_s: float, rpm: float, single_track_s: float,
     return step, tuple(survival)
 
 
+def _area(step: float, values: list[float] | tuple[float, ...]) -> float:
+    """The trapezoid rule over values on a grid of `step`: the mean of a time from its survival
+    function P(time > t)."""
+    return step * (sum(values) - 0.5 * (values[0] + values[-1]))
+
+
 @functools.lru_cache(maxsize=None)
 def _expected_soonest(queued: int, seek_s: float, rpm: float, single_track_s: float) -> float:
     """Mean positioning time of the soonest of `queued` independent random requests."""
     step, survival = _positioning_survival(seek_s, rpm, single_track_s)
-    values = [s ** queued for s in survival]
-    return step * (sum(values) - 0.5 * (values[0] + values[-1]))
+    return _area(step, [s ** queued for s in survival])
 
 
 @functools.lru_cache(maxsize=None)
@@ -144,9 +149,9 @@ def slowest_positioning_spread(members: int, percentile: float = 0.99, seek_s: f
     its mean, as a fraction of one positioning's mean: 0.66 for one 7.2K rpm drive (a p99 near 21 ms
     where the mean is 12.7), 0.28 for the slowest of twelve (whose mean is itself higher)."""
     step, survival = _positioning_survival(seek_s, rpm, single_track_s)
-    one = step * (sum(survival) - 0.5 * (survival[0] + survival[-1]))
+    one = _area(step, survival)
     below = [1.0 - (1.0 - v) ** members for v in survival]          # P(slowest > t)
-    mean = step * (sum(below) - 0.5 * (below[0] + below[-1]))
+    mean = _area(step, below)
     quantile = next((k * step for k, v in enumerate(below) if v <= 1.0 - percentile), len(below) * step)
     return max(0.0, quantile - mean) / one
 
@@ -159,7 +164,7 @@ def positioning_scv(seek_s: float = NEARLINE_SEEK_S, rpm: float = NEARLINE_RPM,
     7.2K rpm drive, far below an exponential time's 1 (a positioning is never much above a full
     stroke and a revolution)."""
     step, survival = _positioning_survival(seek_s, rpm, single_track_s)
-    mean = step * (sum(survival) - 0.5 * (survival[0] + survival[-1]))
+    mean = _area(step, survival)
     second = step * sum(2 * k * step * v for k, v in enumerate(survival))
     return max(0.0, second - mean * mean) / (mean * mean)
 

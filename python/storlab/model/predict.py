@@ -77,6 +77,13 @@ QUEUE_DEPTH_GAIN = 0.05
 STREAMS_SCATTER_SHOWN = 0.85
 
 
+def _less_transfer(time_s: float, request_bytes: int, bw_bytes: float) -> float:
+    """A data sheet's time of one request less the transfer of its `request_bytes`: its fixed time.
+    Never below a hundredth of the time: figures whose transfer would exceed it (inconsistent, or
+    taken at another size) still leave every request a fixed cost."""
+    return max(time_s - request_bytes / bw_bytes, 0.01 * time_s)
+
+
 @dataclass(frozen=True)
 class Device:
     """One member device. latency_s is the time of one small request with nothing else queued.
@@ -156,12 +163,14 @@ class Device:
             raise StackError(f"device {self.name!r}: sequential_latency_s must be a finite time >= 0")
 
     def positioning_s(self, write: bool) -> float:
-        """The fixed time of one random request, before its transfer: 1 / IOPS less the transfer of
-        the request size the IOPS were taken at. Never below a hundredth of 1 / IOPS: figures whose
-        IOPS times that size exceed the bandwidth (inconsistent, or taken at another size) still
-        leave every request a fixed cost."""
+        """A random request's share of the IOPS figure. On one mechanism (shared_time) that is its
+        fixed time before its transfer: 1 / IOPS less the transfer of the size the IOPS were taken at
+        (_less_transfer). A device that keeps its limits per direction (a throttle) charges 1 / IOPS
+        of its budget whatever the size."""
         iops, bw = (self.write_iops, self.write_bw_bytes) if write else (self.read_iops, self.read_bw_bytes)
-        return max(1.0 / iops - self.iops_request_bytes / bw, 0.01 / iops)
+        if not self.shared_time:
+            return 1.0 / iops
+        return _less_transfer(1.0 / iops, self.iops_request_bytes, bw)
 
     def request_rate(self, write: bool) -> float:
         """Bytes/s one request transfers at with nothing else in flight."""
@@ -191,16 +200,15 @@ class Device:
         (look_ahead) and reorders the random requests queued at it (reorder_depth): its IOPS are
         those of one request at a time."""
         size = DATASHEET_IOPS_REQUEST_BYTES
-        positioning = max(1.0 / drive.random_read_iops - size / drive.seq_read_bw_bytes,
-                          0.01 / drive.random_read_iops)
+        positioning = _less_transfer(1.0 / drive.random_read_iops, size, drive.seq_read_bw_bytes)
         parallelism = 1
         latency = positioning
         write_latency = None
         if drive.read_latency_s is not None:
-            latency = max(drive.read_latency_s - size / drive.seq_read_bw_bytes, 0.01 * drive.read_latency_s)
+            latency = _less_transfer(drive.read_latency_s, size, drive.seq_read_bw_bytes)
             parallelism = max(1, round(drive.random_read_iops * drive.read_latency_s))
         if drive.write_latency_s is not None:
-            write_latency = max(drive.write_latency_s - size / drive.seq_write_bw_bytes, 0.01 * drive.write_latency_s)
+            write_latency = _less_transfer(drive.write_latency_s, size, drive.seq_write_bw_bytes)
         return cls(drive.seq_read_bw_bytes, drive.seq_write_bw_bytes, drive.random_read_iops,
                    drive.random_write_iops, latency, drive.name,
                    counts_every_request=not drive.rotational,
@@ -290,12 +298,8 @@ def _member_capacity(device: Device, load: _MemberLoad, sequential: bool) -> tup
     the share of its time per host request that is positioning (seek and rotation: what reordering
     its queue shortens; 0 where its limits are kept per direction or a sequential piece needs none)."""
     ops = 0.0 if sequential and not device.counts_every_request else 1.0
-    # one mechanism: an operation's positioning, its transfer apart; limits kept per direction (a
-    # throttle): one operation's share of the IOPS budget, whatever its size
-    read_op, write_op = ((device.positioning_s(write=False), device.positioning_s(write=True)) if device.shared_time
-                         else (1.0 / device.read_iops, 1.0 / device.write_iops))
-    terms = [("read IOPS", ops * load.read_ops * read_op),
-             ("write IOPS", ops * load.write_ops * write_op),
+    terms = [("read IOPS", ops * load.read_ops * device.positioning_s(write=False)),
+             ("write IOPS", ops * load.write_ops * device.positioning_s(write=True)),
              ("read bandwidth", load.read_bytes / device.read_bw_bytes),
              ("write bandwidth", load.write_bytes / device.write_bw_bytes)]
     if device.shared_time:
@@ -352,7 +356,7 @@ def _request_cost(stack: Stack | None, workload: Workload, devices: list[Device]
                 assumptions.append(f"the drives' random {label} IOPS x 4 KiB ({iops * DATASHEET_IOPS_REQUEST_BYTES / 1e6:,.0f} "
                                    f"MB/s) exceed their sequential {label} rate ({rate / 1e6:,.0f} MB/s): small "
                                    f"requests are held to the rate (state both from the data sheet)")
-        if not stack.drive.rotational and stack.drive.read_latency_s is None:
+        if not drive.rotational and drive.read_latency_s is None:
             assumptions.append("the SSDs' read latency is not stated: each serves one request at a time in "
                                "1 / IOPS; state its data sheet's QD1 read latency (--drive-latency, or the "
                                "stack's [drive] read_latency) and it serves IOPS x latency requests at once")

@@ -42,20 +42,21 @@ and waits for their K exponential services (memoryless). The p-th percentile of 
 multiple of its mean, scales a request's mean wait in the network W (its waits at every station:
 a request at one of twelve equal drives waits at the one it visits); the response time's
 percentile is the mean response plus W times (that multiple - 1). The distribution of K depends
-on S / Z only, so a station that a share of the requests visit gives the same multiple. With many requests and a light load K
-is geometric and the wait exponential (the M/M/1 figure, ln(1 / (1 - p)) / rho times its mean);
+on S / Z only, so a station that a share of the requests visit gives the same multiple. With many
+requests and a light load K is geometric and the wait exponential (the M/M/1 figure, ln(1 / (1 - p)) / rho times its mean);
 with the station saturated every arrival finds the N - 1 others and waits for N - 1 services, an
 Erlang wait, narrow around its mean (16 requests at one disk: p99 1.6 x the mean wait, not 4.6).
 The multiple comes from the wait's mean and variance with a gamma distribution (Wilson and
 Hilferty's approximation of its quantile) beyond the arrivals that find nobody there. A service
 that varies less than an exponential one (`service_scv`, its squared coefficient of variation: a
-spinning drive's positioning about 0.2, a fixed transfer 0) narrows the wait: k services then
+spinning drive's positioning about 0.1, a fixed transfer 0) narrows the wait: k services then
 vary by scv x k S^2 instead of k S^2.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 from .costs import reordered_time
 
@@ -169,33 +170,10 @@ def wait_quantile_multiple(customers: int, service_s: float, elsewhere_s: float,
         return 1.0 / found
     shape = mean_k ** 2 / spread
     level = (percentile - nobody) / (1 - nobody)
-    z = _normal_quantile(level)
+    z = NormalDist().inv_cdf(level)
     quantile = mean * max(0.0, 1 - 1 / (9 * shape) + z * math.sqrt(1 / (9 * shape))) ** 3
     mean_wait = mean * found
     return quantile / mean_wait
-
-
-def _normal_quantile(p: float) -> float:
-    """The standard normal quantile (Acklam's rational approximation, relative error below 1.2e-9)."""
-    a = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02,
-         -3.066479806614716e+01, 2.506628277459239e+00)
-    b = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01,
-         -1.328068155288572e+01)
-    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00, -2.549732539343734e+00,
-         4.374664141464968e+00, 2.938163982698783e+00)
-    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00)
-    if p < 0.02425:
-        q = math.sqrt(-2 * math.log(p))
-        return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / \
-               ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
-    if p > 1 - 0.02425:
-        q = math.sqrt(-2 * math.log(1 - p))
-        return -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / \
-                ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
-    q = p - 0.5
-    t = q * q
-    return (((((a[0] * t + a[1]) * t + a[2]) * t + a[3]) * t + a[4]) * t + a[5]) * q / \
-           (((((b[0] * t + b[1]) * t + b[2]) * t + b[3]) * t + b[4]) * t + 1)
 
 
 def solve_closed(stations: list[Station], delay_s: float, customers: int, overlap_s: float = 0.0) -> NetworkSolution:
