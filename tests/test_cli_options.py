@@ -244,6 +244,8 @@ def test_plan_table_values_are_the_models():
     (["plan", "reliability", "R6/8", "--mtbf", "-5"], "--mtbf"),
     (["plan", "perf", "R6/8", "--cap", "nolimit"], "--cap"),
     (["plan", "perf", "R6/8", "--mode", "parallel"], "--mode"),
+    (["plan", "perf", "R6/8", "--ssd", "--drive-latency", "fast"], "--drive-latency"),
+    (["plan", "perf", "R6/8", "--ssd", "--drive-write-latency", "2s"], "--drive-write-latency"),
     (["doctor", "--fail-on", "sometimes"], "--fail-on"),
     (["results", "list", "--limit", "0"], "--limit"),
     (["results", "export", "--with-tag", "x", "--format", "xml"], "--format"),

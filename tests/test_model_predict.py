@@ -750,3 +750,10 @@ def test_a_spinning_drive_s_p99_at_qd1_holds_its_positioning_spread():
     # a sequential stream needs no positioning
     seq = predict(None, Workload("read", MiB), [drive])
     assert seq.latency_tail_s == pytest.approx(seq.latency_mean_s)
+
+
+def test_device_figures_of_this_kind_are_refused_with_their_name():
+    with pytest.raises(StackError, match="iops_request_bytes must be at least 0"):
+        dataclasses.replace(Device.from_drive(DRIVE), iops_request_bytes=-1)
+    with pytest.raises(StackError, match="request_bw_bytes must be a positive finite rate"):
+        dataclasses.replace(Device.from_drive(DRIVE), request_bw_bytes=float("inf"))

@@ -99,6 +99,14 @@ def test_bad_profile_files_are_one_line_naming_the_file(tmp_path):
         load_profile(str(bad))
     with pytest.raises(ProfileError, match="no measured point"):
         fit_profile([])
+    # a profile's one-request rate that is no rate: refused by the device's own checks, one line
+    good = tmp_path / "good.json"
+    save_profile(fit_profile(_points(DISK)), str(good))
+    odd = tmp_path / "odd.json"
+    odd.write_text(good.read_text().replace('"request_bw_bytes": null', '"request_bw_bytes": -1.0'))
+    with pytest.raises(ProfileError, match="odd.json: .*request_bw_bytes must be a positive finite rate") as info:
+        load_profile(str(odd))
+    assert "\n" not in str(info.value)
 
 
 @pytest.mark.loop

@@ -87,6 +87,8 @@ def test_the_wait_multiple_has_the_m_m_1_and_the_erlang_limits():
 
 
 def test_bad_stations_are_refused():
+    with pytest.raises(ValueError, match="service_scv"):
+        Station("x", 1.0, service_scv=-0.5)
     with pytest.raises(ValueError):
         Station("x", -1.0)
     with pytest.raises(ValueError):
