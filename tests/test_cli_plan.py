@@ -208,6 +208,25 @@ def test_write_through_alone_says_the_controller_does_not_write_back(capsys):
     assert sum(1 for row in out.splitlines() if row.startswith(line)) == 1
 
 
+def test_controller_iops_states_the_implied_controllers_rate(capsys):
+    # the controller a RAID notation implies handles 60,000 requests/s unless --controller-iops
+    # states its own; a bad value is one line naming the flag
+    argv = ("perf", "R5/8", "--ssd", "--drive-iops", "90000", "--drive-read", "500MB/s", "--drive-latency", "90us",
+            "--rw", "randread", "--request", "4K", "--qd", "256", "--json")
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    default = json.loads(out)
+    assert default["curve"][0]["iops"] == pytest.approx(60_000, rel=1e-3)
+    assert default["metrics"]["random_read"]["limiting"] == "controller (implied)"
+    code, out, _ = run(capsys, *argv, "--controller-iops", "200000")
+    assert code == 0
+    stated = json.loads(out)
+    assert stated["curve"][0]["iops"] == pytest.approx(200_000, rel=1e-3)
+    assert stated["curve"][0]["limiting"] == "controller (implied)"
+    code, out, err = run(capsys, "perf", "R5/8", "--controller-iops", "0")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--controller-iops" in err
+
+
 def test_the_cache_flags_reach_the_curve(capsys):
     argv = ("perf", "R5/9", "--chunk", "128K", "--rw", "randread", "--request", "4K", "--threads", "4",
             "--controller-cache", "4G", "--controller-cache-rate", "800MB/s", "--json")

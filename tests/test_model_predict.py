@@ -131,6 +131,77 @@ def test_a_cache_without_a_named_controller_takes_the_default_controller_time():
     assert p.iops == pytest.approx(1 / (80e-6 + 4096 / (700 * MB)))
 
 
+def test_the_implied_controller_handles_the_vendors_request_rate():
+    # a RAID notation's controller, stated by nobody, handles costs.CONTROLLER_REQUEST_RATE host
+    # requests/s (the vendor's 60,000 for 6 Gb/s SAS RAID-on-chip controllers): eight flash drives
+    # that serve 720,000 reads/s between them read 60,000 at depth 256, the controller named
+    from storlab.model.costs import CONTROLLER_REQUEST_RATE
+    from storlab.model.stack import IMPLIED_CONTROLLER
+    ssd = DriveType("ssd", 10**12, 1e6, seq_read_bw_bytes=500 * MB, random_read_iops=90_000, rotational=False,
+                    read_latency_s=90e-6)
+    stack = stack_from_notation("R5/8", 64 * KiB, drive=ssd)
+    deep = Workload("randread", 4 * KiB, qd=256)
+    p = predict(stack, deep)
+    assert CONTROLLER_REQUEST_RATE == 60_000
+    assert p.iops == pytest.approx(60_000, rel=1e-3) and p.limiting == IMPLIED_CONTROLLER
+    assert any("handles at most 60,000 requests/s" in a for a in p.assumptions)
+    # its queue: 256 requests through one server of 1 / 60,000 s each wait 256 / 60,000 s in all
+    assert p.latency_mean_s == pytest.approx(256 / 60_000, rel=0.01)
+    # one request at a time does not reach it: the delay (drive, host, HBA, controller time) binds
+    assert predict(stack, Workload("randread", 4 * KiB)).limiting == "queue depth"
+    # a stated rate replaces the default (--controller-iops, a [cache] table's iops)
+    stated = predict(stack, deep, cache=ControllerCache(None, 1e15, 1e15, iops=200_000))
+    assert stated.iops == pytest.approx(200_000, rel=1e-3) and stated.limiting == IMPLIED_CONTROLLER
+    assert not any("handles at most" in a for a in stated.assumptions)
+    # Linux md has no controller; measured members hold what was in front of them
+    md = stack_from_notation("R5/8", 64 * KiB, drive=ssd, engine="md")
+    assert predict(md, deep).iops > 100_000
+    measured = Device(500 * MB, 500 * MB, 90_000, 90_000, 90e-6, "profile", False, parallelism=8)
+    assert predict(stack, deep, [measured]).iops > 100_000
+    # spinning drives stay far below it: no assumption printed
+    spinning = predict(stack_from_notation("R5/8", 64 * KiB, drive=DRIVE), deep)
+    assert spinning.iops < 10_000 and not any("requests/s" in a for a in spinning.assumptions)
+
+
+def test_a_named_controller_that_states_no_rate_takes_the_default_one():
+    # as it takes the default controller time: a [[component]] of controller kind with neither
+    # iops nor a CPU cost handles CONTROLLER_REQUEST_RATE requests/s; its own iops replaces it
+    ssd = DriveType("ssd", 10**12, 1e6, seq_read_bw_bytes=500 * MB, random_read_iops=90_000, rotational=False,
+                    read_latency_s=90e-6)
+    deep = Workload("randread", 4 * KiB, qd=256)
+    bare = stack_from_notation("R5/8", 64 * KiB, drive=ssd, path=Component("raid", kind="controller", groups=1))
+    p = predict(bare, deep)
+    assert p.iops == pytest.approx(60_000, rel=1e-3) and p.limiting == "raid"
+    own = stack_from_notation("R5/8", 64 * KiB, drive=ssd,
+                              path=Component("raid", kind="controller", iops=150_000, groups=1))
+    assert predict(own, deep).iops == pytest.approx(150_000, rel=1e-3)
+    # a CPU cost with cores states its rate: 4 cores x 1 / 10 us
+    cpu = stack_from_notation("R5/8", 64 * KiB, drive=ssd,
+                              path=Component("raid", kind="controller", cpu_per_request_s=10e-6, cores=4, groups=1))
+    assert predict(cpu, deep).iops == pytest.approx(400_000, rel=0.01)
+    # an adapter in the host is no array controller: no default rate
+    adapter = stack_from_notation("R5/8", 64 * KiB, drive=ssd, engine="md",
+                                  path=Component("hba", kind="adapter", groups=1))
+    assert predict(adapter, deep).iops > 100_000
+
+
+def test_the_ceilings_pass_the_implied_controller():
+    # plan perf's ceilings (performance_of) and its curve name the same controller: flash drives'
+    # 4 KiB random reads stop at its 60,000 requests/s, a 4 KiB stream at 60,000 x 4 KiB
+    from storlab.model.stack import IMPLIED_CONTROLLER
+    ssd = DriveType("ssd", 10**12, 1e6, seq_read_bw_bytes=500 * MB, random_read_iops=90_000, rotational=False)
+    report = performance_of(stack_from_notation("R5/8", 64 * KiB, drive=ssd), 4 * KiB)
+    assert report.value("random_read") == pytest.approx(60_000) and report.metrics["random_read"].limiting == IMPLIED_CONTROLLER
+    assert report.value("seq_read") == pytest.approx(60_000 * 4 * KiB)
+    # spinning drives: the controller is a row with headroom, not the limit
+    spinning = performance_of(stack_from_notation("R6/12", 512 * KiB, drive=DRIVE))
+    row = next(c for c in spinning.metrics["random_read"].components if c.name == IMPLIED_CONTROLLER)
+    assert row.capacity == 60_000 and not row.binding and spinning.metrics["random_read"].limiting == "drives"
+    # md parity: no controller row at all
+    md = performance_of(stack_from_notation("R6/12", 512 * KiB, drive=DRIVE, engine="md"))
+    assert all(c.name != IMPLIED_CONTROLLER for c in md.metrics["random_read"].components)
+
+
 def test_write_back_coalesces_partial_sequential_writes_into_full_stripes():
     # 8+1 at 128 KiB (1 MiB stripe): 256 KiB sequential writes are partial stripes (RMW without a
     # cache); a write-back cache out of cache destages full stripes: 9/8 drive bytes per host byte
@@ -657,10 +728,11 @@ def test_an_ssd_without_a_stated_latency_says_it_serves_one_at_a_time():
     assert any("read latency is not stated" in a for a in p.assumptions)
     stated = stack_from_notation("R0/1", 64 * KiB, drive=dataclasses.replace(ssd, read_latency_s=80e-6))
     assert not any("read latency" in a for a in predict(stated, Workload("randread", 4 * KiB, qd=4)).assumptions)
-    # behind the controller a RAID notation implies, whose own request rate nobody stated
-    assert any("states no request rate of its own" in a for a in p.assumptions)
+    # behind the controller a RAID notation implies, whose own request rate nobody stated: the
+    # model's default controller's, said with flash drives and wherever it binds
+    assert any("handles at most 60,000 requests/s" in a for a in p.assumptions)
     spinning = stack_from_notation("R0/1", 64 * KiB, drive=DRIVE)
-    assert not any("request rate of its own" in a for a in predict(spinning, Workload("randread", 4 * KiB)).assumptions)
+    assert not any("requests/s" in a for a in predict(spinning, Workload("randread", 4 * KiB)).assumptions)
     # figures that cannot both hold: 75,000 x 4 KiB is 307 MB/s, above the default 150 MB/s write rate
     odd = stack_from_notation("R0/1", 64 * KiB, drive=dataclasses.replace(ssd, random_write_iops=75_000))
     said = predict(odd, Workload("randwrite", 4 * KiB)).assumptions

@@ -282,10 +282,11 @@ def test_a_stack_cache_meets_the_runs_size(tmp_path):
     # issue 36: `run --stack` predicts with model.predict, so the stack file's [cache] applies: a
     # run over 64 MiB is served from the 1 GiB cache (its 800 MB/s binds 4 KiB reads at
     # 800e6 / 4096 = 195,312 IOPS once enough are in flight: each also spends the cache's
-    # controller's 0.2 ms, so 128 of them), one over 100 GiB reaches the drives
+    # controller's 0.2 ms, so 128 of them), one over 100 GiB reaches the drives. The cache's
+    # controller states its request rate above that (the default controller's 60,000 would bind)
     path = tmp_path / "cached.toml"
     no_adapter = R5_FCFS_STACK.split("[[component]]")[0]     # the drives and the RAID only
-    path.write_text(no_adapter + '[cache]\nsize = "1GiB"\nbw = "800MB/s"\n')
+    path.write_text(no_adapter + '[cache]\nsize = "1GiB"\nbw = "800MB/s"\niops = 400000\n')
     small = predict_for_run(str(path), job("randread", 4 * KiB, threads=4, qd=32, size=64 << 20))["phases"][0]
     assert small["value"] == pytest.approx(800e6 / 4096, rel=1e-4) and small["limiting_component"] == "cache"
     large = predict_for_run(str(path), job("randread", 4 * KiB, threads=4, qd=8, size=100 << 30))["phases"][0]

@@ -214,6 +214,7 @@ def _with_cache(stack: Stack, args: argparse.Namespace) -> Stack:
     controller that does not write back); --working-set needs a size, since only then does it matter."""
     given = {"--controller-cache-rate": args.controller_cache_rate,
              "--controller-cache-latency": args.controller_cache_latency,
+             "--controller-iops": args.controller_iops,
              "--read-ahead": args.read_ahead or None, "--write-through": args.write_through or None}
     cache = stack.cache
     if args.working_set is not None and args.controller_cache is None and (cache is None or cache.size_bytes is None):
@@ -228,6 +229,8 @@ def _with_cache(stack: Stack, args: argparse.Namespace) -> Stack:
         changes.update(read_bw_bytes=args.controller_cache_rate, write_bw_bytes=args.controller_cache_rate)
     if args.controller_cache_latency is not None:
         changes["latency_s"] = args.controller_cache_latency
+    if args.controller_iops is not None:
+        changes["iops"] = float(args.controller_iops)
     if args.read_ahead:
         changes["read_ahead"] = True
     if args.write_through:

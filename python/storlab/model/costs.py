@@ -10,7 +10,7 @@ import functools
 import math
 
 __all__ = ["HOST_REQUEST_OVERHEAD_S", "HBA_REQUEST_OVERHEAD_S", "ARRAY_REQUEST_OVERHEAD_S",
-           "CONTROLLER_REQUEST_LATENCY_S", "CONTROLLER_KINDS",
+           "CONTROLLER_REQUEST_LATENCY_S", "CONTROLLER_REQUEST_RATE", "CONTROLLER_KINDS",
            "NEARLINE_SEEK_S", "NEARLINE_RPM", "ENTERPRISE_SEEK_S", "ENTERPRISE_RPM", "rotation_s",
            "random_service_s", "SINGLE_TRACK_SEEK_S", "DRIVE_REORDER_DEPTH", "DATASHEET_IOPS_REQUEST_BYTES",
            "reordered_positioning_fraction",
@@ -35,10 +35,19 @@ ARRAY_REQUEST_OVERHEAD_S = 0.27e-3
 # The controller's own share of it, the time every request spends in an array controller (command
 # decode, cache lookup, status) when the stack states none (`cpu_per_request` on the component):
 # the 5884's L less the host's and the HBA's time. It is a delay, not a rate ceiling: the Engenio
-# figures give one request at a time only, so a controller's request-rate ceiling is the stack's to
-# state (`iops`, or `cpu_per_request` with `cores`). Taken from seed 000's figures, so those figures
-# are no evidence for it (docs/model.md, "Costs").
+# figures give one request at a time only; the ceiling is CONTROLLER_REQUEST_RATE below, or the
+# stack's own (`iops`, or `cpu_per_request` with `cores`). Taken from seed 000's figures, so those
+# figures are no evidence for it (docs/model.md, "Costs").
 CONTROLLER_REQUEST_LATENCY_S = ARRAY_REQUEST_OVERHEAD_S - HOST_REQUEST_OVERHEAD_S - HBA_REQUEST_OVERHEAD_S
+# The host requests per second an array controller's processor handles when the stack states no
+# limit of its own (`iops`, or `cpu_per_request` with `cores`, on its component; `[cache] iops` or
+# --controller-iops for the controller a RAID notation implies). The vendor's figure for the RAID-
+# on-chip processors of its 6 Gb/s SAS, PCIe 2.0 controllers (the generation of the model's
+# default 2 TB nearline drive): "up to 60,000 4 KB random IOPS", where the next generation (2012)
+# states 200,000 (HP, "HP Smart Array Controllers and basic RAID performance factors", technology
+# brief). Counted per host request, whatever it costs on the members. Not taken from any study
+# figure; the studies' arrays state their own limits or are measured from their hosts.
+CONTROLLER_REQUEST_RATE = 60_000.0
 # The component kinds that are array-side controllers (an HBA or adapter in the host is not: its
 # time is HBA_REQUEST_OVERHEAD_S); a component with raid_engine = true is one whatever its kind.
 CONTROLLER_KINDS = frozenset({"controller", "raid controller", "raid adapter", "array", "controller node"})

@@ -25,7 +25,7 @@ from typing import Iterable
 from ..errors import UserError
 from .costs import DRIVE_REORDER_DEPTH, reordered_positioning_fraction
 from .geometry import AlignmentReport, Geometry, analyse_alignment, gathered_into_full_stripes, geometry_of
-from .stack import MAX_COMPONENT_DEPTH, Component, ComponentInstance, Stack, StackError, write_carried_groups
+from .stack import IMPLIED_CONTROLLER, MAX_COMPONENT_DEPTH, Component, ComponentInstance, Stack, StackError, write_carried_groups
 
 __all__ = [
     "DriveLevelRates", "ComponentLoad", "MetricResult", "PerfReport", "drive_level_rates", "performance_of",
@@ -172,8 +172,9 @@ def component_capacity_host(instance: ComponentInstance, metric: str, amplificat
     else:
         if bw is not None:
             limits.append(bw / (request_bytes * factor))
-        if template.iops is not None:
-            limits.append(template.iops / (ops_per_request if instance.carries_parity else 1.0))
+        iops = template.iops_limit()
+        if iops is not None:
+            limits.append(iops / (ops_per_request if instance.carries_parity else 1.0))
     cpu = template.cpu_capacity(request_bytes * factor)
     if cpu is not None:
         limits.append(cpu * request_bytes if metric.startswith("seq") else cpu)
@@ -315,6 +316,17 @@ def _plural(noun: str) -> str:
     return noun + ("es" if noun.endswith(("s", "x", "sh", "ch")) else "s")
 
 
+def _behind_implied_controller(m: MetricResult, iops: float, seq_request_bytes: int | None) -> MetricResult:
+    """A metric through the RAID controller a stack implies (Stack.implied_controller_iops): every
+    host request passes it, so it lets through `iops` requests/s (x the request for a bandwidth)."""
+    capacity = iops * seq_request_bytes if seq_request_bytes is not None else iops
+    value = min(m.value, capacity)
+    binding = value >= capacity * (1 - _TIE)
+    limiting = IMPLIED_CONTROLLER if capacity < m.value * (1 - _TIE) else m.limiting
+    row = ComponentLoad(IMPLIED_CONTROLLER, "controller", 1, capacity, value, False, binding)
+    return replace(m, value=value, limiting=limiting, components=(row,) + m.components)
+
+
 def performance_of(stack: Stack, seq_request_bytes: int | None = None, random_request_bytes: int = 4096,
                    mode: str | None = None, seq_pattern: str = "sequential",
                    random_pattern: str = "random") -> PerfReport:
@@ -338,6 +350,10 @@ def performance_of(stack: Stack, seq_request_bytes: int | None = None, random_re
                                       drives.random_write.write_amplification,
                                       drives.random_write.disk_ops_per_write, random_request_bytes, mode),
     }
+    implied = stack.implied_controller_iops()
+    if implied is not None:
+        metrics = {key: _behind_implied_controller(m, implied, seq_request if key.startswith("seq") else None)
+                   for key, m in metrics.items()}
     if drives.reorder_gain != 1.0:
         # the conventional figure too: each drive at its stated IOPS, one request at a time
         for key in ("random_read", "random_write"):

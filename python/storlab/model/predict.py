@@ -33,8 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .costs import (
-    CONTROLLER_KINDS,
     CONTROLLER_REQUEST_LATENCY_S,
+    CONTROLLER_REQUEST_RATE,
     DATASHEET_IOPS_REQUEST_BYTES,
     DRIVE_REORDER_DEPTH,
     HBA_REQUEST_OVERHEAD_S,
@@ -49,6 +49,7 @@ from .costs import (
 from .geometry import AlignmentReport, analyse_alignment, gathered_into_full_stripes, geometry_of
 from .queueing import Station, solve_closed
 from .stack import (
+    IMPLIED_CONTROLLER,
     IMPLIED_WRITE_BACK,
     UNSTATED_CACHE_RATE,
     Component,
@@ -411,14 +412,15 @@ def _request_cost(stack: Stack | None, workload: Workload, devices: list[Device]
 
 
 def _apply_cache(cost: _RequestCost, workload: Workload, cache: ControllerCache,
-                 assumptions: list[str]) -> tuple[float, str]:
-    """What the cache lets reach the members (updates cost); returns the cache's own capacity."""
+                 assumptions: list[str], iops_elsewhere: bool = False) -> tuple[float, str]:
+    """What the cache lets reach the members (updates cost); returns the cache's own capacity
+    (its `iops` not among its limits when `iops_elsewhere`: the controller it belongs to carries it)."""
     request = workload.request_bytes
     working = workload.working_set_bytes
     in_cache = working is not None and cache.size_bytes is not None and working <= cache.size_bytes
     rate = cache.write_bw_bytes if workload.is_write else cache.read_bw_bytes
     limits = [(rate / request, "bandwidth")]
-    if cache.iops is not None:
+    if cache.iops is not None and not iops_elsewhere:
         limits.append((cache.iops, "IOPS"))
     if workload.is_write:
         if not cache.write_back:
@@ -652,8 +654,7 @@ def _positioning_spread(cost: _RequestCost, workload: Workload) -> float:
 def _names_no_controller(stack: Stack) -> bool:
     """No component of the stack's path is an array controller (a RAID notation such as R5/9)."""
     root = stack.instances()
-    return root is None or not any(inst.template.raid_engine or inst.template.kind in CONTROLLER_KINDS
-                                   for inst in root.walk())
+    return root is None or not any(inst.template.is_array_controller for inst in root.walk())
 
 
 def _implies_controller(stack: Stack | None, devices: list[Device] | None) -> bool:
@@ -678,6 +679,17 @@ def _implied_controller_time(stack: Stack | None, cache: ControllerCache | None,
     return CONTROLLER_REQUEST_LATENCY_S if implied else 0.0
 
 
+def _implied_controller_rate(stack: Stack | None, cache: ControllerCache | None, members: list[Device]
+                             ) -> float | None:
+    """The host requests/s of the controller a stack implies (_implied_controller_time): its cache's
+    stated `iops` (--controller-iops), else the model's default controller's
+    (costs.CONTROLLER_REQUEST_RATE). None where no implied controller is crossed."""
+    if _implied_controller_time(stack, cache, members) == 0:
+        return None
+    return cache.iops if cache is not None and cache.iops is not None else CONTROLLER_REQUEST_RATE
+
+
+
 def _path_cpu_time(stack: Stack | None, workload: Workload) -> float:
     """CPU seconds a request costs on its way: each level of the path with a CPU cost (a file
     server, an NSD server, a controller) works on it before passing it on. A request crosses one
@@ -695,7 +707,7 @@ def _path_cpu_time(stack: Stack | None, workload: Workload) -> float:
     def slowest(inst, above: float) -> float:
         template = inst.template
         t = template.cpu_time_s(workload.request_bytes)
-        if t is None and (template.raid_engine or template.kind in CONTROLLER_KINDS):
+        if t is None and template.is_array_controller:
             t = CONTROLLER_REQUEST_LATENCY_S
         here = above + (t or 0.0) * (2 if workload.is_write and template.mirror_writes else 1)
         best = here if inst.group_ids else 0.0
@@ -854,9 +866,11 @@ def _path_capacities(stack: Stack | None, workload: Workload, cost: _RequestCost
         handled = under
         if workload.is_write and inst.template.mirror_writes:
             handled = under + len(inst.all_group_ids())
-        if inst.template.iops is not None:
+        iops = inst.template.iops_limit()
+        if iops is not None:
             ops = (cost.write_ops if workload.is_write else cost.pieces) if inst.carries_parity else 1.0
-            limits.append((inst.template.iops / ops * groups / handled, "IOPS"))
+            limits.append((iops / ops * groups / handled, "IOPS" if inst.template.iops is not None
+                           else "IOPS (the model's default controller: costs.CONTROLLER_REQUEST_RATE)"))
         cpu = inst.template.cpu_capacity(workload.request_bytes * factor)
         if cpu is not None:
             limits.append((cpu * groups / handled, f"CPU ({inst.template.cores} core(s))"))
@@ -1014,19 +1028,19 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
             cache = IMPLIED_WRITE_BACK
             assumptions.append("the RAID controller's write-back cache, on by default and not described here, "
                                "acknowledges writes and drains them to the drives (--write-through says it has none)")
-    if (stack is not None and not stack.drive.rotational and devices is None
-            and _implies_controller(stack, devices)):
-        assumptions.append("the RAID controller the layout implies states no request rate of its own, so "
-                           "none limits here; with flash drives a controller's often binds first (name it in a "
-                           "stack file's [[component]] with iops, or cpu_per_request and cores)")
     branches = _independent_branches(stack, cache, read_members)
     if branches is not None:
         return _predict_branches(stack, workload, devices, branches, cache, mirror_read)
     cost = _request_cost(stack, workload, devices, mirror_read, assumptions, read_members)
     resources: list[tuple[str, str, float, str]] = []
+    controller_rate = _implied_controller_rate(stack, cache, cost.members)
     if cache is not None:
-        cap, why = _apply_cache(cost, workload, cache, assumptions)
+        cap, why = _apply_cache(cost, workload, cache, assumptions, iops_elsewhere=controller_rate is not None)
         resources.append(("cache", "cache", cap, why))
+    if controller_rate is not None:
+        stated = cache is not None and cache.iops is not None
+        resources.append((IMPLIED_CONTROLLER, "path", controller_rate,
+                          "IOPS" if stated else "IOPS (the model's default controller: costs.CONTROLLER_REQUEST_RATE)"))
     # a write-back cache (the one given, or the undescribed one of a RAID controller) gathers a
     # sequential stream's writes into full stripes before they reach the members
     gathers = cache.write_back if cache is not None else stack is not None and stack.gathers_sequential_writes
@@ -1090,6 +1104,12 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
         if busiest.headroom_fraction <= QUEUE_DEPTH_MARGIN or doubled <= rate * (1 + QUEUE_DEPTH_GAIN):
             tightest = busiest
     limiting = tightest.name
+    if (controller_rate is not None and (cache is None or cache.iops is None)
+            and (limiting == IMPLIED_CONTROLLER or not all(d.revolution_s > 0 for d in cost.members))):
+        assumptions.append(f"the RAID controller the layout implies handles at most {controller_rate:,.0f} requests/s, "
+                           "the vendor's figure for 6 Gb/s SAS RAID-on-chip controllers (the next generation states "
+                           "200,000): --controller-iops or a [cache] table's iops states yours, a stack file's "
+                           "[[component]] names it")
     think = workload.think_s
     mean = max(unloaded, workload.outstanding / rate - think) if rate > 0 and math.isfinite(rate) else unloaded
     in_network = network.response_s - think if network else 0.0

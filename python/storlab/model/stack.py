@@ -20,6 +20,7 @@ from typing import Any, Iterator, Mapping
 from ..errors import UserError
 from ..jobs.tomlfile import TomlFileError, read_toml
 from ..units import UnitError, parse_duration, parse_rate, parse_size
+from .costs import CONTROLLER_KINDS, CONTROLLER_REQUEST_RATE
 from .notation import MAX_DRIVES, NotationError, RaidNotation, parse_raid
 from .quantities import mtbf_h_from_afr, parse_afr, parse_ber, parse_mtbf_h, parse_period_h
 
@@ -251,6 +252,21 @@ class Component:
         t = self.cpu_time_s(request_bytes)
         return None if t is None or t <= 0 else self.cores / t
 
+    @property
+    def is_array_controller(self) -> bool:
+        """An array-side controller (costs.CONTROLLER_KINDS, or the RAID engine whatever its kind)."""
+        return self.raid_engine or self.kind in CONTROLLER_KINDS
+
+    def iops_limit(self) -> float | None:
+        """The requests/s it handles at most: its own `iops`; an array controller that states neither
+        that nor a CPU cost, the model's default controller's (costs.CONTROLLER_REQUEST_RATE), as it
+        takes the default controller time per request. None: no request-rate limit."""
+        if self.iops is not None:
+            return self.iops
+        if self.is_array_controller and self.cpu_capacity(1) is None:
+            return CONTROLLER_REQUEST_RATE
+        return None
+
 
 @dataclass(frozen=True)
 class ComponentInstance:
@@ -351,6 +367,18 @@ class Stack:
                                  f"{self.raid.groups} ({self.raid.layout.text} x {self.raid.count}); "
                                  f"set groups = N on the components the drives hang under")
 
+    def implied_controller_iops(self) -> float | None:
+        """The host requests/s of the RAID controller the stack implies but does not name (parity by
+        a controller, no array controller among its components: a RAID notation such as R5/9): its
+        cache's stated `iops`, else the model's default controller's (costs.CONTROLLER_REQUEST_RATE).
+        None where parity is md's or the stack names its controllers, whose own limits apply."""
+        if self.raid.engine != "controller":
+            return None
+        root = self.instances()
+        if root is not None and any(inst.template.is_array_controller for inst in root.walk()):
+            return None
+        return self.cache.iops if self.cache is not None and self.cache.iops is not None else CONTROLLER_REQUEST_RATE
+
     @property
     def gathers_sequential_writes(self) -> bool:
         """Whether a sequential stream's writes reach the members gathered into whole stripes (no
@@ -428,6 +456,9 @@ _CACHE_KEYS = {"size", "bw", "read", "write", "iops", "latency", "write_back", "
 # A cache whose rates are not given serves at a rate that binds nothing: the path above it (the
 # host ports, the controller's own limits) then sets the rate of hits.
 UNSTATED_CACHE_RATE = 1e15
+# The name of the RAID controller a stack implies but does not describe, as a component of a
+# prediction or a ceiling (Stack.implied_controller_iops)
+IMPLIED_CONTROLLER = "controller (implied)"
 # The cache of a RAID controller the stack implies but does not describe (a RAID notation such as
 # R5/9, parity by a controller): it writes back, as such a controller does by default
 # (Stack.gathers_sequential_writes); its size, rates and latency are not stated.

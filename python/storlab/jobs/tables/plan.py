@@ -226,6 +226,9 @@ CACHE_OPTIONS: tuple[Option, ...] = (
     command_row("controller_cache_latency", "duration", "the controller's time for one request served from the "
                 "cache, nothing queued (default: a named controller's own, else 0.2 ms, the model's default "
                 "controller time)", minimum=0, maximum=1, unit="s", metavar="TIME", category="cache"),
+    command_row("controller_iops", "count", "host requests per second the RAID controller handles, cache hits or "
+                "not (default: a named controller's own iops; the controller a RAID notation implies 60,000, the "
+                "vendor's figure for 6 Gb/s SAS RAID-on-chip controllers)", minimum=1, metavar="N", category="cache"),
     command_row("read_ahead", "bool", "the controller prefetches sequential reads (served at the cache's "
                 "latency, the members streaming behind)", default=False, category="cache"),
     command_row("write_through", "bool", "the controller does not write back (a RAID controller does by default, "
