@@ -735,7 +735,8 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
     shortens as its queue grows (queueing.Station)."""
     reordering = reordering or {}
 
-    def member_station(station_name: str, member: str, cap: float, servers: int, members_per_request: float) -> Station:
+    def member_station(station_name: str, member: str, cap: float, servers: int, members_per_request: float,
+                       visit_share: float = 1.0) -> Station:
         how = reordering.get(member)
         if how is None or servers != 1:
             return Station(station_name, servers / cap, servers)
@@ -745,7 +746,7 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
         # a spinning drive's service: its positioning varies (costs.positioning_scv), its transfer not
         scv = positioning_scv() * how.positioning_fraction ** 2
         return Station(station_name, demand, 1, demand * how.positioning_fraction, how.depth, per_request,
-                       service_scv=scv)
+                       service_scv=scv, visit_share=visit_share)
 
     finite = [r for r in resources if math.isfinite(r[2])]
     if not finite:
@@ -769,7 +770,7 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
             servers = member_parallelism.get(name)
             return [] if servers is None else [Station(name, servers / cap, servers)]
         if spread <= 1.0 and len(members) > 1:
-            return [member_station(n, n, c, member_parallelism[n], 1.0) for n, _, c, _ in members]
+            return [member_station(n, n, c, member_parallelism[n], 1.0, 1.0 / len(members)) for n, _, c, _ in members]
         # a request forks over `spread` members and joins at the slowest: the member set works as
         # members / spread independent groups, each at the pace of the slowest member and each
         # visited by 1 / groups of the requests (so each one's demand is 1 / the set's capacity)
@@ -778,7 +779,7 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
             return []
         groups = max(1, round(len(members) / max(1.0, spread)))
         return [member_station(name if groups == 1 else f"{name} (stripe group {g + 1} of {groups})",
-                               name, cap, servers, spread) for g in range(groups)]
+                               name, cap, servers, spread, 1.0 / groups) for g in range(groups)]
     servers = servers_of.get(name, 1)
     # a request whose pieces cross `fan` of the equal instances at once uses them together (a
     # fork-join over the stripe): servers / fan such teams, each busy (servers / fan) / cap per
