@@ -225,62 +225,26 @@ def test_a_station_refuses_a_positioning_beyond_its_demand_or_a_depth_below_one(
         Station("drive", 0.01, positioning_s=0.005, reorder_depth=0)
 
 
-def _reordering_drives_draw(drives: int, requests: int, completions: int = 60_000, seed: int = 7) -> float:
-    """A seeded draw of `requests` random 4 KiB reads cycling over `drives` equal 7.2K rpm drives,
-    each request to a drive at random, each drive serving the soonest of those waiting when it frees
-    up: every waiting request's seek (over a length of density 2 (1 - d), single-track 1 ms plus the
-    square root of the length) and rotation drawn afresh, as costs.reordered_positioning_fraction
-    takes them. Returns the mean response time."""
-    import heapq
-    import random
-
-    from storlab.model import costs
-    rnd = random.Random(seed)
-    revolution = 60.0 / costs.NEARLINE_RPM
-    b = (costs.NEARLINE_SEEK_S - costs.SINGLE_TRACK_SEEK_S) / (8 / 15)     # E[sqrt d] = 8 / 15
-
-    def positioning() -> float:
-        return costs.SINGLE_TRACK_SEEK_S + b * math.sqrt(1 - math.sqrt(1 - rnd.random())) + rnd.random() * revolution
-
-    waiting: list[list[float]] = [[] for _ in range(drives)]
-    busy = [False] * drives
-    events: list[tuple[float, int, float]] = []
-    responses: list[float] = []
-
-    def start(drive: int, now: float) -> None:
-        queue = waiting[drive]
-        busy[drive] = bool(queue)
-        if queue:
-            draws = [positioning() for _ in queue[:costs.DRIVE_REORDER_DEPTH]]
-            chosen = min(range(len(draws)), key=draws.__getitem__)
-            heapq.heappush(events, (now + draws[chosen] + 4096 / 150e6, drive, queue.pop(chosen)))
-
-    def arrive(now: float) -> None:
-        drive = rnd.randrange(drives)
-        waiting[drive].append(now)
-        if not busy[drive]:
-            start(drive, now)
-
-    for _ in range(requests):
-        arrive(0.0)
-    while len(responses) < completions:
-        now, drive, arrived = heapq.heappop(events)
-        responses.append(now - arrived)
-        start(drive, now)
-        arrive(now)
-    kept = responses[completions // 10:]
-    return sum(kept) / len(kept)
+def _drive_draw():
+    """benchmarks/model_drive_draw.py: random reads drawn on drives with head positions."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("model_drive_draw", os.path.join(ROOT, "benchmarks",
+                                                                                    "model_drive_draw.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.mark.parametrize("drives, requests", [(12, 16), (12, 32), (4, 8), (1, 8)])
 def test_reordering_drives_follow_a_seeded_draw(drives, requests):
     # A drive serves the soonest of its queue, so it serves faster exactly while its queue is long:
     # the queue-length distribution, not the mean queue, sets the rate (twelve drives, 16 requests:
-    # 595 reads/s from the mean queue, against 734 drawn). The model follows it within 5 %.
-    drive = DriveType("d", 10**12, 1e6)
-    stack = stack_from_notation(f"R0/{drives}", 64 * 1024, drive=drive, engine="md")
+    # 595 reads/s from the mean queue, 727 drawn with the heads where their last request left
+    # them). The model follows the draw within 5 %.
+    draw = _drive_draw()
+    stack = stack_from_notation(f"R0/{drives}", 64 * 1024, drive=draw.DRIVE, engine="md")
     predicted = predict(stack, Workload("randread", 4096, qd=requests)).latency_mean_s
-    drawn = _reordering_drives_draw(drives, requests)
+    drawn = draw.draw(drives, requests, 4096, completions=20_000)
     assert predicted == pytest.approx(drawn, rel=0.05)
 
 
