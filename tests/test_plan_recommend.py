@@ -70,6 +70,19 @@ def test_controller_cap_levels_sequential_scores():
     assert all(c.scores["seq_write_bw_bytes"] <= 500e6 * (1 + 1e-12) for c in result.pareto)
 
 
+def test_controllers_handle_the_default_request_rate_unless_stated():
+    # flash drives outrun a controller: each handles costs.CONTROLLER_REQUEST_RATE host requests/s
+    # (60,000) unless --controller-iops states its own; two controllers handle twice that
+    ssd = DriveType("ssd", 10**12, 1e6, seq_read_bw_bytes=500e6, random_read_iops=90_000, rotational=False)
+    one = recommend(Inventory(ssd, 12, 12, levels=(5,), chunks=(64 * K,), rebuild_rate_bytes=50e6))
+    assert max(c.scores["random_read_iops"] for c in one.pareto) == pytest.approx(60_000)
+    stated = recommend(Inventory(ssd, 12, 12, levels=(5,), chunks=(64 * K,), rebuild_rate_bytes=50e6,
+                                 controller_iops=250_000))
+    assert max(c.scores["random_read_iops"] for c in stated.pareto) == pytest.approx(250_000)
+    two = recommend(Inventory(ssd, 24, 12, controllers=2, levels=(5,), chunks=(64 * K,), rebuild_rate_bytes=50e6))
+    assert max(c.scores["random_read_iops"] for c in two.pareto) == pytest.approx(120_000)
+
+
 def test_inventory_validation():
     with pytest.raises(StackError, match="rebuild rate or an MTTR"):
         Inventory(DRIVE, 12, 12)

@@ -442,6 +442,7 @@ def run_recommend(args: argparse.Namespace) -> int:
     inventory_kwargs: dict[str, Any] = dict(
         drive=drive, drives=args.drives, bays_per_enclosure=args.bays, controllers=args.controllers,
         controller_read_bw_bytes=args.controller_read, controller_write_bw_bytes=args.controller_write,
+        controller_iops=None if args.controller_iops is None else float(args.controller_iops),
         rebuild_rate_bytes=rebuild, mttr_h=mttr_h)
     if args.levels:
         inventory_kwargs["levels"] = args.levels

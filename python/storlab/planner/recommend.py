@@ -85,6 +85,7 @@ class Inventory:
     controllers: int = 1
     controller_read_bw_bytes: float | None = None
     controller_write_bw_bytes: float | None = None
+    controller_iops: float | None = None        # host requests/s of one controller (None: the model's default)
     rebuild_rate_bytes: float | None = None
     mttr_h: float | None = None
     levels: tuple[int, ...] = DEFAULT_LEVELS
@@ -168,11 +169,12 @@ def _spans(level: int, bays: int) -> list[int]:
 
 
 def _controller_path(inventory: Inventory, groups_per_controller: int) -> Component | None:
-    if inventory.controllers == 1 and inventory.controller_read_bw_bytes is None and inventory.controller_write_bw_bytes is None:
+    if (inventory.controllers == 1 and inventory.controller_read_bw_bytes is None
+            and inventory.controller_write_bw_bytes is None and inventory.controller_iops is None):
         return None
     controller = Component("controller", kind="controller", count=inventory.controllers,
                            read_bw_bytes=inventory.controller_read_bw_bytes,
-                           write_bw_bytes=inventory.controller_write_bw_bytes,
+                           write_bw_bytes=inventory.controller_write_bw_bytes, iops=inventory.controller_iops,
                            groups=groups_per_controller, raid_engine=True)
     return Component("host", kind="host", children=(controller,))
 

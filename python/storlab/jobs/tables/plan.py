@@ -216,6 +216,12 @@ DEVICE_PROFILE = command_row(
     "models it instead of the drive's datasheet figures; diagnose predicts the volume with it (its latency, "
     "queueing and parallelism) at the members' measured rates", metavar="FILE", category="curve")
 
+# A RAID controller's request rate: plan perf's implied controller, plan recommend's controllers
+CONTROLLER_IOPS = command_row(
+    "controller_iops", "count", "host requests per second a RAID controller handles, cache hits or not (default: a "
+    "named controller's own iops; else 60,000, the vendor's figure for 6 Gb/s SAS RAID-on-chip controllers)",
+    minimum=1, metavar="N", category="cache")
+
 # The controller cache of `plan perf`, as a stack file's [cache] table gives it (docs/model.md)
 CACHE_OPTIONS: tuple[Option, ...] = (
     command_row("controller_cache", "size", "controller cache size: in-cache working sets are served from it, writes "
@@ -226,9 +232,7 @@ CACHE_OPTIONS: tuple[Option, ...] = (
     command_row("controller_cache_latency", "duration", "the controller's time for one request served from the "
                 "cache, nothing queued (default: a named controller's own, else 0.2 ms, the model's default "
                 "controller time)", minimum=0, maximum=1, unit="s", metavar="TIME", category="cache"),
-    command_row("controller_iops", "count", "host requests per second the RAID controller handles, cache hits or "
-                "not (default: a named controller's own iops; the controller a RAID notation implies 60,000, the "
-                "vendor's figure for 6 Gb/s SAS RAID-on-chip controllers)", minimum=1, metavar="N", category="cache"),
+    CONTROLLER_IOPS,
     command_row("read_ahead", "bool", "the controller prefetches sequential reads (served at the cache's "
                 "latency, the members streaming behind)", default=False, category="cache"),
     command_row("write_through", "bool", "the controller does not write back (a RAID controller does by default, "
@@ -299,6 +303,7 @@ COMMANDS: tuple[CommandTable, ...] = (
                     metavar="RATE", category="inventory"),
         command_row("controller_write", "rate", "write limit of one controller", minimum=1, unit="bytes/s",
                     metavar="RATE", category="inventory"),
+        dataclasses.replace(CONTROLLER_IOPS, category="inventory"),
         command_row("levels", "list", "RAID levels to consider, comma-separated (default "
                     + ",".join(map(str, DEFAULT_LEVELS)) + ")", parse=_levels, metavar="LIST", category="inventory"),
         command_row("chunks", "list", "chunk sizes to consider, comma-separated (default 64k,128k,256k,512k,1m)",
