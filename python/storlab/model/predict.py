@@ -736,7 +736,7 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
     reordering = reordering or {}
 
     def member_station(station_name: str, member: str, cap: float, servers: int, members_per_request: float,
-                       visit_share: float = 1.0) -> Station:
+                       visit_share: float = 1.0, fork: int = 1) -> Station:
         how = reordering.get(member)
         if how is None or servers != 1:
             return Station(station_name, servers / cap, servers)
@@ -746,7 +746,7 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
         # a spinning drive's service: its positioning varies (costs.positioning_scv), its transfer not
         scv = positioning_scv() * how.positioning_fraction ** 2
         return Station(station_name, demand, 1, demand * how.positioning_fraction, how.depth, per_request,
-                       service_scv=scv, visit_share=visit_share)
+                       service_scv=scv, visit_share=visit_share, fork=fork)
 
     finite = [r for r in resources if math.isfinite(r[2])]
     if not finite:
@@ -778,8 +778,11 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
         if servers is None:
             return []
         groups = max(1, round(len(members) / max(1.0, spread)))
+        # a read's pieces queue at each drive on its own, each drive serving its queue in its own
+        # order (queueing._ReorderingQueue); a write's passes are kept together as one team
+        fork = 1 if workload.is_write else max(1, round(spread))
         return [member_station(name if groups == 1 else f"{name} (stripe group {g + 1} of {groups})",
-                               name, cap, servers, spread, 1.0 / groups) for g in range(groups)]
+                               name, cap, servers, spread, 1.0 / groups, fork) for g in range(groups)]
     servers = servers_of.get(name, 1)
     # a request whose pieces cross `fan` of the equal instances at once uses them together (a
     # fork-join over the stripe): servers / fan such teams, each busy (servers / fan) / cap per
