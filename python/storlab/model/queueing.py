@@ -242,7 +242,8 @@ class _ReorderingQueue:
     Networks", 1980): with j requests there it serves the one it reaches soonest of the j - 1 that
     waited when it freed up (at least the one), so a busy drive serves faster exactly when its queue
     is long, which the mean queue alone understates (twelve drives, 16 requests: 595 reads/s with
-    the mean, 734 in a seeded draw of the same drives, 726 followed exactly). An arrival that finds
+    the mean, 721 followed so, 727 in a draw of the same drives, benchmarks/model_drive_draw.py). An
+    arrival that finds
     it busy waits for the rest of the service in progress, (1 + scv) / 2 of one for a service of
     squared coefficient of variation scv (the residual life of renewal theory: Kleinrock, "Queueing
     Systems", vol. 1, 1975, section 5.2), not a whole one as an exponential service would have it,
@@ -331,7 +332,10 @@ def solve_closed(stations: list[Station], delay_s: float, customers: int, overla
     deepest = [s.reorder_depth / s.reorder_per_request if s.reorders else 0.0 for s in stations]
     reordering = [i for i, s in enumerate(stations) if s.reorders and s.servers > 1]
     followed: dict[tuple, _ReorderingQueue] = {}
-    pieces: dict[int, float] = {}       # a fork's one-piece residence (its last n followed)
+    pieces: dict[int, float] = {}       # a followed station's one-piece residence
+    # past LOAD_DEPENDENT_MAX a followed station's residence keeps its last ratio to D (1 + Q), and
+    # one piece's its last share of it (a fork's wait for its last piece, the residual service)
+    stretch: dict[int, tuple[float, float]] = {}
     follow = {}
     for i, s in enumerate(stations):
         if s.reorders and s.servers == 1:
@@ -353,6 +357,12 @@ def solve_closed(stations: list[Station], delay_s: float, customers: int, overla
             for i, f in follow.items():
                 r[i], own, pieces[i] = arrivals[id(f)]
                 queueing[i] = (stations[i], own)
+                plain = own * (1.0 + q[i])
+                stretch[i] = (r[i] / plain if plain > 0 else 1.0, pieces[i] / r[i] if r[i] > 0 else 1.0)
+        else:
+            for i, (ratio, piece_share) in stretch.items():
+                r[i] *= ratio
+                pieces[i] = r[i] * piece_share
         cycle = cycle_of(r)
         x = n / cycle if cycle > 0 else math.inf
         q = [x * ri for ri in r]
