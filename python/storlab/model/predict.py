@@ -679,6 +679,10 @@ def _implied_controller_time(stack: Stack | None, cache: ControllerCache | None,
     return CONTROLLER_REQUEST_LATENCY_S if implied else 0.0
 
 
+# Why a controller that states no request rate is limited where it is (_path_capacities, predict)
+DEFAULT_CONTROLLER_IOPS_WHY = "IOPS (the model's default controller: costs.CONTROLLER_REQUEST_RATE)"
+
+
 def _implied_controller_rate(stack: Stack | None, cache: ControllerCache | None, members: list[Device]
                              ) -> float | None:
     """The host requests/s of the controller a stack implies (_implied_controller_time): its cache's
@@ -687,7 +691,6 @@ def _implied_controller_rate(stack: Stack | None, cache: ControllerCache | None,
     if _implied_controller_time(stack, cache, members) == 0:
         return None
     return cache.iops if cache is not None and cache.iops is not None else CONTROLLER_REQUEST_RATE
-
 
 
 def _path_cpu_time(stack: Stack | None, workload: Workload) -> float:
@@ -874,7 +877,7 @@ def _path_capacities(stack: Stack | None, workload: Workload, cost: _RequestCost
         if iops is not None:
             ops = (cost.write_ops if workload.is_write else cost.pieces) if inst.carries_parity else 1.0
             limits.append((iops / ops * groups / handled, "IOPS" if inst.template.iops is not None
-                           else "IOPS (the model's default controller: costs.CONTROLLER_REQUEST_RATE)"))
+                           else DEFAULT_CONTROLLER_IOPS_WHY))
         cpu = inst.template.cpu_capacity(workload.request_bytes * factor)
         if cpu is not None:
             limits.append((cpu * groups / handled, f"CPU ({inst.template.cores} core(s))"))
@@ -1044,7 +1047,7 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     if controller_rate is not None:
         stated = cache is not None and cache.iops is not None
         resources.append((IMPLIED_CONTROLLER, "path", controller_rate,
-                          "IOPS" if stated else "IOPS (the model's default controller: costs.CONTROLLER_REQUEST_RATE)"))
+                          "IOPS" if stated else DEFAULT_CONTROLLER_IOPS_WHY))
     # a write-back cache (the one given, or the undescribed one of a RAID controller) gathers a
     # sequential stream's writes into full stripes before they reach the members
     gathers = cache.write_back if cache is not None else stack is not None and stack.gathers_sequential_writes
