@@ -204,36 +204,34 @@ def wait_quantile_multiple(customers: int, service_s: float, elsewhere_s: float,
 LOAD_DEPENDENT_MAX = 512
 
 
-# Beyond this many found, the largest of several geometric counts is taken from its exponential
-# limit (exact to well under 1 % there)
-_GEOMETRIC_EXACT_MAX = 64
-
-
-def _last_of(fork: int, found: int) -> float:
+def _last_of(fork: int, found: int, load: float) -> float:
     """The services before a request's piece at the drive that serves it last, of `fork` drives that
-    each found `found` requests (one in service) and pick among the waiting in their own order: the
-    mean of the largest of `fork` independent geometric counts, each P(G >= g) = (1 - 1 / found)^g.
-    One drive: found - 1, the first-come count."""
+    each found `found` requests (one in service) and pick among the waiting in their own order. At
+    each choice a drive picks it with chance 1 / m, m the requests it chooses among: `found` at the
+    first, then one fewer a choice less the arrivals meanwhile, `load` of them a service (the
+    station's utilisation: arrivals per service, lambda s). A queue kept full (load 1) makes the
+    count geometric; one that nothing refills (load 0), a uniform place among those found. The mean
+    of the largest of `fork` such counts, each drive's taken as independent; one drive: found - 1,
+    the first-come count, whatever the load."""
     if found <= 1:
         return 0.0
     if fork == 1:
         return found - 1.0
-    return _largest_geometric(fork, found)
+    return _largest_count(fork, found, round(min(1.0, max(0.0, load)) * 100))
 
 
 @functools.lru_cache(maxsize=None)
-def _largest_geometric(fork: int, found: int) -> float:
-    stay = 1.0 - 1.0 / found
-    if found > _GEOMETRIC_EXACT_MAX:
-        # E[max] ~ H_k / lambda - 1/2, lambda = -ln(stay) (the exponential limit, continuity-corrected)
-        return sum(1.0 / i for i in range(1, fork + 1)) / -math.log(stay) - 0.5
-    total, g = 0.0, 1
-    while True:
-        term = 1.0 - (1.0 - stay ** g) ** fork
+def _largest_count(fork: int, found: int, load_percent: int) -> float:
+    fall = 1.0 - load_percent / 100.0            # the count's fall a choice
+    total, unpicked, choice = 0.0, 1.0, 0
+    while unpicked > 0.0:
+        unpicked *= 1.0 - 1.0 / max(1.0, found - fall * choice)
+        choice += 1
+        term = 1.0 - (1.0 - unpicked) ** fork        # P(the last of them waits past this choice)
         total += term
         if term < 1e-9:
-            return total
-        g += 1
+            break
+    return total
 
 
 class _ReorderingQueue:
@@ -252,12 +250,11 @@ class _ReorderingQueue:
 
     A request split over `fork` such drives (a random read over several members) finds the same
     requests queued at each, but each drive serves the soonest of its own queue, so the order differs
-    from drive to drive and the request waits for the drive that serves it last: with i found, each
-    drive picks it with chance 1 / i at every choice (the soonest of i equally placed requests), the
-    services before it geometric, and its wait the largest of `fork` of them, not one (Little's law
-    then leaves each drive fewer requests to choose among: those it has served wait for the others).
-    Serving the drives as one team instead came out 7 to 24 % fast at depth against a draw with head
-    positions (benchmarks/model_drive_draw.py)."""
+    from drive to drive and the request waits for the drive that serves it last (_last_of: each
+    drive picks it by chance among those it chooses from, the largest of `fork` such counts; Little's
+    law then leaves each drive fewer requests to choose among, those it has served waiting for the
+    others). Serving the drives as one team instead came out 7 to 24 % fast at depth against a draw
+    with head positions (benchmarks/model_drive_draw.py)."""
 
     def __init__(self, station: Station, delay_s: float) -> None:
         self.station = station
@@ -277,6 +274,7 @@ class _ReorderingQueue:
         """(residence time, own service, one piece's residence) of an arrival at population n, from
         P(. | n - 1); the last two differ for a fork only (one piece: at the drive it lands on)."""
         residence = own = piece = 0.0
+        busy = 1.0 - self.probabilities[0]
         for found, p in enumerate(self.probabilities):
             if p <= 0.0:
                 continue
@@ -284,7 +282,7 @@ class _ReorderingQueue:
             own += p * d
             if found:
                 residual = 1.0 - self.residual_saving
-                residence += p * d * (1.0 + residual + _last_of(self.station.fork, found))
+                residence += p * d * (1.0 + residual + _last_of(self.station.fork, found, busy))
                 piece += p * d * (1.0 + residual + found - 1.0)
             else:
                 residence += p * d
