@@ -651,18 +651,12 @@ def _positioning_spread(cost: _RequestCost, workload: Workload) -> float:
     return math.sqrt(sum((positioning * slowest_positioning_spread(max(1, round(k)))) ** 2 for k in passes))
 
 
-def _names_no_controller(stack: Stack) -> bool:
-    """No component of the stack's path is an array controller (a RAID notation such as R5/9)."""
-    root = stack.instances()
-    return root is None or not any(inst.template.is_array_controller for inst in root.walk())
-
-
 def _implies_controller(stack: Stack | None, devices: list[Device] | None) -> bool:
     """The stack's parity is a controller's that the stack does not name, in front of datasheet
     drives (`devices` None: the stack's drive type). Measured members (a profile, an array seen from
     its host) hold the time and the cache of what was in front of them; Linux md has no controller."""
     return (stack is not None and stack.raid.engine == "controller"
-            and all(d.from_datasheet for d in devices or ()) and _names_no_controller(stack))
+            and all(d.from_datasheet for d in devices or ()) and not stack.names_controller)
 
 
 def _implied_controller_time(stack: Stack | None, cache: ControllerCache | None, members: list[Device]) -> float:
@@ -675,7 +669,7 @@ def _implied_controller_time(stack: Stack | None, cache: ControllerCache | None,
     if cache is None:
         implied = _implies_controller(stack, members)
     else:
-        implied = cache.latency_s == 0 and (stack is None or _names_no_controller(stack))
+        implied = cache.latency_s == 0 and (stack is None or not stack.names_controller)
     return CONTROLLER_REQUEST_LATENCY_S if implied else 0.0
 
 

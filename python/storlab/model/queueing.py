@@ -241,12 +241,12 @@ class _ReorderingQueue:
     waited when it freed up (at least the one), so a busy drive serves faster exactly when its queue
     is long, which the mean queue alone understates (twelve drives, 16 requests: 595 reads/s with
     the mean, 721 followed so, 727 in a draw of the same drives, benchmarks/model_drive_draw.py). An
-    arrival that finds
-    it busy waits for the rest of the service in progress, (1 + scv) / 2 of one for a service of
-    squared coefficient of variation scv (the residual life of renewal theory: Kleinrock, "Queueing
-    Systems", vol. 1, 1975, section 5.2), not a whole one as an exponential service would have it,
-    unless it comes straight back from that station (its visit share, when the delay between is
-    short against the service): it then finds the service that began as it left.
+    arrival that finds it busy waits for the rest of the service in progress, (1 + scv) / 2 of one
+    for a service of squared coefficient of variation scv (the residual life of renewal theory:
+    Kleinrock, "Queueing Systems", vol. 1, 1975, section 5.2), not a whole one as an exponential
+    service would have it, unless it comes straight back from that station (its visit share, when
+    the delay between is short against the service): it then finds the service that began as it
+    left.
 
     A request split over `fork` such drives (a random read over several members) finds the same
     requests queued at each, but each drive serves the soonest of its own queue, so the order differs
@@ -275,15 +275,15 @@ class _ReorderingQueue:
         P(. | n - 1); the last two differ for a fork only (one piece: at the drive it lands on)."""
         residence = own = piece = 0.0
         busy = 1.0 - self.probabilities[0]
+        residual = 1.0 - self.residual_saving        # of the service in progress, when one is
         for found, p in enumerate(self.probabilities):
             if p <= 0.0:
                 continue
             d = self.demand(found + 1)
             own += p * d
-            if found:
-                residual = 1.0 - self.residual_saving
+            if found:       # the rest of the one in service, then those served before it
                 residence += p * d * (1.0 + residual + _last_of(self.station.fork, found, busy))
-                piece += p * d * (1.0 + residual + found - 1.0)
+                piece += p * d * (residual + found)
             else:
                 residence += p * d
                 piece += p * d

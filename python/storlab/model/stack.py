@@ -367,15 +367,18 @@ class Stack:
                                  f"{self.raid.groups} ({self.raid.layout.text} x {self.raid.count}); "
                                  f"set groups = N on the components the drives hang under")
 
+    @property
+    def names_controller(self) -> bool:
+        """Some component of its path is an array controller (a RAID notation names none)."""
+        root = self.instances()
+        return root is not None and any(inst.template.is_array_controller for inst in root.walk())
+
     def implied_controller_iops(self) -> float | None:
         """The host requests/s of the RAID controller the stack implies but does not name (parity by
         a controller, no array controller among its components: a RAID notation such as R5/9): its
         cache's stated `iops`, else the model's default controller's (costs.CONTROLLER_REQUEST_RATE).
         None where parity is md's or the stack names its controllers, whose own limits apply."""
-        if self.raid.engine != "controller":
-            return None
-        root = self.instances()
-        if root is not None and any(inst.template.is_array_controller for inst in root.walk()):
+        if self.raid.engine != "controller" or self.names_controller:
             return None
         return self.cache.iops if self.cache is not None and self.cache.iops is not None else CONTROLLER_REQUEST_RATE
 
