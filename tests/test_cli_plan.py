@@ -250,3 +250,8 @@ def test_a_stack_file_cache_table_is_accepted(capsys, tmp_path):
     assert code == 0 and err == ""
     point = json.loads(out)["curve"][0]
     assert any("read-ahead" in a for a in point["assumptions"])
+
+
+def test_recommend_refuses_a_bad_controller_iops_in_one_line(capsys):
+    code, out, err = run(capsys, "recommend", "--drives", "12", "--controller-iops", "0")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--controller-iops" in err
