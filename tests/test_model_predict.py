@@ -646,21 +646,44 @@ def test_a_datasheet_spinning_drive_reorders_its_queue_and_a_measured_device_kee
 
 
 def test_random_writes_behind_write_back_drain_at_the_drives_rate_whatever_the_host_keeps_outstanding():
-    # the implied controller's write-back cache acknowledges; out of cache the host waits for a free
-    # slot while the controller destages many stripes at once: R5/9's nine drives at 80 IOPS each,
-    # four operations per 4 KiB write (read data and parity, write both), 9 x 80 / 4 = 180 at QD1
+    # the implied controller's write-back cache acknowledges; out of cache it stays full of pending
+    # writes and keeps every drive's queue full as it destages, whatever the host keeps outstanding:
+    # R5/9's nine drives, four operations per 4 KiB write (read data and parity, write both), each
+    # drive reordering a full queue (costs.DRIVE_REORDER_DEPTH)
+    from storlab.model.costs import DRIVE_REORDER_DEPTH, reordered_time
+    from storlab.model.performance import performance_of
     stack = stack_from_notation("R5/9", 64 * KiB, drive=DRIVE)
     one = predict(stack, Workload("randwrite", 4 * KiB, qd=1))
-    # a 4 KiB operation takes the data sheet's 1 / IOPS, its transfer included (they were taken at 4 KiB)
-    assert one.iops == pytest.approx(9 * DRIVE.random_write_iops / 4, rel=1e-6)
+    # a 4 KiB operation takes the data sheet's 1 / IOPS, its transfer included (they were taken at 4 KiB),
+    # of which the positioning shrinks with the queue
+    positioning = Device.from_drive(DRIVE).positioning_s(write=True)
+    per_operation = reordered_time(1 / DRIVE.random_write_iops, positioning, DRIVE_REORDER_DEPTH)
+    assert one.iops == pytest.approx(9 / (4 * per_operation), rel=1e-6)
+    assert one.iops > 2 * 9 * DRIVE.random_write_iops / 4
     assert one.limiting.startswith("member[")
     # write-through: each write's read-modify-write in series, then the drives' queues
     write_through = ControllerCache(None, 1e12, 1e12, write_back=False)
     assert predict(stack, Workload("randwrite", 4 * KiB, qd=1), cache=write_through).iops < one.iops / 3
-    # deeper, each drive holds more to reorder: more, never above the ceiling
-    from storlab.model.performance import performance_of
+    # deeper changes nothing: the drain is the ceiling's (which scales the stated IOPS, transfer and
+    # all, by the reordering gain: 0.4 % apart)
     deep = predict(stack, Workload("randwrite", 4 * KiB, qd=64))
-    assert one.iops < deep.iops <= performance_of(stack, random_request_bytes=4 * KiB).value("random_write")
+    assert deep.iops == pytest.approx(one.iops)
+    ceiling = performance_of(stack, random_request_bytes=4 * KiB).value("random_write")
+    assert one.iops == pytest.approx(ceiling, rel=0.01)
+
+
+def test_a_vendors_twelve_drive_raid0_reads_within_5_percent_and_writes_outrun_them_behind_the_cache():
+    # HP, "HP Smart Array Controllers and basic RAID performance factors" (2012): twelve 15K rpm SAS
+    # drives in one RAID 0 logical drive, 4 KiB aligned, the best of QD 1 to 256: 4,850 random
+    # reads/s and 8,350 writes/s. The model's 15K rpm drive states 182 IOPS (costs.ENTERPRISE_SEEK_S);
+    # nothing in the model was taken from these figures. The writes land 32 % short (docs/model.md:
+    # the controller's own reordering over its cache is not modelled); their order holds
+    drive = DriveType("15k", 600 * 10**9, 1.6e6, random_read_iops=182, random_write_iops=182)
+    stack = stack_from_notation("R0/12", 512 * KiB, drive=drive)
+    reads = predict(stack, Workload("randread", 4 * KiB, qd=256)).iops
+    writes = [predict(stack, Workload("randwrite", 4 * KiB, qd=qd)).iops for qd in (16, 256)]
+    assert reads == pytest.approx(4_850, rel=0.05)
+    assert writes[0] == pytest.approx(writes[1]) and reads < writes[1] < 8_350
 
 
 def test_a_device_refuses_a_reorder_depth_below_one():

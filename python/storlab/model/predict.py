@@ -523,8 +523,9 @@ def _member_capacities(cost: _RequestCost, workload: Workload, reordering: dict[
     """Each member's capacity in host requests/s, the work of a request spread evenly; a member that
     reorders its queue with as many queued as the workload could ever put on it (every outstanding
     request's operations; the queueing network finds how many it holds: predict's rate is never
-    above it), recorded in `reordering`. Random writes drained behind a write-back cache reach
-    `written_share` of the members (separate devices with fewer threads than devices)."""
+    above it; random writes drained behind a write-back cache, a full queue), recorded in
+    `reordering`. Random writes drained behind a write-back cache reach `written_share` of the
+    members (separate devices with fewer threads than devices)."""
     if cost.member_fraction == 0:
         return []
     count, fraction, request = len(cost.members), cost.member_fraction, workload.request_bytes
@@ -559,9 +560,12 @@ def _member_capacities(cost: _RequestCost, workload: Workload, reordering: dict[
         if device.reorder_depth > 1 and positioning > 0 and math.isfinite(cap):
             in_flight = workload.outstanding * _member_ops_in_flight(cost, workload)
             if cost.served_by_cache and workload.is_random:
-                # drained behind a write-back cache, no queueing network finds the member's queue
-                # (_stations): the operations in flight spread evenly over the members written
-                in_flight = max(1.0, in_flight / (count * written_share))
+                # drained behind a write-back cache: whatever the host keeps outstanding, the cache
+                # fills with pending writes and stays full under a sustained load, and the
+                # controller keeps each drive's queue full from it (HP, "HP Smart Array Controller
+                # technology": "The write cache will typically fill up and remain full most of the
+                # time in high-workload environments"), so each drive reorders a full queue
+                in_flight = float(device.reorder_depth)
             queued = min(device.reorder_depth, in_flight)
             reordering[name] = _Reordering(cap, positioning, device.reorder_depth)
             if queued > 1:
