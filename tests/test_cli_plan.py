@@ -255,3 +255,18 @@ def test_a_stack_file_cache_table_is_accepted(capsys, tmp_path):
 def test_recommend_refuses_a_bad_controller_iops_in_one_line(capsys):
     code, out, err = run(capsys, "recommend", "--drives", "12", "--controller-iops", "0")
     assert code == 2 and out == "" and err.count("\n") == 1 and "--controller-iops" in err
+
+
+def test_plan_perf_drive_write_cache_off_waits_for_the_media_and_a_bad_value_is_one_line(capsys):
+    # md over one default drive, 4 KiB random writes at QD1: its cache drains them reordered (209/s),
+    # off each waits for its positioning (80/s)
+    code, on, _ = run(capsys, "perf", "R0/1", "--parity", "md", "--rw", "randwrite", "--request", "4KiB",
+                      "--qd", "1", "--json", "-")
+    assert code == 0
+    code, off, _ = run(capsys, "perf", "R0/1", "--parity", "md", "--rw", "randwrite", "--request", "4KiB",
+                       "--qd", "1", "--drive-write-cache", "off", "--json", "-")
+    assert code == 0
+    rates = [json.loads(doc)["curve"][0]["iops"] for doc in (on, off)]
+    assert rates[0] == pytest.approx(209, rel=0.01) and rates[1] == pytest.approx(80, rel=0.01)
+    code, out, err = run(capsys, "perf", "R0/1", "--drive-write-cache", "maybe")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "--drive-write-cache" in err

@@ -852,3 +852,93 @@ def test_device_figures_of_this_kind_are_refused_with_their_name():
         dataclasses.replace(Device.from_drive(DRIVE), iops_request_bytes=-1)
     with pytest.raises(StackError, match="request_bw_bytes must be a positive finite rate"):
         dataclasses.replace(Device.from_drive(DRIVE), request_bw_bytes=float("inf"))
+
+
+# ------------------------------------------------------------------------------------------------
+# The drives' own write caches (no RAID controller in front: Linux md, a bare drive)
+
+def _md(notation: str, write_cache: bool = True):
+    drive = dataclasses.replace(DRIVE, write_cache=write_cache)
+    return stack_from_notation(notation, 512 * KiB, drive=drive, engine="md")
+
+
+def test_a_drives_write_cache_drains_random_writes_reordering_a_full_queue_whatever_the_host_keeps():
+    # one default drive: 80 IOPS alone; its cache takes each 4 KiB write and drains them choosing
+    # among a full queue (costs.DRIVE_REORDER_DEPTH), at QD1 as at QD16
+    from storlab.model.costs import DRIVE_REORDER_DEPTH, reordered_time
+    positioning = Device.from_drive(DRIVE).positioning_s(write=True)
+    drained = 1 / reordered_time(1 / DRIVE.random_write_iops, positioning, DRIVE_REORDER_DEPTH)
+    rates = [predict(_md("R0/1"), Workload("randwrite", 4 * KiB, qd=qd)) for qd in (1, 16)]
+    for p in rates:
+        assert p.iops == pytest.approx(drained, rel=1e-6)
+        assert any("write caches" in a for a in p.assumptions)
+    assert drained > 2.5 * DRIVE.random_write_iops
+    # off: each write waits for its positioning, one at a time at QD1, reordered deeper
+    off = [predict(_md("R0/1", write_cache=False), Workload("randwrite", 4 * KiB, qd=qd)).iops for qd in (1, 16)]
+    assert off[0] == pytest.approx(DRIVE.random_write_iops, rel=1e-6)
+    assert off[0] < off[1] < drained
+    # a controller in front takes the writes itself (its write-back cache): the drives' setting
+    # changes nothing there
+    controller = [predict(stack_from_notation("R5/6", 512 * KiB, drive=dataclasses.replace(DRIVE, write_cache=c)),
+                          Workload("randwrite", 4 * KiB)).iops for c in (True, False)]
+    assert controller[0] == pytest.approx(controller[1])
+
+
+def test_md_raid5_small_writes_wait_for_their_reads_only_when_the_drives_cache_the_writes():
+    # R5/6 under md, 4 KiB at QD1: read the old data and parity (two drives, the slower of the two
+    # to turn), then the drives' caches acknowledge the writes, where without them the writes
+    # position too (two passes)
+    from storlab.model.costs import slowest_rotation_extra
+    stack = _md("R5/6")
+    device = Device.from_drive(DRIVE)
+    one = predict(stack, Workload("randwrite", 4 * KiB, qd=1))
+    off = predict(_md("R5/6", write_cache=False), Workload("randwrite", 4 * KiB, qd=1))
+    read_pass = device.latency_for(False, False) + slowest_rotation_extra(2, device.revolution_s)
+    ack = device.latency_for(True, True)
+    # the reads, the acknowledgement and each request's transfer; beside them the drives drain the
+    # writes, which a read now and then waits behind: a little slower than the reads alone, far
+    # faster than two positioned passes
+    alone = read_pass + ack + 2 * 4 * KiB / DRIVE.seq_read_bw_bytes
+    assert 1 / one.iops > alone
+    assert 1 / one.iops < 1.15 * alone
+    assert one.iops > 1.6 * off.iops
+    # deep queues: the drives' capacity (their reads reordered among the host's, their writes
+    # among a full queue) binds, never above the ceiling, which reorders both fully
+    ceiling = performance_of(stack, random_request_bytes=4 * KiB).value("random_write")
+    deep = predict(stack, Workload("randwrite", 4 * KiB, qd=256))
+    assert 0.9 * ceiling < deep.iops <= ceiling * (1 + 1e-9)
+    assert "write cache" in deep.component(deep.limiting).why
+
+
+def test_background_work_slows_a_station_as_a_mixed_network_has_it():
+    # one station of demand D beside a delay Z, with b seconds a request of background work there:
+    # at one request X = 1 / (Z + D / (1 - X b)), the root of -Z b X^2 + (Z + D + b) X - 1 = 0
+    import math
+
+    from storlab.model.predict import _solve_with_background, _with_background
+    from storlab.model.queueing import Station, solve_closed
+    z, d, b = 0.004, 0.010, 0.006
+    stations = [Station("disk", d)]
+    solution = _solve_with_background(lambda busy: solve_closed(_with_background(stations, busy), z, 1),
+                                      {"disk": b})
+    s = z + d + b
+    expected = (s - math.sqrt(s * s - 4 * z * b)) / (2 * z * b)
+    assert solution.throughput == pytest.approx(expected, rel=1e-6)
+    # nothing in the background: the station as it is
+    assert _with_background(stations, {}) is stations
+
+
+def test_a_drive_writing_through_waits_a_revolution_for_each_sequential_write_at_qd1_only():
+    # write cache off, no controller: each 4 KiB sequential write arrives as its sector has passed
+    device = Device.from_drive(DRIVE)
+    off = _md("R0/1", write_cache=False)
+    one = predict(off, Workload("write", 4 * KiB, qd=1))
+    assert 1 / one.iops == pytest.approx(device.latency_for(True, True) + device.revolution_s
+                                         + 4 * KiB / DRIVE.seq_write_bw_bytes, rel=1e-6)
+    assert any("revolution" in a for a in one.assumptions)
+    # a second request queued behind it: the drive streams them
+    two = predict(off, Workload("write", 4 * KiB, qd=2))
+    assert two.iops > 20 * one.iops
+    # the cache on: no revolution to wait
+    on = predict(_md("R0/1"), Workload("write", 4 * KiB, qd=1))
+    assert on.iops > 20 * one.iops

@@ -25,6 +25,14 @@ def test_a_drive_s_data_sheet_latencies_are_read_from_the_stack_file():
     assert stack.drive.write_latency_s == pytest.approx(20e-6)
 
 
+def test_a_drive_s_write_cache_is_read_from_the_stack_file_and_a_bad_value_is_one_line():
+    assert stack_from_dict(MINIMAL).drive.write_cache is True
+    off = stack_from_dict({**MINIMAL, "drive": {"capacity": "2TB", "write_cache": False}})
+    assert off.drive.write_cache is False
+    with pytest.raises(StackError, match=r"^\[drive\]: write_cache: expected true or false, got 'off'$"):
+        stack_from_dict({**MINIMAL, "drive": {"capacity": "2TB", "write_cache": "off"}})
+
+
 def test_afr_converts_to_mtbf_with_the_exponential_model():
     # 1,000,000 h MTBF: AFR = 1 - exp(-8760 / 1e6) = 0.8721743 %; and 0.876 % (= 8760/MTBF, the linear
     # rule) gives MTBF = -8760 / ln(1 - 0.00876) = 995,614 h.

@@ -99,6 +99,8 @@ def _drive_from_args(args: argparse.Namespace, base=DEFAULT_DRIVE):
         changes["read_latency_s"] = args.drive_latency
     if args.drive_write_latency is not None:
         changes["write_latency_s"] = args.drive_write_latency
+    if args.drive_write_cache is not None:
+        changes["write_cache"] = args.drive_write_cache == "on"
     if changes and "name" not in changes and base is DEFAULT_DRIVE:
         changes["name"] = "drive"
     return dataclasses.replace(base, **changes) if changes else base

@@ -93,7 +93,8 @@ def _stack_summary(stack: Stack) -> dict[str, Any]:
                   "seq_write_bw_bytes": drive.seq_write_bw_bytes,
                   "random_read_iops": drive.random_read_iops,
                   "random_write_iops": drive.random_write_iops, "rotational": drive.rotational,
-                  "read_latency_s": drive.read_latency_s, "write_latency_s": drive.write_latency_s},
+                  "read_latency_s": drive.read_latency_s, "write_latency_s": drive.write_latency_s,
+                  "write_cache": drive.write_cache},
         "components": components,
     }
 

@@ -124,7 +124,11 @@ class Device:
     revolution_s: one revolution of a spinning drive (costs.revolution_of); a random request whose
     pieces land on several at once waits for the slowest to turn to its sector
     (costs.slowest_rotation_extra). 0: no rotation to wait for (flash, a measured device whose
-    latency already holds it)."""
+    latency already holds it).
+    write_cache: a spinning drive's own write cache acknowledges a write from its buffer and writes
+    it out later, choosing among what it holds (DriveType.write_cache; predict applies it where no
+    RAID controller is in front). False for a measured device (what it measured holds it) and flash
+    (its data sheet's write figures already do)."""
     read_bw_bytes: float
     write_bw_bytes: float
     read_iops: float
@@ -143,6 +147,7 @@ class Device:
     iops_request_bytes: int = 0
     request_bw_bytes: float | None = None
     revolution_s: float = 0.0
+    write_cache: bool = False
 
     def __post_init__(self) -> None:
         for label in ("read_bw_bytes", "write_bw_bytes", "read_iops", "write_iops", "latency_s"):
@@ -217,7 +222,8 @@ class Device:
                    write_latency_s=write_latency,
                    look_ahead=drive.rotational, from_datasheet=True, parallelism=parallelism,
                    reorder_depth=DRIVE_REORDER_DEPTH if drive.rotational and parallelism == 1 else 1,
-                   iops_request_bytes=size, revolution_s=revolution_of(positioning) if drive.rotational else 0.0)
+                   iops_request_bytes=size, revolution_s=revolution_of(positioning) if drive.rotational else 0.0,
+                   write_cache=drive.rotational and drive.write_cache)
 
 
 @dataclass(frozen=True)
@@ -294,13 +300,21 @@ class _MemberLoad:
     write_bytes: float
 
 
-def _member_capacity(device: Device, load: _MemberLoad, sequential: bool) -> tuple[float, str, float]:
-    """Host requests/s this member can carry with one request at a time, the limit that binds, and
-    the share of its time per host request that is positioning (seek and rotation: what reordering
-    its queue shortens; 0 where its limits are kept per direction or a sequential piece needs none)."""
+def _member_capacity(device: Device, load: _MemberLoad, sequential: bool,
+                     cached_write_fraction: float | None = None) -> tuple[float, str, float, float]:
+    """Host requests/s this member can carry with one request at a time, the limit that binds, the
+    share of its time per host request that is positioning (seek and rotation: what reordering
+    its queue shortens; 0 where its limits are kept per direction or a sequential piece needs none),
+    and its seconds per host request of writes its own write cache drains. `cached_write_fraction`:
+    the writes wait in the drive's write cache, which drains them choosing among a full queue, their
+    positioning that fraction of one alone (reordered_positioning_fraction at the drive's depth);
+    they are not positioning the host's queue shortens, and the host does not wait for them."""
     ops = 0.0 if sequential and not device.counts_every_request else 1.0
+    write_positioning = ops * load.write_ops * device.positioning_s(write=True)
+    if cached_write_fraction is not None:
+        write_positioning *= cached_write_fraction
     terms = [("read IOPS", ops * load.read_ops * device.positioning_s(write=False)),
-             ("write IOPS", ops * load.write_ops * device.positioning_s(write=True)),
+             ("write IOPS", write_positioning),
              ("read bandwidth", load.read_bytes / device.read_bw_bytes),
              ("write bandwidth", load.write_bytes / device.write_bw_bytes)]
     if device.shared_time:
@@ -314,10 +328,12 @@ def _member_capacity(device: Device, load: _MemberLoad, sequential: bool) -> tup
         write_t = combine(terms[1][1], terms[3][1])
         total = read_t + write_t
         why = "time (reads and writes share it)"
-        positioning = 0.0 if sequential or total == 0 else (terms[0][1] + terms[1][1]) / total
-        return (math.inf if total == 0 else 1.0 / total), why, positioning
+        reorderable = terms[0][1] + (terms[1][1] if cached_write_fraction is None else 0.0)
+        positioning = 0.0 if sequential or total == 0 else reorderable / total
+        drained = write_t if cached_write_fraction is not None else 0.0
+        return (math.inf if total == 0 else 1.0 / total), why, positioning, drained
     busiest = max(terms, key=lambda t: t[1])
-    return (math.inf if busiest[1] == 0 else 1.0 / busiest[1]), busiest[0], 0.0
+    return (math.inf if busiest[1] == 0 else 1.0 / busiest[1]), busiest[0], 0.0, 0.0
 
 
 @dataclass
@@ -338,6 +354,8 @@ class _RequestCost:
     read_shares: dict[int, float] | None = None   # share of the read bytes each member served, as recorded
     served_by_cache: bool = False       # the host sees the cache's latency (write-back, read-ahead); the
                                         # members work behind it and bound only the rate
+    drives_write_back: bool = False     # random writes the drives' own write caches acknowledge (no
+                                        # controller in front): the host waits for their reads only
 
 
 def _request_cost(stack: Stack | None, workload: Workload, devices: list[Device] | None, mirror_read: str,
@@ -473,10 +491,13 @@ def _serving(cost: _RequestCost, workload: Workload) -> float:
 @dataclass(frozen=True)
 class _Reordering:
     """A member that reorders its queue: its capacity with one request at a time, the share of its
-    time that is positioning, and how deep it reorders."""
+    time that is positioning, how deep it reorders, and the part of its time its write cache drains
+    behind the host."""
     alone_capacity: float
     positioning_fraction: float
     depth: int
+    drained_s: float = 0.0      # of its time per host request (1 / alone_capacity), the writes its own
+                                # write cache drains: the host does not wait for them (background work)
 
 
 def _member_ops_in_flight(cost: _RequestCost, workload: Workload) -> float:
@@ -553,12 +574,21 @@ def _member_capacities(cost: _RequestCost, workload: Workload, reordering: dict[
             # pieces), so the volume's rate is at most its capacity / share
             share = cost.read_shares[i] * serving
             member_load = _MemberLoad(member_load.read_ops * share, 0.0, member_load.read_bytes * share, 0.0)
-        cap, why, positioning = _member_capacity(device, member_load, not workload.is_random)
+        # a read-modify-write whose writes the drive's own cache takes: it drains them choosing
+        # among a full queue, as a controller's cache does (below), while the reads wait their turn
+        drains_writes = cost.drives_write_back and not cost.served_by_cache and device.write_cache
+        cached_fraction = (reordered_positioning_fraction(device.reorder_depth, depth=device.reorder_depth)
+                           if drains_writes else None)
+        cap, why, positioning, drained = _member_capacity(device, member_load, not workload.is_random,
+                                                          cached_fraction)
+        if drains_writes:
+            why += f", writes drained from its write cache reordered (seek and rotation x {cached_fraction:.2f})"
         name = member_name(i, device, count)
         if servers is not None:
             servers[name] = _member_servers(device, member_load, not workload.is_random, cap)
         if device.reorder_depth > 1 and positioning > 0 and math.isfinite(cap):
-            in_flight = workload.outstanding * _member_ops_in_flight(cost, workload)
+            in_flight = workload.outstanding * (max(1.0, _extents(cost, workload)[0]) if drains_writes
+                                                else _member_ops_in_flight(cost, workload))
             if cost.served_by_cache and workload.is_random:
                 # drained behind a write-back cache: whatever the host keeps outstanding, the cache
                 # fills with pending writes and stays full under a sustained load, and the
@@ -567,7 +597,7 @@ def _member_capacities(cost: _RequestCost, workload: Workload, reordering: dict[
                 # time in high-workload environments"), so each drive reorders a full queue
                 in_flight = float(device.reorder_depth)
             queued = min(device.reorder_depth, in_flight)
-            reordering[name] = _Reordering(cap, positioning, device.reorder_depth)
+            reordering[name] = _Reordering(cap, positioning, device.reorder_depth, drained)
             if queued > 1:
                 cap = 1.0 / reordered_time(1.0 / cap, positioning / cap, queued, device.reorder_depth)
                 fraction = reordered_positioning_fraction(queued, depth=device.reorder_depth)
@@ -596,13 +626,17 @@ def _unloaded_parts(stack: Stack | None, cost: _RequestCost, workload: Workload,
     # members one request keeps busy at once: its read pieces, or its write operations (data,
     # parity, copies and read-modify-write reads land on different members)
     spread = cost.write_ops if workload.is_write else cost.pieces
-    touched = min(serving, max(1.0, spread)) if cost.member_fraction > 0 and not cost.served_by_cache else 0
+    reached = cost.member_fraction > 0 and (not cost.served_by_cache or cost.drives_write_back)
+    touched = min(serving, max(1.0, spread)) if reached else 0
     sequential = not workload.is_random
     if touched:
         per_touched = request * (cost.write_amp if workload.is_write else 1.0) / touched
         members = _reading_members(cost, workload)
         rates = [d.request_rate(workload.is_write) for d in members]
-        latencies = [d.latency_for(sequential, workload.is_write) for d in members]
+        # a write the drive's own cache takes is acknowledged once in its buffer: the time of a
+        # piece that needs no positioning (Device.latency_for, sequential), then its transfer
+        acknowledged = cost.drives_write_back and cost.served_by_cache
+        latencies = [d.latency_for(sequential or acknowledged, workload.is_write) for d in members]
         if touched >= serving:      # every member takes part: the slowest finishes the request
             latency = max(latencies)
             stages.append(per_touched / min(rates))
@@ -621,11 +655,18 @@ def _unloaded_parts(stack: Stack | None, cost: _RequestCost, workload: Workload,
             # new data and parity are written, two passes in series, each with its own positioning
             # (Chen et al., "RAID: High-Performance, Reliable Secondary Storage", 1994: a small
             # RAID 5 write is a read and a write of data and parity, the writes waiting on the reads)
-            latency *= 2
-            if workload.is_random:
-                reads, writes = _extents(cost, workload)
-                latency += slowest_rotation_extra(reads, revolution) + slowest_rotation_extra(writes, revolution)
-        elif workload.is_random:
+            reads, writes = _extents(cost, workload)
+            if cost.drives_write_back:
+                # the drives' caches take the writes: the reads position (a read's fixed time), then
+                # the writes are acknowledged from the buffers
+                read_pass = max(d.latency_for(False, False) for d in members)
+                ack = max(d.latency_for(True, True) for d in members)
+                latency = read_pass + ack + slowest_rotation_extra(reads, revolution)
+            else:
+                latency *= 2
+                if workload.is_random:
+                    latency += slowest_rotation_extra(reads, revolution) + slowest_rotation_extra(writes, revolution)
+        elif workload.is_random and not acknowledged:
             # a random request's pieces on several spinning drives at once: it ends with the slowest
             latency += slowest_rotation_extra(touched, revolution)
     if cache is not None:
@@ -639,6 +680,35 @@ def _unloaded_parts(stack: Stack | None, cost: _RequestCost, workload: Workload,
     return latency + _path_cpu_time(stack, workload) + controller, max(stages, default=0.0)
 
 
+def _drives_write_back(stack: Stack | None, cache: ControllerCache | None, cost: _RequestCost,
+                       workload: Workload) -> bool:
+    """Random writes the members' own write caches acknowledge: every member has one
+    (Device.write_cache) and no RAID controller is in front (Linux md, or a bare drive), whose
+    cache would take them first or whose policy sets the drives' (controllers commonly turn the
+    drives' caches off behind their own)."""
+    if not (workload.is_write and workload.is_random and cache is None and cost.member_fraction > 0):
+        return False
+    if not cost.members or not all(d.write_cache for d in cost.members):
+        return False
+    return stack is None or (stack.raid.engine == "md" and not stack.names_controller)
+
+
+def _misses_revolution(stack: Stack | None, cache: ControllerCache | None, cost: _RequestCost,
+                       workload: Workload) -> bool:
+    """Sequential writes one at a time to spinning drives whose write cache is off, with no
+    controller in front: each command arrives after the sector it starts at has passed (the drive
+    reported the previous one only once it was on the media), so each waits about one revolution
+    (Ruemmler and Wilkes, "An Introduction to Disk Drive Modeling", 1994, on immediate reporting).
+    Two or more outstanding keep the next command queued at the drive, which then streams."""
+    if not workload.is_write or workload.is_random or workload.outstanding > 1 or cache is not None:
+        return False
+    if cost.member_fraction == 0 or not cost.members:
+        return False
+    if not all(d.from_datasheet and d.revolution_s > 0 and not d.write_cache for d in cost.members):
+        return False
+    return stack is None or (stack.raid.engine == "md" and not stack.names_controller)
+
+
 def _positioning_spread(cost: _RequestCost, workload: Workload) -> float:
     """How far the 99th percentile of a random request's own positioning on spinning drives lies
     above its mean (costs.slowest_positioning_spread: the slowest of the drives it keeps busy at
@@ -649,9 +719,11 @@ def _positioning_spread(cost: _RequestCost, workload: Workload) -> float:
     spinning = [d for d in _reading_members(cost, workload) if d.revolution_s > 0]
     if not spinning:
         return 0.0
-    positioning = max(d.positioning_s(workload.is_write) for d in spinning)
+    positioning = max(d.positioning_s(workload.is_write and not cost.drives_write_back) for d in spinning)
     reads, writes = _extents(cost, workload)
     passes = [reads, writes] if workload.is_write and cost.write_reads > 0 else [max(reads, writes)]
+    if cost.drives_write_back:
+        passes = [reads]        # the writes are acknowledged from the drives' caches
     return math.sqrt(sum((positioning * slowest_positioning_spread(max(1, round(k)))) ** 2 for k in passes))
 
 
@@ -726,27 +798,37 @@ def _reading_members(cost: _RequestCost, workload: Workload) -> list[Device]:
 
 def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, workload: Workload,
               member_parallelism: dict[str, int], servers_of: dict[str, int],
-              fans_of: dict[str, int], reordering: dict[str, _Reordering] | None = None) -> list[Station]:
+              fans_of: dict[str, int], reordering: dict[str, _Reordering] | None = None,
+              background: dict[str, float] | None = None) -> list[Station]:
     """The queueing stations of the network: the bottleneck resource only (the others are crossed
     below their limit and, streaming, overlap with it: their time is in the unloaded delay). A
     member set that small requests reach one member at a time is one station per member (each
     request queues at the member it lands on); a striped request that keeps every member busy
     queues once, at the slowest. Rate limiters (queues=False) are no stations. A member that
     reorders its queue is a station of its demand with one request at a time, whose positioning
-    shortens as its queue grows (queueing.Station)."""
+    shortens as its queue grows (queueing.Station). `background` receives, for each station whose
+    drives drain writes from their own caches behind the host, those writes' seconds per host request
+    (its busy share from them is the rate times that: _with_background)."""
     reordering = reordering or {}
+    background = {} if background is None else background
 
     def member_station(station_name: str, member: str, cap: float, servers: int, members_per_request: float,
                        visit_share: float = 1.0, fork: int = 1) -> Station:
         how = reordering.get(member)
         if how is None or servers != 1:
             return Station(station_name, servers / cap, servers)
-        demand = 1.0 / how.alone_capacity
+        alone = 1.0 / how.alone_capacity
+        # the host waits for its own operations there; writes the drive's cache drains are not its
+        demand = alone - how.drained_s
+        positioning = alone * how.positioning_fraction
+        if how.drained_s > 0:
+            background[station_name] = how.drained_s
         # each request queued at the station puts this many operations on each of its members
-        per_request = _member_ops_in_flight(cost, workload) / max(1.0, members_per_request)
+        operations = max(1.0, _extents(cost, workload)[0]) if how.drained_s > 0 else _member_ops_in_flight(cost, workload)
+        per_request = operations / max(1.0, members_per_request)
         # a spinning drive's service: its positioning varies (costs.positioning_scv), its transfer not
-        scv = positioning_scv() * how.positioning_fraction ** 2
-        return Station(station_name, demand, 1, demand * how.positioning_fraction, how.depth, per_request,
+        scv = positioning_scv() * (positioning / demand) ** 2
+        return Station(station_name, demand, 1, positioning, how.depth, per_request,
                        service_scv=scv, visit_share=visit_share, fork=fork)
 
     finite = [r for r in resources if math.isfinite(r[2])]
@@ -763,8 +845,12 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
             # many at once and keeps every member busy, so the members bound the rate by their
             # capacity (a component of the prediction), whatever the host keeps outstanding
             return []
-        # members one request keeps busy at once (its pieces beyond that are contiguous on them)
-        spread = min(cost.write_ops if workload.is_write else cost.pieces, float(len(members)))
+        # members one request keeps busy at once (its pieces beyond that are contiguous on them; a
+        # read-modify-write whose writes the drives' caches take, its reads)
+        busy = cost.write_ops if workload.is_write else cost.pieces
+        if cost.drives_write_back:
+            busy = max(1.0, cost.write_reads)
+        spread = min(busy, float(len(members)))
         if not workload.is_random:
             # a sequential stream visits the stripe groups in turn, never two requests on one
             # group while another idles: the set works as one station at its capacity
@@ -911,6 +997,45 @@ def _bound_devices(stack: Stack | None, stations: list[Station], member_names: s
     return [per_device] * k
 
 
+# A station's busy share from background work is held below this (the fixed point of
+# _solve_with_background never reaches a station busy with it alone)
+BACKGROUND_BUSY_MAX = 0.95
+BACKGROUND_ITERATIONS = 100
+
+
+def _with_background(stations: list[Station], busy: Mapping[str, float]) -> list[Station]:
+    """The stations as the host's requests see them beside background work (writes a drive's own
+    cache drains): a station busy a share `u` with it serves them as if `1 / (1 - u)` times slower
+    (the closed class of a mixed network beside an open one: Lazowska, Zahorjan, Graham and
+    Sevcik, "Quantitative System Performance", 1984, chapter 7)."""
+    if not busy:
+        return stations
+    out = []
+    for st in stations:
+        u = busy.get(st.name, 0.0)
+        out.append(st if u <= 0 else dataclasses.replace(st, demand_s=st.demand_s / (1.0 - u),
+                                                         positioning_s=st.positioning_s / (1.0 - u)))
+    return out
+
+
+def _solve_with_background(once, background: Mapping[str, float]):
+    """Solve the network (`once(busy)`) with each station's background work in proportion to the
+    rate it finds: seconds per host request at each station (`background`), so its busy share is
+    the rate times them; the rate and the shares are iterated to their fixed point (halving the
+    step: the rate falls as the shares rise)."""
+    solution = once({})
+    if not background or solution.throughput <= 0:
+        return solution
+    rate = solution.throughput
+    for _ in range(BACKGROUND_ITERATIONS):
+        busy = {name: min(BACKGROUND_BUSY_MAX, rate * seconds) for name, seconds in background.items()}
+        solution = once(busy)
+        if abs(solution.throughput - rate) <= 1e-9 * rate:
+            break
+        rate = 0.5 * (rate + solution.throughput)
+    return solution
+
+
 def _overlap(stations: list[Station], transfer_s: float, delay_s: float) -> float:
     """How much of a request's wait at the one station it queues at can run beside its own
     transfer elsewhere: its slowest stage's time beyond its service at the station (a stream on its
@@ -1055,6 +1180,14 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
                            "the RAID controller's write-back cache, on by default and not described here, gathers "
                            "sequential writes into full stripes (a [cache] table with write_back = false says it "
                            "has none)")
+    if _drives_write_back(stack, cache, cost, workload):
+        cost.drives_write_back = True
+        cost.served_by_cache = cost.write_reads == 0
+        assumptions.append("the drives' own write caches, on as drives ship, acknowledge random writes from their "
+                           "buffers and drain them choosing among a full queue"
+                           + ("; the host waits for the read-modify-write's reads" if cost.write_reads else "")
+                           + " (--drive-write-cache off, or a [drive] table's write_cache = false, says they wait "
+                             "for the media)")
     reordering: dict[str, _Reordering] = {}
     # separate devices (aggregate none) with fewer threads than devices: thread i writes device i
     written_share = 1.0
@@ -1069,8 +1202,16 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     count = len(cost.members)
     parallelism = {name: member_servers.get(name, d.parallelism)
                    for name, d in ((member_name(i, d, count), d) for i, d in enumerate(cost.members)) if d.queues}
-    stations = _stations(resources, cost, workload, parallelism, servers_of, fans_of, reordering)
+    background: dict[str, float] = {}
+    stations = _stations(resources, cost, workload, parallelism, servers_of, fans_of, reordering, background)
     fixed, transfer = _unloaded_parts(stack, cost, workload, cache)
+    if _misses_revolution(stack, cache, cost, workload):
+        # a drive that writes through takes the next piece of a stream only once the last is on
+        # the media; with nothing queued behind it, the next sector has just passed the head
+        fixed += max(d.revolution_s for d in cost.members)
+        assumptions.append("the drives write through (no write cache): with one request outstanding each "
+                           "sequential write waits a revolution for its sector, which a second one queued "
+                           "behind it would not")
     unloaded = fixed + transfer
     # a thread's time between requests is a delay of the closed network like the unloaded latency
     delay = max(0.0, unloaded - sum(st.demand_s for st in stations)) + workload.think_s
@@ -1078,13 +1219,19 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
     components = list(resources)
     network = None
     bound = _bound_devices(stack, stations, set(parallelism))
+
+    def solve(load: Workload):
+        def once(busy: dict[str, float]):
+            if bound:
+                return _solve_bound([_with_background(b, busy) for b in bound], delay, load, transfer)
+            return solve_closed(_with_background(stations, busy), delay, load.outstanding, overlap)
+        return _solve_with_background(once, background)
+
     if unloaded > 0 or stations:
+        network = solve(workload)
         if bound:
-            network = _solve_bound(bound, delay, workload, transfer)
             assumptions.append(f"each thread works on its own device (thread i on device i mod {len(bound)}): "
                                "the devices' queues are independent")
-        else:
-            network = solve_closed(stations, delay, workload.outstanding, overlap)
         why = (f"{workload.outstanding} outstanding / {unloaded * 1e3:.3g} ms per request unloaded"
                + (f" + {workload.think_s * 1e3:.3g} ms between requests" if workload.think_s else "")
                + (f", queueing at {', '.join(st.name for st in stations)}" if stations else ""))
@@ -1103,9 +1250,7 @@ def predict(stack: Stack | None, workload: Workload, devices: list[Device] | Non
         busiest = min(resources_out, key=lambda c: (round(c.headroom_fraction, 9), order[c.kind]))
         twice = Workload(workload.rw, workload.request_bytes, 2 * workload.qd, workload.threads,
                          workload.working_set_bytes, workload.think_s)
-        doubled = min([(_solve_bound(bound, delay, twice, transfer) if bound
-                        else solve_closed(stations, delay, 2 * workload.outstanding, overlap)).throughput,
-                       *(c.capacity_iops for c in resources_out)])
+        doubled = min([solve(twice).throughput, *(c.capacity_iops for c in resources_out)])
         if busiest.headroom_fraction <= QUEUE_DEPTH_MARGIN or doubled <= rate * (1 + QUEUE_DEPTH_GAIN):
             tightest = busiest
     limiting = tightest.name

@@ -70,6 +70,10 @@ class DriveType:
     read_latency_s: float | None = None      # the data sheet's read latency: one 4 KiB random read with
                                              # nothing else queued (an SSD's; None: 1 / random read IOPS)
     write_latency_s: float | None = None     # the same for a write (None: the read latency)
+    write_cache: bool = True                 # a spinning drive's own write cache acknowledges writes from
+                                             # its buffer and writes them out later (on as drives ship:
+                                             # docs/model.md, "The drives' write cache"); where no RAID
+                                             # controller is in front (Linux md, a bare drive)
 
     def __post_init__(self) -> None:
         where = f"drive {self.name!r}"
@@ -468,7 +472,7 @@ IMPLIED_CONTROLLER = "controller (implied)"
 IMPLIED_WRITE_BACK = ControllerCache(None, UNSTATED_CACHE_RATE, UNSTATED_CACHE_RATE)
 _DRIVE_KEYS = {"name", "capacity", "mtbf", "afr", "ber", "sector", "seq_read", "seq_write", "seq",
                "random_iops", "random_read_iops", "random_write_iops", "rotational", "read_latency",
-               "write_latency"}
+               "write_latency", "write_cache"}
 _RAID_KEYS = {"layout", "drives", "chunk", "span_chunk", "count", "engine", "mttr", "rebuild_rate"}
 _VOLUME_KEYS = {"aggregate", "inter_chunk"}
 _FS_KEYS = {"type", "block"}
@@ -543,6 +547,8 @@ def drive_from_dict(table: Mapping[str, Any], where: str = "[drive]") -> DriveTy
             kwargs[attr] = _convert(where, key, value, _float)
     if "rotational" in table:
         kwargs["rotational"] = bool(table["rotational"])
+    if "write_cache" in table:
+        kwargs["write_cache"] = _convert(where, "write_cache", table["write_cache"], _bool)
     for key in ("read_latency", "write_latency"):
         if key in table:
             kwargs[f"{key}_s"] = _convert(where, key, table[key], lambda v, key=key: parse_duration(v, key))

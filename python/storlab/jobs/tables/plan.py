@@ -174,6 +174,11 @@ DRIVE_OPTIONS: tuple[Option, ...] = (
     command_row("drive_write_latency", "duration", "drive write latency from its data sheet: one 4 KiB random "
                 "write with nothing queued, e.g. 20us (an SSD's buffer takes it)", minimum=1e-9, maximum=1,
                 unit="s", metavar="TIME", category="drive"),
+    command_row("drive_write_cache", "choice", "a spinning drive's own write cache, where no RAID controller is "
+                "in front (Linux md, a bare drive; default on, as drives ship)", category="drive",
+                choices={"on": "the drive acknowledges a write from its buffer and writes it out later, "
+                               "reordering what it holds",
+                         "off": "a write waits for the media (hdparm -W0, sdparm --clear=WCE)"}),
 )
 
 LAYOUT_OPTIONS: tuple[Option, ...] = (
