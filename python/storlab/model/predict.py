@@ -690,7 +690,7 @@ def _drives_write_back(stack: Stack | None, cache: ControllerCache | None, cost:
         return False
     if not cost.members or not all(d.write_cache for d in cost.members):
         return False
-    return stack is None or (stack.raid.engine == "md" and not stack.names_controller)
+    return _no_controller_in_front(stack)
 
 
 def _misses_revolution(stack: Stack | None, cache: ControllerCache | None, cost: _RequestCost,
@@ -706,6 +706,12 @@ def _misses_revolution(stack: Stack | None, cache: ControllerCache | None, cost:
         return False
     if not all(d.from_datasheet and d.revolution_s > 0 and not d.write_cache for d in cost.members):
         return False
+    return _no_controller_in_front(stack)
+
+
+def _no_controller_in_front(stack: Stack | None) -> bool:
+    """The host reaches the drives with no RAID controller between: a bare device, or Linux md over
+    drives the stack names no controller for."""
     return stack is None or (stack.raid.engine == "md" and not stack.names_controller)
 
 
