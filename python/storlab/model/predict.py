@@ -851,9 +851,10 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
             # many at once and keeps every member busy, so the members bound the rate by their
             # capacity (a component of the prediction), whatever the host keeps outstanding
             return []
-        # members one request keeps busy at once (its pieces beyond that are contiguous on them; a
-        # read-modify-write whose writes the drives' caches take, its reads)
-        busy = cost.write_ops if workload.is_write else cost.pieces
+        # members one request keeps busy at once: a read's pieces (beyond that contiguous on them),
+        # a write's drives (a read-modify-write reads and writes the same ones; a read-modify-write
+        # whose writes the drives' caches take, its reads)
+        busy = max(_extents(cost, workload)) if workload.is_write else cost.pieces
         if cost.drives_write_back:
             busy = max(1.0, cost.write_reads)
         spread = min(busy, float(len(members)))
@@ -871,9 +872,10 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
         if servers is None:
             return []
         groups = max(1, round(len(members) / max(1.0, spread)))
-        # a read's pieces queue at each drive on its own, each drive serving its queue in its own
-        # order (queueing._ReorderingQueue); a write's passes are kept together as one team
-        fork = 1 if workload.is_write else max(1, round(spread))
+        # a request's pieces queue at each drive on its own, each drive serving its queue in its own
+        # order (queueing._ReorderingQueue): a read's pieces, and a write's operations on each of
+        # its drives (a read-modify-write's reads, then its writes: taken as one visit of both)
+        fork = max(1, round(spread))
         return [member_station(name if groups == 1 else f"{name} (stripe group {g + 1} of {groups})",
                                name, cap, servers, spread, 1.0 / groups, fork) for g in range(groups)]
     servers = servers_of.get(name, 1)
