@@ -35,7 +35,9 @@ DRIVE = DriveType("nearline", 10**12, 1e6)      # the model's default drive: 150
 CHUNK = 64 * 1024
 DRIVES = 12
 CASES = ((4096, (1, 4, 16, 64)), (256 * 1024, (1, 4, 16, 64)), (1024 * 1024, (1, 4, 16, 64)))
-WRITE_CASES = ((6, (1, 4, 16, 64)), (12, (1, 4, 16, 64)))      # (drives of the RAID 5, requests)
+# (parities, drives, requests) of the small writes: RAID 5 and RAID 6 (the RAID 6 layouts were
+# drawn after the fork the model takes for writes was written against the RAID 5 ones)
+WRITE_CASES = ((1, 6, (1, 4, 16, 64)), (1, 12, (1, 4, 16, 64)), (2, 8, (1, 4, 16, 64)), (2, 12, (1, 4, 16, 64)))
 # b of the seek curve: the single-track seek plus b sqrt(d) averages the data sheet's seek over
 # lengths of density 2 (1 - d), for which E[sqrt d] = 8 / 15
 SEEK_B = (costs.NEARLINE_SEEK_S - costs.SINGLE_TRACK_SEEK_S) / (8 / 15)
@@ -117,10 +119,12 @@ def draw(drives: int, requests: int, request_bytes: int, chunk_bytes: int = CHUN
     return _cycle(requests, completions, events, start, issue, finished)
 
 
-def draw_writes(drives: int, requests: int, completions: int = 30_000, seed: int = 3) -> tuple[float, float]:
+def draw_writes(drives: int, requests: int, completions: int = 30_000, seed: int = 3,
+                parities: int = 1) -> tuple[float, float]:
     """(mean, 99th percentile) response time (s) of `requests` random 4 KiB writes cycling over a
-    RAID 5 of `drives` default drives, each a read-modify-write with no cache to take it: read the
-    old data and parity (two drives), then, both in, write them back where they were read. A
+    RAID 5 (`parities` 1) or RAID 6 (2) of `drives` default drives, each a read-modify-write with no
+    cache to take it: read the old data and its parities (on as many other drives), then, all in,
+    write them back where they were read. A
     target is a place on the stroke and on the platter; each drive serves the soonest of its queue
     (reads and writes alike), its head where its last operation left it and its spindle at its own
     phase."""
@@ -135,7 +139,7 @@ def draw_writes(drives: int, requests: int, completions: int = 30_000, seed: int
     left: dict[int, int] = {}
     issued: dict[int, float] = {}
     reading: dict[int, bool] = {}
-    places: dict[int, tuple[tuple[float, float], tuple[int, int]]] = {}
+    places: dict[int, tuple[tuple[float, float], list[int]]] = {}
     serial = 0
 
     def positioning(drive: int, target: tuple[float, float], now: float) -> float:
@@ -165,9 +169,8 @@ def draw_writes(drives: int, requests: int, completions: int = 30_000, seed: int
     def issue(now: float) -> None:
         nonlocal serial
         serial += 1
-        data = rnd.randrange(drives)
-        parity = (data + 1 + rnd.randrange(drives - 1)) % drives
-        places[serial] = ((rnd.random(), rnd.random()), (data, parity))
+        chosen = rnd.sample(range(drives), 1 + parities)        # the data's drive and its parities'
+        places[serial] = ((rnd.random(), rnd.random()), chosen)
         issued[serial], reading[serial] = now, True
         enqueue(serial, now)
 
@@ -185,15 +188,16 @@ def draw_writes(drives: int, requests: int, completions: int = 30_000, seed: int
     return _cycle(requests, completions, events, start, issue, finished)
 
 
-def write_rows() -> list[tuple[int, int, tuple[float, float], tuple[float, float]]]:
-    """(drives, requests, model (mean, p99) s, drawn (mean, p99) s) of the RAID 5 small writes."""
+def write_rows() -> list[tuple[str, int, tuple[float, float], tuple[float, float]]]:
+    """(layout, requests, model (mean, p99) s, drawn (mean, p99) s) of the RAID 5 and 6 small writes."""
     drive = dataclasses.replace(DRIVE, write_cache=False)
     out = []
-    for drives, depths in WRITE_CASES:
-        stack = stack_from_notation(f"R5/{drives}", CHUNK, drive=drive, engine="md")
+    for parities, drives, depths in WRITE_CASES:
+        layout = f"R{4 + parities}/{drives}"
+        stack = stack_from_notation(layout, CHUNK, drive=drive, engine="md")
         for n in depths:
             p = predict(stack, Workload("randwrite", 4096, qd=n))
-            out.append((drives, n, (p.latency_mean_s, p.latency_tail_s), draw_writes(drives, n)))
+            out.append((layout, n, (p.latency_mean_s, p.latency_tail_s), draw_writes(drives, n, parities=parities)))
     return out
 
 
@@ -217,12 +221,13 @@ def main() -> int:
         cells = [f"{m * 1e3:.1f} / {d * 1e3:.1f} ({m / d - 1:+.0%})" for m, d in zip(model, drawn)]
         print(f"| {request_bytes // 1024} KiB | {span} | {n} | {cells[0]} | {cells[1]} |")
     print()
-    print("R5 under md, 64 KiB chunks, default 7.2K rpm drives with their write cache off; random 4 KiB writes")
-    print("| drives | requests | mean ms, model / drawn | p99 ms, model / drawn |")
+    print("RAID 5 and 6 under md, 64 KiB chunks, default 7.2K rpm drives with their write cache off; "
+          "random 4 KiB writes")
+    print("| layout | requests | mean ms, model / drawn | p99 ms, model / drawn |")
     print("|---|---|---|---|")
-    for drives, n, model, drawn in write_rows():
+    for layout, n, model, drawn in write_rows():
         cells = [f"{m * 1e3:.1f} / {d * 1e3:.1f} ({m / d - 1:+.0%})" for m, d in zip(model, drawn)]
-        print(f"| {drives} | {n} | {cells[0]} | {cells[1]} |")
+        print(f"| {layout} | {n} | {cells[0]} | {cells[1]} |")
     return 0
 
 
