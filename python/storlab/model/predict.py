@@ -873,9 +873,12 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
             return []
         groups = max(1, round(len(members) / max(1.0, spread)))
         # a request's pieces queue at each drive on its own, each drive serving its queue in its own
-        # order (queueing._ReorderingQueue): a read's pieces, and a write's operations on each of
-        # its drives (a read-modify-write's reads, then its writes: taken as one visit of both)
-        fork = max(1, round(spread))
+        # order (queueing._ReorderingQueue): a read's pieces, and a read-modify-write's operations on
+        # each of its two or three drives (its reads, then its writes: taken as one visit of both;
+        # benchmarks/model_drive_draw.py draws both). Other writes (whole stripes, a mirror's
+        # copies) keep their drives as one team: no draw covers them, and the fork of a wide
+        # stripe is not followed well past a dozen drives (docs/model.md, "Writes split over drives")
+        fork = max(1, round(spread)) if not workload.is_write or cost.write_reads > 0 else 1
         return [member_station(name if groups == 1 else f"{name} (stripe group {g + 1} of {groups})",
                                name, cap, servers, spread, 1.0 / groups, fork) for g in range(groups)]
     servers = servers_of.get(name, 1)
