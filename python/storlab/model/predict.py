@@ -503,9 +503,10 @@ class _Reordering:
 def _member_ops_in_flight(cost: _RequestCost, workload: Workload) -> float:
     """Member operations one host request has in flight at once on the members that position for
     it (_extents): its extents for a read; for a write its reads, then its writes (a
-    read-modify-write), at once otherwise."""
+    read-modify-write), at once otherwise; its reads alone where the drives' own write caches take
+    its writes (they drain behind it)."""
     reads, writes = _extents(cost, workload)
-    if workload.is_write:
+    if workload.is_write and not cost.drives_write_back:
         return max(1.0, reads, writes)
     return max(1.0, reads)
 
@@ -576,7 +577,7 @@ def _member_capacities(cost: _RequestCost, workload: Workload, reordering: dict[
             member_load = _MemberLoad(member_load.read_ops * share, 0.0, member_load.read_bytes * share, 0.0)
         # a read-modify-write whose writes the drive's own cache takes: it drains them choosing
         # among a full queue, as a controller's cache does (below), while the reads wait their turn
-        drains_writes = cost.drives_write_back and not cost.served_by_cache and device.write_cache
+        drains_writes = cost.drives_write_back and not cost.served_by_cache
         cached_fraction = (reordered_positioning_fraction(device.reorder_depth, depth=device.reorder_depth)
                            if drains_writes else None)
         cap, why, positioning, drained = _member_capacity(device, member_load, not workload.is_random,
@@ -587,8 +588,7 @@ def _member_capacities(cost: _RequestCost, workload: Workload, reordering: dict[
         if servers is not None:
             servers[name] = _member_servers(device, member_load, not workload.is_random, cap)
         if device.reorder_depth > 1 and positioning > 0 and math.isfinite(cap):
-            in_flight = workload.outstanding * (max(1.0, _extents(cost, workload)[0]) if drains_writes
-                                                else _member_ops_in_flight(cost, workload))
+            in_flight = workload.outstanding * _member_ops_in_flight(cost, workload)
             if cost.served_by_cache and workload.is_random:
                 # drained behind a write-back cache: whatever the host keeps outstanding, the cache
                 # fills with pending writes and stays full under a sustained load, and the
@@ -830,8 +830,7 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
         if how.drained_s > 0:
             background[station_name] = how.drained_s
         # each request queued at the station puts this many operations on each of its members
-        operations = max(1.0, _extents(cost, workload)[0]) if how.drained_s > 0 else _member_ops_in_flight(cost, workload)
-        per_request = operations / max(1.0, members_per_request)
+        per_request = _member_ops_in_flight(cost, workload) / max(1.0, members_per_request)
         # a spinning drive's service: its positioning varies (costs.positioning_scv), its transfer not
         scv = positioning_scv() * (positioning / demand) ** 2
         return Station(station_name, demand, 1, positioning, how.depth, per_request,
@@ -852,11 +851,9 @@ def _stations(resources: list[tuple[str, str, float, str]], cost: _RequestCost, 
             # capacity (a component of the prediction), whatever the host keeps outstanding
             return []
         # members one request keeps busy at once: a read's pieces (beyond that contiguous on them),
-        # a write's drives (a read-modify-write reads and writes the same ones; a read-modify-write
-        # whose writes the drives' caches take, its reads)
-        busy = max(_extents(cost, workload)) if workload.is_write else cost.pieces
-        if cost.drives_write_back:
-            busy = max(1.0, cost.write_reads)
+        # a write's drives (a read-modify-write reads and writes the same ones; where the drives'
+        # caches take its writes, its reads: _member_ops_in_flight)
+        busy = _member_ops_in_flight(cost, workload) if workload.is_write else cost.pieces
         spread = min(busy, float(len(members)))
         if not workload.is_random:
             # a sequential stream visits the stripe groups in turn, never two requests on one
